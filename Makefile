@@ -1,0 +1,83 @@
+# jsoncontract: build, test, bench, install.
+# Variables follow LuaRocks' names; override on the command line:
+#   make                      Lua 5.4 build into build/lua5.4/
+#   make LUA=luajit           OpenResty LuaJIT 2.1 build into build/luajit/
+#   make test                 specs on Lua 5.4, LuaJIT and under ASan+UBSan
+VERSION     := 0.1.0
+LUA         ?= lua5.4
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+CC          ?= cc
+PKG_CONFIG  ?= pkg-config
+
+ifeq ($(LUA),luajit)
+LUA_PC      ?= luajit
+LUA_ABI     ?= 5.1
+else
+LUA_PC      ?= $(LUA)
+LUA_ABI     ?= $(patsubst lua%,%,$(LUA))
+endif
+LUA_INCDIR  ?= $(patsubst -I%,%,$(firstword $(shell $(PKG_CONFIG) --cflags-only-I $(LUA_PC) 2>/dev/null)))
+LUADIR      ?= $(PREFIX)/share/lua/$(LUA_ABI)
+LIBDIR      ?= $(PREFIX)/lib/lua/$(LUA_ABI)
+BINDIR      ?= $(PREFIX)/bin
+
+DEP_CFLAGS  := $(shell $(PKG_CONFIG) --cflags libcurl libpcre2-8 2>/dev/null)
+DEP_LIBS    := $(shell $(PKG_CONFIG) --libs libcurl libpcre2-8 2>/dev/null || echo -lcurl -lpcre2-8)
+
+CWARNS      := -Wall -Wextra -pedantic -Wshadow -Wpointer-arith -Wcast-qual \
+               -Wstrict-prototypes -Wmissing-prototypes -Wdeclaration-after-statement \
+               -Wc++-compat -Wundef -Wwrite-strings
+CFLAGS      ?= -O2 -g
+LIBFLAG     ?= -shared
+ALL_CFLAGS  := -std=c99 -D_POSIX_C_SOURCE=200809L $(CWARNS) $(CFLAGS) -fPIC -fvisibility=hidden \
+               -I$(LUA_INCDIR) $(DEP_CFLAGS) -DJC_VERSION='"$(VERSION)"'
+
+BUILD       ?= build/$(LUA)
+SRCS        := csrc/core.c csrc/parse.c csrc/encode.c csrc/schema.c csrc/pattern.c csrc/transport.c
+HDRS        := csrc/jc.h csrc/compat.h $(wildcard csrc/*.h)
+OBJS        := $(patsubst csrc/%.c,$(BUILD)/%.o,$(SRCS))
+TARGET      := $(BUILD)/jsoncontract/core.so
+
+.PHONY: all test check asan bench install clean triage deps luajit
+
+all: $(TARGET)
+
+$(BUILD)/%.o: csrc/%.c $(HDRS)
+	@mkdir -p $(BUILD)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(TARGET): $(OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBFLAG) $(CFLAGS) -o $@ $(OBJS) $(DEP_LIBS)
+
+luajit:
+	$(MAKE) LUA=luajit
+
+# The C core under AddressSanitizer + UndefinedBehaviorSanitizer (Lua 5.4 host).
+asan:
+	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	        LIBFLAG="-shared -fsanitize=address,undefined"
+
+# Install the Debian packages this project needs (idempotent).
+deps:
+	sh tools/install-deps.sh
+
+test:
+	sh tools/test.sh
+
+bench: all
+	$(LUA) bench/run.lua
+
+triage: all
+	$(LUA) bin/jsoncontract triage
+
+install: $(TARGET)
+	install -d $(DESTDIR)$(LIBDIR)/jsoncontract $(DESTDIR)$(LUADIR)/jsoncontract/providers \
+	           $(DESTDIR)$(LUADIR)/jsoncontract/transport $(DESTDIR)$(BINDIR)
+	install -m 644 $(TARGET) $(DESTDIR)$(LIBDIR)/jsoncontract/core.so
+	cp -R lua/jsoncontract/. $(DESTDIR)$(LUADIR)/jsoncontract/
+	install -m 755 bin/jsoncontract $(DESTDIR)$(BINDIR)/jsoncontract
+
+clean:
+	rm -rf build

@@ -1,0 +1,38 @@
+/*
+** compat.h: shims for the Lua versions jsoncontract.core builds against
+** (Lua 5.4 first; 5.1/5.2/5.3 and OpenResty's LuaJIT 2.1, which reports 501).
+** Included first by every C file. Shims only what is missing, as macros or
+** static 'jc_' functions; never defines names in the 'lua_'/'luaL_' space.
+** (After LPeg 'lptypes.h' and lua-cjson 'compat_luaL_setfuncs'.)
+*/
+#ifndef JC_COMPAT_H
+#define JC_COMPAT_H
+
+#include <lua.h>
+#include <lauxlib.h>
+
+#if LUA_VERSION_NUM >= 503
+#define JC_HAVE_INTEGER 1
+#else
+#define JC_HAVE_INTEGER 0
+#endif
+
+#if LUA_VERSION_NUM >= 502
+#define jc_rawlen(L, i) lua_rawlen((L), (i))
+#define jc_absindex(L, i) lua_absindex((L), (i))
+#else
+#define jc_rawlen(L, i) lua_objlen((L), (i))
+#define jc_absindex(L, i) \
+  (((i) > 0 || (i) <= LUA_REGISTRYINDEX) ? (i) : lua_gettop(L) + (i) + 1)
+#endif
+
+#if LUA_VERSION_NUM >= 504
+#define jc_newuserdata(L, sz) lua_newuserdatauv((L), (sz), 0)
+#else
+#define jc_newuserdata(L, sz) lua_newuserdata((L), (sz))
+#endif
+
+/* OpenResty's LuaJIT (501) has luaL_setfuncs, luaL_testudata and
+** luaL_setmetatable; PUC Lua 5.1 does not and is not a target. */
+
+#endif

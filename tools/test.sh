@@ -1,0 +1,34 @@
+#!/bin/sh
+# make test: build for Lua 5.4, LuaJIT and ASan+UBSan, run the busted specs
+# on each, and end with one plain line "N passed, N failed, N skipped".
+# Exit status is non-zero when anything failed or no spec ran.
+set -u
+cd "$(dirname "$0")/.."
+sh tools/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+make -s all >/dev/null && make -s LUA=luajit >/dev/null && make -s asan >/dev/null \
+  || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+
+passed=0; failed=0; skipped=0; status=0
+run() { # run NAME LUA CPATH [env...]
+  name=$1; lua=$2; cpath=$3; shift 3
+  out=build/test-$name.tap
+  env "$@" JC_TEST_LUA="$lua" JC_TEST_CPATH="$cpath" \
+    busted --lua="$lua" --cpath="$cpath" -o TAP >"$out" 2>&1
+  rc=$?
+  p=$(grep -c '^ok [0-9]*' "$out" | tr -d ' '); s=$(grep -c '^ok [0-9]* # SKIP' "$out" | tr -d ' ')
+  f=$(grep -c '^not ok' "$out" | tr -d ' ')
+  p=$((p - s))
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi   # crash or load error
+  if [ $((p + f)) -eq 0 ]; then f=1; echo "$name: no spec ran"; fi
+  echo "$name: $p passed, $f failed, $s skipped (details: $out)"
+  if [ "$f" -ne 0 ]; then status=1; grep -A12 '^not ok' "$out" | head -80; [ "$rc" -ne 0 ] && tail -20 "$out"; fi
+  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+}
+run lua5.4 lua5.4 "build/lua5.4/?.so"
+run luajit luajit "build/luajit/?.so"
+run asan lua5.4 "build/asan/?.so" \
+  LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" LSAN_OPTIONS="suppressions=tools/lsan.supp:print_suppressions=0" \
+  UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+echo "$passed passed, $failed failed, $skipped skipped"
+exit $status
