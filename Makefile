@@ -22,8 +22,8 @@ LUADIR      ?= $(PREFIX)/share/lua/$(LUA_ABI)
 LIBDIR      ?= $(PREFIX)/lib/lua/$(LUA_ABI)
 BINDIR      ?= $(PREFIX)/bin
 
-DEP_CFLAGS  := $(shell $(PKG_CONFIG) --cflags libcurl libpcre2-8 2>/dev/null)
-DEP_LIBS    := $(shell $(PKG_CONFIG) --libs libcurl libpcre2-8 2>/dev/null || echo -lcurl -lpcre2-8)
+DEP_CFLAGS  := $(shell $(PKG_CONFIG) --cflags libcurl libpcre2-8 libcrypto 2>/dev/null)
+DEP_LIBS    := $(shell $(PKG_CONFIG) --libs libcurl libpcre2-8 libcrypto 2>/dev/null || echo -lcurl -lpcre2-8 -lcrypto)
 
 CWARNS      := -Wall -Wextra -pedantic -Wshadow -Wpointer-arith -Wcast-qual \
                -Wstrict-prototypes -Wmissing-prototypes -Wdeclaration-after-statement \

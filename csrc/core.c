@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 /* __tostring of an err table: "category/kind: message". [-0, +1, m] */
 static int jc_error_tostring(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -35,6 +37,32 @@ void jc_push_error(lua_State *L, const char *category, const char *kind,
   lua_setmetatable(L, -2);
 }
 
+/*
+** core.sha256(data) -> hex
+** SHA-256 (FIPS 180-4) of the byte string 'data', as 64 lowercase hex
+** characters. Used for schema hashes and evidence file digests. Computed by
+** OpenSSL's libcrypto (EVP_Digest), not by our own code.
+** Raises when 'data' is not a string or libcrypto fails.
+** Stack: [-0, +1, e]
+*/
+static int jc_sha256(lua_State *L) {
+  size_t len, i;
+  const char *data = luaL_checklstring(L, 1, &len);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  char hex[2 * EVP_MAX_MD_SIZE];
+  static const char digits[] = "0123456789abcdef";
+  luaL_argcheck(L, lua_gettop(L) == 1, 2, "no value expected");
+  if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL))
+    return luaL_error(L, "sha256: libcrypto failed");
+  for (i = 0; i < mdlen; i++) {
+    hex[2 * i] = digits[md[i] >> 4];
+    hex[2 * i + 1] = digits[md[i] & 15];
+  }
+  lua_pushlstring(L, hex, 2 * (size_t)mdlen);
+  return 1;
+}
+
 LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 
 /*
@@ -43,6 +71,7 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 **   array_mt    metatable that marks a table as a JSON array (decode sets it)
 **   error_mt    metatable shared by every err table (__tostring)
 **   _VERSION    the project version (from the Makefile, -DJC_VERSION)
+**   sha256      sha256(data) -> 64 hex chars (see jc_sha256)
 ** and the functions of each area file.
 */
 LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
@@ -66,6 +95,8 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
   lua_setfield(L, -2, "null");
   lua_pushliteral(L, JC_VERSION);
   lua_setfield(L, -2, "_VERSION");
+  lua_pushcfunction(L, jc_sha256);
+  lua_setfield(L, -2, "sha256");
 
   jc_parse_open(L);
   jc_encode_open(L);

@@ -3,7 +3,7 @@
 # demos, when any is missing. Idempotent; needs root (or sudo) for apt-get.
 set -eu
 PKGS="make gcc pkg-config lua5.4 liblua5.4-dev luajit2 libluajit2-5.1-dev \
-libcjson-dev libcurl4-openssl-dev libpcre2-dev lua-busted lua-socket \
+libcjson-dev libcurl4-openssl-dev libssl-dev libpcre2-dev lua-busted lua-socket \
 lua-sql-sqlite3 lua-cjson sqlite3 nginx libnginx-mod-http-lua ca-certificates"
 missing=""
 for p in $PKGS; do
