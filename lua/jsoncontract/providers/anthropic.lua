@@ -1,0 +1,243 @@
+--- Anthropic Messages (`POST /v1/messages`): build the request for a contract, read the
+-- response envelope through the protocol gate.
+-- @module jsoncontract.providers.anthropic
+local core = require "jsoncontract.core"
+local providers = require "jsoncontract.providers"
+
+local type, ipairs, error = type, ipairs, error
+local concat = table.concat
+local format = string.format
+local C = providers.common
+
+local _M = { _VERSION = core._VERSION, name = "anthropic" }
+
+--- Default base URL (a base may end with or without "/v1").
+_M.DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+--- Value of the `anthropic-version` header.
+_M.API_VERSION = "2023-06-01"
+
+-- Anthropic has no JSON mode: "json" raises.
+local MODES = { native = true, prompt = true }
+
+--- JSON Schema keywords Anthropic structured outputs (`output_config.format`, type
+-- "json_schema") enforce; every other keyword is dropped from the copy sent (the full
+-- schema is still checked locally). Source: Anthropic docs, "Structured outputs", section
+-- "JSON Schema limitations" (docs.claude.com/en/docs/build-with-claude/structured-outputs):
+-- supported are the basic types, `enum`, `const`, `anyOf`, `$ref`/`$defs`/`definitions`,
+-- `default`, `required`, `additionalProperties: false` (required on objects), string
+-- `format` (the list below), array `minItems` of 0 or 1, simple regex `pattern`; not
+-- supported are numeric constraints (`minimum`, `maximum`, `multipleOf`, ...), string
+-- length constraints, other array constraints, recursive schemas. `allOf` is "limited"
+-- there and is dropped here; `oneOf` is sent as the weaker `anyOf`.
+_M.KEYWORDS = {
+    type = true, enum = true, const = true, properties = true, required = true,
+    additionalProperties = true, items = true, anyOf = true, ["$defs"] = true,
+    definitions = true, ["$ref"] = true, title = true, description = true,
+    default = true, pattern = true, format = true, minItems = true,
+}
+
+--- String formats Anthropic structured outputs support (same source as KEYWORDS).
+_M.FORMATS = {
+    ["date-time"] = true, time = true, date = true, duration = true, email = true,
+    hostname = true, uri = true, ipv4 = true, ipv6 = true, uuid = true,
+}
+
+local PROFILE = {
+    name = "Anthropic structured outputs", keep = _M.KEYWORDS, formats = _M.FORMATS,
+    force_required = false, max_min_items = 1,
+}
+
+--- The copy of a schema sent in `output_config.format.schema`.
+-- Never mutates `schema`. Every object gets `additionalProperties: false`; optional
+-- properties stay optional (Anthropic allows them); unsupported keywords are left out.
+-- @tparam table schema the contract's full JSON Schema
+-- @treturn table schema_sent a deep copy in the subset
+-- @treturn table dropped array of { schema_pointer = string, keyword = string, reason =
+--   string } for every keyword not sent as it is
+-- @raise when schema is not a table
+function _M.provider_schema(schema)
+    if type(schema) ~= "table" then
+        error("schema must be a table, got " .. type(schema), 2)
+    end
+    return C.subset(schema, PROFILE)
+end
+
+--- Build the HTTP request for a contract and a conversation.
+-- @tparam table contract { name = string, version = string, schema = table, prompt =
+--   string (system instructions rendered from the schema) }
+-- @tparam table messages array of { role = "user"|"assistant", content = string }
+-- @tparam table opts { model = string (required), api_key = string|nil, base_url =
+--   string|nil (default "https://api.anthropic.com", with or without "/v1"), max_tokens =
+--   integer (tokens, default 1024), temperature = number|nil, mode = "native" (default:
+--   `output_config.format` json_schema) | "prompt" (schema only in the prompt) }
+-- @treturn table req { url = string, method = "POST", headers = { ["content-type"] =
+--   "application/json", ["anthropic-version"] = "2023-06-01", ["x-api-key"] = key (only
+--   with api_key) }, body = string (JSON), mode = string, schema_sent = table|nil,
+--   dropped = table|nil }
+-- @raise on misuse: a missing model, mode "json" (Anthropic has no JSON mode), an unknown
+--   mode, wrong types
+function _M.build_request(contract, messages, opts)
+    local o, msgs = C.check_request_args(contract, messages, opts, MODES, "anthropic")
+    local body = {
+        model = o.model,
+        max_tokens = o.max_tokens,
+        system = contract.prompt,
+        messages = msgs,
+        temperature = o.temperature,
+    }
+    local schema_sent, dropped
+    if o.mode == "native" then
+        schema_sent, dropped = C.subset(contract.schema, PROFILE)
+        body.output_config = { format = { type = "json_schema", schema = schema_sent } }
+    end
+    local headers = {
+        ["content-type"] = "application/json",
+        ["anthropic-version"] = _M.API_VERSION,
+    }
+    if o.api_key then
+        headers["x-api-key"] = o.api_key
+    end
+    return {
+        url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/messages"),
+        method = "POST",
+        headers = headers,
+        body = core.encode(body),
+        mode = o.mode,
+        schema_sent = schema_sent,
+        dropped = dropped,
+    }
+end
+
+local FINISH = { end_turn = "stop", stop_sequence = "stop", max_tokens = "length",
+    model_context_window_exceeded = "length", refusal = "refusal", tool_use = "tool_use" }
+
+--- Read an HTTP response of the Messages API into one normalised reply (protocol gate).
+-- Gate order: HTTP status (transport; `overloaded_error` -> overloaded); envelope JSON
+-- (protocol/invalid_envelope; a 2xx body of type "error" is classified like an HTTP
+-- error); a message with a content array (protocol/no_message); stop_reason "refusal"
+-- (refused/refusal, with `stop_details.explanation` as the refusal text); "max_tokens"
+-- (truncated/max_tokens, even if the text looks whole) or "model_context_window_exceeded"
+-- (truncated/context_window); an unknown stop_reason such as "pause_turn"
+-- (protocol/unknown_finish_reason); one tool_use block (its `input`, re-encoded with
+-- core.encode, is the text; finish "tool_use"; more than one: protocol/ambiguous_content);
+-- otherwise the text blocks, concatenated (protocol/no_content when there is none or "").
+-- @tparam integer status HTTP status
+-- @tparam table headers response headers, names lowercased
+-- @tparam string body response body
+-- @treturn[1] table reply { text = string, finish = "stop"|"tool_use", finish_reason =
+--   string (raw stop_reason), refusal = nil, usage = { input_tokens = integer
+--   (input_tokens + cache_creation_input_tokens + cache_read_input_tokens), output_tokens
+--   = integer }, model = string|nil, id = string|nil }
+-- @return[2] nil
+-- @treturn[2] table err as in jsoncontract.providers.openai.read_response, plus
+--   `refusal_category` (stop_details.category) for refusals
+-- @raise when status is not an integer, headers not a table or body not a string
+function _M.read_response(status, headers, body)
+    local h = C.check_response_args(status, headers, body)
+    if status < 200 or status > 299 then
+        return nil, C.http_error("anthropic", status, h, body)
+    end
+    local doc = core.decode(body)
+    if not C.is_object(doc) then
+        return nil, C.err("protocol", "invalid_envelope",
+            "anthropic response body is not a JSON object (content-type "
+            .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
+    end
+    if doc.type == "error" then
+        -- an error object with a 2xx status: classify it by its error type
+        local e = C.http_error("anthropic", status, h, body)
+        if e.provider_type == "overloaded_error" then return nil, e end
+        local kinds = { rate_limit_error = "rate_limited", api_error = "server_error" }
+        if kinds[e.provider_type or ""] then
+            e.kind, e.retryable = kinds[e.provider_type], true
+            return nil, e
+        end
+        return nil, C.err("protocol", "no_message", e.message, { status = status })
+    end
+    local usage = C.is_object(doc.usage) and doc.usage or {}
+    local reply = {
+        usage = {
+            input_tokens = (C.int(usage.input_tokens) or 0)
+                + (C.int(usage.cache_creation_input_tokens) or 0)
+                + (C.int(usage.cache_read_input_tokens) or 0),
+            output_tokens = C.int(usage.output_tokens) or 0,
+        },
+        model = C.str(doc.model), id = C.str(doc.id),
+    }
+    local content = doc.content
+    if doc.type ~= "message" or doc.role ~= "assistant" or not C.is_array(content)
+        and not (type(content) == "table" and next(content) == nil) then
+        return nil, C.err("protocol", "no_message",
+            "anthropic response is not an assistant message with a content array",
+            { status = status, reply = reply })
+    end
+    local raw = C.str(doc.stop_reason)
+    reply.finish_reason = raw
+    reply.finish = FINISH[raw or ""]
+
+    local texts, tools = {}, {}
+    for _, block in ipairs(content) do
+        if C.is_object(block) then
+            if block.type == "text" and C.str(block.text) then
+                texts[#texts + 1] = block.text
+            elseif block.type == "tool_use" then
+                tools[#tools + 1] = block
+            end
+        end
+    end
+    if #texts > 0 then reply.text = concat(texts) end
+
+    if raw == "refusal" then
+        local details = C.is_object(doc.stop_details) and doc.stop_details or {}
+        local why = C.str(details.explanation)
+        if not why and reply.text and reply.text ~= "" then why = reply.text end
+        reply.refusal = why
+        return nil, C.err("refused", "refusal",
+            "the model refused" .. (why and ": " .. C.snippet(why) or " (stop_reason refusal)"),
+            { status = status, refusal = why, refusal_category = C.str(details.category),
+              reply = reply })
+    end
+    if raw == "max_tokens" then
+        return nil, C.err("truncated", "max_tokens",
+            "the reply was cut at the output token limit (stop_reason max_tokens)",
+            { status = status, reply = reply })
+    end
+    if raw == "model_context_window_exceeded" then
+        return nil, C.err("truncated", "context_window",
+            "the reply was cut at the model's context window", { status = status, reply = reply })
+    end
+    if not reply.finish then
+        return nil, C.err("protocol", "unknown_finish_reason",
+            "anthropic stop_reason " .. (raw and format("%q", C.snippet(raw, 40)) or "missing")
+            .. " is not one of end_turn, stop_sequence, max_tokens, refusal, tool_use",
+            { status = status, reply = reply })
+    end
+    if #tools > 1 then
+        return nil, C.err("protocol", "ambiguous_content", format(
+            "anthropic message has %d tool_use blocks; exactly one was expected", #tools),
+            { status = status, reply = reply })
+    end
+    if #tools == 1 then
+        local input = tools[1].input
+        if type(input) ~= "table" then
+            return nil, C.err("protocol", "no_content", "anthropic tool_use block has no input object",
+                { status = status, reply = reply })
+        end
+        reply.text, reply.finish = core.encode(input), "tool_use"
+        reply.tool_name = C.str(tools[1].name)
+        return reply
+    end
+    if not reply.text or reply.text == "" then
+        return nil, C.err("protocol", "no_content", "anthropic message has no text content",
+            { status = status, reply = reply })
+    end
+    if reply.finish == "tool_use" then
+        return nil, C.err("protocol", "no_content",
+            "anthropic stop_reason tool_use but the message has no tool_use block",
+            { status = status, reply = reply })
+    end
+    return reply
+end
+
+return _M

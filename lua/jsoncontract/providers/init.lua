@@ -1,0 +1,500 @@
+--- Providers: turn a contract and a conversation into an HTTP request for a model
+-- provider's API, and read the provider's HTTP response (the envelope) into one
+-- normalised reply, running the protocol gate of DESIGN.md (gates 1 and 2 as far as an
+-- HTTP status and an envelope can tell).
+--
+-- Every provider module `jsoncontract.providers.<name>` has the same shape:
+--
+--    req = provider.build_request(contract, messages, opts)
+--    reply, err = provider.read_response(status, headers, body)
+--    schema_sent, dropped = provider.provider_schema(schema)
+--
+-- This module also holds the helpers the provider modules share (`_M.common`); they are
+-- internal and may change.
+-- @module jsoncontract.providers
+local core = require "jsoncontract.core"
+
+local type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, error, require =
+    type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, error, require
+local concat, sort = table.concat, table.sort
+local floor, huge = math.floor, math.huge
+local format, lower = string.format, string.lower
+
+local _M = { _VERSION = core._VERSION }
+
+--- Names accepted by `get`, sorted.
+_M.names = { "anthropic", "openai" }
+
+local KNOWN = {}
+for _, n in ipairs(_M.names) do KNOWN[n] = true end
+
+--- The provider module for a name.
+-- @tparam string name "openai" or "anthropic"
+-- @treturn table the module `jsoncontract.providers.<name>`
+-- @raise on a name that is not in `names` (the message lists the known names)
+-- @usage local openai = require("jsoncontract.providers").get("openai")
+function _M.get(name)
+    if type(name) ~= "string" then
+        error("provider name must be a string, got " .. type(name), 2)
+    end
+    if not KNOWN[name] then
+        error(format("unknown provider %q (known: %s)", name, concat(_M.names, ", ")), 2)
+    end
+    return require("jsoncontract.providers." .. name)
+end
+
+------------------------------------------------------------------------------
+-- Shared helpers (internal)
+------------------------------------------------------------------------------
+local C = {}
+_M.common = C
+
+--- Longest provider message copied into an err message, in bytes.
+C.MAX_DETAIL = 300
+
+--- Make an err table with the shared metatable.
+function C.err(category, kind, message, fields)
+    local e = { category = category, kind = kind, message = message }
+    if fields then
+        for k, v in pairs(fields) do e[k] = v end
+    end
+    return setmetatable(e, core.error_mt)
+end
+
+function C.is_array(v)
+    if type(v) ~= "table" then return false end
+    if getmetatable(v) == core.array_mt then return true end
+    local n = 0
+    for _ in pairs(v) do n = n + 1 end
+    return n > 0 and n == #v
+end
+
+function C.is_object(v)
+    return type(v) == "table" and getmetatable(v) ~= core.array_mt and (next(v) == nil or not C.is_array(v))
+end
+
+function C.new_array()
+    return setmetatable({}, core.array_mt)
+end
+
+--- Deep copy of a decoded JSON value; keeps the array marker, shares nothing.
+function C.deepcopy(v)
+    if type(v) ~= "table" then return v end
+    local out = {}
+    for k, x in pairs(v) do out[k] = C.deepcopy(x) end
+    if getmetatable(v) == core.array_mt then setmetatable(out, core.array_mt) end
+    return out
+end
+
+--- A string with control characters replaced and cut to `max` bytes (for messages).
+function C.snippet(s, max)
+    max = max or C.MAX_DETAIL
+    s = tostring(s):gsub("[%c]+", " ")
+    if #s > max then
+        -- do not cut inside a UTF-8 sequence
+        local cut = max
+        while cut > 0 and s:byte(cut + 1) and s:byte(cut + 1) >= 0x80 and s:byte(cut + 1) < 0xC0 do
+            cut = cut - 1
+        end
+        s = s:sub(1, cut) .. "..."
+    end
+    return s
+end
+
+--- `v` if it is a string, else nil (JSON null and other types give nil).
+function C.str(v)
+    if type(v) == "string" then return v end
+    return nil
+end
+
+function C.int(v)
+    if type(v) == "number" and v == v and v >= 0 and v < huge and floor(v) == v then
+        return v
+    end
+    return nil
+end
+
+--- Join a base URL (with or without a trailing /v1 and slash) and an API path that
+-- starts with "/v1/".
+function C.join_url(base, path)
+    base = base:gsub("/+$", "")
+    if base:sub(-3) == "/v1" then
+        return base .. path:sub(4)
+    end
+    return base .. path
+end
+
+--- Parse a duration as OpenAI's x-ratelimit-reset-* headers and messages write it:
+-- "6ms", "1s", "1.5s", "1m30s", "2h0m0s", "0s". Returns seconds or nil.
+function C.parse_duration(s)
+    if type(s) ~= "string" or s == "" then return nil end
+    local total, pos, any = 0, 1, false
+    while pos <= #s do
+        local num, unit, e = s:match("^(%d+%.?%d*)(%a+)()", pos)
+        if not num then return nil end
+        local n = tonumber(num)
+        if unit == "ms" then n = n / 1000
+        elseif unit == "s" then n = n * 1
+        elseif unit == "m" then n = n * 60
+        elseif unit == "h" then n = n * 3600
+        else return nil end
+        total, pos, any = total + n, e, true
+    end
+    if not any then return nil end
+    return total
+end
+
+--- Seconds to wait before retrying, from the response headers (lowercased names) and, as
+-- a last resort, a hint in the provider's error message ("try again in 6ms").
+-- Order: retry-after-ms, retry-after (delta-seconds; an HTTP-date is ignored), the
+-- x-ratelimit-reset-* header of the exhausted limit (OpenAI), the message hint.
+function C.retry_after(headers, message)
+    local ms = tonumber(headers["retry-after-ms"] or "")
+    if ms and ms >= 0 then return ms / 1000 end
+    local s = headers["retry-after"]
+    if type(s) == "string" and s:match("^%s*%d+%.?%d*%s*$") then
+        return tonumber(s)
+    end
+    -- OpenAI: pick the reset time of a limit whose remaining count is 0; else the longest.
+    local best, exhausted
+    for _, what in ipairs({ "requests", "tokens" }) do
+        local reset = C.parse_duration(headers["x-ratelimit-reset-" .. what])
+        if reset then
+            if tonumber(headers["x-ratelimit-remaining-" .. what] or "") == 0 then
+                exhausted = (exhausted and exhausted > reset) and exhausted or reset
+            end
+            best = (best and best > reset) and best or reset
+        end
+    end
+    if exhausted or best then return exhausted or best end
+    if type(message) == "string" then
+        local hint = message:match("[Tt]ry again in (%d+%.?%d*%a+)")
+        local d = C.parse_duration(hint)
+        if d then return d end
+    end
+    return nil
+end
+
+-- Error types/codes that mean a content filter, in a 4xx body or a 2xx error body.
+local FILTER_CODES = { content_filter = true, ResponsibleAIPolicyViolation = true }
+
+--- Classify a non-2xx HTTP response (or a 2xx whose body is a provider error object) into
+-- an err table. `status` integer; `headers` lowercased names; `body` string.
+-- `provider` names the provider in messages. Returns the err table.
+function C.http_error(provider, status, headers, body)
+    local perr, ptype, pcode, pmsg
+    local doc = type(body) == "string" and body ~= "" and core.decode(body) or nil
+    if C.is_object(doc) and C.is_object(doc.error) then
+        perr = doc.error
+        ptype, pcode, pmsg = C.str(perr.type), C.str(perr.code), C.str(perr.message)
+    elseif C.is_object(doc) and C.str(doc.error) then
+        pmsg = doc.error -- some OpenAI-compatible servers: {"error": "text"}
+    end
+    local inner = perr and C.is_object(perr.innererror) and perr.innererror or nil
+    local detail
+    if ptype or pcode or pmsg then
+        local names = {}
+        if ptype then names[#names + 1] = ptype end
+        if pcode and pcode ~= ptype then names[#names + 1] = pcode end
+        detail = concat(names, "/")
+        if pmsg then
+            detail = (detail ~= "" and detail .. ": " or "") .. C.snippet(pmsg)
+        end
+    elseif type(body) == "string" and body ~= "" then
+        detail = "non-JSON error body: " .. C.snippet(body, 120)
+    else
+        detail = "empty error body"
+    end
+    local fields = {
+        status = status, retryable = false, provider = provider,
+        provider_type = ptype, provider_code = pcode,
+    }
+    local message = format("%s HTTP %d: %s", provider, status, detail)
+
+    if status >= 400 and status < 500
+        and (FILTER_CODES[pcode or ""] or FILTER_CODES[ptype or ""]
+             or (inner and FILTER_CODES[C.str(inner.code) or ""])) then
+        return C.err("filtered", "content_filter", message, fields)
+    end
+    local kind
+    if status == 429 then
+        if pcode == "insufficient_quota" or ptype == "insufficient_quota" then
+            kind = "quota_exceeded"
+        else
+            kind = "rate_limited"
+            fields.retryable = true
+            fields.retry_after = C.retry_after(headers, pmsg)
+        end
+    elseif status == 529 or ptype == "overloaded_error" then
+        kind, fields.retryable = "overloaded", true
+        fields.retry_after = C.retry_after(headers, nil)
+    elseif status >= 500 and status < 600 then
+        kind, fields.retryable = "server_error", true
+        fields.retry_after = C.retry_after(headers, nil)
+    elseif status >= 400 and status < 500 then
+        kind = "client_error"
+    elseif status >= 300 and status < 400 then
+        kind = "redirect"
+        fields.location = headers["location"]
+    else
+        kind = "bad_status"
+    end
+    return C.err("transport", kind, message, fields)
+end
+
+--- Check the arguments of read_response (raises at the caller's caller).
+function C.check_response_args(status, headers, body)
+    if type(status) ~= "number" or floor(status) ~= status then
+        error("status must be an integer, got " .. type(status), 3)
+    end
+    if headers ~= nil and type(headers) ~= "table" then
+        error("headers must be a table or nil, got " .. type(headers), 3)
+    end
+    if type(body) ~= "string" then
+        error("body must be a string, got " .. type(body), 3)
+    end
+    -- normalise header names to lower case (callers should already have done so)
+    local h = {}
+    if headers then
+        for k, v in pairs(headers) do
+            if type(k) == "string" then h[lower(k)] = v end
+        end
+    end
+    return h
+end
+
+--- Check the arguments of build_request; returns the checked options with defaults.
+-- `modes` is the set of modes the provider supports. Raises at the caller's caller.
+function C.check_request_args(contract, messages, opts, modes, provider)
+    if type(contract) ~= "table" then
+        error("contract must be a table, got " .. type(contract), 3)
+    end
+    if type(contract.name) ~= "string" or contract.name == "" then
+        error("contract.name must be a non-empty string", 3)
+    end
+    if type(contract.prompt) ~= "string" then
+        error("contract.prompt must be a string (the rendered instructions)", 3)
+    end
+    if type(messages) ~= "table" then
+        error("messages must be an array of {role=, content=}, got " .. type(messages), 3)
+    end
+    local msgs = C.new_array()
+    for i = 1, #messages do
+        local m = messages[i]
+        if type(m) ~= "table" or (m.role ~= "user" and m.role ~= "assistant") then
+            error(format("messages[%d].role must be \"user\" or \"assistant\"", i), 3)
+        end
+        if type(m.content) ~= "string" then
+            error(format("messages[%d].content must be a string", i), 3)
+        end
+        msgs[i] = { role = m.role, content = m.content }
+    end
+    if #msgs == 0 then
+        error("messages must hold at least one message", 3)
+    end
+    if type(opts) ~= "table" then
+        error("opts must be a table with at least 'model', got " .. type(opts), 3)
+    end
+    if type(opts.model) ~= "string" or opts.model == "" then
+        error("opts.model must be a non-empty string", 3)
+    end
+    if opts.api_key ~= nil and type(opts.api_key) ~= "string" then
+        error("opts.api_key must be a string or nil", 3)
+    end
+    if opts.base_url ~= nil and (type(opts.base_url) ~= "string" or not opts.base_url:match("^https?://")) then
+        error("opts.base_url must be an http(s) URL", 3)
+    end
+    local max_tokens = opts.max_tokens
+    if max_tokens == nil then
+        max_tokens = 1024
+    elseif type(max_tokens) ~= "number" or floor(max_tokens) ~= max_tokens or max_tokens < 1 then
+        error("opts.max_tokens must be a positive integer", 3)
+    end
+    if opts.temperature ~= nil and type(opts.temperature) ~= "number" then
+        error("opts.temperature must be a number or nil", 3)
+    end
+    local mode = opts.mode
+    if mode == nil then mode = "native" end
+    if not modes[mode] then
+        local known = {}
+        for k in pairs(modes) do known[#known + 1] = k end
+        sort(known)
+        error(format("opts.mode %s is not supported by %s (supported: %s)",
+            type(mode) == "string" and format("%q", mode) or tostring(mode), provider,
+            concat(known, ", ")), 3)
+    end
+    if mode == "native" and type(contract.schema) ~= "table" then
+        error("contract.schema must be a table in mode \"native\"", 3)
+    end
+    return {
+        model = opts.model, api_key = opts.api_key, base_url = opts.base_url,
+        max_tokens = max_tokens, temperature = opts.temperature, mode = mode,
+    }, msgs
+end
+
+------------------------------------------------------------------------------
+-- Schema subsets
+------------------------------------------------------------------------------
+
+-- Keywords whose value is one subschema, a map of subschemas, or a list of subschemas.
+local ONE = { items = true, additionalProperties = true, ["not"] = true,
+    contains = true, propertyNames = true, ["if"] = true, ["then"] = true, ["else"] = true,
+    unevaluatedItems = true, unevaluatedProperties = true }
+local MAP = { properties = true, ["$defs"] = true, definitions = true,
+    patternProperties = true, dependentSchemas = true }
+local LIST = { anyOf = true, allOf = true, oneOf = true, prefixItems = true }
+
+local function escape_pointer(s)
+    return (tostring(s):gsub("~", "~0"):gsub("/", "~1"))
+end
+
+local function sorted_keys(t)
+    local keys = {}
+    for k in pairs(t) do keys[#keys + 1] = k end
+    sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    return keys
+end
+
+-- A regex the providers' constrained decoders are documented not to take: lookaround,
+-- backreferences, named groups and other "(?" constructs.
+local function unsupported_pattern(p)
+    return p:find("(?", 1, true) ~= nil or p:find("\\[1-9]") ~= nil or p:find("\\k<", 1, true) ~= nil
+end
+
+local function nullable(sub)
+    if type(sub) ~= "table" then
+        return sub
+    end
+    if sub.enum == nil and sub.const == nil and sub["$ref"] == nil and sub.anyOf == nil then
+        local t = sub.type
+        if type(t) == "string" then
+            if t ~= "null" then
+                local arr = C.new_array()
+                arr[1], arr[2] = t, "null"
+                sub.type = arr
+            end
+            return sub
+        elseif C.is_array(t) then
+            for _, x in ipairs(t) do
+                if x == "null" then return sub end
+            end
+            t[#t + 1] = "null"
+            return sub
+        end
+    end
+    local any = C.new_array()
+    any[1], any[2] = sub, { type = "null" }
+    return { anyOf = any }
+end
+
+--- Copy `schema` into the subset a provider enforces.
+-- `profile` = { name = string (for reasons), keep = set of keywords kept as they are,
+--   formats = set of format values kept, force_required = boolean (every property listed
+--   in required; optional ones made nullable), max_min_items = number|nil }.
+-- Returns the copy and the dropped list { {schema_pointer, keyword, reason}, ... }.
+function C.subset(schema, profile)
+    local dropped = C.new_array()
+    local function drop(ptr, kw, reason)
+        dropped[#dropped + 1] = { schema_pointer = ptr, keyword = kw, reason = reason }
+    end
+    local walk
+    local function walk_value(kw, v, ptr)
+        if ONE[kw] then
+            return walk(v, ptr)
+        elseif MAP[kw] then
+            local out = {}
+            for _, k in ipairs(sorted_keys(v)) do
+                out[k] = walk(v[k], ptr .. "/" .. escape_pointer(k))
+            end
+            return out
+        elseif LIST[kw] then
+            local out = C.new_array()
+            for i, s in ipairs(v) do
+                out[i] = walk(s, ptr .. "/" .. (i - 1))
+            end
+            return out
+        end
+        return C.deepcopy(v)
+    end
+    walk = function(node, ptr)
+        if type(node) ~= "table" then
+            return node -- boolean schema
+        end
+        local out = {}
+        for _, kw in ipairs(sorted_keys(node)) do
+            local v, kptr = node[kw], ptr .. "/" .. escape_pointer(kw)
+            if kw == "oneOf" and profile.keep.anyOf and node.anyOf == nil then
+                out.anyOf = walk_value("oneOf", v, kptr)
+                drop(kptr, kw, "sent as anyOf: " .. profile.name .. " does not support oneOf")
+            elseif kw == "required" or kw == "additionalProperties" then
+                -- handled below with the object rules
+                out[kw] = kw == "required" and C.deepcopy(v) or nil
+            elseif not profile.keep[kw] then
+                drop(kptr, kw, "not supported by " .. profile.name)
+            elseif kw == "format" and not profile.formats[v] then
+                drop(kptr, kw, "format " .. tostring(v) .. " not supported by " .. profile.name)
+            elseif kw == "pattern" and type(v) == "string" and unsupported_pattern(v) then
+                drop(kptr, kw, "pattern uses a construct " .. profile.name .. " does not support")
+            elseif kw == "items" and C.is_array(v) then
+                drop(kptr, kw, "tuple form of items not supported by " .. profile.name)
+            elseif kw == "minItems" and profile.max_min_items and type(v) == "number"
+                and v > profile.max_min_items then
+                drop(kptr, kw, "minItems above " .. profile.max_min_items .. " not supported by " .. profile.name)
+            else
+                out[kw] = walk_value(kw, v, kptr)
+            end
+        end
+        local t = node.type
+        local is_obj = t == "object"
+            or (t == nil and (node.properties ~= nil or node.additionalProperties ~= nil
+                              or node.required ~= nil))
+        if C.is_array(t) then
+            for _, x in ipairs(t) do
+                if x == "object" then is_obj = true end
+            end
+        end
+        if is_obj then
+            if node.additionalProperties ~= false then
+                drop(ptr .. "/additionalProperties", "additionalProperties",
+                    "set to false: " .. profile.name .. " needs closed objects")
+            end
+            out.additionalProperties = false
+            local props = C.is_object(node.properties) and node.properties or {}
+            local req, listed = C.new_array(), {}
+            if C.is_array(node.required) then
+                for _, name in ipairs(node.required) do
+                    if props[name] ~= nil and not listed[name] then
+                        listed[name] = true
+                        req[#req + 1] = name
+                    elseif props[name] == nil then
+                        drop(ptr .. "/required", "required", "required name " .. tostring(name)
+                            .. " has no entry in properties; not sent")
+                    end
+                end
+            end
+            if profile.force_required then
+                for _, name in ipairs(sorted_keys(props)) do
+                    if not listed[name] then
+                        req[#req + 1] = name
+                        out.properties[name] = nullable(out.properties[name])
+                        drop(ptr .. "/properties/" .. escape_pointer(name), "required",
+                            "optional property sent as required and nullable (" .. profile.name
+                            .. " needs every property required); null there stands for absent")
+                    end
+                end
+            end
+            if #req > 0 or profile.force_required then
+                out.required = req
+            else
+                out.required = nil
+            end
+        elseif node.required ~= nil then
+            out.required = nil
+            drop(ptr .. "/required", "required", "required outside an object schema; not sent")
+        end
+        return out
+    end
+    return walk(C.deepcopy(schema), ""), dropped
+end
+
+return _M

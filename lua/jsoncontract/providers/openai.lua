@@ -1,0 +1,257 @@
+--- OpenAI Chat Completions (`POST /v1/chat/completions`) and OpenAI-compatible servers:
+-- build the request for a contract, read the response envelope through the protocol gate.
+-- @module jsoncontract.providers.openai
+local core = require "jsoncontract.core"
+local providers = require "jsoncontract.providers"
+
+local type, ipairs = type, ipairs
+local format = string.format
+local C = providers.common
+
+local _M = { _VERSION = core._VERSION, name = "openai" }
+
+--- Default base URL (a base may end with or without "/v1").
+_M.DEFAULT_BASE_URL = "https://api.openai.com"
+
+local MODES = { native = true, json = true, prompt = true }
+
+--- JSON Schema keywords OpenAI strict mode (`response_format.json_schema.strict = true`)
+-- enforces; every other keyword is dropped from the copy sent (the full schema is still
+-- checked locally). Source: OpenAI platform docs, "Structured Outputs" guide, section
+-- "Supported schemas" (platform.openai.com/docs/guides/structured-outputs): types string,
+-- number, boolean, integer, object, array, enum, anyOf; string `pattern` and `format`;
+-- number `multipleOf`, `maximum`, `exclusiveMaximum`, `minimum`, `exclusiveMinimum`; array
+-- `minItems`, `maxItems`; `$defs`/`$ref` and `const`; objects need `additionalProperties:
+-- false` and every property in `required`. Not supported there (dropped): `minLength`,
+-- `maxLength`, `allOf`, `not`, `if`/`then`/`else`, `patternProperties`, `dependent*`,
+-- `unevaluated*`, `minProperties`, `maxProperties`, `uniqueItems`, `contains`,
+-- `prefixItems`, `default`, `examples`. `oneOf` is sent as the weaker `anyOf`.
+_M.STRICT_KEYWORDS = {
+    type = true, enum = true, const = true, properties = true, required = true,
+    additionalProperties = true, items = true, anyOf = true, ["$defs"] = true,
+    definitions = true, ["$ref"] = true, title = true, description = true,
+    pattern = true, format = true, multipleOf = true, maximum = true,
+    exclusiveMaximum = true, minimum = true, exclusiveMinimum = true,
+    minItems = true, maxItems = true,
+}
+
+--- String formats OpenAI strict mode supports (same source as STRICT_KEYWORDS).
+_M.STRICT_FORMATS = {
+    ["date-time"] = true, time = true, date = true, duration = true, email = true,
+    hostname = true, ipv4 = true, ipv6 = true, uuid = true,
+}
+
+local PROFILE = {
+    name = "OpenAI strict mode", keep = _M.STRICT_KEYWORDS, formats = _M.STRICT_FORMATS,
+    force_required = true,
+}
+
+--- The copy of a schema sent in `response_format.json_schema.schema`.
+-- Never mutates `schema`. Every object gets `additionalProperties: false` and lists all its
+-- properties in `required`; a property that was optional becomes nullable (its type gains
+-- "null", or it is wrapped as `anyOf: [<it>, {type: "null"}]`) and is reported, so the
+-- caller knows a null there stands for "absent". Unsupported keywords are left out.
+-- @tparam table schema the contract's full JSON Schema
+-- @treturn table schema_sent a deep copy in the strict subset
+-- @treturn table dropped array of { schema_pointer = string (JSON Pointer into the
+--   caller's schema), keyword = string, reason = string } for every keyword that is not
+--   sent as it is (dropped, weakened or changed)
+-- @raise when schema is not a table
+function _M.provider_schema(schema)
+    if type(schema) ~= "table" then
+        error("schema must be a table, got " .. type(schema), 2)
+    end
+    return C.subset(schema, PROFILE)
+end
+
+--- A contract name as OpenAI accepts it in `json_schema.name`: characters outside
+-- [a-zA-Z0-9_-] become "_", at most 64 characters.
+-- @tparam string name
+-- @treturn string
+function _M.schema_name(name)
+    local s = name:gsub("[^%w_%-]", "_"):sub(1, 64)
+    if s == "" then s = "contract" end
+    return s
+end
+
+--- Build the HTTP request for a contract and a conversation.
+-- @tparam table contract { name = string, version = string, schema = table (the full JSON
+--   Schema), prompt = string (system instructions rendered from the schema) }
+-- @tparam table messages array of { role = "user"|"assistant", content = string }
+-- @tparam table opts { model = string (required), api_key = string|nil, base_url =
+--   string|nil (default "https://api.openai.com", with or without "/v1"), max_tokens =
+--   integer (tokens, default 1024, sent as `max_completion_tokens`), temperature =
+--   number|nil, mode = "native" (default: strict json_schema) | "json" (`json_object`;
+--   schema only in the prompt) | "prompt" (no response_format) }
+-- @treturn table req { url = string, method = "POST", headers = { ["content-type"] =
+--   "application/json", authorization = "Bearer <key>" (only with api_key) }, body =
+--   string (JSON), mode = string, schema_sent = table|nil, dropped = table|nil (see
+--   provider_schema) }
+-- @raise on misuse: a missing model, an unknown mode, wrong types, a schema whose root is
+--   not an object in mode "native" (strict mode needs an object root)
+-- @usage local req = openai.build_request(contract, {{role="user", content=text}},
+--   { model = "gpt-4o-mini", api_key = key })
+function _M.build_request(contract, messages, opts)
+    local o, msgs = C.check_request_args(contract, messages, opts, MODES, "openai")
+    local all = C.new_array()
+    all[1] = { role = "system", content = contract.prompt }
+    for i, m in ipairs(msgs) do all[i + 1] = m end
+    local body = {
+        model = o.model,
+        messages = all,
+        max_completion_tokens = o.max_tokens,
+        temperature = o.temperature,
+    }
+    local schema_sent, dropped
+    if o.mode == "native" then
+        if contract.schema.type ~= "object" then
+            error("mode \"native\" needs a schema whose root has type \"object\" (OpenAI strict "
+                .. "mode); use mode \"json\" or \"prompt\"", 2)
+        end
+        schema_sent, dropped = C.subset(contract.schema, PROFILE)
+        body.response_format = {
+            type = "json_schema",
+            json_schema = { name = _M.schema_name(contract.name), strict = true, schema = schema_sent },
+        }
+    elseif o.mode == "json" then
+        body.response_format = { type = "json_object" }
+    end
+    local headers = { ["content-type"] = "application/json" }
+    if o.api_key then
+        headers.authorization = "Bearer " .. o.api_key
+    end
+    return {
+        url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
+        method = "POST",
+        headers = headers,
+        body = core.encode(body),
+        mode = o.mode,
+        schema_sent = schema_sent,
+        dropped = dropped,
+    }
+end
+
+local FINISH = { stop = "stop", length = "length", content_filter = "content_filter",
+    tool_calls = "tool_use", function_call = "tool_use" }
+
+--- Read an HTTP response of Chat Completions into one normalised reply (protocol gate).
+-- Gate order: HTTP status (transport, or filtered for a 4xx naming a content filter);
+-- envelope JSON (protocol/invalid_envelope); one choice with an assistant message
+-- (protocol/no_message, protocol/ambiguous_content for more than one choice or tool call);
+-- `message.refusal` (refused/refusal); finish_reason "length" (truncated/max_tokens, even if
+-- the text looks whole); "content_filter" (filtered/content_filter); an unknown
+-- finish_reason (protocol/unknown_finish_reason); tool_calls (their `arguments` string is
+-- the text, finish "tool_use", accepted whatever finish_reason "stop"/"tool_calls" says);
+-- text content (protocol/no_content when null or "").
+-- @tparam integer status HTTP status
+-- @tparam table headers response headers, names lowercased
+-- @tparam string body response body
+-- @treturn[1] table reply { text = string (the content holding the inner JSON), finish =
+--   "stop"|"tool_use", finish_reason = string (raw), refusal = nil, usage = { input_tokens
+--   = integer, output_tokens = integer (0 when the envelope has no usage) }, model =
+--   string|nil, id = string|nil }
+-- @return[2] nil
+-- @treturn[2] table err { category, kind, message, status = integer (transport), retryable =
+--   boolean (transport), retry_after = number|nil (seconds), refusal = string|nil,
+--   reply = table|nil (the reply read so far, when an envelope was read) }
+-- @raise when status is not an integer, headers not a table or body not a string
+function _M.read_response(status, headers, body)
+    local h = C.check_response_args(status, headers, body)
+    if status < 200 or status > 299 then
+        return nil, C.http_error("openai", status, h, body)
+    end
+    local doc = core.decode(body)
+    if not C.is_object(doc) then
+        return nil, C.err("protocol", "invalid_envelope",
+            "openai response body is not a JSON object (content-type "
+            .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
+    end
+    if doc.choices == nil and doc.error ~= nil then
+        -- an OpenAI-compatible server reporting an error with a 2xx status
+        local e = C.http_error("openai", status, h, body)
+        if e.category == "filtered" then return nil, e end
+        return nil, C.err("protocol", "no_message", e.message, { status = status })
+    end
+    local usage = C.is_object(doc.usage) and doc.usage or {}
+    local reply = {
+        usage = {
+            input_tokens = C.int(usage.prompt_tokens) or 0,
+            output_tokens = C.int(usage.completion_tokens) or 0,
+        },
+        model = C.str(doc.model), id = C.str(doc.id),
+    }
+    local choices = doc.choices
+    if not C.is_array(choices) or #choices == 0 then
+        return nil, C.err("protocol", "no_message", "openai response has no choices",
+            { status = status, reply = reply })
+    end
+    if #choices > 1 then
+        return nil, C.err("protocol", "ambiguous_content", format(
+            "openai response has %d choices; exactly one was expected", #choices),
+            { status = status, reply = reply })
+    end
+    local choice = choices[1]
+    local message = C.is_object(choice) and choice.message or nil
+    if not C.is_object(message) then
+        return nil, C.err("protocol", "no_message", "openai choice has no message",
+            { status = status, reply = reply })
+    end
+    local raw = C.str(choice.finish_reason)
+    reply.finish_reason = raw
+    reply.finish = FINISH[raw or ""]
+    reply.text = C.str(message.content)
+
+    local refusal = C.str(message.refusal)
+    if refusal and refusal ~= "" then
+        reply.finish, reply.refusal = "refusal", refusal
+        return nil, C.err("refused", "refusal", "the model refused: " .. C.snippet(refusal),
+            { status = status, refusal = refusal, reply = reply })
+    end
+    if raw == "length" then
+        return nil, C.err("truncated", "max_tokens",
+            "the reply was cut at the output token limit (finish_reason length)",
+            { status = status, reply = reply })
+    end
+    if raw == "content_filter" then
+        return nil, C.err("filtered", "content_filter",
+            "the reply was withheld by a content filter (finish_reason content_filter)",
+            { status = status, reply = reply })
+    end
+    if not reply.finish then
+        return nil, C.err("protocol", "unknown_finish_reason",
+            "openai finish_reason " .. (raw and format("%q", C.snippet(raw, 40)) or "missing")
+            .. " is not one of stop, length, content_filter, tool_calls",
+            { status = status, reply = reply })
+    end
+
+    local calls = message.tool_calls
+    if C.is_array(calls) and #calls > 0 then
+        if #calls > 1 then
+            return nil, C.err("protocol", "ambiguous_content", format(
+                "openai message has %d tool calls; exactly one was expected", #calls),
+                { status = status, reply = reply })
+        end
+        local fn = C.is_object(calls[1]) and calls[1]["function"] or nil
+        local args = C.is_object(fn) and C.str(fn.arguments) or nil
+        if not args or args == "" then
+            return nil, C.err("protocol", "no_content", "openai tool call has no arguments",
+                { status = status, reply = reply })
+        end
+        reply.text, reply.finish = args, "tool_use"
+        reply.tool_name = C.str(fn.name)
+        return reply
+    end
+    if not reply.text or reply.text == "" then
+        return nil, C.err("protocol", "no_content", "openai message has no text content",
+            { status = status, reply = reply })
+    end
+    if reply.finish == "tool_use" then
+        -- finish_reason tool_calls without a tool call: the text is whatever else came
+        return nil, C.err("protocol", "no_content",
+            "openai finish_reason tool_calls but the message has no tool call",
+            { status = status, reply = reply })
+    end
+    return reply
+end
+
+return _M
