@@ -1,0 +1,51 @@
+--- The shop's orders table, in a real SQLite database (Debian's lua-sql-sqlite3).
+-- `orders.open(path)` creates the table when missing; `db:add(id, customer)`,
+-- `db:exists(id)`, `db:close()`.
+local driver = require "luasql.sqlite3"
+
+local M = {}
+local mt = { __index = M }
+
+--- Open (and create if needed) the orders database at `path`.
+-- @treturn[1] table db
+-- @return[2] nil
+-- @treturn[2] string message
+function M.open(path)
+    local env = driver.sqlite3()
+    local conn, msg = env:connect(path)
+    if not conn then
+        env:close()
+        return nil, msg
+    end
+    local ok, err = conn:execute("CREATE TABLE IF NOT EXISTS orders (order_id TEXT PRIMARY KEY, customer TEXT)")
+    if not ok then
+        conn:close(); env:close()
+        return nil, err
+    end
+    return setmetatable({ env = env, conn = conn }, mt)
+end
+
+--- Add an order (ignored when it exists).
+function M.add(self, order_id, customer)
+    assert(self.conn:execute(("INSERT OR IGNORE INTO orders (order_id, customer) VALUES ('%s', '%s')")
+        :format(self.conn:escape(order_id), self.conn:escape(customer or ""))))
+end
+
+--- Does the order exist?
+-- @tparam string order_id
+-- @treturn boolean
+function M.exists(self, order_id)
+    local cur = assert(self.conn:execute(("SELECT 1 FROM orders WHERE order_id = '%s'")
+        :format(self.conn:escape(order_id))))
+    local row = cur:fetch()
+    cur:close()
+    return row ~= nil
+end
+
+--- Close the database (idempotent).
+function M.close(self)
+    if self.conn then self.conn:close(); self.env:close() end
+    self.conn, self.env = nil, nil
+end
+
+return M

@@ -1,0 +1,324 @@
+--- Contracts: a JSON Schema, a version, the instructions that name it, examples and
+-- business rules in Lua (DESIGN.md). The prompt is rendered from the schema, so what the
+-- model is told and what is checked cannot drift apart.
+-- @module jsoncontract.contract
+local core = require "jsoncontract.core"
+local errors = require "jsoncontract.errors"
+local adapters = require "jsoncontract.adapters"
+
+local type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error =
+    type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error
+local concat, sort = table.concat, table.sort
+local format, rep = string.format, string.rep
+
+local _M = { _VERSION = core._VERSION }
+local mt = { __index = _M }
+
+local null = core.null
+
+local KNOWN_FIELDS = {
+    name = true, version = true, schema = true, instructions = true, examples = true,
+    rules = true, adapters = true, format_assertion = true,
+}
+
+-- Render a JSON value for the prompt (compact JSON).
+local function json(v)
+    return core.encode(v)
+end
+
+-- Property names in a stable order: `required` first, in its order, then the rest sorted.
+-- The validator reports errors in the same order (see csrc/schema.c).
+local function property_order(schema)
+    local props = schema.properties
+    if type(props) ~= "table" then return {} end
+    local seen, order = {}, {}
+    if type(schema.required) == "table" then
+        for _, name in ipairs(schema.required) do
+            if props[name] ~= nil and not seen[name] then
+                seen[name] = true
+                order[#order + 1] = name
+            end
+        end
+    end
+    local rest = {}
+    for name in pairs(props) do
+        if not seen[name] then rest[#rest + 1] = name end
+    end
+    sort(rest)
+    for _, name in ipairs(rest) do order[#order + 1] = name end
+    return order
+end
+
+local function type_list(schema)
+    local t = schema.type
+    if type(t) == "string" then return { t } end
+    if type(t) == "table" then
+        local out = {}
+        for i = 1, #t do out[i] = t[i] end
+        return out
+    end
+    return {}
+end
+
+-- One line describing a (sub)schema: types, allowed values and limits.
+local function describe(schema)
+    if schema == true then return "any JSON value" end
+    if schema == false then return "nothing is allowed here" end
+    if type(schema) ~= "table" then return "any JSON value" end
+    local parts = {}
+    local types = type_list(schema)
+    local nullable = false
+    local main = {}
+    for _, t in ipairs(types) do
+        if t == "null" then nullable = true else main[#main + 1] = t end
+    end
+    if schema.enum ~= nil then
+        local vals = {}
+        for i = 1, #schema.enum do
+            if schema.enum[i] == null then nullable = true else vals[#vals + 1] = json(schema.enum[i]) end
+        end
+        parts[#parts + 1] = (#main > 0 and concat(main, " or ") .. ", " or "") .. "one of " .. concat(vals, ", ")
+    elseif schema.const ~= nil then
+        parts[#parts + 1] = "exactly " .. json(schema.const)
+    elseif #main > 0 then
+        parts[#parts + 1] = concat(main, " or ")
+    else
+        parts[#parts + 1] = "any JSON value"
+    end
+    if schema.format then parts[#parts + 1] = "format " .. tostring(schema.format) end
+    if schema.pattern then parts[#parts + 1] = "matching the regular expression " .. tostring(schema.pattern) end
+    if schema.minLength then parts[#parts + 1] = "at least " .. schema.minLength .. " characters" end
+    if schema.maxLength then parts[#parts + 1] = "at most " .. schema.maxLength .. " characters" end
+    if schema.minimum then parts[#parts + 1] = "minimum " .. json(schema.minimum) end
+    if schema.maximum then parts[#parts + 1] = "maximum " .. json(schema.maximum) end
+    if schema.minItems then parts[#parts + 1] = "at least " .. schema.minItems .. " items" end
+    if schema.maxItems then parts[#parts + 1] = "at most " .. schema.maxItems .. " items" end
+    if schema.uniqueItems then parts[#parts + 1] = "no duplicate items" end
+    local text = concat(parts, ", ")
+    if nullable then text = text .. ", or null" end
+    if type(schema.description) == "string" then text = text .. " (" .. schema.description .. ")" end
+    return text
+end
+
+local function render_fields(schema, indent, lines)
+    local required = {}
+    if type(schema.required) == "table" then
+        for _, name in ipairs(schema.required) do required[name] = true end
+    end
+    for _, name in ipairs(property_order(schema)) do
+        local sub = schema.properties[name]
+        lines[#lines + 1] = format("%s- %s: %s%s", rep("  ", indent), name, describe(sub),
+            required[name] and "" or " (optional)")
+        if type(sub) == "table" and sub.properties then
+            render_fields(sub, indent + 1, lines)
+        elseif type(sub) == "table" and type(sub.items) == "table" and sub.items.properties then
+            lines[#lines + 1] = rep("  ", indent + 1) .. "each item is an object with:"
+            render_fields(sub.items, indent + 2, lines)
+        end
+    end
+    if schema.additionalProperties == false then
+        lines[#lines + 1] = rep("  ", indent) .. "- no other fields"
+    end
+end
+
+--- Define a contract.
+-- @tparam table def fields:
+--   `name` (string, required), `version` (string, required, e.g. "1.0.0"),
+--   `schema` (table or JSON text, required: a JSON Schema; compiled with format assertion on),
+--   `instructions` (string, required: what the model must do, in plain words),
+--   `examples` (optional list of `{input = string, output = value}`),
+--   `rules` (optional list of rules; a rule is a function `f(value, ctx)` or a table
+--   `{name = string, check = f, retry = boolean (default true)}`; `f` returns nothing when the
+--   value passes, else a message string, one error `{pointer =, message =}` or a list of them),
+--   `adapters` (optional list of adapter names applied before parsing, see `jsoncontract.adapters`),
+--   `format_assertion` (boolean, default true).
+-- @treturn table contract
+-- @raise on a missing or mistyped field, an unknown field, or a schema that is not a schema
+-- @usage local c = jc.contract{ name = "ticket", version = "1", schema = {...}, instructions = "..." }
+function _M.new(def)
+    if type(def) ~= "table" then error("contract definition must be a table", 2) end
+    for k in pairs(def) do
+        if not KNOWN_FIELDS[k] then error("unknown contract field '" .. tostring(k) .. "'", 2) end
+    end
+    for _, f in ipairs { "name", "version", "instructions" } do
+        if type(def[f]) ~= "string" or def[f] == "" then
+            error("contract field '" .. f .. "' must be a non-empty string", 2)
+        end
+    end
+    local schema = def.schema
+    if type(schema) == "string" then
+        local v, err = core.decode(schema)
+        if v == nil then error("contract schema is not JSON: " .. err.message, 2) end
+        schema = v
+    end
+    if type(schema) ~= "table" and type(schema) ~= "boolean" then
+        error("contract field 'schema' must be a table or JSON text", 2)
+    end
+    local ok, validator = pcall(core.compile, schema,
+        { format_assertion = def.format_assertion ~= false })
+    if not ok then error("contract '" .. def.name .. "': " .. tostring(validator), 2) end
+
+    local rules = {}
+    for i, r in ipairs(def.rules or {}) do
+        if type(r) == "function" then
+            rules[i] = { name = "rule" .. i, check = r, retry = true }
+        elseif type(r) == "table" and type(r.check) == "function" then
+            rules[i] = { name = r.name or ("rule" .. i), check = r.check, retry = r.retry ~= false }
+        else
+            error("contract rule " .. i .. " must be a function or {name=, check=function}", 2)
+        end
+    end
+    for _, name in ipairs(def.adapters or {}) do
+        adapters.apply("", { name }) -- raises on an unknown name
+    end
+    local self = {
+        name = def.name,
+        version = def.version,
+        schema = schema,
+        instructions = def.instructions,
+        examples = def.examples or {},
+        rules = rules,
+        adapters = def.adapters or {},
+        validator = validator,
+        -- Canonical encoding (sorted keys) makes the hash independent of table order.
+        schema_hash = core.sha256(core.encode(schema)),
+    }
+    return setmetatable(self, mt)
+end
+
+--- The system prompt: the instructions, then the contract's name and version, then the
+-- fields, types and allowed values rendered from the schema, then the examples.
+-- @treturn string
+function _M.prompt(self)
+    if self._prompt then return self._prompt end
+    local lines = { self.instructions, "", format("Contract: %s, version %s.", self.name, self.version) }
+    local schema = self.schema
+    if type(schema) == "table" and (schema.type == "object" or schema.properties) then
+        lines[#lines + 1] = "Answer with exactly one JSON object and nothing else: no prose, no code fence."
+        lines[#lines + 1] = "Fields (all required unless marked optional):"
+        render_fields(schema, 0, lines)
+    else
+        lines[#lines + 1] = "Answer with exactly one JSON value and nothing else: " .. describe(schema) .. "."
+    end
+    lines[#lines + 1] = "Never invent a value: where the input does not say, use null if the field allows it."
+    for i, ex in ipairs(self.examples) do
+        lines[#lines + 1] = ""
+        lines[#lines + 1] = format("Example %d input: %s", i, tostring(ex.input))
+        lines[#lines + 1] = format("Example %d answer: %s", i, json(ex.output))
+    end
+    self._prompt = concat(lines, "\n")
+    return self._prompt
+end
+
+-- Normalise what a rule returned into a list of error items.
+local function rule_errors(rule, ret)
+    if ret == nil or ret == true then return nil end
+    local list
+    if type(ret) == "string" then
+        list = { { message = ret } }
+    elseif type(ret) == "table" and (ret.message or ret.pointer) then
+        list = { ret }
+    elseif type(ret) == "table" then
+        list = ret
+    else
+        return { { pointer = "", keyword = "rule:" .. rule.name, schema_pointer = "", rule = rule.name,
+            message = "rule " .. rule.name .. " returned a " .. type(ret) .. ", expected nil or errors" } }
+    end
+    local out = {}
+    for i, e in ipairs(list) do
+        if type(e) == "string" then e = { message = e } end
+        out[i] = {
+            pointer = e.pointer or "",
+            keyword = "rule:" .. rule.name,
+            schema_pointer = "",
+            message = e.message or ("rule " .. rule.name .. " failed"),
+            rule = rule.name,
+        }
+    end
+    if #out == 0 then return nil end
+    return out
+end
+
+--- Run the business rules on a schema-valid value.
+-- @param value the checked value
+-- @param ctx any context the rules need (database handle, sender, ...)
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] table err, category "rules", kind "rule_failed" (err.retry says whether the model may
+--   be asked again: false when any failing rule has `retry = false`) or kind "rule_error" (a rule raised;
+--   never retried)
+function _M.check_rules(self, value, ctx)
+    local all, retry = {}, true
+    for _, rule in ipairs(self.rules) do
+        local ok, ret = pcall(rule.check, value, ctx)
+        if not ok then
+            return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " raised: " .. tostring(ret),
+                { errors = {}, retry = false, rule = rule.name })
+        end
+        local list = rule_errors(rule, ret)
+        if list then
+            for _, e in ipairs(list) do all[#all + 1] = e end
+            if not rule.retry then retry = false end
+        end
+    end
+    if #all == 0 then return true end
+    local msgs = {}
+    for i, e in ipairs(all) do
+        msgs[i] = (e.pointer ~= "" and (e.pointer .. ": ") or "") .. e.message
+    end
+    return nil, errors.new("rules", "rule_failed", concat(msgs, "; "), { errors = all, retry = retry })
+end
+
+--- Run the format, schema and rules gates on a reply's content string.
+-- @tparam string text the content string (the inner JSON)
+-- @tparam[opt] table opts `adapters` (list of names, default the contract's), `context` (passed to rules)
+-- @return[1] the checked value (JSON null is `jsoncontract.null`)
+-- @treturn[1] table report `{adapters = {names applied}}`
+-- @return[2] nil
+-- @treturn[2] table err with `category` format, schema or rules (see README); `err.adapters` lists
+--   the adapters that were applied
+-- @raise when `text` is not a string
+function _M.check(self, text, opts)
+    if type(text) ~= "string" then error("check: text must be a string, got " .. type(text), 2) end
+    opts = opts or {}
+    local applied = {}
+    local names = opts.adapters or self.adapters
+    if #names > 0 then
+        local out, err = adapters.apply(text, names)
+        if not out then return nil, err end
+        text, applied = out, err
+    end
+    local value, err = core.decode(text)
+    if value == nil then
+        err.adapters = applied
+        return nil, err
+    end
+    local ok
+    ok, err = self.validator:validate(value)
+    if not ok then
+        err.adapters = applied
+        return nil, err
+    end
+    ok, err = self:check_rules(value, opts.context)
+    if not ok then
+        err.adapters = applied
+        return nil, err
+    end
+    return value, { adapters = applied }
+end
+
+--- Facts about the contract for evidence records.
+-- @treturn table `{name, version, schema_hash}`
+function _M.identity(self)
+    return { name = self.name, version = self.version, schema_hash = self.schema_hash }
+end
+
+_M.describe = describe
+_M.property_order = property_order
+
+--- Is `v` a contract made by `new`?
+-- @param v any value
+-- @treturn boolean
+function _M.is_contract(v) return getmetatable(v) == mt end
+
+return _M

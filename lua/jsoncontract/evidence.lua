@@ -1,0 +1,174 @@
+--- Evidence: one JSON line per attempt, and metrics per gate (DESIGN.md "Evidence and privacy").
+-- A record never holds an API key or request/response headers; raw model text and user
+-- input only when the writer was opened with `record_text = true`. As a last line of
+-- defence, any registered secret found in an encoded line is replaced by "[redacted]".
+-- @module jsoncontract.evidence
+local core = require "jsoncontract.core"
+
+local type, setmetatable, pairs, ipairs, error = type, setmetatable, pairs, ipairs, error
+local io_open, find, sub, format = io.open, string.find, string.sub, string.format
+local concat = table.concat
+
+local _M = { _VERSION = core._VERSION }
+local writer_mt = { __index = {} }
+local W = writer_mt.__index
+
+--- Open an evidence log for appending.
+-- @tparam string path file to append JSON lines to
+-- @tparam[opt] table opts `record_text` (boolean, default false: keep raw model text and input)
+-- @treturn[1] table writer
+-- @return[2] nil
+-- @treturn[2] string message from io.open
+-- @raise when path is not a string
+function _M.open(path, opts)
+    if type(path) ~= "string" then error("evidence.open: path must be a string", 2) end
+    opts = opts or {}
+    local f, msg = io_open(path, "a")
+    if not f then return nil, msg end
+    return setmetatable({ file = f, path = path, record_text = opts.record_text == true,
+        secrets = {}, records = 0 }, writer_mt)
+end
+
+--- A writer that keeps records in memory (for tests and for `jc.ask` without a log).
+-- @tparam[opt] table opts as for `open`
+-- @treturn table writer whose `lines` field holds the encoded records
+function _M.memory(opts)
+    opts = opts or {}
+    return setmetatable({ lines = {}, record_text = opts.record_text == true, secrets = {}, records = 0 },
+        writer_mt)
+end
+
+--- Register a secret (an API key) that must never reach the log.
+-- @tparam string secret
+function W.add_secret(self, secret)
+    if type(secret) == "string" and #secret >= 4 then
+        self.secrets[#self.secrets + 1] = secret
+    end
+end
+
+local function redact(line, secrets)
+    for _, s in ipairs(secrets) do
+        local i, j = find(line, s, 1, true)
+        while i do
+            line = sub(line, 1, i - 1) .. "[redacted]" .. sub(line, j + 1)
+            i, j = find(line, s, i + 10, true)
+        end
+    end
+    return line
+end
+
+--- Write one record.
+-- `text` and `input` fields are dropped unless the writer records text.
+-- @tparam table record a JSON-encodable table
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] string io error message, or "closed"
+function W.write(self, record)
+    if not self.record_text then
+        record.text, record.input, record.feedback = nil, nil, nil
+    end
+    local line = redact(core.encode(record), self.secrets)
+    self.records = self.records + 1
+    if self.lines then
+        self.lines[#self.lines + 1] = line
+        return true
+    end
+    if not self.file then return nil, "closed" end
+    local ok, msg = self.file:write(line, "\n")
+    if not ok then return nil, msg end
+    self.file:flush()
+    return true
+end
+
+--- Close the log (idempotent).
+function W.close(self)
+    if self.file then
+        self.file:close()
+        self.file = nil
+    end
+end
+
+----------------------------------------------------------------------------
+-- Metrics per gate
+----------------------------------------------------------------------------
+
+local metrics_mt = { __index = {} }
+local M = metrics_mt.__index
+
+-- Attempt-level counters, in gate order, then item-level outcomes.
+local ATTEMPT_KEYS = { "attempts", "transport_ok", "protocol_ok", "parseable", "schema_valid", "rules_pass" }
+local ITEM_KEYS = { "items", "accepted", "accepted_first_try", "accepted_after_retry", "refused", "truncated",
+    "filtered", "transport_failed", "needs_clarification", "human_review" }
+
+--- New metrics counters.
+-- @treturn table metrics
+function _M.metrics()
+    local m = { counts = {} }
+    for _, k in ipairs(ATTEMPT_KEYS) do m.counts[k] = 0 end
+    for _, k in ipairs(ITEM_KEYS) do m.counts[k] = 0 end
+    return setmetatable(m, metrics_mt)
+end
+
+local GATE_RANK = { transport = 0, protocol = 1, format = 2, schema = 3, rules = 4, accepted = 5 }
+
+--- Count one attempt by the last gate it reached.
+-- @tparam string gate "transport"|"protocol"|"format"|"schema"|"rules" (where it failed) or "accepted"
+function M.observe_attempt(self, gate)
+    local c, r = self.counts, GATE_RANK[gate] or 0
+    c.attempts = c.attempts + 1
+    if r >= 1 then c.transport_ok = c.transport_ok + 1 end
+    if r >= 2 then c.protocol_ok = c.protocol_ok + 1 end
+    if r >= 3 then c.parseable = c.parseable + 1 end
+    if r >= 4 then c.schema_valid = c.schema_valid + 1 end
+    if r >= 5 then c.rules_pass = c.rules_pass + 1 end
+end
+
+--- Count one finished item from its outcome (see `jsoncontract.run`).
+-- @tparam table outcome
+function M.observe_outcome(self, outcome)
+    local c = self.counts
+    c.items = c.items + 1
+    for _, a in ipairs(outcome.attempts) do self:observe_attempt(a.gate) end
+    if outcome.status == "accepted" then
+        c.accepted = c.accepted + 1
+        if #outcome.attempts == 1 then
+            c.accepted_first_try = c.accepted_first_try + 1
+        else
+            c.accepted_after_retry = c.accepted_after_retry + 1
+        end
+        if outcome.needs_clarification then c.needs_clarification = c.needs_clarification + 1 end
+    else
+        c.human_review = c.human_review + 1
+        local cat = outcome.reason and outcome.reason.category
+        if cat == "refused" then c.refused = c.refused + 1
+        elseif cat == "truncated" then c.truncated = c.truncated + 1
+        elseif cat == "filtered" then c.filtered = c.filtered + 1
+        elseif cat == "transport" then c.transport_failed = c.transport_failed + 1
+        end
+    end
+end
+
+--- The counters as a table (`counts[name] = integer`).
+function M.summary(self)
+    local out = {}
+    for k, v in pairs(self.counts) do out[k] = v end
+    return out
+end
+
+--- A human-readable table of the counters, one line each, in gate order.
+-- @treturn string
+function M.format(self)
+    local c, lines = self.counts, {}
+    local function pct(n, d) return d > 0 and format("%5.1f%%", 100 * n / d) or "     -" end
+    lines[#lines + 1] = "per attempt (gate reached):"
+    for _, k in ipairs(ATTEMPT_KEYS) do
+        lines[#lines + 1] = format("  %-22s %6d  %s", k, c[k], k == "attempts" and "" or pct(c[k], c.attempts))
+    end
+    lines[#lines + 1] = "per item (outcome):"
+    for _, k in ipairs(ITEM_KEYS) do
+        lines[#lines + 1] = format("  %-22s %6d  %s", k, c[k], k == "items" and "" or pct(c[k], c.items))
+    end
+    return concat(lines, "\n")
+end
+
+return _M

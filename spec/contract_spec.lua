@@ -1,0 +1,143 @@
+-- Contracts: the SEEDS.md §1 cases through contract:check, rules, adapters, the prompt.
+local jc = require "jsoncontract"
+
+local ticket = dofile("examples/support_ticket.lua")
+
+local function errs(err)
+    local out = {}
+    for i, e in ipairs(err.errors) do out[i] = { e.pointer, e.keyword } end
+    return out
+end
+
+describe("jsoncontract.contract", function()
+    describe("check() on the seed answers", function()
+        local S = "a sentence."
+        local cases = {
+            { "a valid answer", '{"intent":"delivery","order_id":"1042","urgent":true,"summary":"' .. S .. '"}', nil },
+            { "wrong-language intent and 'ja' for a boolean",
+              '{"intent":"Lieferung","order_id":"1042","urgent":"ja","summary":"' .. S .. '"}',
+              "schema", { { "/intent", "enum" }, { "/urgent", "type" } },
+              { '/intent "Lieferung" is not one of "delivery", "return", "payment", "other"',
+                "/urgent is string, expected boolean" } },
+            { "a missing field and an extra one",
+              '{"intent":"return","urgent":false,"summary":"' .. S .. '","mood":"ruhig"}',
+              "schema", { { "", "required" }, { "/mood", "additionalProperties" } },
+              { "missing required field /order_id", "extra field /mood is not allowed" } },
+            { "prose before a fenced block", 'Sure! Here is the data:\n```json\n{"intent":"delivery"}\n```', "format" },
+            { "an unknown intent and a number for a string",
+              '{"intent":"refund","order_id":1042,"urgent":false,"summary":"' .. S .. '"}',
+              "schema", { { "/intent", "enum" }, { "/order_id", "type" } },
+              { '/intent "refund" is not one of "delivery", "return", "payment", "other"',
+                "/order_id is integer, expected string or null" } },
+        }
+        for _, c in ipairs(cases) do
+            it(c[1], function()
+                local v, err = ticket.contract:check(c[2])
+                if not c[3] then
+                    assert.is_table(v)
+                    assert.equal("delivery", v.intent)
+                    return
+                end
+                assert.is_nil(v)
+                assert.equal(c[3], err.category)
+                if c[4] then assert.same(c[4], errs(err)) end
+                if c[5] then
+                    for i, m in ipairs(c[5]) do assert.equal(m, err.errors[i].message) end
+                end
+            end)
+        end
+    end)
+
+    describe("check() and null", function()
+        it("accepts null for a missing order id and keeps it as jsoncontract.null", function()
+            local v = assert(ticket.contract:check('{"intent":"other","order_id":null,"urgent":false,"summary":"Hi."}'))
+            assert.equal(jc.null, v.order_id)
+        end)
+        it("rejects an invented empty order id by the pattern", function()
+            local v, err = ticket.contract:check('{"intent":"other","order_id":"","urgent":false,"summary":"Hi."}')
+            assert.is_nil(v)
+            assert.same({ { "/order_id", "pattern" } }, errs(err))
+        end)
+        it("rejects a blank summary", function()
+            local v, err = ticket.contract:check('{"intent":"other","order_id":null,"urgent":false,"summary":"   "}')
+            assert.is_nil(v)
+            assert.same({ { "/summary", "pattern" } }, errs(err))
+        end)
+    end)
+
+    describe("rules", function()
+        local orders = { exists = function(_, id) return id == "1042" end }
+        it("pass when the order exists", function()
+            local v = ticket.contract:check('{"intent":"delivery","order_id":"1042","urgent":true,"summary":"x"}',
+                { context = { orders = orders } })
+            assert.equal("1042", v.order_id)
+        end)
+        it("fail with a pointer when the order does not exist, and say not to retry", function()
+            local v, err = ticket.contract:check('{"intent":"delivery","order_id":"9999","urgent":true,"summary":"x"}',
+                { context = { orders = orders } })
+            assert.is_nil(v)
+            assert.equal("rules", err.category)
+            assert.equal("rule_failed", err.kind)
+            assert.is_false(err.retry)
+            assert.same({ { "/order_id", "rule:order_exists" } }, errs(err))
+            assert.equal("order 9999 does not exist", err.errors[1].message)
+        end)
+        it("report a rule that raises as rule_error, not a crash", function()
+            local c = jc.contract { name = "t", version = "1", schema = { type = "object" }, instructions = "x",
+                rules = { function() error("boom") end } }
+            local v, err = c:check("{}")
+            assert.is_nil(v)
+            assert.equal("rule_error", err.kind)
+        end)
+    end)
+
+    describe("adapters", function()
+        local fenced = '\n\n```json\n{"intent":"delivery","order_id":"1042","urgent":true,"summary":"x"}\n```'
+        it("reject a fenced reply strictly by default", function()
+            local v, err = ticket.contract:check(fenced)
+            assert.is_nil(v)
+            assert.equal("format", err.category)
+        end)
+        it("accept it with unwrap-one-json-fence and record the adapter", function()
+            local v, report = ticket.contract:check(fenced, { adapters = { "unwrap-one-json-fence" } })
+            assert.equal("delivery", v.intent)
+            assert.same({ "unwrap-one-json-fence" }, report.adapters)
+        end)
+        it("reject text before the fence even with the adapter", function()
+            local v, err = ticket.contract:check("Sure!\n" .. fenced, { adapters = { "unwrap-one-json-fence" } })
+            assert.is_nil(v)
+            assert.equal("adapter_rejected", err.kind)
+        end)
+        it("reject two fenced blocks", function()
+            local two = "```json\n{}\n```\n```json\n{}\n```"
+            local v, err = ticket.contract:check(two, { adapters = { "unwrap-one-json-fence" } })
+            assert.is_nil(v)
+            assert.equal("adapter_rejected", err.kind)
+        end)
+    end)
+
+    describe("prompt()", function()
+        it("is rendered from the schema: fields, types, allowed values, version", function()
+            local p = ticket.contract:prompt()
+            assert.truthy(p:find("Contract: support_ticket, version 1.0.0.", 1, true))
+            assert.truthy(p:find('- intent: string, one of "delivery", "return", "payment", "other"', 1, true))
+            assert.truthy(p:find("- order_id: string, matching the regular expression ^[0-9]{4,6}$, or null", 1, true))
+            assert.truthy(p:find("- urgent: boolean", 1, true))
+            assert.truthy(p:find("- no other fields", 1, true))
+            -- fields in the order of `required`
+            assert.truthy(p:find("- intent", 1, true) < p:find("- order_id", 1, true))
+            assert.truthy(p:find("- urgent", 1, true) < p:find("- summary", 1, true))
+        end)
+    end)
+
+    describe("new() misuse", function()
+        it("raises on an unknown field", function()
+            assert.has_error(function() jc.contract { name = "a", version = "1", instructions = "x", schema = {}, foo = 1 } end,
+                "unknown contract field 'foo'")
+        end)
+        it("raises on a missing version", function()
+            assert.has_error(function() jc.contract { name = "a", instructions = "x", schema = {} } end,
+                "contract field 'version' must be a non-empty string")
+        end)
+    end)
+end)

@@ -1,0 +1,171 @@
+-- The attempt loop, driven through the real OpenAI provider and every gate by a recorded
+-- fake model (SEEDS.md §1 mail runs), plus refusal, truncation, transport retries,
+-- budgets and evidence.
+local jc = require "jsoncontract"
+local core = require "jsoncontract.core"
+local evidence = require "jsoncontract.evidence"
+local fake = require "support.fake_model"
+
+local ticket = dofile("examples/support_ticket.lua")
+local KEY = "sk-SENTINEL-never-in-output-0123456789"
+
+local function ask(mail, fake_opts, opts)
+    local send, calls = fake.transport(fake_opts)
+    opts = opts or {}
+    opts.provider = opts.provider or "openai"
+    opts.model = opts.model or "fake-1"
+    opts.api_key = opts.api_key or KEY
+    opts.base_url = "http://127.0.0.1:9"
+    opts.transport = send
+    opts.sleep = opts.sleep or function() end
+    local log = opts.evidence or evidence.memory()
+    opts.evidence = log
+    return jc.ask(ticket.contract, mail, opts), calls, log
+end
+
+describe("jsoncontract.run", function()
+    describe("ask() on the seed mails", function()
+        it("rejects order 1042's first answer with both errors named and accepts attempt 2", function()
+            local out, calls = ask("the courier did not come for order 1042, urgent, I leave tomorrow")
+            assert.equal("accepted", out.status)
+            assert.equal(2, #out.attempts)
+            local a1 = out.attempts[1]
+            assert.equal("schema", a1.gate)
+            assert.equal(2, #a1.errors)
+            assert.same({ "/intent", "enum" }, { a1.errors[1].pointer, a1.errors[1].keyword })
+            assert.same({ "/urgent", "type" }, { a1.errors[2].pointer, a1.errors[2].keyword })
+            assert.equal("delivery", out.value.intent)
+            assert.equal("1042", out.value.order_id)
+            assert.is_true(out.value.urgent)
+            -- attempt 2 resends the history: the model's answer, then one feedback message
+            local msgs = calls[2].body.messages
+            assert.equal(4, #msgs)
+            assert.equal("assistant", msgs[3].role)
+            assert.equal(fake.ANSWERS["1042"][1], msgs[3].content)
+            assert.equal("user", msgs[4].role)
+            assert.truthy(msgs[4].content:find('/intent "Lieferung" is not one of', 1, true))
+            assert.truthy(msgs[4].content:find("/urgent is string, expected boolean", 1, true))
+            assert.equal(200, out.usage.input_tokens)
+            assert.equal(40, out.usage.output_tokens)
+        end)
+
+        it("accepts order 1187 at attempt 1", function()
+            local out = ask("I want to return the jacket from order 1187, too big")
+            assert.equal("accepted", out.status)
+            assert.equal(1, #out.attempts)
+            assert.equal("return", out.value.intent)
+            assert.equal("1187", out.value.order_id)
+            assert.is_false(out.value.urgent)
+        end)
+
+        it("sends 'hallo, irgendwas stimmt nicht' to a person after three prose answers", function()
+            local out, calls = ask("hallo, irgendwas stimmt nicht")
+            assert.equal("human_review", out.status)
+            assert.equal(3, #out.attempts)
+            assert.equal(3, #calls)
+            assert.equal("format", out.reason.category)
+            assert.is_true(out.reason.attempts_exhausted)
+            assert.is_nil(out.value)
+            for _, a in ipairs(out.attempts) do assert.equal("format", a.gate) end
+        end)
+
+        it("stops before three attempts when the history exceeds the token budget", function()
+            local out = ask("hello, something is wrong", nil, { policy = { token_budget = 100 } })
+            assert.equal("human_review", out.status)
+            assert.equal("budget", out.reason.category)
+            assert.equal("token_budget", out.reason.kind)
+            assert.equal(2, #out.attempts)
+        end)
+    end)
+
+    describe("ask() on protocol failures", function()
+        it("never retries a refusal", function()
+            local out, calls = ask("order 5555 please", { script = { ["5555"] = { { nil, "stop", "I can't help with that." } } } })
+            assert.equal("human_review", out.status)
+            assert.equal(1, #calls)
+            assert.equal("refused", out.reason.category)
+            assert.equal("protocol", out.attempts[1].gate)
+        end)
+
+        it("never accepts a reply cut at max tokens, even when its JSON looks whole", function()
+            local whole = '{"intent":"other","order_id":null,"urgent":false,"summary":"x"}'
+            local out, calls = ask("order 5556", { script = { ["5556"] = { { whole, "length" } } } })
+            assert.equal("human_review", out.status)
+            assert.equal(1, #calls)
+            assert.equal("truncated", out.reason.category)
+            assert.equal(20, out.usage.output_tokens)
+        end)
+    end)
+
+    describe("ask() on transport failures", function()
+        it("retries a 429 after its Retry-After and then accepts", function()
+            local waits = {}
+            local out, calls = ask("order 1187 return", {
+                fail_first = { { status = 429, headers = { ["retry-after"] = "2" },
+                    body = '{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}' } },
+            }, { sleep = function(s) waits[#waits + 1] = s end })
+            assert.equal("accepted", out.status)
+            assert.equal(2, #calls)
+            assert.same({ 2 }, waits)
+            assert.equal(1, #out.attempts)
+            assert.equal(2, out.attempts[1].tries)
+        end)
+
+        it("sends a connection failure to review after the retries, never crashing", function()
+            local refused = setmetatable({ category = "transport", kind = "connect", message = "connection refused" },
+                core.error_mt)
+            local out, calls = ask("order 1187", { fail_first = { { err = refused }, { err = refused }, { err = refused } } })
+            assert.equal("human_review", out.status)
+            assert.equal(3, #calls)
+            assert.equal("transport", out.reason.category)
+            assert.equal("connect", out.reason.kind)
+        end)
+
+        it("does not retry 429 insufficient_quota", function()
+            local out, calls = ask("order 1187", { fail_first = { { status = 429,
+                body = '{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}' } } })
+            assert.equal("human_review", out.status)
+            assert.equal(1, #calls)
+            assert.equal("quota_exceeded", out.reason.kind)
+        end)
+    end)
+
+    describe("evidence", function()
+        it("writes one record per exchange, never the key, text only on opt-in", function()
+            local out, _, log = ask("the courier did not come for order 1042, urgent")
+            assert.equal("accepted", out.status)
+            assert.equal(2, #log.lines)
+            for _, line in ipairs(log.lines) do
+                assert.falsy(line:find(KEY, 1, true))
+                assert.falsy(line:find("Lieferung", 1, true))
+            end
+            local r1 = core.decode(log.lines[1])
+            assert.equal("support_ticket", r1.contract.name)
+            assert.equal("1.0.0", r1.contract.version)
+            assert.equal(64, #r1.contract.schema_hash)
+            assert.equal(1, r1.attempt)
+            assert.equal(200, r1.http_status)
+            assert.equal("schema", r1.gate)
+            assert.equal("/intent", r1.errors[1].pointer)
+            assert.equal("openai", r1.provider)
+            assert.equal("fake-1", r1.model)
+            assert.equal(out.request_id, r1.request_id)
+            assert.equal("accepted", core.decode(log.lines[2]).gate)
+        end)
+
+        it("keeps the model's text when the writer records text", function()
+            local _, _, log = ask("order 1042 courier", nil, { evidence = evidence.memory { record_text = true } })
+            assert.truthy(log.lines[1]:find("Lieferung", 1, true))
+        end)
+    end)
+
+    describe("ask() misuse", function()
+        it("raises on an unknown option", function()
+            assert.has_error(function() jc.ask(ticket.contract, "x", { provider = "openai", model = "m", retries = 3 }) end,
+                "ask: unknown option 'retries'")
+        end)
+        it("raises when input is not a string", function()
+            assert.has_error(function() jc.ask(ticket.contract, 42, {}) end, "ask: input must be a string, got number")
+        end)
+    end)
+end)
