@@ -1,4 +1,501 @@
-/* encode.c: placeholder until the encode area lands. */
+/*
+** encode.c: Lua values -> JSON text (RFC 8259), deterministic: object
+** members in byte order of their names, so equal values give equal text
+** (contract schema hashes rely on it).
+**
+** The output grows in a userdata on the stack (slot JC_E_BUF), so a raise
+** anywhere leaks nothing.
+*/
 #include "jc.h"
+#include "parse.h"
 
-void jc_encode_open(lua_State *L) { (void)L; }
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef JC_ENCODE_MAX_DEPTH
+#define JC_ENCODE_MAX_DEPTH 1000        /* default 'max_depth' (levels) */
+#endif
+#ifndef JC_ENCODE_DEPTH_LIMIT
+#define JC_ENCODE_DEPTH_LIMIT 3000      /* largest 'max_depth' accepted */
+#endif
+#define JC_ENCODE_MAX_INDENT 16
+
+/* Fixed stack slots of an encode call. */
+#define JC_E_BUF 3          /* output buffer userdata */
+#define JC_E_ARRMT 4        /* our array metatable */
+#define JC_E_CJ_EMPTY 5     /* cjson.empty_array or nil */
+#define JC_E_CJ_ARRMT 6     /* cjson.array_mt or nil */
+#define JC_E_CJ_EMPTYMT 7   /* cjson.empty_array_mt or nil */
+
+/* Where the value being encoded sits, for messages (a JSON Pointer built
+** only when raising). */
+typedef struct jc_path {
+  const struct jc_path *up;
+  const char *key;          /* member name, or NULL for an array element */
+  size_t klen;
+  size_t index;             /* 0-based element index */
+} jc_path;
+
+typedef struct jc_enc {
+  lua_State *L;
+  char *b;
+  size_t len;
+  size_t cap;
+  int indent;               /* spaces per level; 0 = compact */
+  size_t max_depth;
+  char decpoint;
+} jc_enc;
+
+typedef struct jc_key {
+  const char *s;
+  size_t len;
+  int idx;                  /* position in the anchoring table */
+} jc_key;
+
+/* ===================================================================== */
+/* Output buffer and errors                                              */
+/* ===================================================================== */
+
+/* Make room for 'n' more bytes. [-0, +0, m] */
+static void jc_enc_reserve(jc_enc *e, size_t n) {
+  size_t cap;
+  char *nb;
+  if (n <= e->cap - e->len) return;
+  if (n > ((size_t)-1) / 2 - e->len)
+    luaL_error(e->L, "cannot encode: output too large");
+  cap = e->cap * 2;
+  if (cap < e->len + n) cap = e->len + n;
+  nb = (char *)jc_newuserdata(e->L, cap);
+  memcpy(nb, e->b, e->len);
+  lua_replace(e->L, JC_E_BUF);
+  e->b = nb;
+  e->cap = cap;
+}
+
+static void jc_enc_put(jc_enc *e, const char *s, size_t n) {
+  jc_enc_reserve(e, n);
+  memcpy(e->b + e->len, s, n);
+  e->len += n;
+}
+
+#define jc_enc_lit(e, s) jc_enc_put((e), "" s, sizeof(s) - 1)
+
+static void jc_enc_char(jc_enc *e, char c) {
+  if (e->len == e->cap) jc_enc_reserve(e, 1);
+  e->b[e->len++] = c;
+}
+
+/* Append the JSON Pointer of 'p' to 'b', root first. */
+static void jc_path_add(luaL_Buffer *b, const jc_path *p) {
+  size_t i;
+  char num[32];
+  if (p == NULL) return;
+  jc_path_add(b, p->up);
+  luaL_addchar(b, '/');
+  if (p->key == NULL) {
+    snprintf(num, sizeof num, "%lu", (unsigned long)p->index);
+    luaL_addstring(b, num);
+    return;
+  }
+  for (i = 0; i < p->klen; i++) {
+    if (p->key[i] == '~') luaL_addstring(b, "~0");
+    else if (p->key[i] == '/') luaL_addstring(b, "~1");
+    else luaL_addchar(b, p->key[i]);
+  }
+}
+
+/* Raise "cannot encode <what> at <pointer>". Never returns. */
+static int jc_enc_raise(jc_enc *e, const jc_path *p, const char *what) {
+  lua_State *L = e->L;
+  luaL_Buffer b;
+  const char *ptr;
+  size_t len;
+  luaL_checkstack(L, 4, "jsoncontract.encode");
+  luaL_buffinit(L, &b);
+  jc_path_add(&b, p);
+  luaL_pushresult(&b);
+  ptr = lua_tolstring(L, -1, &len);
+  if (len == 0)
+    return luaL_error(L, "cannot encode %s at the root", what);
+  if (len > 200) {
+    lua_pushlstring(L, ptr, 200);
+    return luaL_error(L, "cannot encode %s at %s...", what,
+                      lua_tostring(L, -1));
+  }
+  return luaL_error(L, "cannot encode %s at %s", what, ptr);
+}
+
+/* ===================================================================== */
+/* Scalars                                                               */
+/* ===================================================================== */
+
+/* Which bytes of a string need an escape: 0 none, 1 short escape, 2 \u00XX. */
+static const unsigned char jc_escclass[128] = {
+  2,2,2,2,2,2,2,2,1,1,1,2,1,1,2,2, 2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,
+  0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,
+  0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,0,0,0,0,1,0,0,0,
+  0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0
+};
+
+/* Append 's' (NUL-terminated after 'len' bytes, as Lua strings are) as a
+** JSON string; raise on invalid UTF-8. */
+static void jc_enc_string(jc_enc *e, const char *str, size_t len,
+                          const jc_path *p, int is_key) {
+  const unsigned char *s = (const unsigned char *)str, *end = s + len, *run;
+  static const char hex[] = "0123456789abcdef";
+  char esc[6];
+  size_t n;
+  jc_enc_char(e, '"');
+  run = s;
+  while (s < end) {
+    unsigned char c = *s;
+    if (c >= 0x80) {
+      n = jc_utf8_len(s);
+      if (n == 0 || s + n > end)
+        jc_enc_raise(e, p, is_key ? "a member name with invalid UTF-8"
+                                  : "an invalid UTF-8 string");
+      s += n;
+      continue;
+    }
+    if (jc_escclass[c] == 0) { s++; continue; }
+    jc_enc_put(e, (const char *)run, (size_t)(s - run));
+    esc[0] = '\\';
+    switch (c) {
+      case '"': esc[1] = '"'; n = 2; break;
+      case '\\': esc[1] = '\\'; n = 2; break;
+      case '\b': esc[1] = 'b'; n = 2; break;
+      case '\f': esc[1] = 'f'; n = 2; break;
+      case '\n': esc[1] = 'n'; n = 2; break;
+      case '\r': esc[1] = 'r'; n = 2; break;
+      case '\t': esc[1] = 't'; n = 2; break;
+      default:
+        esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
+        esc[4] = hex[c >> 4]; esc[5] = hex[c & 15];
+        n = 6;
+        break;
+    }
+    jc_enc_put(e, esc, n);
+    s++;
+    run = s;
+  }
+  jc_enc_put(e, (const char *)run, (size_t)(s - run));
+  jc_enc_char(e, '"');
+}
+
+/* Append the number at 'idx'. Integers (5.3+) exactly; floats in the
+** shortest of %.15g/%.16g/%.17g that reads back to the same double; on
+** 5.3+ an integral float keeps ".0" so it decodes as a float again. */
+static void jc_enc_number(jc_enc *e, int idx, const jc_path *p) {
+  lua_State *L = e->L;
+  char buf[64], *dp;
+  double d;
+  int prec, n = 0;
+#if JC_HAVE_INTEGER
+  if (lua_isinteger(L, idx)) {
+    n = snprintf(buf, sizeof buf, "%lld", (long long)lua_tointeger(L, idx));
+    jc_enc_put(e, buf, (size_t)n);
+    return;
+  }
+#endif
+  d = (double)lua_tonumber(L, idx);
+  if (isnan(d) || isinf(d))
+    jc_enc_raise(e, p, isnan(d) ? "NaN" : "an infinite number");
+  for (prec = 15; prec <= 17; prec++) {
+    n = snprintf(buf, sizeof buf, "%.*g", prec, d);
+    if (strtod(buf, NULL) == d) break;
+  }
+  if (e->decpoint != '.' && (dp = strchr(buf, e->decpoint)) != NULL)
+    *dp = '.';
+#if JC_HAVE_INTEGER
+  if (strspn(buf, "-0123456789") == (size_t)n) {
+    buf[n++] = '.';
+    buf[n++] = '0';
+  }
+#endif
+  jc_enc_put(e, buf, (size_t)n);
+}
+
+/* ===================================================================== */
+/* Containers                                                            */
+/* ===================================================================== */
+
+static void jc_enc_value(jc_enc *e, int idx, size_t depth, const jc_path *p);
+
+static void jc_enc_newline(jc_enc *e, size_t depth) {
+  size_t n = depth * (size_t)e->indent;
+  jc_enc_reserve(e, n + 1);
+  e->b[e->len++] = '\n';
+  memset(e->b + e->len, ' ', n);
+  e->len += n;
+}
+
+static int jc_key_cmp(const void *a, const void *b) {
+  const jc_key *x = (const jc_key *)a, *y = (const jc_key *)b;
+  size_t n = x->len < y->len ? x->len : y->len;
+  int c = memcmp(x->s, y->s, n);
+  if (c != 0) return c;
+  return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* Is the metatable on top one that marks an array? Pops it. */
+static int jc_enc_marked(lua_State *L) {
+  int r = lua_rawequal(L, -1, JC_E_ARRMT) || lua_rawequal(L, -1, JC_E_CJ_ARRMT)
+          || lua_rawequal(L, -1, JC_E_CJ_EMPTYMT);
+  lua_pop(L, 1);
+  return r;
+}
+
+static void jc_enc_array(jc_enc *e, int idx, size_t n, size_t depth,
+                         const jc_path *p) {
+  lua_State *L = e->L;
+  jc_path here;
+  size_t i;
+  here.up = p;
+  here.key = NULL;
+  here.klen = 0;
+  jc_enc_char(e, '[');
+  for (i = 1; i <= n; i++) {
+    if (i > 1) jc_enc_char(e, ',');
+    if (e->indent) jc_enc_newline(e, depth + 1);
+    here.index = i - 1;
+    lua_rawgeti(L, idx, (int)i);
+    jc_enc_value(e, lua_gettop(L), depth + 1, &here);
+    lua_pop(L, 1);
+  }
+  if (e->indent && n > 0) jc_enc_newline(e, depth);
+  jc_enc_char(e, ']');
+}
+
+static void jc_enc_object(jc_enc *e, int idx, size_t n, size_t depth,
+                          const jc_path *p) {
+  lua_State *L = e->L;
+  jc_path here;
+  jc_key *keys;
+  int anchor, i = 0;
+  size_t j;
+  if (n > ((size_t)-1) / sizeof(jc_key) || n > 0x7fffffff)
+    luaL_error(L, "cannot encode: object too large");
+  lua_createtable(L, (int)n, 0);        /* anchors the names */
+  anchor = lua_gettop(L);
+  keys = (jc_key *)jc_newuserdata(L, n * sizeof(jc_key));
+  lua_rawseti(L, anchor, 0);            /* one stack slot per level */
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, anchor, ++i);
+    keys[i - 1].s = lua_tolstring(L, -1, &keys[i - 1].len);
+    keys[i - 1].idx = i;
+  }
+  qsort(keys, n, sizeof(jc_key), jc_key_cmp);
+  here.up = p;
+  here.index = 0;
+  jc_enc_char(e, '{');
+  for (j = 0; j < n; j++) {
+    if (j > 0) jc_enc_char(e, ',');
+    if (e->indent) jc_enc_newline(e, depth + 1);
+    here.key = keys[j].s;
+    here.klen = keys[j].len;
+    jc_enc_string(e, keys[j].s, keys[j].len, &here, 1);
+    jc_enc_char(e, ':');
+    if (e->indent) jc_enc_char(e, ' ');
+    lua_rawgeti(L, anchor, keys[j].idx);
+    lua_rawget(L, idx);
+    jc_enc_value(e, lua_gettop(L), depth + 1, &here);
+    lua_pop(L, 1);
+  }
+  if (e->indent && n > 0) jc_enc_newline(e, depth);
+  jc_enc_char(e, '}');
+  lua_pop(L, 1);
+}
+
+/* A table: an array when marked (our array_mt, cjson's array_mt or
+** empty_array_mt) or when its keys are exactly 1..n (n >= 1); an object
+** when all keys are strings (an empty unmarked table is {}). */
+static void jc_enc_table(jc_enc *e, int idx, size_t depth, const jc_path *p) {
+  lua_State *L = e->L;
+  int marked = 0, allstr = 1, allpos = 1;
+  size_t n = 0;
+  double maxk = 0, k;
+  if (depth >= e->max_depth) {
+    char what[96];
+    snprintf(what, sizeof what,
+             "a table nested deeper than %lu levels (or a cycle)",
+             (unsigned long)e->max_depth);
+    jc_enc_raise(e, p, what);
+  }
+  if (!lua_checkstack(L, 10))
+    jc_enc_raise(e, p, "a table nested this deep (Lua stack full)");
+  if (lua_getmetatable(L, idx)) marked = jc_enc_marked(L);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    n++;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      allpos = 0;
+    } else {
+      allstr = 0;
+      if (lua_type(L, -1) == LUA_TNUMBER) {
+        k = (double)lua_tonumber(L, -1);
+        if (k >= 1 && k == floor(k)) { if (k > maxk) maxk = k; }
+        else allpos = 0;
+      } else {
+        allpos = 0;
+      }
+    }
+  }
+  if (allpos && maxk == (double)n && (n > 0 || marked)) {
+    if (n > 0x7fffffff) luaL_error(L, "cannot encode: array too large");
+    jc_enc_array(e, idx, n, depth, p);
+  } else if (marked) {
+    jc_enc_raise(e, p, "an array whose keys are not exactly 1..n");
+  } else if (allstr) {
+    jc_enc_object(e, idx, n, depth, p);
+  } else {
+    jc_enc_raise(e, p, "a table whose keys are neither all strings (object) "
+                       "nor exactly 1..n (array)");
+  }
+}
+
+/* Append the value at absolute index 'idx'. */
+static void jc_enc_value(jc_enc *e, int idx, size_t depth, const jc_path *p) {
+  lua_State *L = e->L;
+  const char *s;
+  size_t len;
+  char what[64];
+  switch (lua_type(L, idx)) {
+    case LUA_TSTRING:
+      s = lua_tolstring(L, idx, &len);
+      jc_enc_string(e, s, len, p, 0);
+      return;
+    case LUA_TNUMBER:
+      jc_enc_number(e, idx, p);
+      return;
+    case LUA_TBOOLEAN:
+      if (lua_toboolean(L, idx)) jc_enc_lit(e, "true");
+      else jc_enc_lit(e, "false");
+      return;
+    case LUA_TTABLE:
+      jc_enc_table(e, idx, depth, p);
+      return;
+    case LUA_TLIGHTUSERDATA:
+      if (lua_touserdata(L, idx) == NULL) { jc_enc_lit(e, "null"); return; }
+      if (lua_rawequal(L, idx, JC_E_CJ_EMPTY)) { jc_enc_lit(e, "[]"); return; }
+      break;
+    default:
+      break;
+  }
+  snprintf(what, sizeof what, "a %s value", luaL_typename(L, idx));
+  jc_enc_raise(e, p, what);
+}
+
+/* ===================================================================== */
+/* encode()                                                              */
+/* ===================================================================== */
+
+static int jc_enc_opt_int(lua_State *L, const char *name, int lo, int hi) {
+  double v;
+  if (lua_type(L, -1) != LUA_TNUMBER
+      || (v = (double)lua_tonumber(L, -1), v != floor(v)) || v < lo || v > hi)
+    luaL_argerror(L, 2, lua_pushfstring(L,
+                  "option '%s' must be an integer from %d to %d", name, lo,
+                  hi));
+  return (int)lua_tonumber(L, -1);
+}
+
+static void jc_encode_opts(lua_State *L, jc_enc *e) {
+  const char *k;
+  if (lua_isnoneornil(L, 2)) return;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, 2)) {
+    if (lua_type(L, -2) != LUA_TSTRING)
+      luaL_argerror(L, 2, "option names must be strings");
+    k = lua_tostring(L, -2);
+    if (strcmp(k, "indent") == 0)
+      e->indent = jc_enc_opt_int(L, k, 0, JC_ENCODE_MAX_INDENT);
+    else if (strcmp(k, "max_depth") == 0)
+      e->max_depth = (size_t)jc_enc_opt_int(L, k, 1, JC_ENCODE_DEPTH_LIMIT);
+    else
+      luaL_argerror(L, 2, lua_pushfstring(L, "unknown option '%s'", k));
+    lua_pop(L, 1);
+  }
+}
+
+/* Push cjson.<name> from the module table on top, or nil. [-0, +1, -] */
+static void jc_rawfield(lua_State *L, const char *name) {
+  if (lua_istable(L, -1)) {
+    lua_pushstring(L, name);
+    lua_rawget(L, -2);
+  } else {
+    lua_pushnil(L);
+  }
+}
+
+/*
+** core.encode(value [, opts]) -> string
+**
+** Compact JSON text (RFC 8259) for 'value'. Tables: an array when they
+** carry core.array_mt (or lua-cjson's array_mt / empty_array_mt) or their
+** keys are exactly 1..n (n >= 1); otherwise an object, whose keys must all
+** be strings, written in byte order of the names; an empty unmarked table
+** is {}. core.null (= cjson.null) is null; cjson.empty_array is [].
+** Numbers: Lua integers exactly; floats in the shortest form that reads
+** back to the same double, integral floats with ".0" on Lua 5.3+ (so
+** decode gives a float back), without on LuaJIT. Strings are written as
+** UTF-8, escaping '"', '\\' and control characters.
+** opts (table, optional):
+**   indent     integer 0..16 (spaces per level), default 0 = compact;
+**              when > 0: one member or element per line, ": " after names
+**   max_depth  integer 1..3000, default 1000 (levels; catches cycles)
+** Returns the text (a new Lua string).
+** Raises (with the JSON Pointer of the value): a function, thread,
+** userdata or light userdata other than null/empty_array; NaN or
+** infinity; a string or member name with invalid UTF-8; a table with
+** mixed or non-string keys; an array-marked table whose keys are not
+** 1..n; nesting deeper than max_depth (or a cycle); unknown option;
+** memory errors.
+** Stack: [-0, +1, m]
+*/
+static int jc_encode(lua_State *L) {
+  jc_enc e;
+  luaL_checkany(L, 1);
+  luaL_argcheck(L, lua_gettop(L) <= 2, 3, "no more than 2 arguments expected");
+  memset(&e, 0, sizeof e);
+  e.L = L;
+  e.max_depth = JC_ENCODE_MAX_DEPTH;
+  jc_encode_opts(L, &e);
+  lua_settop(L, 2);
+  luaL_checkstack(L, 20, "jsoncontract.encode");
+  e.cap = 256;
+  e.b = (char *)jc_newuserdata(L, e.cap);       /* JC_E_BUF */
+  luaL_getmetatable(L, JC_ARRAY_MT);            /* JC_E_ARRMT */
+  /* lua-cjson's markers, when it is loaded */
+  lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+  jc_rawfield(L, "cjson");
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    jc_rawfield(L, "cjson.safe");
+  }
+  lua_replace(L, -2);
+  jc_rawfield(L, "empty_array");
+  jc_rawfield(L, "array_mt");
+  jc_rawfield(L, "empty_array_mt");
+  lua_remove(L, -4);                             /* slots 5, 6, 7 */
+  e.decpoint = localeconv()->decimal_point[0];
+  jc_enc_value(&e, 1, 0, NULL);
+  lua_pushlstring(L, e.b, e.len);
+  return 1;
+}
+
+static const luaL_Reg jc_encode_funcs[] = {
+  {"encode", jc_encode},
+  {NULL, NULL}
+};
+
+void jc_encode_open(lua_State *L) {
+  luaL_setfuncs(L, jc_encode_funcs, 0);
+}
