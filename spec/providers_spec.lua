@@ -92,6 +92,415 @@ describe("jsoncontract.providers", function()
     end)
 
     --------------------------------------------------------------------------
+    -- build_request
+    --------------------------------------------------------------------------
+    local KEY = "sk-test-7f3a9c"
+    local function contract(schema, name)
+        return {
+            name = name or "support-triage", version = "1.0.0", prompt = "Return one JSON object.",
+            schema = schema or {
+                type = "object",
+                properties = { label = { type = "string", enum = { "bug", "billing" } } },
+                required = { "label" },
+                additionalProperties = false,
+            },
+        }
+    end
+    local MSGS = { { role = "user", content = "My invoice is wrong." } }
+
+    describe("openai.build_request()", function()
+        local URLS = {
+            { nil, "https://api.openai.com/v1/chat/completions" },
+            { "http://127.0.0.1:8080", "http://127.0.0.1:8080/v1/chat/completions" },
+            { "http://127.0.0.1:8080/", "http://127.0.0.1:8080/v1/chat/completions" },
+            { "http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1/chat/completions" },
+            { "http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080/v1/chat/completions" },
+            { "https://gw.example/openai", "https://gw.example/openai/v1/chat/completions" },
+        }
+        for _, case in ipairs(URLS) do
+            it("joins base_url " .. tostring(case[1]) .. " to " .. case[2], function()
+                local req = openai.build_request(contract(), MSGS, { model = "m", base_url = case[1] })
+                assert.equal(case[2], req.url)
+                assert.equal("POST", req.method)
+            end)
+        end
+
+        it("puts the key only in the Authorization header", function()
+            local req = openai.build_request(contract(), MSGS, { model = "gpt-4o-mini", api_key = KEY })
+            assert.same({ ["content-type"] = "application/json", authorization = "Bearer " .. KEY },
+                req.headers)
+            assert.is_nil(req.body:find(KEY, 1, true))
+            local noauth = openai.build_request(contract(), MSGS, { model = "gpt-4o-mini" })
+            assert.same({ ["content-type"] = "application/json" }, noauth.headers)
+        end)
+
+        it("sends the system prompt, the messages and the strict schema in response_format", function()
+            local req = openai.build_request(contract(), MSGS, { model = "gpt-4o-mini", temperature = 0 })
+            local body = assert(core.decode(req.body))
+            assert.equal("gpt-4o-mini", body.model)
+            assert.equal(1024, body.max_completion_tokens)
+            assert.equal(0, body.temperature)
+            assert.equal(2, #body.messages)
+            assert.same({ role = "system", content = "Return one JSON object." }, body.messages[1])
+            assert.same({ role = "user", content = "My invoice is wrong." }, body.messages[2])
+            assert.equal("json_schema", body.response_format.type)
+            assert.equal("support-triage", body.response_format.json_schema.name)
+            assert.is_true(body.response_format.json_schema.strict)
+            assert.is_true(deep_equal(req.schema_sent, body.response_format.json_schema.schema))
+            assert.is_false(body.response_format.json_schema.schema.additionalProperties)
+            assert.equal("native", req.mode)
+            assert.equal(0, #req.dropped)
+        end)
+
+        it("omits temperature when not given and takes max_tokens", function()
+            local req = openai.build_request(contract(), MSGS, { model = "m", max_tokens = 77 })
+            local body = assert(core.decode(req.body))
+            assert.is_nil(body.temperature)
+            assert.equal(77, body.max_completion_tokens)
+        end)
+
+        it("mode json asks for json_object and sends no schema", function()
+            local req = openai.build_request(contract(), MSGS, { model = "m", mode = "json" })
+            local body = assert(core.decode(req.body))
+            assert.same({ type = "json_object" }, body.response_format)
+            assert.equal("json", req.mode)
+            assert.is_nil(req.schema_sent)
+        end)
+
+        it("mode prompt sends no response_format", function()
+            local req = openai.build_request(contract(), MSGS, { model = "m", mode = "prompt" })
+            local body = assert(core.decode(req.body))
+            assert.is_nil(body.response_format)
+            assert.equal("prompt", req.mode)
+            assert.is_nil(req.schema_sent)
+        end)
+
+        it("sanitises the contract name for json_schema.name", function()
+            assert.equal("support_triage_v2_", openai.schema_name("support triage/v2."))
+            assert.equal(string.rep("a", 64), openai.schema_name(string.rep("a", 70)))
+            assert.equal("contract", openai.schema_name(""))
+            local req = openai.build_request(contract(nil, "a b"), MSGS, { model = "m" })
+            assert.equal("a_b", assert(core.decode(req.body)).response_format.json_schema.name)
+        end)
+
+        it("sends the recorded request's schema unchanged (fixture json-schema-strict.ok.json)", function()
+            local text = read(FIXTURES .. "/openai-chat/manifest.json")
+            if not text then return pending("fixtures not found at " .. FIXTURES .. "/openai-chat") end
+            local fx
+            for _, f in ipairs(assert(core.decode(text)).fixtures) do
+                if f.file == "json-schema-strict.ok.json" then fx = f end
+            end
+            local rf = fx.request.response_format.json_schema
+            local req = openai.build_request(contract(rf.schema, rf.name), fx.request.messages,
+                { model = fx.request.model })
+            local body = assert(core.decode(req.body))
+            assert.is_true(deep_equal(rf.schema, body.response_format.json_schema.schema))
+            assert.equal("Book", body.response_format.json_schema.name)
+            assert.equal(0, #req.dropped)
+        end)
+
+        it("raises on misuse", function()
+            assert.has_error(function() openai.build_request(contract(), MSGS, {}) end,
+                "opts.model must be a non-empty string")
+            assert.has_error(function() openai.build_request(contract(), MSGS, { model = "m", mode = "xml" }) end,
+                'opts.mode "xml" is not supported by openai (supported: json, native, prompt)')
+            assert.has_error(function() openai.build_request(contract(), MSGS, { model = "m", max_tokens = 0 }) end,
+                "opts.max_tokens must be a positive integer")
+            assert.has_error(function()
+                openai.build_request(contract(), { { role = "system", content = "x" } }, { model = "m" })
+            end, 'messages[1].role must be "user" or "assistant"')
+            assert.has_error(function()
+                openai.build_request(contract({ type = "array" }), MSGS, { model = "m" })
+            end, 'mode "native" needs a schema whose root has type "object" (OpenAI strict mode); '
+                .. 'use mode "json" or "prompt"')
+        end)
+    end)
+
+    describe("anthropic.build_request()", function()
+        local URLS = {
+            { nil, "https://api.anthropic.com/v1/messages" },
+            { "http://127.0.0.1:9000", "http://127.0.0.1:9000/v1/messages" },
+            { "http://127.0.0.1:9000/v1", "http://127.0.0.1:9000/v1/messages" },
+            { "http://127.0.0.1:9000/v1/", "http://127.0.0.1:9000/v1/messages" },
+        }
+        for _, case in ipairs(URLS) do
+            it("joins base_url " .. tostring(case[1]) .. " to " .. case[2], function()
+                local req = anthropic.build_request(contract(), MSGS, { model = "m", base_url = case[1] })
+                assert.equal(case[2], req.url)
+            end)
+        end
+
+        it("puts the key only in x-api-key and sends anthropic-version", function()
+            local req = anthropic.build_request(contract(), MSGS, { model = "claude-sonnet-4-5", api_key = KEY })
+            assert.same({ ["content-type"] = "application/json", ["anthropic-version"] = "2023-06-01",
+                ["x-api-key"] = KEY }, req.headers)
+            assert.is_nil(req.body:find(KEY, 1, true))
+        end)
+
+        it("follows the recorded request shape of output-config-json-schema.ok.json", function()
+            local text = read(FIXTURES .. "/anthropic/manifest.json")
+            if not text then return pending("fixtures not found at " .. FIXTURES .. "/anthropic") end
+            local fx
+            for _, f in ipairs(assert(core.decode(text)).fixtures) do
+                if f.file == "output-config-json-schema.ok.json" then fx = f end
+            end
+            local rq = fx.request
+            local c = contract(rq.output_config.format.schema, "OrderItem")
+            local req = anthropic.build_request(c, rq.messages, { model = rq.model, max_tokens = rq.max_tokens })
+            local body = assert(core.decode(req.body))
+            assert.is_true(deep_equal(rq.output_config, body.output_config))
+            assert.is_true(deep_equal(rq.messages, body.messages))
+            assert.equal(rq.model, body.model)
+            assert.equal(1024, body.max_tokens)
+            assert.equal("Return one JSON object.", body.system)
+            assert.equal(fx.request_headers["anthropic-version"], req.headers["anthropic-version"])
+            assert.equal(0, #req.dropped)
+        end)
+
+        it("mode prompt sends no output_config; mode json raises", function()
+            local req = anthropic.build_request(contract(), MSGS, { model = "m", mode = "prompt" })
+            assert.is_nil(assert(core.decode(req.body)).output_config)
+            assert.is_nil(req.schema_sent)
+            assert.has_error(function() anthropic.build_request(contract(), MSGS, { model = "m", mode = "json" }) end,
+                'opts.mode "json" is not supported by anthropic (supported: native, prompt)')
+        end)
+    end)
+
+    describe("provider_schema()", function()
+        local function schema()
+            return {
+                type = "object",
+                properties = {
+                    name = { type = "string", minLength = 1, maxLength = 80 },
+                    email = { type = "string", format = "email" },
+                    site = { type = "string", format = "uri" },
+                    code = { type = "string", pattern = "^(?!x)[a-z]+$" },
+                    score = { type = "number", minimum = 0, maximum = 1 },
+                    tags = { type = "array", items = { type = "string" }, minItems = 2, uniqueItems = true },
+                    kind = { oneOf = { { const = "a" }, { const = "b" } } },
+                    level = { enum = { "low", "high" } },
+                    meta = { type = "object", properties = { note = { type = "string" } } },
+                },
+                required = { "name", "score", "tags", "kind" },
+            }
+        end
+        local function by_pointer(dropped)
+            local t = {}
+            for _, d in ipairs(dropped) do t[d.schema_pointer .. " " .. d.keyword] = true end
+            return t
+        end
+
+        it("openai: closes objects, requires every property, makes optional ones nullable", function()
+            local sent, dropped = openai.provider_schema(schema())
+            assert.same({ "name", "score", "tags", "kind", "code", "email", "level", "meta", "site" },
+                sent.required)
+            assert.is_false(sent.additionalProperties)
+            assert.is_false(sent.properties.meta.additionalProperties)
+            assert.same({ "note" }, sent.properties.meta.required)
+            assert.same({ "string", "null" }, sent.properties.meta.properties.note.type)
+            assert.same({ "string", "null" }, sent.properties.email.type)
+            assert.same({ "object", "null" }, sent.properties.meta.type)
+            -- enum: wrapped, since a null would fail the enum
+            assert.same({ { enum = { "low", "high" } }, { type = "null" } }, sent.properties.level.anyOf)
+            assert.equal("string", sent.properties.name.type) -- required stays as it was
+            assert.is_nil(sent.properties.name.minLength)
+            assert.is_nil(sent.properties.name.maxLength)
+            assert.equal(0, sent.properties.score.minimum)
+            assert.equal(2, sent.properties.tags.minItems)
+            assert.is_nil(sent.properties.tags.uniqueItems)
+            assert.is_nil(sent.properties.site.format)
+            assert.equal("email", sent.properties.email.format)
+            assert.is_nil(sent.properties.code.pattern)
+            assert.same({ { const = "a" }, { const = "b" } }, sent.properties.kind.anyOf)
+            assert.is_nil(sent.properties.kind.oneOf)
+            assert.same({
+                ["/additionalProperties additionalProperties"] = true,
+                ["/properties/name/minLength minLength"] = true,
+                ["/properties/name/maxLength maxLength"] = true,
+                ["/properties/site/format format"] = true,
+                ["/properties/code/pattern pattern"] = true,
+                ["/properties/tags/uniqueItems uniqueItems"] = true,
+                ["/properties/kind/oneOf oneOf"] = true,
+                ["/properties/meta/additionalProperties additionalProperties"] = true,
+                ["/properties/meta/properties/note required"] = true,
+                ["/properties/code required"] = true,
+                ["/properties/email required"] = true,
+                ["/properties/level required"] = true,
+                ["/properties/meta required"] = true,
+                ["/properties/site required"] = true,
+            }, by_pointer(dropped))
+            for _, d in ipairs(dropped) do assert.is_string(d.reason) end
+        end)
+
+        it("anthropic: closes objects, keeps optional properties, drops numeric and length limits", function()
+            local sent, dropped = anthropic.provider_schema(schema())
+            assert.same({ "name", "score", "tags", "kind" }, sent.required)
+            assert.is_false(sent.additionalProperties)
+            assert.is_nil(sent.properties.meta.required)
+            assert.equal("string", sent.properties.email.type)
+            assert.equal("uri", sent.properties.site.format)
+            assert.is_nil(sent.properties.score.minimum)
+            assert.is_nil(sent.properties.tags.minItems) -- only 0 or 1 is supported
+            assert.same({
+                ["/additionalProperties additionalProperties"] = true,
+                ["/properties/name/minLength minLength"] = true,
+                ["/properties/name/maxLength maxLength"] = true,
+                ["/properties/code/pattern pattern"] = true,
+                ["/properties/score/minimum minimum"] = true,
+                ["/properties/score/maximum maximum"] = true,
+                ["/properties/tags/minItems minItems"] = true,
+                ["/properties/tags/uniqueItems uniqueItems"] = true,
+                ["/properties/kind/oneOf oneOf"] = true,
+                ["/properties/meta/additionalProperties additionalProperties"] = true,
+            }, by_pointer(dropped))
+        end)
+
+        it("never mutates the caller's schema", function()
+            for _, p in ipairs({ openai, anthropic }) do
+                local s, before = schema(), schema()
+                p.provider_schema(s)
+                assert.is_true(deep_equal(before, s))
+                local c = contract(s)
+                p.build_request(c, MSGS, { model = "m" })
+                assert.is_true(deep_equal(before, c.schema))
+            end
+        end)
+    end)
+
+    --------------------------------------------------------------------------
+    -- read_response: one small case per kind beyond the fixtures
+    --------------------------------------------------------------------------
+    describe("read_response()", function()
+        local function oa(choice_fields, extra)
+            local choice = '{"index":0,' .. choice_fields .. '}'
+            return '{"id":"c1","object":"chat.completion","model":"m","choices":[' .. choice
+                .. (extra or "") .. '],"usage":{"prompt_tokens":3,"completion_tokens":4}}'
+        end
+        local function an(content, stop)
+            return '{"id":"msg_1","type":"message","role":"assistant","model":"m","content":' .. content
+                .. ',"stop_reason":"' .. stop .. '","usage":{"input_tokens":3,"output_tokens":4,'
+                .. '"cache_read_input_tokens":10}}'
+        end
+        local CASES = {
+            { "openai 502 with an HTML body", openai, 502, {}, "<html><body>Bad gateway</body></html>",
+              "transport", "server_error", { retryable = true } },
+            { "openai 301", openai, 301, { location = "https://x.example/" }, "",
+              "transport", "redirect", { retryable = false, location = "https://x.example/" } },
+            { "openai 404 model not found", openai, 404, {},
+              '{"error":{"message":"The model `x` does not exist","type":"invalid_request_error",'
+              .. '"param":null,"code":"model_not_found"}}',
+              "transport", "client_error", { retryable = false, provider_code = "model_not_found" } },
+            { "openai 429 with retry-after-ms", openai, 429, { ["retry-after-ms"] = "1500", ["retry-after"] = "2" },
+              '{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}',
+              "transport", "rate_limited", { retryable = true, retry_after = 1.5 } },
+            { "openai 429 with retry-after", openai, 429, { ["Retry-After"] = "2" }, "",
+              "transport", "rate_limited", { retryable = true, retry_after = 2 } },
+            { "anthropic 503 overloaded_error", anthropic, 503, {},
+              '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+              "transport", "overloaded", { retryable = true } },
+            { "anthropic 200 error body", anthropic, 200, {},
+              '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+              "transport", "overloaded", { retryable = true } },
+            { "openai 200 HTML", openai, 200, { ["content-type"] = "text/html" }, "<html></html>",
+              "protocol", "invalid_envelope" },
+            { "anthropic 200 truncated JSON", anthropic, 200, {}, '{"type":"message",',
+              "protocol", "invalid_envelope" },
+            { "openai no choices", openai, 200, {}, '{"object":"chat.completion","choices":[]}',
+              "protocol", "no_message" },
+            { "openai choice without message", openai, 200, {}, oa('"finish_reason":"stop"'),
+              "protocol", "no_message" },
+            { "anthropic without content", anthropic, 200, {},
+              '{"type":"message","role":"assistant","stop_reason":"end_turn"}', "protocol", "no_message" },
+            { "openai content null", openai, 200, {},
+              oa('"message":{"role":"assistant","content":null,"refusal":null},"finish_reason":"stop"'),
+              "protocol", "no_content" },
+            { "openai content empty", openai, 200, {},
+              oa('"message":{"role":"assistant","content":""},"finish_reason":"stop"'),
+              "protocol", "no_content" },
+            { "anthropic empty content end_turn", anthropic, 200, {}, an("[]", "end_turn"),
+              "protocol", "no_content" },
+            { "anthropic thinking only", anthropic, 200, {},
+              an('[{"type":"thinking","thinking":"hm","signature":"s"}]', "end_turn"), "protocol", "no_content" },
+            { "openai two choices", openai, 200, {},
+              oa('"message":{"role":"assistant","content":"{}"},"finish_reason":"stop"',
+                 ',{"index":1,"message":{"role":"assistant","content":"[]"},"finish_reason":"stop"}'),
+              "protocol", "ambiguous_content" },
+            { "openai two tool calls", openai, 200, {},
+              oa('"message":{"role":"assistant","content":null,"tool_calls":['
+                 .. '{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}},'
+                 .. '{"id":"b","type":"function","function":{"name":"f","arguments":"{\\"x\\":1}"}}]},'
+                 .. '"finish_reason":"tool_calls"'),
+              "protocol", "ambiguous_content" },
+            { "anthropic two tool_use blocks", anthropic, 200, {},
+              an('[{"type":"tool_use","id":"a","name":"f","input":{}},'
+                 .. '{"type":"tool_use","id":"b","name":"f","input":{"x":1}}]', "tool_use"),
+              "protocol", "ambiguous_content" },
+            { "openai unknown finish_reason", openai, 200, {},
+              oa('"message":{"role":"assistant","content":"{}"},"finish_reason":"eos"'),
+              "protocol", "unknown_finish_reason" },
+            { "anthropic pause_turn", anthropic, 200, {}, an('[{"type":"text","text":"{}"}]', "pause_turn"),
+              "protocol", "unknown_finish_reason" },
+            { "openai length with whole JSON", openai, 200, {},
+              oa('"message":{"role":"assistant","content":"{\\"a\\":1}"},"finish_reason":"length"'),
+              "truncated", "max_tokens" },
+            { "anthropic max_tokens with whole JSON", anthropic, 200, {},
+              an('[{"type":"text","text":"{\\"a\\":1}"}]', "max_tokens"), "truncated", "max_tokens" },
+            { "anthropic context window", anthropic, 200, {},
+              an('[{"type":"text","text":"{"}]', "model_context_window_exceeded"), "truncated", "context_window" },
+            { "anthropic refusal with text", anthropic, 200, {},
+              an('[{"type":"text","text":"I cannot help."}]', "refusal"), "refused", "refusal",
+              { refusal = "I cannot help." } },
+            { "openai 400 content_filter code", openai, 400, {},
+              '{"error":{"message":"filtered","type":"invalid_request_error","code":"content_filter"}}',
+              "filtered", "content_filter", { retryable = false } },
+        }
+        for _, c in ipairs(CASES) do
+            it(c[1] .. " -> " .. c[6] .. "/" .. c[7], function()
+                local reply, err = c[2].read_response(c[3], c[4], c[5])
+                assert.is_nil(reply)
+                assert.equal(c[6], err.category)
+                assert.equal(c[7], err.kind)
+                assert.equal(c[3], err.status)
+                assert.equal(core.error_mt, getmetatable(err))
+                for k, v in pairs(c[8] or {}) do assert.equal(v, err[k]) end
+                if c[6] ~= "transport" and c[7] ~= "invalid_envelope" and err.reply then
+                    assert.is_table(err.reply.usage)
+                end
+            end)
+        end
+
+        it("keeps usage on a gate failure (anthropic sums cached input tokens)", function()
+            local _, err = anthropic.read_response(200, {}, an('[{"type":"text","text":"{"}]', "max_tokens"))
+            assert.same({ input_tokens = 13, output_tokens = 4 }, err.reply.usage)
+            assert.equal("{", err.reply.text)
+            assert.equal("length", err.reply.finish)
+        end)
+
+        it("names the provider's error type and message", function()
+            local _, err = openai.read_response(404, {},
+                '{"error":{"message":"no such model","type":"invalid_request_error","code":"model_not_found"}}')
+            assert.equal("openai HTTP 404: invalid_request_error/model_not_found: no such model", err.message)
+            local _, err2 = openai.read_response(502, {}, "<html>\nBad\tgateway</html>")
+            assert.equal("openai HTTP 502: non-JSON error body: <html> Bad gateway</html>", err2.message)
+        end)
+
+        it("accepts a stop_sequence stop and concatenates text blocks", function()
+            local reply = assert(anthropic.read_response(200, {},
+                an('[{"type":"text","text":"{\\"a\\":"},{"type":"text","text":"1}"}]', "stop_sequence")))
+            assert.equal('{"a":1}', reply.text)
+            assert.equal("stop", reply.finish)
+            assert.equal("stop_sequence", reply.finish_reason)
+        end)
+
+        it("raises on misuse", function()
+            assert.has_error(function() openai.read_response("200", {}, "{}") end,
+                "status must be an integer, got string")
+            assert.has_error(function() anthropic.read_response(200, {}, nil) end,
+                "body must be a string, got nil")
+        end)
+    end)
+
+    --------------------------------------------------------------------------
     -- Fixtures: the decision each recorded envelope must get.
     --------------------------------------------------------------------------
     -- What this module decides per fixture file. `ok` = read_response succeeds; `text` =
