@@ -3,7 +3,8 @@
 #   make                      Lua 5.4 build into build/lua5.4/
 #   make LUA=luajit           OpenResty LuaJIT 2.1 build into build/luajit/
 #   make test                 specs on Lua 5.4, LuaJIT and under ASan+UBSan
-VERSION     := 0.1.0
+# The version is the rockspec's (rockspecs/jsoncontract-<version>-<rev>.rockspec).
+VERSION     := $(shell ls rockspecs | sed -n 's/^jsoncontract-\(.*\)-[0-9]*\.rockspec$$/\1/p' | tail -1)
 LUA         ?= lua5.4
 PREFIX      ?= /usr/local
 DESTDIR     ?=
@@ -69,7 +70,9 @@ test:
 bench: all
 	$(LUA) bench/run.lua
 
-triage: all
+triage:
+	sh tools/install-deps.sh
+	$(MAKE) all
 	$(LUA) bin/jsoncontract triage
 
 install: $(TARGET)
