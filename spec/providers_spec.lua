@@ -1,49 +1,7 @@
 -- Specs for jsoncontract.providers (openai, anthropic): request building, the strict schema
 -- subsets and the protocol gate over the shared provider fixtures.
 
-------------------------------------------------------------------------------
--- Spec-only shim: until csrc/parse.c and csrc/encode.c provide core.decode/core.encode,
--- stand in for them with lua-cjson (arrays marked with core.array_mt on the way in). The
--- shim is a proxy over the real module and is removed again in teardown; lua/ never
--- sees cjson.
-------------------------------------------------------------------------------
-local real_loaded = package.loaded["jsoncontract.core"]
-local ok_core, real_core = pcall(require, "jsoncontract.core")
-local core = ok_core and real_core or nil
-local shimmed = false
-if not core or type(core.decode) ~= "function" or type(core.encode) ~= "function" then
-    local cjson = require "cjson"
-    local base = core or {
-        null = cjson.null, array_mt = { __name = "jsoncontract.array" },
-        error_mt = { __tostring = function(e)
-            return tostring(e.category) .. "/" .. tostring(e.kind) .. ": " .. tostring(e.message)
-        end },
-    }
-    local function mark(v)
-        if type(v) ~= "table" then return v end
-        local n = 0
-        for k, x in pairs(v) do n = n + 1; v[k] = mark(x) end
-        if n > 0 and n == #v then setmetatable(v, base.array_mt) end
-        return v
-    end
-    local proxy = setmetatable({
-        decode = function(text)
-            local ok, v = pcall(cjson.decode, text)
-            if not ok then
-                return nil, setmetatable({ category = "format", kind = "syntax", message = v }, base.error_mt)
-            end
-            return mark(v)
-        end,
-        encode = function(v) return cjson.encode(v) end,
-    }, { __index = base })
-    package.loaded["jsoncontract.core"] = proxy
-    core, shimmed = proxy, true
-end
-for _, m in ipairs({ "jsoncontract.providers", "jsoncontract.providers.openai",
-    "jsoncontract.providers.anthropic" }) do
-    package.loaded[m] = nil
-end
-
+local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
 local openai = require "jsoncontract.providers.openai"
 local anthropic = require "jsoncontract.providers.anthropic"
@@ -69,12 +27,6 @@ local function deep_equal(a, b)
     end
     return true
 end
-
-teardown(function()
-    if shimmed then
-        package.loaded["jsoncontract.core"] = real_loaded
-    end
-end)
 
 describe("jsoncontract.providers", function()
     describe("get()", function()
