@@ -287,6 +287,23 @@ describe("jsoncontract.standin.server", function()
             { code, cjson.decode(body).type, cjson.decode(body).error.type })
     end)
 
+    it("serves other clients while one request is half sent, and survives its disconnect", function()
+        local socket = require "socket"
+        local port = tonumber(base:match(":(%d+)$"))
+        local slow = assert(socket.connect("127.0.0.1", port))
+        finally(function() slow:close() end)
+        assert(slow:send("POST /v1/messages HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"mess"))
+        local code, body = request("GET", "/health")
+        assert.same({ 200, '{"ok":true}' }, { code, body })
+        slow:close()
+        assert.equal(200, (request("GET", "/health")))
+    end)
+
+    it("answers 431 to headers over 64 KB", function()
+        local code = request("GET", "/health", nil, { ["x-big"] = string.rep("a", 70000) })
+        assert.equal(431, code)
+    end)
+
     it("rejects a chunked body with 411", function()
         local code = request("POST", "/v1/messages", nil, { ["transfer-encoding"] = "chunked" })
         assert.equal(411, code)
