@@ -1,0 +1,173 @@
+-- core.encode: Lua values -> JSON text, deterministic.
+local core = require "jsoncontract.core"
+
+local HAVE_INTEGER = math.type ~= nil
+
+-- { name, value, expected text }
+local CASES = {
+    { "null", core.null, "null" },
+    { "true", true, "true" },
+    { "false", false, "false" },
+    { "an integer", 42, "42" },
+    { "a negative integer", -7, "-7" },
+    { "a fraction", 1.5, "1.5" },
+    { "0.1 in its shortest form", 0.1, "0.1" },
+    { "a third with 16 digits", 1 / 3, "0.3333333333333333" },
+    { "a large float", 1e300, "1e+300" },
+    { "the smallest denormal", 5e-324, "4.94065645841247e-324" },
+    { "a string", "abc", '"abc"' },
+    { "quotes and backslashes", 'a"b\\c', '"a\\"b\\\\c"' },
+    { "short escapes", "\b\f\n\r\t", '"\\b\\f\\n\\r\\t"' },
+    { "other control characters", "\0\1\31", '"\\u0000\\u0001\\u001f"' },
+    { "a slash and DEL unescaped", "/\127", '"/\127"' },
+    { "UTF-8 as is", "caf\195\169 \240\157\132\158", '"caf\195\169 \240\157\132\158"' },
+    { "an empty table as an object", {}, "{}" },
+    { "an empty marked array", setmetatable({}, core.array_mt), "[]" },
+    { "a sequence as an array", { 1, "a", true }, '[1,"a",true]' },
+    { "a marked array", setmetatable({ 1, 2 }, core.array_mt), "[1,2]" },
+    { "an object with sorted keys", { b = 1, a = 2, B = 3, aa = 4 }, '{"B":3,"a":2,"aa":4,"b":1}' },
+    { "nested values", { list = { 1, { x = core.null } }, e = {} }, '{"e":{},"list":[1,{"x":null}]}' },
+    { "an escaped key", { ['a"\n'] = 1 }, '{"a\\"\\n":1}' },
+}
+
+local function raises(fragment, fn, ...)
+    local ok, msg = pcall(fn, ...)
+    assert.is_false(ok)
+    assert.truthy(tostring(msg):find(fragment, 1, true), tostring(msg))
+end
+
+-- Equality that tells arrays from objects and null from nil.
+local function same(a, b)
+    if type(a) ~= type(b) then return false end
+    if type(a) ~= "table" then
+        if a ~= b then return false end
+        if HAVE_INTEGER and type(a) == "number" then return math.type(a) == math.type(b) end
+        return true
+    end
+    if (getmetatable(a) == core.array_mt) ~= (getmetatable(b) == core.array_mt) then return false end
+    for k, v in pairs(a) do
+        if not same(v, b[k]) then return false end
+    end
+    for k in pairs(b) do
+        if a[k] == nil then return false end
+    end
+    return true
+end
+
+describe("jsoncontract.core", function()
+    describe("encode()", function()
+        for _, case in ipairs(CASES) do
+            it("writes " .. case[1], function()
+                assert.equal(case[3], core.encode(case[2]))
+            end)
+        end
+
+        it("writes integral floats with .0 on Lua 5.3+ and as integers on LuaJIT", function()
+            if HAVE_INTEGER then
+                assert.equal("2.0", core.encode(2.0))
+                assert.equal("-0.0", core.encode(-0.0))
+                assert.equal("1e+16", core.encode(1e16))
+                assert.equal("float", math.type(core.decode(core.encode(2.0))))
+            else
+                assert.equal("2", core.encode(2.0))
+            end
+        end)
+
+        it("writes 64-bit integers exactly on Lua 5.3+", function()
+            if not HAVE_INTEGER then
+                pending("exact integers need Lua 5.3+")
+                return
+            end
+            assert.equal("9007199254740993", core.encode(9007199254740993))
+            assert.equal("-9223372036854775808", core.encode(math.mininteger))
+            assert.equal("9223372036854775807", core.encode(math.maxinteger))
+        end)
+
+        it("gives the same text for equal tables built in different orders", function()
+            local a, b = {}, {}
+            for i = 1, 50 do a["k" .. i] = i end
+            for i = 50, 1, -1 do b["k" .. i] = i end
+            assert.equal(core.encode(a), core.encode(b))
+        end)
+
+        it("indents when asked", function()
+            assert.equal('{\n  "a": [\n    1,\n    {}\n  ],\n  "b": []\n}',
+                core.encode({ a = { 1, {} }, b = setmetatable({}, core.array_mt) }, { indent = 2 }))
+            assert.equal("[1,2]", core.encode({ 1, 2 }, { indent = 0 }))
+        end)
+
+        it("round-trips decode -> encode -> decode", function()
+            local text = '{"a":[1,2.5,"x\\u0000y",null,true,false,{"b":[]}],"z":{},"\\u00e9":-3e-7}'
+            local v = core.decode(text)
+            local again = core.decode(core.encode(v))
+            assert.is_true(same(v, again))
+            assert.equal(core.encode(v), core.encode(again))
+        end)
+
+        it("understands lua-cjson's null and array markers", function()
+            local ok, cjson = pcall(require, "cjson")
+            if not ok then
+                pending("lua-cjson not installed")
+                return
+            end
+            assert.equal("[null]", core.encode({ cjson.null }))
+            if cjson.empty_array then
+                assert.equal("[]", core.encode(cjson.empty_array))
+                assert.equal('{"a":[]}', core.encode({ a = cjson.empty_array }))
+            end
+            if cjson.empty_array_mt then
+                assert.equal("[]", core.encode(setmetatable({}, cjson.empty_array_mt)))
+            end
+            if cjson.array_mt then
+                assert.equal("[]", core.encode(setmetatable({}, cjson.array_mt)))
+                assert.equal("[1]", core.encode(setmetatable({ 1 }, cjson.array_mt)))
+            end
+            -- what cjson decodes, we encode the same way
+            assert.equal('{"a":["x",true],"b":null}', core.encode(cjson.decode('{"b":null,"a":["x",true]}')))
+        end)
+
+        it("raises with the JSON Pointer of the value it cannot encode", function()
+            raises("cannot encode a function value at /a/1", core.encode, { a = { 1, print } })
+            raises("cannot encode a function value at the root", core.encode, print)
+            raises("cannot encode a thread value at /x", core.encode, { x = coroutine.create(print) })
+            raises("cannot encode a userdata value at /0", core.encode, { io.stdout })
+            raises("cannot encode a nil value at the root", core.encode, nil)
+            raises("cannot encode NaN at /n", core.encode, { n = 0 / 0 })
+            raises("cannot encode an infinite number at /n", core.encode, { n = math.huge })
+            raises("cannot encode an infinite number at /n", core.encode, { n = -math.huge })
+            raises("cannot encode an invalid UTF-8 string at /s~1t~0", core.encode, { ["s/t~"] = "\255" })
+            raises("cannot encode an invalid UTF-8 string at the root", core.encode, "\237\160\128")
+            raises("cannot encode a member name with invalid UTF-8 at /", core.encode, { ["\192\128"] = 1 })
+            raises("cannot encode a table whose keys are neither all strings (object) nor exactly 1..n (array) at /t",
+                core.encode, { t = { 1, x = 2 } })
+            raises("nor exactly 1..n (array) at the root", core.encode, { 1, nil, 3 })
+            raises("nor exactly 1..n (array) at the root", core.encode, { [true] = 1 })
+            raises("cannot encode an array whose keys are not exactly 1..n at the root",
+                core.encode, setmetatable({ a = 1 }, core.array_mt))
+        end)
+
+        it("raises on a cycle through the depth limit", function()
+            local t = {}
+            t.a = { t }
+            raises("cannot encode a table nested deeper than 1000 levels (or a cycle) at /a/0/a/0", core.encode, t)
+            raises("deeper than 3 levels (or a cycle) at /a/0/a", core.encode, t, { max_depth = 3 })
+            assert.equal("[[[]]]", core.encode({ { {} } }, { max_depth = 3 }):gsub("{}", "[]"))
+        end)
+
+        it("raises on misuse", function()
+            raises("(value expected)", core.encode)
+            raises("(unknown option 'pretty')", core.encode, 1, { pretty = true })
+            raises("(option 'indent' must be an integer from 0 to 16)", core.encode, 1, { indent = -1 })
+            raises("(option 'max_depth' must be an integer from 1 to 3000)", core.encode, 1, { max_depth = 0 })
+            raises("(table expected, got string)", core.encode, 1, "x")
+            raises("(no more than 2 arguments expected)", core.encode, 1, nil, 1)
+        end)
+
+        it("leaves the caller's tables untouched", function()
+            local t = { b = { 1, 2 }, a = "x" }
+            core.encode(t)
+            assert.is_nil(getmetatable(t))
+            assert.same({ b = { 1, 2 }, a = "x" }, t)
+        end)
+    end)
+end)
