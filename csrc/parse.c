@@ -524,8 +524,11 @@ static int jc_open(jc_parser *p, const unsigned char *at, int is_object) {
     p->frames = nf;
     p->nframes = cap;
   }
-  lua_createtable(L, 0, 0);
-  if (!is_object) {
+  /* A small preallocation saves the first rehashes of typical objects. */
+  if (is_object) {
+    lua_createtable(L, 0, 4);
+  } else {
+    lua_createtable(L, 4, 0);
     lua_pushvalue(L, JC_S_ARRMT);
     lua_setmetatable(L, -2);
   }
