@@ -1,0 +1,70 @@
+/*
+** pattern.h: regular expressions for the schema gate ('pattern',
+** 'patternProperties'), over PCRE2 8-bit. Only 'schema.c' calls these.
+**
+** Semantics (JSON Schema 2020-12 §6.3.3 says ECMA-262; PCRE2 is close):
+** PCRE2_UTF (code points), PCRE2_DOLLAR_ENDONLY ('$' only at the very end,
+** so "ORD-1\n" does not match "^ORD-[0-9]+$"), PCRE2_ALT_BSUX ('\uhhhh' as
+** in ECMA-262), no PCRE2_UCP ('\d', '\w' stay ASCII as in ECMA-262).
+** Matching is a search (unanchored) and is bounded by a match limit, a depth
+** limit and a heap limit, so a hostile pattern ends with JC_PATTERN_LIMIT
+** instead of hanging.
+**
+** Ownership: every PCRE2 resource is owned by a userdata with a __gc that
+** frees it (idempotent), created before the resource is acquired, so an
+** error raised anywhere leaks nothing. No Lua API call runs while PCRE2
+** holds control.
+*/
+#ifndef JC_PATTERN_H
+#define JC_PATTERN_H
+
+#include "jc.h"
+
+#ifndef JC_PATTERN_MATCH_LIMIT
+#define JC_PATTERN_MATCH_LIMIT 1000000u   /* pcre2_set_match_limit */
+#endif
+#ifndef JC_PATTERN_DEPTH_LIMIT
+#define JC_PATTERN_DEPTH_LIMIT 100000u    /* pcre2_set_depth_limit */
+#endif
+#ifndef JC_PATTERN_HEAP_LIMIT
+#define JC_PATTERN_HEAP_LIMIT 65536u      /* pcre2_set_heap_limit, KiB */
+#endif
+
+typedef struct jc_pattern jc_pattern;   /* one compiled regex */
+typedef struct jc_matcher jc_matcher;   /* match data + match context */
+
+/* Results of 'jc_pattern_match'. */
+#define JC_PATTERN_NOMATCH 0
+#define JC_PATTERN_MATCH 1
+#define JC_PATTERN_LIMIT (-1)     /* match, depth or heap limit hit */
+#define JC_PATTERN_BADUTF (-2)    /* subject is not valid UTF-8 */
+#define JC_PATTERN_ERROR (-3)     /* any other PCRE2 failure */
+
+/*
+** Compile 'src' (length 'len' bytes, UTF-8). Pushes a userdata
+** "jsoncontract.Pattern" that owns the code and returns it. On a bad regex
+** it still pushes the (empty) userdata, returns NULL and writes PCRE2's
+** message and the 0-based byte offset into 'msg' (size 'msgsz') and
+** '*offset'; the caller raises. Raises only on memory errors.
+** Stack: [-0, +1, m]
+*/
+jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
+                               char *msg, size_t msgsz, size_t *offset);
+
+/*
+** Push a userdata "jsoncontract.Matcher" owning the match data and match
+** context (with the limits above) used by 'jc_pattern_match'; one per
+** validator, reused by every call. Raises a memory error if PCRE2 cannot
+** allocate. Stack: [-0, +1, m]
+*/
+jc_matcher *jc_matcher_new(lua_State *L);
+
+/*
+** Search 's' (length 'len') for 'p'. Returns JC_PATTERN_MATCH,
+** JC_PATTERN_NOMATCH, JC_PATTERN_LIMIT, JC_PATTERN_BADUTF or
+** JC_PATTERN_ERROR. Calls no Lua API. Stack: [-0, +0, -]
+*/
+int jc_pattern_match(const jc_pattern *p, jc_matcher *m, const char *s,
+                     size_t len);
+
+#endif
