@@ -446,7 +446,8 @@ static void jc_rawfield(lua_State *L, const char *name) {
 ** Numbers: Lua integers exactly; floats in the shortest form that reads
 ** back to the same double, integral floats with ".0" on Lua 5.3+ (so
 ** decode gives a float back), without on LuaJIT. Strings are written as
-** UTF-8, escaping '"', '\\' and control characters.
+** UTF-8, escaping '"', '\\' and control characters. Tables are read with
+** raw access: __index, __pairs and other metamethods are not called.
 ** opts (table, optional):
 **   indent     integer 0..16 (spaces per level), default 0 = compact;
 **              when > 0: one member or element per line, ": " after names

@@ -774,11 +774,7 @@ static int jc_push_parse_error(jc_parser *p) {
   snprintf(pos, sizeof pos, "line %lu, column %lu", line, col);
   lua_pushnil(L);
   jc_push_error(L, "format", p->kind, "%s%s%s", p->head, pos, p->tail);
-  lua_pushnumber(L, (lua_Number)offset);
-#if JC_HAVE_INTEGER
-  lua_pop(L, 1);
   lua_pushinteger(L, (lua_Integer)offset);
-#endif
   lua_setfield(L, -2, "offset");
   lua_pushinteger(L, (lua_Integer)line);
   lua_setfield(L, -2, "line");
