@@ -26,6 +26,12 @@
 
 #define JC_VALIDATOR_MT "jsoncontract.Validator"
 
+#if defined(__GNUC__)
+#define JC_NOINLINE __attribute__((noinline))
+#else
+#define JC_NOINLINE
+#endif
+
 #ifndef JC_SCHEMA_MAX_DEPTH
 #define JC_SCHEMA_MAX_DEPTH 1000      /* default instance depth bound */
 #endif
@@ -1258,6 +1264,54 @@ static void jc_too_deep(jc_vctx *c, const jc_node *n, const char *what,
 
 static int jc_eval(jc_vctx *c, const jc_node *n, int idx);
 
+/* Report an 'enum' failure; the enum list is at the top. Kept out of
+** 'jc_eval' so its frame stays small (luaL_Buffer is large). */
+static JC_NOINLINE void jc_report_enum(jc_vctx *c, const jc_node *n, int idx,
+                                       size_t cnt) {
+  lua_State *L = c->L;
+  int list = lua_gettop(L);
+  luaL_Buffer b;
+  size_t i;
+  const char *where;
+  if (c->quiet) return;
+  where = jc_err_begin(c, n, "enum");
+  lua_pushvalue(L, list);
+  lua_setfield(L, -3, "allowed");
+  jc_push_render(L, idx);
+  lua_pushfstring(L, "%s %s is not one of ", where, lua_tostring(L, -1));
+  lua_remove(L, -2);
+  luaL_buffinit(L, &b);
+  for (i = 1; i <= cnt; i++) {
+    if (i > 1) luaL_addstring(&b, ", ");
+    lua_rawgeti(L, list, (lua_Integer)i);
+    jc_push_render(L, -1);
+    lua_remove(L, -2);
+    luaL_addvalue(&b);
+  }
+  luaL_pushresult(&b);
+  lua_concat(L, 2);
+  jc_err_end(c);
+}
+
+/* Report a missing 'required' member 'p'. */
+static JC_NOINLINE void jc_report_required(jc_vctx *c, const jc_node *n,
+                                           const jc_prop *p) {
+  lua_State *L = c->L;
+  luaL_Buffer b;
+  if (c->quiet) return;
+  jc_err_begin(c, n, "required");
+  lua_pushlstring(L, p->name, p->len);
+  lua_setfield(L, -3, "property");
+  lua_getfield(L, -2, "pointer");
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "missing required field ");
+  luaL_addvalue(&b);
+  luaL_addchar(&b, '/');
+  jc_add_token(&b, p->name, p->len);
+  luaL_pushresult(&b);
+  jc_err_end(c);
+}
+
 /* Evaluate 'n' on the child value at the top (member 'key' or array
 ** 'index'), one level deeper. Pops nothing. */
 static int jc_eval_child(jc_vctx *c, const jc_node *n, const char *key,
@@ -1562,20 +1616,7 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, int idx) {
     lua_pop(L, 1);
     if (missing) {
       ok = 0;
-      if (!c->quiet) {
-        luaL_Buffer b;
-        jc_err_begin(c, n, "required");
-        lua_pushlstring(L, p->name, p->len);
-        lua_setfield(L, -3, "property");
-        lua_getfield(L, -2, "pointer");
-        luaL_buffinit(L, &b);
-        luaL_addstring(&b, "missing required field ");
-        luaL_addvalue(&b);
-        luaL_addchar(&b, '/');
-        jc_add_token(&b, p->name, p->len);
-        luaL_pushresult(&b);
-        jc_err_end(c);
-      }
+      jc_report_required(c, n, p);
       if (JC_STOP(c)) return 0;
     }
   }
@@ -1782,27 +1823,7 @@ static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
     }
     if (!found) {
       ok = 0;
-      if (!c->quiet) {
-        int list = lua_gettop(L);
-        luaL_Buffer b;
-        const char *where = jc_err_begin(c, n, "enum");
-        lua_pushvalue(L, list);
-        lua_setfield(L, -3, "allowed");
-        jc_push_render(L, idx);
-        lua_pushfstring(L, "%s %s is not one of ", where, lua_tostring(L, -1));
-        lua_remove(L, -2);
-        luaL_buffinit(L, &b);
-        for (i = 1; i <= cnt; i++) {
-          if (i > 1) luaL_addstring(&b, ", ");
-          lua_rawgeti(L, list, (lua_Integer)i);
-          jc_push_render(L, -1);
-          lua_remove(L, -2);
-          luaL_addvalue(&b);
-        }
-        luaL_pushresult(&b);
-        lua_concat(L, 2);
-        jc_err_end(c);
-      }
+      jc_report_enum(c, n, idx, cnt);
     }
     lua_pop(L, 1);
     if (!ok && JC_STOP(c)) goto done;
@@ -2028,6 +2049,8 @@ static int jc_schema_validate(lua_State *L) {
     }
   }
   lua_settop(L, 2);
+  if (jc_json_type(L, 2) == JT_OTHER)
+    return luaL_error(L, "value of type %s is not JSON", luaL_typename(L, 2));
   lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);   /* 3: keep */
   lua_newtable(L);                                  /* 4: errors */
   c.L = L;

@@ -1,0 +1,425 @@
+-- Specs of the schema gate: core.compile(schema [, opts]) and
+-- validator:validate(value [, opts]).
+local core = require "jsoncontract.core"
+
+local null = core.null
+
+-- A JSON array as core.decode makes it (keeps an empty array an array).
+local function A(t)
+    return setmetatable(t, core.array_mt)
+end
+
+-- The errors of a failed validation as {pointer, keyword, schema_pointer, message}.
+local function shape(err)
+    local out = {}
+    for i, e in ipairs(err.errors) do
+        out[i] = { e.pointer, e.keyword, e.schema_pointer, e.message }
+    end
+    return out
+end
+
+local function check(v, value, expected, opts)
+    local ok, err = v:validate(value, opts)
+    if expected == true then
+        assert.is_nil(err and tostring(err))
+        assert.is_true(ok)
+        return
+    end
+    assert.is_nil(ok)
+    assert.equal("schema", err.category)
+    assert.equal(expected.kind or "schema_mismatch", err.kind)
+    assert.same(expected.errors, shape(err))
+    local msgs = {}
+    for i, e in ipairs(expected.errors) do msgs[i] = e[4] end
+    assert.equal(table.concat(msgs, "; "), err.message)
+    return err
+end
+
+describe("jsoncontract.core", function()
+    after_each(function() collectgarbage("collect") end)
+
+    describe("compile() + validate(): support-ticket contract (SEEDS §1)", function()
+        local schema = {
+            type = "object",
+            required = A { "intent", "order_id", "urgent", "summary" },
+            additionalProperties = false,
+            properties = {
+                intent = { type = "string", enum = A { "delivery", "return", "payment", "other" } },
+                order_id = { type = "string" },
+                urgent = { type = "boolean" },
+                summary = { type = "string" },
+            },
+        }
+        local ENUM = '"delivery", "return", "payment", "other"'
+        local cases = {
+            { "accepts a complete answer",
+              { intent = "delivery", order_id = "1042", urgent = true, summary = "..." }, true },
+            { "reports a foreign enum value and a string for a boolean",
+              { intent = "Lieferung", order_id = "1042", urgent = "ja", summary = "..." },
+              { errors = {
+                  { "/intent", "enum", "/properties/intent/enum", '/intent "Lieferung" is not one of ' .. ENUM },
+                  { "/urgent", "type", "/properties/urgent/type", "/urgent is string, expected boolean" },
+              } } },
+            { "reports a missing field, then an extra field",
+              { intent = "return", urgent = false, summary = "...", mood = "ruhig" },
+              { errors = {
+                  { "", "required", "/required", "missing required field /order_id" },
+                  { "/mood", "additionalProperties", "/additionalProperties", "extra field /mood is not allowed" },
+              } } },
+            { "reports a value not allowed and a number for a string",
+              { intent = "refund", order_id = 1042, urgent = false, summary = "..." },
+              { errors = {
+                  { "/intent", "enum", "/properties/intent/enum", '/intent "refund" is not one of ' .. ENUM },
+                  { "/order_id", "type", "/properties/order_id/type", "/order_id is number, expected string" },
+              } } },
+            { "reports a non-object at the root",
+              "Sure! Here is the data:",
+              { errors = { { "", "type", "/type", "(root) is string, expected object" } } } },
+        }
+        for _, case in ipairs(cases) do
+            it(case[1], function()
+                check(core.compile(schema), case[2], case[3])
+            end)
+        end
+
+        it("gives extra fields for programs", function()
+            local _, err = core.compile(schema):validate(
+                { intent = "Lieferung", urgent = "ja", summary = "...", mood = "x" })
+            local e = err.errors
+            assert.equal("order_id", e[1].property)
+            assert.same({ "delivery", "return", "payment", "other" }, e[2].allowed)
+            assert.equal("boolean", e[3].expected)
+            assert.equal("string", e[3].actual)
+            assert.equal("mood", e[4].property)
+            assert.equal("schema/schema_mismatch: " .. err.message, tostring(err))
+        end)
+
+        it("stops at the first error with opts.first", function()
+            check(core.compile(schema),
+                { intent = "Lieferung", order_id = "1042", urgent = "ja", summary = "..." },
+                { errors = { { "/intent", "enum", "/properties/intent/enum",
+                               '/intent "Lieferung" is not one of ' .. ENUM } } },
+                { first = true })
+        end)
+    end)
+
+    describe("validate(): keywords", function()
+        local cases = {
+            { "type list", { type = A { "string", "null" } }, 3,
+              { { "", "type", "/type", "(root) is number, expected string or null" } } },
+            { "type null accepts null", { type = "null" }, null, true },
+            { "integer accepts 1.0", { type = "integer" }, 1.0, true },
+            { "integer rejects 1.5", { type = "integer" }, 1.5,
+              { { "", "type", "/type", "(root) is number, expected integer" } } },
+            { "number accepts an integer", { type = "number" }, 7, true },
+            { "empty array is an array", { type = "array" }, A {}, true },
+            { "empty plain table is an object", { type = "object" }, {}, true },
+            { "const compares 1 and 1.0", { const = 1 }, 1.0, true },
+            { "const compares structurally", { const = { a = A { 1, 2 } } }, { a = A { 1, 2.0 } }, true },
+            { "const message", { properties = { x = { const = 4 } } }, { x = 3 },
+              { { "/x", "const", "/properties/x/const", "/x must be 4" } } },
+            { "enum with structures", { enum = A { A { 1 }, { a = "b" } } }, { a = "c" },
+              { { "", "enum", "/enum", '(root) {"a":"c"} is not one of [1], {"a":"b"}' } } },
+            { "minLength counts code points", { minLength = 2 }, "Ä",
+              { { "", "minLength", "/minLength", "(root) has 1 characters, minimum 2" } } },
+            { "maxLength counts code points", { maxLength = 1 }, "Ä", true },
+            { "summary must not be empty", { properties = { summary = { minLength = 1 } } }, { summary = "" },
+              { { "/summary", "minLength", "/properties/summary/minLength", "/summary has 0 characters, minimum 1" } } },
+            { "pattern is a search", { pattern = "[0-9]{4}" }, "ab1042cd", true },
+            { "pattern message", { properties = { order_id = { pattern = "^[0-9]{4}$" } } }, { order_id = "10420" },
+              { { "/order_id", "pattern", "/properties/order_id/pattern",
+                  '/order_id "10420" does not match pattern ^[0-9]{4}$' } } },
+            { "pattern $ does not match before a final newline", { pattern = "^ORD-[0-9]+$" }, "ORD-1\n",
+              { { "", "pattern", "/pattern", '(root) "ORD-1\\n" does not match pattern ^ORD-[0-9]+$' } } },
+            { "pattern \\d is ASCII only", { pattern = "^\\d+$" }, "\u{661}\u{662}",
+              { { "", "pattern", "/pattern", '(root) "\u{661}\u{662}" does not match pattern ^\\d+$' } } },
+            { "pattern . is one code point", { pattern = "^.$" }, "Ä", true },
+            { "minimum", { properties = { qty = { minimum = 1 } } }, { qty = 0 },
+              { { "/qty", "minimum", "/properties/qty/minimum", "/qty 0 is less than minimum 1" } } },
+            { "maximum", { maximum = 5 }, 5.5,
+              { { "", "maximum", "/maximum", "(root) 5.5 is greater than maximum 5" } } },
+            { "exclusiveMinimum", { exclusiveMinimum = 1 }, 1,
+              { { "", "exclusiveMinimum", "/exclusiveMinimum", "(root) 1 is not greater than exclusive minimum 1" } } },
+            { "exclusiveMaximum", { exclusiveMaximum = 1 }, 1.0,
+              { { "", "exclusiveMaximum", "/exclusiveMaximum", "(root) 1 is not less than exclusive maximum 1" } } },
+            { "multipleOf", { multipleOf = 2 }, 7,
+              { { "", "multipleOf", "/multipleOf", "(root) 7 is not a multiple of 2" } } },
+            { "multipleOf with fractions", { multipleOf = 0.01 }, 19.99, true },
+            { "minItems", { minItems = 1 }, A {},
+              { { "", "minItems", "/minItems", "(root) has 0 items, minimum 1" } } },
+            { "maxItems", { maxItems = 1 }, A { 1, 2 },
+              { { "", "maxItems", "/maxItems", "(root) has 2 items, maximum 1" } } },
+            { "uniqueItems: 1 and 1.0 are equal", { properties = { tags = { uniqueItems = true } } },
+              { tags = A { "a", 1, "b", 1.0 } },
+              { { "/tags", "uniqueItems", "/properties/tags/uniqueItems", "/tags has duplicate items at 1 and 3" } } },
+            { "uniqueItems: structures", { uniqueItems = true }, A { { a = 1 }, { a = 2 } }, true },
+            { "minProperties", { minProperties = 1 }, {},
+              { { "", "minProperties", "/minProperties", "(root) has 0 properties, minimum 1" } } },
+            { "maxProperties", { maxProperties = 1 }, { a = 1, b = 2 },
+              { { "", "maxProperties", "/maxProperties", "(root) has 2 properties, maximum 1" } } },
+            { "items and prefixItems", { prefixItems = A { { type = "string" } }, items = { type = "integer" } },
+              A { 1, 2, "x" },
+              { { "/0", "type", "/prefixItems/0/type", "/0 is number, expected string" },
+                { "/2", "type", "/items/type", "/2 is string, expected integer" } } },
+            { "draft-07 tuple items", { items = A { { type = "string" } }, additionalItems = false }, A { "a", 1 },
+              { { "/1", "false", "/additionalItems", "/1 is not allowed" } } },
+            { "patternProperties and additionalProperties schema",
+              { patternProperties = { ["^x-"] = { type = "string" } }, additionalProperties = { type = "integer" } },
+              { ["x-a"] = 1, b = "no", c = 2 },
+              { { "/b", "type", "/additionalProperties/type", "/b is string, expected integer" },
+                { "/x-a", "type", "/patternProperties/^x-/type", "/x-a is number, expected string" } } },
+            { "pointer escapes ~ and /", { properties = { ["a/b~c"] = { type = "string" } } }, { ["a/b~c"] = 1 },
+              { { "/a~1b~0c", "type", "/properties/a~1b~0c/type", "/a~1b~0c is number, expected string" } } },
+            { "allOf reports each branch", { allOf = A { { minimum = 2 }, { multipleOf = 2 } } }, 1,
+              { { "", "minimum", "/allOf/0/minimum", "(root) 1 is less than minimum 2" },
+                { "", "multipleOf", "/allOf/1/multipleOf", "(root) 1 is not a multiple of 2" } } },
+            { "anyOf reports once", { anyOf = A { { type = "string" }, { type = "null" } } }, 1,
+              { { "", "anyOf", "/anyOf", "(root) does not match any of the 2 alternatives" } } },
+            { "oneOf with two matches", { oneOf = A { { minimum = 0 }, { maximum = 5 }, { type = "string" } } }, 1,
+              { { "", "oneOf", "/oneOf",
+                  "(root) matches more than one of the 3 alternatives (0 and 1), expected exactly one" } } },
+            { "oneOf with no match", { oneOf = A { { type = "string" } } }, 1,
+              { { "", "oneOf", "/oneOf", "(root) does not match any of the 1 alternatives" } } },
+            { "not", { ["not"] = { type = "string" } }, "x",
+              { { "", "not", "/not", '(root) must not match the schema in "not"' } } },
+            { "false schema", { properties = { x = false } }, { x = 1 },
+              { { "/x", "false", "/properties/x", "/x is not allowed" } } },
+            { "true schema", true, { anything = A { 1 } }, true },
+            { "unknown keywords are annotations", { title = "t", ["x-foo"] = 1, examples = A { 1 } }, 2, true },
+            { "a type failure ends the subschema", { type = "string", enum = A { "a" }, minLength = 3 }, 5,
+              { { "", "type", "/type", "(root) is number, expected string" } } },
+        }
+        for _, case in ipairs(cases) do
+            it(case[1], function()
+                local expected = case[4]
+                if expected ~= true then expected = { errors = expected } end
+                check(core.compile(case[2]), case[3], expected)
+            end)
+        end
+
+        it("reports members in required order, then byte order", function()
+            local v = core.compile({
+                required = A { "z", "a" },
+                properties = { a = { type = "string" }, b = { type = "string" },
+                               m = { type = "string" }, z = { type = "string" } },
+            })
+            local _, err = v:validate({ a = 1, b = 1, m = 1, z = 1 })
+            local ptrs = {}
+            for i, e in ipairs(err.errors) do ptrs[i] = e.pointer end
+            assert.same({ "/z", "/a", "/b", "/m" }, ptrs)
+        end)
+    end)
+
+    describe("validate(): format", function()
+        local dates = {
+            { "2028-02-29", true }, { "2026-02-28", true }, { "2027-02-30", false },
+            { "2026-02-29", false }, { "1900-02-29", false }, { "2000-02-29", true },
+            { "2027-6-12", false }, { "2027-06-12 ", false }, { "2027-13-01", false },
+            { "2027-04-31", false }, { "2027-06-00", false }, { "20270612", false },
+        }
+        for _, d in ipairs(dates) do
+            it("date " .. d[1] .. (d[2] and " passes" or " fails"), function()
+                local v = core.compile({ properties = { start_date = { format = "date" } } },
+                                       { format_assertion = true })
+                if d[2] then
+                    check(v, { start_date = d[1] }, true)
+                else
+                    check(v, { start_date = d[1] }, { errors = { { "/start_date", "format",
+                        "/properties/start_date/format",
+                        '/start_date "' .. d[1] .. '" is not a valid date' } } })
+                end
+            end)
+        end
+
+        local datetimes = {
+            { "2027-06-12T10:00:00Z", true }, { "2027-06-12t10:00:00.123+02:00", true },
+            { "1998-12-31T23:59:60Z", true }, { "1998-12-31T15:59:60-08:00", true },
+            { "1998-12-31T22:59:60Z", false }, { "2027-06-12T10:00:00", false },
+            { "2027-06-12T24:00:00Z", false }, { "2027-02-30T10:00:00Z", false },
+            { "2027-06-12 10:00:00Z", false },
+        }
+        for _, d in ipairs(datetimes) do
+            it("date-time " .. d[1] .. (d[2] and " passes" or " fails"), function()
+                local v = core.compile({ format = "date-time" }, { format_assertion = true })
+                local ok = v:validate(d[1])
+                assert.equal(d[2], ok == true)
+            end)
+        end
+
+        it("is an annotation unless format_assertion is on", function()
+            check(core.compile({ format = "date" }), "2027-02-30", true)
+        end)
+
+        it("ignores unknown formats", function()
+            check(core.compile({ format = "color" }, { format_assertion = true }), "x", true)
+        end)
+    end)
+
+    describe("validate(): $ref and depth", function()
+        local tree = {
+            ["$ref"] = "#/$defs/node",
+            ["$defs"] = {
+                node = {
+                    type = "object",
+                    required = A { "value" },
+                    properties = {
+                        value = { type = "integer" },
+                        children = { type = "array", items = { ["$ref"] = "#/$defs/node" } },
+                    },
+                    additionalProperties = false,
+                },
+            },
+        }
+
+        local function chain(depth)
+            local root = { value = 0 }
+            local cur = root
+            for i = 1, depth do
+                local child = { value = i }
+                cur.children = A { child }
+                cur = child
+            end
+            return root, cur
+        end
+
+        it("validates a recursive schema", function()
+            local v = core.compile(tree)
+            local root, leaf = chain(20)
+            check(v, root, true)
+            leaf.value = "x"
+            local _, err = v:validate(root)
+            assert.equal(1, #err.errors)
+            assert.equal("type", err.errors[1].keyword)
+            assert.equal("/$defs/node/properties/value/type", err.errors[1].schema_pointer)
+            assert.equal(string.rep("/children/0", 20) .. "/value", err.errors[1].pointer)
+        end)
+
+        it("validates 400 levels (800 deep) within the default bound", function()
+            check(core.compile(tree), (chain(400)), true)
+        end)
+
+        it("fails a 5000-deep instance cleanly as too_deep", function()
+            local _, err = core.compile(tree):validate((chain(5000)))
+            assert.equal("schema", err.category)
+            assert.equal("too_deep", err.kind)
+            assert.equal(1, #err.errors)
+            assert.equal("max_depth", err.errors[1].keyword)
+            assert.equal("value nested deeper than 1000 levels", err.errors[1].message)
+            assert.equal(1001, select(2, err.errors[1].pointer:gsub("/", "")))
+        end)
+
+        it("honours max_depth", function()
+            local v = core.compile({ items = { items = true } }, { max_depth = 1 })
+            check(v, A { 1 }, true)
+            local _, err = v:validate(A { A { 1 } })
+            assert.equal("too_deep", err.kind)
+            assert.equal("/0/0", err.errors[1].pointer)
+        end)
+
+        it("ends on a cyclic Lua table", function()
+            local t = {}
+            t.self = t
+            local _, err = core.compile({ additionalProperties = { ["$ref"] = "#" } }):validate(t)
+            assert.equal("too_deep", err.kind)
+        end)
+
+        it("ends on a schema that refers to itself without progress", function()
+            local _, err = core.compile({ ["$ref"] = "#" }):validate(1)
+            assert.equal("too_deep", err.kind)
+            assert.equal("schema evaluation nested deeper than 8000 levels", err.errors[1].message)
+        end)
+
+        it("resolves ~0, ~1 and percent-encoding", function()
+            local v = core.compile({
+                ["$defs"] = { ["a/b"] = { type = "string" }, ["c~d"] = { type = "integer" },
+                              ["e%f"] = { type = "null" } },
+                properties = {
+                    x = { ["$ref"] = "#/$defs/a~1b" },
+                    y = { ["$ref"] = "#/$defs/c~0d" },
+                    z = { ["$ref"] = "#/$defs/e%25f" },
+                },
+            })
+            check(v, { x = "s", y = 1, z = null }, true)
+            check(v, { x = 1 }, { errors = { { "/x", "type", "/$defs/a~1b/type", "/x is number, expected string" } } })
+        end)
+
+        it("resolves draft-07 definitions and array indexes", function()
+            local v = core.compile({
+                definitions = { pair = { prefixItems = A { { type = "string" }, { type = "integer" } } } },
+                items = { ["$ref"] = "#/definitions/pair/prefixItems/1" },
+            })
+            check(v, A { 1, 2 }, true)
+            check(v, A { "x" }, { errors = { { "/0", "type", "/definitions/pair/prefixItems/1/type",
+                                               "/0 is string, expected integer" } } })
+        end)
+    end)
+
+    describe("validate(): misuse", function()
+        it("raises on a non-JSON value", function()
+            assert.has_error(function() core.compile(true):validate(print) end,
+                "value of type function is not JSON")
+        end)
+        it("raises without a value", function()
+            assert.has_error(function() core.compile(true):validate() end,
+                "bad argument #1 to 'validate' (value expected)")
+        end)
+        it("raises on an unknown option", function()
+            assert.has_error(function() core.compile(true):validate(1, { firts = true }) end,
+                "bad argument #2 to 'validate' (unknown option \"firts\")")
+        end)
+    end)
+
+    describe("compile(): bad schemas raise", function()
+        local cases = {
+            { { properties = { x = { type = "strin" } } },
+              'invalid schema at /properties/x/type: unknown type "strin"' },
+            { { required = "order_id" }, "invalid schema at /required: must be an array of strings" },
+            { { minLength = -1 }, "invalid schema at /minLength: must be a non-negative integer" },
+            { { minLength = 1.5 }, "invalid schema at /minLength: must be a non-negative integer" },
+            { { properties = A { 1 } }, "invalid schema at /properties: must be an object" },
+            { { pattern = "(" },
+              "invalid schema at /pattern: invalid regular expression at offset 1: missing closing parenthesis" },
+            { { patternProperties = { ["["] = true } },
+              "invalid schema at /patternProperties/[: invalid regular expression at offset 1: "
+              .. "missing terminating ] for character class" },
+            { { ["$ref"] = "#/$defs/nope" }, 'invalid schema at /$ref: cannot resolve "#/$defs/nope"' },
+            { { items = { ["$ref"] = "other.json" } },
+              'invalid schema at /items/$ref: unsupported $ref "other.json" (only local "#..." references)' },
+            { { allOf = A {} }, "invalid schema at /allOf: must be a non-empty array of schemas" },
+            { { anyOf = A { 1 } }, "invalid schema at /anyOf/0: expected an object or a boolean, got number" },
+            { A { 1 }, "invalid schema at (root): expected an object or a boolean, got array" },
+            { { multipleOf = 0 }, "invalid schema at /multipleOf: must be greater than 0" },
+            { { enum = "a" }, "invalid schema at /enum: must be an array" },
+            { { uniqueItems = 1 }, "invalid schema at /uniqueItems: must be a boolean" },
+        }
+        for _, case in ipairs(cases) do
+            it(case[2], function()
+                assert.has_error(function() core.compile(case[1]) end, case[2])
+            end)
+        end
+
+        it("raises on an unknown option", function()
+            assert.has_error(function() core.compile({}, { format = true }) end,
+                "bad argument #2 to 'compile' (unknown option \"format\")")
+        end)
+        it("raises on a schema that is not a table or boolean", function()
+            assert.has_error(function() core.compile("{}") end,
+                "bad argument #1 to 'compile' (table or boolean expected)")
+        end)
+    end)
+
+    describe("validate(): regex limits", function()
+        it("reports a hostile pattern as a pattern error, not a hang", function()
+            local v = core.compile({ pattern = "^(a+)+$" })
+            local _, err = v:validate(string.rep("a", 40) .. "!")
+            assert.equal("schema_mismatch", err.kind)
+            assert.equal("pattern", err.errors[1].keyword)
+            assert.equal("(root) could not be checked against pattern ^(a+)+$: the match limit was hit",
+                err.errors[1].message)
+        end)
+        it("reports invalid UTF-8 instead of matching it", function()
+            local _, err = core.compile({ pattern = "a" }):validate("a\255")
+            assert.equal("(root) is not valid UTF-8", err.errors[1].message)
+        end)
+    end)
+end)
