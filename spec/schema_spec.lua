@@ -391,6 +391,8 @@ describe("jsoncontract.core", function()
             { { multipleOf = 0 }, "invalid schema at /multipleOf: must be greater than 0" },
             { { enum = "a" }, "invalid schema at /enum: must be an array" },
             { { uniqueItems = 1 }, "invalid schema at /uniqueItems: must be a boolean" },
+            { { properties = { a = { pattern = "^a" } }, maxLength = "3" },
+              "invalid schema at /maxLength: must be a non-negative integer" },
         }
         for _, case in ipairs(cases) do
             it(case[2], function()
