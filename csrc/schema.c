@@ -11,7 +11,7 @@
 ** collector. No C pointer outlives the keep table.
 **
 ** Layout for the rest of draft 2020-12: one 'jc_node' per subschema, the
-** keyword readers in 'jc_compile_keywords', the evaluators in 'jc_eval'
+** keyword readers in 'jc_compile_node', the evaluators in 'jc_eval'
 ** (fixed order); if/then/else, unevaluated*, $dynamicRef and a remote-ref
 ** loader slot in as further fields and readers.
 */
