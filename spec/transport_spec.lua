@@ -266,6 +266,84 @@ describe("jsoncontract.core", function()
     end)
 end)
 
+-- TLS against `openssl s_server` with self-signed certificates made at test time.
+describe("jsoncontract.core TLS", function()
+    local dir, servers = nil, {}
+    local have_openssl = os.execute("command -v openssl >/dev/null 2>&1")
+    have_openssl = have_openssl == true or have_openssl == 0
+
+    -- Make a self-signed certificate with subjectAltName 'san' and serve it
+    -- with `openssl s_server -www`; returns the port and the certificate path.
+    local function tls_server(name, san)
+        local key, cert = dir .. "/" .. name .. "-key.pem", dir .. "/" .. name .. "-cert.pem"
+        local ok = os.execute(string.format("env -u LD_PRELOAD openssl req -x509 -newkey ec "
+            .. "-pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout %s -out %s -days 1 "
+            .. "-subj /CN=jc-test -addext subjectAltName=%s >/dev/null 2>&1", key, cert, san))
+        assert(ok == true or ok == 0, "openssl req failed")
+        local port = closed_port()
+        local pipe = assert(io.popen(string.format("echo $$; exec env -u LD_PRELOAD openssl s_server "
+            .. "-accept 127.0.0.1:%d -cert %s -key %s -www 2>/dev/null", port, cert, key), "r"))
+        local pid = tonumber(pipe:read("*l"))
+        servers[#servers + 1] = { pipe = pipe, pid = pid, files = { key, cert } }
+        local line   -- s_server prints "ACCEPT" once it listens (after a DH notice)
+        for _ = 1, 5 do
+            line = pipe:read("*l")
+            if line == nil or line == "ACCEPT" then break end
+        end
+        assert.equal("ACCEPT", line)
+        return port, cert
+    end
+
+    setup(function()
+        if not have_openssl then return end
+        dir = os.tmpname()
+        os.remove(dir)
+        local ok = os.execute("mkdir -m 700 " .. dir)
+        assert(ok == true or ok == 0, "cannot make " .. dir)
+    end)
+
+    teardown(function()
+        for _, s in ipairs(servers) do
+            if s.pid then os.execute("kill " .. s.pid) end
+            s.pipe:close()
+            for _, f in ipairs(s.files) do os.remove(f) end
+        end
+        if dir then os.remove(dir) end
+    end)
+
+    after_each(function()
+        collectgarbage("collect")
+    end)
+
+    it("fails with kind tls on a certificate from an unknown CA, and succeeds with ca_file", function()
+        if not have_openssl then pending("openssl not found on PATH") return end
+        local port, cert = tls_server("ip", "IP:127.0.0.1")
+        local url = "https://127.0.0.1:" .. port .. "/"
+        local res, err = core.http_request { url = url, timeout_ms = 10000 }
+        assert_transport_err(res, err, "tls", "CURLE_PEER_FAILED_VERIFICATION")
+        res, err = core.http_request { url = url, ca_file = cert, timeout_ms = 10000 }
+        assert.is_nil(err)
+        assert.equal(200, res.status)
+        assert.matches("<HTML>", res.body, 1, true)
+    end)
+
+    it("fails with kind tls when the certificate names another host", function()
+        if not have_openssl then pending("openssl not found on PATH") return end
+        local port, cert = tls_server("other", "DNS:other.invalid")
+        local res, err = core.http_request { url = "https://127.0.0.1:" .. port .. "/", ca_file = cert,
+            timeout_ms = 10000 }
+        assert_transport_err(res, err, "tls", "CURLE_PEER_FAILED_VERIFICATION")
+    end)
+
+    it("fails with kind tls when ca_file cannot be read", function()
+        if not have_openssl then pending("openssl not found on PATH") return end
+        local port = tls_server("nofile", "IP:127.0.0.1")
+        local res, err = core.http_request { url = "https://127.0.0.1:" .. port .. "/",
+            ca_file = dir .. "/does-not-exist.pem", timeout_ms = 10000 }
+        assert_transport_err(res, err, "tls", "CURLE_SSL_CACERT_BADFILE")
+    end)
+end)
+
 describe("jsoncontract.transport.curl", function()
     local pipe, port, base
 
