@@ -311,8 +311,8 @@ static void jc_http_check_req(lua_State *L, int idx, const char *where) {
   jc_http_check_str(L, idx, where, "url", 1);
   lua_getfield(L, idx, "url");
   s = lua_tolstring(L, -1, &len);
-  if (!((len > 7 && strncmp(s, "http://", 7) == 0) ||
-        (len > 8 && strncmp(s, "https://", 8) == 0)))
+  if (!((len > 7 && curl_strnequal(s, "http://", 7)) ||
+        (len > 8 && curl_strnequal(s, "https://", 8))))
     jc_http_misuse(L, where, "'url' must start with http:// or https://%s",
                    "");
   lua_pop(L, 1);
@@ -698,6 +698,11 @@ static int jc_http_push_result(lua_State *L, jc_http_xfer *x) {
   }
   lua_pushstring(L, jc_http_code_name(x->result));
   lua_setfield(L, -2, "curl_code");
+  if (x->errbuf[0] != '\0' && x->abort_reason == JC_ABORT_NONE) {
+    x->errbuf[sizeof x->errbuf - 1] = '\0';
+    lua_pushstring(L, x->errbuf);   /* curl's own words; no header values */
+    lua_setfield(L, -2, "detail");
+  }
   lua_pushnumber(L, (lua_Number)elapsed);
   lua_setfield(L, -2, "elapsed_ms");
   return 0;
@@ -856,10 +861,11 @@ static int jc_http_many(lua_State *L) {
 
   for (;;) {
     CURLMsg *msg;
+    CURLMcode mc;
     int queued;
     while (active < (size_t)max_parallel && next < n) {
       jc_http_xfer *x = &m->xfers[next++];
-      CURLMcode mc = curl_multi_add_handle(m->multi, x->easy);
+      mc = curl_multi_add_handle(m->multi, x->easy);
       if (mc == CURLM_OUT_OF_MEMORY) jc_http_nomem(L);
       if (mc != CURLM_OK) {   /* cannot start: report as protocol */
         x->result = CURLE_FAILED_INIT;
@@ -872,8 +878,11 @@ static int jc_http_many(lua_State *L) {
       active++;
     }
     if (active == 0) break;
-    if (curl_multi_perform(m->multi, &running) == CURLM_OUT_OF_MEMORY)
-      jc_http_nomem(L);
+    mc = curl_multi_perform(m->multi, &running);
+    if (mc == CURLM_OUT_OF_MEMORY) jc_http_nomem(L);
+    if (mc != CURLM_OK)   /* a broken multi handle: never loop on it */
+      return luaL_error(L, "http_many: curl_multi_perform failed (%s)",
+                        curl_multi_strerror(mc));
     while ((msg = curl_multi_info_read(m->multi, &queued)) != NULL) {
       jc_http_xfer *x;
       char *priv = NULL;
@@ -888,9 +897,13 @@ static int jc_http_many(lua_State *L) {
       x->added = 0;
       active--;
     }
-    if (active > 0 && (next >= n || active >= (size_t)max_parallel) &&
-        curl_multi_poll(m->multi, NULL, 0, 1000, NULL) == CURLM_OUT_OF_MEMORY)
-      jc_http_nomem(L);
+    if (active > 0 && (next >= n || active >= (size_t)max_parallel)) {
+      mc = curl_multi_poll(m->multi, NULL, 0, 1000, NULL);
+      if (mc == CURLM_OUT_OF_MEMORY) jc_http_nomem(L);
+      if (mc != CURLM_OK)
+        return luaL_error(L, "http_many: curl_multi_poll failed (%s)",
+                          curl_multi_strerror(mc));
+    }
   }
 
   lua_createtable(L, (int)n, 0);

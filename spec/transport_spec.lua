@@ -124,6 +124,8 @@ describe("jsoncontract.core", function()
             assert.matches("127.0.0.1:" .. p, err.message, 1, true)
             assert.not_matches("sk-", err.message, 1, true)
             assert.not_matches("sk-", tostring(err), 1, true)
+            assert.not_matches("sk-", err.detail, 1, true)
+            assert.not_matches("/ok", err.detail, 1, true)
         end)
 
         it("fails with kind timeout when the total timeout_ms runs out during a slow drip", function()
@@ -139,9 +141,9 @@ describe("jsoncontract.core", function()
         end)
 
         it("does not time out a slow drip whose bytes keep arriving within read_timeout_ms", function()
-            local res, err = core.http_request { url = base .. "/slow", read_timeout_ms = 3000, timeout_ms = 60000 }
+            local res, err = core.http_request { url = base .. "/slow?n=12", read_timeout_ms = 3000, timeout_ms = 60000 }
             assert.is_nil(err)
-            assert.equal(string.rep("x", 50), res.body)
+            assert.equal(string.rep("x", 12), res.body)
         end)
 
         it("fails with kind too_large when Content-Length is over max_response_bytes", function()
@@ -199,6 +201,11 @@ describe("jsoncontract.core", function()
                 "http_request: 'url' must start with http:// or https://")
         end)
 
+        it("accepts an upper-case scheme", function()
+            local res = core.http_request { url = "HTTP://127.0.0.1:" .. port .. "/ok" }
+            assert.equal(200, res.status)
+        end)
+
         it("raises on an unknown request field", function()
             assert.has_error(function() core.http_request { url = base .. "/ok", timeout = 5 } end,
                 "http_request: unknown field 'timeout'")
@@ -240,13 +247,18 @@ describe("jsoncontract.core", function()
                 { url = base .. "/ok" },
                 { url = "http://127.0.0.1:" .. p .. "/" },
                 { url = base .. "/status/500" },
+                { url = base .. "/delay?ms=8000", read_timeout_ms = 1000 },
+                { url = base .. "/bigstream", max_response_bytes = 1000 },
             }
-            assert.equal(3, #results)
+            assert.equal(5, #results)
             assert.equal(200, results[1].status)
             assert.equal(core.error_mt, getmetatable(results[2]))
             assert.equal("transport", results[2].category)
             assert.equal("connect", results[2].kind)
             assert.equal(500, results[3].status)
+            assert.equal("timeout", results[4].kind)
+            assert.equal("CURLE_ABORTED_BY_CALLBACK", results[4].curl_code)
+            assert.equal("too_large", results[5].kind)
         end)
 
         it("returns an empty array for no requests", function()

@@ -14,7 +14,7 @@
 --   /redirect         302 to http://127.0.0.1:<this port>/steal
 --   /steal            counts a hit (it must never get one), 200
 --   /stats            {"steal":<hits>}
---   /slow             Content-Length 50, then one byte every 200 ms
+--   /slow?n=N         Content-Length N (default 50), then one byte every 200 ms
 --   /big              20 MB body with Content-Length
 --   /bigstream        20 MB body without Content-Length (ends at close)
 --   /reset            Content-Length 100, sends 50 bytes, closes
@@ -186,8 +186,11 @@ local function handle(sock)
     elseif path == "/stats" then
         send_all(sock, response(200, JSON, '{"steal":' .. steal_hits .. '}'))
     elseif path == "/slow" then
-        if not send_all(sock, "HTTP/1.1 200 OK\r\nContent-Length: 50\r\nConnection: close\r\n\r\n") then return end
-        for _ = 1, 50 do
+        local n = tonumber(query:match("n=(%d+)") or "50")
+        if not send_all(sock, "HTTP/1.1 200 OK\r\nContent-Length: " .. n .. "\r\nConnection: close\r\n\r\n") then
+            return
+        end
+        for _ = 1, n do
             sleep(0.2)
             if not send_all(sock, "x") then return end
         end
