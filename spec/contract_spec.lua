@@ -28,7 +28,7 @@ describe("jsoncontract.contract", function()
               '{"intent":"refund","order_id":1042,"urgent":false,"summary":"' .. S .. '"}',
               "schema", { { "/intent", "enum" }, { "/order_id", "type" } },
               { '/intent "refund" is not one of "delivery", "return", "payment", "other"',
-                "/order_id is integer, expected string or null" } },
+                "/order_id is number, expected string or null" } },
         }
         for _, c in ipairs(cases) do
             it(c[1], function()
