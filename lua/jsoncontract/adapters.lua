@@ -3,6 +3,7 @@
 -- in the result when it changed the text. None of them searches for JSON inside prose:
 -- there is no "cut from the first { to the last }" anywhere.
 -- @module jsoncontract.adapters
+local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
 
 local find, sub, match = string.find, string.sub, string.match
@@ -60,7 +61,7 @@ _M.names = { "strip-leading-think-block", "unwrap-one-json-fence" }
 -- @treturn[2] table err, category "format", kind "adapter_rejected"
 -- @raise on an unknown adapter name
 function _M.apply(text, names)
-    local applied = {}
+    local applied = setmetatable({}, core.array_mt)
     for i = 1, #names do
         local name = names[i]
         local adapter = ADAPTERS[name]

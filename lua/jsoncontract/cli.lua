@@ -202,7 +202,7 @@ function _M.triage(argv, env)
     if not o then return die(rest) end
     if #rest > 0 then return die("unexpected argument " .. rest[1]) end
     local root = env.root
-    local shared = os.getenv("JC_SHARED") or (root .. "/../shared")
+    local shared = os.getenv("JC_SHARED") or (root == "." and "../shared" or (root .. "/../shared"))
     local input = o.input
     if not input then
         input = shared .. "/corpora/support-emails/emails.jsonl"
@@ -253,7 +253,7 @@ function _M.triage(argv, env)
 
     local function work(item)
         if item.input_error then
-            return { status = "human_review", attempts = {}, usage = { input_tokens = 0, output_tokens = 0 },
+            return { status = "human_review", attempts = setmetatable({}, core.array_mt), usage = { input_tokens = 0, output_tokens = 0 },
                 reason = errors.new("input", "invalid_input", item.input_error), item_id = item.id }
         end
         return run.ask(contract, item.text, {
@@ -268,7 +268,7 @@ function _M.triage(argv, env)
         local item = items[i]
         done = done + 1
         metrics:observe_outcome(outcome)
-        local attempts = {}
+        local attempts = setmetatable({}, core.array_mt)
         for k, a in ipairs(outcome.attempts) do
             attempts[k] = { gate = a.gate, kind = a.kind, finish = a.finish, http_status = a.http_status }
         end
@@ -282,7 +282,7 @@ function _M.triage(argv, env)
         else
             n_review = n_review + 1
             local r = outcome.reason
-            local errs = {}
+            local errs = setmetatable({}, core.array_mt)
             for k, e in ipairs(r.errors or {}) do
                 errs[k] = { pointer = e.pointer, keyword = e.keyword, message = e.message }
             end

@@ -253,7 +253,7 @@ function _M.check_rules(self, value, ctx)
         local ok, ret = pcall(rule.check, value, ctx)
         if not ok then
             return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " raised: " .. tostring(ret),
-                { errors = {}, retry = false, rule = rule.name })
+                { errors = setmetatable({}, core.array_mt), retry = false, rule = rule.name })
         end
         local list = rule_errors(rule, ret)
         if list then
@@ -281,7 +281,7 @@ end
 function _M.check(self, text, opts)
     if type(text) ~= "string" then error("check: text must be a string, got " .. type(text), 2) end
     opts = opts or {}
-    local applied = {}
+    local applied = setmetatable({}, core.array_mt)
     local names = opts.adapters or self.adapters
     if #names > 0 then
         local out, err = adapters.apply(text, names)

@@ -103,7 +103,7 @@ _M.feedback_message = feedback_message
 -- evidence unless the caller opted in (the writer drops `text`/`feedback`).
 local function error_summary(err)
     if not err or not err.errors then return nil end
-    local out = {}
+    local out = setmetatable({}, core.array_mt)
     for i, e in ipairs(err.errors) do
         out[i] = { pointer = e.pointer, keyword = e.keyword, schema_pointer = e.schema_pointer }
     end
