@@ -40,7 +40,7 @@ HDRS        := csrc/jc.h csrc/compat.h $(wildcard csrc/*.h)
 OBJS        := $(patsubst csrc/%.c,$(BUILD)/%.o,$(SRCS))
 TARGET      := $(BUILD)/jsoncontract/core.so
 
-.PHONY: all test check asan bench install clean triage deps luajit
+.PHONY: all test check asan bench fuzz install clean triage deps luajit
 
 all: $(TARGET)
 
@@ -67,8 +67,14 @@ deps:
 test:
 	sh tools/test.sh
 
-bench: all
-	$(LUA) bench/run.lua
+# Speed against peers, side by side in one run (ratios printed); never timed in tests.
+bench:
+	$(MAKE) all
+	@for f in bench/*_bench.lua; do echo "== $$f"; $(LUA) $$f || exit 1; done
+
+# libFuzzer targets under ASan+UBSan; FUZZ_SECONDS per target (default 60).
+fuzz:
+	sh fuzz/run.sh
 
 triage:
 	sh tools/install-deps.sh
