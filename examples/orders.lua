@@ -1,6 +1,6 @@
 --- The shop's orders table, in a real SQLite database (Debian's lua-sql-sqlite3).
 -- `orders.open(path)` creates the table when missing; `db:add(id, customer)`,
--- `db:exists(id)`, `db:close()`.
+-- `db:exists(id)`, `db:customer(id)`, `db:close()`.
 local driver = require "luasql.sqlite3"
 
 local M = {}
@@ -40,6 +40,17 @@ function M.exists(self, order_id)
     local row = cur:fetch()
     cur:close()
     return row ~= nil
+end
+
+--- Who placed the order?
+-- @tparam string order_id
+-- @treturn string|nil the customer (nil when the order does not exist)
+function M.customer(self, order_id)
+    local cur = assert(self.conn:execute(("SELECT customer FROM orders WHERE order_id = '%s'")
+        :format(self.conn:escape(order_id))))
+    local row = cur:fetch()
+    cur:close()
+    return row
 end
 
 --- Close the database (idempotent).

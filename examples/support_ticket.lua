@@ -1,11 +1,17 @@
 --- The support-ticket contract (SEEDS.md §1): sort support mail into queues.
 -- Load it with `dofile` or `--contract examples/support_ticket.lua`; it returns
--- `{ contract = <jsoncontract contract>, orders = <module>, ... }`.
+-- `{ contract = <jsoncontract contract>, contract_4digits = <the lesson's variant>,
+--    policy = <the lesson's retry policy>, rules = {...}, schema = {...} }`.
 --
--- A missing order number is `null`, never an invented one. The business rule
--- `order_exists` looks the order up in the shop's orders table (SQLite, see
--- examples/orders.lua); an order that does not exist goes to a person, not back
--- to the model: the model cannot know the shop's orders.
+-- A missing order number is `null`, never an invented one. The business rules look the
+-- order up in the shop's orders table (SQLite, see examples/orders.lua): it must exist, and
+-- when the caller knows who wrote the mail (`ctx.sender`), it must be that customer's. Both
+-- go to a person, not back to the model: the model cannot know the shop's orders.
+--
+-- Run it: `bin/jsoncontract triage` (the whole mailbox), or one reply:
+--   echo '{"intent":"other","order_id":null,"urgent":false,"summary":"Hi."}' |
+--     bin/jsoncontract check --contract examples/support_ticket.lua
+-- Specs: spec/example_support_ticket_spec.lua.
 local jc = require "jsoncontract"
 
 local M = {}
@@ -18,6 +24,7 @@ M.schema = {
         order_id = { type = { "string", "null" }, pattern = "^[0-9]{4,6}$",
             description = "the order number written in the mail, digits only; null when the mail has none" },
         urgent = { type = "boolean", description = "true only when the sender says it is urgent or time-critical" },
+        -- "\S": a summary of blanks says nothing, so it is rejected like an empty one.
         summary = { type = "string", minLength = 1, maxLength = 200, pattern = "\\S",
             description = "one sentence in English" },
     },
@@ -33,17 +40,56 @@ local function order_exists(value, ctx)
     end
 end
 
+--- Rule: an existing order must belong to the sender (`ctx.sender`), when the sender is known.
+local function order_of_sender(value, ctx)
+    if value.order_id == jc.null or not (ctx and ctx.orders and ctx.sender) then return nil end
+    local customer = ctx.orders:customer(value.order_id)
+    if customer ~= nil and customer ~= ctx.sender then
+        return { pointer = "/order_id", message = "order " .. value.order_id .. " does not belong to the sender" }
+    end
+end
+
+M.rules = {
+    { name = "order_exists", check = order_exists, retry = false },
+    { name = "order_of_sender", check = order_of_sender, retry = false },
+}
+
+local INSTRUCTIONS = "You sort customer support mail into queues. Read the mail and fill in the ticket."
+local EXAMPLES = {
+    { input = "My parcel for order 5531 never arrived, I need it by Friday!",
+      output = { intent = "delivery", order_id = "5531", urgent = true,
+                 summary = "Parcel for order 5531 has not arrived and is needed by Friday." } },
+}
+
 M.contract = jc.contract {
     name = "support_ticket",
     version = "1.0.0",
     schema = M.schema,
-    instructions = "You sort customer support mail into queues. Read the mail and fill in the ticket.",
-    examples = {
-        { input = "My parcel for order 5531 never arrived, I need it by Friday!",
-          output = { intent = "delivery", order_id = "5531", urgent = true,
-                     summary = "Parcel for order 5531 has not arrived and is needed by Friday." } },
-    },
-    rules = { { name = "order_exists", check = order_exists, retry = false } },
+    instructions = INSTRUCTIONS,
+    examples = EXAMPLES,
+    rules = M.rules,
 }
+
+-- The lesson's exercise: an order number has exactly 4 digits. JSON Schema has no custom
+-- messages, so the contract names its own words for that one schema location.
+local schema4 = jc.decode(jc.encode(M.schema))
+schema4.properties.order_id.pattern = "^[0-9]{4}$"
+schema4.properties.order_id.description = "the order number written in the mail, exactly 4 digits; " ..
+    "null when the mail has none"
+M.schema_4digits = schema4
+
+M.contract_4digits = jc.contract {
+    name = "support_ticket",
+    version = "1.1.0",
+    schema = schema4,
+    instructions = INSTRUCTIONS,
+    examples = EXAMPLES,
+    rules = M.rules,
+    messages = { ["/properties/order_id/pattern"] = "does not have 4 digits" },
+}
+
+--- The lesson's retry policy: at most 3 answers, and stop once the conversation a retry
+-- would resend exceeds 100 estimated tokens (words x 1.3), even before the third.
+M.policy = { max_attempts = 3, token_budget = 100 }
 
 return M

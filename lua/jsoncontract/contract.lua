@@ -6,8 +6,8 @@ local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
 local adapters = require "jsoncontract.adapters"
 
-local type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error =
-    type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error
+local type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, pcall, error =
+    type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, pcall, error
 local concat, sort = table.concat, table.sort
 local format, rep = string.format, string.rep
 
@@ -18,7 +18,7 @@ local null = core.null
 
 local KNOWN_FIELDS = {
     name = true, version = true, schema = true, instructions = true, examples = true,
-    rules = true, adapters = true, format_assertion = true,
+    rules = true, adapters = true, format_assertion = true, messages = true,
 }
 
 -- Render a JSON value for the prompt (compact JSON).
@@ -131,7 +131,10 @@ end
 --   `{name = string, check = f, retry = boolean (default true)}`; `f` returns nothing when the
 --   value passes, else a message string, one error `{pointer =, message =}` or a list of them),
 --   `adapters` (optional list of adapter names applied before parsing, see `jsoncontract.adapters`),
---   `format_assertion` (boolean, default true).
+--   `format_assertion` (boolean, default true),
+--   `messages` (optional map from a schema location, e.g. "/properties/order_id/pattern", to the
+--   words that replace the validator's for an error there: the message becomes
+--   `<pointer> <value> <words>`, e.g. `/order_id "10420" does not have 4 digits`).
 -- @treturn table contract
 -- @raise on a missing or mistyped field, an unknown field, or a schema that is not a schema
 -- @usage local c = jc.contract{ name = "ticket", version = "1", schema = {...}, instructions = "..." }
@@ -171,7 +174,16 @@ function _M.new(def)
     for _, name in ipairs(def.adapters or {}) do
         adapters.apply("", { name }) -- raises on an unknown name
     end
+    if def.messages ~= nil and type(def.messages) ~= "table" then
+        error("contract field 'messages' must be a table", 2)
+    end
+    for k, v in pairs(def.messages or {}) do
+        if type(k) ~= "string" or type(v) ~= "string" then
+            error("contract messages must map schema locations (strings) to strings", 2)
+        end
+    end
     local self = {
+        messages = def.messages,
         name = def.name,
         version = def.version,
         schema = schema,
@@ -269,6 +281,40 @@ function _M.check_rules(self, value, ctx)
     return nil, errors.new("rules", "rule_failed", concat(msgs, "; "), { errors = all, retry = retry })
 end
 
+-- The value at a JSON Pointer inside `root` (nil when absent).
+local function at_pointer(root, pointer)
+    local v = root
+    for token in pointer:gmatch("/([^/]*)") do
+        if type(v) ~= "table" then return nil end
+        token = token:gsub("~1", "/"):gsub("~0", "~")
+        local key = token
+        if getmetatable(v) == core.array_mt then key = (tonumber(token) or -1) + 1 end
+        v = v[key]
+    end
+    return v
+end
+
+-- Replace the validator's words with the contract's own for the schema locations it names
+-- (`def.messages`), and rebuild the joined message.
+local function apply_messages(messages, err, value)
+    local changed = false
+    for _, e in ipairs(err.errors or {}) do
+        local words = messages[e.schema_pointer]
+        if words then
+            local v = at_pointer(value, e.pointer)
+            local shown = ""
+            if v ~= nil and type(v) ~= "table" then shown = " " .. core.encode(v) end
+            e.message = e.pointer .. shown .. " " .. words
+            changed = true
+        end
+    end
+    if changed then
+        local msgs = {}
+        for i, e in ipairs(err.errors) do msgs[i] = e.message end
+        err.message = concat(msgs, "; ")
+    end
+end
+
 --- Run the format, schema and rules gates on a reply's content string.
 -- @tparam string text the content string (the inner JSON)
 -- @tparam[opt] table opts `adapters` (list of names, default the contract's), `context` (passed to rules)
@@ -296,6 +342,7 @@ function _M.check(self, text, opts)
     local ok
     ok, err = self.validator:validate(value)
     if not ok then
+        if self.messages then apply_messages(self.messages, err, value) end
         err.adapters = applied
         return nil, err
     end

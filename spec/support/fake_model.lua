@@ -5,7 +5,8 @@ local core = require "jsoncontract.core"
 
 local M = {}
 
-local function envelope(content, finish, refusal)
+local function envelope(content, finish, refusal, usage)
+    usage = usage or { 100, 20 }
     return core.encode {
         id = "chatcmpl-fake", object = "chat.completion", model = "fake-1",
         choices = setmetatable({ {
@@ -14,7 +15,7 @@ local function envelope(content, finish, refusal)
                 refusal = refusal or core.null },
             finish_reason = finish or "stop",
         } }, core.array_mt),
-        usage = { prompt_tokens = 100, completion_tokens = 20, total_tokens = 120 },
+        usage = { prompt_tokens = usage[1], completion_tokens = usage[2], total_tokens = usage[1] + usage[2] },
     }
 end
 M.envelope = envelope
@@ -31,7 +32,10 @@ M.ANSWERS = {
 }
 
 --- A transport function that answers like the recorded model. `calls` collects the
--- decoded request bodies; `script` maps a key to a list of {content, finish, refusal, status}.
+-- decoded request bodies; `script` maps a key to a list of {content, finish, refusal, status,
+-- usage = {in, out}}. The key is the first 4-digit number in the mail, else "prose"; with
+-- `opts.key = function(mail) -> key` the caller chooses it (other examples' fake models), and
+-- `opts.answers` replaces the §1 answer table.
 function M.transport(opts)
     opts = opts or {}
     local calls = {}
@@ -48,12 +52,13 @@ function M.transport(opts)
             if f.err then return nil, f.err end
             return { status = f.status, headers = f.headers or {}, body = f.body or "{}" }
         end
-        local key = mail:match("(%d%d%d%d)") or "prose"
-        local script = (opts.script and opts.script[key]) or M.ANSWERS[key] or M.ANSWERS.prose
+        local answers = opts.answers or M.ANSWERS
+        local key = (opts.key and opts.key(mail)) or mail:match("(%d%d%d%d)") or "prose"
+        local script = (opts.script and opts.script[key]) or answers[key] or answers.prose or M.ANSWERS.prose
         local a = script[math.min(attempt, #script)]
         if type(a) == "string" then a = { a } end
         return { status = a.status or 200, headers = { ["content-type"] = "application/json" },
-            body = envelope(a[1], a[2], a[3]) }
+            body = envelope(a[1], a[2], a[3], a.usage) }
     end
     return send, calls
 end
