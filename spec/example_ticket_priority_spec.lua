@@ -1,0 +1,172 @@
+-- examples/ticket_priority.lua: the SEEDS.md §2 cases (Estonian ticket classification): the two
+-- seed answers, the order of checks, one repair at most, strict schema == checked schema, the
+-- per-attempt log and the plain user message.
+local jc = require "jsoncontract"
+local core = require "jsoncontract.core"
+local evidence = require "jsoncontract.evidence"
+local messages = require "jsoncontract.messages"
+local fake = require "support.fake_model"
+
+local ex = dofile("examples/ticket_priority.lua")
+
+local VALID = '{"teema":"Arve","prioriteet":"kõrge","kokkuvõte":"Vajab kontrolli"}'
+local SHORT = '{"teema":"Arve","prioriteet":"kohe"}'
+
+local function errs(err)
+    local out = {}
+    for i, e in ipairs(err.errors) do out[i] = { e.pointer, e.keyword } end
+    return out
+end
+
+-- The recorded model: answers keyed by a word of the ticket.
+local ANSWERS = {
+    arve = { VALID },
+    kohe = { SHORT, VALID },
+    ikka = { SHORT, SHORT, VALID },
+    keeldu = { { nil, "stop", "Ma ei saa sellega aidata." } },
+    pooleli = { { VALID, "length" } },
+    ["mõlemad"] = { { VALID, "length", "Ma ei saa sellega aidata." } },
+    filter = { { nil, "content_filter" } },
+    teema = { '{"teema":"Raamatupidamine","prioriteet":"madal","kokkuvõte":"Küsimus"}',
+              '{"teema":"Arve","prioriteet":"madal","kokkuvõte":"Küsimus"}' },
+    prose = { "Tere! Kuidas saan aidata?" },
+}
+local KEYS = { "arve", "kohe", "ikka", "keeldu", "pooleli", "mõlemad", "filter", "teema" }
+local function key(mail)
+    for _, k in ipairs(KEYS) do
+        if mail:find(k, 1, true) then return k end
+    end
+    return "prose"
+end
+
+local function ask(ticket, opts)
+    local send, calls = fake.transport { answers = ANSWERS, key = key }
+    opts = opts or {}
+    opts.provider, opts.model, opts.base_url = "openai", "fake-1", "http://127.0.0.1:9"
+    opts.transport, opts.sleep = send, function() end
+    opts.policy = opts.policy or ex.policy
+    opts.evidence = opts.evidence or evidence.memory()
+    return jc.ask(ex.contract, ticket, opts), calls, opts.evidence
+end
+
+describe("examples/ticket_priority.lua", function()
+    describe("the seed answers", function()
+        it('accepts {"teema":"Arve","prioriteet":"kõrge","kokkuvõte":"Vajab kontrolli"}', function()
+            local v = assert(ex.contract:check(VALID))
+            assert.same({ teema = "Arve", prioriteet = "kõrge", ["kokkuvõte"] = "Vajab kontrolli" }, v)
+        end)
+        it('rejects {"teema":"Arve","prioriteet":"kohe"}: missing summary and unknown priority, nothing filled in',
+            function()
+                local v, err = ex.contract:check(SHORT)
+                assert.is_nil(v)
+                assert.equal("schema", err.category)
+                assert.same({ { "", "required" }, { "/prioriteet", "enum" } }, errs(err))
+                assert.equal("missing required field /kokkuvõte", err.errors[1].message)
+                assert.equal('/prioriteet "kohe" is not one of "madal", "kõrge"', err.errors[2].message)
+            end)
+        it("rejects an extra field", function()
+            local v, err = ex.contract:check('{"teema":"Arve","prioriteet":"madal","kokkuvõte":"x","staatus":"uus"}')
+            assert.is_nil(v)
+            assert.same({ { "/staatus", "additionalProperties" } }, errs(err))
+        end)
+    end)
+
+    describe("the order of checks", function()
+        it("a refusal comes first, even when the reply was also cut off", function()
+            local out, calls = ask("mõlemad korraga")
+            assert.equal("refused", out.reason.category)
+            assert.equal(1, #calls)
+        end)
+        it("a reply at the output limit is not finished, however whole its JSON looks", function()
+            local out, calls = ask("pooleli jäänud")
+            assert.equal("truncated", out.reason.category)
+            assert.equal(1, #calls)
+        end)
+        it("a content filter stops it too, never repaired", function()
+            local out, calls = ask("filter")
+            assert.equal("filtered", out.reason.category)
+            assert.equal(1, #calls)
+        end)
+        it("then parse: prose fails the format gate", function()
+            local out = ask("tere")
+            assert.equal("format", out.attempts[1].gate)
+        end)
+        it("then schema, then the business rules", function()
+            local out = ask("teema vale")
+            assert.equal("rules", out.attempts[1].gate)
+            assert.same({ { "/teema", "rule:known_topic" } }, errs(out.attempts[1]))
+            assert.equal("accepted", out.status)
+            assert.equal("Arve", out.value.teema)
+        end)
+        it("a rule this user fails goes to a person, not back to the model", function()
+            local out, calls = ask("arve", { context = { user = { may_escalate = false } } })
+            assert.equal("human_review", out.status)
+            assert.equal(1, #calls)
+            assert.same({ { "/prioriteet", "rule:may_escalate" } }, errs(out.reason))
+        end)
+    end)
+
+    describe("one repair at most", function()
+        it("the short answer is repaired once with the short validation error", function()
+            local out, calls = ask("kohe vaja")
+            assert.equal("accepted", out.status)
+            assert.equal(2, #calls)
+            local fb = calls[2].body.messages[4].content
+            assert.truthy(fb:find("missing required field /kokkuvõte", 1, true))
+            assert.truthy(fb:find('/prioriteet "kohe" is not one of "madal", "kõrge"', 1, true))
+            -- the same schema both times
+            assert.same(calls[1].body.response_format, calls[2].body.response_format)
+        end)
+        it("a second bad answer is a controlled error, and the user sees a plain message", function()
+            local out, calls = ask("ikka vale")
+            assert.equal("human_review", out.status)
+            assert.equal(2, #calls)
+            assert.equal("schema", out.reason.category)
+            assert.equal("The answer could not be processed right now. Please try again.", messages.user_message(out))
+        end)
+        it("a refusal is a state, not a format error: the user is told a person will look", function()
+            local out = ask("keeldu")
+            assert.equal("Your request has been passed to a person, who will get back to you.",
+                messages.user_message(out))
+        end)
+    end)
+
+    describe("strict schema mode", function()
+        it("sends exactly the schema it checks (every field required, no keyword dropped)", function()
+            local _, calls = ask("arve")
+            local rf = calls[1].body.response_format
+            assert.equal("json_schema", rf.type)
+            assert.is_true(rf.json_schema.strict)
+            assert.equal(core.encode(ex.schema), core.encode(rf.json_schema.schema))
+        end)
+        it("JSON mode only promises syntax: the schema goes in the prompt and is still checked here", function()
+            local out, calls = ask("kohe vaja", { mode = "json" })
+            assert.same({ type = "json_object" }, calls[1].body.response_format)
+            assert.truthy(calls[1].body.messages[1].content:find('- prioriteet: string, one of "madal", "kõrge"', 1, true))
+            assert.equal("schema", out.attempts[1].gate)
+        end)
+    end)
+
+    describe("the log per attempt", function()
+        it("has request id, schema version, finish state and error kind; no text without opt-in", function()
+            local out, _, log = ask("kohe vaja")
+            assert.equal(2, #log.lines)
+            local r1, r2 = core.decode(log.lines[1]), core.decode(log.lines[2])
+            assert.equal(out.request_id, r1.request_id)
+            assert.equal("1.0.0", r1.contract.version)
+            assert.equal("stop", r1.finish)
+            assert.equal("schema", r1.gate)
+            assert.equal("schema_mismatch", r1.kind)
+            assert.same({ "", "/prioriteet" }, { r1.errors[1].pointer, r1.errors[2].pointer })
+            assert.equal("accepted", r2.gate)
+            for _, line in ipairs(log.lines) do
+                assert.falsy(line:find("kohe vaja", 1, true))
+                assert.falsy(line:find("Vajab kontrolli", 1, true))
+            end
+        end)
+        it("keeps the model output only when the data policy allows", function()
+            local _, _, log = ask("kohe vaja", { evidence = evidence.memory { record_text = true } })
+            assert.truthy(log.lines[2]:find("Vajab kontrolli", 1, true))
+        end)
+    end)
+end)
