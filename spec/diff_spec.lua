@@ -1,0 +1,140 @@
+-- jsoncontract.diff: one spec per kind of change, with its classification and reason.
+local diff = require "jsoncontract.diff"
+
+local function base()
+    return {
+        type = "object",
+        properties = {
+            intent = { type = "string", enum = { "delivery", "return", "payment", "other" } },
+            order_id = { type = { "string", "null" }, pattern = "^[0-9]{4,6}$" },
+            urgent = { type = "boolean" },
+            summary = { type = "string", minLength = 1, maxLength = 200, description = "one sentence" },
+            note = { type = "string" },
+            score = { type = "number" },
+        },
+        required = { "intent", "order_id", "urgent", "summary" },
+        additionalProperties = false,
+    }
+end
+
+-- Apply `edit` to a fresh copy of the base schema and diff old -> new.
+local function changed(edit)
+    local new = base()
+    edit(new)
+    return diff.diff(base(), new)
+end
+
+local function only(findings)
+    assert.equal(1, #findings, require("jsoncontract.core").encode(findings))
+    return findings[1]
+end
+
+describe("jsoncontract.diff", function()
+    describe("diff()", function()
+        it("finds nothing between equal schemas", function()
+            local f, breaking = diff.diff(base(), base())
+            assert.same({}, f)
+            assert.is_false(breaking)
+        end)
+
+        local cases = {
+            { "a field removed", function(s) s.properties.note = nil end,
+              "/properties/note", "property_removed", true, "field note is removed" },
+            { "a type narrowed (number to integer)", function(s) s.properties.score.type = "integer" end,
+              "/properties/score", "type_narrowed", true, "type number no longer allowed (was integer, number, now integer)" },
+            { "null no longer allowed", function(s) s.properties.order_id.type = "string" end,
+              "/properties/order_id", "null_disallowed", true, "null is no longer allowed" },
+            { "null newly allowed", function(s) s.properties.urgent.type = { "boolean", "null" } end,
+              "/properties/urgent", "null_allowed", true, "null is newly allowed" },
+            { "a type widened", function(s) s.properties.urgent.type = { "boolean", "string" } end,
+              "/properties/urgent", "type_widened", true, "type string newly allowed" },
+            { "an enum value removed", function(s) s.properties.intent.enum = { "delivery", "return", "other" } end,
+              "/properties/intent", "enum_value_removed", true, 'value "payment" is no longer allowed' },
+            { "an enum value added", function(s) table.insert(s.properties.intent.enum, "refund") end,
+              "/properties/intent", "enum_value_added", true, 'value "refund" is new' },
+            { "a field newly required", function(s) table.insert(s.required, "note") end,
+              "/properties/note", "required_added", true, "field note is newly required" },
+            { "a field no longer required", function(s) s.required = { "intent", "order_id", "urgent" } end,
+              "/properties/summary", "required_removed", true, "no longer required" },
+            { "a new required field", function(s) s.properties.lang = { type = "string" }; table.insert(s.required, "lang") end,
+              "/properties/lang", "property_added_required", true, "old answers lack it" },
+            { "a new optional field", function(s) s.properties.lang = { type = "string" } end,
+              "/properties/lang", "property_added_optional", false, "old answers stay valid" },
+            { "additionalProperties closed (was open)", nil,
+              "/", "additional_properties_closed", true, "no other fields are allowed now" },
+            { "additionalProperties opened", function(s) s.additionalProperties = nil end,
+              "/", "additional_properties_opened", false, "old answers stay valid" },
+            { "a pattern tightened", function(s) s.properties.order_id.pattern = "^[0-9]{4}$" end,
+              "/properties/order_id", "pattern_changed", true, 'pattern changed from "^[0-9]{4,6}$" to "^[0-9]{4}$"' },
+            { "a pattern added", function(s) s.properties.note.pattern = "\\S" end,
+              "/properties/note", "pattern_added", true, nil },
+            { "a pattern dropped", function(s) s.properties.order_id.pattern = nil end,
+              "/properties/order_id", "pattern_removed", true, nil },
+            { "a format added", function(s) s.properties.note.format = "date" end,
+              "/properties/note", "format_added", true, 'format "date" added' },
+            { "a limit tightened", function(s) s.properties.summary.maxLength = 100 end,
+              "/properties/summary", "limit_tightened", true, "maxLength lowered from 200 to 100" },
+            { "a lower limit raised", function(s) s.properties.summary.minLength = 10 end,
+              "/properties/summary", "limit_tightened", true, "minLength raised from 1 to 10" },
+            { "a limit loosened", function(s) s.properties.summary.maxLength = 500 end,
+              "/properties/summary", "limit_loosened", false, "maxLength raised from 200 to 500" },
+            { "a description changed", function(s) s.properties.summary.description = "two sentences" end,
+              "/properties/summary", "annotation_changed", false, "description changed" },
+            { "an unanalysed keyword", function(s) s.properties.note.anyOf = { { minLength = 2 } } end,
+              "/properties/note", "keyword_changed", true, "not analysed, treated as breaking" },
+        }
+        for _, c in ipairs(cases) do
+            it("classifies " .. c[1], function()
+                local f, breaking
+                if c[2] then
+                    f, breaking = changed(c[2])
+                else
+                    local old = base()
+                    old.additionalProperties = nil
+                    f, breaking = diff.diff(old, base())
+                end
+                local x = only(f)
+                assert.equal(c[3], x.pointer)
+                assert.equal(c[4], x.change)
+                assert.equal(c[5], x.breaking)
+                assert.equal(c[5], breaking)
+                if c[6] then assert.truthy(x.reason:find(c[6], 1, true), x.reason) end
+            end)
+        end
+
+        it("reports uniqueItems added on an array", function()
+            local old = { type = "array", items = { type = "string" } }
+            local new = { type = "array", items = { type = "string" }, uniqueItems = true }
+            local f = only(diff.diff(old, new))
+            assert.same({ "/", "unique_items_added", true }, { f.pointer, f.change, f.breaking })
+        end)
+        it("looks into items", function()
+            local f = only(diff.diff({ type = "array", items = { type = "string", maxLength = 20 } },
+                { type = "array", items = { type = "string", maxLength = 10 } }))
+            assert.same({ "/items", "limit_tightened" }, { f.pointer, f.change })
+        end)
+        it("classifies the support-ticket 4-digit variant as breaking", function()
+            local t = dofile("examples/support_ticket.lua")
+            local f, breaking = diff.diff(t.contract.schema, t.contract_4digits.schema)
+            assert.is_true(breaking)
+            local kinds = {}
+            for _, x in ipairs(f) do kinds[#kinds + 1] = x.change end
+            assert.same({ "pattern_changed", "annotation_changed" }, kinds)
+        end)
+        it("reports several findings in schema order", function()
+            local f, breaking = changed(function(s)
+                s.properties.note = nil
+                s.properties.intent.enum = { "delivery", "return", "payment", "other", "refund" }
+                s.properties.summary.maxLength = 500
+            end)
+            assert.is_true(breaking)
+            local got = {}
+            for i, x in ipairs(f) do got[i] = x.pointer .. " " .. x.change end
+            assert.same({ "/properties/intent enum_value_added", "/properties/note property_removed",
+                "/properties/summary limit_loosened" }, got)
+        end)
+        it("raises on a schema that is not a table", function()
+            assert.has_error(function() diff.diff("x", {}) end, "diff: schema 1 must be a table or a boolean, got string")
+        end)
+    end)
+end)
