@@ -4,7 +4,7 @@
 local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
 
-local type, ipairs, error = type, ipairs, error
+local type, ipairs, pairs, error = type, ipairs, pairs, error
 local concat = table.concat
 local format = string.format
 local C = providers.common
@@ -138,11 +138,26 @@ function _M.read_response(status, headers, body)
     if status < 200 or status > 299 then
         return nil, C.http_error("anthropic", status, h, body)
     end
+    if (h["content-type"] or ""):find("text/event-stream", 1, true) then
+        local acc = _M.stream_reader(status)
+        local ok, err = acc:feed(body)
+        if not ok then return nil, err end
+        return acc:finish()
+    end
     local doc = core.decode(body)
     if not C.is_object(doc) then
         return nil, C.err("protocol", "invalid_envelope",
             "anthropic response body is not a JSON object (content-type "
             .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
+    end
+    return _M.read_doc(status, h, body, doc)
+end
+
+--- The protocol gate over a decoded Messages envelope (also one rebuilt from a stream, where
+-- a tool_use block carries its streamed JSON text as `raw_input` and `body` is nil).
+function _M.read_doc(status, h, body, doc)
+    if doc.type == "error" and not body then
+        return nil, C.error_object("anthropic", doc.error, status)
     end
     if doc.type == "error" then
         -- an error object with a 2xx status: classify it by its error type
@@ -220,6 +235,12 @@ function _M.read_response(status, headers, body)
     end
     if #tools == 1 then
         local input = tools[1].input
+        if C.str(tools[1].raw_input) and tools[1].raw_input ~= "" then
+            -- streamed: the JSON text as the model wrote it, for the format gate to judge
+            reply.text, reply.finish = tools[1].raw_input, "tool_use"
+            reply.tool_name = C.str(tools[1].name)
+            return reply
+        end
         if type(input) ~= "table" then
             return nil, C.err("protocol", "no_content", "anthropic tool_use block has no input object",
                 { status = status, reply = reply })
@@ -238,6 +259,79 @@ function _M.read_response(status, headers, body)
             { status = status, reply = reply })
     end
     return reply
+end
+
+--- A stream accumulator for a Messages stream (`stream: true`): `message_start` (id, model,
+-- input usage), `content_block_start`/`content_block_delta` (`text_delta` text,
+-- `input_json_delta` tool input JSON fragments per block index), `message_delta`
+-- (stop_reason, stop_details, output usage), `ping` (ignored), `message_stop`, the finish
+-- signal. An `error` event (e.g. `overloaded_error`) ends the stream with its category
+-- (transport/overloaded, retryable) and the partial text is discarded.
+-- @treturn table accumulator (see jsoncontract.providers.streaming)
+function _M.stream_reader(status)
+    local streaming = require "jsoncontract.providers.streaming"
+    status = status or 200
+    return streaming.new({
+        provider = "anthropic", framing = "sse",
+        event = function(st, name, doc)
+            if not C.is_object(doc) then
+                return C.err("protocol", "invalid_event", "anthropic stream event is not a JSON object")
+            end
+            local t = C.str(doc.type) or name
+            st.blocks = st.blocks or {}
+            st.order = st.order or {}
+            if t == "error" then
+                return C.error_object("anthropic", doc.error, status)
+            elseif t == "message_start" then
+                local m = C.is_object(doc.message) and doc.message or {}
+                st.id, st.model = C.str(m.id), C.str(m.model)
+                st.usage = C.is_object(m.usage) and m.usage or {}
+            elseif t == "content_block_start" then
+                local idx = C.int(doc.index) or #st.order
+                local cb = C.is_object(doc.content_block) and doc.content_block or {}
+                st.blocks[idx] = { type = C.str(cb.type), name = C.str(cb.name), input = cb.input,
+                    parts = { C.str(cb.text) } }
+                st.order[#st.order + 1] = idx
+            elseif t == "content_block_delta" then
+                local b = st.blocks[C.int(doc.index) or -1]
+                local d = C.is_object(doc.delta) and doc.delta or {}
+                if not b then
+                    return C.err("protocol", "invalid_event", "anthropic content_block_delta for a block never started")
+                end
+                local piece = C.str(d.text) or C.str(d.partial_json)
+                if piece then b.parts[#b.parts + 1] = piece end
+            elseif t == "message_delta" then
+                local d = C.is_object(doc.delta) and doc.delta or {}
+                st.stop_reason = C.str(d.stop_reason) or st.stop_reason
+                if C.is_object(d.stop_details) then st.stop_details = d.stop_details end
+                if C.is_object(doc.usage) then
+                    st.usage = st.usage or {}
+                    for k, v in pairs(doc.usage) do st.usage[k] = v end
+                end
+            elseif t == "message_stop" then
+                st.done = true
+            end
+            return nil
+        end,
+        preview = function(st)
+            local b = st.order and st.order[1] and st.blocks[st.order[1]]
+            return b and concat(b.parts) or nil
+        end,
+        finish = function(st)
+            local content = C.new_array()
+            for i, idx in ipairs(st.order) do
+                local b = st.blocks[idx]
+                if b.type == "tool_use" then
+                    content[i] = { type = "tool_use", name = b.name, input = b.input, raw_input = concat(b.parts) }
+                else
+                    content[i] = { type = b.type, text = concat(b.parts) }
+                end
+            end
+            return _M.read_doc(status, {}, nil, { type = "message", role = "assistant", id = st.id,
+                model = st.model, content = content, stop_reason = st.stop_reason,
+                stop_details = st.stop_details, usage = st.usage })
+        end,
+    })
 end
 
 return _M

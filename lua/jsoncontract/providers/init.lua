@@ -23,13 +23,14 @@ local format, lower = string.format, string.lower
 local _M = { _VERSION = core._VERSION }
 
 --- Names accepted by `get`, sorted.
-_M.names = { "anthropic", "openai" }
+_M.names = { "anthropic", "gemini", "llamacpp", "ollama", "openai", "openai_responses" }
 
 local KNOWN = {}
 for _, n in ipairs(_M.names) do KNOWN[n] = true end
 
 --- The provider module for a name.
--- @tparam string name "openai" or "anthropic"
+-- @tparam string name one of `names`: "anthropic", "gemini", "llamacpp", "ollama", "openai",
+--   "openai_responses"
 -- @treturn table the module `jsoncontract.providers.<name>`
 -- @raise on a name that is not in `names` (the message lists the known names)
 -- @usage local openai = require("jsoncontract.providers").get("openai")
@@ -242,6 +243,48 @@ function C.http_error(provider, status, headers, body)
     return C.err("transport", kind, message, fields)
 end
 
+-- Error types/codes found inside a 2xx body or a stream, by what they mean.
+local EVENT_KINDS = {
+    overloaded_error = "overloaded", rate_limit_error = "rate_limited",
+    rate_limit_exceeded = "rate_limited", api_error = "server_error", server_error = "server_error",
+    internal_error = "server_error", insufficient_quota = "quota_exceeded",
+}
+local RETRYABLE = { overloaded = true, rate_limited = true, server_error = true }
+
+--- Classify an error object met inside a 2xx body or a stream (an Anthropic `error` event, an
+-- OpenAI Responses `error` / `response.failed`, an Ollama `{"error": "..."}` line).
+-- `perr` is the decoded `error` value (object with type/code/message, or a string).
+-- Types naming a content filter give filtered/content_filter; overloaded, rate limit and server
+-- errors give retryable transport errors; insufficient_quota gives transport/quota_exceeded; an
+-- untyped error (a bare string) is a server-side failure (transport/server_error, retryable);
+-- any other type is transport/client_error. Returns the err table (status = `status`).
+function C.error_object(provider, perr, status)
+    local ptype, pcode, pmsg
+    if C.is_object(perr) then
+        ptype, pcode, pmsg = C.str(perr.type), C.str(perr.code), C.str(perr.message)
+    else
+        pmsg = C.str(perr)
+    end
+    local names = {}
+    if ptype then names[#names + 1] = ptype end
+    if pcode and pcode ~= ptype then names[#names + 1] = pcode end
+    local detail = concat(names, "/")
+    if pmsg then detail = (detail ~= "" and detail .. ": " or "") .. C.snippet(pmsg) end
+    if detail == "" then detail = "error without a message" end
+    local fields = { status = status, retryable = false, provider = provider,
+        provider_type = ptype, provider_code = pcode }
+    local message = format("%s error in the response: %s", provider, detail)
+    if FILTER_CODES[pcode or ""] or FILTER_CODES[ptype or ""] then
+        return C.err("filtered", "content_filter", message, fields)
+    end
+    local kind = EVENT_KINDS[pcode or ""] or EVENT_KINDS[ptype or ""]
+    if not kind then
+        kind = (ptype or pcode) and "client_error" or "server_error"
+    end
+    fields.retryable = RETRYABLE[kind] or false
+    return C.err("transport", kind, message, fields)
+end
+
 --- Check the arguments of read_response (raises at the caller's caller).
 function C.check_response_args(status, headers, body)
     if type(status) ~= "number" or floor(status) ~= status then
@@ -326,9 +369,13 @@ function C.check_request_args(contract, messages, opts, modes, provider)
     if mode == "native" and type(contract.schema) ~= "table" then
         error("contract.schema must be a table in mode \"native\"", 3)
     end
+    if opts.stream ~= nil and type(opts.stream) ~= "boolean" then
+        error("opts.stream must be a boolean or nil", 3)
+    end
     return {
         model = opts.model, api_key = opts.api_key, base_url = opts.base_url,
         max_tokens = max_tokens, temperature = opts.temperature, mode = mode,
+        stream = opts.stream or nil,
     }, msgs
 end
 
@@ -387,9 +434,38 @@ local function nullable(sub)
     return { anyOf = any }
 end
 
+--- The JSON Schema subset llama.cpp's schema-to-grammar converter enforces (llama.cpp
+-- `grammars/README.md`, "JSON Schemas -> GBNF"; Ollama's `format` goes through the same
+-- converter): types, properties/required/additionalProperties, items/prefixItems,
+-- minItems/maxItems, enum/const, anyOf/oneOf/allOf, local $ref, minLength/maxLength, a
+-- `pattern` anchored with ^...$, formats date/time/date-time/uuid, and numeric bounds on
+-- integers only. Everything else is skipped silently by the converter, so it is reported.
+C.LLAMA_KEYWORDS = {
+    type = true, enum = true, const = true, properties = true, required = true,
+    additionalProperties = true, items = true, prefixItems = true, anyOf = true, oneOf = true,
+    allOf = true, ["$defs"] = true, definitions = true, ["$ref"] = true, title = true,
+    description = true, minItems = true, maxItems = true, minLength = true, maxLength = true,
+    pattern = true, format = true, minimum = true, maximum = true, exclusiveMinimum = true,
+    exclusiveMaximum = true,
+}
+C.LLAMA_FORMATS = { date = true, time = true, ["date-time"] = true, uuid = true }
+local NUMERIC = { minimum = true, maximum = true, exclusiveMinimum = true, exclusiveMaximum = true }
+function C.llama_reject(kw, v, node)
+    if NUMERIC[kw] and node.type ~= "integer" then
+        return "numeric bounds are enforced on integers only by the llama.cpp grammar"
+    end
+    if kw == "pattern" and type(v) == "string" and not (v:sub(1, 1) == "^" and v:sub(-1) == "$") then
+        return "only patterns anchored with ^...$ are enforced by the llama.cpp grammar"
+    end
+    return nil
+end
+
 --- Copy `schema` into the subset a provider enforces.
 -- `profile` = { name = string (for reasons), keep = set of keywords kept as they are,
---   formats = set of format values kept, force_required = boolean (every property listed
+--   close_objects = boolean (default true: every object gets additionalProperties false;
+--   false: additionalProperties is kept or dropped like any other keyword),
+--   formats = set of format values kept, reject = function(keyword, value, node) -> reason|nil
+--   (drops a kept keyword in a given place), force_required = boolean (every property listed
 --   in required; optional ones made nullable), max_min_items = number|nil }.
 -- Returns the copy and the dropped list { {schema_pointer, keyword, reason}, ... }.
 function C.subset(schema, profile)
@@ -426,11 +502,13 @@ function C.subset(schema, profile)
             if kw == "oneOf" and profile.keep.anyOf and node.anyOf == nil then
                 out.anyOf = walk_value("oneOf", v, kptr)
                 drop(kptr, kw, "sent as anyOf: " .. profile.name .. " does not support oneOf")
-            elseif kw == "required" or kw == "additionalProperties" then
+            elseif kw == "required" or (kw == "additionalProperties" and profile.close_objects ~= false) then
                 -- handled below with the object rules
                 out[kw] = kw == "required" and C.deepcopy(v) or nil
             elseif not profile.keep[kw] then
                 drop(kptr, kw, "not supported by " .. profile.name)
+            elseif profile.reject and profile.reject(kw, v, node) then
+                drop(kptr, kw, profile.reject(kw, v, node))
             elseif kw == "format" and not profile.formats[v] then
                 drop(kptr, kw, "format " .. tostring(v) .. " not supported by " .. profile.name)
             elseif kw == "pattern" and type(v) == "string" and unsupported_pattern(v) then
@@ -453,7 +531,10 @@ function C.subset(schema, profile)
                 if x == "object" then is_obj = true end
             end
         end
-        if is_obj then
+        if is_obj and profile.close_objects == false then
+            -- the provider takes objects as they are: nothing to force
+            if node.required ~= nil and not C.is_array(node.required) then out.required = nil end
+        elseif is_obj then
             if node.additionalProperties ~= false then
                 drop(ptr .. "/additionalProperties", "additionalProperties",
                     "set to false: " .. profile.name .. " needs closed objects")
@@ -480,6 +561,7 @@ function C.subset(schema, profile)
                         drop(ptr .. "/properties/" .. escape_pointer(name), "required",
                             "optional property sent as required and nullable (" .. profile.name
                             .. " needs every property required); null there stands for absent")
+                        dropped[#dropped].optional = true
                     end
                 end
             end

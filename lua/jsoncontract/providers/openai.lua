@@ -74,6 +74,44 @@ function _M.schema_name(name)
     return s
 end
 
+local PROFILE_NONSTRICT = {
+    name = "OpenAI (strict false)", keep = _M.STRICT_KEYWORDS, formats = _M.STRICT_FORMATS,
+    force_required = false,
+}
+
+--- The `response_format`-style schema part for a contract, shared with the Responses API.
+-- OpenAI strict mode needs every property in `required`; an optional property can only be
+-- sent as required-and-nullable, and then the model may answer null where the contract's
+-- own schema (checked locally, unchanged) rejects null: a strict request would invite
+-- answers the local gate must refuse. So a schema with any optional property is sent with
+-- `strict: false` (mode "native-nonstrict": the provider is told the schema but does not
+-- enforce it) and the dropped list starts with an entry { schema_pointer = "", keyword =
+-- "strict", reason } saying so; a schema whose properties are all required is sent strict
+-- (mode "native"). `lint` reports both.
+-- @tparam table schema
+-- @treturn table schema_sent
+-- @treturn table dropped
+-- @treturn boolean strict
+-- @treturn string mode "native" | "native-nonstrict"
+function _M.native_schema(schema)
+    local sent, dropped = C.subset(schema, PROFILE)
+    local optional = {}
+    for _, d in ipairs(dropped) do
+        if d.optional then optional[#optional + 1] = d.schema_pointer end
+    end
+    if #optional == 0 then
+        return sent, dropped, true, "native"
+    end
+    local sent2, dropped2 = C.subset(schema, PROFILE_NONSTRICT)
+    local all = C.new_array()
+    all[1] = { schema_pointer = "", keyword = "strict", reason = format(
+        "sent with strict false: %d optional propert%s (%s) cannot be sent in strict mode without "
+        .. "making them nullable, which the local schema rejects; OpenAI does not enforce any keyword",
+        #optional, #optional == 1 and "y" or "ies", table.concat(optional, ", ")) }
+    for _, d in ipairs(dropped2) do all[#all + 1] = d end
+    return sent2, all, false, "native-nonstrict"
+end
+
 --- Build the HTTP request for a contract and a conversation.
 -- @tparam table contract { name = string, version = string, schema = table (the full JSON
 --   Schema), prompt = string (system instructions rendered from the schema) }
@@ -81,18 +119,20 @@ end
 -- @tparam table opts { model = string (required), api_key = string|nil, base_url =
 --   string|nil (default "https://api.openai.com", with or without "/v1"), max_tokens =
 --   integer (tokens, default 1024, sent as `max_completion_tokens`), temperature =
---   number|nil, mode = "native" (default: strict json_schema) | "json" (`json_object`;
---   schema only in the prompt) | "prompt" (no response_format) }
+--   number|nil, mode = "native" (default: json_schema, strict unless the schema has
+--   optional properties, see `native_schema`) | "json" (`json_object`; schema only in the
+--   prompt) | "prompt" (no response_format), stream = boolean|nil (sets `stream` and
+--   `stream_options.include_usage`) }
 -- @treturn table req { url = string, method = "POST", headers = { ["content-type"] =
 --   "application/json", authorization = "Bearer <key>" (only with api_key) }, body =
---   string (JSON), mode = string, schema_sent = table|nil, dropped = table|nil (see
---   provider_schema) }
+--   string (JSON), mode = "native"|"native-nonstrict"|"json"|"prompt", schema_sent =
+--   table|nil, dropped = table|nil (see provider_schema) }
 -- @raise on misuse: a missing model, an unknown mode, wrong types, a schema whose root is
 --   not an object in mode "native" (strict mode needs an object root)
 -- @usage local req = openai.build_request(contract, {{role="user", content=text}},
 --   { model = "gpt-4o-mini", api_key = key })
 function _M.build_request(contract, messages, opts)
-    local o, msgs = C.check_request_args(contract, messages, opts, MODES, "openai")
+    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
     local all = C.new_array()
     all[1] = { role = "system", content = contract.prompt }
     for i, m in ipairs(msgs) do all[i + 1] = m end
@@ -102,16 +142,20 @@ function _M.build_request(contract, messages, opts)
         max_completion_tokens = o.max_tokens,
         temperature = o.temperature,
     }
-    local schema_sent, dropped
+    if o.stream then
+        body.stream, body.stream_options = true, { include_usage = true }
+    end
+    local schema_sent, dropped, strict
+    local mode = o.mode
     if o.mode == "native" then
         if contract.schema.type ~= "object" then
             error("mode \"native\" needs a schema whose root has type \"object\" (OpenAI strict "
                 .. "mode); use mode \"json\" or \"prompt\"", 2)
         end
-        schema_sent, dropped = C.subset(contract.schema, PROFILE)
+        schema_sent, dropped, strict, mode = _M.native_schema(contract.schema)
         body.response_format = {
             type = "json_schema",
-            json_schema = { name = _M.schema_name(contract.name), strict = true, schema = schema_sent },
+            json_schema = { name = _M.schema_name(contract.name), strict = strict, schema = schema_sent },
         }
     elseif o.mode == "json" then
         body.response_format = { type = "json_object" }
@@ -125,7 +169,7 @@ function _M.build_request(contract, messages, opts)
         method = "POST",
         headers = headers,
         body = core.encode(body),
-        mode = o.mode,
+        mode = mode,
         schema_sent = schema_sent,
         dropped = dropped,
     }
@@ -156,19 +200,37 @@ local FINISH = { stop = "stop", length = "length", content_filter = "content_fil
 --   reply = table|nil (the reply read so far, when an envelope was read) }
 -- @raise when status is not an integer, headers not a table or body not a string
 function _M.read_response(status, headers, body)
+    return _M.read_chat(_M.name, status, headers, body)
+end
+
+--- read_response for any Chat Completions speaker, naming `pname` in messages (llamacpp uses
+-- it). A 2xx body whose content-type is text/event-stream is read as a stream (see
+-- `stream_reader`).
+function _M.read_chat(pname, status, headers, body)
     local h = C.check_response_args(status, headers, body)
     if status < 200 or status > 299 then
-        return nil, C.http_error("openai", status, h, body)
+        return nil, C.http_error(pname, status, h, body)
+    end
+    if (h["content-type"] or ""):find("text/event-stream", 1, true) then
+        local acc = _M.chat_stream_reader(pname, status)
+        local ok, err = acc:feed(body)
+        if not ok then return nil, err end
+        return acc:finish()
     end
     local doc = core.decode(body)
     if not C.is_object(doc) then
         return nil, C.err("protocol", "invalid_envelope",
-            "openai response body is not a JSON object (content-type "
+            pname .. " response body is not a JSON object (content-type "
             .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
     end
+    return _M.read_doc(pname, status, h, body, doc)
+end
+
+--- The protocol gate over a decoded Chat Completions envelope (also a rebuilt stream).
+function _M.read_doc(pname, status, h, body, doc)
     if doc.choices == nil and doc.error ~= nil then
         -- an OpenAI-compatible server reporting an error with a 2xx status
-        local e = C.http_error("openai", status, h, body)
+        local e = body and C.http_error(pname, status, h, body) or C.error_object(pname, doc.error, status)
         if e.category == "filtered" then return nil, e end
         return nil, C.err("protocol", "no_message", e.message, { status = status })
     end
@@ -182,18 +244,18 @@ function _M.read_response(status, headers, body)
     }
     local choices = doc.choices
     if not C.is_array(choices) or #choices == 0 then
-        return nil, C.err("protocol", "no_message", "openai response has no choices",
+        return nil, C.err("protocol", "no_message", pname .. " response has no choices",
             { status = status, reply = reply })
     end
     if #choices > 1 then
         return nil, C.err("protocol", "ambiguous_content", format(
-            "openai response has %d choices; exactly one was expected", #choices),
+            "%s response has %d choices; exactly one was expected", pname, #choices),
             { status = status, reply = reply })
     end
     local choice = choices[1]
     local message = C.is_object(choice) and choice.message or nil
     if not C.is_object(message) then
-        return nil, C.err("protocol", "no_message", "openai choice has no message",
+        return nil, C.err("protocol", "no_message", pname .. " choice has no message",
             { status = status, reply = reply })
     end
     local raw = C.str(choice.finish_reason)
@@ -219,7 +281,7 @@ function _M.read_response(status, headers, body)
     end
     if not reply.finish then
         return nil, C.err("protocol", "unknown_finish_reason",
-            "openai finish_reason " .. (raw and format("%q", C.snippet(raw, 40)) or "missing")
+            pname .. " finish_reason " .. (raw and format("%q", C.snippet(raw, 40)) or "missing")
             .. " is not one of stop, length, content_filter, tool_calls",
             { status = status, reply = reply })
     end
@@ -228,13 +290,13 @@ function _M.read_response(status, headers, body)
     if C.is_array(calls) and #calls > 0 then
         if #calls > 1 then
             return nil, C.err("protocol", "ambiguous_content", format(
-                "openai message has %d tool calls; exactly one was expected", #calls),
+                "%s message has %d tool calls; exactly one was expected", pname, #calls),
                 { status = status, reply = reply })
         end
         local fn = C.is_object(calls[1]) and calls[1]["function"] or nil
         local args = C.is_object(fn) and C.str(fn.arguments) or nil
         if not args or args == "" then
-            return nil, C.err("protocol", "no_content", "openai tool call has no arguments",
+            return nil, C.err("protocol", "no_content", pname .. " tool call has no arguments",
                 { status = status, reply = reply })
         end
         reply.text, reply.finish = args, "tool_use"
@@ -242,16 +304,111 @@ function _M.read_response(status, headers, body)
         return reply
     end
     if not reply.text or reply.text == "" then
-        return nil, C.err("protocol", "no_content", "openai message has no text content",
+        return nil, C.err("protocol", "no_content", pname .. " message has no text content",
             { status = status, reply = reply })
     end
     if reply.finish == "tool_use" then
         -- finish_reason tool_calls without a tool call: the text is whatever else came
         return nil, C.err("protocol", "no_content",
-            "openai finish_reason tool_calls but the message has no tool call",
+            pname .. " finish_reason tool_calls but the message has no tool call",
             { status = status, reply = reply })
     end
     return reply
+end
+
+--- A stream accumulator for a Chat Completions stream (`stream: true`): SSE `data:` chunks
+-- whose `choices[].delta` carry content, refusal and tool-call argument fragments (joined per
+-- `tool_calls[].index`), a chunk with `finish_reason`, an optional usage chunk, then
+-- `data: [DONE]`, the finish signal. `{"error": ...}` data ends the stream with its category.
+-- @treturn table accumulator: `feed(chunk)` -> true | nil, err; `preview()` -> string|nil;
+--   `finish()` -> reply | nil, err (see jsoncontract.providers.streaming)
+function _M.stream_reader()
+    return _M.chat_stream_reader(_M.name, 200)
+end
+
+function _M.chat_stream_reader(pname, status)
+    local streaming = require "jsoncontract.providers.streaming"
+    return streaming.new({
+        provider = pname, framing = "sse",
+        event = function(st, _, doc, raw)
+            if raw == "[DONE]" then
+                st.done = true
+                return nil
+            end
+            if not C.is_object(doc) then
+                return C.err("protocol", "invalid_event", pname .. " stream chunk is not a JSON object")
+            end
+            if doc.error ~= nil and doc.choices == nil then
+                return C.error_object(pname, doc.error, status)
+            end
+            st.id = st.id or C.str(doc.id)
+            st.model = st.model or C.str(doc.model)
+            if C.is_object(doc.usage) then st.usage = doc.usage end
+            st.choices = st.choices or {}
+            if C.is_array(doc.choices) then
+                for _, ch in ipairs(doc.choices) do
+                    if C.is_object(ch) then
+                        local idx = C.int(ch.index) or 0
+                        local c = st.choices[idx]
+                        if not c then
+                            c = { text = {}, refusal = {}, tools = {} }
+                            st.choices[idx] = c
+                            st.order = st.order or {}
+                            st.order[#st.order + 1] = idx
+                        end
+                        local d = C.is_object(ch.delta) and ch.delta or {}
+                        if C.str(d.content) then c.text[#c.text + 1] = d.content end
+                        if C.str(d.refusal) then c.refusal[#c.refusal + 1] = d.refusal end
+                        if C.is_array(d.tool_calls) then
+                            for _, tc in ipairs(d.tool_calls) do
+                                local ti = C.int(tc.index) or 0
+                                local t = c.tools[ti]
+                                if not t then
+                                    t = { args = {} }
+                                    c.tools[ti] = t
+                                    c.tool_order = c.tool_order or {}
+                                    c.tool_order[#c.tool_order + 1] = ti
+                                end
+                                local fn = C.is_object(tc["function"]) and tc["function"] or {}
+                                t.name = t.name or C.str(fn.name)
+                                if C.str(fn.arguments) then t.args[#t.args + 1] = fn.arguments end
+                            end
+                        end
+                        if C.str(ch.finish_reason) then c.finish_reason = ch.finish_reason end
+                    end
+                end
+            end
+            return nil
+        end,
+        preview = function(st)
+            local first = st.order and st.choices[st.order[1]]
+            if not first then return nil end
+            if first.tool_order then
+                return table.concat(first.tools[first.tool_order[1]].args)
+            end
+            return table.concat(first.text)
+        end,
+        finish = function(st)
+            local choices = C.new_array()
+            for i, idx in ipairs(st.order or {}) do
+                local c = st.choices[idx]
+                local msg = { role = "assistant" }
+                if #c.text > 0 then msg.content = table.concat(c.text) end
+                if #c.refusal > 0 then msg.refusal = table.concat(c.refusal) end
+                if c.tool_order then
+                    msg.tool_calls = C.new_array()
+                    for j, ti in ipairs(c.tool_order) do
+                        local t = c.tools[ti]
+                        msg.tool_calls[j] = { type = "function",
+                            ["function"] = { name = t.name, arguments = table.concat(t.args) } }
+                    end
+                end
+                choices[i] = { index = idx, message = msg, finish_reason = c.finish_reason }
+            end
+            return _M.read_doc(pname, status, {}, nil,
+                { id = st.id, model = st.model, usage = st.usage, choices = choices })
+        end,
+    })
 end
 
 return _M

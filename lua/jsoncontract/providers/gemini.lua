@@ -1,0 +1,326 @@
+--- Google Gemini `generateContent` (`POST /v1beta/models/{model}:generateContent`, streamed as
+-- `:streamGenerateContent?alt=sse`): the schema goes in
+-- `generationConfig.responseJsonSchema` with `responseMimeType: "application/json"`; the key
+-- goes in the `x-goog-api-key` header, never in the URL.
+-- @module jsoncontract.providers.gemini
+local core = require "jsoncontract.core"
+local providers = require "jsoncontract.providers"
+
+local type, ipairs, error = type, ipairs, error
+local concat = table.concat
+local format = string.format
+local C = providers.common
+
+local _M = { _VERSION = core._VERSION, name = "gemini" }
+
+--- Default base URL.
+_M.DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+
+local MODES = { native = true, json = true, prompt = true }
+
+--- JSON Schema keywords Gemini's `responseJsonSchema` enforces. Source: Gemini API docs,
+-- "Structured output", section on JSON Schema support (ai.google.dev/gemini-api/docs/
+-- structured-output): type (and type lists with "null"), title, description, enum, format
+-- (date-time, date, time), properties, required, additionalProperties, items, prefixItems,
+-- minItems, maxItems, minimum, maximum, anyOf, $ref, $defs. Everything else is dropped (the
+-- full schema is still checked locally); `oneOf` is sent as the weaker `anyOf`.
+_M.KEYWORDS = {
+    type = true, title = true, description = true, enum = true, format = true,
+    properties = true, required = true, additionalProperties = true, items = true,
+    prefixItems = true, minItems = true, maxItems = true, minimum = true, maximum = true,
+    anyOf = true, ["$ref"] = true, ["$defs"] = true,
+}
+_M.FORMATS = { ["date-time"] = true, date = true, time = true }
+
+local PROFILE = { name = "Gemini responseJsonSchema", keep = _M.KEYWORDS, formats = _M.FORMATS,
+    close_objects = false }
+
+--- The copy of a schema sent in `generationConfig.responseJsonSchema`.
+-- @tparam table schema
+-- @treturn table schema_sent
+-- @treturn table dropped array of { schema_pointer, keyword, reason }
+-- @raise when schema is not a table
+function _M.provider_schema(schema)
+    if type(schema) ~= "table" then
+        error("schema must be a table, got " .. type(schema), 2)
+    end
+    return C.subset(schema, PROFILE)
+end
+
+--- Build the HTTP request.
+-- @tparam table contract { name, version, schema, prompt (sent as `systemInstruction`) }
+-- @tparam table messages array of { role = "user"|"assistant" (sent as role "model"), content }
+-- @tparam table opts { model = string (required, e.g. "gemini-2.5-flash"; a "models/" prefix
+--   is removed; letters, digits, ".", "-", "_" only), api_key = string|nil (header
+--   `x-goog-api-key`), base_url (default "https://generativelanguage.googleapis.com"),
+--   max_tokens (sent as `maxOutputTokens`), temperature, mode = "native" (responseJsonSchema
+--   + responseMimeType) | "json" (responseMimeType only) | "prompt", stream = boolean|nil
+--   (`:streamGenerateContent?alt=sse`) }
+-- @treturn table req { url, method = "POST", headers, body, mode, schema_sent, dropped }
+-- @raise on misuse, a model name with other characters
+function _M.build_request(contract, messages, opts)
+    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
+    local model = o.model:gsub("^models/", "")
+    if not model:match("^[%w%.%-_]+$") then
+        error("opts.model must hold only letters, digits, '.', '-' and '_' for gemini", 2)
+    end
+    local contents = C.new_array()
+    for i, m in ipairs(msgs) do
+        contents[i] = { role = m.role == "assistant" and "model" or "user", parts = { { text = m.content } } }
+    end
+    local gen = { maxOutputTokens = o.max_tokens, temperature = o.temperature }
+    local schema_sent, dropped
+    if o.mode == "native" then
+        schema_sent, dropped = C.subset(contract.schema, PROFILE)
+        gen.responseMimeType, gen.responseJsonSchema = "application/json", schema_sent
+    elseif o.mode == "json" then
+        gen.responseMimeType = "application/json"
+    end
+    local body = { systemInstruction = { parts = { { text = contract.prompt } } },
+        contents = contents, generationConfig = gen }
+    local headers = { ["content-type"] = "application/json" }
+    if o.api_key then headers["x-goog-api-key"] = o.api_key end
+    local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
+    local path = o.stream and (":streamGenerateContent?alt=sse") or ":generateContent"
+    return {
+        url = base .. "/v1beta/models/" .. model .. path,
+        method = "POST", headers = headers, body = core.encode(body), mode = o.mode,
+        schema_sent = schema_sent, dropped = dropped,
+    }
+end
+
+-- google.rpc status names, by what they mean here.
+local STATUS_KINDS = { UNAVAILABLE = "overloaded", INTERNAL = "server_error",
+    RESOURCE_EXHAUSTED = "rate_limited", DEADLINE_EXCEEDED = "server_error" }
+
+-- Seconds from a google.rpc.RetryInfo detail ("26s", "34.4s").
+local function retry_delay(perr)
+    for _, d in ipairs(C.is_array(perr.details) and perr.details or {}) do
+        if C.is_object(d) and C.str(d["@type"]) and d["@type"]:find("RetryInfo", 1, true) then
+            local s = C.str(d.retryDelay)
+            local n = s and s:match("^(%d+%.?%d*)s$")
+            if n then return tonumber(n) end
+        end
+    end
+    return nil
+end
+
+-- A Gemini error object (HTTP error body, or an error inside a 2xx body or stream).
+local function gemini_error(status, h, perr, body)
+    local e
+    if body then
+        e = C.http_error(_M.name, status, h, body)
+    else
+        e = C.error_object(_M.name, { message = C.str(perr.message), type = C.str(perr.status) }, status)
+    end
+    local st = C.is_object(perr) and C.str(perr.status) or nil
+    e.provider_type = st or e.provider_type
+    local kind = STATUS_KINDS[st or ""]
+    if e.category == "transport" and kind and (status >= 500 or status == 429 or not body) then
+        e.kind, e.retryable = kind, true
+    end
+    if e.kind == "rate_limited" then
+        e.retry_after = e.retry_after or retry_delay(perr)
+    end
+    return e
+end
+
+local FILTER = { SAFETY = true, BLOCKLIST = true, PROHIBITED_CONTENT = true, SPII = true,
+    IMAGE_SAFETY = true, IMAGE_PROHIBITED_CONTENT = true }
+
+--- The protocol gate over a decoded GenerateContentResponse (also a rebuilt stream).
+-- Order: `promptFeedback.blockReason` (filtered/prompt_blocked); exactly one candidate
+-- (protocol/no_message, protocol/ambiguous_content); finishReason MAX_TOKENS
+-- (truncated/max_tokens), SAFETY/BLOCKLIST/PROHIBITED_CONTENT/SPII (filtered/content_filter),
+-- RECITATION (filtered/recitation), anything but STOP (protocol/unknown_finish_reason); one
+-- functionCall part (its `args`, encoded, are the text; finish "tool_use"); the text parts
+-- (thought parts left out), concatenated (protocol/no_content when empty).
+-- Usage: input = promptTokenCount, output = candidatesTokenCount + thoughtsTokenCount (both
+-- billed as output).
+function _M.read_doc(status, doc)
+    local usage = C.is_object(doc.usageMetadata) and doc.usageMetadata or {}
+    local reply = {
+        usage = { input_tokens = C.int(usage.promptTokenCount) or 0,
+            output_tokens = (C.int(usage.candidatesTokenCount) or 0) + (C.int(usage.thoughtsTokenCount) or 0) },
+        model = C.str(doc.modelVersion), id = C.str(doc.responseId),
+    }
+    local fb = C.is_object(doc.promptFeedback) and doc.promptFeedback or {}
+    if C.str(fb.blockReason) then
+        reply.finish_reason = fb.blockReason
+        return nil, C.err("filtered", "prompt_blocked", "the prompt was blocked (blockReason "
+            .. C.snippet(fb.blockReason, 40) .. ")", { status = status, reply = reply })
+    end
+    local cands = doc.candidates
+    if not C.is_array(cands) or #cands == 0 then
+        return nil, C.err("protocol", "no_message", "gemini response has no candidates",
+            { status = status, reply = reply })
+    end
+    if #cands > 1 then
+        return nil, C.err("protocol", "ambiguous_content", format(
+            "gemini response has %d candidates; exactly one was expected", #cands),
+            { status = status, reply = reply })
+    end
+    local cand = C.is_object(cands[1]) and cands[1] or {}
+    local raw = C.str(cand.finishReason)
+    reply.finish_reason = raw
+    local texts, calls = {}, {}
+    local content = C.is_object(cand.content) and cand.content or {}
+    for _, part in ipairs(C.is_array(content.parts) and content.parts or {}) do
+        if C.is_object(part) then
+            if C.str(part.text) and part.thought ~= true then
+                texts[#texts + 1] = part.text
+            elseif C.is_object(part.functionCall) then
+                calls[#calls + 1] = part.functionCall
+            end
+        end
+    end
+    if #texts > 0 then reply.text = concat(texts) end
+    if raw == "MAX_TOKENS" then
+        return nil, C.err("truncated", "max_tokens",
+            "the reply was cut at the output token limit (finishReason MAX_TOKENS)",
+            { status = status, reply = reply })
+    end
+    if raw == "RECITATION" then
+        return nil, C.err("filtered", "recitation",
+            "the reply was withheld as recitation of a source (finishReason RECITATION)",
+            { status = status, reply = reply })
+    end
+    if FILTER[raw or ""] then
+        return nil, C.err("filtered", "content_filter",
+            "the reply was withheld by a content filter (finishReason " .. raw .. ")",
+            { status = status, reply = reply })
+    end
+    if raw ~= "STOP" then
+        return nil, C.err("protocol", "unknown_finish_reason", "gemini finishReason "
+            .. (raw and format("%q", C.snippet(raw, 40)) or "missing") .. " is not STOP",
+            { status = status, reply = reply })
+    end
+    reply.finish = "stop"
+    if #calls > 1 then
+        return nil, C.err("protocol", "ambiguous_content", format(
+            "gemini candidate has %d functionCall parts; exactly one was expected", #calls),
+            { status = status, reply = reply })
+    end
+    if #calls == 1 then
+        local args = calls[1].args
+        if type(args) ~= "table" then
+            return nil, C.err("protocol", "no_content", "gemini functionCall has no args object",
+                { status = status, reply = reply })
+        end
+        reply.text, reply.finish, reply.tool_name = core.encode(args), "tool_use", C.str(calls[1].name)
+        return reply
+    end
+    if not reply.text or reply.text == "" then
+        return nil, C.err("protocol", "no_content", "gemini candidate has no text",
+            { status = status, reply = reply })
+    end
+    return reply
+end
+
+--- Read an HTTP response of generateContent into one normalised reply (protocol gate).
+-- Errors: HTTP status first (429 RESOURCE_EXHAUSTED -> transport/rate_limited with
+-- retry_after from RetryInfo.retryDelay; 503 UNAVAILABLE -> transport/overloaded; 500
+-- INTERNAL -> transport/server_error; other 4xx -> transport/client_error); then read_doc.
+-- A 2xx text/event-stream body is read as a stream.
+-- @tparam integer status
+-- @tparam table headers
+-- @tparam string body
+-- @treturn[1] table reply { text, finish = "stop"|"tool_use", finish_reason (raw), refusal =
+--   nil, usage, model (modelVersion), id (responseId), tool_name }
+-- @return[2] nil
+-- @treturn[2] table err
+-- @raise on misuse
+function _M.read_response(status, headers, body)
+    local h = C.check_response_args(status, headers, body)
+    if status < 200 or status > 299 then
+        local doc = core.decode(body)
+        local perr = C.is_object(doc) and C.is_object(doc.error) and doc.error or {}
+        return nil, gemini_error(status, h, perr, body)
+    end
+    if (h["content-type"] or ""):find("text/event-stream", 1, true) then
+        local acc = _M.stream_reader(status)
+        local ok, err = acc:feed(body)
+        if not ok then return nil, err end
+        return acc:finish()
+    end
+    local doc = core.decode(body)
+    if not C.is_object(doc) then
+        return nil, C.err("protocol", "invalid_envelope",
+            "gemini response body is not a JSON object (content-type "
+            .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
+    end
+    if C.is_object(doc.error) then
+        return nil, gemini_error(status, h, doc.error, nil)
+    end
+    return _M.read_doc(status, doc)
+end
+
+--- A stream accumulator for `streamGenerateContent?alt=sse` (CRLF-framed SSE, one
+-- GenerateContentResponse per event, no terminal marker): text parts are joined,
+-- functionCall parts kept, usage and ids taken from the latest chunk; the finish signal is a
+-- chunk with `finishReason` (or a blocked prompt). An `error` chunk ends the stream.
+-- @treturn table accumulator (see jsoncontract.providers.streaming)
+function _M.stream_reader(status)
+    local streaming = require "jsoncontract.providers.streaming"
+    status = status or 200
+    return streaming.new({
+        provider = _M.name, framing = "sse",
+        event = function(st, _, doc)
+            if not C.is_object(doc) then
+                return C.err("protocol", "invalid_event", "gemini stream event is not a JSON object")
+            end
+            if C.is_object(doc.error) then
+                return gemini_error(status, {}, doc.error, nil)
+            end
+            st.parts = st.parts or C.new_array()
+            st.text = st.text or {}
+            if C.is_object(doc.usageMetadata) then st.usage = doc.usageMetadata end
+            st.model = C.str(doc.modelVersion) or st.model
+            st.id = C.str(doc.responseId) or st.id
+            if C.is_object(doc.promptFeedback) then
+                st.feedback = doc.promptFeedback
+                if C.str(doc.promptFeedback.blockReason) then st.done = true end
+            end
+            if C.is_array(doc.candidates) then
+                st.ncand = (st.ncand and st.ncand > #doc.candidates) and st.ncand or #doc.candidates
+                local cand = doc.candidates[1]
+                if C.is_object(cand) then
+                    local content = C.is_object(cand.content) and cand.content or {}
+                    for _, part in ipairs(C.is_array(content.parts) and content.parts or {}) do
+                        if C.is_object(part) then
+                            if C.str(part.text) and part.thought ~= true then
+                                st.text[#st.text + 1] = part.text
+                            elseif C.is_object(part.functionCall) then
+                                st.parts[#st.parts + 1] = { functionCall = part.functionCall }
+                            end
+                        end
+                    end
+                    if C.str(cand.finishReason) then
+                        st.finish_reason = cand.finishReason
+                        st.done = true
+                    end
+                end
+            end
+            return nil
+        end,
+        preview = function(st)
+            return st.text and concat(st.text) or nil
+        end,
+        finish = function(st)
+            local doc = { usageMetadata = st.usage, modelVersion = st.model, responseId = st.id,
+                promptFeedback = st.feedback }
+            if st.ncand then
+                local parts = C.new_array()
+                if #st.text > 0 then parts[1] = { text = concat(st.text) } end
+                for _, p in ipairs(st.parts) do parts[#parts + 1] = p end
+                local cands = C.new_array()
+                cands[1] = { content = { parts = parts, role = "model" }, finishReason = st.finish_reason }
+                for i = 2, st.ncand do cands[i] = {} end
+                doc.candidates = cands
+            end
+            return _M.read_doc(status, doc)
+        end,
+    })
+end
+
+return _M

@@ -1,0 +1,84 @@
+--- llama.cpp server (`llama-server`), through its OpenAI-compatible
+-- `POST /v1/chat/completions`: the schema goes in `response_format` (type "json_schema"),
+-- which the server turns into a grammar; the envelope is read like OpenAI Chat Completions.
+-- @module jsoncontract.providers.llamacpp
+local core = require "jsoncontract.core"
+local providers = require "jsoncontract.providers"
+local openai = require "jsoncontract.providers.openai"
+
+local type, ipairs, error = type, ipairs, error
+local C = providers.common
+
+local _M = { _VERSION = core._VERSION, name = "llamacpp" }
+
+--- Default base URL: a local server on its default port.
+_M.DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+
+local MODES = { native = true, json = true, prompt = true }
+
+local PROFILE = {
+    name = "llama.cpp grammar", keep = C.LLAMA_KEYWORDS, formats = C.LLAMA_FORMATS,
+    reject = C.llama_reject, close_objects = false,
+}
+
+--- The copy of a schema sent in `response_format.json_schema.schema`.
+-- @tparam table schema the contract's full JSON Schema
+-- @treturn table schema_sent
+-- @treturn table dropped array of { schema_pointer, keyword, reason }
+-- @raise when schema is not a table
+function _M.provider_schema(schema)
+    if type(schema) ~= "table" then
+        error("schema must be a table, got " .. type(schema), 2)
+    end
+    return C.subset(schema, PROFILE)
+end
+
+--- Build the HTTP request.
+-- @tparam table contract { name, version, schema, prompt }
+-- @tparam table messages array of { role, content }
+-- @tparam table opts { model = string (required; the server serves the model it loaded),
+--   api_key = string|nil (sent as Bearer when the server was started with --api-key),
+--   base_url = string|nil (default "http://127.0.0.1:8080"), max_tokens = integer (sent as
+--   `max_tokens`), temperature, mode = "native" (response_format json_schema) | "json"
+--   (json_object) | "prompt", stream = boolean|nil }
+-- @treturn table req { url, method = "POST", headers, body, mode, schema_sent, dropped }
+-- @raise on misuse
+function _M.build_request(contract, messages, opts)
+    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
+    local all = C.new_array()
+    all[1] = { role = "system", content = contract.prompt }
+    for i, m in ipairs(msgs) do all[i + 1] = m end
+    local body = { model = o.model, messages = all, max_tokens = o.max_tokens,
+        temperature = o.temperature }
+    if o.stream then body.stream = true end
+    local schema_sent, dropped
+    if o.mode == "native" then
+        schema_sent, dropped = C.subset(contract.schema, PROFILE)
+        body.response_format = { type = "json_schema",
+            json_schema = { name = openai.schema_name(contract.name), schema = schema_sent } }
+    elseif o.mode == "json" then
+        body.response_format = { type = "json_object" }
+    end
+    local headers = { ["content-type"] = "application/json" }
+    if o.api_key then headers.authorization = "Bearer " .. o.api_key end
+    return {
+        url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
+        method = "POST", headers = headers, body = core.encode(body), mode = o.mode,
+        schema_sent = schema_sent, dropped = dropped,
+    }
+end
+
+--- Read the response (same gate as OpenAI Chat Completions; messages name llamacpp).
+-- A 503 `unavailable_error` ("Loading model") is transport/server_error, retryable.
+-- @see jsoncontract.providers.openai.read_response
+function _M.read_response(status, headers, body)
+    return openai.read_chat(_M.name, status, headers, body)
+end
+
+--- A stream accumulator (same stream format as OpenAI Chat Completions).
+-- @see jsoncontract.providers.openai.stream_reader
+function _M.stream_reader()
+    return openai.chat_stream_reader(_M.name, 200)
+end
+
+return _M

@@ -1,0 +1,202 @@
+--- Ollama `POST /api/chat` (also reads `/api/generate` envelopes): the schema goes in
+-- `format`, `stream: false` unless a stream is asked for (NDJSON then).
+-- @module jsoncontract.providers.ollama
+local core = require "jsoncontract.core"
+local providers = require "jsoncontract.providers"
+
+local type, ipairs, error = type, ipairs, error
+local concat = table.concat
+local format = string.format
+local C = providers.common
+
+local _M = { _VERSION = core._VERSION, name = "ollama" }
+
+--- Default base URL (the local server); `OLLAMA_HOST` is the caller's business.
+_M.DEFAULT_BASE_URL = "http://127.0.0.1:11434"
+
+local MODES = { native = true, json = true, prompt = true }
+
+local PROFILE = {
+    name = "Ollama format (llama.cpp grammar)", keep = C.LLAMA_KEYWORDS, formats = C.LLAMA_FORMATS,
+    reject = C.llama_reject, close_objects = false,
+}
+
+--- The copy of a schema sent in `format`.
+-- @tparam table schema
+-- @treturn table schema_sent
+-- @treturn table dropped array of { schema_pointer, keyword, reason }
+-- @raise when schema is not a table
+function _M.provider_schema(schema)
+    if type(schema) ~= "table" then
+        error("schema must be a table, got " .. type(schema), 2)
+    end
+    return C.subset(schema, PROFILE)
+end
+
+--- Build the HTTP request.
+-- @tparam table contract { name, version, schema, prompt (sent as the system message) }
+-- @tparam table messages array of { role, content }
+-- @tparam table opts { model = string (required), api_key = string|nil (Bearer, for a proxy
+--   or Ollama's hosted API), base_url (default "http://127.0.0.1:11434"), max_tokens (sent as
+--   `options.num_predict`), temperature (`options.temperature`), mode = "native" (`format` =
+--   the schema) | "json" (`format` = "json") | "prompt", stream = boolean|nil (default false) }
+-- @treturn table req { url, method = "POST", headers, body, mode, schema_sent, dropped }
+-- @raise on misuse
+function _M.build_request(contract, messages, opts)
+    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
+    local all = C.new_array()
+    all[1] = { role = "system", content = contract.prompt }
+    for i, m in ipairs(msgs) do all[i + 1] = m end
+    local body = { model = o.model, messages = all, stream = o.stream and true or false,
+        options = { num_predict = o.max_tokens, temperature = o.temperature } }
+    local schema_sent, dropped
+    if o.mode == "native" then
+        schema_sent, dropped = C.subset(contract.schema, PROFILE)
+        body.format = schema_sent
+    elseif o.mode == "json" then
+        body.format = "json"
+    end
+    local headers = { ["content-type"] = "application/json" }
+    if o.api_key then headers.authorization = "Bearer " .. o.api_key end
+    local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
+    return {
+        url = base .. "/api/chat", method = "POST", headers = headers, body = core.encode(body),
+        mode = o.mode, schema_sent = schema_sent, dropped = dropped,
+    }
+end
+
+--- The protocol gate over a decoded /api/chat (or /api/generate) reply.
+-- Order: `error` (transport, see providers.common.error_object); `done` not true
+-- (protocol/stream_incomplete); done_reason "length" (truncated/max_tokens), a done_reason
+-- other than "stop" such as "load" (protocol/unknown_finish_reason; a missing done_reason
+-- with done true, as older servers send, counts as "stop"); one tool call (its `arguments`
+-- object, encoded, is the text; finish "tool_use"); `message.content` or `response`
+-- (protocol/no_content when empty). Usage: prompt_eval_count, eval_count.
+function _M.read_doc(status, doc)
+    if doc.error ~= nil then
+        return nil, C.error_object(_M.name, doc.error, status)
+    end
+    local reply = {
+        usage = { input_tokens = C.int(doc.prompt_eval_count) or 0, output_tokens = C.int(doc.eval_count) or 0 },
+        model = C.str(doc.model), id = nil,
+    }
+    local msg = C.is_object(doc.message) and doc.message or nil
+    reply.text = msg and C.str(msg.content) or C.str(doc.response)
+    if doc.done ~= true then
+        return nil, C.err("protocol", "stream_incomplete", "ollama reply is not done (done is not true)",
+            { status = status, reply = reply })
+    end
+    local raw = C.str(doc.done_reason)
+    reply.finish_reason = raw
+    if raw == "length" then
+        return nil, C.err("truncated", "max_tokens",
+            "the reply was cut at the output token limit (done_reason length)", { status = status, reply = reply })
+    end
+    if raw ~= nil and raw ~= "stop" then
+        return nil, C.err("protocol", "unknown_finish_reason", "ollama done_reason "
+            .. format("%q", C.snippet(raw, 40)) .. " is not stop", { status = status, reply = reply })
+    end
+    reply.finish = "stop"
+    local calls = msg and msg.tool_calls
+    if C.is_array(calls) and #calls > 0 then
+        if #calls > 1 then
+            return nil, C.err("protocol", "ambiguous_content", format(
+                "ollama message has %d tool calls; exactly one was expected", #calls),
+                { status = status, reply = reply })
+        end
+        local fn = C.is_object(calls[1]) and calls[1]["function"] or nil
+        local args = C.is_object(fn) and fn.arguments or nil
+        if type(args) == "string" then
+            reply.text = args
+        elseif type(args) == "table" then
+            reply.text = core.encode(args)
+        else
+            return nil, C.err("protocol", "no_content", "ollama tool call has no arguments",
+                { status = status, reply = reply })
+        end
+        reply.finish, reply.tool_name = "tool_use", C.str(fn.name)
+        return reply
+    end
+    if not reply.text or reply.text == "" then
+        return nil, C.err("protocol", "no_content", "ollama reply has no text content",
+            { status = status, reply = reply })
+    end
+    return reply
+end
+
+--- Read an HTTP response of /api/chat into one normalised reply (protocol gate).
+-- Non-2xx: transport (Ollama errors are `{"error": "text"}`: 404 -> client_error, 5xx ->
+-- server_error). A 2xx `application/x-ndjson` body is read as a stream.
+-- @tparam integer status
+-- @tparam table headers
+-- @tparam string body
+-- @treturn[1] table reply { text, finish = "stop"|"tool_use", finish_reason, refusal = nil,
+--   usage, model, id = nil, tool_name }
+-- @return[2] nil
+-- @treturn[2] table err
+-- @raise on misuse
+function _M.read_response(status, headers, body)
+    local h = C.check_response_args(status, headers, body)
+    if status < 200 or status > 299 then
+        return nil, C.http_error(_M.name, status, h, body)
+    end
+    if (h["content-type"] or ""):find("ndjson", 1, true) then
+        local acc = _M.stream_reader(status)
+        local ok, err = acc:feed(body)
+        if not ok then return nil, err end
+        return acc:finish()
+    end
+    local doc = core.decode(body)
+    if not C.is_object(doc) then
+        return nil, C.err("protocol", "invalid_envelope",
+            "ollama response body is not a JSON object (content-type "
+            .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
+    end
+    return _M.read_doc(status, doc)
+end
+
+--- A stream accumulator for an NDJSON stream (`stream: true`): each line's
+-- `message.content` (or `response`) is appended, tool calls kept; the finish signal is a
+-- line with `done: true`; an `{"error": ...}` line ends the stream (transport/server_error).
+-- @treturn table accumulator (see jsoncontract.providers.streaming)
+function _M.stream_reader(status)
+    local streaming = require "jsoncontract.providers.streaming"
+    status = status or 200
+    return streaming.new({
+        provider = _M.name, framing = "ndjson",
+        event = function(st, _, doc)
+            if not C.is_object(doc) then
+                return C.err("protocol", "invalid_event", "ollama stream line is not a JSON object")
+            end
+            if doc.error ~= nil then
+                return C.error_object(_M.name, doc.error, status)
+            end
+            st.text = st.text or {}
+            st.calls = st.calls or C.new_array()
+            local msg = C.is_object(doc.message) and doc.message or {}
+            local piece = C.str(msg.content) or C.str(doc.response)
+            if piece then st.text[#st.text + 1] = piece end
+            if C.is_array(msg.tool_calls) then
+                for _, tc in ipairs(msg.tool_calls) do st.calls[#st.calls + 1] = tc end
+            end
+            st.model = C.str(doc.model) or st.model
+            if doc.done == true then
+                st.done, st.last = true, doc
+            end
+            return nil
+        end,
+        preview = function(st)
+            return st.text and concat(st.text) or nil
+        end,
+        finish = function(st)
+            local last = st.last
+            local doc = { model = st.model, done = true, done_reason = last.done_reason,
+                prompt_eval_count = last.prompt_eval_count, eval_count = last.eval_count,
+                message = { role = "assistant", content = concat(st.text),
+                    tool_calls = #st.calls > 0 and st.calls or nil } }
+            return _M.read_doc(status, doc)
+        end,
+    })
+end
+
+return _M

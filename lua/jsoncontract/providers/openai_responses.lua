@@ -1,0 +1,252 @@
+--- OpenAI Responses (`POST /v1/responses`): the schema goes in `text.format` (type
+-- "json_schema"); the envelope's `output` items are read through the protocol gate.
+-- @module jsoncontract.providers.openai_responses
+local core = require "jsoncontract.core"
+local providers = require "jsoncontract.providers"
+local openai = require "jsoncontract.providers.openai"
+
+local type, ipairs, error = type, ipairs, error
+local concat = table.concat
+local format = string.format
+local C = providers.common
+
+local _M = { _VERSION = core._VERSION, name = "openai_responses" }
+
+--- Default base URL (a base may end with or without "/v1").
+_M.DEFAULT_BASE_URL = "https://api.openai.com"
+
+local MODES = { native = true, json = true, prompt = true }
+
+--- The copy of a schema sent in `text.format.schema`: the same strict subset as Chat
+-- Completions (see jsoncontract.providers.openai.provider_schema).
+-- @tparam table schema
+-- @treturn table schema_sent
+-- @treturn table dropped
+-- @raise when schema is not a table
+function _M.provider_schema(schema)
+    if type(schema) ~= "table" then
+        error("schema must be a table, got " .. type(schema), 2)
+    end
+    return openai.provider_schema(schema)
+end
+
+--- Build the HTTP request.
+-- @tparam table contract { name, version, schema, prompt (sent as `instructions`) }
+-- @tparam table messages array of { role, content } (sent as `input`)
+-- @tparam table opts { model = string (required), api_key, base_url (default
+--   "https://api.openai.com"), max_tokens = integer (sent as `max_output_tokens`),
+--   temperature, mode = "native" (text.format json_schema; strict false with mode
+--   "native-nonstrict" when the schema has optional properties, as for Chat Completions) |
+--   "json" (text.format json_object) | "prompt", stream = boolean|nil }
+-- @treturn table req { url, method = "POST", headers (authorization only with api_key),
+--   body, mode, schema_sent, dropped }
+-- @raise on misuse, and in mode "native" when the schema root is not an object
+function _M.build_request(contract, messages, opts)
+    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
+    local body = { model = o.model, instructions = contract.prompt, input = msgs,
+        max_output_tokens = o.max_tokens, temperature = o.temperature }
+    if o.stream then body.stream = true end
+    local schema_sent, dropped, strict
+    local mode = o.mode
+    if o.mode == "native" then
+        if contract.schema.type ~= "object" then
+            error("mode \"native\" needs a schema whose root has type \"object\" (OpenAI strict "
+                .. "mode); use mode \"json\" or \"prompt\"", 2)
+        end
+        schema_sent, dropped, strict, mode = openai.native_schema(contract.schema)
+        body.text = { format = { type = "json_schema", name = openai.schema_name(contract.name),
+            strict = strict, schema = schema_sent } }
+    elseif o.mode == "json" then
+        body.text = { format = { type = "json_object" } }
+    end
+    local headers = { ["content-type"] = "application/json" }
+    if o.api_key then headers.authorization = "Bearer " .. o.api_key end
+    return {
+        url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/responses"),
+        method = "POST", headers = headers, body = core.encode(body), mode = mode,
+        schema_sent = schema_sent, dropped = dropped,
+    }
+end
+
+--- The protocol gate over a decoded Response object (also the one a stream ends with).
+-- Order: `error` set (status "failed": classified like an in-body error, e.g.
+-- insufficient_quota -> transport/quota_exceeded); a `refusal` content part (refused/refusal);
+-- status "incomplete" with reason max_output_tokens (truncated/max_tokens) or content_filter
+-- (filtered/content_filter), another reason (truncated/incomplete); a status other than
+-- "completed" (protocol/unknown_finish_reason); one function_call item (its `arguments` are
+-- the text, finish "tool_use"); the output_text parts of one message item (more than one
+-- message or call: protocol/ambiguous_content; none: protocol/no_content).
+function _M.read_doc(status, doc)
+    local pname = _M.name
+    if doc.error ~= nil and doc.error ~= core.null then
+        return nil, C.error_object(pname, doc.error, status)
+    end
+    local usage = C.is_object(doc.usage) and doc.usage or {}
+    local reply = {
+        usage = { input_tokens = C.int(usage.input_tokens) or 0,
+            output_tokens = C.int(usage.output_tokens) or 0 },
+        model = C.str(doc.model), id = C.str(doc.id),
+    }
+    local rstatus = C.str(doc.status)
+    local details = C.is_object(doc.incomplete_details) and doc.incomplete_details or {}
+    local reason = C.str(details.reason)
+    reply.finish_reason = reason or rstatus
+    local output = doc.output
+    if not C.is_array(output) and not (type(output) == "table" and next(output) == nil) then
+        return nil, C.err("protocol", "no_message", pname .. " response has no output array",
+            { status = status, reply = reply })
+    end
+    local messages, calls, refusals = 0, {}, {}
+    local texts = {}
+    for _, item in ipairs(output) do
+        if C.is_object(item) and item.type == "message" then
+            local had_text = false
+            for _, part in ipairs(C.is_array(item.content) and item.content or {}) do
+                if C.is_object(part) then
+                    if part.type == "output_text" and C.str(part.text) then
+                        texts[#texts + 1] = part.text
+                        had_text = true
+                    elseif part.type == "refusal" and C.str(part.refusal) then
+                        refusals[#refusals + 1] = part.refusal
+                    end
+                end
+            end
+            if had_text then messages = messages + 1 end
+        elseif C.is_object(item) and item.type == "function_call" then
+            calls[#calls + 1] = item
+        end
+    end
+    if #texts > 0 then reply.text = concat(texts) end
+    if #refusals > 0 then
+        local why = concat(refusals)
+        reply.finish, reply.refusal = "refusal", why
+        return nil, C.err("refused", "refusal", "the model refused: " .. C.snippet(why),
+            { status = status, refusal = why, reply = reply })
+    end
+    if rstatus == "incomplete" then
+        if reason == "content_filter" then
+            return nil, C.err("filtered", "content_filter",
+                "the reply was withheld by a content filter (status incomplete, reason content_filter)",
+                { status = status, reply = reply })
+        elseif reason == "max_output_tokens" then
+            return nil, C.err("truncated", "max_tokens",
+                "the reply was cut at the output token limit (status incomplete, reason max_output_tokens)",
+                { status = status, reply = reply })
+        end
+        return nil, C.err("truncated", "incomplete", "the reply is incomplete (reason "
+            .. (reason and format("%q", C.snippet(reason, 40)) or "missing") .. ")",
+            { status = status, reply = reply })
+    end
+    if rstatus ~= "completed" then
+        return nil, C.err("protocol", "unknown_finish_reason", pname .. " status "
+            .. (rstatus and format("%q", C.snippet(rstatus, 40)) or "missing")
+            .. " is not one of completed, incomplete", { status = status, reply = reply })
+    end
+    reply.finish = "stop"
+    if #calls + messages > 1 then
+        return nil, C.err("protocol", "ambiguous_content", format(
+            "%s output has %d messages and %d function calls; exactly one was expected",
+            pname, messages, #calls), { status = status, reply = reply })
+    end
+    if #calls == 1 then
+        local args = C.str(calls[1].arguments)
+        if not args or args == "" then
+            return nil, C.err("protocol", "no_content", pname .. " function call has no arguments",
+                { status = status, reply = reply })
+        end
+        reply.text, reply.finish, reply.tool_name = args, "tool_use", C.str(calls[1].name)
+        return reply
+    end
+    if not reply.text or reply.text == "" then
+        return nil, C.err("protocol", "no_content", pname .. " output has no text",
+            { status = status, reply = reply })
+    end
+    return reply
+end
+
+--- Read an HTTP response of the Responses API into one normalised reply (protocol gate).
+-- @tparam integer status
+-- @tparam table headers names lowercased
+-- @tparam string body
+-- @treturn[1] table reply { text, finish = "stop"|"tool_use", finish_reason = string (status,
+--   or the incomplete reason), refusal = nil, usage = { input_tokens, output_tokens }, model,
+--   id }
+-- @return[2] nil
+-- @treturn[2] table err (see read_doc for the kinds)
+-- @raise on misuse (types)
+function _M.read_response(status, headers, body)
+    local h = C.check_response_args(status, headers, body)
+    if status < 200 or status > 299 then
+        return nil, C.http_error(_M.name, status, h, body)
+    end
+    if (h["content-type"] or ""):find("text/event-stream", 1, true) then
+        local acc = _M.stream_reader(status)
+        local ok, err = acc:feed(body)
+        if not ok then return nil, err end
+        return acc:finish()
+    end
+    local doc = core.decode(body)
+    if not C.is_object(doc) then
+        return nil, C.err("protocol", "invalid_envelope",
+            _M.name .. " response body is not a JSON object (content-type "
+            .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
+    end
+    return _M.read_doc(status, doc)
+end
+
+local TERMINAL = { ["response.completed"] = true, ["response.incomplete"] = true,
+    ["response.failed"] = true }
+
+--- A stream accumulator for a Responses stream: named events; `response.output_text.delta`,
+-- `response.refusal.delta` and `response.function_call_arguments.delta` build the preview;
+-- `response.completed` / `response.incomplete` / `response.failed` carry the final Response
+-- object, the finish signal, read by `read_doc` (deltas fill its output when a gateway sends
+-- an empty one). An `error` event ends the stream with its category.
+-- @treturn table accumulator (see jsoncontract.providers.streaming)
+function _M.stream_reader(status)
+    local streaming = require "jsoncontract.providers.streaming"
+    status = status or 200
+    return streaming.new({
+        provider = _M.name, framing = "sse",
+        event = function(st, name, doc)
+            if not C.is_object(doc) then
+                return C.err("protocol", "invalid_event", _M.name .. " stream event is not a JSON object")
+            end
+            local t = C.str(doc.type) or name
+            st.text, st.refusal, st.args = st.text or {}, st.refusal or {}, st.args or {}
+            if t == "error" then
+                return C.error_object(_M.name, doc.error ~= nil and doc.error or doc, status)
+            elseif t == "response.output_text.delta" and C.str(doc.delta) then
+                st.text[#st.text + 1] = doc.delta
+            elseif t == "response.refusal.delta" and C.str(doc.delta) then
+                st.refusal[#st.refusal + 1] = doc.delta
+            elseif t == "response.function_call_arguments.delta" and C.str(doc.delta) then
+                st.args[#st.args + 1] = doc.delta
+            elseif TERMINAL[t] then
+                st.final = C.is_object(doc.response) and doc.response or {}
+                st.done = true
+            end
+            return nil
+        end,
+        preview = function(st)
+            if st.args and #st.args > 0 then return concat(st.args) end
+            return st.text and concat(st.text) or nil
+        end,
+        finish = function(st)
+            local doc = st.final
+            local out = doc.output
+            if not (C.is_array(out) and #out > 0) then
+                out = C.new_array()
+                local content = C.new_array()
+                if #st.text > 0 then content[#content + 1] = { type = "output_text", text = concat(st.text) } end
+                if #st.refusal > 0 then content[#content + 1] = { type = "refusal", refusal = concat(st.refusal) } end
+                if #content > 0 then out[#out + 1] = { type = "message", content = content } end
+                if #st.args > 0 then out[#out + 1] = { type = "function_call", arguments = concat(st.args) } end
+                doc.output = out
+            end
+            return _M.read_doc(status, doc)
+        end,
+    })
+end
+
+return _M

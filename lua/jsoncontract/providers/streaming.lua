@@ -1,0 +1,125 @@
+--- Streamed replies: one accumulator per request that takes the body in chunks, rebuilds the
+-- reply from the provider's deltas, and hands the rebuilt envelope to the same protocol gate
+-- as a non-streamed reply (`read_doc` of the provider module).
+--
+-- A reply is accepted only after the provider's finish signal (OpenAI chat `[DONE]` after a
+-- finish_reason, Responses `response.completed`/`response.incomplete`, Anthropic
+-- `message_stop`, Gemini a chunk with `finishReason` or a blocked prompt, Ollama a line with
+-- `done: true`). A body that ends without it, or in the middle of an event, is
+-- protocol/stream_incomplete, whatever the text looks like. An error event met mid-stream is
+-- classified like an HTTP error (e.g. Anthropic `overloaded_error` -> transport/overloaded,
+-- retryable) and the partial text is discarded. An event whose data is not JSON is
+-- protocol/invalid_event.
+-- @module jsoncontract.providers.streaming
+local core = require "jsoncontract.core"
+local providers = require "jsoncontract.providers"
+local sse = require "jsoncontract.providers.sse"
+local ndjson = require "jsoncontract.providers.ndjson"
+
+local type, error, setmetatable, ipairs = type, error, setmetatable, ipairs
+local C = providers.common
+
+local _M = { _VERSION = core._VERSION }
+local mt = { __index = _M }
+
+--- A new accumulator (used by the provider modules' `stream_reader`).
+-- @tparam table spec { provider = string (for messages), framing = "sse"|"ndjson",
+--   event = function(state, name, doc, raw) -> nil | err (name: the SSE event name or nil;
+--   doc: decoded data, or nil for a non-JSON payload such as "[DONE]"; raw: the data string),
+--   finish = function(state) -> reply | nil, err (called only after `state.done` was set by
+--   `event`), preview = function(state) -> string|nil }
+-- @treturn table accumulator with `feed`, `preview`, `finish`
+function _M.new(spec)
+    return setmetatable({
+        spec = spec, state = {}, err = nil, finished = false,
+        framer = spec.framing == "ndjson" and ndjson.new() or sse.new(),
+    }, mt)
+end
+
+local function handle(self, name, raw)
+    if self.err then return end
+    local doc
+    if raw ~= "[DONE]" then
+        local derr
+        doc, derr = core.decode(raw)
+        if doc == nil then
+            self.err = C.err("protocol", "invalid_event", self.spec.provider
+                .. " stream event is not JSON: " .. derr.message, { offset = derr.offset })
+            return
+        end
+    end
+    local e = self.spec.event(self.state, name, doc, raw)
+    if e then self.err = e end
+end
+
+--- Feed the next chunk of the streamed body.
+-- @tparam string chunk bytes, split anywhere
+-- @treturn[1] boolean true while the stream is healthy
+-- @return[2] nil
+-- @treturn[2] table err the first error event or framing error (every later call returns it)
+-- @raise when chunk is not a string, or after `finish`
+function _M.feed(self, chunk)
+    if type(chunk) ~= "string" then
+        error("chunk must be a string, got " .. type(chunk), 2)
+    end
+    if self.finished then error("feed after finish", 2) end
+    if self.err then return nil, self.err end
+    local items = self.framer:feed(chunk)
+    for _, it in ipairs(items) do
+        if self.spec.framing == "ndjson" then
+            handle(self, nil, it)
+        else
+            handle(self, it.event, it.data)
+        end
+        if self.err then return nil, self.err end
+    end
+    return true
+end
+
+--- The text received so far (content or tool-call arguments), for a partial preview; never a
+-- value to act on.
+-- @treturn string|nil
+function _M.preview(self)
+    return self.spec.preview(self.state)
+end
+
+--- End of the body: the reply through the protocol gate, or why not.
+-- @treturn[1] table reply as the provider's read_response returns it
+-- @return[2] nil
+-- @treturn[2] table err (protocol/stream_incomplete when the finish signal never came or the
+--   body ended inside an event; the error event's category otherwise)
+function _M.finish(self)
+    if self.finished then error("finish called twice", 2) end
+    self.finished = true
+    if self.err then return nil, self.err end
+    local complete
+    if self.spec.framing == "ndjson" then
+        local rest
+        rest, complete = self.framer:finish()
+        if rest then
+            -- a last line without its LF: accept it only if it is whole JSON
+            local doc = core.decode(rest)
+            if doc ~= nil then
+                handle(self, nil, rest)
+                complete = true
+            end
+        end
+    else
+        local items
+        items, complete = self.framer:finish()
+        for _, it in ipairs(items) do handle(self, it.event, it.data) end
+    end
+    if self.err then return nil, self.err end
+    if not self.state.done then
+        return nil, C.err("protocol", "stream_incomplete", self.spec.provider
+            .. " stream ended without its finish signal; the reply is incomplete",
+            { partial = self.spec.preview(self.state) })
+    end
+    if not complete then
+        return nil, C.err("protocol", "stream_incomplete", self.spec.provider
+            .. " stream ended inside a line after its finish signal")
+    end
+    return self.spec.finish(self.state)
+end
+
+return _M
