@@ -239,6 +239,40 @@ describe("jsoncontract.core", function()
             assert.equal("[1.5]", core.encode(core.decode("[1.5]")))
         end)
 
+        -- The plain-ASCII scan reads 8 bytes at a time: put each kind of stop
+        -- byte at every position of strings 0..24 bytes long, so a stop in any
+        -- lane, at a word edge and in the byte-wise tail is seen.
+        it("finds the first special byte at every position of a string", function()
+            local STOPS = {
+                { "\\n", "\n", nil },                    -- escape
+                { "\226\130\172", "\226\130\172", nil },   -- U+20AC
+                { "\1", nil, "control_character" },
+                { "\127", "\127", nil },                  -- DEL is plain
+                { "\255", nil, "invalid_utf8" },
+                { "\192\128", nil, "invalid_utf8" },      -- overlong NUL
+            }
+            for len = 0, 24 do
+                for at = 0, len do
+                    for _, stop in ipairs(STOPS) do
+                        local before, after = ("a"):rep(at), ("b"):rep(len - at)
+                        local text = '"' .. before .. stop[1] .. after .. '"'
+                        local v, err = core.decode(text)
+                        if stop[2] then
+                            assert.equal(before .. stop[2] .. after, v)
+                        else
+                            assert.is_nil(v)
+                            assert.equal(stop[3], err.kind)
+                            assert.equal(1 + at, err.offset)
+                        end
+                    end
+                    local v, err = core.decode('"' .. ("x"):rep(at))
+                    assert.is_nil(v)
+                    assert.equal("unexpected_end", err.kind)
+                    assert.equal(1 + at, err.offset)
+                end
+            end
+        end)
+
         it("raises on misuse", function()
             local function raises(fragment, fn, ...)
                 local ok, msg = pcall(fn, ...)
