@@ -53,9 +53,9 @@ _M.common = C
 --- Longest provider message copied into an err message, in bytes.
 C.MAX_DETAIL = 300
 
---- Make an err table with the shared metatable.
+--- Make an err table with the shared metatable; the message has credentials masked.
 function C.err(category, kind, message, fields)
-    local e = { category = category, kind = kind, message = message }
+    local e = { category = category, kind = kind, message = C.scrub(message) }
     if fields then
         for k, v in pairs(fields) do e[k] = v end
     end
@@ -87,10 +87,11 @@ function C.deepcopy(v)
     return out
 end
 
---- A string with control characters replaced and cut to `max` bytes (for messages).
+--- A string with control characters replaced, credentials masked (see `scrub`) and cut to
+-- `max` bytes (for messages).
 function C.snippet(s, max)
     max = max or C.MAX_DETAIL
-    s = tostring(s):gsub("[%c]+", " ")
+    s = C.scrub(tostring(s):gsub("[%c]+", " "))
     if #s > max then
         -- do not cut inside a UTF-8 sequence
         local cut = max
@@ -99,6 +100,23 @@ function C.snippet(s, max)
         end
         s = s:sub(1, cut) .. "..."
     end
+    return s
+end
+
+--- Mask what looks like a credential in text a provider sent back (error messages may echo
+-- the key or the Authorization header, e.g. "Incorrect API key provided: sk-abc...").
+-- Masked: "Bearer <token>", "sk-..." (OpenAI, Anthropic "sk-ant-..."), "AIza..." (Google), and
+-- any run of 24 or more letters, digits, "-" and "_" that mixes letters and digits.
+-- @tparam string s
+-- @treturn string
+function C.scrub(s)
+    s = s:gsub("([Bb]earer)%s+%S+", "%1 [redacted]")
+    s = s:gsub("sk%-[%w%-_%*%.]+", "sk-[redacted]")
+    s = s:gsub("AIza[%w%-_]+", "AIza[redacted]")
+    s = s:gsub("[%w%-_]+", function(w)
+        if #w >= 24 and w:find("%d") and w:find("%a") then return "[redacted]" end
+        return nil
+    end)
     return s
 end
 

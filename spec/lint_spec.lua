@@ -1,0 +1,116 @@
+-- Specs for jsoncontract.lint and the `lint` command (jsoncontract.cli_lint).
+local core = require "jsoncontract.core"
+local lint = require "jsoncontract.lint"
+local cli_lint = require "jsoncontract.cli_lint"
+
+local SCHEMA = {
+    type = "object",
+    properties = {
+        name = { type = "string", minLength = 1 },
+        age = { type = "integer", minimum = 0 },
+        score = { type = "number", maximum = 1 },
+        note = { type = "string" },
+    },
+    required = { "name", "age", "score" },
+    additionalProperties = false,
+}
+
+local function by_key(findings)
+    local t = {}
+    for _, f in ipairs(findings) do t[f.schema_pointer .. " " .. f.keyword] = f.reason end
+    return t
+end
+
+local function sink()
+    local buf = {}
+    return { write = function(self, ...)
+        for _, s in ipairs({ ... }) do buf[#buf + 1] = s end
+        return self
+    end, text = function() return table.concat(buf) end }
+end
+
+describe("jsoncontract.lint", function()
+    it("reports every provider in names order, with the mode a native request uses", function()
+        local report = lint.lint(SCHEMA)
+        local names = {}
+        for i, r in ipairs(report) do names[i] = r.provider .. ":" .. r.mode end
+        assert.same({ "anthropic:native", "gemini:native", "llamacpp:native", "ollama:native",
+            "openai:native-nonstrict", "openai_responses:native-nonstrict" }, names)
+    end)
+
+    it("openai: an optional property means strict false, said first, and nothing enforced", function()
+        local r = lint.lint({ schema = SCHEMA, name = "c" }, "openai")
+        assert.equal(1, #r)
+        local f = r[1].not_enforced
+        assert.equal("", f[1].schema_pointer)
+        assert.equal("strict", f[1].keyword)
+        assert.truthy(f[1].reason:find("/properties/note", 1, true))
+        assert.truthy(by_key(f)["/properties/name/minLength minLength"])
+    end)
+
+    it("openai: all properties required keeps strict mode", function()
+        local s = { type = "object", properties = { a = { type = "string" } }, required = { "a" },
+            additionalProperties = false }
+        local r = lint.lint(s, "openai")[1]
+        assert.equal("native", r.mode)
+        assert.equal(0, #r.not_enforced)
+    end)
+
+    it("llama.cpp grammar: numeric bounds only on integers, patterns only when anchored", function()
+        local s = { type = "object", properties = {
+            age = { type = "integer", minimum = 0 }, score = { type = "number", maximum = 1 },
+            a = { type = "string", pattern = "^[a-z]+$" }, b = { type = "string", pattern = "[a-z]" } } }
+        local f = by_key(lint.lint(s, "ollama")[1].not_enforced)
+        assert.is_nil(f["/properties/age/minimum minimum"])
+        assert.truthy(f["/properties/score/maximum maximum"])
+        assert.is_nil(f["/properties/a/pattern pattern"])
+        assert.truthy(f["/properties/b/pattern pattern"])
+    end)
+
+    it("takes JSON text, raises on misuse", function()
+        assert.equal(0, #lint.lint('{"type":"string"}', "anthropic")[1].not_enforced)
+        assert.has_error(function() lint.lint(42) end,
+            "contract_or_schema must be a contract, a schema table or JSON text, got number")
+        assert.has_error(function() lint.lint(SCHEMA, "gemeni") end)
+    end)
+end)
+
+describe("jsoncontract.cli_lint.run()", function()
+    it("prints findings and exits 1 for the support-ticket contract", function()
+        local out, err = sink(), sink()
+        local status = cli_lint.run({ "--contract", "examples/support_ticket.lua", "--provider", "openai" },
+            { stdout = out, stderr = err })
+        assert.equal(1, status)
+        assert.equal("", err.text())
+        assert.equal("openai (mode native): 2 keywords not enforced\n"
+            .. "  /properties/summary/maxLength maxLength: not supported by OpenAI strict mode\n"
+            .. "  /properties/summary/minLength minLength: not supported by OpenAI strict mode\n", out.text())
+    end)
+
+    it("--json prints the report as JSON", function()
+        local out = sink()
+        assert.equal(1, cli_lint.run({ "--contract", "examples/support_ticket.lua", "--json" },
+            { stdout = out, stderr = sink() }))
+        local report = assert(core.decode(out.text()))
+        assert.equal(6, #report)
+        assert.equal("anthropic", report[1].provider)
+    end)
+
+    it("exits 0 when every keyword is enforced, 2 on usage errors", function()
+        local path = os.tmpname()
+        finally(function() os.remove(path) end)
+        local json_path = path .. ".json"
+        finally(function() os.remove(json_path) end)
+        local f = assert(io.open(json_path, "wb"))
+        f:write('{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],'
+            .. '"additionalProperties":false}')
+        f:close()
+        assert.equal(0, cli_lint.run({ "--contract", json_path }, { stdout = sink(), stderr = sink() }))
+        local err = sink()
+        assert.equal(2, cli_lint.run({}, { stdout = sink(), stderr = err }))
+        assert.truthy(err.text():find("--contract FILE is required", 1, true))
+        assert.equal(2, cli_lint.run({ "--contract", json_path, "--provider", "x" }, { stdout = sink(), stderr = sink() }))
+        assert.equal(2, cli_lint.run({ "--contract", "/nonexistent.json" }, { stdout = sink(), stderr = sink() }))
+        assert.equal(2, cli_lint.run({ "--bogus" }, { stdout = sink(), stderr = sink() }))
+    end)
+end)
