@@ -1,7 +1,7 @@
 --- The blog classifier with evidence (SEEDS.md §4, a Java 8 + Gson program): a category and
 -- 1-3 tags for a blog post, where every attempt is kept as evidence and a saved reply can be
 -- replayed offline (`bin/jsoncontract replay`).
--- Load it with `dofile`; it returns `{ contract = ..., schema = ..., adapters = ..., result = function }`.
+-- Load it with `dofile`; it returns `{ contract = ..., schema = ..., adapters = ..., policy = ..., result = function }`.
 --
 -- What it shows:
 -- * `needs-review` is the honest answer for an unrelated post or one without enough basis;
@@ -51,6 +51,9 @@ M.contract = jc.contract {
 
 --- The one adapter this program allows, named so it is recorded when used.
 M.adapters = { "unwrap-one-json-fence" }
+
+--- That program makes no automatic retry: one answer, checked, kept as evidence.
+M.policy = { max_attempts = 1 }
 
 --- The typed result: `{kind = "valid", value =}`, `{kind = "needs_review", value =}` (the model
 -- said needs-review: a person decides; counted as needing review in the metrics) or

@@ -1,0 +1,265 @@
+-- bin/jsoncontract: check with every example, diff, replay (evidence log and saved response),
+-- selftest, probe, examples, lint dispatch, and the live run's empty-output-directory rule.
+local jc = require "jsoncontract"
+local core = require "jsoncontract.core"
+local evidence = require "jsoncontract.evidence"
+local fake = require "support.fake_model"
+
+local LUA = os.getenv("JC_TEST_LUA") or "lua5.4"
+local NOKEY = "env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY "
+
+-- Run a command; return its output and exit status (LuaJIT's popen:close gives no status).
+local function sh(cmd)
+    local p = io.popen(cmd .. " 2>&1; echo \"exit=$?\"")
+    local out = p:read("*a")
+    p:close()
+    local code = tonumber(out:match("exit=(%d+)%s*$"))
+    return (out:gsub("exit=%d+%s*$", "")), code
+end
+
+local function jcli(args) return sh(NOKEY .. LUA .. " bin/jsoncontract " .. args) end
+
+local function tmpfile(content)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write(content)
+    f:close()
+    return path
+end
+
+local function slurp(path)
+    local f = assert(io.open(path, "rb"))
+    local s = f:read("*a")
+    f:close()
+    return s
+end
+
+local FENCED = '\n\n```json\n{"category":"ai-apps","tags":["LLM應用","API集成","多輪對話"]}\n```'
+
+describe("bin/jsoncontract", function()
+    local tmp = {}
+    local function temp(content)
+        local p = tmpfile(content)
+        tmp[#tmp + 1] = p
+        return p
+    end
+    teardown(function()
+        for _, p in ipairs(tmp) do os.remove(p) end
+    end)
+
+    describe("check", function()
+        local cases = {
+            { "support_ticket", '{"intent":"delivery","order_id":"1042","urgent":true,"summary":"x."}',
+              '{"intent":"Lieferung","order_id":"1042","urgent":"ja","summary":"x."}', "schema_mismatch" },
+            { "ticket_priority", '{"teema":"Arve","prioriteet":"kõrge","kokkuvõte":"Vajab kontrolli"}',
+              '{"teema":"Arve","prioriteet":"kohe"}', "schema_mismatch" },
+            { "leave_request",
+              '{"status":"complete","start_date":"2027-06-12","end_date":"2027-06-14","clarification_question":null}',
+              '{"status":"complete","start_date":"2027-06-14","end_date":"2027-06-12","clarification_question":null}',
+              "rule_failed" },
+            { "blog_category", '{"category":"llm","tags":["LLM"]}', '{"category":"llm","tags":[12]}', "schema_mismatch" },
+        }
+        for _, c in ipairs(cases) do
+            it("works with examples/" .. c[1] .. ".lua: accepted exits 0, rejected exits 1 with the errors", function()
+                local out, code = jcli("check --contract examples/" .. c[1] .. ".lua " .. temp(c[2]))
+                assert.equal(0, code, out)
+                assert.equal("accepted", core.decode(out).verdict)
+                out, code = jcli("check --contract examples/" .. c[1] .. ".lua " .. temp(c[3]))
+                assert.equal(1, code, out)
+                local v = core.decode(out)
+                assert.equal("rejected", v.verdict)
+                assert.equal(c[4], v.kind)
+                assert.is_string(v.errors[1].pointer)
+            end)
+        end
+        it("reads the reply from stdin and takes --adapter", function()
+            local path = temp(FENCED)
+            local out, code = jcli("check --contract examples/blog_category.lua < " .. path)
+            assert.equal(1, code)
+            assert.equal("unexpected_character", core.decode(out).kind)
+            out, code = jcli("check --contract examples/blog_category.lua --adapter unwrap-one-json-fence < " .. path)
+            assert.equal(0, code, out)
+            assert.same({ "unwrap-one-json-fence" }, core.decode(out).adapters)
+        end)
+    end)
+
+    describe("diff", function()
+        local t = dofile("examples/support_ticket.lua")
+        it("says breaking and exits 1 for the 4-digit variant, with the reason", function()
+            local new = temp(core.encode(t.contract_4digits.schema))
+            local out, code = jcli("diff examples/support_ticket.lua " .. new)
+            assert.equal(1, code, out)
+            assert.truthy(out:find('BREAKING   /properties/order_id pattern_changed: pattern changed from ' ..
+                '"^[0-9]{4,6}$" to "^[0-9]{4}$"', 1, true), out)
+            assert.truthy(out:find("breaking: 2 change(s), 1 breaking", 1, true), out)
+        end)
+        it("says compatible and exits 0 for a new optional field", function()
+            local s = jc.decode(jc.encode(t.schema))
+            s.properties.lang = { type = "string" }
+            local out, code = jcli("diff --json examples/support_ticket.lua " .. temp(core.encode(s)))
+            assert.equal(0, code, out)
+            local r = core.decode(out)
+            assert.is_false(r.breaking)
+            assert.same({ "/properties/lang", "property_added_optional" }, { r.findings[1].pointer, r.findings[1].change })
+        end)
+        it("exits 2 on a missing file", function()
+            local _, code = jcli("diff examples/support_ticket.lua /nonexistent.json")
+            assert.equal(2, code)
+        end)
+    end)
+
+    describe("replay", function()
+        local ex = dofile("examples/blog_category.lua")
+        local ticket = dofile("examples/support_ticket.lua")
+        local function record(path, contract, mail, fake_opts, opts)
+            local log = assert(evidence.open(path, { record_text = true }))
+            local send = fake.transport(fake_opts)
+            opts = opts or {}
+            opts.provider, opts.model, opts.base_url = "openai", "fake-1", "http://127.0.0.1:9"
+            opts.transport, opts.sleep, opts.evidence = send, function() end, log
+            local out = jc.ask(contract, mail, opts)
+            log:close()
+            return out
+        end
+        local function new_path()
+            local p = os.tmpname()
+            tmp[#tmp + 1] = p
+            return p
+        end
+
+        it("reaches the recorded verdicts offline and names the file and its SHA-256", function()
+            local path = new_path()
+            record(path, ticket.contract, "the courier did not come for order 1042, urgent")
+            record(path, ex.contract, "post 7777", { script = { ["7777"] = { FENCED } } },
+                { adapters = ex.adapters, policy = ex.policy })
+            local out, code = jcli("replay " .. path)
+            assert.equal(0, code, out)
+            assert.truthy(out:find("replay " .. path .. " sha256 " .. core.sha256(slurp(path)), 1, true), out)
+            assert.truthy(out:find("line 1 attempt 1: schema/schema_mismatch, same as recorded", 1, true), out)
+            assert.truthy(out:find("line 2 attempt 2: accepted, same as recorded", 1, true), out)
+            assert.truthy(out:find("line 3 attempt 1: accepted, same as recorded", 1, true), out)
+            assert.truthy(out:find("3 replayed: 3 same, 0 differ", 1, true), out)
+        end)
+        it("says so when a verdict differs, and exits 1", function()
+            local path = new_path()
+            record(path, ticket.contract, "the courier did not come for order 1042, urgent")
+            local text = slurp(path):gsub('"gate":"schema"', '"gate":"accepted"', 1)
+            local f = assert(io.open(path, "wb"))
+            f:write(text)
+            f:close()
+            local out, code = jcli("replay " .. path)
+            assert.equal(1, code, out)
+            assert.truthy(out:find("line 1 attempt 1: DIFFERS: recorded accepted, replayed schema/schema_mismatch",
+                1, true), out)
+        end)
+        it("exits 1 when no record carries the model's text", function()
+            local path = new_path()
+            local log = assert(evidence.open(path))
+            local send = fake.transport()
+            jc.ask(ticket.contract, "order 1187", { provider = "openai", model = "m", base_url = "http://127.0.0.1:9",
+                transport = send, evidence = log })
+            log:close()
+            local out, code = jcli("replay " .. path)
+            assert.equal(1, code)
+            assert.truthy(out:find("0 replayed", 1, true), out)
+            assert.truthy(out:find("--record-text", 1, true), out)
+        end)
+        it("replays one saved response: rejected strictly, accepted with the adapter", function()
+            local path = temp(fake.envelope(FENCED, "stop", nil, { 431, 79 }))
+            local out, code = jcli("replay --contract examples/blog_category.lua " .. path)
+            assert.equal(1, code, out)
+            assert.truthy(out:find("sha256 " .. core.sha256(slurp(path)), 1, true))
+            assert.truthy(out:find("saved response: rejected by blog_category 1.0.0: format/unexpected_character", 1,
+                true), out)
+            out, code = jcli("replay --contract examples/blog_category.lua --adapter unwrap-one-json-fence " .. path)
+            assert.equal(0, code, out)
+            assert.truthy(out:find("saved response: accepted by blog_category 1.0.0 with adapter unwrap-one-json-fence",
+                1, true), out)
+        end)
+    end)
+
+    describe("selftest", function()
+        it("runs at least 20 offline checks, HTTP faults included, one per line, and counts them", function()
+            local out, code = jcli("selftest")
+            assert.equal(0, code, out)
+            local n = 0
+            for _ in out:gmatch("\nok %d+ %- ") do n = n + 1 end
+            n = n + (out:match("^ok %d+ %- ") and 1 or 0)
+            assert.is_true(n >= 20, out)
+            assert.falsy(out:find("FAIL", 1, true))
+            for _, name in ipairs { "HTTP 500", "redirect", "invalid (HTML) body", "read timeout" } do
+                assert.truthy(out:find(name, 1, true), name)
+            end
+            assert.truthy(out:find(("%d checks: %d ok, 0 failed"):format(n, n), 1, true), out)
+        end)
+    end)
+
+    describe("probe", function()
+        it("records what the provider did and never switches modes; a failed connection proves nothing", function()
+            local out, code = jcli("probe --base-url http://127.0.0.1:9 --model m")
+            assert.equal(3, code, out)
+            local r = core.decode(out)
+            assert.same({ "inconclusive", "connect", false, "json" },
+                { r.capability, r.kind, r.mode_switched, r.mode_requested })
+        end)
+        it("against the stand-in records the HTTP status and a capability", function()
+            local out, code = jcli("probe")
+            local r = core.decode(out)
+            assert.is_table(r, out)
+            assert.equal(200, r.http_status)
+            assert.equal(r.capability == "honoured" and 0 or 1, code)
+            assert.is_false(r.mode_switched)
+            assert.same({ type = "json_object" }, r.response_format)
+        end)
+    end)
+
+    describe("examples", function()
+        it("runs each example over its input file and prints the per-gate metrics", function()
+            local out, code = jcli("examples leave_request blog_category")
+            assert.equal(0, code, out)
+            assert.truthy(out:find("== leave_request 1.0.0: 7 inputs", 1, true), out)
+            assert.truthy(out:find("l-friday       accepted after 1 attempt(s), needs clarification", 1, true), out)
+            assert.truthy(out:find("l-reversed     to a person after 1 attempt(s): rules/rule_failed", 1, true), out)
+            assert.truthy(out:find("parseable 7/9, schema-valid 6/9, rules passed 5/9 attempts; accepted 5/7 items, " ..
+                "needing clarification or review 2, to a person 2", 1, true), out)
+            assert.truthy(out:find("b-fenced       accepted after 1 attempt(s), adapter unwrap-one-json-fence", 1, true),
+                out)
+        end)
+    end)
+
+    describe("lint", function()
+        local cli = require "jsoncontract.cli"
+        after_each(function()
+            package.loaded["jsoncontract.cli_lint"] = nil
+            package.preload["jsoncontract.cli_lint"] = nil
+        end)
+        it("dispatches to jsoncontract.cli_lint.run(argv, env)", function()
+            local seen
+            package.loaded["jsoncontract.cli_lint"] = { run = function(argv, env) seen = { argv[2], env.root } return 7 end }
+            assert.equal(7, cli.main({ "lint", "x.lua" }, { root = "." }))
+            assert.same({ "x.lua", "." }, seen)
+        end)
+        it("says lint is not available when the module cannot load", function()
+            package.preload["jsoncontract.cli_lint"] = function() error("not here") end
+            assert.equal(2, cli.main({ "lint" }, { root = "." }))
+        end)
+    end)
+
+    describe("a live run", function()
+        it("refuses an output directory that is not empty and touches nothing in it", function()
+            local dir = os.tmpname()
+            os.remove(dir)
+            os.execute("mkdir -p '" .. dir .. "'")
+            local keep = dir .. "/tickets.jsonl"
+            local f = assert(io.open(keep, "wb"))
+            f:write("precious\n")
+            f:close()
+            local out, code = jcli("triage --input examples/mailbox.jsonl --out " .. dir .. " --delay-ms 0")
+            assert.equal(2, code, out)
+            assert.truthy(out:find("is not empty", 1, true), out)
+            assert.equal("precious\n", slurp(keep))
+            assert.is_nil(io.open(dir .. "/evidence.jsonl"))
+            os.execute("rm -rf '" .. dir .. "'")
+        end)
+    end)
+end)
