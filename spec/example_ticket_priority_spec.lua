@@ -131,6 +131,33 @@ describe("examples/ticket_priority.lua", function()
         end)
     end)
 
+    describe("what the user sees", function()
+        local errors = require "jsoncontract.errors"
+        for _, c in ipairs {
+            { "transport", "server_error", "retry_later" }, { "protocol", "invalid_envelope", "retry_later" },
+            { "truncated", "max_tokens", "retry_later" }, { "format", "unexpected_character", "retry_later" },
+            { "schema", "schema_mismatch", "retry_later" }, { "budget", "token_budget", "retry_later" },
+            { "refused", "refusal", "person" }, { "filtered", "content_filter", "person" },
+            { "rules", "rule_failed", "person" },
+        } do
+            it("a " .. c[1] .. " failure reads as a plain message, without internals", function()
+                local out = { status = "human_review", reason = errors.new(c[1], c[2],
+                    '/prioriteet "kohe" is not one of "madal", "kõrge"') }
+                local m = messages.user_message(out)
+                assert.equal(messages.TEXT[c[3]], m)
+                for _, internal in ipairs { "/", c[1], c[2], "JSON", "kohe", "HTTP" } do
+                    assert.falsy(m:find(internal, 1, true), internal)
+                end
+            end)
+        end
+        it("an accepted outcome has no message", function()
+            assert.is_nil(messages.user_message((ask("arve"))))
+        end)
+        it("misuse raises", function()
+            assert.has_error(function() messages.user_message("x") end, "user_message: outcome table expected")
+        end)
+    end)
+
     describe("strict schema mode", function()
         it("sends exactly the schema it checks (every field required, no keyword dropped)", function()
             local _, calls = ask("arve")
