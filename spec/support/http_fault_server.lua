@@ -24,6 +24,18 @@
 --   /delay?ms=N       waits N ms, then 200 {"delayed":N}
 --   /echo             the request method, path, headers and body as JSON
 --   /quit             200, then the server stops
+--   /f/<id>/<s1>+<s2>+.../<anything>
+--                     provider-shaped faults for the attempt loop (spec/faults_spec.lua):
+--                     the n-th request for <id> gets scenario s_n (the last one repeats);
+--                     scenarios: ok (an OpenAI chat envelope with {"label":"bug"}), gzip (the
+--                     same, gzip-encoded), r429 (Retry-After: 1), quota (429
+--                     insufficient_quota), s500, s502, s503, s529 (Anthropic overloaded),
+--                     html (200 text/html), redirect (302 to http://localhost:<port>/steal),
+--                     auth401 (401 whose message echoes the auth headers), reset (half the
+--                     body, then close), rst (TCP reset mid-body), slow (drip, 200 ms a byte),
+--                     big (20 MB), sse (an OpenAI chat stream), ssecut (the same without its
+--                     finish chunk and [DONE])
+--   /hits/<id>        {"hits":<requests seen for /f/<id>/...>}
 -- A connection whose first byte is 0x16 (a TLS ClientHello) gets a plain
 -- "400 Bad Request", as real HTTP servers answer TLS on a plain port.
 local socket = require "socket"
@@ -33,8 +45,28 @@ local lifetime = tonumber(arg and arg[1]) or 120
 local GZIP_OK = mime.unb64("H4sIAAAAAAAAA6tWys9WsiopKk2tBQCQX9SnCwAAAA==")
 local STATUS_TEXT = {
     [200] = "OK", [302] = "Found", [400] = "Bad Request", [404] = "Not Found",
-    [429] = "Too Many Requests", [500] = "Internal Server Error",
+    [429] = "Too Many Requests", [500] = "Internal Server Error", [401] = "Unauthorized",
+    [502] = "Bad Gateway", [503] = "Service Unavailable", [529] = "Overloaded",
 }
+-- An OpenAI chat envelope whose content is {"label":"bug"}, plain and gzip-encoded.
+local OK_ENVELOPE = '{"id":"chatcmpl-ok","object":"chat.completion","model":"fault-model","choices":'
+    .. '[{"index":0,"message":{"role":"assistant","content":"{\\"label\\":\\"bug\\"}","refusal":null},'
+    .. '"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3}}'
+local GZIP_ENVELOPE = mime.unb64("H4sIAAAAAAACAz2O0QrCMAxF/+U+TxHEl/6KE+m6bKvWZiwpCKP/bobOp5CcG+5ZEXs4hMlreM3pwE804O5BQX/nY2"
+    .. "ADpJGzoRf3lIwMviQ9fLfGchwDCdx1Rcw9veFOliURPxLcioWTTXiRKOqzbj+clfLWsrZIvqPUwrXoytiiGl9oKOKt"
+    .. "K5eUaoMh5ijTfSEvZuIgyjPqrUHZS+bFTPWu/KRsLpetY1f/X8+1fgCgRP4B9AAAAA==")
+local SSE_CHUNKS = {
+    '{"id":"c1","model":"fault-model","choices":[{"index":0,"delta":{"role":"assistant","content":""},'
+        .. '"finish_reason":null}]}',
+    '{"id":"c1","model":"fault-model","choices":[{"index":0,"delta":{"content":"{\\"label\\":"},'
+        .. '"finish_reason":null}]}',
+    '{"id":"c1","model":"fault-model","choices":[{"index":0,"delta":{"content":"\\"bug\\"}"},'
+        .. '"finish_reason":null}]}',
+    '{"id":"c1","model":"fault-model","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],'
+        .. '"usage":{"prompt_tokens":5,"completion_tokens":3}}',
+    '[DONE]',
+}
+local fault_hits = {}
 
 local server = assert(socket.bind("127.0.0.1", 0))
 server:settimeout(0)
@@ -225,6 +257,73 @@ local function handle(sock)
             .. ',"path":' .. json_string(target)
             .. ',"headers":{' .. table.concat(parts, ",") .. '}'
             .. ',"body":' .. json_string(body) .. '}'))
+    elseif path:match("^/f/") then
+        local id, list = path:match("^/f/([%w_%-]+)/([%w_%+]+)")
+        if not id then
+            send_all(sock, response(400, JSON, '{"error":"bad fault path"}'))
+            return
+        end
+        fault_hits[id] = (fault_hits[id] or 0) + 1
+        local steps = {}
+        for step in list:gmatch("[^+]+") do steps[#steps + 1] = step end
+        local f = steps[math.min(fault_hits[id], #steps)]
+        local st = tonumber(f:match("^s(%d+)$") or "")
+        if f == "ok" then
+            send_all(sock, response(200, JSON, OK_ENVELOPE))
+        elseif f == "gzip" then
+            send_all(sock, response(200, { { "Content-Type", "application/json" },
+                { "Content-Encoding", "gzip" } }, GZIP_ENVELOPE))
+        elseif f == "r429" then
+            send_all(sock, response(429, { { "Content-Type", "application/json" }, { "Retry-After", "1" } },
+                '{"error":{"message":"Rate limit reached for requests","type":"requests",'
+                .. '"code":"rate_limit_exceeded"}}'))
+        elseif f == "quota" then
+            send_all(sock, response(429, { { "Content-Type", "application/json" }, { "Retry-After", "1" } },
+                '{"error":{"message":"You exceeded your current quota","type":"insufficient_quota",'
+                .. '"code":"insufficient_quota"}}'))
+        elseif st == 529 then
+            send_all(sock, response(529, JSON,
+                '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'))
+        elseif st then
+            send_all(sock, response(st, JSON, '{"error":{"message":"server failure","type":"server_error"}}'))
+        elseif f == "html" then
+            send_all(sock, response(200, { { "Content-Type", "text/html; charset=utf-8" } },
+                "<html><body>Bad gateway</body></html>"))
+        elseif f == "redirect" then
+            send_all(sock, response(302, { { "Location", "http://localhost:" .. port .. "/steal" } }, ""))
+        elseif f == "auth401" then
+            local echo = (headers["authorization"] or "") .. " " .. (headers["x-api-key"] or "")
+                .. " " .. (headers["x-goog-api-key"] or "")
+            send_all(sock, response(401, JSON, '{"error":{"message":' .. json_string("Incorrect API key provided: "
+                .. echo) .. ',"type":"invalid_request_error","code":"invalid_api_key"}}'))
+        elseif f == "reset" or f == "rst" then
+            send_all(sock, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                .. (#OK_ENVELOPE + 100) .. "\r\nConnection: close\r\n\r\n" .. OK_ENVELOPE:sub(1, 60))
+            if f == "rst" then
+                sleep(0.05)
+                sock:setoption("linger", { on = true, timeout = 0 })
+            end
+        elseif f == "slow" then
+            if not send_all(sock, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                .. #OK_ENVELOPE .. "\r\nConnection: close\r\n\r\n") then
+                return
+            end
+            for i = 1, #OK_ENVELOPE do
+                sleep(0.2)
+                if not send_all(sock, OK_ENVELOPE:sub(i, i)) then return end
+            end
+        elseif f == "big" then
+            stream_big(sock, true)
+        elseif f == "sse" or f == "ssecut" then
+            local parts = {}
+            local n = f == "sse" and #SSE_CHUNKS or #SSE_CHUNKS - 2
+            for i = 1, n do parts[#parts + 1] = "data: " .. SSE_CHUNKS[i] .. "\n\n" end
+            send_all(sock, response(200, { { "Content-Type", "text/event-stream" } }, table.concat(parts)))
+        else
+            send_all(sock, response(400, JSON, '{"error":"unknown fault"}'))
+        end
+    elseif path:match("^/hits/") then
+        send_all(sock, response(200, JSON, '{"hits":' .. (fault_hits[path:match("^/hits/(.*)$")] or 0) .. '}'))
     elseif path == "/quit" then
         send_all(sock, response(200, JSON, '{"bye":true}'))
         stopping = true
