@@ -1,7 +1,7 @@
 --- The support-ticket contract (SEEDS.md §1): sort support mail into queues.
 -- Load it with `dofile` or `--contract examples/support_ticket.lua`; it returns
 -- `{ contract = <jsoncontract contract>, contract_4digits = <the lesson's variant>,
---    policy = <the lesson's retry policy>, rules = {...}, schema = {...} }`.
+--    policy = <the lesson's retry policy>, rules = {...}, schema = {...}, replay_context = function }`.
 --
 -- A missing order number is `null`, never an invented one. The business rules look the
 -- order up in the shop's orders table (SQLite, see examples/orders.lua): it must exist, and
@@ -87,6 +87,19 @@ M.contract_4digits = jc.contract {
     rules = M.rules,
     messages = { ["/properties/order_id/pattern"] = "does not have 4 digits" },
 }
+
+--- The rules' context for `bin/jsoncontract replay`: the orders table a triage run leaves next
+-- to its evidence (`out/triage-*/orders.sqlite`), so a replay reaches the rules gate offline too.
+-- @tparam table where `{evidence_dir = string, root = string}`
+-- @treturn table|nil `{orders = db}`, nil when there is no such file
+function M.replay_context(where)
+    local path = where.evidence_dir .. "/orders.sqlite"
+    local f = io.open(path, "rb")
+    if not f then return nil end
+    f:close()
+    local db = dofile(where.root .. "/examples/orders.lua").open(path)
+    return db and { orders = db } or nil
+end
 
 --- The lesson's retry policy: at most 3 answers, and stop once the conversation a retry
 -- would resend exceeds 100 estimated tokens (words x 1.3), even before the third.
