@@ -205,6 +205,30 @@ describe("faults through the attempt loop", function()
         end
     end)
 
+    it("tools/live_check.lua with sentinel keys against a 401 that echoes them prints no key", function()
+        counter = counter + 1
+        local url = base .. "/f/live" .. counter .. "/auth401"
+        local google = "AIzaSyJC-SENTINEL-0123456789abcdefghijk"
+        local cmd = string.format("env OPENAI_API_KEY=%s ANTHROPIC_API_KEY=%s GEMINI_API_KEY=%s "
+            .. "LLAMACPP_API_KEY=%s OPENAI_BASE_URL=%s ANTHROPIC_BASE_URL=%s GEMINI_BASE_URL=%s "
+            .. "OLLAMA_HOST=%s LLAMACPP_URL=%s JC_CPATH='%s' %s tools/live_check.lua 2>&1",
+            SENTINEL, SENTINEL, google, SENTINEL, url, url, url, url, url,
+            package.cpath:match("^[^;]+"), LUA)
+        local p = assert(io.popen(cmd, "r"))
+        local out = p:read("*a")
+        p:close()
+        local lines = 0
+        for line in out:gmatch("[^\n]+") do
+            lines = lines + 1
+            assert.truthy(line:find("human_review", 1, true), line)
+            assert.truthy(line:find("transport/client_error", 1, true), line)
+        end
+        assert.equal(6, lines)
+        assert.is_nil(out:find(SENTINEL, 1, true))
+        assert.is_nil(out:find("sk-jcSENTINEL", 1, true))
+        assert.is_nil(out:find("SENTINEL-0123", 1, true))
+    end)
+
     describe("a bad TLS certificate", function()
         local have_openssl = os.execute("command -v openssl >/dev/null 2>&1")
         have_openssl = have_openssl == true or have_openssl == 0
