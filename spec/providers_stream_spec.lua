@@ -1,0 +1,200 @@
+-- The stream framers (jsoncontract.providers.sse, .ndjson) and the accumulators' edge cases:
+-- line ends, comments, multi-line data, chunks split inside CRLF and inside UTF-8 sequences,
+-- error events, events that are not JSON, a [DONE] without a finish reason.
+local core = require "jsoncontract.core"
+local sse = require "jsoncontract.providers.sse"
+local ndjson = require "jsoncontract.providers.ndjson"
+local providers = require "jsoncontract.providers"
+
+-- feed `body` to a fresh framer one byte at a time; return all events and `complete`
+local function frame_bytes(mod, body)
+    local f, out = mod.new(), {}
+    for i = 1, #body do
+        for _, e in ipairs(f:feed(body:sub(i, i))) do out[#out + 1] = e end
+    end
+    local last, complete = f:finish()
+    if mod == sse then
+        for _, e in ipairs(last) do out[#out + 1] = e end
+    elseif last then
+        out[#out + 1] = last
+    end
+    return out, complete
+end
+
+describe("jsoncontract.providers.sse", function()
+    it("frames LF, CRLF and CR line ends alike, byte by byte", function()
+        for _, eol in ipairs({ "\n", "\r\n", "\r" }) do
+            local body = ("event: a" .. eol .. "data: 1" .. eol .. eol .. "data: 2" .. eol .. eol)
+            local evs, complete = frame_bytes(sse, body)
+            assert.is_true(complete)
+            assert.same({ { event = "a", data = "1" }, { event = "message", data = "2" } }, evs)
+        end
+    end)
+
+    it("joins multi-line data with LF, skips comments, takes one leading space off, keeps id", function()
+        local f = sse.new()
+        local evs = f:feed(": keep-alive\ndata:x\ndata:  y\nid: 7\nretry: 100\n\n")
+        assert.same({ { event = "message", data = "x\n y", id = "7" } }, evs)
+    end)
+
+    it("strips a BOM split across chunks", function()
+        local f = sse.new()
+        assert.same({}, f:feed("\239"))
+        assert.same({}, f:feed("\187"))
+        assert.same({ { event = "message", data = "z" } }, f:feed("\191data: z\n\n"))
+    end)
+
+    it("waits at a CR that ends a chunk: CR LF split across chunks is one line end", function()
+        local f = sse.new()
+        assert.same({}, f:feed("data: a\r"))
+        assert.same({}, f:feed("\n"))
+        assert.same({ { event = "message", data = "a" } }, f:feed("\r\n"))
+    end)
+
+    it("at the end: a whole pending event is dispatched; a cut line only if its data is whole JSON", function()
+        local f = sse.new()
+        f:feed("data: {\"a\":1}\n")
+        local evs, complete = f:finish()
+        assert.is_true(complete)
+        assert.same({ { event = "message", data = '{"a":1}' } }, evs)
+        f = sse.new()
+        f:feed("data: {\"a\":1}")
+        evs, complete = f:finish()
+        assert.is_true(complete)
+        assert.equal(1, #evs)
+        f = sse.new()
+        f:feed("data: {\"a\":")
+        evs, complete = f:finish()
+        assert.is_false(complete)
+        assert.same({}, evs)
+        f = sse.new()
+        f:feed("data: [DON")
+        evs, complete = f:finish()
+        assert.is_false(complete)
+    end)
+
+    it("raises on a chunk that is not a string", function()
+        assert.has_error(function() sse.new():feed(nil) end, "chunk must be a string, got nil")
+    end)
+end)
+
+describe("jsoncontract.providers.ndjson", function()
+    it("returns lines without their line end, skips blank lines, keeps a cut last line apart", function()
+        local lines, complete = frame_bytes(ndjson, '{"a":1}\r\n\n{"b":2}\n{"c"')
+        assert.same({ '{"a":1}', '{"b":2}', '{"c"' }, lines)
+        assert.is_false(complete)
+        local f = ndjson.new()
+        assert.same({ "x" }, f:feed("x\n"))
+        local rest, done = f:finish()
+        assert.is_nil(rest)
+        assert.is_true(done)
+    end)
+end)
+
+describe("stream accumulators", function()
+    local function run(name, chunks)
+        local acc = providers.get(name).stream_reader()
+        for _, c in ipairs(chunks) do
+            local ok, err = acc:feed(c)
+            if not ok then return nil, err, acc end
+        end
+        local r, e = acc:finish()
+        return r, e, acc
+    end
+
+    local function openai_chunk(delta, finish)
+        return "data: " .. core.encode({ id = "c", model = "m", choices = { { index = 0, delta = delta,
+            finish_reason = finish or core.null } } }) .. "\n\n"
+    end
+
+    it("rebuilds multi-byte text split inside its UTF-8 sequences (every split point)", function()
+        local text = '{"name":"Zoë 日本 🙂"}'
+        local body = openai_chunk({ content = text:sub(1, 14) }) .. openai_chunk({ content = text:sub(15) })
+            .. openai_chunk({}, "stop") .. "data: [DONE]\n\n"
+        for i = 0, #body do
+            local r, e = run("openai", { body:sub(1, i), body:sub(i + 1) })
+            assert.is_nil(e)
+            assert.equal(text, r.text)
+            assert.is_not_nil(core.decode(r.text))
+        end
+    end)
+
+    it("keeps refusal deltas and refuses", function()
+        local r, e = run("openai", { openai_chunk({ refusal = "No, " }), openai_chunk({ refusal = "sorry." }),
+            openai_chunk({}, "stop"), "data: [DONE]\n\n" })
+        assert.is_nil(r)
+        assert.equal("refused/refusal", e.category .. "/" .. e.kind)
+        assert.equal("No, sorry.", e.refusal)
+    end)
+
+    it("offers a partial preview while streaming, and never accepts it without the finish signal", function()
+        local acc = providers.get("openai").stream_reader()
+        assert.is_true(acc:feed(openai_chunk({ content = '{"label":' })))
+        assert.is_true(acc:feed(openai_chunk({ content = '"bug"}' })))
+        assert.equal('{"label":"bug"}', acc:preview())
+        local r, e = acc:finish()
+        assert.is_nil(r)
+        assert.equal("protocol", e.category)
+        assert.equal("stream_incomplete", e.kind)
+        assert.equal('{"label":"bug"}', e.partial)
+        assert.has_error(function() acc:finish() end, "finish called twice")
+    end)
+
+    it("[DONE] without a finish_reason is not a finish", function()
+        local r, e = run("openai", { openai_chunk({ content = "{}" }), "data: [DONE]\n\n" })
+        assert.is_nil(r)
+        assert.equal("protocol/unknown_finish_reason", e.category .. "/" .. e.kind)
+    end)
+
+    it("joins tool-call argument fragments per index", function()
+        local tc = function(args, name)
+            return { tool_calls = { { index = 0, ["function"] = { name = name, arguments = args } } } }
+        end
+        local r = assert(run("openai", { openai_chunk(tc('{"a":', "f")), openai_chunk(tc("1}")),
+            openai_chunk({}, "tool_calls"), "data: [DONE]\n\n" }))
+        assert.equal('{"a":1}', r.text)
+        assert.equal("tool_use", r.finish)
+        assert.equal("f", r.tool_name)
+    end)
+
+    it("an event that is not JSON is protocol/invalid_event, and sticks", function()
+        local acc = providers.get("anthropic").stream_reader()
+        local ok, e = acc:feed("event: message_start\ndata: {oops\n\n")
+        assert.is_nil(ok)
+        assert.equal("protocol/invalid_event", e.category .. "/" .. e.kind)
+        local ok2, e2 = acc:feed("data: {}\n\n")
+        assert.is_nil(ok2)
+        assert.equal(e, e2)
+    end)
+
+    it("error events mid-stream keep their category", function()
+        local cases = {
+            { "openai", 'data: {"error":{"type":"server_error","message":"boom"}}\n\n', "transport/server_error" },
+            { "anthropic", 'event: error\ndata: {"type":"error","error":{"type":"rate_limit_error","message":"x"}}\n\n',
+                "transport/rate_limited" },
+            { "gemini", 'data: {"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}\r\n\r\n',
+                "transport/overloaded" },
+            { "openai_responses", 'event: response.failed\ndata: {"type":"response.failed","response":'
+                .. '{"status":"failed","error":{"code":"server_error","message":"x"},"output":[]}}\n\n',
+                "transport/server_error" },
+            { "ollama", '{"error":"model crashed"}\n', "transport/server_error" },
+        }
+        for _, c in ipairs(cases) do
+            local r, e = run(c[1], { c[2] })
+            assert.is_nil(r)
+            assert.equal(c[3], e.category .. "/" .. e.kind, c[1])
+            assert.is_true(e.retryable, c[1])
+        end
+    end)
+
+    it("read_response reads a 2xx streamed body by its content-type", function()
+        local body = openai_chunk({ content = '{"x":1}' }) .. openai_chunk({}, "stop") .. "data: [DONE]\n\n"
+        local r = assert(providers.get("llamacpp").read_response(200,
+            { ["content-type"] = "text/event-stream" }, body))
+        assert.equal('{"x":1}', r.text)
+        local r2, e2 = providers.get("ollama").read_response(200, { ["content-type"] = "application/x-ndjson" },
+            '{"message":{"content":"{}"},"done":false}\n')
+        assert.is_nil(r2)
+        assert.equal("stream_incomplete", e2.kind)
+    end)
+end)
