@@ -58,17 +58,108 @@ static void jc_pattern_setmeta(lua_State *L, const char *name,
   lua_setmetatable(L, -2);
 }
 
+/* ECMA-262 long General_Category names PCRE2 10.42 does not know. */
+static const char *const jc_gc_names[][2] = {
+  { "Letter", "L" }, { "Cased_Letter", "L&" }, { "Uppercase_Letter", "Lu" },
+  { "Lowercase_Letter", "Ll" }, { "Titlecase_Letter", "Lt" },
+  { "Modifier_Letter", "Lm" }, { "Other_Letter", "Lo" }, { "Mark", "M" },
+  { "Nonspacing_Mark", "Mn" }, { "Spacing_Mark", "Mc" },
+  { "Enclosing_Mark", "Me" }, { "Number", "N" }, { "Decimal_Number", "Nd" },
+  { "digit", "Nd" }, { "Letter_Number", "Nl" }, { "Other_Number", "No" },
+  { "Punctuation", "P" }, { "punct", "P" }, { "Connector_Punctuation", "Pc" },
+  { "Dash_Punctuation", "Pd" }, { "Open_Punctuation", "Ps" },
+  { "Close_Punctuation", "Pe" }, { "Initial_Punctuation", "Pi" },
+  { "Final_Punctuation", "Pf" }, { "Other_Punctuation", "Po" },
+  { "Symbol", "S" }, { "Math_Symbol", "Sm" }, { "Currency_Symbol", "Sc" },
+  { "Modifier_Symbol", "Sk" }, { "Other_Symbol", "So" },
+  { "Separator", "Z" }, { "Space_Separator", "Zs" },
+  { "Line_Separator", "Zl" }, { "Paragraph_Separator", "Zp" },
+  { "Other", "C" }, { "Control", "Cc" }, { "cntrl", "Cc" }, { "Format", "Cf" },
+  { "Surrogate", "Cs" }, { "Private_Use", "Co" }, { "Unassigned", "Cn" },
+  { NULL, NULL }
+};
+
+/* ECMA-262 WhiteSpace and LineTerminator, as class members. */
+#define JC_ECMA_SPACE "\\t\\n\\x0b\\f\\r \\u00a0\\u1680\\u2000-\\u200a" \
+  "\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+
+/* Push 'src' rewritten from ECMA-262 to PCRE2 syntax: \p{Letter} and
+** \p{General_Category=L} / \p{Script=Greek} to PCRE2's names, \s and \S
+** to ECMA-262's Unicode white space (PCRE2's are ASCII without UCP, and
+** UCP would also widen \d and \w). [-0, +1, m] */
+static void jc_pattern_translate(lua_State *L, const char *src, size_t len) {
+  luaL_Buffer b;
+  size_t i = 0;
+  int in_class = 0;
+  luaL_buffinit(L, &b);
+  while (i < len) {
+    char ch = src[i];
+    if (ch == '\\' && i + 1 < len) {
+      char nx = src[i + 1];
+      const char *close;
+      if ((nx == 'p' || nx == 'P') && i + 2 < len && src[i + 2] == '{' &&
+          (close = (const char *)memchr(src + i + 3, '}', len - i - 3)) != NULL) {
+        const char *name = src + i + 3, *eq;
+        size_t nl = (size_t)(close - name), k;
+        eq = (const char *)memchr(name, '=', nl);
+        if (eq != NULL) { nl -= (size_t)(eq + 1 - name); name = eq + 1; }
+        luaL_addchar(&b, '\\');
+        luaL_addchar(&b, nx);
+        luaL_addchar(&b, '{');
+        for (k = 0; jc_gc_names[k][0] != NULL; k++)
+          if (strlen(jc_gc_names[k][0]) == nl &&
+              memcmp(jc_gc_names[k][0], name, nl) == 0)
+            break;
+        if (jc_gc_names[k][0] != NULL) luaL_addstring(&b, jc_gc_names[k][1]);
+        else luaL_addlstring(&b, name, nl);
+        luaL_addchar(&b, '}');
+        i = (size_t)(close - src) + 1;
+        continue;
+      }
+      if (nx == 's') {
+        luaL_addstring(&b, in_class ? JC_ECMA_SPACE : "[" JC_ECMA_SPACE "]");
+        i += 2;
+        continue;
+      }
+      if (nx == 'S' && !in_class) {
+        luaL_addstring(&b, "[^" JC_ECMA_SPACE "]");
+        i += 2;
+        continue;
+      }
+      luaL_addchar(&b, ch);
+      luaL_addchar(&b, nx);
+      i += 2;
+      continue;
+    }
+    if (ch == '[' && !in_class) {
+      in_class = 1;
+      luaL_addchar(&b, ch);
+      i++;
+      if (i < len && src[i] == '^') { luaL_addchar(&b, '^'); i++; }
+      continue;
+    }
+    if (ch == ']' && in_class) in_class = 0;
+    luaL_addchar(&b, ch);
+    i++;
+  }
+  luaL_pushresult(&b);
+}
+
 jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
                                char *msg, size_t msgsz, size_t *offset) {
-  jc_pattern *p = (jc_pattern *)jc_newuserdata(L, sizeof(jc_pattern));
+  jc_pattern *p;
   int errcode = 0;
   PCRE2_SIZE erroff = 0;
+  jc_pattern_translate(L, src, len);
+  src = lua_tolstring(L, -1, &len);
+  p = (jc_pattern *)jc_newuserdata(L, sizeof(jc_pattern));
   p->code = NULL;
   jc_pattern_setmeta(L, JC_PATTERN_MT, jc_pattern_gc);
   /* From here to the store below no Lua API call runs. */
   p->code = pcre2_compile((PCRE2_SPTR)src, (PCRE2_SIZE)len,
                           PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX,
                           &errcode, &erroff, NULL);
+  lua_remove(L, -2);   /* the translated source, no longer needed */
   if (p->code == NULL) {
     if (msgsz > 0) {
       msg[0] = '\0';

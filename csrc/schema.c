@@ -10,13 +10,27 @@
 ** by its __gc. A compile that raises halfway leaves only garbage for the
 ** collector. No C pointer outlives the keep table.
 **
-** Layout for the rest of draft 2020-12: one 'jc_node' per subschema, the
-** keyword readers in 'jc_compile_node', the evaluators in 'jc_eval'
-** (fixed order); if/then/else, unevaluated*, $dynamicRef and a remote-ref
-** loader slot in as further fields and readers.
+** Keywords (draft 2020-12, draft-07, draft-04; '$schema' or the 'draft'
+** option picks): type, enum, const, required, properties,
+** patternProperties, additionalProperties, propertyNames, min/maxProperties,
+** dependentRequired, dependentSchemas, dependencies, prefixItems, items,
+** additionalItems, contains, min/maxContains, min/maxItems, uniqueItems,
+** min/maxLength, pattern, format, minimum, maximum, exclusive* (numbers and
+** draft-04 booleans), multipleOf (exact in decimal), allOf, anyOf, oneOf,
+** not, if/then/else, unevaluatedProperties, unevaluatedItems, $ref, $defs,
+** definitions, $id / id (RFC 3986 base URIs), $anchor, $dynamicRef,
+** $dynamicAnchor, remote documents through a Lua 'loader' (at compile time,
+** under lua_pcall), custom meta-schemas' $vocabulary (validation on/off).
+** Draft 4/7: '$ref' ignores its siblings. Compile first indexes every
+** schema resource ('jc_index'), then compiles nodes ('jc_compile_node'),
+** then rejects reference cycles that never consume input.
+** unevaluated* are computed by 'jc_collect' (annotations of the in-place
+** subschemas that passed); $dynamicRef walks the dynamic scope of
+** resources kept during evaluation.
 */
 #include "jc.h"
 #include "pattern.h"
+#include "schema_format.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -60,7 +74,6 @@ enum { JT_NULL, JT_BOOLEAN, JT_OBJECT, JT_ARRAY, JT_NUMBER, JT_STRING,
 #define TB_INTEGER 0x20u
 #define TB_STRING 0x40u
 
-enum { FMT_NONE, FMT_DATE, FMT_DATETIME, FMT_TIME };
 enum { LIM_MIN, LIM_MAX, LIM_XMIN, LIM_XMAX, LIM_MULT, LIM_N };
 
 typedef struct jc_node jc_node;
@@ -78,6 +91,22 @@ typedef struct jc_patprop {    /* one member of 'patternProperties' */
   jc_node *node;
 } jc_patprop;
 
+typedef struct jc_dep {       /* dependentRequired / dependentSchemas */
+  const char *kw;              /* the keyword it came from */
+  const char *name;
+  size_t len;
+  jc_prop *req;                /* required names, or NULL */
+  size_t nreq;
+  jc_node *node;               /* schema, or NULL */
+} jc_dep;
+
+typedef struct jc_res {        /* a schema resource (a document or $id) */
+  const char *uri;
+  size_t ndyn;                 /* its $dynamicAnchor names and targets */
+  const char **dyn_names;
+  jc_node **dyn_nodes;
+} jc_res;
+
 typedef struct jc_limit {      /* a numeric bound, exact for integers */
   int set;
   int isint;
@@ -87,11 +116,17 @@ typedef struct jc_limit {      /* a numeric bound, exact for integers */
 
 struct jc_node {
   const char *path;            /* schema pointer of this subschema ("" root) */
+  const char *abs;             /* absolute location: "<base URI>#<pointer>" */
+  jc_res *res;                 /* the resource it belongs to */
+  int mark;                    /* cycle check at compile */
   int boolean;                 /* -1 object schema, 0 false, 1 true */
   unsigned types;              /* TB_* bits, 0 = no 'type' */
   const char *types_text;      /* "string or null" */
   int enum_ref, const_ref;     /* index in the keep table, 0 = absent */
+  const char *base;            /* base URI */
   jc_node *ref;                /* '$ref' target */
+  jc_node *dynref;             /* '$dynamicRef' static target */
+  const char *dyn_name;        /* its anchor name when dynamic, else NULL */
   /* objects */
   jc_prop *required;           /* names only */
   size_t nrequired;
@@ -102,12 +137,19 @@ struct jc_node {
   size_t npprops;
   jc_node *addl;               /* 'additionalProperties' */
   size_t min_props, max_props; /* (size_t)-1 = absent */
+  jc_dep *deps;                /* dependentRequired, dependentSchemas */
+  size_t ndeps;
+  jc_node *pnames;             /* 'propertyNames' */
+  jc_node *uprops;             /* 'unevaluatedProperties' */
   /* arrays */
   jc_node **prefix;
   size_t nprefix;
   jc_node *items;
   size_t min_items, max_items;
   int unique;
+  jc_node *contains;
+  size_t min_contains, max_contains;
+  jc_node *uitems;             /* 'unevaluatedItems' */
   /* strings */
   size_t min_len, max_len;
   jc_pattern *pattern;
@@ -120,6 +162,7 @@ struct jc_node {
   jc_node **allof, **anyof, **oneof;
   size_t nallof, nanyof, noneof;
   jc_node *not_;
+  jc_node *if_, *then_, *else_;
 };
 
 typedef struct jc_seg {        /* one step of the instance location */
@@ -135,6 +178,9 @@ typedef struct jc_validator {
   jc_seg *segs;                /* max_depth + 1 entries */
   int max_depth;
   int format_assertion;
+  int dynamic;                 /* uses $dynamicRef: keep the dynamic scope */
+  jc_res **scope;              /* dynamic scope stack, JC_SCHEMA_MAX_EVAL+2 */
+  const char *base;            /* base URI of the root */
 } jc_validator;
 
 #define ABSENT ((size_t)-1)
@@ -420,74 +466,6 @@ static void jc_push_render(lua_State *L, int idx) {
 }
 
 /* ===================================================================== */
-/* RFC 3339 dates and times ('format')                                     */
-/* ===================================================================== */
-
-static int jc_digits(const char *s, size_t n, int *out) {
-  size_t i;
-  int v = 0;
-  for (i = 0; i < n; i++) {
-    if (s[i] < '0' || s[i] > '9') return 0;
-    v = v * 10 + (s[i] - '0');
-  }
-  *out = v;
-  return 1;
-}
-
-/* full-date = YYYY-MM-DD, a real calendar day (RFC 3339 §5.6, §5.7). */
-static int jc_check_date(const char *s, size_t len) {
-  static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-  int y, m, d, max;
-  if (len != 10 || s[4] != '-' || s[7] != '-') return 0;
-  if (!jc_digits(s, 4, &y) || !jc_digits(s + 5, 2, &m) ||
-      !jc_digits(s + 8, 2, &d))
-    return 0;
-  if (m < 1 || m > 12 || d < 1) return 0;
-  max = mdays[m - 1];
-  if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) max = 29;
-  return d <= max;
-}
-
-/* full-time = HH:MM:SS[.frac](Z|+HH:MM|-HH:MM); a leap second only at
-** 23:59:60 UTC (RFC 3339 §5.6, §5.7). */
-static int jc_check_time(const char *s, size_t len) {
-  int h, mi, sec, oh = 0, om = 0, sign = 0, utc;
-  size_t i = 8;
-  if (len < 9 || s[2] != ':' || s[5] != ':') return 0;
-  if (!jc_digits(s, 2, &h) || !jc_digits(s + 3, 2, &mi) ||
-      !jc_digits(s + 6, 2, &sec))
-    return 0;
-  if (h > 23 || mi > 59 || sec > 60) return 0;
-  if (s[i] == '.') {
-    size_t start = ++i;
-    while (i < len && s[i] >= '0' && s[i] <= '9') i++;
-    if (i == start) return 0;
-  }
-  if (i >= len) return 0;
-  if (s[i] == 'Z' || s[i] == 'z') {
-    if (i + 1 != len) return 0;
-  } else if (s[i] == '+' || s[i] == '-') {
-    sign = s[i] == '+' ? 1 : -1;
-    if (len - i != 6 || s[i + 3] != ':') return 0;
-    if (!jc_digits(s + i + 1, 2, &oh) || !jc_digits(s + i + 4, 2, &om))
-      return 0;
-    if (oh > 23 || om > 59) return 0;
-  } else {
-    return 0;
-  }
-  if (sec == 60) {
-    utc = ((h * 60 + mi - sign * (oh * 60 + om)) % 1440 + 1440) % 1440;
-    if (utc != 23 * 60 + 59) return 0;
-  }
-  return 1;
-}
-
-static int jc_check_datetime(const char *s, size_t len) {
-  if (len < 20 || (s[10] != 'T' && s[10] != 't')) return 0;
-  return jc_check_date(s, 10) && jc_check_time(s + 11, len - 11);
-}
-
-/* ===================================================================== */
 /* Compiler                                                                */
 /* ===================================================================== */
 
@@ -499,7 +477,22 @@ typedef struct jc_cctx {
   int root;            /* abs index: the root schema value */
   int nest;
   jc_validator *v;
+  int draft;           /* JC_D4, JC_D7 or JC_D2020 */
+  int loader;          /* abs index of the loader function, 0 = none */
+  int reg;             /* abs index: document/resource URI -> schema */
+  int anchors;         /* abs index: "<uri>#<name>" -> schema */
+  int dyns;            /* abs index: URI -> { name -> schema } */
+  int loc;             /* abs index: schema table -> "<base>#<pointer>" */
+  int baseof;          /* abs index: schema table -> base URI */
+  int resof;           /* abs index: base URI -> jc_res (light) */
+  int nodes;           /* abs index: list of every node (light) */
+  int novalidation;    /* $vocabulary of the meta-schema lacks validation */
+  int nnodes;
 } jc_cctx;
+
+#define JC_D4 4
+#define JC_D7 7
+#define JC_D2020 2020
 
 /* Raise "invalid schema at <path>[/<kw>]: <message>". Never returns. */
 static int jc_schema_error(lua_State *L, const char *path, const char *kw,
@@ -574,7 +567,18 @@ static const char *jc_child_path(jc_cctx *c, const char *base, const char *kw,
   return jc_keep_string(c, &len);
 }
 
-static jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path);
+static jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path,
+                                const char *abs, const char *base);
+
+/* Compile the child schema at 'idx' of 'n' under keyword 'kw' (and member
+** 'token' or array 'index', as in 'jc_child_path'). */
+static jc_node *jc_compile_sub(jc_cctx *c, int idx, const jc_node *n,
+                               const char *kw, const char *token,
+                               size_t toklen, long index) {
+  const char *path = jc_child_path(c, n->path, kw, token, toklen, index);
+  const char *abs = jc_child_path(c, n->abs, kw, token, toklen, index);
+  return jc_compile_node(c, idx, path, abs, n->base);
+}
 
 /* Push schema[kw] (raw). Returns its Lua type. [-0, +1, -] */
 static int jc_getkw(lua_State *L, int sidx, const char *kw) {
@@ -641,9 +645,10 @@ static void jc_push_limit(lua_State *L, const jc_limit *lim) {
 }
 
 /* Compile the array of subschemas at the top (keyword 'kw'); pops it. */
-static jc_node **jc_compile_list(jc_cctx *c, const char *path, const char *kw,
-                                 size_t *count, int nonempty) {
+static jc_node **jc_compile_list(jc_cctx *c, const jc_node *parent,
+                                 const char *kw, size_t *count, int nonempty) {
   lua_State *L = c->L;
+  const char *path = parent->path;
   int t = lua_gettop(L);
   size_t n, i;
   jc_node **list;
@@ -655,8 +660,7 @@ static jc_node **jc_compile_list(jc_cctx *c, const char *path, const char *kw,
   list = (jc_node **)jc_keep_block(c, n, sizeof(jc_node *));
   for (i = 0; i < n; i++) {
     lua_rawgeti(L, t, (lua_Integer)(i + 1));
-    list[i] = jc_compile_node(c, lua_gettop(L),
-                              jc_child_path(c, path, kw, NULL, 0, (long)i));
+    list[i] = jc_compile_sub(c, lua_gettop(L), parent, kw, NULL, 0, (long)i);
     lua_pop(L, 1);
   }
   *count = n;
@@ -817,8 +821,8 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
       n->props_sorted[k].len = len;
       lua_pushvalue(L, -2);
       n->props_sorted[k].name = jc_keep_string(c, &len);  /* ...and by keep */
-      n->props_sorted[k].node = jc_compile_node(
-          c, lua_gettop(L), jc_child_path(c, path, "properties", name, len, -1));
+      n->props_sorted[k].node = jc_compile_sub(c, lua_gettop(L), n,
+                                               "properties", name, len, -1);
       k++;
       lua_pop(L, 1);
     }
@@ -858,7 +862,8 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
       n->pprops[k].len = len;
       sub = jc_child_path(c, path, "patternProperties", src, len, -1);
       n->pprops[k].re = jc_compile_regex(c, sub, NULL, src, len);
-      n->pprops[k].node = jc_compile_node(c, lua_gettop(L), sub);
+      n->pprops[k].node = jc_compile_sub(c, lua_gettop(L), n,
+                                         "patternProperties", src, len, -1);
       k++;
       lua_pop(L, 1);
     }
@@ -867,9 +872,8 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
   lua_pop(L, 1);
 
   if (jc_getkw(L, sidx, "additionalProperties") != LUA_TNIL)
-    n->addl = jc_compile_node(c, lua_gettop(L),
-                              jc_child_path(c, path, "additionalProperties",
-                                            NULL, 0, -1));
+    n->addl = jc_compile_sub(c, lua_gettop(L), n, "additionalProperties",
+                             NULL, 0, -1);
   lua_pop(L, 1);
   if (!jc_get_count(c, sidx, path, "minProperties", &n->min_props))
     n->min_props = ABSENT;
@@ -884,17 +888,16 @@ static void jc_compile_array_kws(jc_cctx *c, int sidx, jc_node *n) {
   const char *path = n->path;
   int tuple = 0;
   if (jc_getkw(L, sidx, "prefixItems") != LUA_TNIL)
-    n->prefix = jc_compile_list(c, path, "prefixItems", &n->nprefix, 1);
+    n->prefix = jc_compile_list(c, n, "prefixItems", &n->nprefix, 1);
   else
     lua_pop(L, 1);
   if (jc_getkw(L, sidx, "items") != LUA_TNIL) {
     if (n->prefix == NULL && lua_type(L, -1) == LUA_TTABLE &&
         jc_is_array(L, lua_gettop(L))) {
-      n->prefix = jc_compile_list(c, path, "items", &n->nprefix, 0);
+      n->prefix = jc_compile_list(c, n, "items", &n->nprefix, 0);
       tuple = 1;
     } else {
-      n->items = jc_compile_node(c, lua_gettop(L),
-                                 jc_child_path(c, path, "items", NULL, 0, -1));
+      n->items = jc_compile_sub(c, lua_gettop(L), n, "items", NULL, 0, -1);
       lua_pop(L, 1);
     }
   } else {
@@ -902,9 +905,8 @@ static void jc_compile_array_kws(jc_cctx *c, int sidx, jc_node *n) {
   }
   if (tuple) {
     if (jc_getkw(L, sidx, "additionalItems") != LUA_TNIL)
-      n->items = jc_compile_node(
-          c, lua_gettop(L),
-          jc_child_path(c, path, "additionalItems", NULL, 0, -1));
+      n->items = jc_compile_sub(c, lua_gettop(L), n, "additionalItems",
+                                NULL, 0, -1);
     lua_pop(L, 1);
   }
   if (!jc_get_count(c, sidx, path, "minItems", &n->min_items))
@@ -943,9 +945,7 @@ static void jc_compile_scalar_kws(jc_cctx *c, int sidx, jc_node *n) {
     if (lua_type(L, -1) != LUA_TSTRING)
       jc_schema_error(L, path, "format", "must be a string");
     f = lua_tostring(L, -1);
-    if (strcmp(f, "date") == 0) n->format = FMT_DATE;
-    else if (strcmp(f, "date-time") == 0) n->format = FMT_DATETIME;
-    else if (strcmp(f, "time") == 0) n->format = FMT_TIME;
+    n->format = jc_format_id(f);
     n->format_name = jc_keep_string(c, &len);
   } else {
     lua_pop(L, 1);
@@ -977,8 +977,8 @@ static void jc_compile_scalar_kws(jc_cctx *c, int sidx, jc_node *n) {
 }
 
 /* Percent-decode a URI fragment; pushes the result. [-0, +1, m] */
-static void jc_push_unpercent(jc_cctx *c, const char *path, const char *s,
-                              size_t len) {
+static void jc_push_unpercent(jc_cctx *c, const char *path, const char *kw,
+                              const char *s, size_t len) {
   luaL_Buffer b;
   size_t i;
   luaL_buffinit(c->L, &b);
@@ -986,14 +986,14 @@ static void jc_push_unpercent(jc_cctx *c, const char *path, const char *s,
     if (s[i] == '%') {
       int v = 0, k;
       if (i + 2 >= len)
-        jc_schema_error(c->L, path, "$ref", "bad percent-encoding");
+        jc_schema_error(c->L, path, kw, "bad percent-encoding");
       for (k = 1; k <= 2; k++) {
         char h = s[i + (size_t)k];
         v <<= 4;
         if (h >= '0' && h <= '9') v |= h - '0';
         else if (h >= 'a' && h <= 'f') v |= h - 'a' + 10;
         else if (h >= 'A' && h <= 'F') v |= h - 'A' + 10;
-        else jc_schema_error(c->L, path, "$ref", "bad percent-encoding");
+        else jc_schema_error(c->L, path, kw, "bad percent-encoding");
       }
       luaL_addchar(&b, (char)v);
       i += 2;
@@ -1004,59 +1004,315 @@ static void jc_push_unpercent(jc_cctx *c, const char *path, const char *s,
   luaL_pushresult(&b);
 }
 
-/* Resolve a local '$ref' against the root schema and compile its target
-** once. Raises when it points nowhere or is not local. */
-static jc_node *jc_resolve_ref(jc_cctx *c, jc_node *n, const char *ref,
-                               size_t reflen) {
+/* Keywords whose values are subschemas: one schema, an array of schemas,
+** an object of schemas. Only these are searched for '$id' and anchors. */
+static const char *const jc_kw_single[] = {
+  "additionalProperties", "additionalItems", "contains", "propertyNames",
+  "not", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems",
+  "contentSchema", "items", NULL
+};
+static const char *const jc_kw_list[] = {
+  "allOf", "anyOf", "oneOf", "prefixItems", "items", NULL
+};
+static const char *const jc_kw_map[] = {
+  "properties", "patternProperties", "$defs", "definitions",
+  "dependentSchemas", "dependencies", NULL
+};
+
+/* Push "<a><sep><b>". [-0, +1, m] */
+static void jc_push_join(lua_State *L, const char *a, size_t al, char sep,
+                         const char *b, size_t bl) {
+  luaL_Buffer buf;
+  luaL_buffinit(L, &buf);
+  luaL_addlstring(&buf, a, al);
+  luaL_addchar(&buf, sep);
+  luaL_addlstring(&buf, b, bl);
+  luaL_pushresult(&buf);
+}
+
+/* t[key] = value for t at 't', key and value at -2, -1. [-2, +0, m] */
+static void jc_setpair(lua_State *L, int t) { lua_rawset(L, t); }
+
+static void jc_index(jc_cctx *c, int idx, const char *base, size_t blen,
+                     const char *ptr, size_t plen, int depth);
+
+/* Index the child at the top under "<ptr>/<kw>[/<token>|/<index>]". */
+static void jc_index_child(jc_cctx *c, const char *base, size_t blen,
+                           const char *ptr, size_t plen, const char *kw,
+                           const char *token, size_t toklen, long index,
+                           int depth) {
   lua_State *L = c->L;
-  const char *ptr, *p, *end;
-  size_t plen;
-  jc_node *target;
-  if (reflen == 0 || ref[0] != '#')
-    jc_schema_error(L, n->path, "$ref",
-                    "unsupported $ref \"%s\" (only local \"#...\" references)",
-                    ref);
-  jc_push_unpercent(c, n->path, ref + 1, reflen - 1);
-  ptr = jc_keep_string(c, &plen);
-  if (plen > 0 && ptr[0] != '/')
-    jc_schema_error(L, n->path, "$ref",
-                    "unsupported $ref \"%s\" (anchors are not supported)", ref);
-  lua_pushvalue(L, c->root);
-  p = ptr;
-  end = ptr + plen;
+  luaL_Buffer b;
+  size_t cl;
+  const char *cp;
+  int child = lua_gettop(L);
+  luaL_buffinit(L, &b);
+  luaL_addlstring(&b, ptr, plen);
+  luaL_addchar(&b, '/');
+  luaL_addstring(&b, kw);
+  if (token != NULL) {
+    luaL_addchar(&b, '/');
+    jc_add_token(&b, token, toklen);
+  } else if (index >= 0) {
+    char num[32];
+    snprintf(num, sizeof num, "/%ld", index);
+    luaL_addstring(&b, num);
+  }
+  luaL_pushresult(&b);
+  cp = lua_tolstring(L, -1, &cl);
+  jc_index(c, child, base, blen, cp, cl, depth + 1);
+  lua_pop(L, 1);
+}
+
+/*
+** Index the schema at 'idx' for references (RFC 3986 base URIs): records
+** its base URI (baseof) and absolute location "<base>#<pointer>" (loc),
+** registers '$id' resources (reg), '$anchor', '$dynamicAnchor' and
+** draft-07 "#name" ids (anchors, dyns), then descends into the subschema
+** keywords. 'base'/'ptr': base URI and pointer inside the current
+** resource. Draft 4/7: a '$id' next to '$ref' is ignored. [-0, +0, e]
+*/
+static void jc_index(jc_cctx *c, int idx, const char *base, size_t blen,
+                     const char *ptr, size_t plen, int depth) {
+  lua_State *L = c->L;
+  int top = lua_gettop(L), has_ref = 0, i;
+  if (lua_type(L, idx) != LUA_TTABLE || jc_is_array(L, idx)) return;
+  idx = jc_absindex(L, idx);
+  lua_pushvalue(L, idx);
+  lua_rawget(L, c->loc);
+  if (!lua_isnil(L, -1)) { lua_pop(L, 1); return; }
+  lua_pop(L, 1);
+  if (depth > JC_SCHEMA_MAX_NEST)
+    jc_schema_error(L, ptr, NULL, "nested deeper than %d levels",
+                    JC_SCHEMA_MAX_NEST);
+  if (!lua_checkstack(L, 24)) luaL_error(L, "schema too deep (Lua stack)");
+  if (c->draft <= JC_D7) {
+    has_ref = jc_getkw(L, idx, "$ref") == LUA_TSTRING;
+    lua_pop(L, 1);
+  }
+  if (has_ref) lua_pushnil(L);
+  else jc_getkw(L, idx, c->draft == JC_D4 ? "id" : "$id");
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    size_t il, rl;
+    const char *id = lua_tolstring(L, -1, &il), *r, *hash;
+    jc_uri_resolve(L, base, blen, id, il);
+    r = lua_tolstring(L, -1, &rl);
+    hash = (const char *)memchr(r, '#', rl);
+    if (hash != NULL && hash + 1 < r + rl) {   /* "#name": an anchor */
+      lua_pushvalue(L, -1);
+      lua_pushvalue(L, idx);
+      jc_setpair(L, c->anchors);
+    }
+    lua_pushlstring(L, r, hash != NULL ? (size_t)(hash - r) : rl);
+    if (hash == NULL || hash + 1 == r + rl || hash != r) {
+      size_t docl;
+      const char *doc = lua_tolstring(L, -1, &docl);
+      if (!(blen == docl && memcmp(doc, base, blen) == 0) ||
+          hash == NULL || hash + 1 == r + rl) {
+        lua_pushvalue(L, -1);
+        lua_rawget(L, c->reg);
+        if (lua_isnil(L, -1)) {
+          lua_pop(L, 1);
+          lua_pushvalue(L, -1);
+          lua_pushvalue(L, idx);
+          jc_setpair(L, c->reg);
+        } else {
+          lua_pop(L, 1);
+        }
+        base = lua_tolstring(L, -1, &blen);   /* stays on the stack */
+        ptr = "";
+        plen = 0;
+      }
+    }
+  } else {
+    lua_pop(L, 1);
+  }
+  lua_pushvalue(L, idx);
+  lua_pushlstring(L, base, blen);
+  jc_setpair(L, c->baseof);
+  lua_pushvalue(L, idx);
+  jc_push_join(L, base, blen, '#', ptr, plen);
+  jc_setpair(L, c->loc);
+  if (c->draft >= JC_D2020) {
+    static const char *const akws[] = { "$anchor", "$dynamicAnchor" };
+    for (i = 0; i < 2; i++) {
+      if (jc_getkw(L, idx, akws[i]) == LUA_TSTRING) {
+        size_t nl;
+        const char *name = lua_tolstring(L, -1, &nl);
+        jc_push_join(L, base, blen, '#', name, nl);
+        lua_pushvalue(L, idx);
+        jc_setpair(L, c->anchors);
+        if (i == 1) {
+          lua_pushlstring(L, base, blen);
+          lua_rawget(L, c->dyns);
+          if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            lua_newtable(L);
+            lua_pushlstring(L, base, blen);
+            lua_pushvalue(L, -2);
+            jc_setpair(L, c->dyns);
+          }
+          lua_pushvalue(L, -2);
+          lua_pushvalue(L, idx);
+          jc_setpair(L, lua_gettop(L) - 2);
+          lua_pop(L, 1);
+        }
+      }
+      lua_pop(L, 1);
+    }
+  }
+  for (i = 0; jc_kw_single[i] != NULL; i++) {
+    if (jc_getkw(L, idx, jc_kw_single[i]) == LUA_TTABLE)
+      jc_index_child(c, base, blen, ptr, plen, jc_kw_single[i], NULL, 0, -1,
+                     depth);
+    lua_pop(L, 1);
+  }
+  for (i = 0; jc_kw_list[i] != NULL; i++) {
+    if (jc_getkw(L, idx, jc_kw_list[i]) == LUA_TTABLE &&
+        jc_is_array(L, lua_gettop(L))) {
+      int t = lua_gettop(L);
+      size_t n = (size_t)jc_rawlen(L, t), k;
+      for (k = 0; k < n; k++) {
+        lua_rawgeti(L, t, (lua_Integer)(k + 1));
+        jc_index_child(c, base, blen, ptr, plen, jc_kw_list[i], NULL, 0,
+                       (long)k, depth);
+        lua_pop(L, 1);
+      }
+    }
+    lua_pop(L, 1);
+  }
+  for (i = 0; jc_kw_map[i] != NULL; i++) {
+    if (jc_getkw(L, idx, jc_kw_map[i]) == LUA_TTABLE &&
+        !jc_is_array(L, lua_gettop(L))) {
+      int t = lua_gettop(L);
+      lua_pushnil(L);
+      while (lua_next(L, t) != 0) {
+        if (lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TTABLE) {
+          size_t kl;
+          const char *key = lua_tolstring(L, -2, &kl);
+          jc_index_child(c, base, blen, ptr, plen, jc_kw_map[i], key, kl, -1,
+                         depth);
+        }
+        lua_pop(L, 1);
+      }
+    }
+    lua_pop(L, 1);
+  }
+  lua_settop(L, top);
+}
+
+/* The schema pointer to show for location 'loc' ("<base>#<ptr>"): the
+** pointer alone inside the root resource, else the whole location. */
+static const char *jc_show_path(jc_cctx *c, const char *loc) {
+  size_t bl = strlen(c->v->base), len;
+  if (strncmp(loc, c->v->base, bl) == 0 && loc[bl] == '#') {
+    lua_pushstring(c->L, loc + bl + 1);
+    return jc_keep_string(c, &len);
+  }
+  return loc;
+}
+
+/* Fetch document 'doc' through the loader into reg and index it; pushes
+** it. Raises a schema error when there is no loader or it fails. */
+static void jc_load(jc_cctx *c, const char *path, const char *kw,
+                    const char *doc, size_t dl, const char *ref) {
+  lua_State *L = c->L;
+  int t;
+  if (c->loader == 0)
+    jc_schema_error(L, path, kw,
+                    "cannot resolve \"%s\": \"%s\" is not in this schema "
+                    "and no loader was given", ref, doc);
+  lua_pushvalue(L, c->loader);
+  lua_pushlstring(L, doc, dl);
+  if (lua_pcall(L, 1, 2, 0) != 0)
+    jc_schema_error(L, path, kw, "cannot resolve \"%s\": the loader failed: %s",
+                    ref, lua_tostring(L, -1));
+  t = lua_type(L, -2);
+  if (t != LUA_TTABLE && t != LUA_TBOOLEAN)
+    jc_schema_error(L, path, kw, "cannot resolve \"%s\": %s", ref,
+                    lua_isstring(L, -1) ? lua_tostring(L, -1)
+                                        : "the loader found nothing");
+  lua_pop(L, 1);
+  lua_pushlstring(L, doc, dl);
+  lua_pushvalue(L, -2);
+  jc_setpair(L, c->reg);
+  lua_pushvalue(L, -1);
+  jc_keep(c);
+  jc_index(c, lua_gettop(L), doc, dl, "", 0, 0);
+}
+
+/*
+** Resolve reference 'ref' (keyword 'kw' of 'n') against n's base URI:
+** pushes the target schema and returns its location; 'plain' is set when
+** the fragment is a plain name (an anchor). Remote documents come from the
+** loader. Raises when it points nowhere.
+*/
+static const char *jc_find_ref(jc_cctx *c, jc_node *n, const char *kw,
+                               const char *ref, size_t reflen, int *plain) {
+  lua_State *L = c->L;
+  const char *abs, *hash, *frag, *p, *end;
+  size_t al, fl, dl;
+  int doc;
+  jc_uri_resolve(L, n->base, strlen(n->base), ref, reflen);
+  abs = lua_tolstring(L, -1, &al);
+  jc_keep(c);   /* keep the string: 'abs' stays valid */
+  hash = (const char *)memchr(abs, '#', al);
+  dl = hash != NULL ? (size_t)(hash - abs) : al;
+  lua_pushlstring(L, abs, dl);
+  lua_rawget(L, c->reg);
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    jc_load(c, n->path, kw, abs, dl, ref);
+  }
+  doc = lua_gettop(L);
+  *plain = 0;
+  if (hash == NULL || hash + 1 == abs + al) return abs;
+  jc_push_unpercent(c, n->path, kw, hash + 1, al - dl - 1);
+  frag = lua_tolstring(L, -1, &fl);
+  if (frag[0] != '/') {   /* plain name */
+    *plain = 1;
+    lua_pushlstring(L, abs, al);
+    lua_rawget(L, c->anchors);
+    if (lua_isnil(L, -1))
+      jc_schema_error(L, n->path, kw, "cannot resolve \"%s\": no anchor \"%s\"",
+                      ref, frag);
+    lua_replace(L, doc);
+    lua_settop(L, doc);
+    return abs;
+  }
+  lua_pushvalue(L, doc);
+  p = frag;
+  end = frag + fl;
   while (p < end) {
-    const char *q = p + 1;
+    const char *q = p + 1, *s;
     luaL_Buffer b;
     int cur = lua_gettop(L);
     while (q < end && *q != '/') q++;
     luaL_buffinit(L, &b);
-    {
-      const char *s;
-      for (s = p + 1; s < q; s++) {
-        if (*s == '~') {
-          if (s + 1 < q && s[1] == '0') luaL_addchar(&b, '~');
-          else if (s + 1 < q && s[1] == '1') luaL_addchar(&b, '/');
-          else
-            jc_schema_error(L, n->path, "$ref",
-                            "bad JSON Pointer escape in \"%s\"", ref);
-          s++;
-        } else {
-          luaL_addchar(&b, *s);
-        }
+    for (s = p + 1; s < q; s++) {
+      if (*s == '~') {
+        if (s + 1 < q && s[1] == '0') luaL_addchar(&b, '~');
+        else if (s + 1 < q && s[1] == '1') luaL_addchar(&b, '/');
+        else
+          jc_schema_error(L, n->path, kw, "bad JSON Pointer escape in \"%s\"",
+                          ref);
+        s++;
+      } else {
+        luaL_addchar(&b, *s);
       }
     }
     luaL_pushresult(&b);
     if (lua_type(L, cur) != LUA_TTABLE)
-      jc_schema_error(L, n->path, "$ref", "cannot resolve \"%s\"", ref);
+      jc_schema_error(L, n->path, kw, "cannot resolve \"%s\"", ref);
     if (jc_is_array(L, cur)) {
       size_t tl, k;
       const char *tok = lua_tolstring(L, -1, &tl);
       lua_Integer ix = 0;
       if (tl == 0 || (tl > 1 && tok[0] == '0') || tl > 9)
-        jc_schema_error(L, n->path, "$ref", "cannot resolve \"%s\"", ref);
+        jc_schema_error(L, n->path, kw, "cannot resolve \"%s\"", ref);
       for (k = 0; k < tl; k++) {
         if (tok[k] < '0' || tok[k] > '9')
-          jc_schema_error(L, n->path, "$ref", "cannot resolve \"%s\"", ref);
+          jc_schema_error(L, n->path, kw, "cannot resolve \"%s\"", ref);
         ix = ix * 10 + (tok[k] - '0');
       }
       lua_pop(L, 1);
@@ -1065,18 +1321,181 @@ static jc_node *jc_resolve_ref(jc_cctx *c, jc_node *n, const char *ref,
       lua_rawget(L, cur);
     }
     if (lua_isnil(L, -1))
-      jc_schema_error(L, n->path, "$ref", "cannot resolve \"%s\"", ref);
+      jc_schema_error(L, n->path, kw, "cannot resolve \"%s\"", ref);
     lua_replace(L, cur);
     p = q;
   }
-  target = jc_compile_node(c, lua_gettop(L), ptr);
+  /* a location not reached by the index (inside an unknown keyword) */
+  lua_pushvalue(L, -1);
+  lua_rawget(L, c->loc);
+  if (lua_isnil(L, -1)) {
+    const char *db;
+    size_t dbl;
+    lua_pushvalue(L, doc);
+    lua_rawget(L, c->baseof);
+    if (lua_isnil(L, -1)) { lua_pop(L, 1); lua_pushlstring(L, abs, dl); }
+    db = lua_tolstring(L, -1, &dbl);
+    jc_index(c, lua_gettop(L) - 2, db, dbl, frag, fl, 0);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  lua_replace(L, doc);
+  lua_settop(L, doc);
+  return abs;
+}
+
+/* Compile the target of reference 'ref' (keyword 'kw' of 'n'). For
+** '$dynamicRef' ('dyn' set) also records the anchor name when the target
+** is a '$dynamicAnchor' of that name (the dynamic case). */
+static jc_node *jc_compile_ref(jc_cctx *c, jc_node *n, const char *kw,
+                               const char *ref, size_t reflen, int dyn) {
+  lua_State *L = c->L;
+  int plain;
+  const char *loc, *path;
+  size_t len;
+  jc_node *target;
+  jc_find_ref(c, n, kw, ref, reflen, &plain);
+  if (lua_type(L, -1) == LUA_TTABLE) {
+    lua_pushvalue(L, -1);
+    lua_rawget(L, c->loc);
+    loc = lua_isnil(L, -1) ? NULL : lua_tostring(L, -1);
+    lua_pop(L, 1);   /* the string stays in the loc table */
+  } else {
+    loc = NULL;
+  }
+  if (loc == NULL) {
+    lua_pushstring(L, ref);
+    loc = jc_keep_string(c, &len);
+  }
+  path = jc_show_path(c, loc);
+  target = jc_compile_node(c, lua_gettop(L), path, loc, n->base);
+  if (dyn && plain && lua_type(L, -1) == LUA_TTABLE) {
+    const char *hash = strchr(ref, '#');
+    if (jc_getkw(L, lua_gettop(L), "$dynamicAnchor") == LUA_TSTRING &&
+        hash != NULL && strcmp(lua_tostring(L, -1), hash + 1) == 0) {
+      n->dyn_name = jc_keep_string(c, &len);
+      c->v->dynamic = 1;
+    } else {
+      lua_pop(L, 1);
+    }
+  }
   lua_pop(L, 1);
   return target;
 }
 
-/* Compile the subschema at 'idx' whose schema pointer is 'path' (kept).
+/* The resource of base URI 'base', created (with its dynamic anchors
+** compiled) on first use. */
+static jc_res *jc_get_res(jc_cctx *c, const char *base) {
+  lua_State *L = c->L;
+  jc_res *r;
+  size_t n = 0, k = 0, len;
+  int t;
+  lua_pushstring(L, base);
+  lua_rawget(L, c->resof);
+  if (!lua_isnil(L, -1)) {
+    r = (jc_res *)lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    return r;
+  }
+  lua_pop(L, 1);
+  r = (jc_res *)jc_keep_block(c, 1, sizeof(jc_res));
+  r->uri = base;
+  lua_pushstring(L, base);
+  lua_pushlightuserdata(L, r);
+  jc_setpair(L, c->resof);
+  lua_pushstring(L, base);
+  lua_rawget(L, c->dyns);
+  if (lua_isnil(L, -1)) { lua_pop(L, 1); return r; }
+  t = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, t) != 0) { n++; lua_pop(L, 1); }
+  r->dyn_names = (const char **)jc_keep_block(c, n, sizeof(char *));
+  r->dyn_nodes = (jc_node **)jc_keep_block(c, n, sizeof(jc_node *));
+  lua_pushnil(L);
+  while (lua_next(L, t) != 0) {
+    const char *loc;
+    lua_pushvalue(L, -2);
+    r->dyn_names[k] = jc_keep_string(c, &len);
+    lua_pushvalue(L, -1);
+    lua_rawget(L, c->loc);
+    loc = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    r->dyn_nodes[k] = jc_compile_node(c, lua_gettop(L), jc_show_path(c, loc),
+                                      loc, base);
+    k++;
+    r->ndyn = k;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return r;
+}
+
+/* dependentRequired, dependentSchemas (2019+), dependencies (draft 4/7). */
+static void jc_compile_deps(jc_cctx *c, int sidx, jc_node *n) {
+  lua_State *L = c->L;
+  static const char *const kws[] = { "dependentRequired", "dependentSchemas",
+                                     "dependencies" };
+  size_t total = 0, k = 0, len;
+  int i;
+  for (i = 0; i < 3; i++) {
+    if (jc_getkw(L, sidx, kws[i]) != LUA_TNIL) {
+      int t = lua_gettop(L);
+      if (lua_type(L, t) != LUA_TTABLE || jc_is_array(L, t))
+        jc_schema_error(L, n->path, kws[i], "must be an object");
+      lua_pushnil(L);
+      while (lua_next(L, t) != 0) { total++; lua_pop(L, 1); }
+    }
+    lua_pop(L, 1);
+  }
+  if (total == 0) return;
+  n->deps = (jc_dep *)jc_keep_block(c, total, sizeof(jc_dep));
+  for (i = 0; i < 3; i++) {
+    int t;
+    if (jc_getkw(L, sidx, kws[i]) == LUA_TNIL) { lua_pop(L, 1); continue; }
+    t = lua_gettop(L);
+    lua_pushnil(L);
+    while (lua_next(L, t) != 0) {
+      jc_dep *d = &n->deps[k];
+      const char *name;
+      if (lua_type(L, -2) != LUA_TSTRING)
+        jc_schema_error(L, n->path, kws[i], "keys must be strings");
+      lua_pushvalue(L, -2);
+      name = jc_keep_string(c, &d->len);
+      d->name = name;
+      d->kw = kws[i];
+      if (i == 0 || (i == 2 && jc_arraylike(L, lua_gettop(L)))) {
+        size_t j;
+        int a = lua_gettop(L);
+        if (!jc_arraylike(L, a))
+          jc_schema_error(L, n->path, kws[i], "\"%s\" must be an array of strings",
+                          name);
+        d->nreq = (size_t)jc_rawlen(L, a);
+        d->req = (jc_prop *)jc_keep_block(c, d->nreq ? d->nreq : 1,
+                                          sizeof(jc_prop));
+        for (j = 0; j < d->nreq; j++) {
+          lua_rawgeti(L, a, (lua_Integer)(j + 1));
+          if (lua_type(L, -1) != LUA_TSTRING)
+            jc_schema_error(L, n->path, kws[i],
+                            "\"%s\" must be an array of strings", name);
+          d->req[j].name = jc_keep_string(c, &d->req[j].len);
+        }
+      } else {
+        d->node = jc_compile_sub(c, lua_gettop(L), n, kws[i], name, d->len, -1);
+      }
+      k++;
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  n->ndeps = k;
+  (void)len;
+}
+
+/* Compile the subschema at 'idx' whose schema pointer is 'path' and
+** absolute location 'abs' (both kept); 'base' is the parent's base URI.
 ** Tables are compiled once (cache), which also ends cycles. */
-static jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path) {
+static jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path,
+                                const char *abs, const char *base) {
   lua_State *L = c->L;
   jc_node *n;
   size_t len;
@@ -1095,8 +1514,7 @@ static jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path) {
       jc_schema_error(L, path, NULL,
                       "expected an object or a boolean, got array");
   } else if (t != LUA_TBOOLEAN) {
-    jc_schema_error(L, path, NULL,
-                    "expected an object or a boolean, got %s",
+    jc_schema_error(L, path, NULL, "expected an object or a boolean, got %s",
                     jc_jt_names[jc_json_type(L, idx)]);
   }
   if (++c->nest > JC_SCHEMA_MAX_NEST)
@@ -1107,26 +1525,60 @@ static jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path) {
   n = (jc_node *)jc_newuserdata(L, sizeof(jc_node));
   memset(n, 0, sizeof *n);
   n->path = path;
+  n->abs = abs;
+  n->base = base;
   n->boolean = t == LUA_TBOOLEAN ? lua_toboolean(L, idx) : -1;
   n->min_props = n->max_props = n->min_items = n->max_items = ABSENT;
   n->min_len = n->max_len = ABSENT;
+  n->min_contains = 1;
+  n->max_contains = ABSENT;
   if (t == LUA_TTABLE) {
     lua_pushvalue(L, idx);
     lua_pushvalue(L, -2);
     lua_rawset(L, c->cache);
   }
+  lua_pushlightuserdata(L, n);
+  lua_rawseti(L, c->nodes, ++c->nnodes);
   jc_keep(c);
   if (t == LUA_TBOOLEAN) { c->nest--; return n; }
   idx = jc_absindex(L, idx);
+  lua_pushvalue(L, idx);
+  lua_rawget(L, c->baseof);
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    jc_index(c, idx, base, strlen(base), "", 0, 0);   /* not reached before */
+    lua_pushvalue(L, idx);
+    lua_rawget(L, c->baseof);
+  }
+  n->base = lua_tostring(L, -1);   /* kept by the baseof table... */
+  jc_keep(c);                      /* ...and by keep */
+  lua_pushvalue(L, idx);
+  lua_rawget(L, c->loc);
+  if (lua_isstring(L, -1)) n->abs = jc_keep_string(c, &len);
+  else lua_pop(L, 1);
+  n->res = jc_get_res(c, n->base);
 
   if (jc_getkw(L, idx, "$ref") != LUA_TNIL) {
     const char *ref;
     if (lua_type(L, -1) != LUA_TSTRING)
       jc_schema_error(L, path, "$ref", "must be a string");
     ref = lua_tolstring(L, -1, &len);
-    n->ref = jc_resolve_ref(c, n, ref, len);
+    n->ref = jc_compile_ref(c, n, "$ref", ref, len, 0);
+    if (c->draft <= JC_D7) {   /* draft 4/7: '$ref' ignores its siblings */
+      lua_pop(L, 1);
+      c->nest--;
+      return n;
+    }
   }
   lua_pop(L, 1);
+  if (c->draft >= JC_D2020 && jc_getkw(L, idx, "$dynamicRef") != LUA_TNIL) {
+    const char *ref;
+    if (lua_type(L, -1) != LUA_TSTRING)
+      jc_schema_error(L, path, "$dynamicRef", "must be a string");
+    ref = lua_tolstring(L, -1, &len);
+    n->dynref = jc_compile_ref(c, n, "$dynamicRef", ref, len, 1);
+  }
+  if (c->draft >= JC_D2020) lua_pop(L, 1);
   jc_compile_type(c, idx, n);
   if (jc_getkw(L, idx, "enum") != LUA_TNIL) {
     if (!jc_arraylike(L, lua_gettop(L)))
@@ -1135,11 +1587,13 @@ static jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path) {
   } else {
     lua_pop(L, 1);
   }
-  if (jc_getkw(L, idx, "const") != LUA_TNIL) n->const_ref = jc_keep(c);
-  else lua_pop(L, 1);
+  if (c->draft >= JC_D7 && jc_getkw(L, idx, "const") != LUA_TNIL)
+    n->const_ref = jc_keep(c);
+  else if (c->draft >= JC_D7) lua_pop(L, 1);
   jc_compile_object_kws(c, idx, n);
   jc_compile_array_kws(c, idx, n);
   jc_compile_scalar_kws(c, idx, n);
+  jc_compile_deps(c, idx, n);
   for (i = 0; i < 3; i++) {
     static const char *const kws[] = { "allOf", "anyOf", "oneOf" };
     jc_node ***dst[3];
@@ -1147,16 +1601,70 @@ static jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path) {
     dst[0] = &n->allof; dst[1] = &n->anyof; dst[2] = &n->oneof;
     cnt[0] = &n->nallof; cnt[1] = &n->nanyof; cnt[2] = &n->noneof;
     if (jc_getkw(L, idx, kws[i]) != LUA_TNIL)
-      *dst[i] = jc_compile_list(c, path, kws[i], cnt[i], 1);
+      *dst[i] = jc_compile_list(c, n, kws[i], cnt[i], 1);
     else
       lua_pop(L, 1);
   }
-  if (jc_getkw(L, idx, "not") != LUA_TNIL)
-    n->not_ = jc_compile_node(c, lua_gettop(L),
-                              jc_child_path(c, path, "not", NULL, 0, -1));
-  lua_pop(L, 1);
+  {
+    static const char *const kws[] = {
+      "not", "if", "then", "else", "contains", "propertyNames",
+      "unevaluatedProperties", "unevaluatedItems"
+    };
+    jc_node **dst[8];
+    int mind[8] = { 4, 7, 7, 7, 7, 7, 2020, 2020 };
+    dst[0] = &n->not_; dst[1] = &n->if_; dst[2] = &n->then_;
+    dst[3] = &n->else_; dst[4] = &n->contains; dst[5] = &n->pnames;
+    dst[6] = &n->uprops; dst[7] = &n->uitems;
+    for (i = 0; i < 8; i++) {
+      if (c->draft >= mind[i] && jc_getkw(L, idx, kws[i]) != LUA_TNIL)
+        *dst[i] = jc_compile_sub(c, lua_gettop(L), n, kws[i], NULL, 0, -1);
+      if (c->draft >= mind[i]) lua_pop(L, 1);
+    }
+  }
+  if (n->if_ == NULL) n->then_ = n->else_ = NULL;
+  if (c->draft >= JC_D2020 && n->contains != NULL) {
+    jc_get_count(c, idx, path, "minContains", &n->min_contains);
+    jc_get_count(c, idx, path, "maxContains", &n->max_contains);
+  }
+  if (c->novalidation) {   /* meta-schema without the validation vocabulary */
+    size_t k;
+    n->types = 0;
+    n->enum_ref = n->const_ref = 0;
+    n->nrequired = 0;
+    n->min_props = n->max_props = n->min_items = n->max_items = ABSENT;
+    n->min_len = n->max_len = ABSENT;
+    n->unique = 0;
+    n->pattern = NULL;
+    for (k = 0; k < LIM_N; k++) n->lim[k].set = 0;
+    for (k = 0; k < n->ndeps; k++) n->deps[k].nreq = 0;
+    n->min_contains = 1;
+    n->max_contains = ABSENT;
+  }
   c->nest--;
   return n;
+}
+
+/* Reject in-place reference cycles ($ref/allOf/... back to the same node
+** at the same instance location: validation would never end). */
+static void jc_check_cycles(jc_cctx *c, jc_node *n) {
+  jc_node *next[8];
+  size_t i, k = 0;
+  if (n->mark == 2 || n->boolean >= 0) return;
+  if (n->mark == 1)
+    jc_schema_error(c->L, n->path, NULL,
+                    "reference cycle that never consumes input (validation "
+                    "would not end)");
+  n->mark = 1;
+  if (!lua_checkstack(c->L, 4)) luaL_error(c->L, "schema too deep");
+  next[k++] = n->ref; next[k++] = n->dynref; next[k++] = n->not_;
+  next[k++] = n->if_; next[k++] = n->then_; next[k++] = n->else_;
+  for (i = 0; i < k; i++) if (next[i] != NULL) jc_check_cycles(c, next[i]);
+  for (i = 0; i < n->nallof; i++) jc_check_cycles(c, n->allof[i]);
+  for (i = 0; i < n->nanyof; i++) jc_check_cycles(c, n->anyof[i]);
+  for (i = 0; i < n->noneof; i++) jc_check_cycles(c, n->oneof[i]);
+  for (i = 0; i < n->ndeps; i++)
+    if (n->deps[i].node != NULL) jc_check_cycles(c, n->deps[i].node);
+  n->mark = 2;
 }
 
 /* ===================================================================== */
@@ -1174,6 +1682,7 @@ typedef struct jc_vctx {
   int abort;           /* too deep: unwind */
   int depth;           /* instance depth */
   int edepth;          /* nested subschema evaluations */
+  int stop;            /* entries in the dynamic scope (v->scope) */
 } jc_vctx;
 
 #define JC_STOP(c) ((c)->quiet || (c)->abort || ((c)->first && (c)->nerr > 0))
@@ -1213,6 +1722,9 @@ static const char *jc_err_begin(jc_vctx *c, const jc_node *n,
   if (kw != NULL) lua_pushfstring(L, "%s/%s", n->path, kw);
   else lua_pushstring(L, n->path);
   lua_setfield(L, -3, "schema_pointer");
+  if (kw != NULL) lua_pushfstring(L, "%s/%s", n->abs, kw);
+  else lua_pushstring(L, n->abs);
+  lua_setfield(L, -3, "absolute_schema_location");
   lua_pushstring(L, kw != NULL ? kw : (n->boolean == 0 ? "false" : ""));
   lua_setfield(L, -3, "keyword");
   if (*lua_tostring(L, -1) == '\0') {
@@ -1376,6 +1888,66 @@ static void jc_report_count(jc_vctx *c, const jc_node *n, const char *kw,
   jc_err_end(c);
 }
 
+/* The shortest decimal form of the number at 'idx' as mantissa * 10^exp,
+** the mantissa without trailing zeros. Returns 0 for inf and nan. */
+static int jc_decimal(lua_State *L, int idx, unsigned long long *mant,
+                      int *exp) {
+  char buf[64], *p;
+  int prec, e, nd = 0;
+  unsigned long long m = 0;
+  double d;
+#if JC_HAVE_INTEGER
+  if (lua_isinteger(L, idx)) {
+    lua_Integer i = lua_tointeger(L, idx);
+    m = i < 0 ? (unsigned long long)0 - (unsigned long long)i
+              : (unsigned long long)i;
+    e = 0;
+    while (m != 0 && m % 10 == 0) { m /= 10; e++; }
+    *mant = m;
+    *exp = e;
+    return 1;
+  }
+#endif
+  d = (double)lua_tonumber(L, idx);
+  if (d != d || d - d != 0) return 0;
+  d = fabs(d);
+  for (prec = 14; prec <= 16; prec++) {
+    snprintf(buf, sizeof buf, "%.*e", prec, d);
+    if (strtod(buf, NULL) == d) break;
+  }
+  for (p = buf; *p != 'e' && *p != '\0'; p++) {
+    if (*p >= '0' && *p <= '9') { m = m * 10 + (unsigned)(*p - '0'); nd++; }
+  }
+  e = *p == 'e' ? atoi(p + 1) : 0;
+  e -= nd - 1;
+  while (m != 0 && m % 10 == 0) { m /= 10; e++; }
+  *mant = m;
+  *exp = e;
+  return 1;
+}
+
+/* Is the number at 'idx' an exact multiple of 'lim' in decimal (143.48 of
+** 0.01)? Both are read as their shortest decimal forms. */
+static int jc_is_multiple(lua_State *L, int idx, const jc_limit *lim) {
+  unsigned long long a, b, x;
+  int ea, eb, k;
+  if (!jc_decimal(L, idx, &a, &ea)) return 0;
+  jc_push_limit(L, lim);
+  k = jc_decimal(L, -1, &b, &eb);
+  lua_pop(L, 1);
+  if (!k || b == 0) return 0;
+  if (a == 0) return 1;
+  if (ea < eb) return 0;    /* a has no factor 10 to spare */
+  x = a % b;
+  for (k = 0; k < ea - eb && x != 0; k++) {   /* x = 10x mod b, no overflow */
+    unsigned long long y = x;
+    int t;
+    x = 0;
+    for (t = 0; t < 10; t++) x = x >= b - y ? x - (b - y) : x + y;
+  }
+  return x == 0;
+}
+
 static int jc_eval_number(jc_vctx *c, const jc_node *n, int idx) {
   lua_State *L = c->L;
   int ok = 1, fail;
@@ -1434,15 +2006,7 @@ static int jc_eval_number(jc_vctx *c, const jc_node *n, int idx) {
     } else
 #endif
     {
-      /* best effort for fractions: a quotient within 1e-9 of an integer */
-      double q = (double)lua_tonumber(L, idx) / (double)m->d, r;
-      if (q != q || q - q != 0) {
-        multiple = 0;
-      } else {
-        r = q - floor(q);
-        multiple = r < 1e-9 * (fabs(q) > 1 ? fabs(q) : 1) ||
-                   1 - r < 1e-9 * (fabs(q) > 1 ? fabs(q) : 1);
-      }
+      multiple = jc_is_multiple(L, idx, m);
     }
     if (!multiple) {
       ok = 0;
@@ -1502,10 +2066,16 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, int idx) {
       if (JC_STOP(c)) return 0;
     }
   }
-  if (n->format != FMT_NONE && c->v->format_assertion) {
-    int valid = n->format == FMT_DATE ? jc_check_date(s, len)
-              : n->format == FMT_DATETIME ? jc_check_datetime(s, len)
-              : jc_check_time(s, len);
+  if (n->format != JC_FMT_NONE && c->v->format_assertion) {
+    int valid;
+    if (n->format == JC_FMT_REGEX) {
+      char msg[8];
+      size_t off;
+      valid = jc_pattern_compile(L, s, len, msg, sizeof msg, &off) != NULL;
+      lua_pop(L, 1);
+    } else {
+      valid = jc_format_check(n->format, s, len);
+    }
     if (!valid) {
       ok = 0;
       if (!c->quiet) {
@@ -1770,6 +2340,306 @@ static size_t jc_count_matches(jc_vctx *c, jc_node *const *list, size_t n,
   return hits;
 }
 
+
+/* Enter the resource of 'n' in the dynamic scope; returns 1 if pushed. */
+static int jc_scope_push(jc_vctx *c, const jc_node *n) {
+  if (c->stop > 0 && c->v->scope[c->stop - 1] == n->res) return 0;
+  c->v->scope[c->stop++] = n->res;
+  return 1;
+}
+
+/* The node a '$dynamicRef' evaluates: the outermost resource in the
+** dynamic scope with a '$dynamicAnchor' of its name, else the static
+** target. */
+static const jc_node *jc_dyn_target(jc_vctx *c, const jc_node *n) {
+  int i;
+  size_t k;
+  if (n->dyn_name == NULL) return n->dynref;
+  for (i = 0; i < c->stop; i++) {
+    const jc_res *r = c->v->scope[i];
+    for (k = 0; k < r->ndyn; k++)
+      if (strcmp(r->dyn_names[k], n->dyn_name) == 0) return r->dyn_nodes[k];
+  }
+  return n->dynref;
+}
+
+/* Quiet validity of 'n' on the value at 'idx'. */
+static int jc_quiet_ok(jc_vctx *c, const jc_node *n, int idx) {
+  int ok;
+  c->quiet++;
+  ok = jc_eval(c, n, idx);
+  c->quiet--;
+  return ok;
+}
+
+static void jc_mark(lua_State *L, int tab) {
+  lua_pushboolean(L, 1);
+  lua_rawset(L, tab);
+}
+
+/*
+** Annotations for unevaluatedProperties/Items: mark in 'ptab' the member
+** names and in 'itab' the item indexes (0-based) that 'n' and its in-place
+** subschemas evaluated on the value at 'idx' (type 'jt'); '*allp'/'*alli'
+** when all were. Subschemas that fail contribute nothing (anyOf, oneOf,
+** if); 'self' skips n's own unevaluated* keywords.
+*/
+static void jc_collect(jc_vctx *c, const jc_node *n, int idx, int jt,
+                       int ptab, int itab, int *allp, int *alli, int self) {
+  lua_State *L = c->L;
+  size_t i;
+  int pushed = 0;
+  if (n->boolean >= 0 || c->abort) return;
+  if (c->edepth + 1 > JC_SCHEMA_MAX_EVAL || !lua_checkstack(L, 8)) return;
+  c->edepth++;
+  if (c->v->dynamic) pushed = jc_scope_push(c, n);
+  if (n->ref != NULL)
+    jc_collect(c, n->ref, idx, jt, ptab, itab, allp, alli, 0);
+  if (n->dynref != NULL)
+    jc_collect(c, jc_dyn_target(c, n), idx, jt, ptab, itab, allp, alli, 0);
+  if (jt == JT_OBJECT) {
+    if (n->addl != NULL || (!self && n->uprops != NULL)) *allp = 1;
+    if (!*allp && (n->nprops > 0 || n->npprops > 0)) {
+      lua_pushnil(L);
+      while (lua_next(L, idx) != 0) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) == LUA_TSTRING) {
+          size_t kl, k;
+          const char *key = lua_tolstring(L, -1, &kl);
+          int hit = jc_find_prop(n, key, kl) != NULL;
+          for (k = 0; !hit && k < n->npprops; k++)
+            hit = jc_pattern_match(n->pprops[k].re, c->v->matcher, key, kl) ==
+                  JC_PATTERN_MATCH;
+          if (hit) { lua_pushvalue(L, -1); jc_mark(L, ptab); }
+        }
+      }
+    }
+    for (i = 0; i < n->ndeps; i++) {
+      if (n->deps[i].node == NULL) continue;
+      lua_pushlstring(L, n->deps[i].name, n->deps[i].len);
+      lua_rawget(L, idx);
+      if (!lua_isnil(L, -1))
+        jc_collect(c, n->deps[i].node, idx, jt, ptab, itab, allp, alli, 0);
+      lua_pop(L, 1);
+    }
+  } else if (jt == JT_ARRAY) {
+    size_t len = (size_t)jc_rawlen(L, idx);
+    if (n->items != NULL || (!self && n->uitems != NULL)) *alli = 1;
+    for (i = 0; i < n->nprefix && i < len; i++) {
+      lua_pushinteger(L, (lua_Integer)i);
+      jc_mark(L, itab);
+    }
+    if (n->contains != NULL && !*alli) {
+      for (i = 0; i < len; i++) {
+        int hit;
+        lua_rawgeti(L, idx, (lua_Integer)(i + 1));
+        hit = jc_quiet_ok(c, n->contains, lua_gettop(L));
+        lua_pop(L, 1);
+        if (hit) { lua_pushinteger(L, (lua_Integer)i); jc_mark(L, itab); }
+      }
+    }
+  }
+  for (i = 0; i < n->nallof; i++)
+    jc_collect(c, n->allof[i], idx, jt, ptab, itab, allp, alli, 0);
+  for (i = 0; i < n->nanyof; i++)
+    if (jc_quiet_ok(c, n->anyof[i], idx))
+      jc_collect(c, n->anyof[i], idx, jt, ptab, itab, allp, alli, 0);
+  for (i = 0; i < n->noneof; i++)
+    if (jc_quiet_ok(c, n->oneof[i], idx))
+      jc_collect(c, n->oneof[i], idx, jt, ptab, itab, allp, alli, 0);
+  if (n->if_ != NULL) {
+    if (jc_quiet_ok(c, n->if_, idx)) {
+      jc_collect(c, n->if_, idx, jt, ptab, itab, allp, alli, 0);
+      if (n->then_ != NULL)
+        jc_collect(c, n->then_, idx, jt, ptab, itab, allp, alli, 0);
+    } else if (n->else_ != NULL) {
+      jc_collect(c, n->else_, idx, jt, ptab, itab, allp, alli, 0);
+    }
+  }
+  if (pushed) c->stop--;
+  c->edepth--;
+}
+
+/* Report a forbidden member or item (a 'false' subschema under 'kw'),
+** with the child's segment pushed. */
+static void jc_report_extra(jc_vctx *c, const jc_node *n, const char *kw,
+                            const char *key, size_t klen, size_t index) {
+  lua_State *L = c->L;
+  jc_seg *sg;
+  if (c->quiet) return;
+  sg = &c->v->segs[c->depth];
+  sg->key = key; sg->len = klen; sg->index = index;
+  c->depth++;
+  jc_err_begin(c, n, kw);
+  if (key != NULL) {
+    lua_pushlstring(L, key, klen);
+    lua_setfield(L, -3, "property");
+  }
+  lua_getfield(L, -2, "pointer");
+  lua_pushfstring(L, key != NULL ? "extra field %s is not allowed"
+                                 : "extra item %s is not allowed",
+                  lua_tostring(L, -1));
+  lua_remove(L, -2);
+  jc_err_end(c);
+  c->depth--;
+}
+
+/* unevaluatedProperties / unevaluatedItems of 'n' on the value at 'idx'. */
+static JC_NOINLINE int jc_eval_unevaluated(jc_vctx *c, const jc_node *n,
+                                           int idx, int jt) {
+  lua_State *L = c->L;
+  int ptab, itab, allp = 0, alli = 0, ok = 1, r;
+  if (!lua_checkstack(L, 12)) luaL_error(L, "instance too deep (Lua stack)");
+  lua_newtable(L);
+  ptab = lua_gettop(L);
+  lua_newtable(L);
+  itab = lua_gettop(L);
+  jc_collect(c, n, idx, jt, ptab, itab, &allp, &alli, 1);
+  if (jt == JT_OBJECT && n->uprops != NULL && !allp) {
+    lua_pushnil(L);
+    while (lua_next(L, idx) != 0) {
+      size_t kl;
+      const char *key;
+      int seen;
+      if (lua_type(L, -2) != LUA_TSTRING) { lua_pop(L, 1); continue; }
+      key = lua_tolstring(L, -2, &kl);
+      lua_pushvalue(L, -2);
+      lua_rawget(L, ptab);
+      seen = !lua_isnil(L, -1);
+      lua_pop(L, 1);
+      if (!seen) {
+        if (n->uprops->boolean == 0) {
+          r = 0;
+          jc_report_extra(c, n, "unevaluatedProperties", key, kl, 0);
+        } else {
+          r = jc_eval_child(c, n->uprops, key, kl, 0);
+        }
+        if (!r) {
+          ok = 0;
+          if (JC_STOP(c)) { lua_pop(L, 2); break; }
+        }
+      }
+      lua_pop(L, 1);
+    }
+  }
+  if (jt == JT_ARRAY && n->uitems != NULL && !alli) {
+    size_t len = (size_t)jc_rawlen(L, idx), i;
+    for (i = 0; i < len; i++) {
+      int seen;
+      lua_rawgeti(L, itab, (lua_Integer)i);
+      seen = !lua_isnil(L, -1);
+      lua_pop(L, 1);
+      if (seen) continue;
+      if (n->uitems->boolean == 0) {
+        r = 0;
+        jc_report_extra(c, n, "unevaluatedItems", NULL, 0, i);
+      } else {
+        lua_rawgeti(L, idx, (lua_Integer)(i + 1));
+        r = jc_eval_child(c, n->uitems, NULL, 0, i);
+        lua_pop(L, 1);
+      }
+      if (!r) {
+        ok = 0;
+        if (JC_STOP(c)) break;
+      }
+    }
+  }
+  lua_settop(L, ptab - 1);
+  return ok;
+}
+
+/* dependentRequired / dependentSchemas / dependencies and propertyNames. */
+static JC_NOINLINE int jc_eval_object_more(jc_vctx *c, const jc_node *n,
+                                           int idx) {
+  lua_State *L = c->L;
+  size_t i, j;
+  int ok = 1, present, r;
+  for (i = 0; i < n->ndeps; i++) {
+    const jc_dep *d = &n->deps[i];
+    lua_pushlstring(L, d->name, d->len);
+    lua_rawget(L, idx);
+    present = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (!present) continue;
+    for (j = 0; j < d->nreq; j++) {
+      lua_pushlstring(L, d->req[j].name, d->req[j].len);
+      lua_rawget(L, idx);
+      present = !lua_isnil(L, -1);
+      lua_pop(L, 1);
+      if (!present) {
+        ok = 0;
+        if (!c->quiet) {
+          luaL_Buffer b;
+          jc_err_begin(c, n, d->kw);
+          lua_pushlstring(L, d->req[j].name, d->req[j].len);
+          lua_setfield(L, -3, "property");
+          lua_getfield(L, -2, "pointer");
+          luaL_buffinit(L, &b);
+          luaL_addstring(&b, "missing field ");
+          luaL_addvalue(&b);
+          luaL_addchar(&b, '/');
+          jc_add_token(&b, d->req[j].name, d->req[j].len);
+          luaL_addstring(&b, ", required when ");
+          lua_pushlstring(L, d->name, d->len);
+          luaL_addvalue(&b);
+          luaL_addstring(&b, " is present");
+          luaL_pushresult(&b);
+          jc_err_end(c);
+        }
+        if (JC_STOP(c)) return 0;
+      }
+    }
+    if (d->node != NULL && !jc_eval(c, d->node, idx)) {
+      ok = 0;
+      if (JC_STOP(c)) return 0;
+    }
+  }
+  if (n->pnames != NULL) {
+    lua_pushnil(L);
+    while (lua_next(L, idx) != 0) {
+      size_t kl;
+      const char *key;
+      lua_pop(L, 1);
+      lua_pushvalue(L, -1);
+      key = lua_tolstring(L, -1, &kl);   /* a copy: numbers converted */
+      r = jc_eval_child(c, n->pnames, key, kl, 0);
+      lua_pop(L, 1);
+      if (!r) {
+        ok = 0;
+        if (JC_STOP(c)) { lua_pop(L, 1); return 0; }
+      }
+    }
+  }
+  return ok;
+}
+
+/* contains / minContains / maxContains. */
+static JC_NOINLINE int jc_eval_contains(jc_vctx *c, const jc_node *n,
+                                        int idx) {
+  lua_State *L = c->L;
+  size_t len = (size_t)jc_rawlen(L, idx), i, hits = 0;
+  for (i = 0; i < len && !c->abort; i++) {
+    lua_rawgeti(L, idx, (lua_Integer)(i + 1));
+    if (jc_quiet_ok(c, n->contains, lua_gettop(L))) hits++;
+    lua_pop(L, 1);
+  }
+  if (c->abort) return 0;
+  if (hits < n->min_contains) {
+    if (n->min_contains == 1 && hits == 0)
+      jc_report(c, n, "contains", " has no item that matches \"contains\"");
+    else
+      jc_report_count(c, n, "minContains", hits, "items matching \"contains\"",
+                      "minimum", n->min_contains);
+    return 0;
+  }
+  if (n->max_contains != ABSENT && hits > n->max_contains) {
+    jc_report_count(c, n, "maxContains", hits, "items matching \"contains\"",
+                    "maximum", n->max_contains);
+    return 0;
+  }
+  return 1;
+}
+
 /*
 ** Evaluate node 'n' on the value at absolute index 'idx'. Keyword order is
 ** fixed: $ref, type (a type failure ends the subschema), enum, const, the
@@ -1778,7 +2648,7 @@ static size_t jc_count_matches(jc_vctx *c, jc_node *const *list, size_t n,
 */
 static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
   lua_State *L = c->L;
-  int ok = 1, jt;
+  int ok = 1, jt, pushed = 0;
   if (n->boolean == 1) return 1;
   if (n->boolean == 0) {
     jc_report(c, n, NULL, " is not allowed");
@@ -1792,8 +2662,13 @@ static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
   jt = jc_json_type(L, idx);
   if (jt == JT_OTHER)
     luaL_error(L, "value of type %s is not JSON", luaL_typename(L, idx));
+  if (c->v->dynamic) pushed = jc_scope_push(c, n);
 
   if (n->ref != NULL && !jc_eval(c, n->ref, idx)) {
+    ok = 0;
+    if (JC_STOP(c)) goto done;
+  }
+  if (n->dynref != NULL && !jc_eval(c, jc_dyn_target(c, n), idx)) {
     ok = 0;
     if (JC_STOP(c)) goto done;
   }
@@ -1851,8 +2726,16 @@ static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
   {
     int r = 1;
     switch (jt) {
-      case JT_OBJECT: r = jc_eval_object(c, n, idx); break;
-      case JT_ARRAY: r = jc_eval_array(c, n, idx); break;
+      case JT_OBJECT:
+        r = jc_eval_object(c, n, idx);
+        if ((n->ndeps > 0 || n->pnames != NULL) && (r || !JC_STOP(c)))
+          r = jc_eval_object_more(c, n, idx) && r;
+        break;
+      case JT_ARRAY:
+        r = jc_eval_array(c, n, idx);
+        if (n->contains != NULL && (r || !JC_STOP(c)))
+          r = jc_eval_contains(c, n, idx) && r;
+        break;
       case JT_STRING: r = jc_eval_string(c, n, idx); break;
       case JT_NUMBER: r = jc_eval_number(c, n, idx); break;
       default: break;
@@ -1907,9 +2790,24 @@ static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
     if (matched) {
       ok = 0;
       jc_report(c, n, "not", " must not match the schema in \"not\"");
+      if (JC_STOP(c)) goto done;
     }
   }
+  if (n->if_ != NULL) {
+    int cond = jc_quiet_ok(c, n->if_, idx);
+    const jc_node *branch = cond ? n->then_ : n->else_;
+    if (c->abort) { ok = 0; goto done; }
+    if (branch != NULL && !jc_eval(c, branch, idx)) {
+      ok = 0;
+      if (JC_STOP(c)) goto done;
+    }
+  }
+  if ((n->uprops != NULL && jt == JT_OBJECT) ||
+      (n->uitems != NULL && jt == JT_ARRAY)) {
+    if (!jc_eval_unevaluated(c, n, idx, jt)) ok = 0;
+  }
 done:
+  if (pushed) c->stop--;
   c->edepth--;
   return ok;
 }
@@ -1938,6 +2836,46 @@ static int jc_validator_tostring(lua_State *L) {
   return 1;
 }
 
+/* Draft of an option name ("2020-12", "draft7", "draft4"); 0 if unknown. */
+static int jc_draft_name(const char *d) {
+  if (strcmp(d, "2020-12") == 0 || strcmp(d, "draft2020-12") == 0)
+    return JC_D2020;
+  if (strcmp(d, "draft7") == 0 || strcmp(d, "draft-07") == 0) return JC_D7;
+  if (strcmp(d, "draft4") == 0 || strcmp(d, "draft-04") == 0) return JC_D4;
+  return 0;
+}
+
+/* Draft of a '$schema' URI; 0 when not a known meta-schema. */
+static int jc_draft_uri(const char *u) {
+  if (strstr(u, "json-schema.org/") == NULL) return 0;
+  if (strstr(u, "/draft-04/") || strstr(u, "/draft-03/")) return JC_D4;
+  if (strstr(u, "/draft-06/") || strstr(u, "/draft-07/")) return JC_D7;
+  if (strstr(u, "/draft/2019-09/") || strstr(u, "/draft/2020-12/"))
+    return JC_D2020;
+  return 0;
+}
+
+/* For a custom meta-schema (URI at 'uidx'): fetch it through the loader
+** (the function at index 2) and tell whether its '$vocabulary' leaves out validation.
+** A loader failure here is not an error (the meta-schema is optional). */
+static int jc_meta_novalidation(lua_State *L, int uidx) {
+  int res = 0;
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, uidx);
+  if (lua_pcall(L, 1, 1, 0) != 0) { lua_pop(L, 1); return 0; }
+  if (lua_type(L, -1) == LUA_TTABLE) {
+    lua_getfield(L, -1, "$vocabulary");
+    if (lua_type(L, -1) == LUA_TTABLE) {
+      lua_getfield(L, -1, "https://json-schema.org/draft/2020-12/vocab/validation");
+      res = lua_isnil(L, -1);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return res;
+}
+
 /*
 ** core.compile(schema [, opts]) -> validator
 **   schema  table (a JSON Schema as decoded) or boolean
@@ -1953,8 +2891,10 @@ static int jc_validator_tostring(lua_State *L) {
 static int jc_schema_compile(lua_State *L) {
   jc_validator *v;
   jc_cctx c;
+  size_t len;
+  int i;
   int t = lua_type(L, 1);
-  int fa = 0, maxd = JC_SCHEMA_MAX_DEPTH;
+  int fa = 0, maxd = JC_SCHEMA_MAX_DEPTH, draft = 0, loader = 0;
   luaL_argcheck(L, t == LUA_TTABLE || t == LUA_TBOOLEAN, 1,
                 "table or boolean expected");
   luaL_argcheck(L, lua_gettop(L) <= 2, 3, "no more than 2 arguments expected");
@@ -1968,6 +2908,15 @@ static int jc_schema_compile(lua_State *L) {
         luaL_argcheck(L, lua_type(L, -1) == LUA_TBOOLEAN, 2,
                       "format_assertion must be a boolean");
         fa = lua_toboolean(L, -1);
+      } else if (strcmp(k, "draft") == 0) {
+        const char *d = lua_tostring(L, -1);
+        luaL_argcheck(L, lua_type(L, -1) == LUA_TSTRING &&
+                      (draft = jc_draft_name(d)) != 0, 2,
+                      "draft must be \"2020-12\", \"draft7\" or \"draft4\"");
+      } else if (strcmp(k, "loader") == 0) {
+        luaL_argcheck(L, lua_type(L, -1) == LUA_TFUNCTION, 2,
+                      "loader must be a function");
+        loader = 1;
       } else if (strcmp(k, "max_depth") == 0) {
         lua_Number d = lua_tonumber(L, -1);
         luaL_argcheck(L, lua_type(L, -1) == LUA_TNUMBER && d == floor(d) &&
@@ -1981,7 +2930,21 @@ static int jc_schema_compile(lua_State *L) {
       lua_pop(L, 1);
     }
   }
-  lua_settop(L, 1);
+  if (loader) lua_getfield(L, 2, "loader");
+  else lua_pushnil(L);
+  lua_replace(L, 2);                 /* 2: loader or nil */
+  lua_settop(L, 2);
+  /* '$schema' wins over the 'draft' option */
+  c.novalidation = 0;
+  if (t == LUA_TTABLE) {
+    if (jc_getkw(L, 1, "$schema") == LUA_TSTRING) {
+      int d = jc_draft_uri(lua_tostring(L, -1));
+      if (d != 0) draft = d;
+      else if (loader) c.novalidation = jc_meta_novalidation(L, lua_gettop(L));
+    }
+    lua_pop(L, 1);
+  }
+  if (draft == 0) draft = JC_D2020;
   /* owner first: everything below hangs off its keep table */
   v = (jc_validator *)jc_newuserdata(L, sizeof(jc_validator));
   memset(v, 0, sizeof *v);
@@ -1989,27 +2952,57 @@ static int jc_schema_compile(lua_State *L) {
   luaL_setmetatable(L, JC_VALIDATOR_MT);
   v->max_depth = maxd;
   v->format_assertion = fa;
-  lua_newtable(L);                   /* 3: keep */
+  lua_newtable(L);                   /* 4: keep */
   lua_pushvalue(L, -1);
   v->keep_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_newtable(L);                   /* 4: cache */
+  lua_newtable(L);                   /* 5: cache */
   c.L = L;
-  c.keep = 3;
+  c.keep = 4;
   c.nkeep = 0;
-  c.cache = 4;
+  c.cache = 5;
   c.root = 1;
   c.nest = 0;
   c.v = v;
+  c.draft = draft;
+  c.loader = loader ? 2 : 0;
+  lua_newtable(L); c.reg = lua_gettop(L);
+  lua_newtable(L); c.anchors = lua_gettop(L);
+  lua_newtable(L); c.dyns = lua_gettop(L);
+  lua_newtable(L); c.loc = lua_gettop(L);
+  lua_newtable(L); c.baseof = lua_gettop(L);
+  lua_newtable(L); c.resof = lua_gettop(L);
+  lua_newtable(L); c.nodes = lua_gettop(L);
+  c.nnodes = 0;
+  v->scope = (jc_res **)jc_keep_block(&c, JC_SCHEMA_MAX_EVAL + 2,
+                                      sizeof(jc_res *));
   v->matcher = jc_matcher_new(L);
   jc_keep(&c);
   v->segs = (jc_seg *)jc_keep_block(&c, (size_t)maxd + 1, sizeof(jc_seg));
   lua_pushliteral(L, "");
-  {
-    size_t len;
-    const char *root = jc_keep_string(&c, &len);
-    v->root = jc_compile_node(&c, 1, root);
+  lua_pushvalue(L, 1);
+  jc_setpair(L, c.reg);
+  v->base = "";
+  jc_index(&c, 1, "", 0, "", 0, 0);
+  if (t == LUA_TTABLE) {
+    lua_pushvalue(L, 1);
+    lua_rawget(L, c.baseof);
+    if (lua_isstring(L, -1)) v->base = jc_keep_string(&c, &len);
+    else lua_pop(L, 1);   /* not a schema: jc_compile_node raises */
   }
-  lua_settop(L, 2);
+  lua_pushliteral(L, "");
+  {
+    const char *root = jc_keep_string(&c, &len);
+    const char *abs;
+    jc_push_join(L, v->base, strlen(v->base), '#', "", 0);
+    abs = jc_keep_string(&c, &len);
+    v->root = jc_compile_node(&c, 1, root, abs, v->base);
+  }
+  for (i = 1; i <= c.nnodes; i++) {
+    lua_rawgeti(L, c.nodes, i);
+    jc_check_cycles(&c, (jc_node *)lua_touserdata(L, -1));
+    lua_pop(L, 1);
+  }
+  lua_settop(L, 3);
   return 1;
 }
 
@@ -2063,6 +3056,7 @@ static int jc_schema_validate(lua_State *L) {
   c.abort = 0;
   c.depth = 0;
   c.edepth = 0;
+  c.stop = 0;
   lua_pushvalue(L, 2);
   if (jc_eval(&c, v->root, 5) && c.nerr == 0) {
     lua_pushboolean(L, 1);

@@ -35,7 +35,10 @@ _M.encode = core.encode
 
 --- Compile a JSON Schema.
 -- @tparam table|string|boolean schema a schema as a Lua table or as JSON text
--- @tparam[opt] table opts `format_assertion` (boolean, default false), `max_depth`
+-- @tparam[opt] table opts `draft` ("2020-12" default, "draft7", "draft4"; a known
+-- `$schema` in the schema wins), `loader` (function(uri) -> schema | nil, err, called at
+-- compile time for references outside the schema), `format_assertion` (boolean, default
+-- false), `max_depth`
 -- @treturn userdata validator with `validator:validate(value) -> true | nil, err`
 -- @raise when the schema is not a schema (the message names the schema pointer)
 function _M.compile(schema, opts)
