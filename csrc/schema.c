@@ -2879,9 +2879,15 @@ static int jc_meta_novalidation(lua_State *L, int uidx) {
 /*
 ** core.compile(schema [, opts]) -> validator
 **   schema  table (a JSON Schema as decoded) or boolean
-**   opts    table or nil: format_assertion (boolean, default false: 'format'
-**           is an annotation as in 2020-12 §7.2.1; true asserts "date",
-**           "date-time", "time"), max_depth (integer 1..10000, default
+**   opts    table or nil: draft ("2020-12" default, "draft7", "draft4"; a
+**           known '$schema' wins), loader (function(uri) -> schema | nil,
+**           err: called at compile time, under lua_pcall, for each document
+**           a reference names that the schema does not hold),
+**           format_assertion (boolean, default false: 'format' is an
+**           annotation as in 2020-12 §7.2.1; true asserts date, time,
+**           date-time, duration, email, hostname, ipv4, ipv6, uri,
+**           uri-reference, uuid, regex, json-pointer,
+**           relative-json-pointer), max_depth (integer 1..10000, default
 **           1000: instance depth bound, deeper values fail as "too_deep")
 ** Returns a "jsoncontract.Validator" userdata (garbage collected).
 ** Raises "invalid schema at <schema pointer>: <reason>" for a bad schema,
@@ -3006,13 +3012,45 @@ static int jc_schema_compile(lua_State *L) {
   return 1;
 }
 
+/* JSON Schema's "basic" output (2020-12 §12.4.2) for the 'n' error items
+** in the list at 'errs': { valid = false, errors = { { keywordLocation,
+** absoluteKeywordLocation, instanceLocation, error }, ... } }. [-0, +1, m] */
+static int jc_push_basic(lua_State *L, int errs, int n) {
+  int i;
+  lua_createtable(L, 0, 2);
+  lua_pushboolean(L, 0);
+  lua_setfield(L, -2, "valid");
+  lua_createtable(L, n, 0);
+  luaL_setmetatable(L, JC_ARRAY_MT);
+  for (i = 1; i <= n; i++) {
+    lua_rawgeti(L, errs, i);
+    lua_createtable(L, 0, 4);
+    lua_getfield(L, -2, "schema_pointer");
+    lua_setfield(L, -2, "keywordLocation");
+    lua_getfield(L, -2, "absolute_schema_location");
+    lua_setfield(L, -2, "absoluteKeywordLocation");
+    lua_getfield(L, -2, "pointer");
+    lua_setfield(L, -2, "instanceLocation");
+    lua_getfield(L, -2, "message");
+    lua_setfield(L, -2, "error");
+    lua_rawseti(L, -3, i);
+    lua_pop(L, 1);
+  }
+  lua_setfield(L, -2, "errors");
+  return 1;
+}
+
 /*
 ** validator:validate(value [, opts]) -> true | nil, err
 **   value  a JSON value as Lua (tables, strings, numbers, booleans, null)
-**   opts   table or nil: first (boolean: stop at the first error)
+**   opts   table or nil: first (boolean: stop at the first error),
+**          output ("basic": return JSON Schema's basic output table
+**          { valid, errors = { {keywordLocation, absoluteKeywordLocation,
+**          instanceLocation, error}, ... } } instead, valid or not)
 ** err = { category = "schema", kind = "schema_mismatch" | "too_deep",
 **         message = <all messages joined by "; ">,
-**         errors = { { pointer, keyword, schema_pointer, message, ...}, ...} }
+**         errors = { { pointer, keyword, schema_pointer,
+**                      absolute_schema_location, message, ...}, ...} }
 ** Raises on misuse: a closed validator, a value that is not JSON (a
 ** function, a non-JSON table key), an unknown option.
 ** Stack: [-0, +1|2, e]
@@ -3020,7 +3058,7 @@ static int jc_schema_compile(lua_State *L) {
 static int jc_schema_validate(lua_State *L) {
   jc_validator *v = (jc_validator *)luaL_checkudata(L, 1, JC_VALIDATOR_MT);
   jc_vctx c;
-  int first = 0, i;
+  int first = 0, basic = 0, i;
   luaL_argcheck(L, v->root != NULL, 1, "validator is closed");
   luaL_argcheck(L, !lua_isnone(L, 2), 2, "value expected");
   luaL_argcheck(L, lua_gettop(L) <= 3, 4, "no more than 2 arguments expected");
@@ -3034,6 +3072,12 @@ static int jc_schema_validate(lua_State *L) {
         luaL_argcheck(L, lua_type(L, -1) == LUA_TBOOLEAN, 3,
                       "first must be a boolean");
         first = lua_toboolean(L, -1);
+      } else if (strcmp(k, "output") == 0) {
+        const char *o = lua_tostring(L, -1);
+        luaL_argcheck(L, lua_type(L, -1) == LUA_TSTRING &&
+                      strcmp(o, "basic") == 0, 3,
+                      "output must be \"basic\"");
+        basic = 1;
       } else {
         return luaL_argerror(L, 3, lua_pushfstring(L, "unknown option \"%s\"",
                                                    k));
@@ -3059,9 +3103,16 @@ static int jc_schema_validate(lua_State *L) {
   c.stop = 0;
   lua_pushvalue(L, 2);
   if (jc_eval(&c, v->root, 5) && c.nerr == 0) {
+    if (basic) {
+      lua_createtable(L, 0, 1);
+      lua_pushboolean(L, 1);
+      lua_setfield(L, -2, "valid");
+      return 1;
+    }
     lua_pushboolean(L, 1);
     return 1;
   }
+  if (basic) return jc_push_basic(L, 4, c.nerr);
   lua_settop(L, 4);
   lua_pushnil(L);
   {

@@ -431,4 +431,199 @@ describe("jsoncontract.core", function()
             assert.equal("(root) is not valid UTF-8", err.errors[1].message)
         end)
     end)
+
+    describe("compile() options: draft, $schema, loader", function()
+        it("reads draft-04 rules when asked (boolean exclusiveMaximum, id)", function()
+            local v = core.compile({ maximum = 3, exclusiveMaximum = true }, { draft = "draft4" })
+            check(v, 2, true)
+            check(v, 3, { errors = { { "", "exclusiveMaximum", "/exclusiveMaximum",
+                "(root) 3 is not less than exclusive maximum 3" } } })
+        end)
+        it("lets $schema win over the draft option", function()
+            -- draft-07: $ref ignores its siblings; 2020-12 would apply maxLength too
+            local schema = { ["$schema"] = "http://json-schema.org/draft-07/schema#",
+                             definitions = { s = { type = "string" } },
+                             ["$ref"] = "#/definitions/s", maxLength = 1 }
+            check(core.compile(schema, { draft = "2020-12" }), "abc", true)
+            schema["$schema"] = nil
+            check(core.compile(schema, { draft = "2020-12" }), "abc", { errors = { { "", "maxLength",
+                "/maxLength", "(root) has 3 characters, maximum 1" } } })
+        end)
+        it("raises on an unknown draft name", function()
+            assert.has_error(function() core.compile({}, { draft = "draft6" }) end,
+                "bad argument #2 to 'compile' (draft must be \"2020-12\", \"draft7\" or \"draft4\")")
+        end)
+        it("resolves remote references through the loader, once per document", function()
+            local calls = {}
+            local v = core.compile({
+                ["$id"] = "https://example.com/schemas/order.json",
+                properties = { id = { ["$ref"] = "defs.json#/$defs/order_id" },
+                               tag = { ["$ref"] = "defs.json#tag" } },
+            }, { loader = function(uri)
+                calls[#calls + 1] = uri
+                return { ["$defs"] = { order_id = { type = "string", pattern = "^ORD-[0-9]+$" },
+                                       tag = { ["$anchor"] = "tag", maxLength = 3 } } }
+            end })
+            assert.same({ "https://example.com/schemas/defs.json" }, calls)
+            check(v, { id = "ORD-12", tag = "abc" }, true)
+            local err = check(v, { id = "ORD-20481937\n" }, { errors = { { "/id", "pattern",
+                "https://example.com/schemas/defs.json#/$defs/order_id/pattern",
+                '/id "ORD-20481937\\n" does not match pattern ^ORD-[0-9]+$' } } })
+            assert.equal("https://example.com/schemas/defs.json#/$defs/order_id/pattern",
+                err.errors[1].absolute_schema_location)
+        end)
+        it("turns a loader failure into a compile error naming the reference", function()
+            assert.has_error(function()
+                core.compile({ ["$ref"] = "https://example.com/x.json" },
+                    { loader = function() return nil, "offline" end })
+            end, 'invalid schema at /$ref: cannot resolve "https://example.com/x.json": offline')
+            assert.has_error(function()
+                core.compile({ ["$ref"] = "https://example.com/x.json" },
+                    { loader = function() error("boom", 0) end })
+            end, 'invalid schema at /$ref: cannot resolve "https://example.com/x.json": the loader failed: boom')
+        end)
+        it("raises on a loader that is not a function", function()
+            assert.has_error(function() core.compile({}, { loader = {} }) end,
+                "bad argument #2 to 'compile' (loader must be a function)")
+        end)
+    end)
+
+    describe("validate(): keywords beyond the first cut", function()
+        it("multipleOf is exact for decimals", function()
+            local v = core.compile({ multipleOf = 0.01 })
+            check(v, 143.48, true)
+            check(v, 0.07, true)
+            check(v, 1e308, true)
+            check(v, 143.485, { errors = { { "", "multipleOf", "/multipleOf",
+                "(root) 143.485 is not a multiple of 0.01" } } })
+        end)
+        if math.type then
+            it("compares big integers as integers", function()
+                local v = core.compile({ maximum = 9007199254740992 })
+                check(v, 9007199254740992, true)
+                check(v, 9007199254740993, { errors = { { "", "maximum", "/maximum",
+                    "(root) 9007199254740993 is greater than maximum 9007199254740992" } } })
+            end)
+        end
+        it("if/then/else picks the branch", function()
+            local v = core.compile({ ["if"] = { properties = { urgent = { const = true } } },
+                                     ["then"] = { required = A { "reason" } },
+                                     ["else"] = { maxProperties = 1 } })
+            check(v, { urgent = true, reason = "x" }, true)
+            check(v, { urgent = true }, { errors = { { "", "required", "/then/required",
+                "missing required field /reason" } } })
+            check(v, { urgent = false, a = 1 }, { errors = { { "", "maxProperties",
+                "/else/maxProperties", "(root) has 2 properties, maximum 1" } } })
+        end)
+        it("dependentRequired names both fields", function()
+            local v = core.compile({ dependentRequired = { refund = A { "iban" } } })
+            check(v, { refund = true }, { errors = { { "", "dependentRequired", "/dependentRequired",
+                "missing field /iban, required when refund is present" } } })
+        end)
+        it("contains with minContains and maxContains", function()
+            local v = core.compile({ contains = { type = "string" }, minContains = 2, maxContains = 3 })
+            check(v, A { "a", 1, "b" }, true)
+            check(v, A { "a", 1 }, { errors = { { "", "minContains", "/minContains",
+                '(root) has 1 items matching "contains", minimum 2' } } })
+            check(core.compile({ contains = { type = "string" } }), A { 1 }, { errors = { { "",
+                "contains", "/contains", '(root) has no item that matches "contains"' } } })
+        end)
+        it("propertyNames checks each key at its own location", function()
+            local v = core.compile({ propertyNames = { pattern = "^[a-z_]+$" } })
+            check(v, { ok_name = 1 }, true)
+            check(v, { Bad = 1 }, { errors = { { "/Bad", "pattern", "/propertyNames/pattern",
+                '/Bad "Bad" does not match pattern ^[a-z_]+$' } } })
+        end)
+        it("unevaluatedProperties sees through allOf, anyOf and $ref", function()
+            local v = core.compile({
+                ["$defs"] = { base = { properties = { id = { type = "string" } } } },
+                allOf = A { { ["$ref"] = "#/$defs/base" } },
+                anyOf = A { { properties = { a = true }, required = A { "a" } },
+                            { properties = { b = true }, required = A { "b" } } },
+                unevaluatedProperties = false,
+            })
+            check(v, { id = "x", a = 1 }, true)
+            check(v, { id = "x", a = 1, b = 2 }, true)
+            check(v, { id = "x", a = 1, c = 3 }, { errors = { { "/c", "unevaluatedProperties",
+                "/unevaluatedProperties", "extra field /c is not allowed" } } })
+        end)
+        it("$dynamicRef follows the dynamic scope", function()
+            local v = core.compile({
+                ["$id"] = "https://example.com/strict-tree",
+                ["$dynamicAnchor"] = "node",
+                ["$ref"] = "tree",
+                unevaluatedProperties = false,
+                ["$defs"] = { tree = {
+                    ["$id"] = "tree", ["$dynamicAnchor"] = "node", type = "object",
+                    properties = { data = true,
+                                   children = { type = "array", items = { ["$dynamicRef"] = "#node" } } },
+                } },
+            })
+            check(v, { children = A { { data = 1 } } }, true)
+            local _, err = v:validate({ children = A { { daat = 1 } } })
+            assert.equal("/children/0/daat", err.errors[1].pointer)
+            assert.equal("unevaluatedProperties", err.errors[1].keyword)
+        end)
+        it("asserts formats only on request", function()
+            local schema = { format = "email" }
+            check(core.compile(schema), "not an email", true)
+            local v = core.compile(schema, { format_assertion = true })
+            check(v, "joe.bloggs@example.com", true)
+            check(v, "joe..bloggs@example.com", { errors = { { "", "format", "/format",
+                '(root) "joe..bloggs@example.com" is not a valid email' } } })
+            local f = core.compile({ format = "ipv4" }, { format_assertion = true })
+            check(f, "192.168.0.1", true)
+            check(f, "192.168.00.1", { errors = { { "", "format", "/format",
+                '(root) "192.168.00.1" is not a valid ipv4' } } })
+            check(core.compile({ format = "no-such-format" }, { format_assertion = true }), "x", true)
+        end)
+        it("patterns follow ECMA-262: long property names, Unicode \\s, $ only at the end", function()
+            check(core.compile({ pattern = "^\\p{Letter}+$" }), "Käse", true)
+            check(core.compile({ pattern = "^\\s$" }), "\u{a0}", true)
+            check(core.compile({ pattern = "^\\d$" }), "\u{663}", { errors = { { "", "pattern",
+                "/pattern", '(root) "\u{663}" does not match pattern ^\\d$' } } })
+            check(core.compile({ pattern = "^(?<y>[0-9]{4})$" }), "2024", true)
+        end)
+    end)
+
+    describe("validate(): output formats", function()
+        it("adds the absolute schema location to every error", function()
+            local v = core.compile({ ["$id"] = "https://example.com/t.json",
+                                     properties = { n = { type = "integer" } } })
+            local _, err = v:validate({ n = "x" })
+            assert.equal("https://example.com/t.json#/properties/n/type",
+                err.errors[1].absolute_schema_location)
+        end)
+        it("returns JSON Schema's basic output on request", function()
+            local v = core.compile({ properties = { n = { type = "integer" } }, required = A { "m" } })
+            assert.same({ valid = true }, v:validate({ m = 1 }, { output = "basic" }))
+            local out = v:validate({ n = "x" }, { output = "basic" })
+            assert.is_false(out.valid)
+            assert.same({
+                { keywordLocation = "/required", absoluteKeywordLocation = "#/required",
+                  instanceLocation = "", error = "missing required field /m" },
+                { keywordLocation = "/properties/n/type", absoluteKeywordLocation = "#/properties/n/type",
+                  instanceLocation = "/n", error = "/n is string, expected integer" },
+            }, out.errors)
+        end)
+        it("raises on an unknown output format", function()
+            assert.has_error(function() core.compile({}):validate(1, { output = "verbose" }) end,
+                "bad argument #2 to 'validate' (output must be \"basic\")")
+        end)
+    end)
+
+    describe("compile(): self-referencing schemas", function()
+        it("validate a deep tree without unbounded recursion", function()
+            local v = core.compile({ ["$defs"] = { node = { type = "object",
+                properties = { child = { ["$ref"] = "#/$defs/node" } } } },
+                ["$ref"] = "#/$defs/node" }, { max_depth = 200 })
+            local deep = {}
+            local cur = deep
+            for _ = 1, 150 do cur.child = {}; cur = cur.child end
+            check(v, deep, true)
+            for _ = 1, 100 do cur.child = {}; cur = cur.child end
+            local _, err = v:validate(deep)
+            assert.equal("too_deep", err.kind)
+        end)
+    end)
 end)
