@@ -48,9 +48,12 @@ commands:
                                500, redirect, invalid body and read timeout; exit 0 when all pass
   probe [--provider openai]    one JSON-mode request (response_format json_object); records what the
                                provider did, never switches modes; exit 0 honoured, 1 not, 3 unclear
+      --base-url URL           an OpenAI-compatible server (default: the provider's, or the stand-in
+                               when no key is set); --model NAME, --timeout-ms N (default 30000)
       --out FILE               also append the record to this evidence log
   examples [NAME...]           run each example over examples/<name>.jsonl and print per-gate metrics
       --standin                the stand-in model over HTTP instead of the recorded replies
+      --verbose                also print each accepted value
   lint ...                     lint contracts (when jsoncontract.cli_lint is installed)
   help                         this text
 
