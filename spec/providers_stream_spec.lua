@@ -187,6 +187,22 @@ describe("stream accumulators", function()
         end
     end)
 
+    it("an event after the finish signal is protocol/invalid_event", function()
+        local r, e = run("openai", { openai_chunk({ content = "{}" }, "stop"), "data: [DONE]\n\n",
+            openai_chunk({ content = "more" }) })
+        assert.is_nil(r)
+        assert.equal("protocol/invalid_event", e.category .. "/" .. e.kind)
+        r, e = run("anthropic", { 'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+            'event: ping\ndata: {"type":"ping"}\n\n' })
+        assert.is_nil(r)
+        assert.equal("invalid_event", e.kind)
+        -- Gemini: a usage-only chunk after finishReason is taken
+        local g = assert(run("gemini", {
+            'data: {"candidates":[{"content":{"parts":[{"text":"{}"}]},"finishReason":"STOP"}]}\r\n\r\n',
+            'data: {"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1}}\r\n\r\n' }))
+        assert.equal(3, g.usage.input_tokens)
+    end)
+
     it("read_response reads a 2xx streamed body by its content-type", function()
         local body = openai_chunk({ content = '{"x":1}' }) .. openai_chunk({}, "stop") .. "data: [DONE]\n\n"
         local r = assert(providers.get("llamacpp").read_response(200,

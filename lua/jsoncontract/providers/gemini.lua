@@ -265,6 +265,10 @@ function _M.stream_reader(status)
     status = status or 200
     return streaming.new({
         provider = _M.name, framing = "sse",
+        -- after the finishReason chunk, only a chunk without candidates (usage) is taken
+        after_done = function(doc)
+            return C.is_object(doc) and doc.candidates == nil and doc.error == nil
+        end,
         event = function(st, _, doc)
             if not C.is_object(doc) then
                 return C.err("protocol", "invalid_event", "gemini stream event is not a JSON object")

@@ -8,8 +8,9 @@
 -- `done: true`). A body that ends without it, or in the middle of an event, is
 -- protocol/stream_incomplete, whatever the text looks like. An error event met mid-stream is
 -- classified like an HTTP error (e.g. Anthropic `overloaded_error` -> transport/overloaded,
--- retryable) and the partial text is discarded. An event whose data is not JSON is
--- protocol/invalid_event.
+-- retryable) and the partial text is discarded. An event whose data is not JSON, or an event
+-- after the finish signal (other than what the provider allows, e.g. a Gemini usage-only
+-- chunk), is protocol/invalid_event.
 -- @module jsoncontract.providers.streaming
 local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
@@ -27,7 +28,9 @@ local mt = { __index = _M }
 --   event = function(state, name, doc, raw) -> nil | err (name: the SSE event name or nil;
 --   doc: decoded data, or nil for a non-JSON payload such as "[DONE]"; raw: the data string),
 --   finish = function(state) -> reply | nil, err (called only after `state.done` was set by
---   `event`), preview = function(state) -> string|nil }
+--   `event`), preview = function(state) -> string|nil, after_done = function(doc) -> boolean
+--   (optional: an event after the finish signal that may be taken; any other is
+--   protocol/invalid_event) }
 -- @treturn table accumulator with `feed`, `preview`, `finish`
 function _M.new(spec)
     return setmetatable({
@@ -47,6 +50,12 @@ local function handle(self, name, raw)
                 .. " stream event is not JSON: " .. derr.message, { offset = derr.offset })
             return
         end
+    end
+    if self.state.done and not (self.spec.after_done and self.spec.after_done(doc)) then
+        -- the finish signal closes the reply: more content would change what was decided
+        self.err = C.err("protocol", "invalid_event", self.spec.provider
+            .. " stream sent an event after its finish signal")
+        return
     end
     local e = self.spec.event(self.state, name, doc, raw)
     if e then self.err = e end
