@@ -203,6 +203,38 @@ describe("stream accumulators", function()
         assert.equal(3, g.usage.input_tokens)
     end)
 
+    it("never raises on garbage or mangled fixtures, in any chunking (fixed seed)", function()
+        local x = 12345
+        local function rnd(n)
+            x = (x * 1103515245 + 12345) % 2147483648
+            return x % n
+        end
+        local PIECES = { "data: ", "event: ", "\n", "\r\n", "\r", ":", "[DONE]", "{", "}", "[", "]", '"', ",",
+            '"type":"message_stop"', '"choices":[', '"delta":{"content":"', '"done":true', '"finishReason":"STOP"',
+            '"error":', "null", "1e999", "\\u00", "\255\254", "é", "\0" }
+        for _, name in ipairs(providers.names) do
+            for _ = 1, 60 do
+                local parts = {}
+                for i = 1, 1 + rnd(40) do parts[i] = PIECES[1 + rnd(#PIECES)] end
+                local body = table.concat(parts)
+                local acc = providers.get(name).stream_reader()
+                local pos = 1
+                while pos <= #body do
+                    local n = 1 + rnd(9)
+                    acc:feed(body:sub(pos, pos + n - 1))
+                    pos = pos + n
+                end
+                local r, e = acc:finish()
+                if r then
+                    assert.is_string(r.text)
+                else
+                    assert.is_string(e.category)
+                    assert.is_string(e.kind)
+                end
+            end
+        end
+    end)
+
     it("read_response reads a 2xx streamed body by its content-type", function()
         local body = openai_chunk({ content = '{"x":1}' }) .. openai_chunk({}, "stop") .. "data: [DONE]\n\n"
         local r = assert(providers.get("llamacpp").read_response(200,
