@@ -826,7 +826,8 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
       k++;
       lua_pop(L, 1);
     }
-    qsort(n->props_sorted, n->nprops, sizeof(jc_prop), jc_prop_cmp);
+    if (n->nprops > 1)
+      qsort(n->props_sorted, n->nprops, sizeof(jc_prop), jc_prop_cmp);
     /* evaluation order: the 'required' order first, then byte order */
     placed = (char *)jc_keep_block(c, n->nprops + 1, 1);
     k = 0;
@@ -867,7 +868,8 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
       k++;
       lua_pop(L, 1);
     }
-    qsort(n->pprops, n->npprops, sizeof(jc_patprop), jc_patprop_cmp);
+    if (n->npprops > 1)
+      qsort(n->pprops, n->npprops, sizeof(jc_patprop), jc_patprop_cmp);
   }
   lua_pop(L, 1);
 
