@@ -87,6 +87,13 @@ describe("jsoncontract.cli_lint.run()", function()
             .. "  /properties/summary/minLength minLength: not supported by OpenAI strict mode\n", out.text())
     end)
 
+    it("takes the whole command line too, as cli.main passes it", function()
+        local out = sink()
+        assert.equal(1, cli_lint.run({ "lint", "--contract", "examples/support_ticket.lua", "--provider", "ollama" },
+            { stdout = out, stderr = sink() }))
+        assert.truthy(out.text():find("^ollama %(mode native%): 1 keyword not enforced\n"))
+    end)
+
     it("--json prints the report as JSON", function()
         local out = sink()
         assert.equal(1, cli_lint.run({ "--contract", "examples/support_ticket.lua", "--json" },

@@ -40,7 +40,7 @@ local function load_schema(path)
 end
 
 --- Run the lint command.
--- @tparam table argv arguments after "lint" (strings)
+-- @tparam table argv the arguments (strings), with or without the leading "lint"
 -- @tparam[opt] table env { stdout = file-like with :write (default io.stdout), stderr = the
 --   same (default io.stderr) }
 -- @treturn integer exit status (0, 1 or 2, see the module description)
@@ -49,6 +49,7 @@ function _M.run(argv, env)
     local out, errout = env.stdout or io.stdout, env.stderr or io.stderr
     local path, name, as_json
     local i = 1
+    if argv[1] == "lint" then i = 2 end -- the whole command line, as cli.main passes it
     while i <= #argv do
         local a = argv[i]
         if a == "--contract" and argv[i + 1] then
