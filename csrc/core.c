@@ -102,5 +102,6 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
   jc_encode_open(L);
   jc_schema_open(L);
   jc_transport_open(L);
+  jc_stream_open(L);
   return 1;
 }

@@ -29,7 +29,8 @@
 #define JC_MAX_BYTES (64 * 1024 * 1024) /* default 'max_bytes' (bytes) */
 #endif
 
-/* Fixed stack slots of a decode call; values are built above them. */
+/* Fixed stack slots of a parse, above 'base' (the top on entry minus 2:
+** for decode() the text and the options); values are built above them. */
 #define JC_S_ARRMT 3    /* the array metatable */
 #define JC_S_FRAMES 4   /* userdata holding the frames once they outgrow C */
 #define JC_S_SCRATCH 5  /* userdata: decoded strings with escapes, numbers */
@@ -46,6 +47,7 @@ typedef struct jc_frame {
 
 typedef struct jc_parser {
   lua_State *L;
+  int base;                     /* the fixed slots are base + JC_S_* */
   const unsigned char *start;
   const unsigned char *end;     /* start + len; *end == '\0' (Lua string) */
   jc_frame *frames;
@@ -234,7 +236,7 @@ static void jc_scratch(jc_parser *p, size_t n) {
   while (cap < n) cap = cap > ((size_t)-1) / 2 ? n : cap * 2;
   p->scratch = (unsigned char *)jc_newuserdata(p->L, cap);
   p->scratch_cap = cap;
-  lua_replace(p->L, JC_S_SCRATCH);
+  lua_replace(p->L, p->base + JC_S_SCRATCH);
 }
 
 /* Read 4 hex digits at 's'; returns the value, or -1 with '*bad' set to
@@ -553,7 +555,7 @@ static int jc_open(jc_parser *p, const unsigned char *at, int is_object) {
     size_t cap = p->nframes * 2;
     jc_frame *nf = (jc_frame *)jc_newuserdata(L, cap * sizeof(jc_frame));
     memcpy(nf, p->frames, p->nframes * sizeof(jc_frame));
-    lua_replace(L, JC_S_FRAMES);
+    lua_replace(L, p->base + JC_S_FRAMES);
     p->frames = nf;
     p->nframes = cap;
   }
@@ -562,7 +564,7 @@ static int jc_open(jc_parser *p, const unsigned char *at, int is_object) {
     lua_createtable(L, 0, 4);
   } else {
     lua_createtable(L, 4, 0);
-    lua_pushvalue(L, JC_S_ARRMT);
+    lua_pushvalue(L, p->base + JC_S_ARRMT);
     lua_setmetatable(L, -2);
   }
   f = &p->frames[p->depth++];
@@ -679,8 +681,8 @@ key:
     jc_excerpt(pstr, plen, ptr, 200);
     jc_excerpt((const char *)p->start + f->key_off, f->key_len, key, 60);
     snprintf(p->head, sizeof p->head, "duplicate key \"%s\" at %s (", key, ptr);
-    lua_replace(L, JC_S_ARRMT);     /* pointer */
-    lua_replace(L, JC_S_FRAMES);    /* key; the frames are not needed now */
+    lua_replace(L, p->base + JC_S_ARRMT);   /* pointer */
+    lua_replace(L, p->base + JC_S_FRAMES);  /* key; frames not needed now */
     p->duplicate = 1;
     return jc_fail(p, "duplicate_key", p->start + f->key_off - 1, ")");
   }
@@ -749,37 +751,39 @@ finish:
 /* ===================================================================== */
 
 /* The option value on top as an integer in [lo, hi], or raise. */
-static size_t jc_opt_int(lua_State *L, const char *name, double lo,
+static size_t jc_opt_int(lua_State *L, int arg, const char *name, double lo,
                          double hi, const char *range) {
   double v;
   if (lua_type(L, -1) != LUA_TNUMBER)
-    luaL_argerror(L, 2, lua_pushfstring(L, "option '%s' must be %s", name,
-                                        range));
+    luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be %s", name,
+                                          range));
   v = (double)lua_tonumber(L, -1);
   if (v != floor(v) || v < lo || v > hi)
-    luaL_argerror(L, 2, lua_pushfstring(L, "option '%s' must be %s", name,
-                                        range));
+    luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be %s", name,
+                                          range));
   return (size_t)v;
 }
 
-static void jc_decode_opts(lua_State *L, size_t *max_depth,
-                           size_t *max_bytes) {
+void jc_parse_opts(lua_State *L, int arg, size_t *max_depth,
+                   size_t *max_bytes) {
   const char *k;
-  if (lua_isnoneornil(L, 2)) return;
-  luaL_checktype(L, 2, LUA_TTABLE);
+  *max_depth = JC_MAX_DEPTH;
+  *max_bytes = JC_MAX_BYTES;
+  if (lua_isnoneornil(L, arg)) return;
+  luaL_checktype(L, arg, LUA_TTABLE);
   lua_pushnil(L);
-  while (lua_next(L, 2)) {
+  while (lua_next(L, arg)) {
     if (lua_type(L, -2) != LUA_TSTRING)
-      luaL_argerror(L, 2, "option names must be strings");
+      luaL_argerror(L, arg, "option names must be strings");
     k = lua_tostring(L, -2);
     if (strcmp(k, "max_depth") == 0)
-      *max_depth = jc_opt_int(L, k, 1, JC_MAX_DEPTH_LIMIT,
+      *max_depth = jc_opt_int(L, arg, k, 1, JC_MAX_DEPTH_LIMIT,
                               "an integer from 1 to 3000");
     else if (strcmp(k, "max_bytes") == 0)
-      *max_bytes = jc_opt_int(L, k, 0, 281474976710656.0,
+      *max_bytes = jc_opt_int(L, arg, k, 0, 281474976710656.0,
                               "an integer >= 0");
     else
-      luaL_argerror(L, 2, lua_pushfstring(L, "unknown option '%s'", k));
+      luaL_argerror(L, arg, lua_pushfstring(L, "unknown option '%s'", k));
     lua_pop(L, 1);
   }
 }
@@ -802,7 +806,7 @@ static int jc_push_parse_error(jc_parser *p) {
   unsigned long line, col;
   size_t offset = (size_t)(p->at - p->start);
   char pos[64];
-  lua_settop(L, p->duplicate ? JC_S_FRAMES : 2);
+  lua_settop(L, p->base + (p->duplicate ? JC_S_FRAMES : 2));
   jc_locate(p->start, p->at, &line, &col);
   snprintf(pos, sizeof pos, "line %lu, column %lu", line, col);
   lua_pushnil(L);
@@ -814,10 +818,12 @@ static int jc_push_parse_error(jc_parser *p) {
   lua_pushinteger(L, (lua_Integer)col);
   lua_setfield(L, -2, "column");
   if (p->duplicate) {
-    lua_pushvalue(L, JC_S_FRAMES);
+    lua_pushvalue(L, p->base + JC_S_FRAMES);
     lua_setfield(L, -2, "key");
-    lua_pushvalue(L, JC_S_ARRMT);
+    lua_pushvalue(L, p->base + JC_S_ARRMT);
     lua_setfield(L, -2, "pointer");
+    lua_replace(L, p->base + 4);
+    lua_replace(L, p->base + 3);
   }
   return 2;
 }
@@ -852,17 +858,23 @@ static int jc_push_parse_error(jc_parser *p) {
 ** Stack: [-0, +1 or +2, m]
 */
 static int jc_decode(lua_State *L) {
-  size_t len, max_depth = JC_MAX_DEPTH, max_bytes = JC_MAX_BYTES;
+  size_t len, max_depth, max_bytes;
   const char *text;
-  jc_parser p;
-  jc_frame local[JC_LOCAL_FRAMES];
   luaL_checktype(L, 1, LUA_TSTRING);
   luaL_argcheck(L, lua_gettop(L) <= 2, 3, "no more than 2 arguments expected");
-  jc_decode_opts(L, &max_depth, &max_bytes);
+  jc_parse_opts(L, 2, &max_depth, &max_bytes);
   lua_settop(L, 2);
   text = lua_tolstring(L, 1, &len);
+  return jc_parse_text(L, text, len, max_depth, max_bytes);
+}
+
+int jc_parse_text(lua_State *L, const char *text, size_t len,
+                  size_t max_depth, size_t max_bytes) {
+  jc_parser p;
+  jc_frame local[JC_LOCAL_FRAMES];
   memset(&p, 0, sizeof p);
   p.L = L;
+  p.base = lua_gettop(L) - 2;
   p.start = (const unsigned char *)text;
   p.end = p.start + len;
   if (len > max_bytes) {
@@ -879,7 +891,11 @@ static int jc_decode(lua_State *L) {
   p.nframes = JC_LOCAL_FRAMES;
   p.max_depth = max_depth;
   p.decpoint = localeconv()->decimal_point[0];
-  if (jc_parse_run(&p) == 0) return 1;
+  if (jc_parse_run(&p) == 0) {
+    lua_replace(L, p.base + JC_S_ARRMT);
+    lua_settop(L, p.base + JC_S_ARRMT);
+    return 1;
+  }
   return jc_push_parse_error(&p);
 }
 

@@ -28,7 +28,7 @@ build = {
    modules = {
       ["jsoncontract.core"] = {
          sources = { "csrc/core.c", "csrc/parse.c", "csrc/encode.c", "csrc/schema.c",
-                     "csrc/pattern.c", "csrc/transport.c", "csrc/schema_format.c" },
+                     "csrc/pattern.c", "csrc/transport.c", "csrc/schema_format.c", "csrc/stream.c" },
          defines = { "JC_VERSION=\"0.1.0\"", "_POSIX_C_SOURCE=200809L" },
          libraries = { "curl", "pcre2-8", "crypto" },
          incdirs = { "$(CURL_INCDIR)", "$(PCRE2_INCDIR)", "$(CRYPTO_INCDIR)" },
