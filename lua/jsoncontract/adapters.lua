@@ -19,6 +19,10 @@ ADAPTERS["unwrap-one-json-fence"] = function(text)
     if not find(text, "```", 1, true) then
         return text, false
     end
+    -- A reply that is one JSON value already (``` only inside a string) is not fenced.
+    if not find(text, "^%s*```") and core.decode(text) ~= nil then
+        return text, false
+    end
     local body = match(text, "^%s*```[Jj][Ss][Oo][Nn][ \t]*\r?\n(.-)\r?\n```%s*$")
     if not body then
         body = match(text, "^%s*```[ \t]*\r?\n(.-)\r?\n```%s*$")
