@@ -123,6 +123,8 @@ struct jc_node {
   unsigned types;              /* TB_* bits, 0 = no 'type' */
   const char *types_text;      /* "string or null" */
   int enum_ref, const_ref;     /* index in the keep table, 0 = absent */
+  int enum_set;                /* keep index: set of the scalar members */
+  int enum_tables;             /* the enum has array/object members */
   const char *base;            /* base URI */
   jc_node *ref;                /* '$ref' target */
   jc_node *dynref;             /* '$dynamicRef' static target */
@@ -1583,8 +1585,27 @@ static jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path,
   if (c->draft >= JC_D2020) lua_pop(L, 1);
   jc_compile_type(c, idx, n);
   if (jc_getkw(L, idx, "enum") != LUA_TNIL) {
-    if (!jc_arraylike(L, lua_gettop(L)))
+    size_t k, cnt;
+    int e = lua_gettop(L);
+    if (!jc_arraylike(L, e))
       jc_schema_error(L, path, "enum", "must be an array");
+    /* scalars in a set: one lookup at validation (1 and 1.0 are one key) */
+    cnt = (size_t)jc_rawlen(L, e);
+    lua_createtable(L, 0, (int)cnt);
+    for (k = 1; k <= cnt; k++) {
+      lua_rawgeti(L, e, (lua_Integer)k);
+      if (lua_type(L, -1) == LUA_TTABLE) {
+        n->enum_tables = 1;
+        lua_pop(L, 1);
+      } else if (lua_type(L, -1) == LUA_TNUMBER &&
+                 lua_tonumber(L, -1) != lua_tonumber(L, -1)) {
+        lua_pop(L, 1);   /* NaN is no JSON value and no key */
+      } else {
+        lua_pushboolean(L, 1);
+        lua_rawset(L, -3);
+      }
+    }
+    n->enum_set = jc_keep(c);
     n->enum_ref = jc_keep(c);
   } else {
     lua_pop(L, 1);
@@ -2691,9 +2712,17 @@ static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
   if (n->enum_ref != 0) {
     size_t i, cnt;
     int found = 0;
+    if (jt != JT_OBJECT && jt != JT_ARRAY) {
+      lua_rawgeti(L, c->keep, n->enum_set);
+      lua_pushvalue(L, idx);
+      lua_rawget(L, -2);
+      found = !lua_isnil(L, -1);
+      lua_pop(L, 2);
+    }
     lua_rawgeti(L, c->keep, n->enum_ref);
     cnt = (size_t)jc_rawlen(L, -1);
-    for (i = 1; i <= cnt && !found; i++) {
+    for (i = 1; i <= cnt && !found && n->enum_tables &&
+                (jt == JT_OBJECT || jt == JT_ARRAY); i++) {
       lua_rawgeti(L, -1, (lua_Integer)i);
       found = jc_json_equal(L, idx, -1, c->v->max_depth);
       lua_pop(L, 1);
