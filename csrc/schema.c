@@ -82,6 +82,7 @@ typedef struct jc_prop {       /* one member of 'properties' */
   const char *name;
   size_t len;
   jc_node *node;
+  int name_ref;                /* keep index of the name as a Lua string */
 } jc_prop;
 
 typedef struct jc_patprop {    /* one member of 'patternProperties' */
@@ -135,6 +136,7 @@ struct jc_node {
   jc_prop *props;              /* evaluation order: required order, then bytes */
   jc_prop *props_sorted;       /* byte order, for lookup */
   size_t nprops;
+  int props_set;               /* keep index: { name = true } */
   jc_patprop *pprops;          /* byte order of the source */
   size_t npprops;
   jc_node *addl;               /* 'additionalProperties' */
@@ -798,7 +800,7 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
       if (lua_type(L, -1) != LUA_TSTRING)
         jc_schema_error(L, path, "required", "must be an array of strings");
       n->required[i].name = lua_tolstring(L, -1, &n->required[i].len);
-      jc_keep(c);
+      n->required[i].name_ref = jc_keep(c);
     }
   }
   lua_pop(L, 1);
@@ -822,7 +824,8 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
       n->props_sorted[k].name = name;  /* kept alive by the schema... */
       n->props_sorted[k].len = len;
       lua_pushvalue(L, -2);
-      n->props_sorted[k].name = jc_keep_string(c, &len);  /* ...and by keep */
+      n->props_sorted[k].name = lua_tolstring(L, -1, &len);  /* ...and by keep */
+      n->props_sorted[k].name_ref = jc_keep(c);
       n->props_sorted[k].node = jc_compile_sub(c, lua_gettop(L), n,
                                                "properties", name, len, -1);
       k++;
@@ -830,6 +833,13 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
     }
     if (n->nprops > 1)
       qsort(n->props_sorted, n->nprops, sizeof(jc_prop), jc_prop_cmp);
+    lua_createtable(L, 0, (int)n->nprops);
+    for (j = 0; j < n->nprops; j++) {
+      lua_rawgeti(L, c->keep, n->props_sorted[j].name_ref);
+      lua_pushboolean(L, 1);
+      lua_rawset(L, -3);
+    }
+    n->props_set = jc_keep(c);
     /* evaluation order: the 'required' order first, then byte order */
     placed = (char *)jc_keep_block(c, n->nprops + 1, 1);
     k = 0;
@@ -2195,6 +2205,58 @@ static const char *jc_key_string(jc_vctx *c, int k, int holder, size_t *len,
   return NULL;
 }
 
+/* patternProperties / additionalProperties over the members in table
+** order, quietly; counts the members into '*count'. Returns 1 valid, 0
+** invalid, -1 when a key is not a string (the sorted pass converts it). */
+static int jc_object_fast(jc_vctx *c, const jc_node *n, int idx,
+                          size_t *count) {
+  lua_State *L = c->L;
+  int ok = 1, set = 0;
+  size_t k;
+  c->quiet++;
+  if (n->props_set != 0) {
+    lua_rawgeti(L, c->keep, n->props_set);
+    set = lua_gettop(L);
+  }
+  lua_pushnil(L);
+  while (lua_next(L, idx) != 0) {
+    size_t kl;
+    const char *key;
+    int matched = 0, r;
+    (*count)++;
+    if (!ok) { lua_pop(L, 1); continue; }
+    if (lua_type(L, -2) != LUA_TSTRING) { ok = -1; lua_pop(L, 1); continue; }
+    key = lua_tolstring(L, -2, &kl);
+    for (k = 0; k < n->npprops; k++) {
+      int rc = jc_pattern_match(n->pprops[k].re, c->v->matcher, key, kl);
+      if (rc == JC_PATTERN_MATCH) {
+        matched = 1;
+        if (!jc_eval_child(c, n->pprops[k].node, key, kl, 0)) ok = 0;
+      } else if (rc != JC_PATTERN_NOMATCH) {
+        ok = 0;
+      }
+    }
+    if (!matched && n->addl != NULL) {
+      int known = 0;
+      if (set != 0) {
+        lua_pushvalue(L, -2);
+        lua_rawget(L, set);
+        known = !lua_isnil(L, -1);
+        lua_pop(L, 1);
+      }
+      if (!known) {
+        r = n->addl->boolean == 0 ? 0 : jc_eval_child(c, n->addl, key, kl, 0);
+        if (!r) ok = 0;
+      }
+    }
+    lua_pop(L, 1);
+    if (c->abort) { lua_pop(L, 1); break; }
+  }
+  if (set != 0) lua_remove(L, set);
+  c->quiet--;
+  return c->abort ? 0 : ok;
+}
+
 static int jc_eval_object(jc_vctx *c, const jc_node *n, int idx) {
   lua_State *L = c->L;
   size_t i, j, count = 0;
@@ -2203,7 +2265,7 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, int idx) {
   for (i = 0; i < n->nrequired; i++) {
     const jc_prop *p = &n->required[i];
     int missing;
-    lua_pushlstring(L, p->name, p->len);
+    lua_rawgeti(L, c->keep, p->name_ref);
     lua_rawget(L, idx);
     missing = lua_isnil(L, -1);
     lua_pop(L, 1);
@@ -2216,7 +2278,7 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, int idx) {
 
   for (i = 0; i < n->nprops; i++) {
     const jc_prop *p = &n->props[i];
-    lua_pushlstring(L, p->name, p->len);
+    lua_rawgeti(L, c->keep, p->name_ref);
     lua_rawget(L, idx);
     if (!lua_isnil(L, -1)) {
       r = jc_eval_child(c, p->node, p->name, p->len, 0);
@@ -2230,11 +2292,20 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, int idx) {
 
   if (n->npprops > 0 || n->addl != NULL || n->min_props != ABSENT ||
       n->max_props != ABSENT) {
-    int holder, slot = 0;
+    int holder, slot = 0, fast;
     jc_key *keys;
-    lua_pushnil(L);
-    while (lua_next(L, idx) != 0) { count++; lua_pop(L, 1); }
     if (n->npprops > 0 || n->addl != NULL) {
+      /* first a quiet pass in table order; the sorted pass below runs only
+      ** to report what failed, in a stable order */
+      fast = jc_object_fast(c, n, idx, &count);
+      if (c->abort) return 0;
+      if (fast == 0) ok = 0;
+    } else {
+      fast = 1;
+      lua_pushnil(L);
+      while (lua_next(L, idx) != 0) { count++; lua_pop(L, 1); }
+    }
+    if (fast == -1 || (fast == 0 && !c->quiet)) {
       lua_newtable(L);   /* holds converted keys */
       holder = lua_gettop(L);
       keys = (jc_key *)jc_newuserdata(L, (count ? count : 1) * sizeof(jc_key));
