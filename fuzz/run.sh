@@ -1,5 +1,6 @@
 #!/bin/sh
-# make fuzz: build the libFuzzer targets of jsoncontract.core under
+# make fuzz: build the libFuzzer targets of jsoncontract.core (decode;
+# decode->encode->decode; stream_new feed/preview/finish vs decode) under
 # ASan+UBSan (clang, Lua 5.4 from Debian) and run each for FUZZ_SECONDS
 # (default 60), seeded from JSONTestSuite's test_parsing when present.
 # Exits non-zero when a target finds a crash, leak, sanitizer report or
@@ -11,7 +12,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"decode roundtrip"}
+TARGETS=${FUZZ_TARGETS:-"decode roundtrip stream"}
 OUT=${FUZZ_BUILD:-build/fuzz}
 CLANG=${CLANG:-clang}
 SHARED=${JC_SHARED:-../shared}
@@ -42,11 +43,13 @@ for t in $TARGETS; do
   mkdir -p "$corpus"
   seeds=""
   if [ -d "$SEEDS" ]; then seeds=$SEEDS; else echo "fuzz: no seeds at $SEEDS" >&2; fi
+  max_len=8192
+  [ "$t" = stream ] && max_len=2048   # each preview re-reads the text so far
   echo "== fuzz_$t: running ${SECONDS_EACH}s" >&2
   # shellcheck disable=SC2086
   if ASAN_OPTIONS="detect_leaks=1:abort_on_error=0" UBSAN_OPTIONS="print_stacktrace=1" \
      "$OUT/fuzz_$t" -max_total_time="$SECONDS_EACH" -dict=fuzz/json.dict \
-       -max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+       -max_len=$max_len -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
        -artifact_prefix="$OUT/$t-" ${FUZZ_JOBS:+-fork=$FUZZ_JOBS} \
        "$corpus" $seeds >"$OUT/$t.log" 2>&1; then
     echo "fuzz_$t: no finding in ${SECONDS_EACH}s ($(grep -o 'stat::number_of_executed_units: [0-9]*' "$OUT/$t.log" | tail -1))"
