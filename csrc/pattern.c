@@ -169,6 +169,9 @@ jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
     *offset = (size_t)erroff;
     return NULL;
   }
+  /* JIT when available (about twice as fast); the interpreter otherwise.
+  ** JIT matching honours the match limit too. */
+  (void)pcre2_jit_compile(p->code, PCRE2_JIT_COMPLETE);
   return p;
 }
 
@@ -202,6 +205,7 @@ int jc_pattern_match(const jc_pattern *p, jc_matcher *m, const char *s,
     case PCRE2_ERROR_DEPTHLIMIT:
     case PCRE2_ERROR_HEAPLIMIT:
     case PCRE2_ERROR_NOMEMORY:
+    case PCRE2_ERROR_JIT_STACKLIMIT:
       return JC_PATTERN_LIMIT;
     default:
       if (rc <= PCRE2_ERROR_UTF8_ERR1 && rc >= PCRE2_ERROR_UTF8_ERR21)

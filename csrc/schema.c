@@ -1716,6 +1716,7 @@ typedef struct jc_vctx {
   int depth;           /* instance depth */
   int edepth;          /* nested subschema evaluations */
   int stop;            /* entries in the dynamic scope (v->scope) */
+  const void *amt;     /* the JC_ARRAY_MT table, for a quick type test */
 } jc_vctx;
 
 #define JC_STOP(c) ((c)->quiet || (c)->abort || ((c)->first && (c)->nerr > 0))
@@ -1774,6 +1775,10 @@ static void jc_err_end(jc_vctx *c) {
   lua_setfield(L, -3, "message");
   lua_pop(L, 1);
   if (c->quiet) { lua_pop(L, 1); return; }
+  if (c->nerr == 0) {   /* the errors list, made on the first error */
+    lua_newtable(L);
+    lua_replace(L, c->errs);
+  }
   lua_rawseti(L, c->errs, ++c->nerr);
 }
 
@@ -2435,6 +2440,20 @@ static size_t jc_count_matches(jc_vctx *c, jc_node *const *list, size_t n,
 }
 
 
+/* jc_json_type with the array metatable compared by address. */
+static int jc_vtype(jc_vctx *c, int idx) {
+  lua_State *L = c->L;
+  if (lua_type(L, idx) == LUA_TTABLE) {
+    if (lua_getmetatable(L, idx)) {
+      int marked = lua_topointer(L, -1) == c->amt;
+      lua_pop(L, 1);
+      if (marked) return JT_ARRAY;
+    }
+    return jc_is_array(L, idx) ? JT_ARRAY : JT_OBJECT;
+  }
+  return jc_json_type(L, idx);
+}
+
 /* Enter the resource of 'n' in the dynamic scope; returns 1 if pushed. */
 static int jc_scope_push(jc_vctx *c, const jc_node *n) {
   if (c->stop > 0 && c->v->scope[c->stop - 1] == n->res) return 0;
@@ -2753,7 +2772,7 @@ static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
     c->edepth--;
     return 0;
   }
-  jt = jc_json_type(L, idx);
+  jt = jc_vtype(c, idx);
   if (jt == JT_OTHER)
     luaL_error(L, "value of type %s is not JSON", luaL_typename(L, idx));
   if (c->v->dynamic) pushed = jc_scope_push(c, n);
@@ -3191,7 +3210,7 @@ static int jc_schema_validate(lua_State *L) {
   if (jc_json_type(L, 2) == JT_OTHER)
     return luaL_error(L, "value of type %s is not JSON", luaL_typename(L, 2));
   lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);   /* 3: keep */
-  lua_newtable(L);                                  /* 4: errors */
+  lua_pushnil(L);                       /* 4: errors, made on the first one */
   c.L = L;
   c.v = v;
   c.keep = 3;
@@ -3203,6 +3222,9 @@ static int jc_schema_validate(lua_State *L) {
   c.depth = 0;
   c.edepth = 0;
   c.stop = 0;
+  luaL_getmetatable(L, JC_ARRAY_MT);
+  c.amt = lua_topointer(L, -1);
+  lua_pop(L, 1);
   lua_pushvalue(L, 2);
   if (jc_eval(&c, v->root, 5) && c.nerr == 0) {
     if (basic) {
@@ -3216,6 +3238,10 @@ static int jc_schema_validate(lua_State *L) {
   }
   if (basic) return jc_push_basic(L, 4, c.nerr);
   lua_settop(L, 4);
+  if (lua_isnil(L, 4)) {
+    lua_newtable(L);
+    lua_replace(L, 4);
+  }
   lua_pushnil(L);
   {
     luaL_Buffer b;
