@@ -139,7 +139,8 @@ struct jc_node {
   int props_set;               /* keep index: { name = true } */
   jc_patprop *pprops;          /* byte order of the source */
   size_t npprops;
-  jc_node *addl;               /* 'additionalProperties' */
+  jc_node *addl;               /* 'additionalProperties' (NULL if true) */
+  int addl_true;               /* additionalProperties: true (annotation) */
   size_t min_props, max_props; /* (size_t)-1 = absent */
   jc_dep *deps;                /* dependentRequired, dependentSchemas */
   size_t ndeps;
@@ -885,9 +886,14 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
   }
   lua_pop(L, 1);
 
-  if (jc_getkw(L, sidx, "additionalProperties") != LUA_TNIL)
+  if (jc_getkw(L, sidx, "additionalProperties") != LUA_TNIL) {
     n->addl = jc_compile_sub(c, lua_gettop(L), n, "additionalProperties",
                              NULL, 0, -1);
+    if (n->addl->boolean == 1) {   /* 'true' checks nothing */
+      n->addl = NULL;
+      n->addl_true = 1;
+    }
+  }
   lua_pop(L, 1);
   if (!jc_get_count(c, sidx, path, "minProperties", &n->min_props))
     n->min_props = ABSENT;
@@ -2511,7 +2517,8 @@ static void jc_collect(jc_vctx *c, const jc_node *n, int idx, int jt,
   if (n->dynref != NULL)
     jc_collect(c, jc_dyn_target(c, n), idx, jt, ptab, itab, allp, alli, 0);
   if (jt == JT_OBJECT) {
-    if (n->addl != NULL || (!self && n->uprops != NULL)) *allp = 1;
+    if (n->addl != NULL || n->addl_true || (!self && n->uprops != NULL))
+      *allp = 1;
     if (!*allp && (n->nprops > 0 || n->npprops > 0)) {
       lua_pushnil(L);
       while (lua_next(L, idx) != 0) {
