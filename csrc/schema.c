@@ -136,7 +136,7 @@ struct jc_node {
   jc_prop *props;              /* evaluation order: required order, then bytes */
   jc_prop *props_sorted;       /* byte order, for lookup */
   size_t nprops;
-  int props_set;               /* keep index: { name = true } */
+  int props_set;               /* keep index: { name = index + 1 in sorted } */
   jc_patprop *pprops;          /* byte order of the source */
   size_t npprops;
   jc_node *addl;               /* 'additionalProperties' (NULL if true) */
@@ -186,6 +186,7 @@ typedef struct jc_validator {
   int dynamic;                 /* uses $dynamicRef: keep the dynamic scope */
   jc_res **scope;              /* dynamic scope stack, JC_SCHEMA_MAX_EVAL+2 */
   const char *base;            /* base URI of the root */
+  const void *amt;             /* the JC_ARRAY_MT table (registry) */
 } jc_validator;
 
 #define ABSENT ((size_t)-1)
@@ -837,7 +838,7 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
     lua_createtable(L, 0, (int)n->nprops);
     for (j = 0; j < n->nprops; j++) {
       lua_rawgeti(L, c->keep, n->props_sorted[j].name_ref);
-      lua_pushboolean(L, 1);
+      lua_pushinteger(L, (lua_Integer)(j + 1));
       lua_rawset(L, -3);
     }
     n->props_set = jc_keep(c);
@@ -2268,6 +2269,36 @@ static int jc_object_fast(jc_vctx *c, const jc_node *n, int idx,
   return c->abort ? 0 : ok;
 }
 
+/* 'properties' over the instance's members in table order, quietly (one
+** lookup per member instead of one per declared property). Returns 1 when
+** every present member is valid. */
+static int jc_props_fast(jc_vctx *c, const jc_node *n, int idx) {
+  lua_State *L = c->L;
+  int ok = 1, set;
+  c->quiet++;
+  lua_rawgeti(L, c->keep, n->props_set);
+  set = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, idx) != 0) {
+    if (lua_type(L, -2) == LUA_TSTRING) {
+      lua_Integer k;
+      lua_pushvalue(L, -2);
+      lua_rawget(L, set);
+      k = lua_tointeger(L, -1);
+      lua_pop(L, 1);
+      if (k > 0) {
+        const jc_prop *p = &n->props_sorted[k - 1];
+        if (!jc_eval_child(c, p->node, p->name, p->len, 0)) ok = 0;
+      }
+    }
+    lua_pop(L, 1);
+    if (!ok || c->abort) { lua_pop(L, 1); break; }
+  }
+  lua_pop(L, 1);
+  c->quiet--;
+  return ok && !c->abort;
+}
+
 static int jc_eval_object(jc_vctx *c, const jc_node *n, int idx) {
   lua_State *L = c->L;
   size_t i, j, count = 0;
@@ -2287,7 +2318,13 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, int idx) {
     }
   }
 
-  for (i = 0; i < n->nprops; i++) {
+  if (n->nprops > 4 && jc_props_fast(c, n, idx)) {
+    i = n->nprops;   /* all present members valid: nothing to report */
+  } else {
+    i = 0;
+  }
+  if (c->abort) return 0;
+  for (; i < n->nprops; i++) {
     const jc_prop *p = &n->props[i];
     lua_rawgeti(L, c->keep, p->name_ref);
     lua_rawget(L, idx);
@@ -3086,6 +3123,9 @@ static int jc_schema_compile(lua_State *L) {
   luaL_setmetatable(L, JC_VALIDATOR_MT);
   v->max_depth = maxd;
   v->format_assertion = fa;
+  luaL_getmetatable(L, JC_ARRAY_MT);
+  v->amt = lua_topointer(L, -1);
+  lua_pop(L, 1);
   lua_newtable(L);                   /* 4: keep */
   lua_pushvalue(L, -1);
   v->keep_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -3229,9 +3269,7 @@ static int jc_schema_validate(lua_State *L) {
   c.depth = 0;
   c.edepth = 0;
   c.stop = 0;
-  luaL_getmetatable(L, JC_ARRAY_MT);
-  c.amt = lua_topointer(L, -1);
-  lua_pop(L, 1);
+  c.amt = v->amt;
   lua_pushvalue(L, 2);
   if (jc_eval(&c, v->root, 5) && c.nerr == 0) {
     if (basic) {
