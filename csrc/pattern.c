@@ -87,16 +87,34 @@ static const char *const jc_gc_names[][2] = {
 ** \p{General_Category=L} / \p{Script=Greek} to PCRE2's names, \s and \S
 ** to ECMA-262's Unicode white space (PCRE2's are ASCII without UCP, and
 ** UCP would also widen \d and \w). [-0, +1, m] */
-static void jc_pattern_translate(lua_State *L, const char *src, size_t len) {
+static const char *jc_pattern_translate(lua_State *L, const char *src,
+                                        size_t len, size_t *erroff) {
   luaL_Buffer b;
   size_t i = 0;
   int in_class = 0;
+  const char *err = NULL;
   luaL_buffinit(L, &b);
   while (i < len) {
     char ch = src[i];
+    if (ch == '(' && !in_class && i + 1 < len && src[i + 1] == '?' &&
+        err == NULL) {
+      char g = i + 2 < len ? src[i + 2] : '\0';
+      char h = i + 3 < len ? src[i + 3] : '\0';
+      if (!(g == ':' || g == '=' || g == '!' ||
+            (g == '<' && (h == '=' || h == '!' || h == '_' || h == '$' ||
+                          (h >= 'a' && h <= 'z') || (h >= 'A' && h <= 'Z'))))) {
+        err = "not ECMA-262 syntax (inline flags, comments and (?P...) "
+              "groups are not allowed)";
+        *erroff = i;
+      }
+    }
     if (ch == '\\' && i + 1 < len) {
       char nx = src[i + 1];
       const char *close;
+      if (err == NULL && strchr("aeghijlmoqyzACEFGHIJKLMNOQRTUVXYZ", nx) != NULL) {
+        err = "not ECMA-262 syntax (unknown escape)";
+        *erroff = i;
+      }
       if ((nx == 'p' || nx == 'P') && i + 2 < len && src[i + 2] == '{' &&
           (close = (const char *)memchr(src + i + 3, '}', len - i - 3)) != NULL) {
         const char *name = src + i + 3, *eq;
@@ -131,6 +149,17 @@ static void jc_pattern_translate(lua_State *L, const char *src, size_t len) {
       i += 2;
       continue;
     }
+    if (ch == '[' && !in_class && i + 1 < len && src[i + 1] == ']') {
+      luaL_addstring(&b, "(?!)");          /* ECMA-262 []: matches nothing */
+      i += 2;
+      continue;
+    }
+    if (ch == '[' && !in_class && i + 2 < len && src[i + 1] == '^' &&
+        src[i + 2] == ']') {
+      luaL_addstring(&b, "(?s:.)");        /* ECMA-262 [^]: any character */
+      i += 3;
+      continue;
+    }
     if (ch == '[' && !in_class) {
       in_class = 1;
       luaL_addchar(&b, ch);
@@ -143,6 +172,7 @@ static void jc_pattern_translate(lua_State *L, const char *src, size_t len) {
     i++;
   }
   luaL_pushresult(&b);
+  return err;
 }
 
 jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
@@ -150,11 +180,21 @@ jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
   jc_pattern *p;
   int errcode = 0;
   PCRE2_SIZE erroff = 0;
-  jc_pattern_translate(L, src, len);
+  size_t ecma_off = 0;
+  const char *ecma = jc_pattern_translate(L, src, len, &ecma_off);
   src = lua_tolstring(L, -1, &len);
   p = (jc_pattern *)jc_newuserdata(L, sizeof(jc_pattern));
   p->code = NULL;
   jc_pattern_setmeta(L, JC_PATTERN_MT, jc_pattern_gc);
+  if (ecma != NULL) {
+    lua_remove(L, -2);
+    if (msgsz > 0) {
+      strncpy(msg, ecma, msgsz - 1);
+      msg[msgsz - 1] = '\0';
+    }
+    *offset = ecma_off;
+    return NULL;
+  }
   /* From here to the store below no Lua API call runs. */
   p->code = pcre2_compile((PCRE2_SPTR)src, (PCRE2_SIZE)len,
                           PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX,

@@ -584,6 +584,14 @@ describe("jsoncontract.core", function()
                 "/pattern", '(root) "\u{663}" does not match pattern ^\\d$' } } })
             check(core.compile({ pattern = "^(?<y>[0-9]{4})$" }), "2024", true)
         end)
+        it("refuses at compile what is not ECMA-262 (inline flags, PCRE-only escapes)", function()
+            assert.has_error(function() core.compile({ pattern = "a(?i)b" }) end,
+                "invalid schema at /pattern: invalid regular expression at offset 1: not ECMA-262 "
+                .. "syntax (inline flags, comments and (?P...) groups are not allowed)")
+            assert.has_error(function() core.compile({ pattern = "\\Z" }) end,
+                "invalid schema at /pattern: invalid regular expression at offset 0: not ECMA-262 "
+                .. "syntax (unknown escape)")
+        end)
     end)
 
     describe("validate(): output formats", function()

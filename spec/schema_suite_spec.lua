@@ -94,8 +94,7 @@ end
 
 -- Optional files (under optional/, format asserted) this validator claims in
 -- full. Left out, with the reason:
---   ecmascript-regex: PCRE2 10.42 has no variable-width lookbehind; a few
---     ECMA-262 escapes (\cX forms, [] classes...) are not rewritten
+--   format/ecmascript-regex: PCRE2 10.42 has no variable-width lookbehind
 --   format/idn-*, iri*, uri-template: formats not implemented (ignored)
 --   format/hostname: A-label (punycode, IDNA 2008) checks not implemented
 --   cross-draft (2020-12): a draft 2019-09 remote is read as 2020-12
@@ -103,7 +102,8 @@ end
 --   zeroTerminatedFloats (draft4): 1.0 is an integer here, as in later drafts
 local CLAIMED_OPTIONAL = {
     ["draft2020-12"] = {
-        "anchor", "bignum", "dependencies-compatibility", "dynamicRef", "float-overflow",
+        "anchor", "bignum", "dependencies-compatibility", "dynamicRef", "ecmascript-regex",
+        "float-overflow",
         "format-assertion", "id", "no-schema", "non-bmp-regex", "refOfUnknownKeyword",
         "unknownKeyword",
         "format/date", "format/date-time", "format/duration", "format/email",
@@ -112,13 +112,14 @@ local CLAIMED_OPTIONAL = {
         "format/uri-reference", "format/uuid",
     },
     draft7 = {
-        "bignum", "cross-draft", "float-overflow", "id", "non-bmp-regex", "unknownKeyword",
+        "bignum", "cross-draft", "ecmascript-regex", "float-overflow", "id", "non-bmp-regex",
+        "unknownKeyword",
         "format/date", "format/date-time", "format/email", "format/ipv4", "format/ipv6",
         "format/json-pointer", "format/regex", "format/relative-json-pointer", "format/time",
         "format/uri", "format/uri-reference",
     },
     draft4 = {
-        "bignum", "float-overflow", "id", "non-bmp-regex",
+        "bignum", "ecmascript-regex", "float-overflow", "id", "non-bmp-regex",
         "format/date-time", "format/email", "format/ipv4", "format/ipv6", "format/uri",
     },
 }
