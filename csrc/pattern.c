@@ -13,6 +13,7 @@
 
 struct jc_pattern {
   pcre2_code *code;   /* owned; NULL once freed or when compile failed */
+  int jit;            /* JIT-compiled: matched with pcre2_jit_match */
 };
 
 struct jc_matcher {
@@ -185,6 +186,7 @@ jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
   src = lua_tolstring(L, -1, &len);
   p = (jc_pattern *)jc_newuserdata(L, sizeof(jc_pattern));
   p->code = NULL;
+  p->jit = 0;
   jc_pattern_setmeta(L, JC_PATTERN_MT, jc_pattern_gc);
   if (ecma != NULL) {
     lua_remove(L, -2);
@@ -211,7 +213,7 @@ jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
   }
   /* JIT when available (about twice as fast); the interpreter otherwise.
   ** JIT matching honours the match limit too. */
-  (void)pcre2_jit_compile(p->code, PCRE2_JIT_COMPLETE);
+  p->jit = pcre2_jit_compile(p->code, PCRE2_JIT_COMPLETE) == 0;
   return p;
 }
 
@@ -230,13 +232,60 @@ jc_matcher *jc_matcher_new(lua_State *L) {
   return m;
 }
 
+/* Is s[0..len) well-formed UTF-8 (RFC 3629: no overlongs, no surrogates,
+** nothing above U+10FFFF)? Runs of ASCII go eight bytes at a time. */
+static int jc_utf8_ok(const unsigned char *s, size_t len) {
+  size_t i = 0;
+  while (i < len) {
+    unsigned c = s[i];
+    if (c < 0x80) {
+      while (i + 8 <= len) {
+        unsigned long long w;
+        memcpy(&w, s + i, 8);
+        if (w & 0x8080808080808080ULL) break;
+        i += 8;
+      }
+      if (i < len && s[i] < 0x80) i++;
+      continue;
+    }
+    if (c >= 0xC2 && c <= 0xDF) {
+      if (i + 1 >= len || (s[i + 1] & 0xC0) != 0x80) return 0;
+      i += 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      unsigned c1;
+      if (i + 2 >= len) return 0;
+      c1 = s[i + 1];
+      if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return 0;
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F)) return 0;
+      i += 3;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      unsigned c1;
+      if (i + 3 >= len) return 0;
+      c1 = s[i + 1];
+      if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 ||
+          (s[i + 3] & 0xC0) != 0x80)
+        return 0;
+      if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F)) return 0;
+      i += 4;
+    } else {
+      return 0;
+    }
+  }
+  return 1;
+}
+
 int jc_pattern_match(const jc_pattern *p, jc_matcher *m, const char *s,
                      size_t len) {
   int rc;
   if (p->code == NULL || m->md == NULL || m->mc == NULL)
     return JC_PATTERN_ERROR;
-  rc = pcre2_match(p->code, (PCRE2_SPTR)s, (PCRE2_SIZE)len, 0, 0, m->md,
-                   m->mc);
+  if (!jc_utf8_ok((const unsigned char *)s, len)) return JC_PATTERN_BADUTF;
+  if (p->jit)   /* no sanity checks: UTF-8 was checked just above */
+    rc = pcre2_jit_match(p->code, (PCRE2_SPTR)s, (PCRE2_SIZE)len, 0, 0,
+                         m->md, m->mc);
+  else
+    rc = pcre2_match(p->code, (PCRE2_SPTR)s, (PCRE2_SIZE)len, 0,
+                     PCRE2_NO_UTF_CHECK, m->md, m->mc);
   if (rc >= 0) return JC_PATTERN_MATCH;
   switch (rc) {
     case PCRE2_ERROR_NOMATCH:
