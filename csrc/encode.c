@@ -3,8 +3,8 @@
 ** members in byte order of their names, so equal values give equal text
 ** (contract schema hashes rely on it).
 **
-** The output grows in a userdata on the stack (slot JC_E_BUF), so a raise
-** anywhere leaks nothing.
+** The output starts in a C array and grows in a userdata on the stack
+** (slot JC_E_BUF), so a raise anywhere leaks nothing.
 */
 #include "jc.h"
 #include "parse.h"
@@ -22,6 +22,7 @@
 #define JC_ENCODE_DEPTH_LIMIT 3000      /* largest 'max_depth' accepted */
 #endif
 #define JC_ENCODE_MAX_INDENT 16
+#define JC_ENCODE_LOCAL 4096    /* output bytes kept on the C stack */
 
 /* Fixed stack slots of an encode call. */
 #define JC_E_BUF 3          /* output buffer userdata */
@@ -52,8 +53,9 @@ typedef struct jc_enc {
 typedef struct jc_key {
   const char *s;
   size_t len;
-  int idx;                  /* position in the anchoring table */
 } jc_key;
+
+#define JC_LOCAL_KEYS 16    /* names of an object sorted on the C stack */
 
 /* ===================================================================== */
 /* Output buffer and errors                                              */
@@ -140,49 +142,85 @@ static const unsigned char jc_escclass[128] = {
   0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0
 };
 
+/* The first byte at or after 's' (before 'end') that is not plain ASCII
+** ('"', '\\', a control character or a byte >= 0x80), or 'end'. Eight
+** bytes at a time on little-endian hosts, as 'jc_skip_plain' in parse.c. */
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) \
+    && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define JC_ONES 0x0101010101010101ULL
+static const unsigned char *jc_enc_plain(const unsigned char *s,
+                                         const unsigned char *end) {
+  unsigned long long w, m;
+  while (end - s >= 8) {
+    memcpy(&w, s, 8);
+    m = (((w ^ (JC_ONES * '"')) - JC_ONES) | ((w ^ (JC_ONES * '\\')) - JC_ONES)
+         | (w - JC_ONES * 0x20) | w) & (JC_ONES * 0x80);
+    if (m) return s + (__builtin_ctzll(m) >> 3);
+    s += 8;
+  }
+  while (s < end && *s < 0x80 && jc_escclass[*s] == 0) s++;
+  return s;
+}
+#else
+static const unsigned char *jc_enc_plain(const unsigned char *s,
+                                         const unsigned char *end) {
+  while (s < end && *s < 0x80 && jc_escclass[*s] == 0) s++;
+  return s;
+}
+#endif
+
 /* Append 's' (NUL-terminated after 'len' bytes, as Lua strings are) as a
-** JSON string; raise on invalid UTF-8. */
+** JSON string; raise on invalid UTF-8. Room for the worst case (every
+** byte a \u00XX escape) is made once, so the loop writes unchecked. */
 static void jc_enc_string(jc_enc *e, const char *str, size_t len,
                           const jc_path *p, int is_key) {
   const unsigned char *s = (const unsigned char *)str, *end = s + len, *run;
   static const char hex[] = "0123456789abcdef";
-  char esc[6];
+  char *o;
   size_t n;
-  jc_enc_char(e, '"');
-  run = s;
+  if (len > (((size_t)-1) / 2 - 2) / 6)
+    luaL_error(e->L, "cannot encode: output too large");
+  jc_enc_reserve(e, 6 * len + 2);
+  o = e->b + e->len;
+  *o++ = '"';
   while (s < end) {
-    unsigned char c = *s;
+    unsigned char c;
+    run = s;
+    s = jc_enc_plain(s, end);
+    memcpy(o, run, (size_t)(s - run));
+    o += s - run;
+    if (s >= end) break;
+    c = *s;
     if (c >= 0x80) {
       n = jc_utf8_len(s);
-      if (n == 0 || s + n > end)
+      if (n == 0 || s + n > end) {
+        e->len = (size_t)(o - e->b);
         jc_enc_raise(e, p, is_key ? "a member name with invalid UTF-8"
                                   : "an invalid UTF-8 string");
+      }
+      memcpy(o, s, n);
+      o += n;
       s += n;
       continue;
     }
-    if (jc_escclass[c] == 0) { s++; continue; }
-    jc_enc_put(e, (const char *)run, (size_t)(s - run));
-    esc[0] = '\\';
+    *o++ = '\\';
     switch (c) {
-      case '"': esc[1] = '"'; n = 2; break;
-      case '\\': esc[1] = '\\'; n = 2; break;
-      case '\b': esc[1] = 'b'; n = 2; break;
-      case '\f': esc[1] = 'f'; n = 2; break;
-      case '\n': esc[1] = 'n'; n = 2; break;
-      case '\r': esc[1] = 'r'; n = 2; break;
-      case '\t': esc[1] = 't'; n = 2; break;
+      case '"': *o++ = '"'; break;
+      case '\\': *o++ = '\\'; break;
+      case '\b': *o++ = 'b'; break;
+      case '\f': *o++ = 'f'; break;
+      case '\n': *o++ = 'n'; break;
+      case '\r': *o++ = 'r'; break;
+      case '\t': *o++ = 't'; break;
       default:
-        esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
-        esc[4] = hex[c >> 4]; esc[5] = hex[c & 15];
-        n = 6;
+        *o++ = 'u'; *o++ = '0'; *o++ = '0';
+        *o++ = hex[c >> 4]; *o++ = hex[c & 15];
         break;
     }
-    jc_enc_put(e, esc, n);
     s++;
-    run = s;
   }
-  jc_enc_put(e, (const char *)run, (size_t)(s - run));
-  jc_enc_char(e, '"');
+  *o++ = '"';
+  e->len = (size_t)(o - e->b);
 }
 
 /* Append the number at 'idx'. Integers (5.3+) exactly; floats in the
@@ -190,19 +228,35 @@ static void jc_enc_string(jc_enc *e, const char *str, size_t len,
 ** 5.3+ an integral float keeps ".0" so it decodes as a float again. */
 static void jc_enc_number(jc_enc *e, int idx, const jc_path *p) {
   lua_State *L = e->L;
-  char buf[64], *dp;
+  char buf[64], *dp, *q;
   double d;
-  int prec, n = 0;
+  int prec, n = 0, neg;
+  unsigned long long u;
 #if JC_HAVE_INTEGER
   if (lua_isinteger(L, idx)) {
-    n = snprintf(buf, sizeof buf, "%lld", (long long)lua_tointeger(L, idx));
-    jc_enc_put(e, buf, (size_t)n);
-    return;
+    lua_Integer v = lua_tointeger(L, idx);
+    neg = v < 0;
+    u = neg ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    goto digits;
   }
 #endif
   d = (double)lua_tonumber(L, idx);
   if (isnan(d) || isinf(d))
     jc_enc_raise(e, p, isnan(d) ? "NaN" : "an infinite number");
+  /* Integral doubles below 10^15 print as their digits (what %.15g gives),
+  ** with ".0" on 5.3+; -0.0 takes the general path. */
+  if (d == floor(d) && fabs(d) < 1e15 && !(d == 0 && signbit(d))) {
+    neg = d < 0;
+    u = (unsigned long long)(neg ? -d : d);
+#if JC_HAVE_INTEGER
+    buf[sizeof buf - 2] = '.';
+    buf[sizeof buf - 1] = '0';
+    q = buf + sizeof buf - 2;
+    goto write;
+#else
+    goto digits;
+#endif
+  }
   for (prec = 15; prec <= 17; prec++) {
     n = snprintf(buf, sizeof buf, "%.*g", prec, d);
     if (strtod(buf, NULL) == d) break;
@@ -216,6 +270,15 @@ static void jc_enc_number(jc_enc *e, int idx, const jc_path *p) {
   }
 #endif
   jc_enc_put(e, buf, (size_t)n);
+  return;
+digits:
+  q = buf + sizeof buf;
+#if JC_HAVE_INTEGER
+write:
+#endif
+  do { *--q = (char)('0' + u % 10); u /= 10; } while (u);
+  if (neg) *--q = '-';
+  jc_enc_put(e, q, (size_t)(buf + sizeof buf - q));
 }
 
 /* ===================================================================== */
@@ -269,28 +332,44 @@ static void jc_enc_array(jc_enc *e, int idx, size_t n, size_t depth,
   jc_enc_char(e, ']');
 }
 
+/* Sort 'keys' by name (byte order): insertion sort for the few names of
+** a typical object, qsort beyond. */
+static void jc_sort_keys(jc_key *keys, size_t n) {
+  size_t i, j;
+  jc_key k;
+  if (n > 24) { qsort(keys, n, sizeof(jc_key), jc_key_cmp); return; }
+  for (i = 1; i < n; i++) {
+    k = keys[i];
+    for (j = i; j > 0 && jc_key_cmp(&keys[j - 1], &k) > 0; j--)
+      keys[j] = keys[j - 1];
+    keys[j] = k;
+  }
+}
+
+/* Write the object at 'idx' with its 'n' string keys. 'keys' holds them
+** already when 'n' <= JC_LOCAL_KEYS, else NULL. The name pointers stay
+** valid while the names are keys of the table, which encode never
+** modifies (raw access, no metamethods run). */
 static void jc_enc_object(jc_enc *e, int idx, size_t n, size_t depth,
-                          const jc_path *p) {
+                          const jc_path *p, jc_key *keys) {
   lua_State *L = e->L;
   jc_path here;
-  jc_key *keys;
-  int anchor, i = 0;
   size_t j;
-  if (n > ((size_t)-1) / sizeof(jc_key) || n > 0x7fffffff)
-    luaL_error(L, "cannot encode: object too large");
-  lua_createtable(L, (int)n, 0);        /* anchors the names */
-  anchor = lua_gettop(L);
-  keys = (jc_key *)jc_newuserdata(L, n * sizeof(jc_key));
-  lua_rawseti(L, anchor, 0);            /* one stack slot per level */
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    lua_pop(L, 1);
-    lua_pushvalue(L, -1);
-    lua_rawseti(L, anchor, ++i);
-    keys[i - 1].s = lua_tolstring(L, -1, &keys[i - 1].len);
-    keys[i - 1].idx = i;
+  if (keys == NULL) {
+    size_t i = 0;
+    if (n > ((size_t)-1) / sizeof(jc_key))
+      luaL_error(L, "cannot encode: object too large");
+    keys = (jc_key *)jc_newuserdata(L, n * sizeof(jc_key));
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+      lua_pop(L, 1);
+      keys[i].s = lua_tolstring(L, -1, &keys[i].len);
+      i++;
+    }
+  } else {
+    lua_pushnil(L);                     /* same stack shape as above */
   }
-  qsort(keys, n, sizeof(jc_key), jc_key_cmp);
+  jc_sort_keys(keys, n);
   here.up = p;
   here.index = 0;
   jc_enc_char(e, '{');
@@ -302,7 +381,7 @@ static void jc_enc_object(jc_enc *e, int idx, size_t n, size_t depth,
     jc_enc_string(e, keys[j].s, keys[j].len, &here, 1);
     jc_enc_char(e, ':');
     if (e->indent) jc_enc_char(e, ' ');
-    lua_rawgeti(L, anchor, keys[j].idx);
+    lua_pushlstring(L, keys[j].s, keys[j].len);
     lua_rawget(L, idx);
     jc_enc_value(e, lua_gettop(L), depth + 1, &here);
     lua_pop(L, 1);
@@ -320,6 +399,7 @@ static void jc_enc_table(jc_enc *e, int idx, size_t depth, const jc_path *p) {
   int marked = 0, allstr = 1, allpos = 1;
   size_t n = 0;
   double maxk = 0, k;
+  jc_key keys[JC_LOCAL_KEYS];
   if (depth >= e->max_depth) {
     char what[96];
     snprintf(what, sizeof what,
@@ -333,10 +413,12 @@ static void jc_enc_table(jc_enc *e, int idx, size_t depth, const jc_path *p) {
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
-    n++;
     if (lua_type(L, -1) == LUA_TSTRING) {
       allpos = 0;
+      if (n < JC_LOCAL_KEYS) keys[n].s = lua_tolstring(L, -1, &keys[n].len);
+      n++;
     } else {
+      n++;
       allstr = 0;
       if (lua_type(L, -1) == LUA_TNUMBER) {
         k = (double)lua_tonumber(L, -1);
@@ -353,7 +435,7 @@ static void jc_enc_table(jc_enc *e, int idx, size_t depth, const jc_path *p) {
   } else if (marked) {
     jc_enc_raise(e, p, "an array whose keys are not exactly 1..n");
   } else if (allstr) {
-    jc_enc_object(e, idx, n, depth, p);
+    jc_enc_object(e, idx, n, depth, p, n <= JC_LOCAL_KEYS ? keys : NULL);
   } else {
     jc_enc_raise(e, p, "a table whose keys are neither all strings (object) "
                        "nor exactly 1..n (array)");
@@ -463,6 +545,7 @@ static void jc_rawfield(lua_State *L, const char *name) {
 */
 static int jc_encode(lua_State *L) {
   jc_enc e;
+  char local[JC_ENCODE_LOCAL];
   luaL_checkany(L, 1);
   luaL_argcheck(L, lua_gettop(L) <= 2, 3, "no more than 2 arguments expected");
   memset(&e, 0, sizeof e);
@@ -471,8 +554,9 @@ static int jc_encode(lua_State *L) {
   jc_encode_opts(L, &e);
   lua_settop(L, 2);
   luaL_checkstack(L, 20, "jsoncontract.encode");
-  e.cap = 256;
-  e.b = (char *)jc_newuserdata(L, e.cap);       /* JC_E_BUF */
+  e.cap = sizeof local;                         /* a userdata beyond */
+  e.b = local;
+  lua_pushnil(L);                               /* JC_E_BUF */
   luaL_getmetatable(L, JC_ARRAY_MT);            /* JC_E_ARRMT */
   /* lua-cjson's markers, when it is loaded */
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");

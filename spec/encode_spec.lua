@@ -83,6 +83,47 @@ describe("jsoncontract.core", function()
             assert.equal("9223372036854775807", core.encode(math.maxinteger))
         end)
 
+        it("writes integral floats of every size the same as before the fast path", function()
+            local want = HAVE_INTEGER and { "0.0", "-1.0", "12345.0", "999999999999999.0", "1e+15",
+                "-1e+15", "0.5", "-123.25" } or { "0", "-1", "12345", "999999999999999", "1e+15",
+                "-1e+15", "0.5", "-123.25" }
+            local got = { 0.0, -1.0, 12345.0, 999999999999999.0, 1e15, -1e15, 0.5, -123.25 }
+            for i, d in ipairs(got) do assert.equal(want[i], core.encode(d)) end
+        end)
+
+        -- The plain-ASCII scan reads 8 bytes at a time: an escape, a multi-byte
+        -- character and an invalid byte at every position of strings 0..20 long.
+        it("escapes and checks a special byte at every position of a string", function()
+            for len = 0, 20 do
+                for at = 0, len do
+                    local a, b = ("a"):rep(at), ("b"):rep(len - at)
+                    assert.equal('"' .. a .. '\\"' .. b .. '"', core.encode(a .. '"' .. b))
+                    assert.equal('"' .. a .. '\\u001f' .. b .. '"', core.encode(a .. "\31" .. b))
+                    assert.equal('"' .. a .. '\226\130\172' .. b .. '"', core.encode(a .. "\226\130\172" .. b))
+                    local ok, msg = pcall(core.encode, { k = a .. "\255" .. b })
+                    assert.is_false(ok)
+                    assert.truthy(msg:find("cannot encode an invalid UTF-8 string at /k", 1, true), msg)
+                    ok = pcall(core.encode, a .. "\226\130")   -- cut at the end
+                    assert.is_false(ok)
+                end
+            end
+        end)
+
+        it("sorts the names of small and large objects (C stack and heap paths)", function()
+            for _, n in ipairs({ 1, 2, 15, 16, 17, 24, 25, 200 }) do
+                local t, names = {}, {}
+                for i = n, 1, -1 do
+                    local k = ("%03d"):format((i * 7919) % 1000) .. "k"
+                    t[k] = i
+                    names[#names + 1] = k
+                end
+                table.sort(names)
+                local parts = {}
+                for i, k in ipairs(names) do parts[i] = ('"%s":%s'):format(k, core.encode(t[k])) end
+                assert.equal("{" .. table.concat(parts, ",") .. "}", core.encode(t))
+            end
+        end)
+
         it("gives the same text for equal tables built in different orders", function()
             local a, b = {}, {}
             for i = 1, 50 do a["k" .. i] = i end
