@@ -82,11 +82,12 @@ triage:
 	$(LUA) bin/jsoncontract triage
 
 install: $(TARGET)
-	install -d $(DESTDIR)$(LIBDIR)/jsoncontract $(DESTDIR)$(LUADIR)/jsoncontract/providers \
-	           $(DESTDIR)$(LUADIR)/jsoncontract/transport $(DESTDIR)$(BINDIR)
+	install -d $(DESTDIR)$(LIBDIR)/jsoncontract $(DESTDIR)$(LUADIR) $(DESTDIR)$(BINDIR) \
+	           $(DESTDIR)$(PREFIX)/share/jsoncontract/examples
 	install -m 644 $(TARGET) $(DESTDIR)$(LIBDIR)/jsoncontract/core.so
-	cp -R lua/jsoncontract/. $(DESTDIR)$(LUADIR)/jsoncontract/
-	install -m 755 bin/jsoncontract $(DESTDIR)$(BINDIR)/jsoncontract
+	cp -R lua/jsoncontract $(DESTDIR)$(LUADIR)/
+	install -m 644 examples/* $(DESTDIR)$(PREFIX)/share/jsoncontract/examples/
+	install -m 755 bin/jsoncontract bin/jsoncontract-standin $(DESTDIR)$(BINDIR)/
 
 clean:
 	rm -rf build

@@ -171,9 +171,9 @@ local function prepare_out_dir(dir)
 end
 
 -- Start the stand-in model server; returns base_url and a stop function.
-local function start_standin(root, seed, delay_ms)
+local function start_standin(bindir, seed, delay_ms)
     local cmd = format("%s %s --port 0 --seed %d --delay-ms %d --max-seconds 3600",
-        shell_quote(interpreter()), shell_quote(root .. "/bin/jsoncontract-standin"), seed, delay_ms)
+        shell_quote(interpreter()), shell_quote(bindir .. "/jsoncontract-standin"), seed, delay_ms)
     local proc = io.popen(cmd, "r")
     local line = proc and proc:read("l")
     local port = line and line:match("^listening 127%.0%.0%.1:(%d+)")
@@ -256,7 +256,7 @@ function _M.triage(argv, env)
     local p = choose_provider(o)
     local stop_standin
     if p.standin then
-        p.base_url, stop_standin = start_standin(root, o.seed or 1, o["delay-ms"] or 20)
+        p.base_url, stop_standin = start_standin(env.bindir, o.seed or 1, o["delay-ms"] or 20)
         if not p.base_url then db:close() return die(stop_standin) end
     end
 
@@ -848,7 +848,7 @@ function _M.selftest(argv, env)
     end)
 
     -- start the server, run every check, stop the server
-    local cmd = format("%s %s _fault-server", shell_quote(interpreter()), shell_quote(root .. "/bin/jsoncontract"))
+    local cmd = format("%s %s _fault-server", shell_quote(interpreter()), shell_quote(env.bindir .. "/jsoncontract"))
     server = io.popen(cmd, "r")
     local first = server and server:read("l")
     server_port = first and first:match("^PORT (%d+)")
@@ -896,7 +896,7 @@ function _M.probe(argv, env)
     end
     local stop
     if p.standin then
-        p.base_url, stop = start_standin(env.root, 1, 0)
+        p.base_url, stop = start_standin(env.bindir, 1, 0)
         if not p.base_url then return die(stop) end
     end
     local openai = require "jsoncontract.providers.openai"
@@ -969,7 +969,7 @@ function _M.examples(argv, env)
     local p, stop
     if o.standin then
         p = { provider = "openai", model = "standin-1" }
-        p.base_url, stop = start_standin(env.root, 1, 0)
+        p.base_url, stop = start_standin(env.bindir, 1, 0)
         if not p.base_url then return die(stop) end
     end
     for _, name in ipairs(names) do

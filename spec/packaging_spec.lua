@@ -1,0 +1,57 @@
+-- The rockspec, the Makefile and the tree agree: every Lua module is mapped, the C
+-- sources are the same list, and the version is written once (the rockspec's name).
+local function read(path)
+    local f = assert(io.open(path, "rb"))
+    local s = f:read("*a")
+    f:close()
+    return s
+end
+
+local function lines(cmd)
+    local out, p = {}, io.popen(cmd)
+    for l in p:lines() do out[#out + 1] = l end
+    p:close()
+    return out
+end
+
+describe("packaging", function()
+    local rockspec_path = lines("ls rockspecs/jsoncontract-*.rockspec")[1]
+    local rockspec = read(rockspec_path)
+    local makefile = read("Makefile")
+
+    it("maps every Lua module in the rockspec, and nothing else", function()
+        local mapped = {}
+        for name, file in rockspec:gmatch('%["(jsoncontract[%w%._]*)"%] = "(lua/[^"]+)"') do
+            mapped[file] = name
+        end
+        local files = lines("find lua -name '*.lua' | sort")
+        assert.is_true(#files > 10)
+        for _, f in ipairs(files) do
+            local want = f:gsub("^lua/", ""):gsub("%.lua$", ""):gsub("/", "."):gsub("%.init$", "")
+            assert.equal(want, mapped[f], f .. " is not mapped in " .. rockspec_path)
+            mapped[f] = nil
+        end
+        assert.same({}, mapped)
+    end)
+
+    it("lists the same C sources as the Makefile", function()
+        local srcs = {}
+        for f in makefile:match("SRCS%s*:=%s*([^\n]+)"):gmatch("%S+") do srcs[#srcs + 1] = f end
+        local rs = {}
+        for f in rockspec:match("sources = (%b{})"):gmatch('"([^"]+)"') do rs[#rs + 1] = f end
+        table.sort(srcs)
+        table.sort(rs)
+        assert.same(srcs, rs)
+        for _, f in ipairs(lines("ls csrc/*.c")) do
+            local found = false
+            for _, s in ipairs(srcs) do found = found or s == f end
+            assert.is_true(found, f .. " is not built")
+        end
+    end)
+
+    it("reports the rockspec's version from the C module", function()
+        local version = rockspec_path:match("jsoncontract%-(.-)%-%d+%.rockspec$")
+        assert.equal(version, require("jsoncontract.core")._VERSION)
+        assert.truthy(rockspec:find('JC_VERSION=\\"' .. version .. '\\"', 1, true))
+    end)
+end)
