@@ -176,6 +176,12 @@ typedef struct jc_seg {        /* one step of the instance location */
   size_t index;
 } jc_seg;
 
+typedef struct jc_via {        /* one reference followed at validation */
+  const jc_node *from;         /* the node holding the reference */
+  const jc_node *to;           /* its target */
+  const char *kw;              /* "$ref" or "$dynamicRef" */
+} jc_via;
+
 typedef struct jc_validator {
   int keep_ref;                /* registry ref of the keep table */
   jc_node *root;
@@ -187,6 +193,8 @@ typedef struct jc_validator {
   jc_res **scope;              /* dynamic scope stack, JC_SCHEMA_MAX_EVAL+2 */
   const char *base;            /* base URI of the root */
   const void *amt;             /* the JC_ARRAY_MT table (registry) */
+  jc_via *via;                 /* references being followed, for the
+                                  keyword location ("basic" output) */
 } jc_validator;
 
 #define ABSENT ((size_t)-1)
@@ -1723,6 +1731,7 @@ typedef struct jc_vctx {
   int depth;           /* instance depth */
   int edepth;          /* nested subschema evaluations */
   int stop;            /* entries in the dynamic scope (v->scope) */
+  int nvia;            /* entries in v->via; -1: not tracked */
   const void *amt;     /* the JC_ARRAY_MT table, for a quick type test */
 } jc_vctx;
 
@@ -1747,6 +1756,39 @@ static void jc_push_pointer(jc_vctx *c) {
   luaL_pushresult(&b);
 }
 
+/* Add 'path' relative to 'base' (its suffix when 'base' is a prefix at a
+** segment boundary; the whole path otherwise). */
+static void jc_add_rel(luaL_Buffer *b, const char *path, const char *base) {
+  size_t bl = strlen(base);
+  if (strncmp(path, base, bl) == 0 && (path[bl] == '/' || path[bl] == '\0'))
+    luaL_addstring(b, path + bl);
+  else
+    luaL_addstring(b, path);
+}
+
+/* Push the keyword location of 'kw' in 'n' as evaluation reached it,
+** through the references followed ("/properties/a/$ref/type").
+** [-0, +1, m] */
+static void jc_push_kwloc(jc_vctx *c, const jc_node *n, const char *kw) {
+  luaL_Buffer b;
+  const char *base = "";
+  int i;
+  luaL_buffinit(c->L, &b);
+  for (i = 0; i < c->nvia; i++) {
+    const jc_via *w = &c->v->via[i];
+    jc_add_rel(&b, w->from->path, base);
+    luaL_addchar(&b, '/');
+    luaL_addstring(&b, w->kw);
+    base = w->to->path;
+  }
+  jc_add_rel(&b, n->path, base);
+  if (kw != NULL) {
+    luaL_addchar(&b, '/');
+    luaL_addstring(&b, kw);
+  }
+  luaL_pushresult(&b);
+}
+
 /*
 ** Start an error item: pushes the item table (pointer, keyword,
 ** schema_pointer set) and the display location ("(root)" for ""),
@@ -1766,6 +1808,10 @@ static const char *jc_err_begin(jc_vctx *c, const jc_node *n,
   if (kw != NULL) lua_pushfstring(L, "%s/%s", n->abs, kw);
   else lua_pushstring(L, n->abs);
   lua_setfield(L, -3, "absolute_schema_location");
+  if (c->nvia >= 0) {
+    jc_push_kwloc(c, n, kw);
+    lua_setfield(L, -3, "keyword_location");
+  }
   lua_pushstring(L, kw != NULL ? kw : (n->boolean == 0 ? "false" : ""));
   lua_setfield(L, -3, "keyword");
   if (*lua_tostring(L, -1) == '\0') {
@@ -2519,6 +2565,21 @@ static const jc_node *jc_dyn_target(jc_vctx *c, const jc_node *n) {
   return n->dynref;
 }
 
+/* Evaluate reference target 'to' of 'from' (keyword 'kw'), recording the
+** step for the keyword location when it is tracked. */
+static int jc_eval_ref(jc_vctx *c, const jc_node *from, const jc_node *to,
+                       const char *kw, int idx) {
+  int ok;
+  if (c->nvia < 0 || c->nvia >= JC_SCHEMA_MAX_EVAL) return jc_eval(c, to, idx);
+  c->v->via[c->nvia].from = from;
+  c->v->via[c->nvia].to = to;
+  c->v->via[c->nvia].kw = kw;
+  c->nvia++;
+  ok = jc_eval(c, to, idx);
+  c->nvia--;
+  return ok;
+}
+
 /* Quiet validity of 'n' on the value at 'idx'. */
 static int jc_quiet_ok(jc_vctx *c, const jc_node *n, int idx) {
   int ok;
@@ -2821,11 +2882,12 @@ static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
     luaL_error(L, "value of type %s is not JSON", luaL_typename(L, idx));
   if (c->v->dynamic) pushed = jc_scope_push(c, n);
 
-  if (n->ref != NULL && !jc_eval(c, n->ref, idx)) {
+  if (n->ref != NULL && !jc_eval_ref(c, n, n->ref, "$ref", idx)) {
     ok = 0;
     if (JC_STOP(c)) goto done;
   }
-  if (n->dynref != NULL && !jc_eval(c, jc_dyn_target(c, n), idx)) {
+  if (n->dynref != NULL &&
+      !jc_eval_ref(c, n, jc_dyn_target(c, n), "$dynamicRef", idx)) {
     ok = 0;
     if (JC_STOP(c)) goto done;
   }
@@ -3149,6 +3211,8 @@ static int jc_schema_compile(lua_State *L) {
   c.nnodes = 0;
   v->scope = (jc_res **)jc_keep_block(&c, JC_SCHEMA_MAX_EVAL + 2,
                                       sizeof(jc_res *));
+  v->via = (jc_via *)jc_keep_block(&c, JC_SCHEMA_MAX_EVAL + 2,
+                                   sizeof(jc_via));
   v->matcher = jc_matcher_new(L);
   jc_keep(&c);
   v->segs = (jc_seg *)jc_keep_block(&c, (size_t)maxd + 1, sizeof(jc_seg));
@@ -3193,7 +3257,7 @@ static int jc_push_basic(lua_State *L, int errs, int n) {
   for (i = 1; i <= n; i++) {
     lua_rawgeti(L, errs, i);
     lua_createtable(L, 0, 4);
-    lua_getfield(L, -2, "schema_pointer");
+    lua_getfield(L, -2, "keyword_location");
     lua_setfield(L, -2, "keywordLocation");
     lua_getfield(L, -2, "absolute_schema_location");
     lua_setfield(L, -2, "absoluteKeywordLocation");
@@ -3214,7 +3278,10 @@ static int jc_push_basic(lua_State *L, int errs, int n) {
 **   opts   table or nil: first (boolean: stop at the first error),
 **          output ("basic": return JSON Schema's basic output table
 **          { valid, errors = { {keywordLocation, absoluteKeywordLocation,
-**          instanceLocation, error}, ... } } instead, valid or not)
+**          instanceLocation, error}, ... } } instead, valid or not;
+**          keywordLocation runs through the references followed,
+**          "/properties/a/$ref/type", where schema_pointer names the
+**          keyword where it stands, "/$defs/id/type")
 ** err = { category = "schema", kind = "schema_mismatch" | "too_deep",
 **         message = <all messages joined by "; ">,
 **         errors = { { pointer, keyword, schema_pointer,
@@ -3269,6 +3336,7 @@ static int jc_schema_validate(lua_State *L) {
   c.depth = 0;
   c.edepth = 0;
   c.stop = 0;
+  c.nvia = basic ? 0 : -1;
   c.amt = v->amt;
   lua_pushvalue(L, 2);
   if (jc_eval(&c, v->root, 5) && c.nerr == 0) {

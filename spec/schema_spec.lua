@@ -614,6 +614,16 @@ describe("jsoncontract.core", function()
                   instanceLocation = "/n", error = "/n is string, expected integer" },
             }, out.errors)
         end)
+        it("gives the keyword location through $ref in basic output", function()
+            local v = core.compile({ ["$defs"] = { id = { type = "string", maxLength = 3 } },
+                                     properties = { a = { ["$ref"] = "#/$defs/id" } } })
+            local out = v:validate({ a = "abcd" }, { output = "basic" })
+            assert.same({ { keywordLocation = "/properties/a/$ref/maxLength",
+                            absoluteKeywordLocation = "#/$defs/id/maxLength", instanceLocation = "/a",
+                            error = "/a has 4 characters, maximum 3" } }, out.errors)
+            local _, err = v:validate({ a = "abcd" })
+            assert.equal("/$defs/id/maxLength", err.errors[1].schema_pointer)
+        end)
         it("raises on an unknown output format", function()
             assert.has_error(function() core.compile({}):validate(1, { output = "verbose" }) end,
                 "bad argument #2 to 'validate' (output must be \"basic\")")
