@@ -97,6 +97,31 @@ describe("jsoncontract.run", function()
         end)
     end)
 
+    describe("ask() with reask_on_truncation", function()
+        it("asks once more with twice the output budget, never reusing the cut reply", function()
+            local cut = '{"intent":"other","order_id":null,"urg'
+            local whole = '{"intent":"other","order_id":null,"urgent":false,"summary":"x"}'
+            local out, calls = ask("order 5557", { by_call = true, script = { ["5557"] = { { cut, "length" }, { whole } } } },
+                { max_tokens = 100, policy = { reask_on_truncation = true } })
+            assert.equal("accepted", out.status)
+            assert.equal(2, #calls)
+            assert.equal(100, calls[1].body.max_completion_tokens)
+            assert.equal(200, calls[2].body.max_completion_tokens)
+            -- the same conversation: no assistant message, no repair prompt
+            assert.equal(#calls[1].body.messages, #calls[2].body.messages)
+            assert.equal("truncated", out.attempts[1].category)
+        end)
+
+        it("re-asks at most once", function()
+            local cut = '{"intent":"other"'
+            local out, calls = ask("order 5558", { script = { ["5558"] = { { cut, "length" } } } },
+                { policy = { reask_on_truncation = true } })
+            assert.equal("human_review", out.status)
+            assert.equal(2, #calls)
+            assert.equal("truncated", out.reason.category)
+        end)
+    end)
+
     describe("ask() on transport failures", function()
         it("retries a 429 after its Retry-After and then accepts", function()
             local waits = {}

@@ -43,6 +43,9 @@ end
 --   system prompt excluded; exceeding it stops retrying (nil: none)
 -- @field usage_budget provider-reported tokens (input + output) summed over attempts (nil: none)
 -- @field time_budget_ms wall time for the whole item (nil: none)
+-- @field reask_on_truncation after a reply cut at the output limit, ask once more with the same
+--   conversation and twice the output budget, as a new attempt (false: a truncated reply goes to
+--   review). The cut reply is never repaired, reused or accepted.
 _M.DEFAULT_POLICY = {
     max_attempts = 3,
     transport_retries = 2,
@@ -52,6 +55,7 @@ _M.DEFAULT_POLICY = {
     token_budget = nil,
     usage_budget = nil,
     time_budget_ms = nil,
+    reask_on_truncation = false,
 }
 
 local TRANSIENT_TRANSPORT = { timeout = true, connect = true, reset = true, rate_limited = true,
@@ -152,7 +156,8 @@ end
 -- @tparam table contract from `jsoncontract.contract.new`
 -- @tparam string input the user input (e.g. the mail text), sent as the first user message
 -- @tparam table opts
---   `provider` ("openai"|"anthropic" or a provider module, required), `model` (string, required),
+--   `provider` (a name from `jsoncontract.providers.names`: "openai", "openai_responses", "anthropic",
+--   "gemini", "ollama", "llamacpp"; or a provider module; required), `model` (string, required),
 --   `api_key`, `base_url`, `max_tokens`, `temperature`, `mode` ("native"|"json"|"prompt"),
 --   `transport` (function(req) -> res | nil, err; default `jsoncontract.transport.curl`.request),
 --   `timeout_ms`, `connect_timeout_ms`, `max_response_bytes` (passed to the transport),
@@ -194,6 +199,7 @@ function _M.ask(contract, input, opts)
     local usage = { input_tokens = 0, output_tokens = 0 }
     local attempts = {}
     local messages = { { role = "user", content = input } }
+    local reasked = false
     local contract_view = { name = contract.name, version = contract.version, schema = contract.schema,
         prompt = contract:prompt() }
     local popts = { model = opts.model, api_key = opts.api_key, base_url = opts.base_url,
@@ -276,52 +282,57 @@ function _M.ask(contract, input, opts)
                     http_status = res and res.status, finish = r.finish, finish_reason = r.finish_reason,
                     usage = r.usage, elapsed_ms = elapsed, text = r.text })
             end
-            return finish("human_review", nil, err)
-        end
+            if err.category ~= "truncated" or not policy.reask_on_truncation or reasked
+                or att == policy.max_attempts then
+                return finish("human_review", nil, err)
+            end
+            reasked = true
+            popts.max_tokens = (popts.max_tokens or providers.DEFAULT_MAX_TOKENS) * 2
+        else
+            local value, cerr = contract:check(reply.text, { adapters = opts.adapters, context = opts.context })
+            if value ~= nil then
+                a.gate = "accepted"
+                a.adapters = cerr.adapters
+                record(att, try, { mode = mode, gate = "accepted", http_status = res.status, finish = reply.finish,
+                    finish_reason = reply.finish_reason, usage = reply.usage, elapsed_ms = elapsed,
+                    adapters = cerr.adapters, text = reply.text })
+                return finish("accepted", value, nil, cerr.adapters)
+            end
 
-        local value, cerr = contract:check(reply.text, { adapters = opts.adapters, context = opts.context })
-        if value ~= nil then
-            a.gate = "accepted"
+            a.gate = cerr.category
+            a.category, a.kind, a.message, a.errors = cerr.category, cerr.kind, cerr.message, cerr.errors
             a.adapters = cerr.adapters
-            record(att, try, { mode = mode, gate = "accepted", http_status = res.status, finish = reply.finish,
+            local fb = feedback_message(cerr)
+            record(att, try, { mode = mode, gate = cerr.category, category = cerr.category, kind = cerr.kind,
+                errors = error_summary(cerr), offset = cerr.offset, http_status = res.status, finish = reply.finish,
                 finish_reason = reply.finish_reason, usage = reply.usage, elapsed_ms = elapsed,
-                adapters = cerr.adapters, text = reply.text })
-            return finish("accepted", value, nil, cerr.adapters)
-        end
+                adapters = cerr.adapters, text = reply.text, feedback = fb })
 
-        a.gate = cerr.category
-        a.category, a.kind, a.message, a.errors = cerr.category, cerr.kind, cerr.message, cerr.errors
-        a.adapters = cerr.adapters
-        local fb = feedback_message(cerr)
-        record(att, try, { mode = mode, gate = cerr.category, category = cerr.category, kind = cerr.kind,
-            errors = error_summary(cerr), offset = cerr.offset, http_status = res.status, finish = reply.finish,
-            finish_reason = reply.finish_reason, usage = reply.usage, elapsed_ms = elapsed,
-            adapters = cerr.adapters, text = reply.text, feedback = fb })
-
-        if cerr.category == "rules" and cerr.retry == false then
-            return finish("human_review", nil, cerr)
-        end
-        if att == policy.max_attempts then
-            return finish("human_review", nil, errors.new(cerr.category, cerr.kind,
-                format("no valid answer after %d attempts; last: %s", att, cerr.message),
-                { errors = cerr.errors, attempts_exhausted = true, offset = cerr.offset }))
-        end
-        messages[#messages + 1] = { role = "assistant", content = reply.text }
-        messages[#messages + 1] = { role = "user", content = fb }
-        if policy.token_budget and history_tokens(messages) > policy.token_budget then
-            return finish("human_review", nil, errors.new("budget", "token_budget",
-                format("the conversation would resend %d estimated tokens, over the budget of %d; last: %s",
-                    history_tokens(messages), policy.token_budget, cerr.message), { errors = cerr.errors }))
-        end
-        if policy.usage_budget and usage.input_tokens + usage.output_tokens >= policy.usage_budget then
-            return finish("human_review", nil, errors.new("budget", "usage_budget",
-                format("%d tokens used, budget %d; last: %s", usage.input_tokens + usage.output_tokens,
-                    policy.usage_budget, cerr.message), { errors = cerr.errors }))
-        end
-        if policy.time_budget_ms and elapsed_ms() >= policy.time_budget_ms then
-            return finish("human_review", nil, errors.new("budget", "time_budget",
-                format("%d ms spent, budget %d ms; last: %s", elapsed_ms(), policy.time_budget_ms, cerr.message),
-                { errors = cerr.errors }))
+            if cerr.category == "rules" and cerr.retry == false then
+                return finish("human_review", nil, cerr)
+            end
+            if att == policy.max_attempts then
+                return finish("human_review", nil, errors.new(cerr.category, cerr.kind,
+                    format("no valid answer after %d attempts; last: %s", att, cerr.message),
+                    { errors = cerr.errors, attempts_exhausted = true, offset = cerr.offset }))
+            end
+            messages[#messages + 1] = { role = "assistant", content = reply.text }
+            messages[#messages + 1] = { role = "user", content = fb }
+            if policy.token_budget and history_tokens(messages) > policy.token_budget then
+                return finish("human_review", nil, errors.new("budget", "token_budget",
+                    format("the conversation would resend %d estimated tokens, over the budget of %d; last: %s",
+                        history_tokens(messages), policy.token_budget, cerr.message), { errors = cerr.errors }))
+            end
+            if policy.usage_budget and usage.input_tokens + usage.output_tokens >= policy.usage_budget then
+                return finish("human_review", nil, errors.new("budget", "usage_budget",
+                    format("%d tokens used, budget %d; last: %s", usage.input_tokens + usage.output_tokens,
+                        policy.usage_budget, cerr.message), { errors = cerr.errors }))
+            end
+            if policy.time_budget_ms and elapsed_ms() >= policy.time_budget_ms then
+                return finish("human_review", nil, errors.new("budget", "time_budget",
+                    format("%d ms spent, budget %d ms; last: %s", elapsed_ms(), policy.time_budget_ms, cerr.message),
+                    { errors = cerr.errors }))
+            end
         end
     end
     -- not reached: the last attempt always returns

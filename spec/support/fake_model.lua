@@ -35,7 +35,8 @@ M.ANSWERS = {
 -- decoded request bodies; `script` maps a key to a list of {content, finish, refusal, status,
 -- usage = {in, out}}. The key is the first 4-digit number in the mail, else "prose"; with
 -- `opts.key = function(mail) -> key` the caller chooses it (other examples' fake models), and
--- `opts.answers` replaces the §1 answer table.
+-- `opts.answers` replaces the §1 answer table; `opts.by_call` counts requests instead of
+-- assistant messages.
 function M.transport(opts)
     opts = opts or {}
     local calls = {}
@@ -47,6 +48,8 @@ function M.transport(opts)
         for i = 3, #body.messages do
             if body.messages[i].role == "assistant" then attempt = attempt + 1 end
         end
+        -- `by_call`: the n-th request gets the n-th answer (a re-ask keeps the conversation).
+        if opts.by_call then attempt = #calls end
         if opts.fail_first and #calls <= #opts.fail_first then
             local f = opts.fail_first[#calls]
             if f.err then return nil, f.err end

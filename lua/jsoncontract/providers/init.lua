@@ -22,6 +22,9 @@ local format, lower = string.format, string.lower
 
 local _M = { _VERSION = core._VERSION }
 
+--- Output token budget sent when the caller gives no `max_tokens`.
+_M.DEFAULT_MAX_TOKENS = 1024
+
 --- Names accepted by `get`, sorted.
 _M.names = { "anthropic", "gemini", "llamacpp", "ollama", "openai", "openai_responses" }
 
@@ -367,7 +370,7 @@ function C.check_request_args(contract, messages, opts, modes, provider)
     end
     local max_tokens = opts.max_tokens
     if max_tokens == nil then
-        max_tokens = 1024
+        max_tokens = _M.DEFAULT_MAX_TOKENS
     elseif type(max_tokens) ~= "number" or floor(max_tokens) ~= max_tokens or max_tokens < 1 then
         error("opts.max_tokens must be a positive integer", 3)
     end
