@@ -656,8 +656,20 @@ static int jc_http_push_result(lua_State *L, jc_http_xfer *x) {
   const char *kind;
   double elapsed = x->end_ms - x->start_ms;
   long status = 0;
-  if (x->abort_reason == JC_ABORT_NOMEM || x->result == CURLE_OUT_OF_MEMORY)
+  if (x->abort_reason == JC_ABORT_NOMEM)
     jc_http_nomem(L);
+  /* libcurl 7.88 also reports a response header line over its 100 KB limit
+  ** as CURLE_OUT_OF_MEMORY: that is the peer's data, not our memory, so it
+  ** is this item's error, never a raise that would stop a whole batch. */
+  if (x->result == CURLE_OUT_OF_MEMORY) {
+    jc_push_error(L, "transport", "too_large", "a response header from %s "
+                  "is too large (or libcurl ran out of memory)", x->hostport);
+    lua_pushstring(L, jc_http_code_name(x->result));
+    lua_setfield(L, -2, "curl_code");
+    lua_pushnumber(L, (lua_Number)elapsed);
+    lua_setfield(L, -2, "elapsed_ms");
+    return 0;
+  }
   kind = jc_http_kind(x);
   if (kind == NULL) {
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);

@@ -182,6 +182,13 @@ describe("jsoncontract.core", function()
             assert.equal("<html><body>Service Unavailable</body></html>", res.body)
         end)
 
+        it("reports a header line over libcurl's limit as too_large, not a raise", function()
+            local res, err = core.http_request { url = base .. "/hugeheader" }
+            assert.is_nil(res)
+            assert.equal("transport", err.category)
+            assert.equal("too_large", err.kind)
+        end)
+
         it("decodes a gzip body to the plain JSON", function()
             local res, err = core.http_request { url = base .. "/gzip" }
             assert.is_nil(err)

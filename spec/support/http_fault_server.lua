@@ -20,6 +20,7 @@
 --   /reset            Content-Length 100, sends 50 bytes, closes
 --   /rst              headers and half the body, then a TCP RST (linger 0)
 --   /html             200 text/html
+--   /hugeheader       200 with one 200 KB header line (over libcurl's 100 KB limit)
 --   /gzip             Content-Encoding: gzip of {"ok":true}
 --   /delay?ms=N       waits N ms, then 200 {"delayed":N}
 --   /echo             the request method, path, headers and body as JSON
@@ -238,6 +239,8 @@ local function handle(sock)
             .. "Connection: close\r\n\r\n" .. string.rep("y", 50))
         sleep(0.05)
         sock:setoption("linger", { on = true, timeout = 0 })
+    elseif path == "/hugeheader" then
+        send_all(sock, response(200, { { "X-Huge", string.rep("a", 200 * 1024) } }, "{}"))
     elseif path == "/html" then
         send_all(sock, response(200, { { "Content-Type", "text/html; charset=utf-8" } },
             "<html><body>Service Unavailable</body></html>"))
