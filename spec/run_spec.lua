@@ -155,6 +155,38 @@ describe("jsoncontract.run", function()
         end)
     end)
 
+    describe("ask() keeps the key and the feedback in bounds", function()
+        it("never returns the key when the provider echoes it in an error body", function()
+            -- a key of no well-known shape, so only ask()'s own scrubbing can catch it
+            local key = "plain_gateway_key"
+            local body = '{"error":{"message":"Incorrect API key provided: ' .. key .. '","type":"invalid_request_error"}}'
+            local out = ask("order 1187", { fail_first = { { status = 401, body = body } } }, { api_key = key })
+            assert.equal("human_review", out.status)
+            assert.equal("client_error", out.reason.kind)
+            assert.truthy(out.reason.message:find("Incorrect API key provided: [redacted]", 1, true))
+            assert.falsy(out.reason.message:find(key, 1, true))
+            assert.falsy(out.attempts[1].message:find(key, 1, true))
+        end)
+
+        it("lists at most 20 errors in the feedback, then how many more", function()
+            local list = {}
+            for i = 1, 1000 do list[i] = { message = ("/items/%d is wrong"):format(i - 1) } end
+            local fb = require("jsoncontract.run").feedback_message({ category = "schema", errors = list })
+            assert.truthy(fb:find("/items/19 is wrong", 1, true))
+            assert.falsy(fb:find("/items/20 is wrong", 1, true))
+            assert.truthy(fb:find("and 980 more errors", 1, true))
+            assert.is_true(#fb < 2000)
+        end)
+
+        it("clips one very long message at a character boundary", function()
+            local fb = require("jsoncontract.run").feedback_message({ category = "format",
+                message = string.rep("\u{E4}", 1000) })
+            assert.truthy(fb:find("...", 1, true))
+            assert.is_true(#fb < 500)
+            assert.truthy(jc.decode(jc.encode(fb))) -- still valid UTF-8
+        end)
+    end)
+
     describe("evidence", function()
         it("writes one record per exchange, never the key, text only on opt-in", function()
             local out, _, log = ask("the courier did not come for order 1042, urgent")

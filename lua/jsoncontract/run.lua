@@ -14,7 +14,7 @@ local providers = require "jsoncontract.providers"
 local type, pairs, ipairs, tostring, tonumber, error = type, pairs, ipairs, tostring, tonumber, error
 local floor, ceil, min, random = math.floor, math.ceil, math.min, math.random
 local concat = table.concat
-local format, gmatch = string.format, string.gmatch
+local format, gmatch, find = string.format, string.gmatch, string.find
 
 local _M = { _VERSION = core._VERSION }
 
@@ -83,13 +83,34 @@ local function history_tokens(messages)
     return n
 end
 
--- The one feedback message sent after a format, schema or rules failure.
+-- Feedback stays bounded whatever the reply: a reply with 10,000 wrong items must not
+-- become a 100 MB prompt.
+local FEEDBACK_MAX_ERRORS = 20
+local FEEDBACK_MAX_MESSAGE = 300
+
+local function clip(text)
+    text = tostring(text)
+    if #text <= FEEDBACK_MAX_MESSAGE then return text end
+    -- cut at a UTF-8 character boundary
+    local cut = FEEDBACK_MAX_MESSAGE
+    while cut > 0 and text:byte(cut + 1) and text:byte(cut + 1) >= 0x80 and text:byte(cut + 1) < 0xC0 do
+        cut = cut - 1
+    end
+    return text:sub(1, cut) .. "..."
+end
+
+-- The one feedback message sent after a format, schema or rules failure: at most
+-- FEEDBACK_MAX_ERRORS errors, each clipped, then how many more there are.
 local function feedback_message(err)
     local items = {}
-    if err.errors and #err.errors > 0 then
-        for i, e in ipairs(err.errors) do items[i] = e.message end
+    local list = err.errors
+    if list and #list > 0 then
+        for i = 1, min(#list, FEEDBACK_MAX_ERRORS) do items[i] = clip(list[i].message) end
+        if #list > FEEDBACK_MAX_ERRORS then
+            items[#items + 1] = format("and %d more errors", #list - FEEDBACK_MAX_ERRORS)
+        end
     else
-        items[1] = err.message
+        items[1] = clip(err.message)
     end
     local what
     if err.category == "format" then
@@ -218,7 +239,25 @@ function _M.ask(contract, input, opts)
         evidence:write(rec)
     end
 
+    -- A provider may echo the key in an error body (real 401s do): it never leaves ask().
+    local function scrub(text)
+        local key = opts.api_key
+        if type(text) ~= "string" or type(key) ~= "string" or #key < 4 then return text end
+        local out, i = text, find(text, key, 1, true)
+        while i do
+            out = out:sub(1, i - 1) .. "[redacted]" .. out:sub(i + #key)
+            i = find(out, key, i + 10, true)
+        end
+        return out
+    end
+
     local function finish(status, value, reason, applied)
+        if reason then
+            reason.message = scrub(reason.message)
+            reason.detail = scrub(reason.detail)
+            reason.reply = nil -- usage is summed; raw envelopes stay out of outcomes
+        end
+        for _, a in ipairs(attempts) do a.message = scrub(a.message) end
         return {
             status = status, value = value, reason = reason, attempts = attempts, usage = usage,
             elapsed_ms = elapsed_ms(), request_id = request_id, contract = identity, adapters = applied,
