@@ -491,7 +491,8 @@ typedef struct jc_cctx {
   int root;            /* abs index: the root schema value */
   int nest;
   jc_validator *v;
-  int draft;           /* JC_D4, JC_D7 or JC_D2020 */
+  int draft;           /* JC_D4, JC_D7, JC_D2019 or JC_D2020 */
+  int draftof;         /* abs index: schema table -> its draft */
   int loader;          /* abs index of the loader function, 0 = none */
   int reg;             /* abs index: document/resource URI -> schema */
   int anchors;         /* abs index: "<uri>#<name>" -> schema */
@@ -506,7 +507,10 @@ typedef struct jc_cctx {
 
 #define JC_D4 4
 #define JC_D7 7
+#define JC_D2019 2019
 #define JC_D2020 2020
+
+static int jc_draft_uri(const char *u);
 
 /* Raise "invalid schema at <path>[/<kw>]: <message>". Never returns. */
 static int jc_schema_error(lua_State *L, const char *path, const char *kw,
@@ -916,9 +920,9 @@ static void jc_compile_array_kws(jc_cctx *c, int sidx, jc_node *n) {
   lua_State *L = c->L;
   const char *path = n->path;
   int tuple = 0;
-  if (jc_getkw(L, sidx, "prefixItems") != LUA_TNIL)
+  if (c->draft >= JC_D2020 && jc_getkw(L, sidx, "prefixItems") != LUA_TNIL)
     n->prefix = jc_compile_list(c, n, "prefixItems", &n->nprefix, 1);
-  else
+  else if (c->draft >= JC_D2020)
     lua_pop(L, 1);
   if (jc_getkw(L, sidx, "items") != LUA_TNIL) {
     if (n->prefix == NULL && lua_type(L, -1) == LUA_TTABLE &&
@@ -1104,7 +1108,7 @@ static void jc_index_child(jc_cctx *c, const char *base, size_t blen,
 static void jc_index(jc_cctx *c, int idx, const char *base, size_t blen,
                      const char *ptr, size_t plen, int depth) {
   lua_State *L = c->L;
-  int top = lua_gettop(L), has_ref = 0, i;
+  int top = lua_gettop(L), has_ref = 0, i, saved;
   if (lua_type(L, idx) != LUA_TTABLE || jc_is_array(L, idx)) return;
   idx = jc_absindex(L, idx);
   lua_pushvalue(L, idx);
@@ -1115,6 +1119,12 @@ static void jc_index(jc_cctx *c, int idx, const char *base, size_t blen,
     jc_schema_error(L, ptr, NULL, "nested deeper than %d levels",
                     JC_SCHEMA_MAX_NEST);
   if (!lua_checkstack(L, 24)) luaL_error(L, "schema too deep (Lua stack)");
+  saved = c->draft;
+  if (jc_getkw(L, idx, "$schema") == LUA_TSTRING) {   /* its own dialect */
+    int d = jc_draft_uri(lua_tostring(L, -1));
+    if (d != 0) c->draft = d;
+  }
+  lua_pop(L, 1);
   if (c->draft <= JC_D7) {
     has_ref = jc_getkw(L, idx, "$ref") == LUA_TSTRING;
     lua_pop(L, 1);
@@ -1162,9 +1172,12 @@ static void jc_index(jc_cctx *c, int idx, const char *base, size_t blen,
   lua_pushvalue(L, idx);
   jc_push_join(L, base, blen, '#', ptr, plen);
   jc_setpair(L, c->loc);
-  if (c->draft >= JC_D2020) {
+  lua_pushvalue(L, idx);
+  lua_pushinteger(L, c->draft);
+  jc_setpair(L, c->draftof);
+  if (c->draft >= JC_D2019) {
     static const char *const akws[] = { "$anchor", "$dynamicAnchor" };
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < (c->draft >= JC_D2020 ? 2 : 1); i++) {
       if (jc_getkw(L, idx, akws[i]) == LUA_TSTRING) {
         size_t nl;
         const char *name = lua_tolstring(L, -1, &nl);
@@ -1227,6 +1240,7 @@ static void jc_index(jc_cctx *c, int idx, const char *base, size_t blen,
     }
     lua_pop(L, 1);
   }
+  c->draft = saved;
   lua_settop(L, top);
 }
 
@@ -1257,6 +1271,10 @@ static void jc_load(jc_cctx *c, const char *path, const char *kw,
     jc_schema_error(L, path, kw, "cannot resolve \"%s\": the loader failed: %s",
                     ref, lua_tostring(L, -1));
   t = lua_type(L, -2);
+  if (t == LUA_TSTRING)
+    jc_schema_error(L, path, kw, "cannot resolve \"%s\": the loader returned "
+                    "a string; it must return the schema decoded (a table)",
+                    ref);
   if (t != LUA_TTABLE && t != LUA_TBOOLEAN)
     jc_schema_error(L, path, kw, "cannot resolve \"%s\": %s", ref,
                     lua_isstring(L, -1) ? lua_tostring(L, -1)
@@ -1523,8 +1541,29 @@ static void jc_compile_deps(jc_cctx *c, int sidx, jc_node *n) {
 /* Compile the subschema at 'idx' whose schema pointer is 'path' and
 ** absolute location 'abs' (both kept); 'base' is the parent's base URI.
 ** Tables are compiled once (cache), which also ends cycles. */
+static jc_node *jc_compile_node_in(jc_cctx *c, int idx, const char *path,
+                                   const char *abs, const char *base);
+
+/* jc_compile_node_in under the draft the schema was indexed with (a
+** remote document or an embedded resource may declare another). */
 static jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path,
                                 const char *abs, const char *base) {
+  lua_State *L = c->L;
+  int saved = c->draft;
+  jc_node *n;
+  if (lua_type(L, idx) == LUA_TTABLE) {
+    lua_pushvalue(L, idx);
+    lua_rawget(L, c->draftof);
+    if (lua_isnumber(L, -1)) c->draft = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  n = jc_compile_node_in(c, idx, path, abs, base);
+  c->draft = saved;
+  return n;
+}
+
+static jc_node *jc_compile_node_in(jc_cctx *c, int idx, const char *path,
+                                   const char *abs, const char *base) {
   lua_State *L = c->L;
   jc_node *n;
   size_t len;
@@ -1659,7 +1698,7 @@ static jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path,
       "unevaluatedProperties", "unevaluatedItems"
     };
     jc_node **dst[8];
-    int mind[8] = { 4, 7, 7, 7, 7, 7, 2020, 2020 };
+    int mind[8] = { 4, 7, 7, 7, 7, 7, 2019, 2019 };
     dst[0] = &n->not_; dst[1] = &n->if_; dst[2] = &n->then_;
     dst[3] = &n->else_; dst[4] = &n->contains; dst[5] = &n->pnames;
     dst[6] = &n->uprops; dst[7] = &n->uitems;
@@ -1670,7 +1709,7 @@ static jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path,
     }
   }
   if (n->if_ == NULL) n->then_ = n->else_ = NULL;
-  if (c->draft >= JC_D2020 && n->contains != NULL) {
+  if (c->draft >= JC_D2019 && n->contains != NULL) {
     jc_get_count(c, idx, path, "minContains", &n->min_contains);
     jc_get_count(c, idx, path, "maxContains", &n->max_contains);
   }
@@ -3067,6 +3106,7 @@ static int jc_validator_tostring(lua_State *L) {
 static int jc_draft_name(const char *d) {
   if (strcmp(d, "2020-12") == 0 || strcmp(d, "draft2020-12") == 0)
     return JC_D2020;
+  if (strcmp(d, "2019-09") == 0) return JC_D2019;
   if (strcmp(d, "draft7") == 0 || strcmp(d, "draft-07") == 0) return JC_D7;
   if (strcmp(d, "draft4") == 0 || strcmp(d, "draft-04") == 0) return JC_D4;
   return 0;
@@ -3077,8 +3117,8 @@ static int jc_draft_uri(const char *u) {
   if (strstr(u, "json-schema.org/") == NULL) return 0;
   if (strstr(u, "/draft-04/") || strstr(u, "/draft-03/")) return JC_D4;
   if (strstr(u, "/draft-06/") || strstr(u, "/draft-07/")) return JC_D7;
-  if (strstr(u, "/draft/2019-09/") || strstr(u, "/draft/2020-12/"))
-    return JC_D2020;
+  if (strstr(u, "/draft/2019-09/")) return JC_D2019;
+  if (strstr(u, "/draft/2020-12/")) return JC_D2020;
   return 0;
 }
 
@@ -3208,6 +3248,7 @@ static int jc_schema_compile(lua_State *L) {
   lua_newtable(L); c.baseof = lua_gettop(L);
   lua_newtable(L); c.resof = lua_gettop(L);
   lua_newtable(L); c.nodes = lua_gettop(L);
+  lua_newtable(L); c.draftof = lua_gettop(L);
   c.nnodes = 0;
   v->scope = (jc_res **)jc_keep_block(&c, JC_SCHEMA_MAX_EVAL + 2,
                                       sizeof(jc_res *));

@@ -155,14 +155,7 @@ static int jc_check_hostname(const char *s, size_t len) {
   }
   if (s[len - 1] == '-') return 0;
   if (lab == 0) return 0;   /* trailing dot */
-  /* '--' in positions 3 and 4 is reserved to A-labels "xn--" (RFC 5891
-  ** §4.2.3.1); the A-labels themselves are not decoded here */
-  for (i = 0; i < len; i = i + lab + 1) {
-    for (lab = 0; i + lab < len && s[i + lab] != '.'; lab++) {}
-    if (lab >= 4 && s[i + 2] == '-' && s[i + 3] == '-' &&
-        !((s[i] == 'x' || s[i] == 'X') && (s[i + 1] == 'n' || s[i + 1] == 'N')))
-      return 0;
-  }
+  /* A-labels ("xn--", IDNA 2008) are not decoded or checked here */
   return 1;
 }
 

@@ -96,14 +96,14 @@ end
 -- full. Left out, with the reason:
 --   format/ecmascript-regex: PCRE2 10.42 has no variable-width lookbehind
 --   format/idn-*, iri*, uri-template: formats not implemented (ignored)
---   format/hostname: A-label (punycode, IDNA 2008) checks not implemented
---   cross-draft (2020-12): a draft 2019-09 remote is read as 2020-12
+--   format/hostname (2020-12, draft7): A-label (punycode, IDNA 2008) checks
+--     not implemented
 --   content (draft7): contentEncoding/contentMediaType are annotations here
 --   zeroTerminatedFloats (draft4): 1.0 is an integer here, as in later drafts
 local CLAIMED_OPTIONAL = {
     ["draft2020-12"] = {
-        "anchor", "bignum", "dependencies-compatibility", "dynamicRef", "ecmascript-regex",
-        "float-overflow",
+        "anchor", "bignum", "cross-draft", "dependencies-compatibility", "dynamicRef",
+        "ecmascript-regex", "float-overflow",
         "format-assertion", "id", "no-schema", "non-bmp-regex", "refOfUnknownKeyword",
         "unknownKeyword",
         "format/date", "format/date-time", "format/duration", "format/email",
@@ -120,7 +120,8 @@ local CLAIMED_OPTIONAL = {
     },
     draft4 = {
         "bignum", "ecmascript-regex", "float-overflow", "id", "non-bmp-regex",
-        "format/date-time", "format/email", "format/ipv4", "format/ipv6", "format/uri",
+        "format/date-time", "format/email", "format/hostname", "format/ipv4", "format/ipv6",
+        "format/unknown", "format/uri",
     },
 }
 
