@@ -170,17 +170,16 @@ static const unsigned char *jc_enc_plain(const unsigned char *s,
 #endif
 
 /* Append 's' (NUL-terminated after 'len' bytes, as Lua strings are) as a
-** JSON string; raise on invalid UTF-8. Room for the worst case (every
-** byte a \u00XX escape) is made once, so the loop writes unchecked. */
+** JSON string; raise on invalid UTF-8. Room for the rest of the string
+** unescaped (plus one escape) is made up front and again at each escape,
+** so the loop writes unchecked. */
 static void jc_enc_string(jc_enc *e, const char *str, size_t len,
                           const jc_path *p, int is_key) {
   const unsigned char *s = (const unsigned char *)str, *end = s + len, *run;
   static const char hex[] = "0123456789abcdef";
   char *o;
   size_t n;
-  if (len > (((size_t)-1) / 2 - 2) / 6)
-    luaL_error(e->L, "cannot encode: output too large");
-  jc_enc_reserve(e, 6 * len + 2);
+  jc_enc_reserve(e, len + 8);
   o = e->b + e->len;
   *o++ = '"';
   while (s < end) {
@@ -203,6 +202,9 @@ static void jc_enc_string(jc_enc *e, const char *str, size_t len,
       s += n;
       continue;
     }
+    e->len = (size_t)(o - e->b);
+    jc_enc_reserve(e, (size_t)(end - s) + 8);   /* the escape, the rest */
+    o = e->b + e->len;
     *o++ = '\\';
     switch (c) {
       case '"': *o++ = '"'; break;

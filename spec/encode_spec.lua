@@ -109,6 +109,15 @@ describe("jsoncontract.core", function()
             end
         end)
 
+        it("grows the output across escapes in long strings", function()
+            local s = ("\n"):rep(5000) .. ("\1"):rep(3000) .. ("é"):rep(3000)
+            local text = core.encode({ s, s })
+            assert.equal(2 * (2 + 5000 * 2 + 3000 * 6 + 3000 * 2) + 3, #text)
+            local v = core.decode(text)
+            assert.equal(s, v[1])
+            assert.equal(s, v[2])
+        end)
+
         it("sorts the names of small and large objects (C stack and heap paths)", function()
             for _, n in ipairs({ 1, 2, 15, 16, 17, 24, 25, 200 }) do
                 local t, names = {}, {}
