@@ -91,6 +91,58 @@ describe("jsoncontract.contract", function()
         end)
     end)
 
+    describe("rule verdicts", function()
+        local function verdict(fn)
+            local c = jc.contract { name = "t", version = "1", schema = { type = "object" }, instructions = "x",
+                rules = { { name = "r", check = fn } } }
+            return c:check("{}")
+        end
+        local pass = {
+            { "nothing", function() end },
+            { "true", function() return true end },
+            { "an empty list", function() return {} end },
+        }
+        for _, c in ipairs(pass) do
+            it("passes on " .. c[1], function() assert.same({}, (verdict(c[2]))) end)
+        end
+        local fail = {
+            { "false", function() return false end, "rule r failed" },
+            { "a message", function() return "no" end, "no" },
+            { "Lua's nil, message", function() return nil, "bad" end, "bad" },
+            { "one error", function() return { pointer = "/a", message = "m" } end, "m" },
+            { "a list", function() return { "m1", { message = "m2" } } end, "m1" },
+        }
+        for _, c in ipairs(fail) do
+            it("fails on " .. c[1], function()
+                local v, err = verdict(c[2])
+                assert.is_nil(v)
+                assert.equal("rule_failed", err.kind)
+                assert.equal(c[3], err.errors[1].message)
+            end)
+        end
+        local odd = {
+            { "a number", function() return 5 end },
+            { "a list of numbers", function() return { 5 } end },
+            { "a list of booleans", function() return { true } end },
+            { "a table message", function() return { message = {} } end },
+            { "a table of unknown shape", function() return { x = "bad" } end },
+        }
+        for _, c in ipairs(odd) do
+            it("fails closed as rule_error on " .. c[1], function()
+                local v, err = verdict(c[2])
+                assert.is_nil(v)
+                assert.equal("rule_error", err.kind)
+                assert.is_false(err.retry)
+            end)
+        end
+        it("fails closed as rule_error when a rule yields", function()
+            local v, err = verdict(function() coroutine.yield("surprise") end)
+            assert.is_nil(v)
+            assert.equal("rule_error", err.kind)
+            assert.truthy(err.message:find("yielded", 1, true))
+        end)
+    end)
+
     describe("adapters", function()
         local fenced = '\n\n```json\n{"intent":"delivery","order_id":"1042","urgent":true,"summary":"x"}\n```'
         it("reject a fenced reply strictly by default", function()
@@ -131,6 +183,32 @@ describe("jsoncontract.contract", function()
     end)
 
     describe("new() misuse", function()
+        local base = { name = "a", version = "1", instructions = "x", schema = {} }
+        local function with(k, v)
+            local d = {}
+            for kk, vv in pairs(base) do d[kk] = vv end
+            d[k] = v
+            return function() jc.contract(d) end
+        end
+        it("raises on adapters given as a string", function()
+            assert.has_error(with("adapters", "unwrap-one-json-fence"), "contract field 'adapters' must be a list (table)")
+        end)
+        it("raises on an unknown adapter name", function()
+            assert.has_error(with("adapters", { "cut-braces" }))
+        end)
+        it("raises on rules given as a function", function()
+            assert.has_error(with("rules", print), "contract field 'rules' must be a list (table)")
+        end)
+        it("raises on a rule name that is not a string", function()
+            assert.has_error(with("rules", { { name = 5, check = print } }), "contract rule 1: name must be a non-empty string")
+        end)
+        it("raises on examples that are not {input, output}", function()
+            assert.has_error(with("examples", { "abc" }), "contract example 1 must be {input = string, output = value}")
+        end)
+        it("raises when check's opts is not a table", function()
+            local c = jc.contract(base)
+            assert.has_error(function() c:check("{}", 5) end, "check: opts must be a table, got number")
+        end)
         it("raises on an unknown field", function()
             assert.has_error(function() jc.contract { name = "a", version = "1", instructions = "x", schema = {}, foo = 1 } end,
                 "unknown contract field 'foo'")

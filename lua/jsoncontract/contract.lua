@@ -6,8 +6,9 @@ local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
 local adapters = require "jsoncontract.adapters"
 
-local type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, pcall, error =
-    type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, pcall, error
+local type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, pcall, error, next =
+    type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, pcall, error, next
+local co_create, co_resume, co_status = coroutine.create, coroutine.resume, coroutine.status
 local concat, sort = table.concat, table.sort
 local format, rep = string.format, string.rep
 
@@ -87,12 +88,13 @@ local function describe(schema)
     end
     if schema.format then parts[#parts + 1] = "format " .. tostring(schema.format) end
     if schema.pattern then parts[#parts + 1] = "matching the regular expression " .. tostring(schema.pattern) end
-    if schema.minLength then parts[#parts + 1] = "at least " .. schema.minLength .. " characters" end
-    if schema.maxLength then parts[#parts + 1] = "at most " .. schema.maxLength .. " characters" end
+    local function count(n, what) return n .. " " .. what .. (n == 1 and "" or "s") end
+    if schema.minLength then parts[#parts + 1] = "at least " .. count(schema.minLength, "character") end
+    if schema.maxLength then parts[#parts + 1] = "at most " .. count(schema.maxLength, "character") end
     if schema.minimum then parts[#parts + 1] = "minimum " .. json(schema.minimum) end
     if schema.maximum then parts[#parts + 1] = "maximum " .. json(schema.maximum) end
-    if schema.minItems then parts[#parts + 1] = "at least " .. schema.minItems .. " items" end
-    if schema.maxItems then parts[#parts + 1] = "at most " .. schema.maxItems .. " items" end
+    if schema.minItems then parts[#parts + 1] = "at least " .. count(schema.minItems, "item") end
+    if schema.maxItems then parts[#parts + 1] = "at most " .. count(schema.maxItems, "item") end
     if schema.uniqueItems then parts[#parts + 1] = "no duplicate items" end
     local text = concat(parts, ", ")
     if nullable then text = text .. ", or null" end
@@ -161,18 +163,33 @@ function _M.new(def)
         { format_assertion = def.format_assertion ~= false })
     if not ok then error("contract '" .. def.name .. "': " .. tostring(validator), 2) end
 
+    for _, f in ipairs { "rules", "examples", "adapters" } do
+        if def[f] ~= nil and type(def[f]) ~= "table" then
+            error("contract field '" .. f .. "' must be a list (table)", 2)
+        end
+    end
     local rules = {}
     for i, r in ipairs(def.rules or {}) do
         if type(r) == "function" then
             rules[i] = { name = "rule" .. i, check = r, retry = true }
         elseif type(r) == "table" and type(r.check) == "function" then
+            if r.name ~= nil and (type(r.name) ~= "string" or r.name == "") then
+                error("contract rule " .. i .. ": name must be a non-empty string", 2)
+            end
             rules[i] = { name = r.name or ("rule" .. i), check = r.check, retry = r.retry ~= false }
         else
             error("contract rule " .. i .. " must be a function or {name=, check=function}", 2)
         end
     end
-    for _, name in ipairs(def.adapters or {}) do
-        adapters.apply("", { name }) -- raises on an unknown name
+    for i, name in ipairs(def.adapters or {}) do
+        if type(name) ~= "string" then error("contract adapter " .. i .. " must be a name (string)", 2) end
+        local ok, msg = pcall(adapters.apply, "", { name })
+        if not ok then error("contract: " .. tostring(msg), 2) end
+    end
+    for i, ex in ipairs(def.examples or {}) do
+        if type(ex) ~= "table" or type(ex.input) ~= "string" or ex.output == nil then
+            error("contract example " .. i .. " must be {input = string, output = value}", 2)
+        end
     end
     if def.messages ~= nil and type(def.messages) ~= "table" then
         error("contract field 'messages' must be a table", 2)
@@ -222,32 +239,42 @@ function _M.prompt(self)
     return self._prompt
 end
 
--- Normalise what a rule returned into a list of error items.
-local function rule_errors(rule, ret)
+-- Normalise what a rule returned into a list of error items, or nil when it passed.
+-- A rule passes with nothing, `true` or an empty list; it fails with `false`, a message,
+-- one `{pointer =, message =}`, a list of those, or Lua's `nil, message`. Anything else is
+-- a bug in the rule: second result "unexpected" (the rule then fails closed as rule_error).
+local function rule_errors(rule, ret, ret2)
+    if ret == nil and ret2 ~= nil then ret = ret2 end
     if ret == nil or ret == true then return nil end
+    if ret == false then ret = "rule " .. rule.name .. " failed" end
     local list
     if type(ret) == "string" then
-        list = { { message = ret } }
-    elseif type(ret) == "table" and (ret.message or ret.pointer) then
         list = { ret }
-    elseif type(ret) == "table" then
+    elseif type(ret) == "table" and (ret.message ~= nil or ret.pointer ~= nil) then
+        list = { ret }
+    elseif type(ret) == "table" and next(ret) ~= nil and #ret > 0 then
         list = ret
+    elseif type(ret) == "table" and next(ret) == nil then
+        return nil
     else
-        return { { pointer = "", keyword = "rule:" .. rule.name, schema_pointer = "", rule = rule.name,
-            message = "rule " .. rule.name .. " returned a " .. type(ret) .. ", expected nil or errors" } }
+        return nil, "unexpected"
     end
     local out = {}
-    for i, e in ipairs(list) do
+    for i = 1, #list do
+        local e = list[i]
         if type(e) == "string" then e = { message = e } end
+        if type(e) ~= "table" or type(e.message) ~= "string"
+            or (e.pointer ~= nil and type(e.pointer) ~= "string") then
+            return nil, "unexpected"
+        end
         out[i] = {
             pointer = e.pointer or "",
             keyword = "rule:" .. rule.name,
             schema_pointer = "",
-            message = e.message or ("rule " .. rule.name .. " failed"),
+            message = e.message,
             rule = rule.name,
         }
     end
-    if #out == 0 then return nil end
     return out
 end
 
@@ -261,13 +288,22 @@ end
 --   never retried)
 function _M.check_rules(self, value, ctx)
     local all, retry = {}, true
+    local function rule_error(rule, what)
+        return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " " .. what,
+            { errors = setmetatable({}, core.array_mt), retry = false, rule = rule.name })
+    end
     for _, rule in ipairs(self.rules) do
-        local ok, ret = pcall(rule.check, value, ctx)
-        if not ok then
-            return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " raised: " .. tostring(ret),
-                { errors = setmetatable({}, core.array_mt), retry = false, rule = rule.name })
+        -- Each rule runs in a coroutine of its own, so a rule that yields cannot reach a
+        -- batch scheduler that may be running us.
+        local co = co_create(rule.check)
+        local ok, ret, ret2 = co_resume(co, value, ctx)
+        if not ok then return rule_error(rule, "raised: " .. tostring(ret)) end
+        if co_status(co) ~= "dead" then return rule_error(rule, "yielded; rules must return their verdict") end
+        local list, problem = rule_errors(rule, ret, ret2)
+        if problem then
+            return rule_error(rule, "returned a " .. type(ret) .. " that is not a verdict " ..
+                "(nothing or true to pass; a message, {pointer=, message=} or a list of them to fail)")
         end
-        local list = rule_errors(rule, ret)
         if list then
             for _, e in ipairs(list) do all[#all + 1] = e end
             if not rule.retry then retry = false end
@@ -326,6 +362,7 @@ end
 -- @raise when `text` is not a string
 function _M.check(self, text, opts)
     if type(text) ~= "string" then error("check: text must be a string, got " .. type(text), 2) end
+    if opts ~= nil and type(opts) ~= "table" then error("check: opts must be a table, got " .. type(opts), 2) end
     opts = opts or {}
     local applied = setmetatable({}, core.array_mt)
     local names = opts.adapters or self.adapters
