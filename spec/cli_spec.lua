@@ -277,4 +277,46 @@ describe("bin/jsoncontract", function()
             os.execute("rm -rf '" .. dir .. "'")
         end)
     end)
+
+    describe("triage refuses bad options before creating anything", function()
+        local cases = {
+            { "--parallel 0", "option --parallel must be from 1 to 256" },
+            { "--parallel 100000", "option --parallel must be from 1 to 256" },
+            { "--max-attempts 0", "option --max-attempts must be at least 1" },
+            { "--provider foo", "unknown provider foo" },
+            { "--model ''", "option --model needs a name" },
+            { "--base-url ftp://x", "option --base-url needs an http(s) URL" },
+            { "--input /", "cannot read mailbox: /: Is a directory" },
+            { "--limit", "option --limit needs a value" },
+        }
+        for _, c in ipairs(cases) do
+            it(c[1], function()
+                local dir = os.tmpname()
+                os.remove(dir)
+                local out, code = jcli("triage --out " .. dir .. " " .. c[1])
+                assert.equal(2, code)
+                assert.truthy(out:find(c[2], 1, true), out)
+                local f = io.open(dir, "rb")
+                assert.is_nil(f, "the output folder was created")
+            end)
+        end
+
+        it("treats --limit 0 as no messages", function()
+            local dir = os.tmpname()
+            os.remove(dir)
+            finally(function() os.execute("rm -rf '" .. dir .. "'") end)
+            local out, code = jcli("triage --input examples/mailbox.jsonl --limit 0 --out " .. dir)
+            assert.equal(0, code, out)
+            assert.truthy(out:find("0 messages: 0 accepted", 1, true))
+        end)
+
+        it("refuses an output path that is a file", function()
+            local file = tmpfile("x")
+            finally(function() os.remove(file) end)
+            local out, code = jcli("triage --out " .. file)
+            assert.equal(2, code)
+            assert.truthy(out:find("exists and is not a folder", 1, true))
+            assert.equal("x", slurp(file))
+        end)
+    end)
 end)

@@ -135,44 +135,68 @@ local function read_mailbox(path, limit)
     local f, msg = io.open(path, "rb")
     if not f then return nil, msg end
     local items, lineno = {}, 0
-    for line in f:lines() do
-        lineno = lineno + 1
-        if line:match("%S") then
-            local v, err = core.decode(line)
-            local item
-            if v == nil then
-                item = { id = "line-" .. lineno, input_error = "line " .. lineno .. " is not JSON: " .. err.message }
-            elseif type(v) ~= "table" or type(v.text) ~= "string" then
-                item = { id = "line-" .. lineno, input_error = "line " .. lineno .. " has no string field 'text'" }
-            else
-                item = v
-                if type(item.id) ~= "string" then item.id = "line-" .. lineno end
+    if limit == 0 then f:close() return items end
+    -- A folder opens but cannot be read: say so instead of raising from lines().
+    local ok, err = pcall(function()
+        for line in f:lines() do
+            lineno = lineno + 1
+            if line:match("%S") then
+                local v, derr = core.decode(line)
+                local item
+                if v == nil then
+                    item = { id = "line-" .. lineno, input_error = "line " .. lineno .. " is not JSON: " .. derr.message }
+                elseif type(v) ~= "table" or type(v.text) ~= "string" then
+                    item = { id = "line-" .. lineno, input_error = "line " .. lineno .. " has no string field 'text'" }
+                else
+                    item = v
+                    if type(item.id) ~= "string" then item.id = "line-" .. lineno end
+                end
+                items[#items + 1] = item
+                if limit and #items >= limit then break end
             end
-            items[#items + 1] = item
-            if limit and #items >= limit then break end
         end
-    end
+    end)
     f:close()
+    if not ok then return nil, path .. ": " .. tostring(err):gsub("^.-: ", "") end
     return items
 end
 
 local function prepare_out_dir(dir)
+    local r = os.execute("test -e " .. shell_quote(dir) .. " -a ! -d " .. shell_quote(dir))
+    if r == true or r == 0 then
+        return nil, "output path " .. dir .. " exists and is not a folder (nothing was overwritten)"
+    end
     local p = io.popen("ls -A " .. shell_quote(dir) .. " 2>/dev/null")
-    local listing = p:read("a")
+    local listing = p:read("*a")
     p:close()
     if listing ~= "" then
         return nil, "output folder " .. dir .. " is not empty; choose a new one (nothing was overwritten)"
     end
-    local r = os.execute("mkdir -p " .. shell_quote(dir))
+    r = os.execute("mkdir -p " .. shell_quote(dir))
     if r ~= true and r ~= 0 then
         return nil, "cannot create output folder " .. dir
     end
     return true
 end
 
+-- The default output folder: out/triage-<UTC time>, with -2, -3, ... when that one is taken.
+local function default_out_dir()
+    local base = "out/triage-" .. os.date("!%Y%m%d-%H%M%S")
+    local dir, n = base, 1
+    while true do
+        local p = io.popen("ls -A " .. shell_quote(dir) .. " 2>/dev/null; test -e " .. shell_quote(dir) .. " && echo x")
+        local taken = p:read("*a") ~= ""
+        p:close()
+        if not taken then return dir end
+        n = n + 1
+        dir = base .. "-" .. n
+    end
+end
+
 -- Start the stand-in model server; returns base_url and a stop function.
 local function start_standin(bindir, seed, delay_ms)
-    local cmd = format("%s %s --port 0 --seed %d --delay-ms %d --max-seconds 3600",
+    -- --idle-seconds: should we die without saying /shutdown, the server follows soon.
+    local cmd = format("%s %s --port 0 --seed %d --delay-ms %d --max-seconds 21600 --idle-seconds 120",
         shell_quote(interpreter()), shell_quote(bindir .. "/jsoncontract-standin"), seed, delay_ms)
     local proc = io.popen(cmd, "r")
     local line = proc and proc:read("l")
@@ -191,17 +215,31 @@ local function start_standin(bindir, seed, delay_ms)
 end
 
 -- Which provider, model, key and base URL: a key in the environment wins; else the stand-in.
+-- Which provider, model, key and base URL. A key in the environment wins; a --base-url
+-- without a key talks to that server without one (a local OpenAI-compatible server, say);
+-- otherwise the stand-in. Returns nil, message on a bad choice.
 local function choose_provider(o)
     local env = os.getenv
+    local providers = require "jsoncontract.providers"
+    if o.provider and not pcall(providers.get, o.provider) then
+        return nil, "unknown provider " .. o.provider .. " (known: " .. table.concat(providers.names, ", ") .. ")"
+    end
+    if o.model == "" then return nil, "option --model needs a name" end
+    local base = o["base-url"]
+    if base and not base:match("^https?://[^/]") then return nil, "option --base-url needs an http(s) URL" end
     local openai_key, anthropic_key = env("OPENAI_API_KEY"), env("ANTHROPIC_API_KEY")
     if openai_key and openai_key ~= "" and (o.provider == nil or o.provider == "openai") then
         return { provider = "openai", api_key = openai_key, model = o.model or env("OPENAI_MODEL") or "gpt-4o-mini",
-            base_url = o["base-url"] or env("OPENAI_BASE_URL") }
+            base_url = base or env("OPENAI_BASE_URL") }
     end
     if anthropic_key and anthropic_key ~= "" and (o.provider == nil or o.provider == "anthropic") then
         return { provider = "anthropic", api_key = anthropic_key,
             model = o.model or env("ANTHROPIC_MODEL") or "claude-sonnet-4-5",
-            base_url = o["base-url"] or env("ANTHROPIC_BASE_URL") }
+            base_url = base or env("ANTHROPIC_BASE_URL") }
+    end
+    if base then
+        if not o.model then return nil, "option --base-url without an API key needs --model" end
+        return { provider = o.provider or "openai", model = o.model, base_url = base }
     end
     return { provider = o.provider or "openai", model = o.model or "standin-1", standin = true }
 end
@@ -228,6 +266,11 @@ function _M.triage(argv, env)
         input = shared .. "/corpora/support-emails/emails.jsonl"
         if not file_exists(input) then input = root .. "/examples/mailbox.jsonl" end
     end
+    local parallel, max_attempts = o.parallel or 8, o["max-attempts"] or 3
+    if parallel < 1 or parallel > 256 then return die("option --parallel must be from 1 to 256") end
+    if max_attempts < 1 then return die("option --max-attempts must be at least 1") end
+    local p, perr = choose_provider(o)
+    if not p then return die(perr) end
     local mod, err = load_contract(o.contract or (root .. "/examples/support_ticket.lua"))
     if not mod then return die(err) end
     local contract = mod.contract
@@ -235,7 +278,8 @@ function _M.triage(argv, env)
     items, err = read_mailbox(input, o.limit)
     if not items then return die("cannot read mailbox: " .. tostring(err)) end
 
-    local out = o.out or ("out/triage-" .. os.date("!%Y%m%d-%H%M%S"))
+    -- Everything is checked; only now is anything created.
+    local out = o.out or default_out_dir()
     local ok
     ok, err = prepare_out_dir(out)
     if not ok then return die(err) end
@@ -253,7 +297,6 @@ function _M.triage(argv, env)
         end
     end
 
-    local p = choose_provider(o)
     local stop_standin
     if p.standin then
         p.base_url, stop_standin = start_standin(env.bindir, o.seed or 1, o["delay-ms"] or 20)
@@ -271,17 +314,26 @@ function _M.triage(argv, env)
     stderr:write(format("triage: %d messages from %s, provider %s (%s), model %s, output %s\n", #items, input,
         p.provider, p.standin and ("stand-in at " .. p.base_url) or "live", p.model, out))
 
+    local function no_attempt(item, category, kind, message)
+        return { status = "human_review", attempts = setmetatable({}, core.array_mt),
+            usage = { input_tokens = 0, output_tokens = 0 }, item_id = item.id,
+            reason = errors.new(category, kind, message) }
+    end
+
     local function work(item)
-        if item.input_error then
-            return { status = "human_review", attempts = setmetatable({}, core.array_mt), usage = { input_tokens = 0, output_tokens = 0 },
-                reason = errors.new("input", "invalid_input", item.input_error), item_id = item.id }
-        end
-        return run.ask(contract, item.text, {
+        if item.input_error then return no_attempt(item, "input", "invalid_input", item.input_error) end
+        -- One item's failure (a bug in a rule, say) is that item's review reason, never the
+        -- end of the whole run.
+        local ok, outcome = pcall(run.ask, contract, item.text, {
             provider = p.provider, model = p.model, api_key = p.api_key, base_url = p.base_url,
             transport = batch.send, sleep = batch.sleep, evidence = log, context = { orders = db },
-            item_id = item.id, policy = { max_attempts = o["max-attempts"] or 3, token_budget = o["token-budget"] },
+            item_id = item.id, policy = { max_attempts = max_attempts, token_budget = o["token-budget"] },
             max_tokens = 300, timeout_ms = 120000,
         })
+        if ok then return outcome end
+        local msg = tostring(outcome)
+        if p.api_key then msg = msg:gsub(p.api_key:gsub("%p", "%%%0"), "[redacted]") end
+        return no_attempt(item, "internal", "item_error", "this item could not be processed: " .. msg)
     end
 
     local function on_done(i, outcome)
@@ -314,7 +366,7 @@ function _M.triage(argv, env)
         end
     end
 
-    local okrun, runerr = pcall(batch.run, items, work, { parallel = o.parallel or 8, on_done = on_done })
+    local okrun, runerr = pcall(batch.run, items, work, { parallel = parallel, on_done = on_done })
     if tty then stderr:write("\n") end
     tickets:close()
     review:close()
@@ -352,6 +404,11 @@ function _M.check(argv, env)
         if not text then return die(err) end
     else
         text = io.read("a")
+    end
+    if o.adapter then
+        local known = false
+        for _, name in ipairs(require("jsoncontract.adapters").names) do known = known or name == o.adapter end
+        if not known then return die("unknown adapter " .. o.adapter) end
     end
     local value, report = mod.contract:check(text, { adapters = o.adapter and { o.adapter } or nil })
     if value ~= nil then

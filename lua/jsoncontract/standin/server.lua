@@ -334,12 +334,17 @@ local function serve_conn(st, sock)
     st.open = st.open - 1
 end
 
+-- Open connections at most (select's descriptor sets hold 1024).
+local MAX_OPEN = 900
+
 --- Run the stand-in server until shutdown (blocks the caller; serves many clients at once).
 -- @tparam[opt] table opts
 --   `host` (string, default "127.0.0.1"), `port` (integer, 0 = any free port, default 0),
 --   `seed` (integer, default 1), `delay_ms` (number, milliseconds added to every model answer,
 --   default 0), `max_seconds` (number or nil: stop after this long), `max_requests` (integer
---   or nil: stop after answering this many requests), `on_ready` (function(port) called once
+--   or nil: stop after answering this many requests), `idle_seconds` (number or nil: stop after
+--   this long with no connection open and none accepted, so a server whose client died
+--   does not linger), `on_ready` (function(port) called once
 --   the socket listens)
 -- @treturn[1] table stats {served = integer requests answered}
 -- @return[2] nil
@@ -349,7 +354,7 @@ end
 function _M.run(opts)
     opts = opts or {}
     if type(opts) ~= "table" then error("opts must be a table", 2) end
-    for _, k in ipairs({ "port", "seed", "delay_ms", "max_seconds", "max_requests" }) do
+    for _, k in ipairs({ "port", "seed", "delay_ms", "max_seconds", "max_requests", "idle_seconds" }) do
         if opts[k] ~= nil and type(opts[k]) ~= "number" then error(k .. " must be a number", 2) end
     end
     if opts.on_ready ~= nil and type(opts.on_ready) ~= "function" then error("on_ready must be a function", 2) end
@@ -365,25 +370,31 @@ function _M.run(opts)
         served = 0, open = 0, max_requests = opts.max_requests,
     }
     local stop_at = opts.max_seconds and gettime() + opts.max_seconds or nil
+    local last_accept = gettime()
     if opts.on_ready then opts.on_ready(port) end
 
     while not sched.stop do
         local now = gettime()
         if stop_at and now >= stop_at then break end
+        if opts.idle_seconds and st.open == 0 and now - last_accept >= opts.idle_seconds then break end
         local timeout = 1
         for t in pairs(sched.timers) do
             if t.at - now < timeout then timeout = t.at - now end
         end
         if stop_at and stop_at - now < timeout then timeout = stop_at - now end
         if timeout < 0 then timeout = 0 end
-        local readers = { server }
+        -- select() handles at most FD_SETSIZE (1024) descriptors: beyond MAX_OPEN
+        -- connections, new ones wait in the listen backlog instead of crashing select.
+        local readers = st.open < MAX_OPEN and { server } or {}
         for _, s in ipairs(sched.readers) do readers[#readers + 1] = s end
         local r, w = select_(readers, sched.writers, timeout)
         for _, s in ipairs(r or {}) do
             if s == server then
                 for _ = 1, 64 do
+                    if st.open >= MAX_OPEN then break end
                     local client = server:accept()
                     if not client then break end
+                    last_accept = gettime()
                     client:settimeout(0)
                     client:setoption("tcp-nodelay", true)
                     st.open = st.open + 1
