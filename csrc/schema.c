@@ -3331,8 +3331,21 @@ static int jc_push_basic(lua_State *L, int errs, int n) {
 ** function, a non-JSON table key), an unknown option.
 ** Stack: [-0, +1|2, e]
 */
+/* 'self' of a method whose upvalue 1 is the Validator metatable: compared
+** by identity (no registry lookup by name); luaL_checkudata's message
+** otherwise. */
+static jc_validator *jc_self(lua_State *L) {
+  void *p = lua_touserdata(L, 1);
+  if (p != NULL && lua_getmetatable(L, 1)) {
+    int same = lua_rawequal(L, -1, lua_upvalueindex(1));
+    lua_pop(L, 1);
+    if (same) return (jc_validator *)p;
+  }
+  return (jc_validator *)luaL_checkudata(L, 1, JC_VALIDATOR_MT);
+}
+
 static int jc_schema_validate(lua_State *L) {
-  jc_validator *v = (jc_validator *)luaL_checkudata(L, 1, JC_VALIDATOR_MT);
+  jc_validator *v = jc_self(L);
   jc_vctx c;
   int first = 0, basic = 0, i;
   luaL_argcheck(L, v->root != NULL, 1, "validator is closed");
@@ -3362,7 +3375,7 @@ static int jc_schema_validate(lua_State *L) {
     }
   }
   lua_settop(L, 2);
-  if (jc_json_type(L, 2) == JT_OTHER)
+  if (lua_type(L, 2) != LUA_TTABLE && jc_json_type(L, 2) == JT_OTHER)
     return luaL_error(L, "value of type %s is not JSON", luaL_typename(L, 2));
   lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);   /* 3: keep */
   lua_pushnil(L);                       /* 4: errors, made on the first one */
@@ -3439,7 +3452,8 @@ void jc_schema_open(lua_State *L) {
     lua_pushliteral(L, JC_VALIDATOR_MT);
     lua_setfield(L, -2, "__name");
     lua_newtable(L);
-    luaL_setfuncs(L, jc_validator_methods, 0);
+    lua_pushvalue(L, -2);   /* upvalue: the metatable, for jc_self */
+    luaL_setfuncs(L, jc_validator_methods, 1);
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);
