@@ -3,8 +3,9 @@
 ** members in byte order of their names, so equal values give equal text
 ** (contract schema hashes rely on it).
 **
-** The output starts in a C array and grows in a userdata on the stack
-** (slot JC_E_BUF), so a raise anywhere leaks nothing.
+** The output starts in a C array and grows in a block owned by a userdata
+** (the upvalue of encode, see 'jc_encbuf'), so a raise anywhere leaks
+** nothing.
 */
 #include "jc.h"
 #include "parse.h"
@@ -23,9 +24,13 @@
 #endif
 #define JC_ENCODE_MAX_INDENT 16
 #define JC_ENCODE_LOCAL 4096    /* output bytes kept on the C stack */
+#define JC_ENCBUF_MT "jsoncontract.encode_buffer"
+#ifndef JC_ENCODE_KEEP
+#define JC_ENCODE_KEEP (8u << 20) /* largest output block kept (bytes) */
+#endif
 
 /* Fixed stack slots of an encode call. */
-#define JC_E_BUF 3          /* output buffer userdata */
+#define JC_E_BUF 3          /* unused (nil) */
 #define JC_E_ARRMT 4        /* our array metatable */
 #define JC_E_CJ_EMPTY 5     /* cjson.empty_array or nil */
 #define JC_E_CJ_ARRMT 6     /* cjson.array_mt or nil */
@@ -40,8 +45,19 @@ typedef struct jc_path {
   size_t index;             /* 0-based element index */
 } jc_path;
 
+/* The output block kept between calls (the upvalue of encode), so large
+** texts do not allocate and fault in fresh memory each time. Owned by the
+** userdata: a raise leaks nothing; freed by __gc, or after a call that
+** grew it past JC_ENCODE_KEEP. encode runs no Lua code, so it is never
+** re-entered while it uses the block. */
+typedef struct jc_encbuf {
+  char *b;
+  size_t cap;
+} jc_encbuf;
+
 typedef struct jc_enc {
   lua_State *L;
+  jc_encbuf *keep;
   char *b;
   size_t len;
   size_t cap;
@@ -65,14 +81,25 @@ typedef struct jc_key {
 static void jc_enc_reserve(jc_enc *e, size_t n) {
   size_t cap;
   char *nb;
+  void *ud;
+  lua_Alloc alloc;
+  jc_encbuf *k = e->keep;
   if (n <= e->cap - e->len) return;
   if (n > ((size_t)-1) / 2 - e->len)
     luaL_error(e->L, "cannot encode: output too large");
   cap = e->cap * 2;
   if (cap < e->len + n) cap = e->len + n;
-  nb = (char *)jc_newuserdata(e->L, cap);
-  memcpy(nb, e->b, e->len);
-  lua_replace(e->L, JC_E_BUF);
+  alloc = lua_getallocf(e->L, &ud);
+  if (e->b == k->b) {                   /* grow the kept block in place */
+    nb = (char *)alloc(ud, k->b, k->cap, cap);
+    if (nb == NULL) luaL_error(e->L, "not enough memory");
+  } else {                              /* leave the C-stack array */
+    nb = (char *)alloc(ud, k->b, k->cap, cap);
+    if (nb == NULL) luaL_error(e->L, "not enough memory");
+    memcpy(nb, e->b, e->len);
+  }
+  k->b = nb;
+  k->cap = cap;
   e->b = nb;
   e->cap = cap;
 }
@@ -509,6 +536,21 @@ static void jc_encode_opts(lua_State *L, jc_enc *e) {
   }
 }
 
+/* Free the kept output block 'k' (idempotent). [-0, +0, -] */
+static void jc_encbuf_free(lua_State *L, jc_encbuf *k) {
+  void *ud;
+  lua_Alloc alloc = lua_getallocf(L, &ud);
+  if (k->b != NULL) alloc(ud, k->b, k->cap, 0);
+  k->b = NULL;
+  k->cap = 0;
+}
+
+/* __gc of the kept block's userdata. [-0, +0, -] */
+static int jc_encbuf_gc(lua_State *L) {
+  jc_encbuf_free(L, (jc_encbuf *)luaL_checkudata(L, 1, JC_ENCBUF_MT));
+  return 0;
+}
+
 /* Push cjson.<name> from the module table on top, or nil. [-0, +1, -] */
 static void jc_rawfield(lua_State *L, const char *name) {
   if (lua_istable(L, -1)) {
@@ -556,8 +598,14 @@ static int jc_encode(lua_State *L) {
   jc_encode_opts(L, &e);
   lua_settop(L, 2);
   luaL_checkstack(L, 20, "jsoncontract.encode");
-  e.cap = sizeof local;                         /* a userdata beyond */
-  e.b = local;
+  e.keep = (jc_encbuf *)lua_touserdata(L, lua_upvalueindex(1));
+  if (e.keep->cap > sizeof local) {
+    e.b = e.keep->b;
+    e.cap = e.keep->cap;
+  } else {
+    e.b = local;
+    e.cap = sizeof local;
+  }
   lua_pushnil(L);                               /* JC_E_BUF */
   luaL_getmetatable(L, JC_ARRAY_MT);            /* JC_E_ARRMT */
   /* lua-cjson's markers, when it is loaded */
@@ -575,6 +623,7 @@ static int jc_encode(lua_State *L) {
   e.decpoint = localeconv()->decimal_point[0];
   jc_enc_value(&e, 1, 0, NULL);
   lua_pushlstring(L, e.b, e.len);
+  if (e.keep->cap > JC_ENCODE_KEEP) jc_encbuf_free(L, e.keep);
   return 1;
 }
 
@@ -584,5 +633,15 @@ static const luaL_Reg jc_encode_funcs[] = {
 };
 
 void jc_encode_open(lua_State *L) {
-  luaL_setfuncs(L, jc_encode_funcs, 0);
+  jc_encbuf *k = (jc_encbuf *)jc_newuserdata(L, sizeof *k);
+  k->b = NULL;
+  k->cap = 0;
+  if (luaL_newmetatable(L, JC_ENCBUF_MT)) {
+    lua_pushcfunction(L, jc_encbuf_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushliteral(L, JC_ENCBUF_MT);
+    lua_setfield(L, -2, "__name");
+  }
+  lua_setmetatable(L, -2);
+  luaL_setfuncs(L, jc_encode_funcs, 1);
 }

@@ -118,6 +118,22 @@ describe("jsoncontract.core", function()
             assert.equal(s, v[2])
         end)
 
+        it("gives the same text when its kept output block is reused, grown or dropped", function()
+            local small, big = { a = 1 }, { s = ("x"):rep(100000) }
+            local huge = { ("y"):rep(9 * 1024 * 1024) }         -- past the 8 MiB kept at most
+            local want_small, want_big = '{"a":1}', '{"s":"' .. ("x"):rep(100000) .. '"}'
+            for _ = 1, 2 do
+                assert.equal(want_small, core.encode(small))
+                assert.equal(want_big, core.encode(big))
+                assert.equal(want_small, core.encode(small))
+                assert.equal(9 * 1024 * 1024 + 4, #core.encode(huge))
+                assert.equal(want_big, core.encode(big))
+                assert.has_error(function() core.encode({ big, function() end }) end,
+                    "cannot encode a function value at /1")
+                assert.equal(want_big, core.encode(big))
+            end
+        end)
+
         it("sorts the names of small and large objects (C stack and heap paths)", function()
             for _, n in ipairs({ 1, 2, 15, 16, 17, 24, 25, 200 }) do
                 local t, names = {}, {}
