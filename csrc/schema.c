@@ -3153,8 +3153,9 @@ static int jc_meta_novalidation(lua_State *L, int uidx) {
 **           format_assertion (boolean, default false: 'format' is an
 **           annotation as in 2020-12 §7.2.1; true asserts date, time,
 **           date-time, duration, email, hostname, ipv4, ipv6, uri,
-**           uri-reference, uuid, regex, json-pointer,
-**           relative-json-pointer), max_depth (integer 1..10000, default
+**           uri-reference, iri, iri-reference, uri-template, uuid, regex,
+**           json-pointer, relative-json-pointer), max_depth (integer
+**           1..10000, default
 **           1000: instance depth bound, deeper values fail as "too_deep")
 ** Returns a "jsoncontract.Validator" userdata (garbage collected).
 ** Raises "invalid schema at <schema pointer>: <reason>" for a bad schema,

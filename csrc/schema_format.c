@@ -15,7 +15,9 @@ static const struct { const char *name; int id; } jc_formats[] = {
   { "ipv4", JC_FMT_IPV4 }, { "ipv6", JC_FMT_IPV6 }, { "uri", JC_FMT_URI },
   { "uri-reference", JC_FMT_URIREF }, { "uuid", JC_FMT_UUID },
   { "regex", JC_FMT_REGEX }, { "json-pointer", JC_FMT_JSONPTR },
-  { "relative-json-pointer", JC_FMT_RELJSONPTR }, { NULL, 0 }
+  { "relative-json-pointer", JC_FMT_RELJSONPTR }, { "iri", JC_FMT_IRI },
+  { "iri-reference", JC_FMT_IRIREF }, { "uri-template", JC_FMT_URITEMPLATE },
+  { NULL, 0 }
 };
 
 int jc_format_id(const char *name) {
@@ -237,11 +239,14 @@ static int jc_uri_unreserved(int ch) {
 }
 static int jc_uri_subdelim(int ch) { return ch != 0 && strchr("!$&'()*+,;=", ch) != NULL; }
 
-/* Are s[a..b) pchar-or-'extra' characters with valid %HH? */
-static int jc_uri_chars(const char *s, size_t a, size_t b, const char *extra) {
+/* Are s[a..b) pchar-or-'extra' characters with valid %HH? IRIs (RFC 3987)
+** also allow any non-ASCII character (the string is UTF-8 already). */
+static int jc_uri_chars(const char *s, size_t a, size_t b, const char *extra,
+                        int iri) {
   size_t i;
   for (i = a; i < b; i++) {
     unsigned char ch = (unsigned char)s[i];
+    if (ch >= 0x80 && iri) continue;
     if (ch == '%') {
       if (i + 2 >= b || !jc_ishex((unsigned char)s[i + 1]) ||
           !jc_ishex((unsigned char)s[i + 2]))
@@ -256,7 +261,7 @@ static int jc_uri_chars(const char *s, size_t a, size_t b, const char *extra) {
 }
 
 /* URI-reference syntax; 'absolute' requires a scheme. */
-static int jc_check_uri(const char *s, size_t len, int absolute) {
+static int jc_check_uri(const char *s, size_t len, int absolute, int iri) {
   size_t i = 0, end, q;
   int has_scheme = 0;
   if (len > 0 && jc_isalpha((unsigned char)s[0])) {
@@ -276,18 +281,26 @@ static int jc_check_uri(const char *s, size_t len, int absolute) {
     host = a;
     for (at = a; at < end; at++)
       if (s[at] == '@') host = at + 1;
-    if (host > a && !jc_uri_chars(s, a, host - 1, ":")) return 0;
+    if (host > a && !jc_uri_chars(s, a, host - 1, ":", iri)) return 0;
     if (host < end && s[host] == '[') {
       size_t close = host;
       while (close < end && s[close] != ']') close++;
       if (close >= end) return 0;
-      if (!jc_check_ipv6(s + host + 1, close - host - 1)) return 0;
+      if (s[host + 1] == 'v' || s[host + 1] == 'V') {   /* IPvFuture */
+        size_t q2 = host + 2;
+        while (q2 < close && jc_ishex((unsigned char)s[q2])) q2++;
+        if (q2 == host + 2 || q2 >= close || s[q2] != '.' || q2 + 1 >= close ||
+            !jc_uri_chars(s, q2 + 1, close, ":", 0))
+          return 0;
+      } else if (!jc_check_ipv6(s + host + 1, close - host - 1)) {
+        return 0;
+      }
       colon = close + 1;
       if (colon < end && s[colon] != ':') return 0;
     } else {
       colon = host;
       while (colon < end && s[colon] != ':') colon++;
-      if (!jc_uri_chars(s, host, colon, "")) return 0;
+      if (!jc_uri_chars(s, host, colon, "", iri)) return 0;
     }
     if (colon < end) {
       for (q = colon + 1; q < end; q++)
@@ -301,16 +314,70 @@ static int jc_check_uri(const char *s, size_t len, int absolute) {
   }
   end = i;
   while (end < len && s[end] != '?' && s[end] != '#') end++;
-  if (!jc_uri_chars(s, i, end, ":@/")) return 0;
+  if (!jc_uri_chars(s, i, end, ":@/", iri)) return 0;
   i = end;
   if (i < len && s[i] == '?') {
     end = ++i;
     while (end < len && s[end] != '#') end++;
-    if (!jc_uri_chars(s, i, end, ":@/?")) return 0;
+    if (!jc_uri_chars(s, i, end, ":@/?", iri)) return 0;
     i = end;
   }
   if (i < len && s[i] == '#') {
-    if (!jc_uri_chars(s, i + 1, len, ":@/?")) return 0;
+    if (!jc_uri_chars(s, i + 1, len, ":@/?", iri)) return 0;
+  }
+  return 1;
+}
+
+/* RFC 6570 URI Template (level 4): literals and {op varspec,...}. */
+static int jc_check_uritemplate(const char *s, size_t len) {
+  size_t i = 0;
+  while (i < len) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch == '{') {
+      size_t j = i + 1;
+      if (j < len && strchr("+#./;?&=,!@|", s[j]) != NULL && s[j] != '\0') j++;
+      for (;;) {   /* varspec */
+        size_t start = j;
+        int dot_ok = 0;
+        while (j < len) {
+          if (jc_isalpha((unsigned char)s[j]) || jc_isdigit((unsigned char)s[j]) ||
+              s[j] == '_') {
+            j++;
+            dot_ok = 1;
+          } else if (s[j] == '%' && j + 2 < len && jc_ishex((unsigned char)s[j + 1]) &&
+                     jc_ishex((unsigned char)s[j + 2])) {
+            j += 3;
+            dot_ok = 1;
+          } else if (s[j] == '.' && dot_ok && j + 1 < len && s[j + 1] != '.') {
+            j++;
+            dot_ok = 0;
+          } else {
+            break;
+          }
+        }
+        if (j == start || s[j - 1] == '.') return 0;
+        if (j < len && s[j] == ':') {
+          size_t d = ++j;
+          while (j < len && jc_isdigit((unsigned char)s[j])) j++;
+          if (j == d || j - d > 4 || s[d] == '0') return 0;
+        } else if (j < len && s[j] == '*') {
+          j++;
+        }
+        if (j < len && s[j] == ',') { j++; continue; }
+        break;
+      }
+      if (j >= len || s[j] != '}') return 0;
+      i = j + 1;
+    } else if (ch == '%') {
+      if (i + 2 >= len || !jc_ishex((unsigned char)s[i + 1]) ||
+          !jc_ishex((unsigned char)s[i + 2]))
+        return 0;
+      i += 3;
+    } else if (ch <= 0x20 || ch == 0x7F || strchr("\"<>\\^`|}", ch) != NULL) {
+      return 0;
+    } else {
+      i++;
+    }
   }
   return 1;
 }
@@ -362,8 +429,11 @@ int jc_format_check(int id, const char *s, size_t len) {
     case JC_FMT_HOSTNAME: return jc_check_hostname(s, len);
     case JC_FMT_IPV4: return jc_check_ipv4(s, len);
     case JC_FMT_IPV6: return jc_check_ipv6(s, len);
-    case JC_FMT_URI: return jc_check_uri(s, len, 1);
-    case JC_FMT_URIREF: return jc_check_uri(s, len, 0);
+    case JC_FMT_URI: return jc_check_uri(s, len, 1, 0);
+    case JC_FMT_URIREF: return jc_check_uri(s, len, 0, 0);
+    case JC_FMT_IRI: return jc_check_uri(s, len, 1, 1);
+    case JC_FMT_IRIREF: return jc_check_uri(s, len, 0, 1);
+    case JC_FMT_URITEMPLATE: return jc_check_uritemplate(s, len);
     case JC_FMT_UUID: return jc_check_uuid(s, len);
     case JC_FMT_JSONPTR: return jc_check_jsonptr(s, len);
     case JC_FMT_RELJSONPTR: return jc_check_reljsonptr(s, len);
