@@ -17,6 +17,7 @@ static const struct { const char *name; int id; } jc_formats[] = {
   { "regex", JC_FMT_REGEX }, { "json-pointer", JC_FMT_JSONPTR },
   { "relative-json-pointer", JC_FMT_RELJSONPTR }, { "iri", JC_FMT_IRI },
   { "iri-reference", JC_FMT_IRIREF }, { "uri-template", JC_FMT_URITEMPLATE },
+  { "idn-email", JC_FMT_IDNEMAIL },
   { NULL, 0 }
 };
 
@@ -140,7 +141,14 @@ static int jc_check_duration(const char *s, size_t len) {
 
 /* A DNS name: labels of 1..63 letters, digits and '-', not starting or
 ** ending with '-', 253 bytes at most. */
+static int jc_check_hostname_x(const char *s, size_t len, int intl);
 static int jc_check_hostname(const char *s, size_t len) {
+  return jc_check_hostname_x(s, len, 0);
+}
+
+/* 'intl': labels may hold non-ASCII (UTF-8) characters, unchecked beyond
+** that (no IDNA 2008 tables here). */
+static int jc_check_hostname_x(const char *s, size_t len, int intl) {
   size_t i, lab = 0;
   if (len == 0 || len > 253) return 0;
   for (i = 0; i < len; i++) {
@@ -148,7 +156,8 @@ static int jc_check_hostname(const char *s, size_t len) {
     if (ch == '.') {
       if (lab == 0 || s[i - 1] == '-') return 0;
       lab = 0;
-    } else if (jc_isalpha(ch) || jc_isdigit(ch) || ch == '-') {
+    } else if (jc_isalpha(ch) || jc_isdigit(ch) || ch == '-' ||
+               (intl && ch >= 0x80)) {
       if (lab == 0 && ch == '-') return 0;
       if (++lab > 63) return 0;
     } else {
@@ -384,7 +393,7 @@ static int jc_check_uritemplate(const char *s, size_t len) {
 
 /* local-part@domain (RFC 5321 §4.1.2): a dot-atom or a quoted string;
 ** the domain a hostname or an address literal. */
-static int jc_check_email(const char *s, size_t len) {
+static int jc_check_email(const char *s, size_t len, int intl) {
   size_t at = len, i;
   for (i = len; i > 0; i--)
     if (s[i - 1] == '@') { at = i - 1; break; }
@@ -401,7 +410,7 @@ static int jc_check_email(const char *s, size_t len) {
       unsigned char ch = (unsigned char)s[i];
       if (ch == '.') {
         if (s[i + 1] == '.') return 0;
-      } else if (!jc_isalpha(ch) && !jc_isdigit(ch) &&
+      } else if (!jc_isalpha(ch) && !jc_isdigit(ch) && !(intl && ch >= 0x80) &&
                  strchr("!#$%&'*+-/=?^_`{|}~", ch) == NULL) {
         return 0;
       }
@@ -416,7 +425,7 @@ static int jc_check_email(const char *s, size_t len) {
       return jc_check_ipv6(d + 5, dl - 5);
     return jc_check_ipv4(d, dl);
   }
-  return jc_check_hostname(s + at + 1, len - at - 1);
+  return jc_check_hostname_x(s + at + 1, len - at - 1, intl);
 }
 
 int jc_format_check(int id, const char *s, size_t len) {
@@ -425,7 +434,8 @@ int jc_format_check(int id, const char *s, size_t len) {
     case JC_FMT_DATETIME: return jc_check_datetime(s, len);
     case JC_FMT_TIME: return jc_check_time(s, len);
     case JC_FMT_DURATION: return jc_check_duration(s, len);
-    case JC_FMT_EMAIL: return jc_check_email(s, len);
+    case JC_FMT_EMAIL: return jc_check_email(s, len, 0);
+    case JC_FMT_IDNEMAIL: return jc_check_email(s, len, 1);
     case JC_FMT_HOSTNAME: return jc_check_hostname(s, len);
     case JC_FMT_IPV4: return jc_check_ipv4(s, len);
     case JC_FMT_IPV6: return jc_check_ipv6(s, len);

@@ -95,7 +95,7 @@ end
 -- Optional files (under optional/, format asserted) this validator claims in
 -- full. Left out, with the reason:
 --   format/ecmascript-regex: PCRE2 10.42 has no variable-width lookbehind
---   format/idn-*: formats not implemented (IDNA 2008 tables; ignored)
+--   format/idn-hostname: not implemented (IDNA 2008 tables; ignored)
 --   format/hostname (2020-12, draft7): A-label (punycode, IDNA 2008) checks
 --     not implemented
 --   content (draft7): contentEncoding/contentMediaType are annotations here
@@ -107,7 +107,7 @@ local CLAIMED_OPTIONAL = {
         "format-assertion", "id", "no-schema", "non-bmp-regex", "refOfUnknownKeyword",
         "unknownKeyword",
         "format/date", "format/date-time", "format/duration", "format/email",
-        "format/ipv4", "format/ipv6", "format/iri", "format/iri-reference",
+        "format/idn-email", "format/ipv4", "format/ipv6", "format/iri", "format/iri-reference",
         "format/json-pointer", "format/regex", "format/relative-json-pointer", "format/time",
         "format/unknown", "format/uri", "format/uri-reference", "format/uri-template",
         "format/uuid",
@@ -115,8 +115,8 @@ local CLAIMED_OPTIONAL = {
     draft7 = {
         "bignum", "cross-draft", "ecmascript-regex", "float-overflow", "id", "non-bmp-regex",
         "unknownKeyword",
-        "format/date", "format/date-time", "format/email", "format/ipv4", "format/ipv6",
-        "format/iri", "format/iri-reference", "format/json-pointer", "format/regex",
+        "format/date", "format/date-time", "format/email", "format/idn-email", "format/ipv4",
+        "format/ipv6", "format/iri", "format/iri-reference", "format/json-pointer", "format/regex",
         "format/relative-json-pointer", "format/time", "format/uri", "format/uri-reference",
         "format/uri-template",
     },
