@@ -117,8 +117,8 @@ local CLAIMED_OPTIONAL = {
         "unknownKeyword",
         "format/date", "format/date-time", "format/email", "format/idn-email", "format/ipv4",
         "format/ipv6", "format/iri", "format/iri-reference", "format/json-pointer", "format/regex",
-        "format/relative-json-pointer", "format/time", "format/uri", "format/uri-reference",
-        "format/uri-template",
+        "format/relative-json-pointer", "format/time", "format/unknown", "format/uri",
+        "format/uri-reference", "format/uri-template",
     },
     draft4 = {
         "bignum", "ecmascript-regex", "float-overflow", "id", "non-bmp-regex",
