@@ -1772,6 +1772,9 @@ typedef struct jc_vctx {
   int stop;            /* entries in the dynamic scope (v->scope) */
   int nvia;            /* entries in v->via; -1: not tracked */
   const void *amt;     /* the JC_ARRAY_MT table, for a quick type test */
+  int seen;            /* 'jc_check_json': 0 in its first pass, else the
+                          abs index of the slot of the seen set */
+  long budget;         /* members its first pass may still visit */
 } jc_vctx;
 
 #define JC_STOP(c) ((c)->quiet || (c)->abort || ((c)->first && (c)->nerr > 0))
@@ -2582,6 +2585,241 @@ static int jc_vtype(jc_vctx *c, int idx) {
   return jc_json_type(L, idx);
 }
 
+/* --------------------------------------------------------------------- */
+/* The instance is JSON: one pass over all of it before the schema walk,   */
+/* since the walk visits only what the schema looks at ('true': nothing).  */
+/* A first pass keeps no state and gives up past JC_CHECK_BUDGET members   */
+/* or at max_depth (a shared subtable, a cycle, a huge or deep instance);  */
+/* the second then remembers the tables it checked, so each is checked     */
+/* once and a cycle ends, and reports too_deep past max_depth.             */
+/* --------------------------------------------------------------------- */
+
+#ifndef JC_CHECK_BUDGET
+#define JC_CHECK_BUDGET 1000000L   /* members the stateless pass visits */
+#endif
+/* Members a table may have and still be checked again on each visit
+** instead of being remembered in the seen set (second pass). */
+#define JC_SEEN_MIN 8
+
+/* Raise a misuse error about the value at the current location: 'fmt'
+** gets 'what', " at " and the JSON Pointer (both "" at the root), then
+** 'arg'. [-0, +0, v] */
+static int jc_not_json(jc_vctx *c, const char *fmt, const char *what,
+                       const char *arg) {
+  const char *p;
+  jc_push_pointer(c);
+  p = lua_tostring(c->L, -1);
+  return luaL_error(c->L, fmt, what, *p != '\0' ? " at " : "", p, arg);
+}
+
+/* Remember the table at 'idx' as checked. [-0, +0, m] */
+static void jc_seen_add(jc_vctx *c, int idx) {
+  lua_State *L = c->L;
+  if (lua_isnil(L, c->seen)) {
+    lua_newtable(L);
+    lua_replace(L, c->seen);
+  }
+  lua_pushvalue(L, idx);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, c->seen);
+}
+
+static int jc_check_table(jc_vctx *c, int idx);
+
+/* Check that the value at 'idx' (its location in c->v->segs[0..depth)) is
+** JSON: null, a boolean, a finite number, a string, or a table that is
+** an array (keys exactly 1..n) or an object (string keys) of such values.
+** Returns 1 when it is, -1 when the first pass gives up, 0 after the
+** second reported too_deep (c->abort set); raises on a non-JSON value.
+** [-0, +0, e] */
+static int jc_check_value(jc_vctx *c, int idx) {
+  lua_State *L = c->L;
+  switch (lua_type(L, idx)) {
+    case LUA_TSTRING:
+    case LUA_TBOOLEAN:
+      return 1;
+    case LUA_TNUMBER: {
+      lua_Number d;
+#if JC_HAVE_INTEGER
+      if (lua_isinteger(L, idx)) return 1;
+#endif
+      d = lua_tonumber(L, idx);
+      if (d != d)
+        jc_not_json(c, "%s%s%s is %s, not JSON", "value", "NaN");
+      if (d - d != 0)
+        jc_not_json(c, "%s%s%s is %s, not JSON", "value",
+                    d > 0 ? "infinity" : "-infinity");
+      return 1;
+    }
+    case LUA_TLIGHTUSERDATA:
+      if (lua_touserdata(L, idx) == NULL) return 1;
+      break;
+    case LUA_TTABLE:
+      return jc_check_table(c, idx);
+    default:
+      break;
+  }
+  return jc_not_json(c, "%s%s%s of type %s is not JSON", "value",
+                     luaL_typename(L, idx));
+}
+
+/* 'jc_check_value' of the members 1..'n' of the marked array at 'idx' by
+** index, then one 'lua_next' after 'n' to see a stray key (a table built
+** as decode builds it has 1..n in its array part, so any other key
+** follows 'n'). Returns 2 when that next key is in 1..n: the caller then
+** checks the keys by 'lua_next'. [-0, +0, e] */
+static int jc_check_marked(jc_vctx *c, int idx, size_t n) {
+  lua_State *L = c->L;
+  size_t i;
+  int ok, t, seen = 0;
+  jc_seg *s = &c->v->segs[c->depth];
+  s->key = NULL;
+  s->len = 0;
+  for (i = 1; i <= n; i++) {
+    s->index = i - 1;
+    if (c->seen == 0 && --c->budget < 0) return -1;
+    if (c->depth >= c->v->max_depth) {
+      if (c->seen == 0) return -1;
+      c->depth++;
+      jc_too_deep(c, c->v->root, "value", c->v->max_depth);
+      c->depth--;
+      return 0;
+    }
+    lua_rawgeti(L, idx, (lua_Integer)i);
+    t = lua_type(L, -1);
+    if (t == LUA_TSTRING || t == LUA_TBOOLEAN) { lua_pop(L, 1); continue; }
+    if (t == LUA_TTABLE && c->seen != 0 && !seen) {
+      jc_seen_add(c, idx);
+      seen = 1;
+    }
+    c->depth++;
+    ok = jc_check_value(c, lua_gettop(L));
+    c->depth--;
+    lua_pop(L, 1);
+    if (ok != 1) return ok;
+  }
+  if (n == 0) lua_pushnil(L);
+  else lua_pushinteger(L, (lua_Integer)n);
+  if (lua_next(L, idx) != 0) {
+    lua_Number k = lua_type(L, -2) == LUA_TNUMBER ? lua_tonumber(L, -2) : 0;
+    lua_pop(L, 2);
+    if (k < 1 || k > (lua_Number)n || k != floor(k))
+      jc_not_json(c, "%s%s%s has keys other than 1..n, not JSON", "array",
+                  "");
+    return 2;
+  }
+  return 1;
+}
+
+/* 'jc_check_value' of a table, in one 'lua_next' pass: marked with
+** JC_ARRAY_MT it must have keys exactly 1..n; unmarked, it is an array
+** when its keys are exactly 1..n (n >= 1), else an object, whose keys
+** must all be strings (as 'core.encode' requires; a number key is not
+** read as its string form). Second pass: a table with table members (or
+** more than JC_SEEN_MIN members) enters the seen set before its members
+** are checked. */
+static int jc_check_table(jc_vctx *c, int idx) {
+  lua_State *L = c->L;
+  int marked = 0, mode = 0, seen = 0;   /* mode: 0 unknown, 1 array, 2 obj */
+  size_t n = 0, count = 0;
+  if (c->seen != 0 && !lua_isnil(L, c->seen)) {
+    lua_pushvalue(L, idx);
+    lua_rawget(L, c->seen);
+    seen = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (seen) return 1;
+  }
+  if (!lua_checkstack(L, 8))
+    luaL_error(L, "instance too deep (Lua stack)");
+  if (lua_getmetatable(L, idx)) {
+    marked = lua_topointer(L, -1) == c->amt;
+    lua_pop(L, 1);
+  }
+  n = (size_t)jc_rawlen(L, idx);
+  if (marked) {
+    int r = jc_check_marked(c, idx, n);
+    if (r != 2) return r;
+    mode = 1;
+  }
+  lua_pushnil(L);
+  while (lua_next(L, idx) != 0) {
+    jc_seg *s = &c->v->segs[c->depth];
+    int ok, kt = lua_type(L, -2);
+    count++;
+    if (mode == 0) mode = (kt == LUA_TNUMBER && n > 0) ? 1 : 2;
+    if (mode == 1) {
+      lua_Number k = kt == LUA_TNUMBER ? lua_tonumber(L, -2) : 0;
+      if (k < 1 || k > (lua_Number)n || k != floor(k)) {
+        if (marked)
+          jc_not_json(c, "%s%s%s has keys other than 1..n, not JSON",
+                      "array", "");
+        jc_not_json(c, "%s%s%s has a key of type %s, not JSON", "object",
+                    "number");
+      }
+      s->key = NULL;
+      s->len = 0;
+      s->index = (size_t)k - 1;
+    } else {
+      if (kt != LUA_TSTRING)
+        jc_not_json(c, "%s%s%s has a key of type %s, not JSON", "object",
+                    luaL_typename(L, -2));
+      s->key = lua_tolstring(L, -2, &s->len);
+      s->index = 0;
+    }
+    if (c->seen == 0 && --c->budget < 0) { lua_pop(L, 2); return -1; }
+    if (c->depth >= c->v->max_depth) {
+      if (c->seen == 0) { lua_pop(L, 2); return -1; }
+      c->depth++;
+      jc_too_deep(c, c->v->root, "value", c->v->max_depth);
+      c->depth--;
+      lua_pop(L, 2);
+      return 0;
+    }
+    if (c->seen != 0 && !seen && lua_type(L, -1) == LUA_TTABLE) {
+      jc_seen_add(c, idx);
+      seen = 1;
+    }
+    if (kt = lua_type(L, -1), kt == LUA_TSTRING || kt == LUA_TBOOLEAN) {
+      lua_pop(L, 1);
+      continue;
+    }
+    c->depth++;
+    ok = jc_check_value(c, lua_gettop(L));
+    c->depth--;
+    lua_pop(L, 1);
+    if (ok != 1) { lua_pop(L, 1); return ok; }
+  }
+  if (mode == 1 && count != n) {
+    if (marked)
+      jc_not_json(c, "%s%s%s has keys other than 1..n, not JSON", "array",
+                  "");
+    jc_not_json(c, "%s%s%s has a key of type %s, not JSON", "object",
+                "number");
+  }
+  if (c->seen != 0 && !seen && count > JC_SEEN_MIN) jc_seen_add(c, idx);
+  return 1;
+}
+
+/* Check that the instance at 'idx' is JSON ('jc_check_value'): the
+** stateless pass, then if it gave up the remembering one using the stack
+** slot 'slot' (nil on entry). Returns 1 or 0 (too_deep reported); raises
+** on a non-JSON value. [-0, +0, e] */
+static int jc_check_json(jc_vctx *c, int idx, int slot) {
+  int r;
+  c->seen = 0;
+  c->budget = JC_CHECK_BUDGET;
+  r = jc_check_value(c, idx);
+  if (r < 0) {
+    c->seen = slot;
+    r = jc_check_value(c, idx);
+    lua_pushnil(c->L);
+    lua_replace(c->L, slot);   /* the seen set is garbage now */
+    c->seen = 0;
+  }
+  c->depth = 0;
+  return r;
+}
+
 /* Enter the resource of 'n' in the dynamic scope; returns 1 if pushed. */
 static int jc_scope_push(jc_vctx *c, const jc_node *n) {
   if (c->stop > 0 && c->v->scope[c->stop - 1] == n->res) return 0;
@@ -3328,8 +3566,14 @@ static int jc_push_basic(lua_State *L, int errs, int n) {
 **         message = <all messages joined by "; ">,
 **         errors = { { pointer, keyword, schema_pointer,
 **                      absolute_schema_location, message, ...}, ...} }
-** Raises on misuse: a closed validator, a value that is not JSON (a
-** function, a non-JSON table key), an unknown option.
+** Raises on misuse: a closed validator, an unknown option, a value that
+** is not JSON anywhere in it, whatever the schema checks ('jc_check_json':
+** a function, coroutine or userdata, NaN or +-infinity, an object key that
+** is not a string (number keys too, as 'core.encode' refuses them), a
+** marked array with keys other than 1..n): "value at /a/0 is NaN, not
+** JSON". An instance deeper than max_depth is too_deep even for a 'true'
+** schema; a cyclic table is checked once, the walk then ends too_deep if
+** the schema follows the cycle.
 ** Stack: [-0, +1|2, e]
 */
 /* 'self' of a method whose upvalue 1 is the Validator metatable: compared
@@ -3376,10 +3620,9 @@ static int jc_schema_validate(lua_State *L) {
     }
   }
   lua_settop(L, 2);
-  if (lua_type(L, 2) != LUA_TTABLE && jc_json_type(L, 2) == JT_OTHER)
-    return luaL_error(L, "value of type %s is not JSON", luaL_typename(L, 2));
   lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);   /* 3: keep */
   lua_pushnil(L);                       /* 4: errors, made on the first one */
+  lua_pushnil(L);                       /* 5: tables checked by the pre-pass */
   c.L = L;
   c.v = v;
   c.keep = 3;
@@ -3393,16 +3636,18 @@ static int jc_schema_validate(lua_State *L) {
   c.stop = 0;
   c.nvia = basic ? 0 : -1;
   c.amt = v->amt;
-  lua_pushvalue(L, 2);
-  if (jc_eval(&c, v->root, 5) && c.nerr == 0) {
-    if (basic) {
-      lua_createtable(L, 0, 1);
+  if (jc_check_json(&c, 2, 5)) {        /* raises on a non-JSON value */
+    lua_pushvalue(L, 2);
+    if (jc_eval(&c, v->root, 6) && c.nerr == 0) {
+      if (basic) {
+        lua_createtable(L, 0, 1);
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, "valid");
+        return 1;
+      }
       lua_pushboolean(L, 1);
-      lua_setfield(L, -2, "valid");
       return 1;
     }
-    lua_pushboolean(L, 1);
-    return 1;
   }
   if (basic) return jc_push_basic(L, 4, c.nerr);
   lua_settop(L, 4);

@@ -375,6 +375,56 @@ describe("jsoncontract.core", function()
         end)
     end)
 
+    describe("validate(): the whole instance must be JSON, whatever the schema", function()
+        local co = coroutine.create(print)
+        local cases = {
+            { "NaN at the root", { type = "number", maximum = 10 }, 0 / 0, "value is NaN, not JSON" },
+            { "NaN in an array", true, { a = A { 0 / 0 } }, "value at /a/0 is NaN, not JSON" },
+            { "infinity", {}, { a = 1 / 0 }, "value at /a is infinity, not JSON" },
+            { "-infinity at the root", { type = "number" }, -1 / 0, "value is -infinity, not JSON" },
+            { "a function member", {}, { f = print }, "value at /f of type function is not JSON" },
+            { "a function key", {}, { a = 1, [print] = 2 }, "object has a key of type function, not JSON" },
+            { "a coroutine", true, { x = { y = co } }, "value at /x/y of type thread is not JSON" },
+            { "a function in a marked array", {}, A { 1, print }, "value at /1 of type function is not JSON" },
+            { "a number key (the encoder refuses it too)", {}, { [1] = 1, [3] = 3 },
+              "object has a key of type number, not JSON" },
+            { "a boolean key, pointer escaped", {}, { ["a/b"] = { [true] = 1 } },
+              "object at /a~1b has a key of type boolean, not JSON" },
+            { "a marked array with a string key", {}, { a = A { 1, x = 2 } },
+              "array at /a has keys other than 1..n, not JSON" },
+            { "a userdata (a file)", {}, A { io.stdout }, "value at /0 of type userdata is not JSON" },
+        }
+        for _, case in ipairs(cases) do
+            it("raises on " .. case[1], function()
+                local v = core.compile(case[2])
+                assert.has_error(function() v:validate(case[3]) end, case[4])
+            end)
+        end
+
+        it("checks a shared subtable once and ends on a cycle with a schema that checks nothing", function()
+            local t = {}
+            t.self = t
+            assert.is_true(core.compile({}):validate(t))
+            local a = A { 1 }
+            for _ = 1, 200 do a = A { a, a } end   -- 2^200 paths, 201 tables
+            assert.is_true(core.compile(true):validate(a))
+            a[1] = { bad = print }
+            assert.has_error(function() core.compile(true):validate(a) end,
+                "value at /0/bad of type function is not JSON")
+        end)
+
+        it("bounds the check by max_depth: deeper is too_deep even for a true schema", function()
+            local d = {}
+            local cur = d
+            for _ = 1, 3 do cur.x = {}; cur = cur.x end
+            local v = core.compile(true, { max_depth = 2 })
+            local ok, err = v:validate(d)
+            assert.is_nil(ok)
+            assert.equal("too_deep", err.kind)
+            assert.same({ { "/x/x/x", "max_depth", "", "value nested deeper than 2 levels" } }, shape(err))
+        end)
+    end)
+
     describe("compile(): bad schemas raise", function()
         local cases = {
             { { properties = { x = { type = "strin" } } },
