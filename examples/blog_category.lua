@@ -1,7 +1,8 @@
 --- The blog classifier with evidence (SEEDS.md §4, a Java 8 + Gson program): a category and
 -- 1-3 tags for a blog post, where every attempt is kept as evidence and a saved reply can be
 -- replayed offline (`bin/jsoncontract replay`).
--- Load it with `dofile`; it returns `{ contract = ..., schema = ..., adapters = ..., policy = ..., result = function }`.
+-- Load it with `dofile`; it returns
+-- `{ contract = ..., schema = ..., adapters = ..., policy = ..., result = function }`.
 --
 -- What it shows:
 -- * `needs-review` is the honest answer for an unrelated post or one without enough basis;

@@ -129,8 +129,8 @@ describe("examples/blog_category.lua", function()
 
     describe("evidence", function()
         it("keeps every attempt, failures too, with model, prompt version, time, kind and elapsed time", function()
-            local key = "sk-blog-SENTINEL-0123456789"
-            local _, _, log = ask("cut post", { api_key = key })
+            local sentinel = "sk-blog-SENTINEL-0123456789"
+            local _, _, log = ask("cut post", { api_key = sentinel })
             assert.equal(1, #log.lines)
             local rec = core.decode(log.lines[1])
             assert.same({ "fake-1", "1.0.0", "protocol", "truncated", "max_tokens", 200 },
@@ -138,7 +138,7 @@ describe("examples/blog_category.lua", function()
             assert.truthy(rec.ts:match("^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%dZ$"))
             assert.equal("number", type(rec.elapsed_ms))
             assert.is_string(rec.request_id)
-            assert.falsy(log.lines[1]:find(key, 1, true))
+            assert.falsy(log.lines[1]:find(sentinel, 1, true))
             assert.is_nil(rec.headers)
         end)
     end)

@@ -217,7 +217,7 @@ local function check_ok(key, fx, decision, reply)
     assert.equal(decision, "ok:" .. reply.finish)
 end
 
-local function check_err(key, fx, decision, err)
+local function check_err(key, _, decision, err)
     local d = DETAILS[key] or {}
     assert.equal(decision, err.category .. "/" .. err.kind)
     assert.equal(core.error_mt, getmetatable(err))

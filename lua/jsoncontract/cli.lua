@@ -144,7 +144,8 @@ local function read_mailbox(path, limit)
                 local v, derr = core.decode(line)
                 local item
                 if v == nil then
-                    item = { id = "line-" .. lineno, input_error = "line " .. lineno .. " is not JSON: " .. derr.message }
+                    item = { id = "line-" .. lineno,
+                        input_error = "line " .. lineno .. " is not JSON: " .. derr.message }
                 elseif type(v) ~= "table" or type(v.text) ~= "string" then
                     item = { id = "line-" .. lineno, input_error = "line " .. lineno .. " has no string field 'text'" }
                 else
@@ -324,13 +325,13 @@ function _M.triage(argv, env)
         if item.input_error then return no_attempt(item, "input", "invalid_input", item.input_error) end
         -- One item's failure (a bug in a rule, say) is that item's review reason, never the
         -- end of the whole run.
-        local ok, outcome = pcall(run.ask, contract, item.text, {
+        local asked, outcome = pcall(run.ask, contract, item.text, {
             provider = p.provider, model = p.model, api_key = p.api_key, base_url = p.base_url,
             transport = batch.send, sleep = batch.sleep, evidence = log, context = { orders = db },
             item_id = item.id, policy = { max_attempts = max_attempts, token_budget = o["token-budget"] },
             max_tokens = 300, timeout_ms = 120000,
         })
-        if ok then return outcome end
+        if asked then return outcome end
         local msg = tostring(outcome)
         if p.api_key then msg = msg:gsub(p.api_key:gsub("%p", "%%%0"), "[redacted]") end
         return no_attempt(item, "internal", "item_error", "this item could not be processed: " .. msg)
@@ -561,7 +562,9 @@ function _M.replay(argv, env)
                 local contract, ctx = contract_for(name)
                 if not contract then return die("line " .. lineno .. ": " .. ctx) end
                 local adapters = {}
-                for _, a in ipairs(type(rec.adapters) == "table" and rec.adapters or {}) do adapters[#adapters + 1] = a end
+                for _, a in ipairs(type(rec.adapters) == "table" and rec.adapters or {}) do
+                    adapters[#adapters + 1] = a
+                end
                 for _, a in ipairs(extra) do adapters[#adapters + 1] = a end
                 local value, cres = contract:check(rec.text, { adapters = adapters, context = ctx })
                 local gate, kind = verdict_of(value, cres)
@@ -581,8 +584,9 @@ function _M.replay(argv, env)
                     stdout:write(format("%s: %s, same as recorded%s\n", where, show_verdict(gate, kind), note))
                 elseif rgate == "rules" and gate == "accepted" and ctx == nil then
                     unknown = unknown + 1
-                    stdout:write(format("%s: recorded %s; the format and schema gates agree, the rules need the " ..
-                        "run's context, not available offline: not compared%s\n", where, show_verdict(rgate, rkind), note))
+                    stdout:write(format("%s: recorded %s; the format and schema gates agree, the rules need the "
+                        .. "run's context, not available offline: not compared%s\n",
+                        where, show_verdict(rgate, rkind), note))
                 else
                     differ = differ + 1
                     stdout:write(format("%s: DIFFERS: recorded %s, replayed %s%s\n", where,
@@ -959,7 +963,8 @@ function _M.probe(argv, env)
     local openai = require "jsoncontract.providers.openai"
     local view = { name = "json_mode_probe", version = "1", schema = { type = "object" },
         prompt = "Answer with one JSON object and nothing else: {\"ok\": true}." }
-    local req = openai.build_request(view, { { role = "user", content = "Reply with the JSON object {\"ok\": true}." } },
+    local ask_ok = { { role = "user", content = "Reply with the JSON object {\"ok\": true}." } }
+    local req = openai.build_request(view, ask_ok,
         { model = p.model, api_key = p.api_key, base_url = p.base_url, mode = "json", max_tokens = 50 })
     local t0 = os.time()
     local res, terr = require("jsoncontract.transport.curl").request { url = req.url, method = req.method,

@@ -183,8 +183,8 @@ function _M.new(def)
     end
     for i, name in ipairs(def.adapters or {}) do
         if type(name) ~= "string" then error("contract adapter " .. i .. " must be a name (string)", 2) end
-        local ok, msg = pcall(adapters.apply, "", { name })
-        if not ok then error("contract: " .. tostring(msg), 2) end
+        local known, msg = pcall(adapters.apply, "", { name })
+        if not known then error("contract: " .. tostring(msg), 2) end
     end
     for i, ex in ipairs(def.examples or {}) do
         if type(ex) ~= "table" or type(ex.input) ~= "string" or ex.output == nil then

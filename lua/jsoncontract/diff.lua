@@ -146,14 +146,14 @@ local function diff_schema(old, new, ptr, out)
             local os_, ns = list_set(old.enum), list_set(new.enum)
             for _, v in ipairs(old.enum) do
                 if not ns[enc(v)] and v ~= null then
-                    add("enum_value_removed", true, "value " .. enc(v) .. " is no longer allowed: old answers with it " ..
-                        "are rejected", "enum")
+                    add("enum_value_removed", true, "value " .. enc(v)
+                        .. " is no longer allowed: old answers with it are rejected", "enum")
                 end
             end
             for _, v in ipairs(new.enum) do
                 if not os_[enc(v)] and v ~= null then
-                    add("enum_value_added", true, "value " .. enc(v) .. " is new: consumers that branch on the values " ..
-                        "meet one they do not know", "enum")
+                    add("enum_value_added", true, "value " .. enc(v)
+                        .. " is new: consumers that branch on the values meet one they do not know", "enum")
                 end
             end
         end
@@ -263,8 +263,9 @@ local function diff_schema(old, new, ptr, out)
                 "consumers ignore fields they do not know", "additionalProperties")
         end
     elseif not same(oa, na) then
-        add("keyword_changed", true, "additionalProperties changed from " .. (oa == nil and "none" or enc(oa)) ..
-            " to " .. (na == nil and "none" or enc(na)) .. "; not analysed, treated as breaking", "additionalProperties")
+        add("keyword_changed", true, "additionalProperties changed from " .. (oa == nil and "none" or enc(oa))
+            .. " to " .. (na == nil and "none" or enc(na)) .. "; not analysed, treated as breaking",
+            "additionalProperties")
     end
 
     -- arrays

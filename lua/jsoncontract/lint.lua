@@ -46,7 +46,7 @@ function _M.lint(contract_or_schema, provider_name)
     local report = setmetatable({}, core.array_mt)
     for _, name in ipairs(names) do
         local p = providers.get(name)
-        local dropped, mode = nil, "native"
+        local dropped, mode
         if p.native_schema then
             local _
             _, dropped, _, mode = p.native_schema(schema)
@@ -56,6 +56,7 @@ function _M.lint(contract_or_schema, provider_name)
         else
             local _
             _, dropped = p.provider_schema(schema)
+            mode = "native"
         end
         local out = setmetatable({}, core.array_mt)
         for i, d in ipairs(dropped) do

@@ -219,11 +219,11 @@ local function handle(sock)
     elseif path == "/stats" then
         send_all(sock, response(200, JSON, '{"steal":' .. steal_hits .. '}'))
     elseif path == "/slow" then
-        local n = tonumber(query:match("n=(%d+)") or "50")
-        if not send_all(sock, "HTTP/1.1 200 OK\r\nContent-Length: " .. n .. "\r\nConnection: close\r\n\r\n") then
+        local drips = tonumber(query:match("n=(%d+)") or "50")
+        if not send_all(sock, "HTTP/1.1 200 OK\r\nContent-Length: " .. drips .. "\r\nConnection: close\r\n\r\n") then
             return
         end
-        for _ = 1, n do
+        for _ = 1, drips do
             sleep(0.2)
             if not send_all(sock, "x") then return end
         end
@@ -319,8 +319,8 @@ local function handle(sock)
             stream_big(sock, true)
         elseif f == "sse" or f == "ssecut" then
             local parts = {}
-            local n = f == "sse" and #SSE_CHUNKS or #SSE_CHUNKS - 2
-            for i = 1, n do parts[#parts + 1] = "data: " .. SSE_CHUNKS[i] .. "\n\n" end
+            local events = f == "sse" and #SSE_CHUNKS or #SSE_CHUNKS - 2
+            for i = 1, events do parts[#parts + 1] = "data: " .. SSE_CHUNKS[i] .. "\n\n" end
             send_all(sock, response(200, { { "Content-Type", "text/event-stream" } }, table.concat(parts)))
         else
             send_all(sock, response(400, JSON, '{"error":"unknown fault"}'))
