@@ -4,6 +4,7 @@
 # Exit status is non-zero when anything failed or no spec ran.
 set -u
 cd "$(dirname "$0")/.."
+mkdir -p build; rm -f build/test-summary.txt
 sh tools/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 make -s all >/dev/null && make -s LUA=luajit >/dev/null && make -s asan >/dev/null \
   || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
@@ -30,5 +31,5 @@ run asan lua5.4 "build/asan/?.so" \
   LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" LSAN_OPTIONS="suppressions=tools/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
-echo "$passed passed, $failed failed, $skipped skipped"
+echo "$passed passed, $failed failed, $skipped skipped" | tee build/test-summary.txt
 exit $status
