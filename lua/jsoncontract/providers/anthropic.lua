@@ -4,9 +4,8 @@
 local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
 
-local type, ipairs, pairs, error = type, ipairs, pairs, error
+local type, ipairs, pairs = type, ipairs, pairs
 local concat = table.concat
-local format = string.format
 local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "anthropic" }
@@ -56,12 +55,7 @@ local PROFILE = {
 -- @treturn table dropped array of { schema_pointer = string, keyword = string, reason =
 --   string } for every keyword not sent as it is
 -- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then
-        error("schema must be a table, got " .. type(schema), 2)
-    end
-    return C.subset(schema, PROFILE)
-end
+_M.provider_schema = C.schema_fn(PROFILE)
 
 --- Build the HTTP request for a contract and a conversation.
 -- @tparam table contract { name = string, version = string, schema = table, prompt =
@@ -91,26 +85,35 @@ function _M.build_request(contract, messages, opts)
         schema_sent, dropped = C.subset(contract.schema, PROFILE)
         body.output_config = { format = { type = "json_schema", schema = schema_sent } }
     end
-    local headers = {
-        ["content-type"] = "application/json",
-        ["anthropic-version"] = _M.API_VERSION,
-    }
-    if o.api_key then
-        headers["x-api-key"] = o.api_key
-    end
-    return {
-        url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/messages"),
-        method = "POST",
-        headers = headers,
-        body = core.encode(body),
-        mode = o.mode,
-        schema_sent = schema_sent,
-        dropped = dropped,
-    }
+    return C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/messages"), "x-api-key",
+        body, o.mode, schema_sent, dropped, { ["anthropic-version"] = _M.API_VERSION })
 end
+
+-- The text and name of a tool_use block: streamed, the JSON text as the model wrote it (for
+-- the format gate to judge); else its `input` object, encoded.
+local function tool_input(block)
+    if C.str(block.raw_input) and block.raw_input ~= "" then
+        return block.raw_input, C.str(block.name)
+    end
+    if type(block.input) ~= "table" then return nil end
+    return core.encode(block.input), C.str(block.name)
+end
+
+local TOOLS = {
+    many = "anthropic message has %d tool_use blocks; exactly one was expected",
+    no_args = "anthropic tool_use block has no input object",
+    no_text = "anthropic message has no text content",
+    no_call = "anthropic stop_reason tool_use but the message has no tool_use block",
+}
 
 local FINISH = { end_turn = "stop", stop_sequence = "stop", max_tokens = "length",
     model_context_window_exceeded = "length", refusal = "refusal", tool_use = "tool_use" }
+
+local ENVELOPE = {
+    name = "anthropic", stream = "text/event-stream",
+    reader = function(status) return _M.stream_reader(status) end,
+    doc = function(status, h, body, doc) return _M.read_doc(status, h, body, doc) end,
+}
 
 --- Read an HTTP response of the Messages API into one normalised reply (protocol gate).
 -- Gate order: HTTP status (transport; `overloaded_error` -> overloaded); envelope JSON
@@ -134,23 +137,7 @@ local FINISH = { end_turn = "stop", stop_sequence = "stop", max_tokens = "length
 --   `refusal_category` (stop_details.category) for refusals
 -- @raise when status is not an integer, headers not a table or body not a string
 function _M.read_response(status, headers, body)
-    local h = C.check_response_args(status, headers, body)
-    if status < 200 or status > 299 then
-        return nil, C.http_error("anthropic", status, h, body)
-    end
-    if (h["content-type"] or ""):find("text/event-stream", 1, true) then
-        local acc = _M.stream_reader(status)
-        local ok, err = acc:feed(body)
-        if not ok then return nil, err end
-        return acc:finish()
-    end
-    local doc = core.decode(body)
-    if not C.is_object(doc) then
-        return nil, C.err("protocol", "invalid_envelope",
-            "anthropic response body is not a JSON object (content-type "
-            .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
-    end
-    return _M.read_doc(status, h, body, doc)
+    return C.read_envelope(ENVELOPE, status, headers, body)
 end
 
 --- The protocol gate over a decoded Messages envelope (also one rebuilt from a stream, where
@@ -171,15 +158,9 @@ function _M.read_doc(status, h, body, doc)
         return nil, C.err("protocol", "no_message", e.message, { status = status })
     end
     local usage = C.is_object(doc.usage) and doc.usage or {}
-    local reply = {
-        usage = {
-            input_tokens = (C.int(usage.input_tokens) or 0)
-                + (C.int(usage.cache_creation_input_tokens) or 0)
-                + (C.int(usage.cache_read_input_tokens) or 0),
-            output_tokens = C.int(usage.output_tokens) or 0,
-        },
-        model = C.str(doc.model), id = C.str(doc.id),
-    }
+    local reply = C.new_reply(
+        C.tokens(usage.input_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens),
+        C.tokens(usage.output_tokens), doc.model, doc.id)
     local content = doc.content
     if doc.type ~= "message" or doc.role ~= "assistant" or not C.is_array(content)
         and not (type(content) == "table" and next(content) == nil) then
@@ -214,51 +195,17 @@ function _M.read_doc(status, h, body, doc)
               reply = reply })
     end
     if raw == "max_tokens" then
-        return nil, C.err("truncated", "max_tokens",
-            "the reply was cut at the output token limit (stop_reason max_tokens)",
-            { status = status, reply = reply })
+        return nil, C.truncated(status, reply, "stop_reason max_tokens")
     end
     if raw == "model_context_window_exceeded" then
         return nil, C.err("truncated", "context_window",
             "the reply was cut at the model's context window", { status = status, reply = reply })
     end
     if not reply.finish then
-        return nil, C.err("protocol", "unknown_finish_reason",
-            "anthropic stop_reason " .. (raw and format("%q", C.snippet(raw, 40)) or "missing")
-            .. " is not one of end_turn, stop_sequence, max_tokens, refusal, tool_use",
-            { status = status, reply = reply })
+        return nil, C.unknown_finish(status, reply, "anthropic stop_reason", raw,
+            "one of end_turn, stop_sequence, max_tokens, refusal, tool_use")
     end
-    if #tools > 1 then
-        return nil, C.err("protocol", "ambiguous_content", format(
-            "anthropic message has %d tool_use blocks; exactly one was expected", #tools),
-            { status = status, reply = reply })
-    end
-    if #tools == 1 then
-        local input = tools[1].input
-        if C.str(tools[1].raw_input) and tools[1].raw_input ~= "" then
-            -- streamed: the JSON text as the model wrote it, for the format gate to judge
-            reply.text, reply.finish = tools[1].raw_input, "tool_use"
-            reply.tool_name = C.str(tools[1].name)
-            return reply
-        end
-        if type(input) ~= "table" then
-            return nil, C.err("protocol", "no_content", "anthropic tool_use block has no input object",
-                { status = status, reply = reply })
-        end
-        reply.text, reply.finish = core.encode(input), "tool_use"
-        reply.tool_name = C.str(tools[1].name)
-        return reply
-    end
-    if not reply.text or reply.text == "" then
-        return nil, C.err("protocol", "no_content", "anthropic message has no text content",
-            { status = status, reply = reply })
-    end
-    if reply.finish == "tool_use" then
-        return nil, C.err("protocol", "no_content",
-            "anthropic stop_reason tool_use but the message has no tool_use block",
-            { status = status, reply = reply })
-    end
-    return reply
+    return C.tool_or_text(status, reply, tools, tool_input, TOOLS)
 end
 
 --- A stream accumulator for a Messages stream (`stream: true`): `message_start` (id, model,
@@ -274,9 +221,7 @@ function _M.stream_reader(status)
     return streaming.new({
         provider = "anthropic", framing = "sse",
         event = function(st, name, doc)
-            if not C.is_object(doc) then
-                return C.err("protocol", "invalid_event", "anthropic stream event is not a JSON object")
-            end
+            if not C.is_object(doc) then return C.not_object_event("anthropic", "stream event") end
             local t = C.str(doc.type) or name
             st.blocks = st.blocks or {}
             st.order = st.order or {}

@@ -400,6 +400,152 @@ function C.check_request_args(contract, messages, opts, modes, provider)
     }, msgs
 end
 
+--- A `provider_schema(schema)` function for a subset profile (see `subset`): raises when
+-- `schema` is not a table, else returns the copy and the dropped list.
+function C.schema_fn(profile)
+    return function(schema)
+        if type(schema) ~= "table" then
+            error("schema must be a table, got " .. type(schema), 2)
+        end
+        return C.subset(schema, profile)
+    end
+end
+
+--- Raise (at the caller of build_request) unless the schema root has type "object", as
+-- OpenAI strict mode needs.
+function C.check_object_root(schema)
+    if schema.type ~= "object" then
+        error("mode \"native\" needs a schema whose root has type \"object\" (OpenAI strict "
+            .. "mode); use mode \"json\" or \"prompt\"", 3)
+    end
+end
+
+--- The conversation with the contract's prompt as a leading system message.
+function C.with_system(prompt, msgs)
+    local all = C.new_array()
+    all[1] = { role = "system", content = prompt }
+    for i, m in ipairs(msgs) do all[i + 1] = m end
+    return all
+end
+
+--- The request table build_request returns: a JSON POST of `body` to `url`. The key (`o.api_key`,
+-- when given) goes in header `auth`: "authorization" sends "Bearer <key>", any other name the
+-- key as it is. `extra` holds further headers.
+function C.post(o, url, auth, body, mode, schema_sent, dropped, extra)
+    local headers = { ["content-type"] = "application/json" }
+    if extra then
+        for k, v in pairs(extra) do headers[k] = v end
+    end
+    if o.api_key then
+        headers[auth] = auth == "authorization" and "Bearer " .. o.api_key or o.api_key
+    end
+    return {
+        url = url, method = "POST", headers = headers, body = core.encode(body), mode = mode,
+        schema_sent = schema_sent, dropped = dropped,
+    }
+end
+
+--- The sum of the token counts given (each a non-negative integer, or counted as 0).
+function C.tokens(a, b, c)
+    return (C.int(a) or 0) + (C.int(b) or 0) + (C.int(c) or 0)
+end
+
+--- A new reply with its usage, model and id (strings, or nil).
+function C.new_reply(input_tokens, output_tokens, model, id)
+    return {
+        usage = { input_tokens = input_tokens, output_tokens = output_tokens },
+        model = C.str(model), id = C.str(id),
+    }
+end
+
+--- The err of a gate that failed on a reply read so far.
+function C.reply_err(category, kind, message, status, reply, fields)
+    local f = { status = status, reply = reply }
+    if fields then
+        for k, v in pairs(fields) do f[k] = v end
+    end
+    return C.err(category, kind, message, f)
+end
+
+--- truncated/max_tokens; `why` names the field that said so, e.g. "finish_reason length".
+function C.truncated(status, reply, why)
+    return C.reply_err("truncated", "max_tokens", "the reply was cut at the output token limit ("
+        .. why .. ")", status, reply)
+end
+
+--- filtered/content_filter; `why` as for `truncated`.
+function C.filtered(status, reply, why)
+    return C.reply_err("filtered", "content_filter", "the reply was withheld by a content filter ("
+        .. why .. ")", status, reply)
+end
+
+--- protocol/unknown_finish_reason: "<what> <raw, quoted, or missing> is not <expected>".
+function C.unknown_finish(status, reply, what, raw, expected)
+    return C.reply_err("protocol", "unknown_finish_reason", what .. " "
+        .. (raw and format("%q", C.snippet(raw, 40)) or "missing") .. " is not " .. expected,
+        status, reply)
+end
+
+--- The last gate steps, shared by every provider: more than one tool call
+-- (protocol/ambiguous_content); one tool call (`args(call)` -> text|nil, name|nil gives the
+-- text; nil is protocol/no_content; finish becomes "tool_use"); otherwise the text already in
+-- `reply` (protocol/no_content when nil or ""), and protocol/no_content when the finish
+-- reason said tool_use without a call. `w` = { many = format with one %d for the count,
+-- no_args = message, no_text = message, no_call = message|nil }.
+function C.tool_or_text(status, reply, calls, args, w)
+    if #calls > 1 then
+        return nil, C.reply_err("protocol", "ambiguous_content", format(w.many, #calls), status, reply)
+    end
+    if #calls == 1 then
+        local text, name = args(calls[1])
+        if text == nil then
+            return nil, C.reply_err("protocol", "no_content", w.no_args, status, reply)
+        end
+        reply.text, reply.finish, reply.tool_name = text, "tool_use", name
+        return reply
+    end
+    if not reply.text or reply.text == "" then
+        return nil, C.reply_err("protocol", "no_content", w.no_text, status, reply)
+    end
+    if w.no_call and reply.finish == "tool_use" then
+        return nil, C.reply_err("protocol", "no_content", w.no_call, status, reply)
+    end
+    return reply
+end
+
+--- The shape of read_response, shared by every provider: check the arguments (raises at
+-- the caller of read_response, so call this as a tail call), a non-2xx status (transport,
+-- see `http_error`), a 2xx stream body (content-type containing `p.stream`) read through
+-- `p.reader(status)`, an envelope that is not a JSON object (protocol/invalid_envelope), then
+-- `p.doc(status, h, body, doc)`, the provider's gate. `p` = { name = string, stream = string,
+-- reader = function, doc = function, http_error = function(status, h, body)|nil }.
+function C.read_envelope(p, status, headers, body)
+    local h = C.check_response_args(status, headers, body)
+    if status < 200 or status > 299 then
+        if p.http_error then return nil, p.http_error(status, h, body) end
+        return nil, C.http_error(p.name, status, h, body)
+    end
+    if (h["content-type"] or ""):find(p.stream, 1, true) then
+        local acc = p.reader(status)
+        local ok, err = acc:feed(body)
+        if not ok then return nil, err end
+        return acc:finish()
+    end
+    local doc = core.decode(body)
+    if not C.is_object(doc) then
+        return nil, C.err("protocol", "invalid_envelope",
+            p.name .. " response body is not a JSON object (content-type "
+            .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
+    end
+    return p.doc(status, h, body, doc)
+end
+
+--- protocol/invalid_event for a stream event whose data is not a JSON object; `what` names it,
+-- e.g. "stream chunk".
+function C.not_object_event(pname, what)
+    return C.err("protocol", "invalid_event", pname .. " " .. what .. " is not a JSON object")
+end
+
 ------------------------------------------------------------------------------
 -- Schema subsets
 ------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
 
-local type, ipairs = type, ipairs
+local ipairs = ipairs
 local format = string.format
 local C = providers.common
 
@@ -57,12 +57,7 @@ local PROFILE = {
 --   caller's schema), keyword = string, reason = string } for every keyword that is not
 --   sent as it is (dropped, weakened or changed)
 -- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then
-        error("schema must be a table, got " .. type(schema), 2)
-    end
-    return C.subset(schema, PROFILE)
-end
+_M.provider_schema = C.schema_fn(PROFILE)
 
 --- A contract name as OpenAI accepts it in `json_schema.name`: characters outside
 -- [a-zA-Z0-9_-] become "_", at most 64 characters.
@@ -133,12 +128,9 @@ end
 --   { model = "gpt-4o-mini", api_key = key })
 function _M.build_request(contract, messages, opts)
     local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
-    local all = C.new_array()
-    all[1] = { role = "system", content = contract.prompt }
-    for i, m in ipairs(msgs) do all[i + 1] = m end
     local body = {
         model = o.model,
-        messages = all,
+        messages = C.with_system(contract.prompt, msgs),
         max_completion_tokens = o.max_tokens,
         temperature = o.temperature,
     }
@@ -148,10 +140,7 @@ function _M.build_request(contract, messages, opts)
     local schema_sent, dropped, strict
     local mode = o.mode
     if o.mode == "native" then
-        if contract.schema.type ~= "object" then
-            error("mode \"native\" needs a schema whose root has type \"object\" (OpenAI strict "
-                .. "mode); use mode \"json\" or \"prompt\"", 2)
-        end
+        C.check_object_root(contract.schema)
         schema_sent, dropped, strict, mode = _M.native_schema(contract.schema)
         body.response_format = {
             type = "json_schema",
@@ -160,19 +149,16 @@ function _M.build_request(contract, messages, opts)
     elseif o.mode == "json" then
         body.response_format = { type = "json_object" }
     end
-    local headers = { ["content-type"] = "application/json" }
-    if o.api_key then
-        headers.authorization = "Bearer " .. o.api_key
-    end
-    return {
-        url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
-        method = "POST",
-        headers = headers,
-        body = core.encode(body),
-        mode = mode,
-        schema_sent = schema_sent,
-        dropped = dropped,
-    }
+    return C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
+        "authorization", body, mode, schema_sent, dropped)
+end
+
+-- The text and name of a Chat Completions tool call (its `function.arguments` string).
+local function tool_args(call)
+    local fn = C.is_object(call) and call["function"] or nil
+    local args = C.is_object(fn) and C.str(fn.arguments) or nil
+    if not args or args == "" then return nil end
+    return args, C.str(fn.name)
 end
 
 local FINISH = { stop = "stop", length = "length", content_filter = "content_filter",
@@ -207,23 +193,11 @@ end
 -- it). A 2xx body whose content-type is text/event-stream is read as a stream (see
 -- `stream_reader`).
 function _M.read_chat(pname, status, headers, body)
-    local h = C.check_response_args(status, headers, body)
-    if status < 200 or status > 299 then
-        return nil, C.http_error(pname, status, h, body)
-    end
-    if (h["content-type"] or ""):find("text/event-stream", 1, true) then
-        local acc = _M.chat_stream_reader(pname, status)
-        local ok, err = acc:feed(body)
-        if not ok then return nil, err end
-        return acc:finish()
-    end
-    local doc = core.decode(body)
-    if not C.is_object(doc) then
-        return nil, C.err("protocol", "invalid_envelope",
-            pname .. " response body is not a JSON object (content-type "
-            .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
-    end
-    return _M.read_doc(pname, status, h, body, doc)
+    return C.read_envelope({
+        name = pname, stream = "text/event-stream",
+        reader = function(st) return _M.chat_stream_reader(pname, st) end,
+        doc = function(st, h, b, doc) return _M.read_doc(pname, st, h, b, doc) end,
+    }, status, headers, body)
 end
 
 --- The protocol gate over a decoded Chat Completions envelope (also a rebuilt stream).
@@ -235,13 +209,8 @@ function _M.read_doc(pname, status, h, body, doc)
         return nil, C.err("protocol", "no_message", e.message, { status = status })
     end
     local usage = C.is_object(doc.usage) and doc.usage or {}
-    local reply = {
-        usage = {
-            input_tokens = C.int(usage.prompt_tokens) or 0,
-            output_tokens = C.int(usage.completion_tokens) or 0,
-        },
-        model = C.str(doc.model), id = C.str(doc.id),
-    }
+    local reply = C.new_reply(C.tokens(usage.prompt_tokens), C.tokens(usage.completion_tokens),
+        doc.model, doc.id)
     local choices = doc.choices
     if not C.is_array(choices) or #choices == 0 then
         return nil, C.err("protocol", "no_message", pname .. " response has no choices",
@@ -270,50 +239,23 @@ function _M.read_doc(pname, status, h, body, doc)
             { status = status, refusal = refusal, reply = reply })
     end
     if raw == "length" then
-        return nil, C.err("truncated", "max_tokens",
-            "the reply was cut at the output token limit (finish_reason length)",
-            { status = status, reply = reply })
+        return nil, C.truncated(status, reply, "finish_reason length")
     end
     if raw == "content_filter" then
-        return nil, C.err("filtered", "content_filter",
-            "the reply was withheld by a content filter (finish_reason content_filter)",
-            { status = status, reply = reply })
+        return nil, C.filtered(status, reply, "finish_reason content_filter")
     end
     if not reply.finish then
-        return nil, C.err("protocol", "unknown_finish_reason",
-            pname .. " finish_reason " .. (raw and format("%q", C.snippet(raw, 40)) or "missing")
-            .. " is not one of stop, length, content_filter, tool_calls",
-            { status = status, reply = reply })
+        return nil, C.unknown_finish(status, reply, pname .. " finish_reason", raw,
+            "one of stop, length, content_filter, tool_calls")
     end
-
     local calls = message.tool_calls
-    if C.is_array(calls) and #calls > 0 then
-        if #calls > 1 then
-            return nil, C.err("protocol", "ambiguous_content", format(
-                "%s message has %d tool calls; exactly one was expected", pname, #calls),
-                { status = status, reply = reply })
-        end
-        local fn = C.is_object(calls[1]) and calls[1]["function"] or nil
-        local args = C.is_object(fn) and C.str(fn.arguments) or nil
-        if not args or args == "" then
-            return nil, C.err("protocol", "no_content", pname .. " tool call has no arguments",
-                { status = status, reply = reply })
-        end
-        reply.text, reply.finish = args, "tool_use"
-        reply.tool_name = C.str(fn.name)
-        return reply
-    end
-    if not reply.text or reply.text == "" then
-        return nil, C.err("protocol", "no_content", pname .. " message has no text content",
-            { status = status, reply = reply })
-    end
-    if reply.finish == "tool_use" then
+    return C.tool_or_text(status, reply, C.is_array(calls) and calls or {}, tool_args, {
+        many = pname .. " message has %d tool calls; exactly one was expected",
+        no_args = pname .. " tool call has no arguments",
+        no_text = pname .. " message has no text content",
         -- finish_reason tool_calls without a tool call: the text is whatever else came
-        return nil, C.err("protocol", "no_content",
-            pname .. " finish_reason tool_calls but the message has no tool call",
-            { status = status, reply = reply })
-    end
-    return reply
+        no_call = pname .. " finish_reason tool_calls but the message has no tool call",
+    })
 end
 
 --- A stream accumulator for a Chat Completions stream (`stream: true`): SSE `data:` chunks
@@ -335,9 +277,7 @@ function _M.chat_stream_reader(pname, status)
                 st.done = true
                 return nil
             end
-            if not C.is_object(doc) then
-                return C.err("protocol", "invalid_event", pname .. " stream chunk is not a JSON object")
-            end
+            if not C.is_object(doc) then return C.not_object_event(pname, "stream chunk") end
             if doc.error ~= nil and doc.choices == nil then
                 return C.error_object(pname, doc.error, status)
             end
