@@ -95,14 +95,14 @@ describe("jsoncontract.standin.model", function()
             assert.is_true(model.tokens(a.text) <= 5)
         end)
 
-        it("answers another schema with a minimal valid instance", function()
+        it("answers another schema with a plausible instance of it", function()
             local a = model.answer({
                 messages = { { role = "user", content = "Extract: 2 Green Tea" } },
                 schema = { type = "object", required = { "name", "qty", "tags", "kind" },
                     properties = { name = { type = "string" }, qty = { type = "integer", minimum = 1 },
                         tags = { type = "array" }, kind = { enum = { "a", "b" } } } },
             })
-            assert.equal('{"name":"","qty":1,"tags":[],"kind":"a"}', a.text)
+            assert.same({ "json", '{"name":"example name","qty":1,"tags":[],"kind":"a"}' }, { a.kind, a.text })
         end)
     end)
 
@@ -189,6 +189,317 @@ describe("jsoncontract.standin.model", function()
             end
             assert.is_true(retried > 20)
             assert.is_true(fixed > retried / 2 and fixed < retried)
+        end)
+    end)
+end)
+
+describe("jsoncontract.standin.model, the other example contracts", function()
+    local jc = require "jsoncontract"
+    local core = require "jsoncontract.core"
+    local EX = {
+        ticket_priority = dofile("examples/ticket_priority.lua"),
+        leave_request = dofile("examples/leave_request.lua"),
+        blog_category = dofile("examples/blog_category.lua"),
+    }
+    local NAMES = { "ticket_priority", "leave_request", "blog_category" }
+    local FENCE = { "unwrap-one-json-fence" }
+
+    local function ask(name, text, seed, ...)
+        local messages = { { role = "user", content = text } }
+        for _, prev in ipairs({ ... }) do
+            messages[#messages + 1] = { role = "assistant", content = prev }
+            messages[#messages + 1] = { role = "user", content = "the answer does not match the schema; "
+                .. "return only JSON by the schema" }
+        end
+        return model.answer({ system = EX[name].contract:prompt(), messages = messages, schema = EX[name].schema },
+            { seed = seed or 1 })
+    end
+
+    -- Synthetic inputs, ~300 per contract, all different.
+    local CORPUS = { ticket_priority = {}, leave_request = {}, blog_category = {} }
+    do
+        local topics = { "Arvel on vale summa", "Pakk ei jõudnud kohale", "Ma ei saa kontole sisse logida",
+            "Rakendus ei tööta", "Küsimus teie lahtiolekuaegade kohta" }
+        local urg = { ".", ", palun kiiresti!", ", vaja kohe parandada.", ". Pole kiire." }
+        for i = 1, 15 do
+            for _, t in ipairs(topics) do
+                for _, u in ipairs(urg) do
+                    local l = CORPUS.ticket_priority
+                    l[#l + 1] = t .. u .. " Pilet nr " .. i .. "."
+                end
+            end
+        end
+        local months = { "Januar", "März", "Juni", "August", "Oktober", "Dezember" }
+        local en = { "January", "March", "June", "August", "October", "December" }
+        local l = CORPUS.leave_request
+        for i = 1, 50 do
+            local m = (i % 6) + 1
+            local d1, d2 = (i % 20) + 1, (i % 20) + 3
+            l[#l + 1] = ("Ich möchte vom %d. bis %d. %s 2027 Urlaub nehmen."):format(d1, d2, months[m])
+            l[#l + 1] = ("Please book leave from %d %s 2027 to %d %s 2027."):format(d1, en[m], d2, en[m])
+            l[#l + 1] = ("Urlaub %d.%d.2027 bis %d.%d.2027"):format(d1, m * 2, d2, m * 2)
+            l[#l + 1] = ("Urlaub ab dem %d. %s 2027, bitte."):format(d1, months[m])
+            l[#l + 1] = ("Ich brauche am Freitag frei, Team %d."):format(i)
+            l[#l + 1] = ("Was gibt es heute in der Kantine, Raum %d?"):format(i)
+        end
+        local posts = { "Scaling laws for transformer language models, part %d",
+            "A humanoid robot learns to fold laundry, video %d", "Building a RAG chatbot with an API, lesson %d",
+            "蛋炒飯的做法 %d", "如何用大模型API搭建多輪對話客服系統 第%d篇", "Fine-tuning Llama for code review, week %d" }
+        for i = 1, 50 do
+            for _, p in ipairs(posts) do
+                CORPUS.blog_category[#CORPUS.blog_category + 1] = p:format(i)
+            end
+        end
+    end
+
+    describe("contract_of()", function()
+        it("knows each contract by its schema's property names, or by the system prompt without one", function()
+            for _, name in ipairs(NAMES) do
+                assert.equal(name, model.contract_of(EX[name].schema))
+                assert.equal(name, model.contract_of(nil, EX[name].contract:prompt()))
+            end
+            assert.is_nil(model.contract_of({ type = "object", properties = { status = {}, tags = {} } }))
+            assert.is_nil(model.contract_of(nil, "Return JSON."))
+        end)
+    end)
+
+    describe("ticket_priority", function()
+        local cases = {
+            { "Arvel on vale summa, palun kontrollige kiiresti!", "Arve", "kõrge" },
+            { "Pakk ei jõudnud kohale.", "Tarne", "madal" },
+            { "Ma ei saa kontole sisse logida, vaja kohe!", "Konto", "kõrge" },
+            { "Rakendus ei tööta pärast uuendust.", "Tehniline", "madal" },
+            { "Tere, mul on üks küsimus.", "Muu", "madal" },
+        }
+        for _, c in ipairs(cases) do
+            it("reads " .. c[1], function()
+                local v = model.extract_priority(c[1])
+                assert.same({ c[2], c[3] }, { v.teema, v.prioriteet })
+                assert.truthy(v.kokkuvote:find("%S"))
+            end)
+        end
+    end)
+
+    describe("leave_request", function()
+        local cases = {
+            { "Ich möchte vom 12. bis 14. Juni 2027 Urlaub nehmen.", "complete", "2027-06-12", "2027-06-14" },
+            { "Please book leave from 12 June 2027 to 14 June 2027.", "complete", "2027-06-12", "2027-06-14" },
+            { "Leave 2027-06-12 to 2027-06-14, thanks", "complete", "2027-06-12", "2027-06-14" },
+            { "Urlaub 12.6.2027 bis 14.6.2027", "complete", "2027-06-12", "2027-06-14" },
+            { "I need time off from June 3, 2027 until June 5, 2027", "complete", "2027-06-03", "2027-06-05" },
+            { "Ich brauche am Freitag frei.", "needs_clarification", nil, nil, "Welchen Freitag meinen Sie (mit Datum)?" },
+            { "Urlaub ab dem 12. Juni 2027, bitte.", "needs_clarification", "2027-06-12", nil,
+                "Bis zu welchem Tag möchten Sie Urlaub?" },
+            { "Urlaub vom 12. bis zum 10. Juni 2027.", "needs_clarification" },
+            { "Urlaub vom 30. Juni bis 31. Juni 2027", "needs_clarification" },
+            { "Urlaub im Sommer, bitte.", "needs_clarification" },
+            { "Was gibt es heute in der Kantine?", "not_a_request" },
+        }
+        for _, c in ipairs(cases) do
+            it("reads " .. c[1], function()
+                local v = model.extract_leave(c[1])
+                assert.same({ c[2], c[3], c[4] }, { v.status, v.start_date, v.end_date })
+                if c[5] then assert.equal(c[5], v.question) end
+                assert.equal(c[2] == "needs_clarification", v.question ~= nil)
+            end)
+        end
+
+        it("never invents a date: without a year in the text both dates are null", function()
+            for _, text in ipairs(CORPUS.leave_request) do
+                local a = ask("leave_request", text, 3)
+                if a.kind == "json" and not text:find("%d%d%d%d") then
+                    local v = core.decode(a.text)
+                    assert.same({ jc.null, jc.null }, { v.start_date, v.end_date }, text)
+                end
+            end
+        end)
+    end)
+
+    describe("blog_category", function()
+        local cases = {
+            { "如何用大模型API搭建多輪對話客服系統", "ai-apps" },
+            { "Scaling laws for transformer language models, revisited", "llm" },
+            { "A humanoid robot learns to fold laundry from video", "embodied-ai" },
+            { "蛋炒飯的做法", "needs-review" },
+            { "RAG pipelines in practice", "ai-apps" },
+        }
+        for _, c in ipairs(cases) do
+            it("reads " .. c[1], function()
+                local v = model.extract_blog(c[1])
+                assert.equal(c[2], v.category)
+                assert.is_true(#v.tags >= 1 and #v.tags <= 3)
+                local seen = {}
+                for _, t in ipairs(v.tags) do
+                    assert.is_nil(seen[t])
+                    seen[t] = true
+                    local _, points = t:gsub("[^\128-\191]", "")
+                    assert.is_true(points >= 1 and points <= 20, t)
+                    assert.is_nil(t:find("^%s") or t:find("%s$"))
+                end
+            end)
+        end
+    end)
+
+    for _, name in ipairs(NAMES) do
+        describe(name .. " over ~300 inputs", function()
+            local function run(seed)
+                local kinds, answers = {}, {}
+                for i, text in ipairs(CORPUS[name]) do
+                    local a = ask(name, text, seed)
+                    local k = a.fault or "clean"
+                    kinds[k] = (kinds[k] or 0) + 1
+                    answers[i] = a
+                end
+                return kinds, answers
+            end
+
+            it("gives clean answers that pass the example's real contract (format, schema, rules)", function()
+                local _, answers = run(1)
+                local clean = 0
+                for i, a in ipairs(answers) do
+                    if a.kind == "json" then
+                        local v, err = EX[name].contract:check(a.text, { adapters = {} })
+                        assert.is_table(v, CORPUS[name][i] .. " -> " .. a.text .. ": " .. tostring(err))
+                        clean = clean + 1
+                    end
+                end
+                assert.is_true(clean > #answers / 2)
+            end)
+
+            it("gives every fault at least once, each failing the gate it should", function()
+                local kinds, answers = run(1)
+                for _, f in ipairs(model.CONTRACT_FAULTS[name]) do
+                    assert.is_true((kinds[f] or 0) >= 1, "fault never seen: " .. f)
+                end
+                for _, a in ipairs(answers) do
+                    if a.kind == "invalid" then
+                        local v, err = EX[name].contract:check(a.text, { adapters = {} })
+                        assert.is_nil(v, a.text)
+                        assert.equal("schema", err.category, a.text)
+                    elseif a.kind == "fenced" then
+                        assert.is_nil((EX[name].contract:check(a.text, { adapters = {} })))
+                        local v = EX[name].contract:check(a.text, { adapters = FENCE })
+                        assert.equal(a.text:sub(1, 3) == "```", v ~= nil, a.text)
+                    elseif a.kind == "prose" or a.kind == "truncated" then
+                        local v, err = EX[name].contract:check(a.text, { adapters = {} })
+                        assert.is_nil(v, a.text)
+                        assert.equal("format", err.category)
+                    elseif a.kind == "refusal" then
+                        assert.is_nil(a.text)
+                    end
+                end
+            end)
+
+            it("is deterministic for a seed and differs between seeds", function()
+                local _, a = run(1)
+                local _, b = run(1)
+                local _, c = run(2)
+                local differ = 0
+                for i = 1, #a do
+                    assert.same({ a[i].kind, a[i].fault, a[i].text }, { b[i].kind, b[i].fault, b[i].text })
+                    if a[i].text ~= c[i].text then differ = differ + 1 end
+                end
+                assert.is_true(differ > 0)
+            end)
+
+            it("mostly fixes its answer after feedback", function()
+                local retried, fixed = 0, 0
+                for _, text in ipairs(CORPUS[name]) do
+                    local a1 = ask(name, text, 1)
+                    if a1.kind == "invalid" or a1.kind == "fenced" or a1.kind == "prose" then
+                        retried = retried + 1
+                        local a2 = ask(name, text, 1, a1.text)
+                        assert.equal(2, a2.attempt)
+                        if a2.kind == "json" then fixed = fixed + 1 end
+                    end
+                end
+                assert.is_true(retried > 20, "retried " .. retried)
+                assert.is_true(fixed > retried / 2 and fixed < retried, fixed .. "/" .. retried)
+            end)
+        end)
+    end
+
+    it("refuses on [[refuse]] and cuts the object on [[truncate]] for these contracts too", function()
+        for _, name in ipairs(NAMES) do
+            assert.equal("refusal", ask(name, "[[refuse]] Urlaub am 1. Juni 2027").kind)
+            local t = ask(name, "[[truncate]] Urlaub vom 1. bis 3. Juni 2027")
+            assert.equal("truncated", t.kind)
+            assert.equal("{", t.text:sub(1, 1))
+            assert.is_nil((core.decode(t.text)))
+        end
+    end)
+
+    describe("instance_json() for any other schema", function()
+        local cases = {
+            { "a date", { type = "string", format = "date" }, '"2027-06-12"' },
+            { "four digits", { type = "string", pattern = "^[0-9]{4}$" }, '"0000"' },
+            { "4-6 digits", { type = "string", pattern = "^[0-9]{4,6}$" }, '"0000"' },
+            { "\\S with a minLength", { type = "string", pattern = "\\S", minLength = 3 }, '"xxx"' },
+            { "an email, a uuid, a date-time", { type = "object", required = { "e", "u", "t" }, properties = {
+                e = { type = "string", format = "email" }, u = { type = "string", format = "uuid" },
+                t = { type = "string", format = "date-time" } } } },
+            { "unique strings", { type = "array", minItems = 3, uniqueItems = true, items = { type = "string",
+                maxLength = 12, pattern = "^[a-z]+(-[a-z0-9]+)*$" } } },
+            { "unique enum items", { type = "array", minItems = 2, maxItems = 2, uniqueItems = true,
+                items = { enum = { "x", "y", "z" } } } },
+            { "bounded numbers", { type = "object", required = { "i", "n" }, properties = {
+                i = { type = "integer", exclusiveMinimum = 5, multipleOf = 3 },
+                n = { type = "number", maximum = -2.5 } } }, '{"i":6,"n":-2.5}' },
+            { "a $ref and an anyOf of required sets", { ["$defs"] = { code = { type = "string",
+                pattern = "^[A-Z]{2}[0-9]{3}$" } }, type = "object", properties = { a = { ["$ref"] = "#/$defs/code" },
+                b = { type = "boolean" } }, anyOf = { { required = { "a" } }, { required = { "b" } } } },
+                '{"a":"AA000"}' },
+            { "const, null and a nullable type", { type = "object", required = { "c", "z", "y" },
+                properties = { c = { const = "v1" }, z = { type = "null" }, y = { type = { "null", "integer" } } } },
+                '{"c":"v1","z":null,"y":1}' },
+            { "a non-BMP character class", { type = "string", pattern = "^[🐲]+$" }, '"🐲"' },
+        }
+        for _, c in ipairs(cases) do
+            it("satisfies " .. c[1], function()
+                local text = model.instance_json(c[2])
+                if c[3] then assert.equal(c[3], text) end
+                local v = core.decode(text)
+                local ok, err = core.compile(c[2], { format_assertion = true }):validate(v)
+                assert.is_true(ok, text .. ": " .. tostring(err))
+            end)
+        end
+
+        it("gives each jsonschemabench schema a valid instance", function()
+            local root = SHARED .. "/corpora/jsonschemabench"
+            local p = io.popen("find '" .. root .. "' -name original.json 2>/dev/null | sort")
+            local n = 0
+            for file in p:lines() do
+                local f = assert(io.open(file, "rb"))
+                local schema = core.decode(f:read("*a")).schema
+                f:close()
+                local text = model.instance_json(schema)
+                local ok, err = core.compile(schema, { format_assertion = true }):validate(core.decode(text))
+                assert.is_true(ok, file .. ": " .. text:sub(1, 200) .. ": " .. tostring(err))
+                n = n + 1
+            end
+            p:close()
+            if n == 0 then return pending("jsonschemabench not found at " .. root) end
+            assert.equal(119, n)
+        end)
+
+        it("answers every JSON-Schema-Test-Suite schema with JSON and never raises", function()
+            local root = SHARED .. "/corpora/JSON-Schema-Test-Suite/tests/draft2020-12"
+            local p = io.popen("find '" .. root .. "' -name '*.json' 2>/dev/null | sort")
+            local n = 0
+            for file in p:lines() do
+                local f = assert(io.open(file, "rb"))
+                for _, group in ipairs(core.decode(f:read("*a"))) do
+                    local a = model.answer({ messages = { { role = "user", content = "x" } },
+                        schema = type(group.schema) == "table" and group.schema or {} })
+                    assert.equal("json", a.kind)
+                    assert.is_not_nil(core.decode(a.text), file)
+                    n = n + 1
+                end
+                f:close()
+            end
+            p:close()
+            if n == 0 then return pending("JSON-Schema-Test-Suite not found at " .. root) end
+            assert.is_true(n > 400)
         end)
     end)
 end)
