@@ -40,12 +40,7 @@ local PROFILE = { name = "Gemini responseJsonSchema", keep = _M.KEYWORDS, format
 -- @treturn table schema_sent
 -- @treturn table dropped array of { schema_pointer, keyword, reason }
 -- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then
-        error("schema must be a table, got " .. type(schema), 2)
-    end
-    return C.subset(schema, PROFILE)
-end
+_M.provider_schema = C.schema_fn(PROFILE)
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt (sent as `systemInstruction`) }
@@ -78,15 +73,10 @@ function _M.build_request(contract, messages, opts)
     end
     local body = { systemInstruction = { parts = { { text = contract.prompt } } },
         contents = contents, generationConfig = gen }
-    local headers = { ["content-type"] = "application/json" }
-    if o.api_key then headers["x-goog-api-key"] = o.api_key end
     local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
     local path = o.stream and (":streamGenerateContent?alt=sse") or ":generateContent"
-    return {
-        url = base .. "/v1beta/models/" .. model .. path,
-        method = "POST", headers = headers, body = core.encode(body), mode = o.mode,
-        schema_sent = schema_sent, dropped = dropped,
-    }
+    return C.post(o, base .. "/v1beta/models/" .. model .. path, "x-goog-api-key", body, o.mode,
+        schema_sent, dropped)
 end
 
 -- google.rpc status names, by what they mean here.
@@ -125,6 +115,18 @@ local function gemini_error(status, h, perr, body)
     return e
 end
 
+-- The text and name of a functionCall part: its `args` object, encoded.
+local function function_args(call)
+    if type(call.args) ~= "table" then return nil end
+    return core.encode(call.args), C.str(call.name)
+end
+
+local TOOLS = {
+    many = "gemini candidate has %d functionCall parts; exactly one was expected",
+    no_args = "gemini functionCall has no args object",
+    no_text = "gemini candidate has no text",
+}
+
 local FILTER = { SAFETY = true, BLOCKLIST = true, PROHIBITED_CONTENT = true, SPII = true,
     IMAGE_SAFETY = true, IMAGE_PROHIBITED_CONTENT = true }
 
@@ -139,11 +141,8 @@ local FILTER = { SAFETY = true, BLOCKLIST = true, PROHIBITED_CONTENT = true, SPI
 -- billed as output).
 function _M.read_doc(status, doc)
     local usage = C.is_object(doc.usageMetadata) and doc.usageMetadata or {}
-    local reply = {
-        usage = { input_tokens = C.int(usage.promptTokenCount) or 0,
-            output_tokens = (C.int(usage.candidatesTokenCount) or 0) + (C.int(usage.thoughtsTokenCount) or 0) },
-        model = C.str(doc.modelVersion), id = C.str(doc.responseId),
-    }
+    local reply = C.new_reply(C.tokens(usage.promptTokenCount),
+        C.tokens(usage.candidatesTokenCount, usage.thoughtsTokenCount), doc.modelVersion, doc.responseId)
     local fb = C.is_object(doc.promptFeedback) and doc.promptFeedback or {}
     if C.str(fb.blockReason) then
         reply.finish_reason = fb.blockReason
@@ -176,9 +175,7 @@ function _M.read_doc(status, doc)
     end
     if #texts > 0 then reply.text = concat(texts) end
     if raw == "MAX_TOKENS" then
-        return nil, C.err("truncated", "max_tokens",
-            "the reply was cut at the output token limit (finishReason MAX_TOKENS)",
-            { status = status, reply = reply })
+        return nil, C.truncated(status, reply, "finishReason MAX_TOKENS")
     end
     if raw == "RECITATION" then
         return nil, C.err("filtered", "recitation",
@@ -186,36 +183,30 @@ function _M.read_doc(status, doc)
             { status = status, reply = reply })
     end
     if FILTER[raw or ""] then
-        return nil, C.err("filtered", "content_filter",
-            "the reply was withheld by a content filter (finishReason " .. raw .. ")",
-            { status = status, reply = reply })
+        return nil, C.filtered(status, reply, "finishReason " .. raw)
     end
     if raw ~= "STOP" then
-        return nil, C.err("protocol", "unknown_finish_reason", "gemini finishReason "
-            .. (raw and format("%q", C.snippet(raw, 40)) or "missing") .. " is not STOP",
-            { status = status, reply = reply })
+        return nil, C.unknown_finish(status, reply, "gemini finishReason", raw, "STOP")
     end
     reply.finish = "stop"
-    if #calls > 1 then
-        return nil, C.err("protocol", "ambiguous_content", format(
-            "gemini candidate has %d functionCall parts; exactly one was expected", #calls),
-            { status = status, reply = reply })
-    end
-    if #calls == 1 then
-        local args = calls[1].args
-        if type(args) ~= "table" then
-            return nil, C.err("protocol", "no_content", "gemini functionCall has no args object",
-                { status = status, reply = reply })
-        end
-        reply.text, reply.finish, reply.tool_name = core.encode(args), "tool_use", C.str(calls[1].name)
-        return reply
-    end
-    if not reply.text or reply.text == "" then
-        return nil, C.err("protocol", "no_content", "gemini candidate has no text",
-            { status = status, reply = reply })
-    end
-    return reply
+    return C.tool_or_text(status, reply, calls, function_args, TOOLS)
 end
+
+local ENVELOPE = {
+    name = _M.name, stream = "text/event-stream",
+    reader = function(status) return _M.stream_reader(status) end,
+    http_error = function(status, h, body)
+        local doc = core.decode(body)
+        local perr = C.is_object(doc) and C.is_object(doc.error) and doc.error or {}
+        return gemini_error(status, h, perr, body)
+    end,
+    doc = function(status, h, _, doc)
+        if C.is_object(doc.error) then
+            return nil, gemini_error(status, h, doc.error, nil)
+        end
+        return _M.read_doc(status, doc)
+    end,
+}
 
 --- Read an HTTP response of generateContent into one normalised reply (protocol gate).
 -- Errors: HTTP status first (429 RESOURCE_EXHAUSTED -> transport/rate_limited with
@@ -231,28 +222,7 @@ end
 -- @treturn[2] table err
 -- @raise on misuse
 function _M.read_response(status, headers, body)
-    local h = C.check_response_args(status, headers, body)
-    if status < 200 or status > 299 then
-        local doc = core.decode(body)
-        local perr = C.is_object(doc) and C.is_object(doc.error) and doc.error or {}
-        return nil, gemini_error(status, h, perr, body)
-    end
-    if (h["content-type"] or ""):find("text/event-stream", 1, true) then
-        local acc = _M.stream_reader(status)
-        local ok, err = acc:feed(body)
-        if not ok then return nil, err end
-        return acc:finish()
-    end
-    local doc = core.decode(body)
-    if not C.is_object(doc) then
-        return nil, C.err("protocol", "invalid_envelope",
-            "gemini response body is not a JSON object (content-type "
-            .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
-    end
-    if C.is_object(doc.error) then
-        return nil, gemini_error(status, h, doc.error, nil)
-    end
-    return _M.read_doc(status, doc)
+    return C.read_envelope(ENVELOPE, status, headers, body)
 end
 
 --- A stream accumulator for `streamGenerateContent?alt=sse` (CRLF-framed SSE, one
@@ -270,9 +240,7 @@ function _M.stream_reader(status)
             return C.is_object(doc) and doc.candidates == nil and doc.error == nil
         end,
         event = function(st, _, doc)
-            if not C.is_object(doc) then
-                return C.err("protocol", "invalid_event", "gemini stream event is not a JSON object")
-            end
+            if not C.is_object(doc) then return C.not_object_event(_M.name, "stream event") end
             if C.is_object(doc.error) then
                 return gemini_error(status, {}, doc.error, nil)
             end

@@ -6,7 +6,6 @@ local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
 local openai = require "jsoncontract.providers.openai"
 
-local type, ipairs, error = type, ipairs, error
 local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "llamacpp" }
@@ -26,12 +25,7 @@ local PROFILE = {
 -- @treturn table schema_sent
 -- @treturn table dropped array of { schema_pointer, keyword, reason }
 -- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then
-        error("schema must be a table, got " .. type(schema), 2)
-    end
-    return C.subset(schema, PROFILE)
-end
+_M.provider_schema = C.schema_fn(PROFILE)
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt }
@@ -45,10 +39,7 @@ end
 -- @raise on misuse
 function _M.build_request(contract, messages, opts)
     local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
-    local all = C.new_array()
-    all[1] = { role = "system", content = contract.prompt }
-    for i, m in ipairs(msgs) do all[i + 1] = m end
-    local body = { model = o.model, messages = all, max_tokens = o.max_tokens,
+    local body = { model = o.model, messages = C.with_system(contract.prompt, msgs), max_tokens = o.max_tokens,
         temperature = o.temperature }
     if o.stream then body.stream = true end
     local schema_sent, dropped
@@ -59,13 +50,8 @@ function _M.build_request(contract, messages, opts)
     elseif o.mode == "json" then
         body.response_format = { type = "json_object" }
     end
-    local headers = { ["content-type"] = "application/json" }
-    if o.api_key then headers.authorization = "Bearer " .. o.api_key end
-    return {
-        url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
-        method = "POST", headers = headers, body = core.encode(body), mode = o.mode,
-        schema_sent = schema_sent, dropped = dropped,
-    }
+    return C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
+        "authorization", body, o.mode, schema_sent, dropped)
 end
 
 --- Read the response (same gate as OpenAI Chat Completions; messages name llamacpp).

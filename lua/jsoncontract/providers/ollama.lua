@@ -4,9 +4,8 @@
 local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
 
-local type, ipairs, error = type, ipairs, error
+local type, ipairs = type, ipairs
 local concat = table.concat
-local format = string.format
 local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "ollama" }
@@ -26,12 +25,7 @@ local PROFILE = {
 -- @treturn table schema_sent
 -- @treturn table dropped array of { schema_pointer, keyword, reason }
 -- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then
-        error("schema must be a table, got " .. type(schema), 2)
-    end
-    return C.subset(schema, PROFILE)
-end
+_M.provider_schema = C.schema_fn(PROFILE)
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt (sent as the system message) }
@@ -44,11 +38,8 @@ end
 -- @raise on misuse
 function _M.build_request(contract, messages, opts)
     local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
-    local all = C.new_array()
-    all[1] = { role = "system", content = contract.prompt }
-    for i, m in ipairs(msgs) do all[i + 1] = m end
-    local body = { model = o.model, messages = all, stream = o.stream and true or false,
-        options = { num_predict = o.max_tokens, temperature = o.temperature } }
+    local body = { model = o.model, messages = C.with_system(contract.prompt, msgs),
+        stream = o.stream and true or false, options = { num_predict = o.max_tokens, temperature = o.temperature } }
     local schema_sent, dropped
     if o.mode == "native" then
         schema_sent, dropped = C.subset(contract.schema, PROFILE)
@@ -56,14 +47,25 @@ function _M.build_request(contract, messages, opts)
     elseif o.mode == "json" then
         body.format = "json"
     end
-    local headers = { ["content-type"] = "application/json" }
-    if o.api_key then headers.authorization = "Bearer " .. o.api_key end
     local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
-    return {
-        url = base .. "/api/chat", method = "POST", headers = headers, body = core.encode(body),
-        mode = o.mode, schema_sent = schema_sent, dropped = dropped,
-    }
+    return C.post(o, base .. "/api/chat", "authorization", body, o.mode, schema_sent, dropped)
 end
+
+-- The text and name of an Ollama tool call: `function.arguments`, a string as it is or an
+-- object encoded.
+local function tool_args(call)
+    local fn = C.is_object(call) and call["function"] or nil
+    local args = C.is_object(fn) and fn.arguments or nil
+    if type(args) == "string" then return args, C.str(fn.name) end
+    if type(args) == "table" then return core.encode(args), C.str(fn.name) end
+    return nil
+end
+
+local TOOLS = {
+    many = "ollama message has %d tool calls; exactly one was expected",
+    no_args = "ollama tool call has no arguments",
+    no_text = "ollama reply has no text content",
+}
 
 --- The protocol gate over a decoded /api/chat (or /api/generate) reply.
 -- Order: `error` (transport, see providers.common.error_object); `done` not true
@@ -76,10 +78,7 @@ function _M.read_doc(status, doc)
     if doc.error ~= nil then
         return nil, C.error_object(_M.name, doc.error, status)
     end
-    local reply = {
-        usage = { input_tokens = C.int(doc.prompt_eval_count) or 0, output_tokens = C.int(doc.eval_count) or 0 },
-        model = C.str(doc.model), id = nil,
-    }
+    local reply = C.new_reply(C.tokens(doc.prompt_eval_count), C.tokens(doc.eval_count), doc.model, nil)
     local msg = C.is_object(doc.message) and doc.message or nil
     reply.text = msg and C.str(msg.content) or C.str(doc.response)
     if doc.done ~= true then
@@ -89,40 +88,21 @@ function _M.read_doc(status, doc)
     local raw = C.str(doc.done_reason)
     reply.finish_reason = raw
     if raw == "length" then
-        return nil, C.err("truncated", "max_tokens",
-            "the reply was cut at the output token limit (done_reason length)", { status = status, reply = reply })
+        return nil, C.truncated(status, reply, "done_reason length")
     end
     if raw ~= nil and raw ~= "stop" then
-        return nil, C.err("protocol", "unknown_finish_reason", "ollama done_reason "
-            .. format("%q", C.snippet(raw, 40)) .. " is not stop", { status = status, reply = reply })
+        return nil, C.unknown_finish(status, reply, "ollama done_reason", raw, "stop")
     end
     reply.finish = "stop"
     local calls = msg and msg.tool_calls
-    if C.is_array(calls) and #calls > 0 then
-        if #calls > 1 then
-            return nil, C.err("protocol", "ambiguous_content", format(
-                "ollama message has %d tool calls; exactly one was expected", #calls),
-                { status = status, reply = reply })
-        end
-        local fn = C.is_object(calls[1]) and calls[1]["function"] or nil
-        local args = C.is_object(fn) and fn.arguments or nil
-        if type(args) == "string" then
-            reply.text = args
-        elseif type(args) == "table" then
-            reply.text = core.encode(args)
-        else
-            return nil, C.err("protocol", "no_content", "ollama tool call has no arguments",
-                { status = status, reply = reply })
-        end
-        reply.finish, reply.tool_name = "tool_use", C.str(fn.name)
-        return reply
-    end
-    if not reply.text or reply.text == "" then
-        return nil, C.err("protocol", "no_content", "ollama reply has no text content",
-            { status = status, reply = reply })
-    end
-    return reply
+    return C.tool_or_text(status, reply, C.is_array(calls) and calls or {}, tool_args, TOOLS)
 end
+
+local ENVELOPE = {
+    name = _M.name, stream = "ndjson",
+    reader = function(status) return _M.stream_reader(status) end,
+    doc = function(status, _, _, doc) return _M.read_doc(status, doc) end,
+}
 
 --- Read an HTTP response of /api/chat into one normalised reply (protocol gate).
 -- Non-2xx: transport (Ollama errors are `{"error": "text"}`: 404 -> client_error, 5xx ->
@@ -136,23 +116,7 @@ end
 -- @treturn[2] table err
 -- @raise on misuse
 function _M.read_response(status, headers, body)
-    local h = C.check_response_args(status, headers, body)
-    if status < 200 or status > 299 then
-        return nil, C.http_error(_M.name, status, h, body)
-    end
-    if (h["content-type"] or ""):find("ndjson", 1, true) then
-        local acc = _M.stream_reader(status)
-        local ok, err = acc:feed(body)
-        if not ok then return nil, err end
-        return acc:finish()
-    end
-    local doc = core.decode(body)
-    if not C.is_object(doc) then
-        return nil, C.err("protocol", "invalid_envelope",
-            "ollama response body is not a JSON object (content-type "
-            .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
-    end
-    return _M.read_doc(status, doc)
+    return C.read_envelope(ENVELOPE, status, headers, body)
 end
 
 --- A stream accumulator for an NDJSON stream (`stream: true`): each line's
@@ -165,9 +129,7 @@ function _M.stream_reader(status)
     return streaming.new({
         provider = _M.name, framing = "ndjson",
         event = function(st, _, doc)
-            if not C.is_object(doc) then
-                return C.err("protocol", "invalid_event", "ollama stream line is not a JSON object")
-            end
+            if not C.is_object(doc) then return C.not_object_event(_M.name, "stream line") end
             if doc.error ~= nil then
                 return C.error_object(_M.name, doc.error, status)
             end

@@ -5,7 +5,7 @@ local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
 local openai = require "jsoncontract.providers.openai"
 
-local type, ipairs, error = type, ipairs, error
+local type, ipairs = type, ipairs
 local concat = table.concat
 local format = string.format
 local C = providers.common
@@ -23,12 +23,7 @@ local MODES = { native = true, json = true, prompt = true }
 -- @treturn table schema_sent
 -- @treturn table dropped
 -- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then
-        error("schema must be a table, got " .. type(schema), 2)
-    end
-    return openai.provider_schema(schema)
-end
+_M.provider_schema = openai.provider_schema
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt (sent as `instructions`) }
@@ -49,24 +44,29 @@ function _M.build_request(contract, messages, opts)
     local schema_sent, dropped, strict
     local mode = o.mode
     if o.mode == "native" then
-        if contract.schema.type ~= "object" then
-            error("mode \"native\" needs a schema whose root has type \"object\" (OpenAI strict "
-                .. "mode); use mode \"json\" or \"prompt\"", 2)
-        end
+        C.check_object_root(contract.schema)
         schema_sent, dropped, strict, mode = openai.native_schema(contract.schema)
         body.text = { format = { type = "json_schema", name = openai.schema_name(contract.name),
             strict = strict, schema = schema_sent } }
     elseif o.mode == "json" then
         body.text = { format = { type = "json_object" } }
     end
-    local headers = { ["content-type"] = "application/json" }
-    if o.api_key then headers.authorization = "Bearer " .. o.api_key end
-    return {
-        url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/responses"),
-        method = "POST", headers = headers, body = core.encode(body), mode = mode,
-        schema_sent = schema_sent, dropped = dropped,
-    }
+    return C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/responses"), "authorization",
+        body, mode, schema_sent, dropped)
 end
+
+-- The text and name of a function_call item: its `arguments` string.
+local function function_args(call)
+    local args = C.str(call.arguments)
+    if not args or args == "" then return nil end
+    return args, C.str(call.name)
+end
+
+local TOOLS = {
+    many = _M.name .. " output has %d function calls; exactly one was expected", -- counted before
+    no_args = _M.name .. " function call has no arguments",
+    no_text = _M.name .. " output has no text",
+}
 
 --- The protocol gate over a decoded Response object (also the one a stream ends with).
 -- Order: `error` set (status "failed": classified like an in-body error, e.g.
@@ -82,11 +82,7 @@ function _M.read_doc(status, doc)
         return nil, C.error_object(pname, doc.error, status)
     end
     local usage = C.is_object(doc.usage) and doc.usage or {}
-    local reply = {
-        usage = { input_tokens = C.int(usage.input_tokens) or 0,
-            output_tokens = C.int(usage.output_tokens) or 0 },
-        model = C.str(doc.model), id = C.str(doc.id),
-    }
+    local reply = C.new_reply(C.tokens(usage.input_tokens), C.tokens(usage.output_tokens), doc.model, doc.id)
     local rstatus = C.str(doc.status)
     local details = C.is_object(doc.incomplete_details) and doc.incomplete_details or {}
     local reason = C.str(details.reason)
@@ -125,22 +121,16 @@ function _M.read_doc(status, doc)
     end
     if rstatus == "incomplete" then
         if reason == "content_filter" then
-            return nil, C.err("filtered", "content_filter",
-                "the reply was withheld by a content filter (status incomplete, reason content_filter)",
-                { status = status, reply = reply })
+            return nil, C.filtered(status, reply, "status incomplete, reason content_filter")
         elseif reason == "max_output_tokens" then
-            return nil, C.err("truncated", "max_tokens",
-                "the reply was cut at the output token limit (status incomplete, reason max_output_tokens)",
-                { status = status, reply = reply })
+            return nil, C.truncated(status, reply, "status incomplete, reason max_output_tokens")
         end
         return nil, C.err("truncated", "incomplete", "the reply is incomplete (reason "
             .. (reason and format("%q", C.snippet(reason, 40)) or "missing") .. ")",
             { status = status, reply = reply })
     end
     if rstatus ~= "completed" then
-        return nil, C.err("protocol", "unknown_finish_reason", pname .. " status "
-            .. (rstatus and format("%q", C.snippet(rstatus, 40)) or "missing")
-            .. " is not one of completed, incomplete", { status = status, reply = reply })
+        return nil, C.unknown_finish(status, reply, pname .. " status", rstatus, "one of completed, incomplete")
     end
     reply.finish = "stop"
     if #calls + messages > 1 then
@@ -148,21 +138,14 @@ function _M.read_doc(status, doc)
             "%s output has %d messages and %d function calls; exactly one was expected",
             pname, messages, #calls), { status = status, reply = reply })
     end
-    if #calls == 1 then
-        local args = C.str(calls[1].arguments)
-        if not args or args == "" then
-            return nil, C.err("protocol", "no_content", pname .. " function call has no arguments",
-                { status = status, reply = reply })
-        end
-        reply.text, reply.finish, reply.tool_name = args, "tool_use", C.str(calls[1].name)
-        return reply
-    end
-    if not reply.text or reply.text == "" then
-        return nil, C.err("protocol", "no_content", pname .. " output has no text",
-            { status = status, reply = reply })
-    end
-    return reply
+    return C.tool_or_text(status, reply, calls, function_args, TOOLS)
 end
+
+local ENVELOPE = {
+    name = _M.name, stream = "text/event-stream",
+    reader = function(status) return _M.stream_reader(status) end,
+    doc = function(status, _, _, doc) return _M.read_doc(status, doc) end,
+}
 
 --- Read an HTTP response of the Responses API into one normalised reply (protocol gate).
 -- @tparam integer status
@@ -175,23 +158,7 @@ end
 -- @treturn[2] table err (see read_doc for the kinds)
 -- @raise on misuse (types)
 function _M.read_response(status, headers, body)
-    local h = C.check_response_args(status, headers, body)
-    if status < 200 or status > 299 then
-        return nil, C.http_error(_M.name, status, h, body)
-    end
-    if (h["content-type"] or ""):find("text/event-stream", 1, true) then
-        local acc = _M.stream_reader(status)
-        local ok, err = acc:feed(body)
-        if not ok then return nil, err end
-        return acc:finish()
-    end
-    local doc = core.decode(body)
-    if not C.is_object(doc) then
-        return nil, C.err("protocol", "invalid_envelope",
-            _M.name .. " response body is not a JSON object (content-type "
-            .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
-    end
-    return _M.read_doc(status, doc)
+    return C.read_envelope(ENVELOPE, status, headers, body)
 end
 
 local TERMINAL = { ["response.completed"] = true, ["response.incomplete"] = true,
@@ -209,9 +176,7 @@ function _M.stream_reader(status)
     return streaming.new({
         provider = _M.name, framing = "sse",
         event = function(st, name, doc)
-            if not C.is_object(doc) then
-                return C.err("protocol", "invalid_event", _M.name .. " stream event is not a JSON object")
-            end
+            if not C.is_object(doc) then return C.not_object_event(_M.name, "stream event") end
             local t = C.str(doc.type) or name
             st.text, st.refusal, st.args = st.text or {}, st.refusal or {}, st.args or {}
             if t == "error" then
