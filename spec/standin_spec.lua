@@ -579,6 +579,28 @@ describe("jsoncontract.standin.server", function()
         assert.equal("refusal", cjson.decode(body).stop_reason)
     end)
 
+    it("answers the other example contracts by their schema, over both wire formats", function()
+        local leave = dofile("examples/leave_request.lua")
+        local blog = dofile("examples/blog_category.lua")
+        local code, body = request("POST", "/v1/chat/completions", cjson.encode({
+            model = "gpt-test", messages = { { role = "system", content = leave.contract:prompt() },
+                { role = "user", content = "Ich möchte vom 12. bis 14. Juni 2027 Urlaub nehmen." } },
+            response_format = { type = "json_schema", json_schema = { name = "leave_request", strict = true,
+                schema = leave.schema } },
+        }))
+        assert.equal(200, code)
+        local v = leave.contract:check(cjson.decode(body).choices[1].message.content, { adapters = {} })
+        assert.same({ "complete", "2027-06-12", "2027-06-14" }, { v.status, v.start_date, v.end_date })
+        code, body = request("POST", "/v1/messages", cjson.encode({
+            model = "claude-test", max_tokens = 500, system = blog.contract:prompt(),
+            messages = { { role = "user", content = "RAG pipelines in practice" } },
+            output_config = { format = { type = "json_schema", schema = blog.schema } },
+        }))
+        assert.equal(200, code)
+        v = blog.contract:check(cjson.decode(body).content[1].text, { adapters = {} })
+        assert.same({ "ai-apps", { "RAG", "pipelines" } }, { v.category, v.tags })
+    end)
+
     it("reports truncation as finish_reason length", function()
         local _, body = request("POST", "/v1/chat/completions", cjson.encode({
             messages = { { role = "user", content = "[[truncate]] where is order 5555" } },

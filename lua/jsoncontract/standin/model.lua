@@ -1,4 +1,7 @@
---- The stand-in model: a deterministic, modest "language model" for the support-ticket contract.
+--- The stand-in model: a deterministic, modest "language model" for the four example contracts
+-- (the support ticket, and, recognised by their schema's property names or else the system
+-- prompt, ticket_priority, leave_request and blog_category); any other schema gets a clean
+-- instance built to satisfy it (`instance_json`).
 -- Pure functions, no sockets, no cjson: `jsoncontract.standin.server` puts it behind HTTP.
 --
 -- It reads a conversation (the mail is the first user message, each assistant message is an
@@ -1097,7 +1100,13 @@ local CONTRACT_FAULTS = {
     },
 }
 
---- Each example contract's fault names, in draw order (see `FAULTS` for the support ticket).
+--- Each example contract's fault names, in draw order (see `FAULTS` for the support ticket):
+-- fenced, refusal, truncated, prose as for the ticket; `enum_language` the enum value in other
+-- words ("high", "vollständig", "大模型"); `extra_field` (keel/kindlus, grund/days,
+-- confidence/reason); `number_for_string` (prioriteet 1, a date as 20270612 or the question as
+-- 0, a tag 2024); and the contract's own: `missing_field` (ticket_priority: no kokkuvõte),
+-- `bad_date` (leave_request: "" or "unbekannt" for an unknown date, 2027-6-12 or 12.06.2027 for
+-- a stated one), `string_for_array` (blog_category: the tags as one string).
 _M.CONTRACT_FAULTS = {}
 for name, list in pairs(CONTRACT_FAULTS) do
     local names = {}
@@ -1536,7 +1545,8 @@ end
 --   "fenced", "prose", "refusal", "truncated"), `text` (string, nil for a refusal), `fault` (nil
 --   when clean, else "fenced", "intent_language", "urgent_string", "extra_field",
 --   "order_id_number" (or the field missing when the mail has no number), "refusal", "truncated",
---   "prose", "scripted"), `attempt` (integer), `mail` (string)
+--   "prose", "scripted"; for the other example contracts one of `CONTRACT_FAULTS[name]`),
+--   `attempt` (integer), `mail` (string). Any other schema: always "json", no faults.
 -- @raise when request is not a table
 -- @usage local a = model.answer({ messages = { { role = "user", content = mail } } }, { seed = 7 })
 function _M.answer(request, opts)
