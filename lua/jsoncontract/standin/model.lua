@@ -1141,10 +1141,20 @@ local function contract_fault(name, seed, text, attempt)
     return retry[floor(_M.draw(seed, name, text, attempt, "other") * #retry) + 1]
 end
 
+-- Where `word` starts in `low` as a word; a short ASCII word (api, rag, app) only as a whole
+-- word or with a plural s, so "rage" is not RAG and "apple" is not an app.
+local function word_at(low, word)
+    local c = byte(word, 1)
+    if c and c < 128 and find(word, "^%w+$") and #word <= 4 then
+        return (find(low, "%f[%w]" .. word .. "s?%f[%W]"))
+    end
+    return has_word(low, word) and find(low, word, 1, true) or nil
+end
+
 local function count_in(low, list)
     local n, first = 0, nil
     for _, w in ipairs(list) do
-        local s = has_word(low, w) and find(low, w, 1, true)
+        local s = word_at(low, w)
         if s then
             n = n + 1
             if not first or s < first then first = s end
@@ -1447,7 +1457,7 @@ function _M.extract_blog(text)
     for _, cat in ipairs(BLOG_ORDER) do
         local n = 0
         for _, kw in ipairs(BLOG_WORDS[cat]) do
-            local s = has_word(low, kw[1]) and find(low, kw[1], 1, true)
+            local s = word_at(low, kw[1])
             if s then
                 n = n + 1
                 if kw[2] then hits[#hits + 1] = { at = s, tag = kw[2] } end
