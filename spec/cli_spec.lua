@@ -4,18 +4,13 @@ local jc = require "jsoncontract"
 local core = require "jsoncontract.core"
 local evidence = require "jsoncontract.evidence"
 local fake = require "support.fake_model"
+local util = require "support.util"
 
-local LUA = os.getenv("JC_TEST_LUA") or "lua5.4"
+local LUA = util.LUA
 local NOKEY = "env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY "
 
--- Run a command; return its output and exit status (LuaJIT's popen:close gives no status).
-local function sh(cmd)
-    local p = io.popen(cmd .. " 2>&1; echo \"exit=$?\"")
-    local out = p:read("*a")
-    p:close()
-    local code = tonumber(out:match("exit=(%d+)%s*$"))
-    return (out:gsub("exit=%d+%s*$", "")), code
-end
+-- Run a command; return its output and exit status.
+local sh = util.sh
 
 local function jcli(args) return sh(NOKEY .. LUA .. " bin/jsoncontract " .. args) end
 
@@ -114,9 +109,8 @@ describe("bin/jsoncontract", function()
         local function record(path, contract, mail, fake_opts, opts)
             local log = assert(evidence.open(path, { record_text = true }))
             local send = fake.transport(fake_opts)
-            opts = opts or {}
-            opts.provider, opts.model, opts.base_url = "openai", "fake-1", "http://127.0.0.1:9"
-            opts.transport, opts.sleep, opts.evidence = send, function() end, log
+            opts = util.fake_opts(send, opts)
+            opts.evidence = log
             local out = jc.ask(contract, mail, opts)
             log:close()
             return out

@@ -1,13 +1,10 @@
 -- Contracts: the SEEDS.md §1 cases through contract:check, rules, adapters, the prompt.
 local jc = require "jsoncontract"
+local util = require "support.util"
 
 local ticket = dofile("examples/support_ticket.lua")
 
-local function errs(err)
-    local out = {}
-    for i, e in ipairs(err.errors) do out[i] = { e.pointer, e.keyword } end
-    return out
-end
+local errs = util.errs
 
 describe("jsoncontract.contract", function()
     describe("check() on the seed answers", function()

@@ -1,5 +1,6 @@
 -- core.encode: Lua values -> JSON text, deterministic.
 local core = require "jsoncontract.core"
+local util = require "support.util"
 
 local HAVE_INTEGER = math.type ~= nil
 
@@ -37,22 +38,7 @@ local function raises(fragment, fn, ...)
 end
 
 -- Equality that tells arrays from objects and null from nil.
-local function same(a, b)
-    if type(a) ~= type(b) then return false end
-    if type(a) ~= "table" then
-        if a ~= b then return false end
-        if HAVE_INTEGER and type(a) == "number" then return math.type(a) == math.type(b) end
-        return true
-    end
-    if (getmetatable(a) == core.array_mt) ~= (getmetatable(b) == core.array_mt) then return false end
-    for k, v in pairs(a) do
-        if not same(v, b[k]) then return false end
-    end
-    for k in pairs(b) do
-        if a[k] == nil then return false end
-    end
-    return true
-end
+local same = util.same_json
 
 describe("jsoncontract.core", function()
     describe("encode()", function()

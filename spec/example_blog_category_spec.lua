@@ -5,17 +5,14 @@ local jc = require "jsoncontract"
 local core = require "jsoncontract.core"
 local evidence = require "jsoncontract.evidence"
 local fake = require "support.fake_model"
+local util = require "support.util"
 
 local ex = dofile("examples/blog_category.lua")
 
 -- The real reply of SEEDS.md §4 (HTTP 200, usage 431 in, 79 out).
 local FENCED = '\n\n```json\n{"category":"ai-apps","tags":["LLM應用","API集成","多輪對話"]}\n```'
 
-local function errs(err)
-    local out = {}
-    for i, e in ipairs(err.errors) do out[i] = { e.pointer, e.keyword } end
-    return out
-end
+local errs = util.errs
 
 local ANSWERS = {
     fenced = { { FENCED, "stop", usage = { 431, 79 } } },
@@ -31,9 +28,7 @@ end
 
 local function ask(post, opts)
     local send, calls = fake.transport { answers = ANSWERS, key = key }
-    opts = opts or {}
-    opts.provider, opts.model, opts.base_url = "openai", "fake-1", "http://127.0.0.1:9"
-    opts.transport, opts.sleep = send, function() end
+    opts = util.fake_opts(send, opts)
     opts.evidence = opts.evidence or evidence.memory { record_text = true }
     opts.policy = { max_attempts = 1 } -- that program makes no automatic retry
     local out = jc.ask(ex.contract, post, opts)

@@ -5,14 +5,11 @@ local jc = require "jsoncontract"
 local core = require "jsoncontract.core"
 local evidence = require "jsoncontract.evidence"
 local fake = require "support.fake_model"
+local util = require "support.util"
 
 local ex = dofile("examples/leave_request.lua")
 
-local function errs(err)
-    local out = {}
-    for i, e in ipairs(err.errors) do out[i] = { e.pointer, e.keyword } end
-    return out
-end
+local errs = util.errs
 
 local function reply(status, s, e, q)
     return core.encode { status = status, start_date = s or jc.null, end_date = e or jc.null,
@@ -48,9 +45,8 @@ end
 
 local function ask(name, opts)
     local send, calls = fake.transport { answers = ANSWERS, key = key }
-    opts = opts or {}
-    opts.provider, opts.model, opts.base_url = "openai", "fake-1", "http://127.0.0.1:9"
-    opts.transport, opts.sleep, opts.policy = send, function() end, ex.policy
+    opts = util.fake_opts(send, opts)
+    opts.policy = ex.policy
     opts.evidence = opts.evidence or evidence.memory()
     local out = jc.ask(ex.contract, INPUTS[name] or name, opts)
     return out, ex.result(out), calls

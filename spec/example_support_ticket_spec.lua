@@ -3,27 +3,18 @@
 local jc = require "jsoncontract"
 local evidence = require "jsoncontract.evidence"
 local fake = require "support.fake_model"
+local util = require "support.util"
 
 local ticket = dofile("examples/support_ticket.lua")
 local orders = dofile("examples/orders.lua")
 
-local function errs(err)
-    local out = {}
-    for i, e in ipairs(err.errors) do out[i] = { e.pointer, e.keyword } end
-    return out
-end
+local errs = util.errs
 
-local function msgs(err)
-    local out = {}
-    for i, e in ipairs(err.errors) do out[i] = e.message end
-    return out
-end
+local msgs = util.msgs
 
 local function ask(contract, mail, fake_opts, opts)
     local send, calls = fake.transport(fake_opts)
-    opts = opts or {}
-    opts.provider, opts.model, opts.base_url = "openai", "fake-1", "http://127.0.0.1:9"
-    opts.transport, opts.sleep = send, function() end
+    opts = util.fake_opts(send, opts)
     opts.evidence = opts.evidence or evidence.memory()
     return jc.ask(contract, mail, opts), calls
 end

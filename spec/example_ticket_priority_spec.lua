@@ -6,17 +6,14 @@ local core = require "jsoncontract.core"
 local evidence = require "jsoncontract.evidence"
 local messages = require "jsoncontract.messages"
 local fake = require "support.fake_model"
+local util = require "support.util"
 
 local ex = dofile("examples/ticket_priority.lua")
 
 local VALID = '{"teema":"Arve","prioriteet":"kõrge","kokkuvõte":"Vajab kontrolli"}'
 local SHORT = '{"teema":"Arve","prioriteet":"kohe"}'
 
-local function errs(err)
-    local out = {}
-    for i, e in ipairs(err.errors) do out[i] = { e.pointer, e.keyword } end
-    return out
-end
+local errs = util.errs
 
 -- The recorded model: answers keyed by a word of the ticket.
 local ANSWERS = {
@@ -41,9 +38,7 @@ end
 
 local function ask(ticket, opts)
     local send, calls = fake.transport { answers = ANSWERS, key = key }
-    opts = opts or {}
-    opts.provider, opts.model, opts.base_url = "openai", "fake-1", "http://127.0.0.1:9"
-    opts.transport, opts.sleep = send, function() end
+    opts = util.fake_opts(send, opts)
     opts.policy = opts.policy or ex.policy
     opts.evidence = opts.evidence or evidence.memory()
     return jc.ask(ex.contract, ticket, opts), calls, opts.evidence

@@ -6,9 +6,9 @@ local core = require "jsoncontract.core"
 local jc = require "jsoncontract"
 local evidence = require "jsoncontract.evidence"
 local providers = require "jsoncontract.providers"
-local socket = require "socket"
+local util = require "support.util"
 
-local LUA = os.getenv("JC_TEST_LUA") or "lua5.4"
+local LUA = util.LUA
 local SENTINEL = "sk-jcSENTINEL-faults-0a1b2c3d4e5f60718293"
 
 local CONTRACT = jc.contract {
@@ -17,22 +17,14 @@ local CONTRACT = jc.contract {
         required = { "label" }, additionalProperties = false },
 }
 
-local function closed_port()
-    local s = assert(socket.bind("127.0.0.1", 0))
-    local _, port = s:getsockname()
-    s:close()
-    return tonumber(port)
-end
+local closed_port = util.closed_port
 
 describe("faults through the attempt loop", function()
     local pipe, port, base
     local counter = 0
 
     setup(function()
-        pipe = assert(io.popen(string.format("env -u LD_PRELOAD %s spec/support/http_fault_server.lua 120", LUA), "r"))
-        local line = pipe:read("*l")
-        port = tonumber(line and line:match("^PORT (%d+)$"))
-        assert(port, "fault server did not start: " .. tostring(line))
+        pipe, port = util.start_fault_server(120)
         base = "http://127.0.0.1:" .. port
     end)
 

@@ -2,10 +2,9 @@
 -- every y_ file is accepted and round-trips, every n_ file is rejected as
 -- "format", and every i_ file goes the way decided below.
 local core = require "jsoncontract.core"
+local util = require "support.util"
 
-local HAVE_INTEGER = math.type ~= nil
-local SHARED = os.getenv("JC_SHARED") or "../shared"
-local DIR = SHARED .. "/corpora/JSONTestSuite/test_parsing"
+local DIR = util.shared("corpora/JSONTestSuite/test_parsing")
 
 -- y_ files we reject on purpose: RFC 8259 §4 says names SHOULD be unique;
 -- the format gate never picks one of two answers silently.
@@ -74,29 +73,11 @@ local function list(dir)
 end
 
 local function read(path)
-    local f = assert(io.open(path, "rb"))
-    local text = f:read("*a")
-    f:close()
-    return text
+    return (assert(util.read(path)))
 end
 
 -- Deep equality that tells arrays from objects and integers from floats.
-local function same(a, b)
-    if type(a) ~= type(b) then return false end
-    if type(a) ~= "table" then
-        if a ~= b then return false end
-        if HAVE_INTEGER and type(a) == "number" then return math.type(a) == math.type(b) end
-        return true
-    end
-    if (getmetatable(a) == core.array_mt) ~= (getmetatable(b) == core.array_mt) then return false end
-    for k, v in pairs(a) do
-        if not same(v, b[k]) then return false end
-    end
-    for k in pairs(b) do
-        if a[k] == nil then return false end
-    end
-    return true
-end
+local same = util.same_json
 
 describe("jsoncontract.core decode() on JSONTestSuite", function()
     local names = list(DIR)

@@ -17,8 +17,9 @@ local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
 local adapters = require "jsoncontract.adapters"
 
-local SHARED = os.getenv("JC_SHARED") or "../shared"
-local FIXTURES = SHARED .. "/fixtures"
+local util = require "support.util"
+
+local FIXTURES = util.shared("fixtures")
 
 local FOLDERS = {
     ["openai-chat"] = "openai", ["openai-responses"] = "openai_responses", anthropic = "anthropic",
@@ -26,13 +27,7 @@ local FOLDERS = {
 }
 local FOLDER_ORDER = { "openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "llamacpp" }
 
-local function read(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local s = f:read("*a")
-    f:close()
-    return s
-end
+local read = util.read
 
 -- What we decide per file: "ok:<finish>" or "<category>/<kind>", plus the text for some.
 local DECISIONS = {

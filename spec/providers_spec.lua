@@ -6,27 +6,10 @@ local providers = require "jsoncontract.providers"
 local openai = require "jsoncontract.providers.openai"
 local anthropic = require "jsoncontract.providers.anthropic"
 
-local SHARED = os.getenv("JC_SHARED") or "../shared"
-local FIXTURES = SHARED .. "/fixtures"
+local util = require "support.util"
 
-local function read(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local s = f:read("*a")
-    f:close()
-    return s
-end
-
-local function deep_equal(a, b)
-    if type(a) ~= "table" or type(b) ~= "table" then return a == b end
-    for k, v in pairs(a) do
-        if not deep_equal(v, b[k]) then return false end
-    end
-    for k in pairs(b) do
-        if a[k] == nil then return false end
-    end
-    return true
-end
+local FIXTURES = util.shared("fixtures")
+local read, deep_equal = util.read, util.deep_equal
 
 describe("jsoncontract.providers", function()
     describe("get()", function()

@@ -1,6 +1,8 @@
 -- README.md's Lua example runs as written (against the stand-in model) and prints what
 -- its comments say.
-local LUA = os.getenv("JC_TEST_LUA") or "lua5.4"
+local util = require "support.util"
+
+local LUA = util.LUA
 local CPATH = os.getenv("JC_TEST_CPATH") or "build/lua5.4/?.so"
 
 describe("README.md", function()
@@ -15,12 +17,9 @@ describe("README.md", function()
         f = assert(io.open(script, "wb"))
         f:write(code)
         f:close()
-        local server = io.popen(LUA .. " bin/jsoncontract-standin --port 0 --max-seconds 60", "r")
-        local port = server:read("*l"):match(":(%d+)$")
+        local server, port = util.start_standin()
         finally(function()
-            require("jsoncontract.transport.curl").request { url = "http://127.0.0.1:" .. port .. "/shutdown",
-                method = "POST", body = "", timeout_ms = 2000 }
-            server:close()
+            util.stop_standin(server, port)
             os.remove(script)
         end)
         local p = io.popen(("OPENAI_API_KEY=x OPENAI_MODEL=standin OPENAI_BASE_URL=http://127.0.0.1:%s %s %s 2>&1")

@@ -6,15 +6,10 @@
 -- each schema's $schema, 2020-12 when it has none).
 local core = require "jsoncontract.core"
 
-local SHARED = os.getenv("JC_SHARED") or "../shared"
+local util = require "support.util"
 
-local function read(path)
-    local fh = io.open(path, "rb")
-    if not fh then return nil end
-    local text = fh:read("*a")
-    fh:close()
-    return text
-end
+local SHARED = util.shared()
+local read = util.read
 
 local function lines(cmd)
     local out = {}

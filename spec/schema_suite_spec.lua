@@ -10,16 +10,10 @@
 -- counted as skipped).
 local core = require "jsoncontract.core"
 
-local SHARED = os.getenv("JC_SHARED") or "../shared"
-local ROOT = SHARED .. "/corpora/JSON-Schema-Test-Suite/"
+local util = require "support.util"
 
-local function read(path)
-    local fh = io.open(path, "rb")
-    if not fh then return nil end
-    local text = fh:read("*a")
-    fh:close()
-    return text
-end
+local ROOT = util.shared("corpora/JSON-Schema-Test-Suite/")
+local read = util.read
 
 local function list(dir)
     local names = {}

@@ -3,33 +3,10 @@
 -- started on 127.0.0.1 with a free port. No outside hosts, no timing assertions.
 local core = require "jsoncontract.core"
 local curl = require "jsoncontract.transport.curl"
-local socket = require "socket"
+local util = require "support.util"
 
-local LUA = os.getenv("JC_TEST_LUA") or "lua5.4"
-
--- Start the fault server (without the sanitizer preload of an ASan run);
--- returns the pipe and the port.
-local function start_server(lifetime)
-    local cmd = string.format("env -u LD_PRELOAD %s spec/support/http_fault_server.lua %d", LUA, lifetime)
-    local pipe = assert(io.popen(cmd, "r"))
-    local line = pipe:read("*l")
-    local port = line and tonumber(line:match("^PORT (%d+)$"))
-    assert(port, "fault server did not print its port: " .. tostring(line))
-    return pipe, port
-end
-
-local function stop_server(pipe, port)
-    core.http_request { url = "http://127.0.0.1:" .. port .. "/quit", timeout_ms = 5000 }
-    pipe:close()
-end
-
--- A port on 127.0.0.1 that nobody listens on.
-local function closed_port()
-    local s = assert(socket.bind("127.0.0.1", 0))
-    local _, port = s:getsockname()
-    s:close()
-    return tonumber(port)
-end
+local start_server, stop_server = util.start_fault_server, util.stop_fault_server
+local closed_port = util.closed_port
 
 local function assert_transport_err(res, err, kind, curl_code)
     assert.is_nil(res)

@@ -1,8 +1,9 @@
 -- The main job end to end: bin/jsoncontract triage over the example mailbox, through a
 -- real HTTP round trip to the stand-in model, into tickets, review queue and evidence.
 local core = require "jsoncontract.core"
+local util = require "support.util"
 
-local LUA = os.getenv("JC_TEST_LUA") or "lua5.4"
+local LUA = util.LUA
 
 local function read_lines(path)
     local out = {}
@@ -12,14 +13,8 @@ local function read_lines(path)
     return out
 end
 
--- Run a command; return its output and exit status (LuaJIT's popen:close gives no status).
-local function sh(cmd)
-    local p = io.popen(cmd .. " 2>&1; echo \"exit=$?\"")
-    local out = p:read("*a")
-    p:close()
-    local code = tonumber(out:match("exit=(%d+)%s*$"))
-    return out:gsub("exit=%d+%s*$", ""), code
-end
+-- Run a command; return its output and exit status.
+local sh = util.sh
 
 describe("bin/jsoncontract triage", function()
     local dir, out, code
@@ -97,15 +92,12 @@ describe("bin/jsoncontract triage", function()
 
     it("with an API key calls that provider, and the key reaches no output", function()
         local KEY = "sk-SENTINEL-triage-key-0123456789abcdef"
-        local server = io.popen(LUA .. " bin/jsoncontract-standin --port 0 --max-seconds 60", "r")
-        local port = server:read("*l"):match("listening 127%.0%.0%.1:(%d+)")
+        local server, port = util.start_standin()
         assert.truthy(port)
         local keydir = os.tmpname()
         os.remove(keydir)
         finally(function()
-            require("jsoncontract.transport.curl").request { url = "http://127.0.0.1:" .. port .. "/shutdown",
-                method = "POST", body = "", timeout_ms = 2000 }
-            server:close()
+            util.stop_standin(server, port)
             os.execute("rm -rf '" .. keydir .. "'")
         end)
         local o, c = sh(("env -u ANTHROPIC_API_KEY OPENAI_API_KEY=%s OPENAI_BASE_URL=http://127.0.0.1:%s " ..
