@@ -2225,6 +2225,9 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, int idx) {
   return ok;
 }
 
+static int jc_find_duplicate(jc_vctx *c, int idx, size_t len, size_t *di,
+                             size_t *dj);
+
 static int jc_eval_array(jc_vctx *c, const jc_node *n, int idx) {
   lua_State *L = c->L;
   size_t len = (size_t)jc_rawlen(L, idx), i, j;
@@ -2239,30 +2242,17 @@ static int jc_eval_array(jc_vctx *c, const jc_node *n, int idx) {
     jc_report_count(c, n, "maxItems", len, "items", "maximum", n->max_items);
     if (JC_STOP(c)) return 0;
   }
-  if (n->unique && len > 1) {
-    int dup = 0;
-    for (i = 1; i <= len && !dup; i++) {
-      lua_rawgeti(L, idx, (lua_Integer)i);
-      for (j = i + 1; j <= len; j++) {
-        lua_rawgeti(L, idx, (lua_Integer)j);
-        dup = jc_json_equal(L, -2, -1, c->v->max_depth);
-        lua_pop(L, 1);
-        if (dup) break;
-      }
-      lua_pop(L, 1);
+  if (n->unique && len > 1 && jc_find_duplicate(c, idx, len, &i, &j)) {
+    ok = 0;
+    if (!c->quiet) {
+      const char *where = jc_err_begin(c, n, "uniqueItems");
+      char a[32], b[32];
+      snprintf(a, sizeof a, "%lu", (unsigned long)(i - 1));
+      snprintf(b, sizeof b, "%lu", (unsigned long)(j - 1));
+      lua_pushfstring(L, "%s has duplicate items at %s and %s", where, a, b);
+      jc_err_end(c);
     }
-    if (dup) {
-      ok = 0;
-      if (!c->quiet) {
-        const char *where = jc_err_begin(c, n, "uniqueItems");
-        char a[32], b[32];
-        snprintf(a, sizeof a, "%lu", (unsigned long)(i - 2));
-        snprintf(b, sizeof b, "%lu", (unsigned long)(j - 1));
-        lua_pushfstring(L, "%s has duplicate items at %s and %s", where, a, b);
-        jc_err_end(c);
-      }
-      if (JC_STOP(c)) return 0;
-    }
+    if (JC_STOP(c)) return 0;
   }
   for (i = 0; i < len && (i < n->nprefix || n->items != NULL); i++) {
     const jc_node *sub = i < n->nprefix ? n->prefix[i] : n->items;
@@ -2818,6 +2808,186 @@ static int jc_check_json(jc_vctx *c, int idx, int slot) {
   }
   c->depth = 0;
   return r;
+}
+
+/* --------------------------------------------------------------------- */
+/* uniqueItems: each item hashed by its JSON value into an open-addressing */
+/* table (a userdata on the stack, 2..4 slots per item), compared in full  */
+/* only when the hashes are equal: O(n) expected instead of O(n^2).        */
+/* --------------------------------------------------------------------- */
+
+#ifndef JC_UNIQUE_SMALL
+#define JC_UNIQUE_SMALL 16         /* up to this many items: pairwise */
+#endif
+#ifndef JC_HASH_BUDGET
+#define JC_HASH_BUDGET 4096L       /* members hashed per item, at most */
+#endif
+
+typedef unsigned long long jc_u64;
+
+typedef struct jc_uslot {
+  jc_u64 h;
+  size_t item;                     /* 1-based index of the first item of its
+                                      value; 0 = empty */
+} jc_uslot;
+
+static jc_u64 jc_mix(jc_u64 h) {   /* the splitmix64 finalizer */
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  return h;
+}
+
+static jc_u64 jc_hash_bytes(const char *s, size_t len) {   /* FNV-1a */
+  jc_u64 h = 0xcbf29ce484222325ULL;
+  size_t i;
+  for (i = 0; i < len; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 0x100000001b3ULL;
+  }
+  return jc_mix(h ^ len);
+}
+
+/* Hash of the value at 'idx' such that JSON-equal values ('jc_json_equal')
+** hash equal: numbers by value (1 and 1.0 alike), strings by bytes,
+** arrays in order, objects independent of member order. '*budget' counts
+** the members visited; when it runs out the result is meaningless and
+** the caller uses a coarse hash instead (whether it runs out does not
+** depend on member order, so equal values agree). At 'depth' 0 a table
+** hashes as its JSON type only. [-0, +0, -] */
+static jc_u64 jc_hash_value(jc_vctx *c, int idx, int depth, long *budget) {
+  lua_State *L = c->L;
+  switch (lua_type(L, idx)) {
+    case LUA_TBOOLEAN: return lua_toboolean(L, idx) ? 0x51ULL : 0x52ULL;
+    case LUA_TLIGHTUSERDATA: return 0x53ULL;
+    case LUA_TSTRING: {
+      size_t len;
+      const char *s = lua_tolstring(L, idx, &len);
+      return jc_hash_bytes(s, len);
+    }
+    case LUA_TNUMBER: {
+      lua_Number d;
+      double x;
+      jc_u64 bits;
+#if JC_HAVE_INTEGER
+      if (lua_isinteger(L, idx))
+        return jc_mix((jc_u64)lua_tointeger(L, idx) ^ 0x54ULL);
+#endif
+      d = lua_tonumber(L, idx);
+      if (d == floor(d) && d >= -9223372036854775808.0 &&
+          d < 9223372036854775808.0)
+        return jc_mix((jc_u64)(long long)d ^ 0x54ULL);
+      x = (double)d;
+      memcpy(&bits, &x, sizeof bits);
+      return jc_mix(bits ^ 0x55ULL);
+    }
+    case LUA_TTABLE: {
+      int jt;
+      jc_u64 h;
+      idx = jc_absindex(L, idx);
+      jt = jc_vtype(c, idx);
+      if (depth <= 0 || *budget < 0 || !lua_checkstack(L, 4))
+        return jt == JT_ARRAY ? 0x56ULL : 0x57ULL;
+      if (jt == JT_ARRAY) {
+        size_t n = (size_t)jc_rawlen(L, idx), i;
+        h = jc_mix(0x58ULL ^ n);
+        for (i = 1; i <= n && --*budget >= 0; i++) {
+          lua_rawgeti(L, idx, (lua_Integer)i);
+          h = jc_mix(h ^ jc_hash_value(c, -1, depth - 1, budget));
+          lua_pop(L, 1);
+        }
+      } else {
+        h = 0x59ULL;
+        lua_pushnil(L);
+        while (lua_next(L, idx) != 0) {
+          if (--*budget < 0) { lua_pop(L, 2); break; }
+          h += jc_mix(jc_hash_value(c, -2, depth - 1, budget) * 31 +
+                      jc_hash_value(c, -1, depth - 1, budget));
+          lua_pop(L, 1);
+        }
+      }
+      return h;
+    }
+    default: return 0;
+  }
+}
+
+/* Hash of the item at the top for the uniqueness table. */
+static jc_u64 jc_hash_item(jc_vctx *c) {
+  long budget = JC_HASH_BUDGET;
+  jc_u64 h = jc_hash_value(c, -1, c->v->max_depth, &budget);
+  if (budget < 0) {   /* too big to hash whole: its top level only */
+    budget = 0x7fffffffL;
+    h = jc_hash_value(c, -1, 1, &budget);
+  }
+  return h;
+}
+
+/* Find the first duplicate pair of the 'len' items of the array at 'idx',
+** as a pairwise scan would: the smallest 'i' whose value occurs again,
+** then the smallest 'j' > 'i' with it (1-based). Returns 1 if found.
+** The slot table is a userdata popped before return (collected even if
+** a comparison raises). [-0, +0, m] */
+static int jc_find_duplicate(jc_vctx *c, int idx, size_t len, size_t *di,
+                             size_t *dj) {
+  lua_State *L = c->L;
+  size_t i, j, cap = 4, mask, best_i = 0, best_j = 0;
+  jc_uslot *slots;
+  if (len <= JC_UNIQUE_SMALL) {
+    for (i = 1; i < len; i++) {
+      lua_rawgeti(L, idx, (lua_Integer)i);
+      for (j = i + 1; j <= len; j++) {
+        int eq;
+        lua_rawgeti(L, idx, (lua_Integer)j);
+        eq = jc_json_equal(L, -2, -1, c->v->max_depth);
+        lua_pop(L, 1);
+        if (eq) { lua_pop(L, 1); *di = i; *dj = j; return 1; }
+      }
+      lua_pop(L, 1);
+    }
+    return 0;
+  }
+  while (cap < len * 2) {
+    if (cap > ((size_t)-1) / 2 / sizeof(jc_uslot))
+      luaL_error(L, "not enough memory");
+    cap *= 2;
+  }
+  mask = cap - 1;
+  slots = (jc_uslot *)jc_newuserdata(L, cap * sizeof(jc_uslot));
+  memset(slots, 0, cap * sizeof(jc_uslot));
+  for (j = 1; j <= len; j++) {
+    jc_u64 h;
+    size_t pos, rep = 0;
+    lua_rawgeti(L, idx, (lua_Integer)j);
+    h = jc_hash_item(c);
+    pos = (size_t)(h & (jc_u64)mask);
+    while (slots[pos].item != 0) {
+      if (slots[pos].h == h) {
+        int eq;
+        lua_rawgeti(L, idx, (lua_Integer)slots[pos].item);
+        eq = jc_json_equal(L, -2, -1, c->v->max_depth);
+        lua_pop(L, 1);
+        if (eq) { rep = slots[pos].item; break; }
+      }
+      pos = (pos + 1) & mask;
+    }
+    lua_pop(L, 1);
+    if (rep == 0) {
+      slots[pos].h = h;
+      slots[pos].item = j;
+    } else if (best_i == 0 || rep < best_i) {
+      best_i = rep;
+      best_j = j;
+      if (best_i == 1) break;   /* no smaller first item possible */
+    }
+  }
+  lua_pop(L, 1);
+  if (best_i == 0) return 0;
+  *di = best_i;
+  *dj = best_j;
+  return 1;
 }
 
 /* Enter the resource of 'n' in the dynamic scope; returns 1 if pushed. */

@@ -425,6 +425,63 @@ describe("jsoncontract.core", function()
         end)
     end)
 
+    describe("validate(): uniqueItems on long arrays (hashed, not pairwise)", function()
+        local v = core.compile({ uniqueItems = true })
+        local function range(n, f)
+            local t = {}
+            for i = 1, n do t[i] = f(i) end
+            return A(t)
+        end
+
+        it("accepts 20000 distinct integers, strings and objects", function()
+            assert.is_true(v:validate(range(20000, function(i) return i end)))
+            assert.is_true(v:validate(range(20000, function(i) return "s" .. i end)))
+            assert.is_true(v:validate(range(20000, function(i) return { a = i, b = A { i, "x" } } end)))
+        end)
+
+        it("finds 1 and 1.0 equal far apart", function()
+            local t = range(20000, function(i) return i end)
+            t[20001] = 20000.0
+            check(v, t, { errors = { { "", "uniqueItems", "/uniqueItems",
+                                       "(root) has duplicate items at 19999 and 20000" } } })
+        end)
+
+        it("reports the pair a pairwise scan would: the first item that repeats, then its first repeat", function()
+            local t = range(30, function(i) return "v" .. i end)
+            t[31] = "v5"; t[32] = "v2"; t[33] = "v2"
+            local vt = core.compile({ properties = { tags = { uniqueItems = true } } })
+            check(vt, { tags = t }, { errors = { { "/tags", "uniqueItems", "/properties/tags/uniqueItems",
+                                                   "/tags has duplicate items at 1 and 31" } } })
+        end)
+
+        it("compares objects whatever their member order", function()
+            local t = range(20, function(i) return { i = i } end)
+            local a, b = {}, {}
+            a.x = 1; a.y = A { 1, { z = 2 } }; a.w = null
+            b.w = null; b.y = A { 1.0, { z = 2 } }; b.x = 1.0
+            t[21] = a; t[22] = "x"; t[23] = b
+            check(v, t, { errors = { { "", "uniqueItems", "/uniqueItems",
+                                       "(root) has duplicate items at 20 and 22" } } })
+        end)
+
+        it("tells apart large items that differ only in their last member", function()
+            local items = {}
+            for i = 1, 40 do
+                items[i] = range(5000, function(k) return k == 5000 and i or k end)
+            end
+            assert.is_true(v:validate(A(items)))
+            items[41] = range(5000, function(k) return k == 5000 and 7 or k end)
+            check(v, A(items), { errors = { { "", "uniqueItems", "/uniqueItems",
+                                              "(root) has duplicate items at 6 and 40" } } })
+        end)
+
+        it("ends on cyclic items", function()
+            local cyc = {}
+            cyc.self = cyc
+            assert.is_true(v:validate(range(20, function(i) return { n = i, c = cyc } end)))
+        end)
+    end)
+
     describe("compile(): bad schemas raise", function()
         local cases = {
             { { properties = { x = { type = "strin" } } },
