@@ -67,6 +67,10 @@ deps:
 test:
 	sh tools/test.sh
 
+# Lint alone (make test runs it too).
+check:
+	luacheck lua examples spec bench fuzz bin/jsoncontract bin/jsoncontract-standin
+
 # Speed against peers, side by side in one run (ratios printed); never timed in tests.
 bench:
 	$(MAKE) all

@@ -25,6 +25,14 @@ run() { # run NAME LUA CPATH [env...]
   if [ "$f" -ne 0 ]; then status=1; grep -A12 '^not ok' "$out" | head -80; [ "$rc" -ne 0 ] && tail -20 "$out"; fi
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 }
+# Lint first: luacheck with the repo's .luacheckrc (std min; busted globals in specs).
+if luacheck --no-color -q lua examples spec bench fuzz bin/jsoncontract bin/jsoncontract-standin \
+    >build/test-lint.txt 2>&1; then
+  echo "lint: 1 passed, 0 failed"; passed=1
+else
+  echo "lint: 0 passed, 1 failed (details: build/test-lint.txt)"; grep -v '^Checking' build/test-lint.txt | head -20
+  failed=1; status=1
+fi
 run lua5.4 lua5.4 "build/lua5.4/?.so"
 run luajit luajit "build/luajit/?.so"
 run asan lua5.4 "build/asan/?.so" \

@@ -122,7 +122,8 @@ local INTENT_WORDS = {
     payment = {
         "payment", "pay", "paid", "paying", "charge", "charged", "invoice", "billing", "bill", "card",
         "paypal", "credit", "debit", "transaction", "zahlung", "bezahl", "rechnung", "abbuchung",
-        "kreditkarte", "berweisung", "abrechnung", "fee", "fees", "pago", "pagar", "factura", "cobro", "tarjeta", "paiement", "payer",
+        "kreditkarte", "berweisung", "abrechnung", "fee", "fees", "pago", "pagar", "factura", "cobro",
+        "tarjeta", "paiement", "payer",
         "facture", "carte", "prélèvement", "pagamento", "fatura", "cobrança", "cartão",
     },
     delivery = {
@@ -729,7 +730,7 @@ local function gen_string(s, variant, hint)
     local maxl = tonumber(s.maxLength)
     local str = FORMAT_SAMPLES[s.format]
     if str and variant > 1 then
-        if s.format == "date" then str = format("2027-06-%02d", 11 + (variant % 18)) 
+        if s.format == "date" then str = format("2027-06-%02d", 11 + (variant % 18))
         elseif s.format == "email" then str = "user" .. variant .. "@example.com"
         else str = nil end
     end
@@ -1359,9 +1360,11 @@ function _M.extract_leave(text)
         v.question = q("Bis zu welchem Tag möchten Sie Urlaub?", "Until which day do you want leave?")
     elseif vague and weekday then
         local name = gsub(weekday, "^%l", string.upper)
-        v.question = q("Welchen " .. name .. " meinen Sie (mit Datum)?", "Which " .. name .. " do you mean, with its date?")
+        v.question = q("Welchen " .. name .. " meinen Sie (mit Datum)?",
+            "Which " .. name .. " do you mean, with its date?")
     elseif vague or partial > 0 then
-        v.question = q("Welches genaue Datum meinen Sie (TT.MM.JJJJ)?", "Which exact date do you mean (with day, month and year)?")
+        v.question = q("Welches genaue Datum meinen Sie (TT.MM.JJJJ)?",
+            "Which exact date do you mean (with day, month and year)?")
     else
         v.question = q("Für welchen Zeitraum möchten Sie Urlaub?", "For which dates do you want leave?")
     end

@@ -83,7 +83,7 @@ local function sleep(sched, seconds)
     sched.timers[timer] = nil
 end
 
-local function spawn(sched, fn, ...)
+local function spawn(fn, ...)
     local co = create(fn)
     local ok, err = resume(co, ...)
     if not ok then io.stderr:write("standin: ", tostring(err), "\n") end
@@ -239,13 +239,13 @@ end
 
 local function anthropic_reply(st, body, ans, request)
     st.ids = st.ids + 1
-    local content, stop = {}, "end_turn"
+    local content, stop
     if ans.kind == "refusal" then
         stop = "refusal"
         content = EMPTY_ARRAY
     else
         content = { { type = "text", text = ans.text or "" } }
-        if ans.kind == "truncated" then stop = "max_tokens" end
+        stop = ans.kind == "truncated" and "max_tokens" or "end_turn"
     end
     return {
         id = format("msg_standin%06d", st.ids), type = "message", role = "assistant",
@@ -398,7 +398,7 @@ function _M.run(opts)
                     client:settimeout(0)
                     client:setoption("tcp-nodelay", true)
                     st.open = st.open + 1
-                    spawn(sched, serve_conn, st, client)
+                    spawn(serve_conn, st, client)
                 end
             else
                 wake(sched.rco[s], "ready")
