@@ -59,6 +59,15 @@
 #define JC_SCHEMA_MAX_NEST 1000       /* nesting of the schema itself at compile */
 #endif
 #define JC_RENDER_MAX 120             /* bytes of a value shown in a message */
+#ifndef JC_ENUM_SHOW
+#define JC_ENUM_SHOW 10               /* allowed values listed in an enum message */
+#endif
+#ifndef JC_MESSAGE_JOIN
+#define JC_MESSAGE_JOIN 20            /* error messages joined in err.message */
+#endif
+#ifndef JC_MAX_ERRORS
+#define JC_MAX_ERRORS 100             /* default of validate's max_errors */
+#endif
 #define JC_COUNT_MAX (((size_t)-1) - 1)
 
 /* JSON types of instance values. */
@@ -1764,6 +1773,8 @@ typedef struct jc_vctx {
   int keep;            /* abs index of the keep table */
   int errs;            /* abs index of the errors list */
   int nerr;
+  int max_errors;      /* errors kept, 0 = no bound */
+  int truncated;       /* one more error was dropped: the walk unwinds */
   int first;           /* stop at the first error */
   int quiet;           /* > 0 inside anyOf/oneOf/not: record nothing */
   int abort;           /* too deep: unwind */
@@ -1777,7 +1788,8 @@ typedef struct jc_vctx {
   long budget;         /* members its first pass may still visit */
 } jc_vctx;
 
-#define JC_STOP(c) ((c)->quiet || (c)->abort || ((c)->first && (c)->nerr > 0))
+#define JC_STOP(c) ((c)->quiet || (c)->abort || (c)->truncated || \
+                   ((c)->first && (c)->nerr > 0))
 
 /* Push the instance location as a JSON Pointer. [-0, +1, m] */
 static void jc_push_pointer(jc_vctx *c) {
@@ -1870,6 +1882,11 @@ static void jc_err_end(jc_vctx *c) {
   lua_setfield(L, -3, "message");
   lua_pop(L, 1);
   if (c->quiet) { lua_pop(L, 1); return; }
+  if (c->max_errors > 0 && c->nerr >= c->max_errors) {
+    lua_pop(L, 1);      /* past max_errors: dropped, and the walk ends */
+    c->truncated = 1;
+    return;
+  }
   if (c->nerr == 0) {   /* the errors list, made on the first error */
     lua_newtable(L);
     lua_replace(L, c->errs);
@@ -1909,8 +1926,10 @@ static void jc_too_deep(jc_vctx *c, const jc_node *n, const char *what,
 
 static int jc_eval(jc_vctx *c, const jc_node *n, int idx);
 
-/* Report an 'enum' failure; the enum list is at the top. Kept out of
-** 'jc_eval' so its frame stays small (luaL_Buffer is large). */
+/* Report an 'enum' failure; the enum list is at the top. The message
+** lists the first JC_ENUM_SHOW allowed values, then "... (N values)"; the
+** item's 'allowed' field has them all. Kept out of 'jc_eval' so its frame
+** stays small (luaL_Buffer is large). */
 static JC_NOINLINE void jc_report_enum(jc_vctx *c, const jc_node *n, int idx,
                                        size_t cnt) {
   lua_State *L = c->L;
@@ -1926,12 +1945,19 @@ static JC_NOINLINE void jc_report_enum(jc_vctx *c, const jc_node *n, int idx,
   lua_pushfstring(L, "%s %s is not one of ", where, lua_tostring(L, -1));
   lua_remove(L, -2);
   luaL_buffinit(L, &b);
-  for (i = 1; i <= cnt; i++) {
+  for (i = 1; i <= cnt && i <= JC_ENUM_SHOW; i++) {
     if (i > 1) luaL_addstring(&b, ", ");
     lua_rawgeti(L, list, (lua_Integer)i);
     jc_push_render(L, -1);
     lua_remove(L, -2);
     luaL_addvalue(&b);
+  }
+  if (cnt > JC_ENUM_SHOW) {
+    char num[32];
+    snprintf(num, sizeof num, "%lu", (unsigned long)cnt);
+    luaL_addstring(&b, ", ... (");
+    luaL_addstring(&b, num);
+    luaL_addstring(&b, " values)");
   }
   luaL_pushresult(&b);
   lua_concat(L, 2);
@@ -3731,9 +3757,13 @@ static int jc_push_basic(lua_State *L, int errs, int n) {
 **          instanceLocation, error}, ... } } instead, valid or not;
 **          keywordLocation runs through the references followed,
 **          "/properties/a/$ref/type", where schema_pointer names the
-**          keyword where it stands, "/$defs/id/type")
+**          keyword where it stands, "/$defs/id/type"),
+**          max_errors (integer, default 100, 0 = no bound: errors kept;
+**          at one more the walk stops and err.truncated = true)
 ** err = { category = "schema", kind = "schema_mismatch" | "too_deep",
-**         message = <all messages joined by "; ">,
+**         message = <the first 20 messages joined by "; ", then
+**                    "; and N more errors", "; stopped after N errors">,
+**         truncated = true when max_errors stopped the walk,
 **         errors = { { pointer, keyword, schema_pointer,
 **                      absolute_schema_location, message, ...}, ...} }
 ** Raises on misuse: a closed validator, an unknown option, a value that
@@ -3762,7 +3792,7 @@ static jc_validator *jc_self(lua_State *L) {
 static int jc_schema_validate(lua_State *L) {
   jc_validator *v = jc_self(L);
   jc_vctx c;
-  int first = 0, basic = 0, i;
+  int first = 0, basic = 0, i, max_errors = JC_MAX_ERRORS;
   luaL_argcheck(L, v->root != NULL, 1, "validator is closed");
   luaL_argcheck(L, !lua_isnone(L, 2), 2, "value expected");
   luaL_argcheck(L, lua_gettop(L) <= 3, 4, "no more than 2 arguments expected");
@@ -3782,6 +3812,12 @@ static int jc_schema_validate(lua_State *L) {
                       strcmp(o, "basic") == 0, 3,
                       "output must be \"basic\"");
         basic = 1;
+      } else if (strcmp(k, "max_errors") == 0) {
+        lua_Number d = lua_tonumber(L, -1);
+        luaL_argcheck(L, lua_type(L, -1) == LUA_TNUMBER && d >= 0 &&
+                      d <= 1e9 && d == floor(d), 3,
+                      "max_errors must be an integer from 0 to 1e9");
+        max_errors = (int)d;
       } else {
         return luaL_argerror(L, 3, lua_pushfstring(L, "unknown option \"%s\"",
                                                    k));
@@ -3798,6 +3834,8 @@ static int jc_schema_validate(lua_State *L) {
   c.keep = 3;
   c.errs = 4;
   c.nerr = 0;
+  c.max_errors = max_errors;
+  c.truncated = 0;
   c.first = first;
   c.quiet = 0;
   c.abort = 0;
@@ -3829,11 +3867,19 @@ static int jc_schema_validate(lua_State *L) {
   {
     luaL_Buffer b;
     luaL_buffinit(L, &b);
-    for (i = 1; i <= c.nerr; i++) {
+    for (i = 1; i <= c.nerr && i <= JC_MESSAGE_JOIN; i++) {
       if (i > 1) luaL_addstring(&b, "; ");
       lua_rawgeti(L, 4, i);
       lua_getfield(L, -1, "message");
       lua_remove(L, -2);
+      luaL_addvalue(&b);
+    }
+    if (c.nerr > JC_MESSAGE_JOIN) {
+      lua_pushfstring(L, "; and %d more errors", c.nerr - JC_MESSAGE_JOIN);
+      luaL_addvalue(&b);
+    }
+    if (c.truncated) {
+      lua_pushfstring(L, "; stopped after %d errors", c.nerr);
       luaL_addvalue(&b);
     }
     luaL_pushresult(&b);
@@ -3843,6 +3889,10 @@ static int jc_schema_validate(lua_State *L) {
   lua_remove(L, -2);
   lua_pushvalue(L, 4);
   lua_setfield(L, -2, "errors");
+  if (c.truncated) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "truncated");
+  }
   return 2;
 }
 

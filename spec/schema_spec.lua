@@ -482,6 +482,73 @@ describe("jsoncontract.core", function()
         end)
     end)
 
+    describe("validate(): bounded error text (max_errors)", function()
+        local function strings(n, prefix)
+            local t = {}
+            for i = 1, n do t[i] = prefix .. i end
+            return A(t)
+        end
+
+        it("lists at most 10 allowed values in an enum message, all of them in 'allowed'", function()
+            local _, err = core.compile({ enum = strings(12, "v") }):validate("x")
+            assert.equal('(root) "x" is not one of "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", '
+                .. "... (12 values)", err.message)
+            assert.equal(12, #err.errors[1].allowed)
+            _, err = core.compile({ enum = strings(10, "v") }):validate("x")
+            assert.equal('(root) "x" is not one of "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10"',
+                err.message)
+        end)
+
+        it("joins at most 20 messages in err.message, keeps every error up to max_errors", function()
+            local v = core.compile({ items = { type = "string" } })
+            local _, err = v:validate(A { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+                                          21, 22, 23, 24, 25 })
+            assert.equal(25, #err.errors)
+            assert.is_nil(err.truncated)
+            local msgs = {}
+            for i = 0, 19 do msgs[#msgs + 1] = "/" .. i .. " is number, expected string" end
+            assert.equal(table.concat(msgs, "; ") .. "; and 5 more errors", err.message)
+            assert.equal("/24 is number, expected string", err.errors[25].message)
+        end)
+
+        it("stops after max_errors (default 100) and sets err.truncated", function()
+            local v = core.compile({ items = { enum = strings(1000, "value") } })
+            local _, err = v:validate(strings(10000, "wrong"))
+            assert.equal("schema_mismatch", err.kind)
+            assert.equal(100, #err.errors)
+            assert.is_true(err.truncated)
+            assert.equal("/99", err.errors[100].pointer)
+            assert.equal("; and 80 more errors; stopped after 100 errors", err.message:sub(-46))
+
+            _, err = v:validate(strings(5, "wrong"), { max_errors = 3 })
+            assert.equal(3, #err.errors)
+            assert.is_true(err.truncated)
+            local tail = ', ... (1000 values)'
+            assert.equal('/0 "wrong1" is not one of "value1", "value2", "value3", "value4", "value5", "value6", '
+                .. '"value7", "value8", "value9", "value10"' .. tail .. '; /1 "wrong2" is not one of "value1", '
+                .. '"value2", "value3", "value4", "value5", "value6", "value7", "value8", "value9", "value10"' .. tail
+                .. '; /2 "wrong3" is not one of "value1", "value2", "value3", "value4", "value5", "value6", '
+                .. '"value7", "value8", "value9", "value10"' .. tail .. "; stopped after 3 errors", err.message)
+
+            _, err = v:validate(strings(3, "wrong"), { max_errors = 3 })
+            assert.equal(3, #err.errors)
+            assert.is_nil(err.truncated)
+
+            _, err = v:validate(strings(150, "wrong"), { max_errors = 0 })
+            assert.equal(150, #err.errors)
+            assert.is_nil(err.truncated)
+            assert.equal("; and 130 more errors", err.message:sub(-21))
+        end)
+
+        it("raises on a bad max_errors", function()
+            local v = core.compile(true)
+            for _, bad in ipairs({ -1, 1.5, "3", true }) do
+                assert.has_error(function() v:validate(1, { max_errors = bad }) end,
+                    "bad argument #2 to 'validate' (max_errors must be an integer from 0 to 1e9)")
+            end
+        end)
+    end)
+
     describe("compile(): bad schemas raise", function()
         local cases = {
             { { properties = { x = { type = "strin" } } },
