@@ -600,6 +600,26 @@ describe("jsoncontract.core", function()
             assert.equal("(root) could not be checked against pattern ^(a+)+$: the match limit was hit",
                 err.errors[1].message)
         end)
+        it("bounds a hostile pattern on member names and over many items (max_errors ends the walk)", function()
+            local _, err = core.compile({ patternProperties = { ["^(a+)+$"] = true } })
+                :validate({ [string.rep("a", 40) .. "!"] = 1 })
+            assert.same({ { "/" .. string.rep("a", 40) .. "!", "patternProperties", "/patternProperties",
+                            "/" .. string.rep("a", 40) .. "! could not be checked against pattern ^(a+)+$: "
+                            .. "the match limit was hit" } }, shape(err))
+            local items = {}
+            for i = 1, 1000 do items[i] = string.rep("a", 30) .. "!" end
+            _, err = core.compile({ items = { pattern = "^(a+)+$" } }):validate(A(items))
+            assert.equal(100, #err.errors)
+            assert.is_true(err.truncated)
+            assert.equal("/99", err.errors[100].pointer)
+        end)
+        it("refuses at compile a $ref loop through $defs", function()
+            assert.has_error(function()
+                core.compile({ ["$defs"] = { a = { ["$ref"] = "#/$defs/b" }, b = { ["$ref"] = "#/$defs/a" } },
+                               ["$ref"] = "#/$defs/a" })
+            end, "invalid schema at /$defs/a: reference cycle that never consumes input "
+                .. "(validation would not end)")
+        end)
         it("reports invalid UTF-8 instead of matching it", function()
             local _, err = core.compile({ pattern = "a" }):validate("a\255")
             assert.equal("(root) is not valid UTF-8", err.errors[1].message)
