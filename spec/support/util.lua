@@ -9,11 +9,18 @@ M.LUA = os.getenv("JC_TEST_LUA") or "lua5.4"
 
 local HAVE_INTEGER = math.type ~= nil
 
---- Deep equality of plain values: same keys, equal values; metatables are not compared.
-function M.deep_equal(a, b)
-    if type(a) ~= "table" or type(b) ~= "table" then return a == b end
+-- Deep equality; `json` also tells arrays from objects (the array marker) and, where the
+-- interpreter has them, integers from floats.
+local function equal(a, b, json)
+    if json and type(a) ~= type(b) then return false end
+    if type(a) ~= "table" or type(b) ~= "table" then
+        if a ~= b then return false end
+        if json and HAVE_INTEGER and type(a) == "number" then return math.type(a) == math.type(b) end
+        return true
+    end
+    if json and (getmetatable(a) == core.array_mt) ~= (getmetatable(b) == core.array_mt) then return false end
     for k, v in pairs(a) do
-        if not M.deep_equal(v, b[k]) then return false end
+        if not equal(v, b[k], json) then return false end
     end
     for k in pairs(b) do
         if a[k] == nil then return false end
@@ -21,23 +28,15 @@ function M.deep_equal(a, b)
     return true
 end
 
+--- Deep equality of plain values: same keys, equal values; metatables are not compared.
+function M.deep_equal(a, b)
+    return equal(a, b, false)
+end
+
 --- Equality of decoded JSON values that tells arrays from objects (the array marker), null
 -- from nil and, where the interpreter has them, integers from floats.
 function M.same_json(a, b)
-    if type(a) ~= type(b) then return false end
-    if type(a) ~= "table" then
-        if a ~= b then return false end
-        if HAVE_INTEGER and type(a) == "number" then return math.type(a) == math.type(b) end
-        return true
-    end
-    if (getmetatable(a) == core.array_mt) ~= (getmetatable(b) == core.array_mt) then return false end
-    for k, v in pairs(a) do
-        if not M.same_json(v, b[k]) then return false end
-    end
-    for k in pairs(b) do
-        if a[k] == nil then return false end
-    end
-    return true
+    return equal(a, b, true)
 end
 
 --- Run a shell command with stderr joined to stdout; returns the output and the exit status
