@@ -652,9 +652,13 @@ static int jc_get_count(jc_cctx *c, int sidx, const char *path,
 static void jc_get_limit(jc_cctx *c, int sidx, const char *path,
                          const char *kw, jc_limit *lim) {
   lua_State *L = c->L;
+  lua_Number d;
   if (jc_getkw(L, sidx, kw) == LUA_TNIL) { lua_pop(L, 1); return; }
   if (lua_type(L, -1) != LUA_TNUMBER)
     jc_schema_error(L, path, kw, "must be a number");
+  d = lua_tonumber(L, -1);
+  if (d - d != 0)   /* NaN, +-infinity: no JSON number */
+    jc_schema_error(L, path, kw, "must be a finite number");
   lim->set = 1;
   lim->d = lua_tonumber(L, -1);
 #if JC_HAVE_INTEGER
@@ -672,6 +676,40 @@ static void jc_push_limit(lua_State *L, const jc_limit *lim) {
 }
 
 /* Compile the array of subschemas at the top (keyword 'kw'); pops it. */
+/* Raise unless the value at 'idx' (an enum member or const) is JSON
+** down to 'depth' levels: no NaN or infinity, no function, coroutine or
+** userdata (a deeper or cyclic value is refused too). [-0, +0, v] */
+static void jc_schema_json(lua_State *L, int idx, const char *path,
+                           const char *kw, int depth) {
+  lua_Number d;
+  idx = jc_absindex(L, idx);
+  switch (lua_type(L, idx)) {
+    case LUA_TSTRING: case LUA_TBOOLEAN: return;
+    case LUA_TNUMBER:
+      d = lua_tonumber(L, idx);
+      if (d - d != 0)
+        jc_schema_error(L, path, kw, "%s is not JSON",
+                        d != d ? "NaN" : "infinity");
+      return;
+    case LUA_TLIGHTUSERDATA:
+      if (lua_touserdata(L, idx) == NULL) return;
+      break;
+    case LUA_TTABLE:
+      if (depth <= 0 || !lua_checkstack(L, 4))
+        jc_schema_error(L, path, kw, "value nested too deeply (or a cycle)");
+      lua_pushnil(L);
+      while (lua_next(L, idx) != 0) {
+        jc_schema_json(L, -2, path, kw, depth - 1);
+        jc_schema_json(L, -1, path, kw, depth - 1);
+        lua_pop(L, 1);
+      }
+      return;
+    default: break;
+  }
+  jc_schema_error(L, path, kw, "a value of type %s is not JSON",
+                  luaL_typename(L, idx));
+}
+
 static jc_node **jc_compile_list(jc_cctx *c, const jc_node *parent,
                                  const char *kw, size_t *count, int nonempty) {
   lua_State *L = c->L;
@@ -1667,6 +1705,7 @@ static jc_node *jc_compile_node_in(jc_cctx *c, int idx, const char *path,
     lua_createtable(L, 0, (int)cnt);
     for (k = 1; k <= cnt; k++) {
       lua_rawgeti(L, e, (lua_Integer)k);
+      jc_schema_json(L, -1, path, "enum", JC_SCHEMA_MAX_NEST);
       if (lua_type(L, -1) == LUA_TTABLE) {
         n->enum_tables = 1;
         lua_pop(L, 1);
@@ -1683,8 +1722,10 @@ static jc_node *jc_compile_node_in(jc_cctx *c, int idx, const char *path,
   } else {
     lua_pop(L, 1);
   }
-  if (c->draft >= JC_D7 && jc_getkw(L, idx, "const") != LUA_TNIL)
+  if (c->draft >= JC_D7 && jc_getkw(L, idx, "const") != LUA_TNIL) {
+    jc_schema_json(L, -1, path, "const", JC_SCHEMA_MAX_NEST);
     n->const_ref = jc_keep(c);
+  }
   else if (c->draft >= JC_D7) lua_pop(L, 1);
   jc_compile_object_kws(c, idx, n);
   jc_compile_array_kws(c, idx, n);

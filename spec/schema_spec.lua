@@ -572,6 +572,12 @@ describe("jsoncontract.core", function()
             { { multipleOf = 0 }, "invalid schema at /multipleOf: must be greater than 0" },
             { { enum = "a" }, "invalid schema at /enum: must be an array" },
             { { uniqueItems = 1 }, "invalid schema at /uniqueItems: must be a boolean" },
+            { { maximum = 1 / 0 }, "invalid schema at /maximum: must be a finite number" },
+            { { minimum = 0 / 0 }, "invalid schema at /minimum: must be a finite number" },
+            { { properties = { a = { const = { x = A { -1 / 0 } } } } },
+              "invalid schema at /properties/a/const: infinity is not JSON" },
+            { { enum = A { 1, 0 / 0 } }, "invalid schema at /enum: NaN is not JSON" },
+            { { enum = A { { f = print } } }, "invalid schema at /enum: a value of type function is not JSON" },
             { { properties = { a = { pattern = "^a" } }, maxLength = "3" },
               "invalid schema at /maxLength: must be a non-negative integer" },
         }
