@@ -22,12 +22,7 @@ local function tmpfile(content)
     return path
 end
 
-local function slurp(path)
-    local f = assert(io.open(path, "rb"))
-    local s = f:read("*a")
-    f:close()
-    return s
-end
+local slurp = util.slurp
 
 local FENCED = '\n\n```json\n{"category":"ai-apps","tags":["LLM應用","API集成","多輪對話"]}\n```'
 

@@ -1,5 +1,6 @@
 -- core.decode: the format gate (strict RFC 8259).
 local core = require "jsoncontract.core"
+local util = require "support.util"
 
 local HAVE_INTEGER = math.type ~= nil   -- Lua 5.3+: exact 64-bit integers
 
@@ -274,11 +275,7 @@ describe("jsoncontract.core", function()
         end)
 
         it("raises on misuse", function()
-            local function raises(fragment, fn, ...)
-                local ok, msg = pcall(fn, ...)
-                assert.is_false(ok)
-                assert.truthy(tostring(msg):find(fragment, 1, true), tostring(msg))
-            end
+            local raises = util.raises
             raises("(string expected, got number)", core.decode, 1)
             raises("(string expected, got no value)", core.decode)
             raises("(unknown option 'foo')", core.decode, "1", { foo = 1 })

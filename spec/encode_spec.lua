@@ -31,11 +31,7 @@ local CASES = {
     { "an escaped key", { ['a"\n'] = 1 }, '{"a\\"\\n":1}' },
 }
 
-local function raises(fragment, fn, ...)
-    local ok, msg = pcall(fn, ...)
-    assert.is_false(ok)
-    assert.truthy(tostring(msg):find(fragment, 1, true), tostring(msg))
-end
+local raises = util.raises
 
 -- Equality that tells arrays from objects and null from nil.
 local same = util.same_json

@@ -72,9 +72,7 @@ local function list(dir)
     return names
 end
 
-local function read(path)
-    return (assert(util.read(path)))
-end
+local read = util.slurp
 
 -- Deep equality that tells arrays from objects and integers from floats.
 local same = util.same_json

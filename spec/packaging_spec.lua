@@ -1,18 +1,8 @@
 -- The rockspec, the Makefile and the tree agree: every Lua module is mapped, the C
 -- sources are the same list, and the version is written once (the rockspec's name).
-local function read(path)
-    local f = assert(io.open(path, "rb"))
-    local s = f:read("*a")
-    f:close()
-    return s
-end
+local util = require "support.util"
 
-local function lines(cmd)
-    local out, p = {}, io.popen(cmd)
-    for l in p:lines() do out[#out + 1] = l end
-    p:close()
-    return out
-end
+local read, lines = util.slurp, util.lines
 
 describe("packaging", function()
     local rockspec_path = lines("ls rockspecs/jsoncontract-*.rockspec")[1]

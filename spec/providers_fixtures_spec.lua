@@ -173,10 +173,9 @@ end
 
 -- Deterministic split points (a small LCG, the same on every interpreter).
 local function random_cuts(n, seed, count)
-    local x, cuts = seed, {}
+    local rand, cuts = util.lcg(seed), {}
     for _ = 1, count do
-        x = (x * 1103515245 + 12345) % 2147483648
-        cuts[#cuts + 1] = x % (n + 1)
+        cuts[#cuts + 1] = rand(n + 1)
     end
     table.sort(cuts)
     return cuts

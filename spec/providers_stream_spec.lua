@@ -2,6 +2,7 @@
 -- line ends, comments, multi-line data, chunks split inside CRLF and inside UTF-8 sequences,
 -- error events, events that are not JSON, a [DONE] without a finish reason.
 local core = require "jsoncontract.core"
+local util = require "support.util"
 local sse = require "jsoncontract.providers.sse"
 local ndjson = require "jsoncontract.providers.ndjson"
 local providers = require "jsoncontract.providers"
@@ -204,11 +205,7 @@ describe("stream accumulators", function()
     end)
 
     it("never raises on garbage or mangled fixtures, in any chunking (fixed seed)", function()
-        local x = 12345
-        local function rnd(n)
-            x = (x * 1103515245 + 12345) % 2147483648
-            return x % n
-        end
+        local rnd = util.lcg(12345)
         local PIECES = { "data: ", "event: ", "\n", "\r\n", "\r", ":", "[DONE]", "{", "}", "[", "]", '"', ",",
             '"type":"message_stop"', '"choices":[', '"delta":{"content":"', '"done":true', '"finishReason":"STOP"',
             '"error":', "null", "1e999", "\\u00", "\255\254", "é", "\0" }

@@ -12,10 +12,7 @@ local SHARED = util.shared()
 local read = util.read
 
 local function lines(cmd)
-    local out = {}
-    local p = io.popen(cmd)
-    for l in p:lines() do out[#out + 1] = l end
-    p:close()
+    local out = util.lines(cmd)
     table.sort(out)
     return out
 end

@@ -1,6 +1,7 @@
 -- core.stream_new: the incremental reader for a streamed answer (preview while
 -- it arrives, the strict value only at finish()).
 local core = require "jsoncontract.core"
+local util = require "support.util"
 
 local encode, decode = core.encode, core.decode
 
@@ -161,11 +162,7 @@ describe("jsoncontract.core", function()
         end)
 
         it("never raises and never crashes on garbage, in any chunking", function()
-            local seed = 42
-            local function rand(n)
-                seed = (seed * 1103515245 + 12345) % 2147483648
-                return seed % n
-            end
+            local rand = util.lcg(42)
             local ALPHABET = { "{", "}", "[", "]", ",", ":", '"', "\\", "u", "d8", "0", "1", "-",
                 ".", "e", "t", "r", "n", "l", " ", "\n", "\195", "\169", "\240", "\159", "\255", "\0" }
             for _ = 1, 300 do
@@ -227,11 +224,7 @@ describe("jsoncontract.core", function()
         end)
 
         it("raises on misuse", function()
-            local function raises(fragment, fn, ...)
-                local ok, msg = pcall(fn, ...)
-                assert.is_false(ok)
-                assert.truthy(tostring(msg):find(fragment, 1, true), tostring(msg))
-            end
+            local raises = util.raises
             local r = core.stream_new()
             raises("(string expected, got table)", r.feed, r, {})
             raises("(string expected, got no value)", r.feed, r)

@@ -58,6 +58,40 @@ function M.read(path)
     return s
 end
 
+--- The whole content of a file; raises when it cannot be opened.
+function M.slurp(path)
+    local f = assert(io.open(path, "rb"))
+    local s = f:read("*a")
+    f:close()
+    return s
+end
+
+--- The lines a shell command prints, in order.
+function M.lines(cmd)
+    local out, p = {}, io.popen(cmd)
+    for l in p:lines() do out[#out + 1] = l end
+    p:close()
+    return out
+end
+
+--- Assert that `fn(...)` raises an error whose text holds `fragment` (plain find).
+function M.raises(fragment, fn, ...)
+    local luassert = require "luassert"
+    local ok, msg = pcall(fn, ...)
+    luassert.is_false(ok)
+    luassert.truthy(tostring(msg):find(fragment, 1, true), tostring(msg))
+end
+
+--- A deterministic random source (a small LCG, the same on every interpreter): returns
+-- rand(n) -> an integer in [0, n).
+function M.lcg(seed)
+    local x = seed
+    return function(n)
+        x = (x * 1103515245 + 12345) % 2147483648
+        return x % n
+    end
+end
+
 --- The shared data folder (JC_SHARED, else "../shared" from the repo root), or a path in it.
 -- @treturn string path
 function M.shared(sub)
