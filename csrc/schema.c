@@ -2800,12 +2800,13 @@ static int jc_check_table(jc_vctx *c, int idx) {
   }
   lua_pushnil(L);
   while (lua_next(L, idx) != 0) {
-    jc_seg *s = &c->v->segs[c->depth];
-    int ok, kt = lua_type(L, -2);
+    jc_seg *s;
+    int ok, kt = lua_type(L, -2), vt;
+    lua_Number k = 0;
     count++;
     if (mode == 0) mode = (kt == LUA_TNUMBER && n > 0) ? 1 : 2;
     if (mode == 1) {
-      lua_Number k = kt == LUA_TNUMBER ? lua_tonumber(L, -2) : 0;
+      k = kt == LUA_TNUMBER ? lua_tonumber(L, -2) : 0;
       if (k < 1 || k > (lua_Number)n || k != floor(k)) {
         if (marked)
           jc_not_json(c, "%s%s%s has keys other than 1..n, not JSON",
@@ -2813,17 +2814,30 @@ static int jc_check_table(jc_vctx *c, int idx) {
         jc_not_json(c, "%s%s%s has a key of type %s, not JSON", "object",
                     "number");
       }
+    } else if (kt != LUA_TSTRING) {
+      jc_not_json(c, "%s%s%s has a key of type %s, not JSON", "object",
+                  luaL_typename(L, -2));
+    }
+    if (c->seen == 0 && --c->budget < 0) { lua_pop(L, 2); return -1; }
+    vt = lua_type(L, -1);
+    if (c->depth < c->v->max_depth) {   /* plain members: no location */
+      if (vt == LUA_TSTRING || vt == LUA_TBOOLEAN) { lua_pop(L, 1); continue; }
+#if JC_HAVE_INTEGER
+      if (vt == LUA_TNUMBER && lua_isinteger(L, -1)) {
+        lua_pop(L, 1);
+        continue;
+      }
+#endif
+    }
+    s = &c->v->segs[c->depth];
+    if (mode == 1) {
       s->key = NULL;
       s->len = 0;
       s->index = (size_t)k - 1;
     } else {
-      if (kt != LUA_TSTRING)
-        jc_not_json(c, "%s%s%s has a key of type %s, not JSON", "object",
-                    luaL_typename(L, -2));
       s->key = lua_tolstring(L, -2, &s->len);
       s->index = 0;
     }
-    if (c->seen == 0 && --c->budget < 0) { lua_pop(L, 2); return -1; }
     if (c->depth >= c->v->max_depth) {
       if (c->seen == 0) { lua_pop(L, 2); return -1; }
       c->depth++;
@@ -2832,13 +2846,9 @@ static int jc_check_table(jc_vctx *c, int idx) {
       lua_pop(L, 2);
       return 0;
     }
-    if (c->seen != 0 && !seen && lua_type(L, -1) == LUA_TTABLE) {
+    if (c->seen != 0 && !seen && vt == LUA_TTABLE) {
       jc_seen_add(c, idx);
       seen = 1;
-    }
-    if (kt = lua_type(L, -1), kt == LUA_TSTRING || kt == LUA_TBOOLEAN) {
-      lua_pop(L, 1);
-      continue;
     }
     c->depth++;
     ok = jc_check_value(c, lua_gettop(L));
