@@ -27,6 +27,11 @@
 ** unevaluated* are computed by 'jc_collect' (annotations of the in-place
 ** subschemas that passed); $dynamicRef walks the dynamic scope of
 ** resources kept during evaluation.
+** Before the walk, 'jc_check_json' checks the whole instance is JSON (the
+** walk sees only what the schema looks at) and raises with the pointer;
+** uniqueItems hashes items ('jc_find_duplicate'); errors stop at
+** validate's max_errors and messages are bounded (JC_ENUM_SHOW values per
+** enum message, JC_MESSAGE_JOIN messages in err.message).
 */
 #include "jc.h"
 #include "pattern.h"
