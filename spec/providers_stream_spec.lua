@@ -52,6 +52,36 @@ describe("jsoncontract.providers.sse", function()
         assert.same({ { event = "message", data = "a" } }, f:feed("\r\n"))
     end)
 
+    it("a CR ending a chunk ends its line; only an LF opening the next chunk is dropped", function()
+        local f = sse.new()
+        assert.same({}, f:feed("data: a\r"))
+        assert.same({}, f:feed(""))
+        assert.same({}, f:feed("data: b\r"))
+        assert.same({ { event = "message", data = "a\nb" } }, f:feed("\r"))
+        assert.same({}, f:feed("\ndata: c\r"))
+        assert.same({ { event = "message", data = "c" } }, f:feed("\n\n"))
+    end)
+
+    it("frames a 4 MB line fed in 1 KB chunks (pieces joined once, CR LF split at a chunk end)", function()
+        local big = string.rep("0123456789abcdef", 2 ^ 18) -- 4 MiB
+        local body = "data: " .. big .. "\r\ndata: z\r\n\r\n"
+        local cut = #("data: " .. big) + 1 -- the CR ends a chunk, its LF opens the next
+        local f, evs = sse.new(), {}
+        local chunks = {}
+        for i = 1, cut, 1024 do chunks[#chunks + 1] = body:sub(i, math.min(i + 1023, cut)) end
+        chunks[#chunks + 1] = body:sub(cut + 1)
+        for _, c in ipairs(chunks) do
+            for _, e in ipairs(f:feed(c)) do evs[#evs + 1] = e end
+        end
+        assert.equal("\r", chunks[#chunks - 1]:sub(-1))
+        assert.equal(1, #evs)
+        assert.equal("message", evs[1].event)
+        assert.is_true(evs[1].data == big .. "\nz", "data differs from what was sent")
+        local rest, complete = f:finish()
+        assert.same({}, rest)
+        assert.is_true(complete)
+    end)
+
     it("at the end: a whole pending event is dispatched; a cut line only if its data is whole JSON", function()
         local f = sse.new()
         f:feed("data: {\"a\":1}\n")
@@ -90,6 +120,20 @@ describe("jsoncontract.providers.ndjson", function()
         assert.is_nil(rest)
         assert.is_true(done)
     end)
+
+    it("frames a 4 MB line fed in 1 KB chunks, and keeps a cut one whole for finish", function()
+        local big = '{"s":"' .. string.rep("0123456789abcdef", 2 ^ 18) .. '"}'
+        local f, lines = ndjson.new(), {}
+        local body = big .. "\r\n" .. big
+        for i = 1, #body, 1024 do
+            for _, l in ipairs(f:feed(body:sub(i, i + 1023))) do lines[#lines + 1] = l end
+        end
+        assert.equal(1, #lines)
+        assert.is_true(lines[1] == big, "first line differs from what was sent")
+        local rest, complete = f:finish()
+        assert.is_true(rest == big, "the cut last line differs from what was sent")
+        assert.is_false(complete)
+    end)
 end)
 
 describe("stream accumulators", function()
@@ -118,6 +162,17 @@ describe("stream accumulators", function()
             assert.equal(text, r.text)
             assert.is_not_nil(core.decode(r.text))
         end
+    end)
+
+    it("takes a 4 MB content delta fed in 1 KB chunks", function()
+        local text = '{"s":"' .. string.rep("0123456789abcdef", 2 ^ 18) .. '"}'
+        local body = openai_chunk({ content = text }) .. openai_chunk({}, "stop") .. "data: [DONE]\n\n"
+        local chunks = {}
+        for i = 1, #body, 1024 do chunks[#chunks + 1] = body:sub(i, i + 1023) end
+        local r, e = run("openai", chunks)
+        assert.is_nil(e)
+        assert.is_true(r.text == text, "text differs from what was sent")
+        assert.equal("stop", r.finish)
     end)
 
     it("keeps refusal deltas and refuses", function()

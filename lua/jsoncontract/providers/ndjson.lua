@@ -6,7 +6,8 @@
 local core = require "jsoncontract.core"
 
 local type, error, setmetatable = type, error, setmetatable
-local find, sub = string.find, string.sub
+local find, sub, byte = string.find, string.sub, string.byte
+local concat = table.concat
 
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
@@ -14,7 +15,9 @@ local mt = { __index = _M }
 --- A new framer.
 -- @treturn table framer with `feed` and `finish`
 function _M.new()
-    return setmetatable({ buf = "" }, mt)
+    -- parts: the pieces of the unfinished line, joined once when its LF arrives (a long line
+    -- fed in small chunks costs linear time)
+    return setmetatable({ parts = {} }, mt)
 end
 
 --- Feed the next chunk.
@@ -25,16 +28,23 @@ function _M.feed(self, chunk)
     if type(chunk) ~= "string" then
         error("chunk must be a string, got " .. type(chunk), 2)
     end
-    local buf, out, pos = self.buf .. chunk, {}, 1
+    local out, pos, parts = {}, 1, self.parts
+    -- only the new chunk is scanned: the pending pieces hold no LF
     while true do
-        local s = find(buf, "\n", pos, true)
+        local s = find(chunk, "\n", pos, true)
         if not s then break end
-        local line = sub(buf, pos, s - 1)
-        if sub(line, -1) == "\r" then line = sub(line, 1, -2) end
-        if line:find("%S") then out[#out + 1] = line end
+        local line = sub(chunk, pos, s - 1)
+        if #parts > 0 then
+            parts[#parts + 1] = line
+            line = concat(parts)
+            parts = {}
+            self.parts = parts
+        end
+        if byte(line, -1) == 13 then line = sub(line, 1, -2) end
+        if find(line, "%S") then out[#out + 1] = line end
         pos = s + 1
     end
-    self.buf = sub(buf, pos)
+    if pos <= #chunk then parts[#parts + 1] = sub(chunk, pos) end
     return out
 end
 
@@ -42,9 +52,9 @@ end
 -- @treturn string|nil the last line when the body did not end with a line end (it may be cut)
 -- @treturn boolean complete true when the body ended at a line end
 function _M.finish(self)
-    local rest = self.buf
-    self.buf = ""
-    if rest:find("%S") then
+    local rest = concat(self.parts)
+    self.parts = {}
+    if find(rest, "%S") then
         return rest, false
     end
     return nil, true

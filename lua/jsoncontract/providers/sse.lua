@@ -6,7 +6,9 @@
 -- several `data:` lines of one event are joined with "\n"; a blank line dispatches the event.
 -- A chunk may end anywhere (mid-line, between CR and LF, inside a UTF-8 sequence): bytes are
 -- kept until their line is whole, and line ends are ASCII, so a multi-byte character is never
--- split. This module frames only; what an event means is the provider's business.
+-- split. Each chunk is scanned once: the pieces of an unfinished line are joined when its line
+-- end arrives, so feeding costs linear time however long the line. A CR ending a chunk ends
+-- its line at once; an LF opening the next chunk then completes that CR LF. This module frames only; what an event means is the provider's business.
 -- @module jsoncontract.providers.sse
 local core = require "jsoncontract.core"
 
@@ -16,13 +18,18 @@ local concat = table.concat
 
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
+local BOM = "\239\187\191"
 
 --- A new framer.
 -- @treturn table framer with `feed` and `finish`
 -- @usage local f = sse.new(); for _, ev in ipairs(f:feed(chunk)) do ... end
 function _M.new()
-    return setmetatable({ buf = "", data = {}, event = nil, id = nil, started = false,
-        seen_field = false }, mt)
+    -- parts: the pieces of the unfinished line (joined once, when its line end arrives, so a
+    -- long line fed in small chunks costs linear time); head: the first bytes while they may
+    -- still be a BOM; skip_lf: the last chunk ended in CR, so an LF opening the next one
+    -- belongs to that line end
+    return setmetatable({ parts = {}, head = "", skip_lf = false, data = {}, event = nil,
+        id = nil, started = false, seen_field = false }, mt)
 end
 
 local function process_line(self, line, out)
@@ -64,29 +71,42 @@ function _M.feed(self, chunk)
     if type(chunk) ~= "string" then
         error("chunk must be a string, got " .. type(chunk), 2)
     end
-    local buf = self.buf .. chunk
-    if not self.started and #buf > 0 then
-        if #buf < 3 and sub("\239\187\191", 1, #buf) == buf then
-            self.buf = buf -- wait: maybe a BOM
+    if not self.started then
+        local head = self.head .. chunk
+        if #head < 3 and sub(BOM, 1, #head) == head then
+            self.head = head -- wait: maybe a BOM
             return {}
         end
-        if sub(buf, 1, 3) == "\239\187\191" then buf = sub(buf, 4) end
-        self.started = true
+        if sub(head, 1, 3) == BOM then head = sub(head, 4) end
+        self.head, self.started, chunk = "", true, head
     end
-    local out, pos, n = {}, 1, #buf
+    local out, pos, n, parts = {}, 1, #chunk, self.parts
+    if self.skip_lf and n > 0 then
+        if byte(chunk, 1) == 10 then pos = 2 end
+        self.skip_lf = false
+    end
+    -- only the new chunk is scanned: the pending pieces hold no line end
     while pos <= n do
-        local s = find(buf, "[\r\n]", pos)
+        local s = find(chunk, "[\r\n]", pos)
         if not s then break end
-        local c = byte(buf, s)
-        if c == 13 and s == n then break end -- CR at the end: wait to see whether LF follows
-        process_line(self, sub(buf, pos, s - 1), out)
-        if c == 13 and byte(buf, s + 1) == 10 then
-            pos = s + 2
-        else
-            pos = s + 1
+        local line = sub(chunk, pos, s - 1)
+        if #parts > 0 then
+            parts[#parts + 1] = line
+            line = concat(parts)
+            parts = {}
+            self.parts = parts
+        end
+        process_line(self, line, out)
+        pos = s + 1
+        if byte(chunk, s) == 13 then
+            if s == n then
+                self.skip_lf = true -- CR at the end: an LF opening the next chunk is ours
+            elseif byte(chunk, pos) == 10 then
+                pos = pos + 1
+            end
         end
     end
-    self.buf = sub(buf, pos)
+    if pos <= n then parts[#parts + 1] = sub(chunk, pos) end
     return out
 end
 
@@ -102,15 +122,17 @@ end
 -- @treturn boolean complete false when the body ended inside an event that cannot be whole
 function _M.finish(self)
     local out = {}
-    if self.buf == "\r" then self.buf = "" end
+    local rest = concat(self.parts)
+    if not self.started then rest = self.head .. rest end
     local complete = true
-    if self.buf ~= "" then
-        process_line(self, self.buf, out)
+    if rest ~= "" then
+        process_line(self, rest, out)
         local data = concat(self.data, "\n")
         complete = #self.data > 0 and (data == "[DONE]" or core.decode(data) ~= nil)
     end
     if complete then process_line(self, "", out) end
-    self.buf, self.data, self.event, self.seen_field = "", {}, nil, false
+    self.parts, self.head, self.skip_lf = {}, "", false
+    self.data, self.event, self.seen_field = {}, nil, false
     return out, complete
 end
 
