@@ -8,7 +8,8 @@
 -- kept until their line is whole, and line ends are ASCII, so a multi-byte character is never
 -- split. Each chunk is scanned once: the pieces of an unfinished line are joined when its line
 -- end arrives, so feeding costs linear time however long the line. A CR ending a chunk ends
--- its line at once; an LF opening the next chunk then completes that CR LF. This module frames only; what an event means is the provider's business.
+-- its line at once; an LF opening the next chunk then completes that CR LF.
+-- This module frames only; what an event means is the provider's business.
 -- @module jsoncontract.providers.sse
 local core = require "jsoncontract.core"
 
