@@ -308,4 +308,68 @@ describe("bin/jsoncontract", function()
             assert.equal("x", slurp(file))
         end)
     end)
+
+    describe("treats files as data, never as code or paths to follow", function()
+        it("replay refuses a contract name that is not an example name (no path from evidence)", function()
+            local marker = os.tmpname()
+            local evil = tmpfile('local f = io.open("' .. marker .. '", "w") f:write("ran") f:close() return {}')
+            local ev = tmpfile(('{"contract":{"name":"../../../../../../%s"},"gate":"format","kind":"empty",'
+                .. '"text":"","attempt":1}\n'):format(evil:gsub("%.lua$", ""):gsub("^/", "")))
+            finally(function() os.remove(marker) os.remove(evil) os.remove(ev) end)
+            os.remove(marker)
+            local out, code = jcli("replay " .. ev)
+            assert.equal(2, code)
+            assert.truthy(out:find("which is not an example name", 1, true), out)
+            assert.is_nil(io.open(marker, "rb"), "the evidence ran code")
+        end)
+
+        it("replay refuses an unknown adapter named by a record", function()
+            local ev = tmpfile('{"contract":{"name":"support_ticket"},"gate":"format","kind":"empty","text":"",'
+                .. '"attempt":1,"adapters":[5]}\n')
+            finally(function() os.remove(ev) end)
+            local out, code = jcli("replay " .. ev)
+            assert.equal(2, code)
+            assert.truthy(out:find("the record names an unknown adapter 5", 1, true), out)
+        end)
+
+        local notschema = {
+            { "[1,2]", "expected an object or a boolean, got array" },
+            { '{"type":5}', "invalid schema at /type" },
+            { '{"required":"a"}', "invalid schema at /required" },
+            { '{"$ref":"#/$defs/x"}', 'cannot resolve "#/$defs/x"' },
+        }
+        for _, c in ipairs(notschema) do
+            it("diff and lint refuse " .. c[1] .. " as not a schema", function()
+                local good, bad = tmpfile('{"type":"object"}'), tmpfile(c[1])
+                os.rename(good, good .. ".json")
+                os.rename(bad, bad .. ".json")
+                good, bad = good .. ".json", bad .. ".json"
+                finally(function() os.remove(good) os.remove(bad) end)
+                local out, code = jcli("diff " .. good .. " " .. bad)
+                assert.equal(2, code)
+                assert.truthy(out:find(c[2], 1, true), out)
+                out, code = jcli("lint --contract " .. bad)
+                assert.equal(2, code)
+                assert.truthy(out:find(c[2], 1, true), out)
+            end)
+        end
+
+        it("probe and triage say why a provider cannot be used, in one line", function()
+            local out, code = jcli("probe --provider nosuch")
+            assert.equal(2, code)
+            assert.truthy(out:find("unknown provider nosuch", 1, true), out)
+            out, code = jcli("triage --provider gemini --out /nonexistent/never")
+            assert.equal(2, code)
+            assert.truthy(out:find("the stand-in model speaks openai and anthropic only", 1, true), out)
+            assert.falsy(out:find("traceback", 1, true))
+        end)
+
+        it("check, diff and replay say when a file is a folder", function()
+            for _, args in ipairs { "check --contract examples/support_ticket.lua /", "diff / /", "replay /" } do
+                local out, code = jcli(args)
+                assert.equal(2, code, args)
+                assert.truthy(out:find("Is a directory", 1, true), out)
+            end
+        end)
+    end)
 end)

@@ -187,6 +187,65 @@ describe("jsoncontract.run", function()
         end)
     end)
 
+    describe("ask() with a misbehaving transport or policy", function()
+        local function with_transport(fn)
+            return function()
+                jc.ask(ticket.contract, "x", { provider = "openai", model = "m", transport = fn,
+                    sleep = function() end })
+            end
+        end
+        local odd = {
+            { "nil", function() return nil end, "the transport returned nil and nil where an err table" },
+            { "nil and a string", function() return nil, "boom" end, "the transport returned nil and string" },
+            { "a number", function() return 42 end, "the transport returned number where a response" },
+            { "a table without status", function() return { body = "" } end, "the transport returned table" },
+            { "an err that is not a transport err", function() return nil, { category = "accepted", kind = "x" } end,
+              "the transport returned nil and table" },
+        }
+        for _, c in ipairs(odd) do
+            it("raises clearly when the transport returns " .. c[1], function()
+                local ok, msg = pcall(with_transport(c[2]))
+                assert.is_false(ok)
+                assert.truthy(tostring(msg):find("ask: " .. c[3], 1, true), msg)
+            end)
+        end
+        it("raises when a response header is not a string", function()
+            local ok, msg = pcall(with_transport(function()
+                return { status = 200, headers = { ["content-type"] = 5 }, body = "{}" }
+            end))
+            assert.is_false(ok)
+            assert.truthy(tostring(msg):find("headers must map names to strings", 1, true), msg)
+        end)
+        local policies = {
+            { { transport_retries = -1 }, "policy.transport_retries must be a whole number >= 0" },
+            { { transport_retries = math.huge }, "policy.transport_retries must be a whole number >= 0" },
+            { { token_budget = 0 }, "policy.token_budget must be a whole number >= 1 or nil" },
+            { { time_budget_ms = 0 / 0 }, "policy.time_budget_ms must be a whole number >= 1 or nil" },
+            { { reask_on_truncation = "yes" }, "policy.reask_on_truncation must be a boolean" },
+        }
+        for _, c in ipairs(policies) do
+            it("raises on " .. c[2], function()
+                assert.has_error(function()
+                    jc.ask(ticket.contract, "x", { provider = "openai", model = "m", policy = c[1] })
+                end, "ask: " .. c[2])
+            end)
+        end
+        it("keeps a short key out of a reason even when the provider's snippet cuts it", function()
+            local key = "mylocalllamakey"
+            local body = jc.encode { error = { message = ("a"):rep(274) .. " x-api-key: " .. key } }
+            local out = ask("order 1187", { fail_first = { { status = 401, body = body } } }, { api_key = key })
+            assert.equal("human_review", out.status)
+            assert.falsy(out.reason.message:find("mylocalllama", 1, true), out.reason.message)
+        end)
+        it("keeps the key out of a redirect's location", function()
+            local key = "mylocalllamakey"
+            local out = ask("order 1187", { fail_first = { { status = 302,
+                headers = { location = "http://evil.example/?k=" .. key } } } }, { api_key = key })
+            assert.equal("redirect", out.reason.kind)
+            assert.falsy(tostring(out.reason.location):find(key, 1, true))
+        end)
+    end)
+
     describe("evidence", function()
         it("writes one record per exchange, never the key, text only on opt-in", function()
             local out, _, log = ask("the courier did not come for order 1042, urgent")

@@ -104,8 +104,9 @@ end
 local function read_file(path)
     local f, msg = io.open(path, "rb")
     if not f then return nil, msg end
-    local s = f:read("a")
+    local s, rerr = f:read("*a")
     f:close()
+    if not s then return nil, path .. ": " .. tostring(rerr) end -- e.g. a folder
     return s
 end
 
@@ -242,7 +243,12 @@ local function choose_provider(o)
         if not o.model then return nil, "option --base-url without an API key needs --model" end
         return { provider = o.provider or "openai", model = o.model, base_url = base }
     end
-    return { provider = o.provider or "openai", model = o.model or "standin-1", standin = true }
+    local name = o.provider or "openai"
+    if name ~= "openai" and name ~= "anthropic" then
+        return nil, "the stand-in model speaks openai and anthropic only; --provider " .. name
+            .. " needs its key (or --base-url and --model)"
+    end
+    return { provider = name, model = o.model or "standin-1", standin = true }
 end
 
 local function isatty(fd)
@@ -442,6 +448,9 @@ local function load_schema(path)
     local v, derr = core.decode(text)
     if v == nil then return nil, path .. " is not JSON: " .. derr.message end
     if type(v) ~= "table" and type(v) ~= "boolean" then return nil, path .. " is not a JSON Schema" end
+    -- Only a schema the validator accepts is diffed: no verdicts about non-schemas.
+    local ok, cerr = pcall(core.compile, v)
+    if not ok then return nil, path .. ": " .. tostring(cerr) end
     return v
 end
 
@@ -454,7 +463,8 @@ function _M.diff(argv)
     if old == nil then return die(oldv) end
     local new, newv = load_schema(rest[2])
     if new == nil then return die(newv) end
-    local findings, breaking = require("jsoncontract.diff").diff(old, new)
+    local ok, findings, breaking = pcall(require("jsoncontract.diff").diff, old, new)
+    if not ok then return die("diff failed: " .. tostring(findings)) end
     if o.json then
         stdout:write(core.encode({ old = rest[1], new = rest[2], breaking = breaking, findings = findings },
             { indent = 2 }), "\n")
@@ -494,6 +504,15 @@ function _M.replay(argv, env)
     local o, rest = parse_args(argv, 2, { contract = "string", adapter = "string", provider = "string" })
     if not o then return die(rest) end
     if #rest ~= 1 then return die("replay needs one evidence file") end
+    local adapter_names = require("jsoncontract.adapters").names
+    local function known_adapter(a)
+        for _, n in ipairs(adapter_names) do if n == a then return true end end
+        return false
+    end
+    if o.adapter and not known_adapter(o.adapter) then return die("unknown adapter " .. o.adapter) end
+    if o.provider and not pcall(require("jsoncontract.providers").get, o.provider) then
+        return die("unknown provider " .. o.provider)
+    end
     local path = rest[1]
     local bytes, err = read_file(path)
     if not bytes then return die(err) end
@@ -502,6 +521,11 @@ function _M.replay(argv, env)
     local contracts, contexts = {}, {}
     local evidence_dir = path:match("^(.*)/[^/]*$") or "."
     local function contract_for(name)
+        if not o.contract and name ~= nil and (type(name) ~= "string" or not name:match("^[%w_%-]+$")) then
+            -- The evidence is data: a name never becomes a path outside examples/.
+            return nil, "the record names the contract " .. core.encode(name) .. ", which is not an example name; "
+                .. "pass --contract FILE"
+        end
         local file = o.contract or (name and (env.root .. "/examples/" .. name .. ".lua"))
         if not file then return nil, "the record names no contract; pass --contract FILE" end
         if contracts[file] == nil then
@@ -563,6 +587,9 @@ function _M.replay(argv, env)
                 if not contract then return die("line " .. lineno .. ": " .. ctx) end
                 local adapters = {}
                 for _, a in ipairs(type(rec.adapters) == "table" and rec.adapters or {}) do
+                    if not known_adapter(a) then
+                        return die("line " .. lineno .. ": the record names an unknown adapter " .. core.encode(a))
+                    end
                     adapters[#adapters + 1] = a
                 end
                 for _, a in ipairs(extra) do adapters[#adapters + 1] = a end
@@ -948,7 +975,8 @@ function _M.probe(argv, env)
         out = "string", ["timeout-ms"] = "number" })
     if not o then return die(rest) end
     if #rest > 0 then return die("unexpected argument " .. rest[1]) end
-    local p = choose_provider(o)
+    local p, perr = choose_provider(o)
+    if not p then return die(perr) end
     if p.standin and o["base-url"] then
         p.standin, p.base_url = nil, o["base-url"] -- a local OpenAI-compatible server without a key
     end

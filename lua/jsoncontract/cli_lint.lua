@@ -25,10 +25,14 @@ local function load_schema(path)
     if path:match("%.json$") then
         local f, msg = io.open(path, "rb")
         if not f then return nil, "cannot read " .. path .. ": " .. tostring(msg) end
-        local text = f:read("*a")
+        local text, rerr = f:read("*a")
         f:close()
+        if not text then return nil, "cannot read " .. path .. ": " .. tostring(rerr) end
         local v, err = core.decode(text)
         if v == nil then return nil, path .. " is not JSON: " .. tostring(err) end
+        -- Only what the validator accepts as a schema is linted.
+        local ok, cerr = pcall(core.compile, v)
+        if not ok then return nil, path .. ": " .. tostring(cerr) end
         return v
     end
     local ok, mod = pcall(dofile, path)

@@ -148,8 +148,25 @@ local function merge_policy(p)
             out[k] = v
         end
     end
-    if type(out.max_attempts) ~= "number" or out.max_attempts < 1 or out.max_attempts % 1 ~= 0 then
-        error("ask: policy.max_attempts must be a positive integer", 3)
+    -- Every field is checked: a NaN, a negative or an infinite count is a mistake, not a policy.
+    local function count(name, least, optional)
+        local v = out[name]
+        if optional and v == nil then return end
+        if type(v) ~= "number" or v ~= v or v < least or v % 1 ~= 0 or v == math.huge then
+            error(format("ask: policy.%s must be a whole number >= %d%s", name, least,
+                optional and " or nil" or ""), 4)
+        end
+    end
+    count("max_attempts", 1)
+    count("transport_retries", 0)
+    count("backoff_base_ms", 0)
+    count("backoff_max_ms", 0)
+    count("retry_after_max_ms", 0)
+    count("token_budget", 1, true)
+    count("usage_budget", 1, true)
+    count("time_budget_ms", 1, true)
+    if type(out.reask_on_truncation) ~= "boolean" then
+        error("ask: policy.reask_on_truncation must be a boolean", 4)
     end
     return out
 end
@@ -284,8 +301,19 @@ function _M.ask(contract, input, opts)
             t0 = now()
             local terr
             res, terr = send(sent)
-            if res then
-                reply, err = provider.read_response(res.status, res.headers or {}, res.body or "")
+            if res ~= nil then
+                if type(res) ~= "table" or type(res.status) ~= "number" or type(res.body) ~= "string"
+                    or (res.headers ~= nil and type(res.headers) ~= "table") then
+                    error("ask: the transport returned " .. type(res) .. " where a response "
+                        .. "{status = integer, headers = table, body = string} was expected", 0)
+                end
+                -- A server may echo the key (in a body, a Location header): it goes no further.
+                local headers = {}
+                for k, v in pairs(res.headers or {}) do headers[k] = scrub(v) end
+                reply, err = provider.read_response(res.status, headers, scrub(res.body))
+            elseif type(terr) ~= "table" or terr.category ~= "transport" or type(terr.kind) ~= "string" then
+                error("ask: the transport returned nil and " .. type(terr) .. " where an err table "
+                    .. "{category = \"transport\", kind, message} was expected", 0)
             else
                 reply, err = nil, terr
             end

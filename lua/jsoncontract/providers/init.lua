@@ -321,7 +321,10 @@ function C.check_response_args(status, headers, body)
     local h = {}
     if headers then
         for k, v in pairs(headers) do
-            if type(k) == "string" then h[lower(k)] = v end
+            if type(k) ~= "string" or type(v) ~= "string" then
+                error("headers must map names to strings, got " .. type(k) .. " -> " .. type(v), 3)
+            end
+            h[lower(k)] = v
         end
     end
     return h
