@@ -1008,7 +1008,7 @@ function _M.probe(argv, env)
         status = 3
     else
         rec.http_status = res.status
-        local reply, perr = openai.read_response(res.status, res.headers or {}, res.body or "")
+        local reply, rerr = openai.read_response(res.status, res.headers or {}, res.body or "")
         if reply then
             rec.finish_reason = reply.finish_reason
             local v = core.decode(reply.text)
@@ -1020,12 +1020,12 @@ function _M.probe(argv, env)
                 status = 1
             end
         elseif res.status == 400 and (res.body or ""):find("response_format", 1, true) then
-            rec.capability, rec.kind = "rejected", perr.kind
+            rec.capability, rec.kind = "rejected", rerr.kind
             rec.reason = "HTTP 400 naming response_format: JSON mode is not supported"
             status = 1
         else
-            rec.capability, rec.kind = "inconclusive", perr.kind
-            rec.reason = "the provider answered " .. tostring(perr) .. "; nothing is concluded"
+            rec.capability, rec.kind = "inconclusive", rerr.kind
+            rec.reason = "the provider answered " .. tostring(rerr) .. "; nothing is concluded"
             status = 3
         end
     end
