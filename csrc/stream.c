@@ -13,11 +13,15 @@
 ** a UTF-8 sequence, an escape, or between the two halves of a surrogate
 ** pair). The scanner is a guide for cutting, not the judge: whatever it
 ** lets through, the strict parser still checks.
+**
+** A chunk that would take the text past 'max_bytes' fails the reader for
+** good: the err (format/too_big, as core.decode gives for the whole text)
+** is kept in the registry and returned by every later 'feed' and by
+** 'finish'.
 */
 #include "jc.h"
 #include "parse.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #define JC_STREAM_MT "jsoncontract.Stream"
@@ -64,6 +68,10 @@ typedef struct jc_stream {
   int num;                /* number sub-state */
   size_t num_end;         /* end of the longest valid prefix of the number
                              being read, or 0 */
+  size_t num_start;       /* offset of the number being read */
+  int num_eneg;           /* its exponent has a '-' sign */
+  int err_ref;            /* registry ref of the too_big err, or LUA_NOREF
+                             while the reader has not failed */
   const char *word;       /* literal being read */
   int word_at;
 } jc_stream;
@@ -126,6 +134,8 @@ static int jc_stream_begin(lua_State *L, jc_stream *st, unsigned char c,
       st->state = JC_T_NUMBER;
       st->num = JC_N_SIGN;
       st->num_end = 0;
+      st->num_start = pos;
+      st->num_eneg = 0;
       return 0;
     case 't': case 'f': case 'n':
       st->state = JC_T_LITERAL;
@@ -137,6 +147,8 @@ static int jc_stream_begin(lua_State *L, jc_stream *st, unsigned char c,
         st->state = JC_T_NUMBER;
         st->num = c == '0' ? JC_N_ZERO : JC_N_INT;
         st->num_end = pos + 1;
+        st->num_start = pos;
+        st->num_eneg = 0;
         return 0;
       }
       return -1;
@@ -234,7 +246,11 @@ static int jc_stream_number_byte(jc_stream *st, unsigned char c) {
       if (c == 'e' || c == 'E') { st->num = JC_N_E; return 0; }
       return 1;
     case JC_N_E:
-      if (c == '+' || c == '-') { st->num = JC_N_ESIGN; return 0; }
+      if (c == '+' || c == '-') {
+        st->num = JC_N_ESIGN;
+        st->num_eneg = c == '-';
+        return 0;
+      }
       /* fall through */
     case JC_N_ESIGN:
       if (!digit) return -1;
@@ -346,6 +362,7 @@ static int jc_stream_new(lua_State *L) {
   st->max_depth = max_depth;
   st->max_bytes = max_bytes;
   st->state = JC_T_VALUE;
+  st->err_ref = LUA_NOREF;
   luaL_setmetatable(L, JC_STREAM_MT);
   return 1;
 }
@@ -355,7 +372,9 @@ static int jc_stream_new(lua_State *L) {
 ** Append 'chunk' (string, any bytes, may be empty; may split a character
 ** or an escape) to the text. Cost proportional to #chunk.
 ** Fails (nil, err) with category "format", kind "too_big" when the text
-** would exceed 'max_bytes' (the chunk is then not taken).
+** would exceed 'max_bytes': err is what core.decode gives for the whole
+** text (offset max_bytes, its line and column). The reader is then failed:
+** every later feed() and finish() return nil and that same err table.
 ** Raises when 'chunk' is not a string or after finish().
 ** Stack: [-0, +1 or +2, m]
 */
@@ -365,13 +384,25 @@ static int jc_stream_feed(lua_State *L) {
   const char *chunk = luaL_checklstring(L, 2, &n);
   luaL_argcheck(L, lua_gettop(L) <= 2, 3, "no more than 1 argument expected");
   if (st->finished) return luaL_error(L, "stream: feed after finish");
-  if (n > st->max_bytes - st->len) {
-    char num[32];
-    snprintf(num, sizeof num, "%lu", (unsigned long)st->max_bytes);
+  if (st->err_ref != LUA_NOREF) {
     lua_pushnil(L);
-    jc_push_error(L, "format", "too_big", "text longer than %s bytes", num);
-    lua_pushinteger(L, (lua_Integer)st->max_bytes);
-    lua_setfield(L, -2, "offset");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, st->err_ref);
+    return 2;
+  }
+  if (n > st->max_bytes - st->len) {
+    /* keep max_bytes + 1 bytes of the text, enough for the parser to
+    ** give decode's too_big err (it locates offset max_bytes); the
+    ** scanner is not run on them: the reader is failed */
+    size_t take = st->max_bytes + 1 - st->len;
+    jc_stream_grow(L, &st->buf, &st->cap, st->max_bytes + 2);
+    memcpy(st->buf + st->len, chunk, take);
+    st->len += take;
+    st->buf[st->len] = '\0';
+    st->state = JC_T_INVALID;
+    lua_settop(L, 2);                    /* 2: the slots for the parser */
+    jc_parse_text(L, st->buf, st->len, st->max_depth, st->max_bytes);
+    lua_pushvalue(L, -1);
+    st->err_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     return 2;
   }
   /* one spare byte: the '\0' the parser expects after the text */
@@ -383,6 +414,31 @@ static int jc_stream_feed(lua_State *L) {
   jc_stream_scan(L, st, from);
   lua_pushboolean(L, 1);
   return 1;
+}
+
+/* The strict parser rejected the closed prefix with the err at the top:
+** is that final, whatever bytes come next? A duplicate member name is (both
+** names are whole and in the prefix). A number out of range is, unless it
+** is the number still being read and more bytes may shrink it: without its
+** exponent digits yet (an exponent may follow), or with a '-' exponent
+** (more digits make it smaller). Other kinds: not known, so not final.
+** Stack: [-0, +0, m] */
+static int jc_stream_final(lua_State *L, jc_stream *st) {
+  const char *kind;
+  size_t off;
+  int final = 0;
+  lua_getfield(L, -1, "kind");
+  lua_getfield(L, -2, "offset");
+  kind = lua_tostring(L, -2);
+  off = (size_t)lua_tointeger(L, -1);
+  if (kind != NULL && strcmp(kind, "duplicate_key") == 0) {
+    final = 1;
+  } else if (kind != NULL && strcmp(kind, "number_out_of_range") == 0) {
+    final = !(st->state == JC_T_NUMBER && off >= st->num_start
+              && (st->num != JC_N_EXP || st->num_eneg));
+  }
+  lua_pop(L, 2);
+  return final;
 }
 
 /*
@@ -400,7 +456,10 @@ static int jc_stream_feed(lua_State *L) {
 **            invalid = true | nil }
 ** where complete is true once a whole top-level value has been read,
 ** bytes is the length of the prefix shown, and invalid is true when the
-** text can no longer become JSON (finish() will say why).
+** text can no longer become JSON (finish() will say why): the scanner saw
+** a syntax error, or the strict parser rejects the closed prefix for a
+** reason no later byte can undo (see jc_stream_final), or a feed() failed
+** with too_big (the value is then nil and bytes 0).
 ** Stack: [-0, +2, m]
 */
 static int jc_stream_preview(lua_State *L) {
@@ -408,9 +467,11 @@ static int jc_stream_preview(lua_State *L) {
   luaL_Buffer b;
   size_t cut = st->safe, i, len;
   const char *text;
-  int in_string = 0, n;
+  int in_string = 0, n, invalid = st->state == JC_T_INVALID;
   luaL_argcheck(L, lua_gettop(L) <= 1, 2, "no argument expected");
-  if (st->state == JC_T_STRING && !st->is_key) {
+  if (st->err_ref != LUA_NOREF) {
+    cut = 0;                             /* a failed reader shows nothing */
+  } else if (st->state == JC_T_STRING && !st->is_key) {
     cut = st->boundary;
     in_string = 1;
   } else if (st->state == JC_T_NUMBER && st->num_end) {
@@ -430,6 +491,7 @@ static int jc_stream_preview(lua_State *L) {
     lua_pushnil(L);
     lua_pushnil(L);                      /* 3, 4: slots for the parser */
     n = jc_parse_text(L, text, len, st->max_depth, (size_t)-1);
+    if (n != 1 && !invalid) invalid = jc_stream_final(L, st);
     lua_replace(L, 2);
     lua_settop(L, n == 1 ? 2 : 1);
     if (n != 1) lua_pushnil(L);
@@ -441,7 +503,7 @@ static int jc_stream_preview(lua_State *L) {
   lua_setfield(L, -2, "complete");
   lua_pushinteger(L, (lua_Integer)cut);
   lua_setfield(L, -2, "bytes");
-  if (st->state == JC_T_INVALID) {
+  if (invalid) {
     lua_pushboolean(L, 1);
     lua_setfield(L, -2, "invalid");
   }
@@ -452,8 +514,9 @@ static int jc_stream_preview(lua_State *L) {
 ** reader:finish() -> value | nil, err
 ** The end of the text: decode everything fed with the strict parser,
 ** exactly as core.decode(text, opts) would (same value, same kinds and
-** positions). The reader then takes no more chunks; finish() may be
-** called again and gives the same answer.
+** positions). After a feed() that failed with too_big: nil and that err.
+** The reader then takes no more chunks; finish() may be called again and
+** gives the same answer.
 ** Stack: [-0, +1 or +2, m]
 */
 static int jc_stream_finish(lua_State *L) {
@@ -461,6 +524,11 @@ static int jc_stream_finish(lua_State *L) {
   luaL_argcheck(L, lua_gettop(L) <= 1, 2, "no argument expected");
   st->finished = 1;
   lua_settop(L, 1);
+  if (st->err_ref != LUA_NOREF) {
+    lua_pushnil(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, st->err_ref);
+    return 2;
+  }
   /* the parser's text must be a string on the stack ('buf' is not
   ** referenced by Lua, but is only freed by __gc of 'st', at slot 1) */
   lua_pushnil(L);
@@ -477,6 +545,10 @@ static int jc_stream_gc(lua_State *L) {
   if (st->stack) alloc(ud, st->stack, st->stack_cap, 0);
   st->buf = st->stack = NULL;
   st->cap = st->stack_cap = st->len = st->depth = 0;
+  if (st->err_ref != LUA_NOREF) {
+    luaL_unref(L, LUA_REGISTRYINDEX, st->err_ref);
+    st->err_ref = LUA_NOREF;
+  }
   return 0;
 }
 

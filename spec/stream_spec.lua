@@ -170,12 +170,13 @@ describe("jsoncontract.core", function()
                 for i = 1, rand(60) do parts[i] = ALPHABET[rand(#ALPHABET) + 1] end
                 local text = table.concat(parts)
                 local r = core.stream_new({ max_depth = 8 })
-                local i = 1
+                local i, seen_invalid = 1, false
                 while i <= #text do
                     local n = 1 + rand(5)
                     r:feed(text:sub(i, i + n - 1))
                     local v, meta = r:preview()
                     assert.is_true(meta.preview)
+                    seen_invalid = seen_invalid or meta.invalid == true
                     if v ~= nil then assert.is_string(encode(v)) end
                     i = i + n
                 end
@@ -186,6 +187,7 @@ describe("jsoncontract.core", function()
                     assert.equal(want.kind, err.kind)
                     assert.equal(want.offset, err.offset)
                 else
+                    assert.is_false(seen_invalid, text) -- invalid is a verdict, never a guess
                     assert.equal(encode(want_v), encode(v))
                 end
             end
@@ -204,16 +206,82 @@ describe("jsoncontract.core", function()
             assert.equal(1000, err.offset)
         end)
 
-        it("refuses a chunk past max_bytes before taking it", function()
-            local r = core.stream_new({ max_bytes = 8 })
+        it("fails for good on a chunk past max_bytes: later feeds and finish() give the same too_big", function()
+            local r = core.stream_new({ max_bytes = 10 })
             assert.is_true(r:feed('{"a":'))
-            local ok, err = r:feed('"abcd"}')
+            local ok, err = r:feed('"xxxxxxxxxxxxxxxxxxxxx",')
             assert.is_nil(ok)
+            local _, want = decode('{"a":"xxxxxxxxxxxxxxxxxxxxx",1}', { max_bytes = 10 })
             assert.equal("format", err.category)
             assert.equal("too_big", err.kind)
-            assert.equal(8, err.offset)
-            assert.is_true(r:feed('1}'))
-            assert.equal('{"a":1}', encode(r:finish()))
+            assert.equal(10, err.offset)
+            assert.equal(want.message, err.message)
+            assert.equal(want.line, err.line)
+            assert.equal(want.column, err.column)
+            local ok2, err2 = r:feed('1}')
+            assert.is_nil(ok2)
+            assert.equal(err, err2)
+            local ok3, err3 = r:feed("")
+            assert.is_nil(ok3)
+            assert.equal(err, err3)
+            local v, meta = r:preview()
+            assert.is_nil(v)
+            assert.is_true(meta.invalid)
+            assert.equal(0, meta.bytes)
+            local fv, ferr = r:finish()
+            assert.is_nil(fv)
+            assert.equal(err, ferr)
+            fv, ferr = r:finish()
+            assert.is_nil(fv)
+            assert.equal(err, ferr)
+        end)
+
+        it("reports too_big at finish() after a single oversized feed, with decode's position", function()
+            local text = '[1,\n2,3]'
+            local _, want = decode(text, { max_bytes = 5 })
+            local r = core.stream_new({ max_bytes = 5 })
+            local ok, err = r:feed(text)
+            assert.is_nil(ok)
+            local v, ferr = r:finish()
+            assert.is_nil(v)
+            assert.equal(err, ferr)
+            assert.equal("too_big", ferr.kind)
+            assert.equal(5, ferr.offset)
+            assert.equal(2, ferr.line)
+            assert.equal(want.column, ferr.column)
+            assert.equal(want.message, ferr.message)
+            -- exactly max_bytes is taken
+            local r2 = core.stream_new({ max_bytes = 5 })
+            assert.is_true(r2:feed("[1,2]"))
+            assert.equal("[1,2]", encode(r2:finish()))
+        end)
+
+        it("marks a preview invalid when no later byte can make the text JSON", function()
+            local CASES = {
+                -- text so far, invalid?
+                { '{"a":1,"a":2', true },       -- duplicate member name
+                { '{"a":1,"a":', nil },         -- the second member is not shown yet
+                { "[1e999", true },             -- more exponent digits only grow it
+                { "[-1e999", true },
+                { "[1e999,", true },
+                { "[1e99", nil },
+                { "[" .. ("1"):rep(400), nil },          -- an exponent may still follow
+                { "[" .. ("1"):rep(400) .. "e-3", nil },  -- e-300 would bring it back
+                { "[" .. ("1"):rep(400) .. "e3", true },
+                { "[0e999", nil },
+                { "[1,", nil },
+            }
+            for _, c in ipairs(CASES) do
+                local r = core.stream_new()
+                assert.is_true(r:feed(c[1]))
+                local _, meta = r:preview()
+                assert.equal(c[2], meta.invalid, c[1])
+                if c[2] then
+                    local v, err = r:finish()
+                    assert.is_nil(v, c[1])
+                    assert.is_string(err.kind, c[1])
+                end
+            end
         end)
 
         it("takes no chunk after finish(), and finish() may be repeated", function()
