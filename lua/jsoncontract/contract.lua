@@ -16,6 +16,8 @@ local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
 
 local null = core.null
+-- Values checked by `check` come straight from core.decode: JSON by construction.
+local DECODED = { decoded = true }
 
 local KNOWN_FIELDS = {
     name = true, version = true, schema = true, instructions = true, examples = true,
@@ -377,7 +379,7 @@ function _M.check(self, text, opts)
         return nil, err
     end
     local ok
-    ok, err = self.validator:validate(value)
+    ok, err = self.validator:validate(value, DECODED)
     if not ok then
         if self.messages then apply_messages(self.messages, err, value) end
         err.adapters = applied
