@@ -59,6 +59,7 @@ build = {
       ["jsoncontract.standin.model"] = "lua/jsoncontract/standin/model.lua",
       ["jsoncontract.standin.server"] = "lua/jsoncontract/standin/server.lua",
       ["jsoncontract.transport.curl"] = "lua/jsoncontract/transport/curl.lua",
+      ["jsoncontract.transport.openresty"] = "lua/jsoncontract/transport/openresty.lua",
    },
    install = {
       bin = { "bin/jsoncontract", "bin/jsoncontract-standin" },

@@ -1,0 +1,350 @@
+--- The non-blocking HTTP transport of jsoncontract for OpenResty / nginx + lua-nginx-module:
+-- HTTP/1.1 over cosockets (`ngx.socket.tcp`), the same shapes as
+-- `jsoncontract.transport.curl`, so `jc.ask(contract, input, { transport = openresty.request })`
+-- runs inside a request handler without blocking the worker.
+--
+-- Only what an LLM API call needs: one connection per exchange (`Connection: close`, no
+-- keep-alive pool), `Content-Length`, chunked and read-until-close response bodies, TLS
+-- verified for `https://` (the CA store is nginx's `lua_ssl_trusted_certificate`, with
+-- `lua_ssl_verify_depth`), redirects never followed (a 3xx is a response), no compression
+-- asked for (a compressed body is a `protocol` error), the body cap enforced while reading.
+-- Host names are resolved by nginx: a `resolver` directive is needed for names other than IPs.
+-- Usable where cosockets are (rewrite/access/content/timer phases), not in init_by_lua.
+--
+-- A request `req` (any other field raises): `url` (`http://` or `https://`, required),
+-- `method` (default `"POST"` with a body, else `"GET"`), `headers` `{ [name] = value }`
+-- (values never appear in messages; `Host` may be given, `Connection`, `Content-Length` and
+-- `Transfer-Encoding` are the transport's), `body` string or nil, `connect_timeout_ms`
+-- (>= 1, default 10000), `timeout_ms` (>= 0, whole exchange, 0 = none, default 90000),
+-- `read_timeout_ms` (>= 1 or nil: fail when no byte arrives for that long),
+-- `max_response_bytes` (>= 1, default 8 MiB), `ca_file` (raises: cosockets take the CA store
+-- from nginx's configuration only).
+--
+-- A response `res`: `status` integer, `headers` (lower-case names, last value wins), `body`
+-- string, `elapsed_ms` number. An error `err` (shared error metatable): `category =
+-- "transport"`, `kind` one of `"timeout"`, `"connect"`, `"tls"`, `"too_large"`, `"reset"`,
+-- `"protocol"`; `message` names host:port, never headers or the URL path; `detail` the
+-- cosocket's own words; `elapsed_ms` number.
+-- @module jsoncontract.transport.openresty
+-- luacheck: read globals ngx
+local core = require "jsoncontract.core"
+local errors = require "jsoncontract.errors"
+
+local type, tostring, tonumber, pairs, error = type, tostring, tonumber, pairs, error
+local floor, min = math.floor, math.min
+local concat = table.concat
+local format, lower, find = string.format, string.lower, string.find
+
+local _M = { _VERSION = core._VERSION }
+
+local DEFAULT_CONNECT_MS = 10000
+local DEFAULT_TIMEOUT_MS = 90000
+local DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+local MAX_HEADER_BYTES = 64 * 1024     -- status line + all response header lines
+local CHUNK = 16 * 1024                -- read size when the body runs until close
+local NO_TIMEOUT_MS = 2 ^ 31 - 1       -- what `timeout_ms = 0` means to a cosocket
+
+local FIELDS = {
+    url = "string", method = "string", headers = "table", body = "string",
+    connect_timeout_ms = "number", timeout_ms = "number", read_timeout_ms = "number",
+    max_response_bytes = "number", ca_file = "string",
+}
+local OWN_HEADERS = { connection = true, ["content-length"] = true, ["transfer-encoding"] = true }
+
+local function now_ms()
+    ngx.update_time()
+    return ngx.now() * 1000
+end
+
+local function check_int(req, name, lo, level)
+    local v = req[name]
+    if v ~= nil and (v ~= floor(v) or v < lo) then
+        error(format("openresty transport: %s must be an integer >= %d", name, lo), level)
+    end
+end
+
+-- Check a request; returns the parsed URL parts. Raises on misuse (blaming `level`).
+local function check(req, level)
+    if type(req) ~= "table" then
+        error("openresty transport: request must be a table, got " .. type(req), level)
+    end
+    for k, v in pairs(req) do
+        local want = FIELDS[k]
+        if not want then error("openresty transport: unknown request field " .. tostring(k), level) end
+        if type(v) ~= want then
+            error(format("openresty transport: %s must be a %s, got %s", k, want, type(v)), level)
+        end
+    end
+    if req.ca_file then
+        error("openresty transport: ca_file is not supported, set lua_ssl_trusted_certificate in nginx", level)
+    end
+    check_int(req, "connect_timeout_ms", 1, level + 1)
+    check_int(req, "timeout_ms", 0, level + 1)
+    check_int(req, "read_timeout_ms", 1, level + 1)
+    check_int(req, "max_response_bytes", 1, level + 1)
+    if not req.url then error("openresty transport: url is required", level) end
+    local scheme, authority, path = req.url:match("^(%a+)://([^/?#]+)(.*)$")
+    scheme = scheme and lower(scheme)
+    if scheme ~= "http" and scheme ~= "https" then
+        error("openresty transport: url must start with http:// or https://", level)
+    end
+    if find(authority, "@", 1, true) then error("openresty transport: url must not carry user info", level) end
+    local host, port = authority:match("^%[([%x:%.]+)%]:?(%d*)$")
+    if not host then host, port = authority:match("^([^:]+):?(%d*)$") end
+    if not host then error("openresty transport: url has a bad host:port", level) end
+    port = port ~= "" and tonumber(port) or (scheme == "https" and 443 or 80)
+    if port < 1 or port > 65535 then error("openresty transport: url has a bad port", level) end
+    path = path:gsub("#.*$", "")
+    if path == "" then path = "/" elseif path:sub(1, 1) == "?" then path = "/" .. path end
+    if find(path, "[%c ]") then error("openresty transport: url path must not hold spaces or controls", level) end
+    local method = req.method or (req.body and "POST" or "GET")
+    if not method:match("^%u+$") then error("openresty transport: method must be upper-case letters", level) end
+    if req.headers then
+        for name, value in pairs(req.headers) do
+            if type(name) ~= "string" or type(value) ~= "string" then
+                error("openresty transport: headers must map strings to strings", level)
+            end
+            if not name:match("^[%w!#$%%&'*+%-.^_`|~]+$") or find(value, "[\r\n%z]") then
+                error("openresty transport: bad header " .. (name:match("^[%w%-]+$") or "name"), level)
+            end
+            if OWN_HEADERS[lower(name)] then
+                error("openresty transport: header " .. name .. " is set by the transport", level)
+            end
+        end
+    end
+    local hostport = (find(host, ":", 1, true) and "[" .. host .. "]" or host) .. ":" .. port
+    return { scheme = scheme, host = host, port = port, path = path, method = method, hostport = hostport }
+end
+
+-- One exchange on one socket. Returns res, or nil + kind + message + detail.
+local function exchange(sock, req, u, t0)
+    local total = req.timeout_ms or DEFAULT_TIMEOUT_MS
+    local deadline = total > 0 and t0 + total or nil
+    local max = req.max_response_bytes or DEFAULT_MAX_BYTES
+    local hp = u.hostport
+
+    -- The cosocket timeout for the next step: what is left of the whole exchange, and no more
+    -- than read_timeout_ms for a read. Returns nil when the exchange is out of time.
+    local function arm(step_ms)
+        local left = deadline and floor(deadline - now_ms()) or NO_TIMEOUT_MS
+        if left < 1 then return nil end
+        sock:settimeout(min(left, step_ms or NO_TIMEOUT_MS))
+        return true
+    end
+    local function timed_out()
+        if req.read_timeout_ms and (not deadline or deadline - now_ms() > 1) then
+            return nil, "timeout", format("no data from %s for %d ms", hp, req.read_timeout_ms)
+        end
+        return nil, "timeout", format("timed out talking to %s after %d ms", hp, floor(now_ms() - t0))
+    end
+    local function failed(err, what)
+        if err == "timeout" then return timed_out() end
+        return nil, "reset", format("connection to %s closed early (%s)", hp, what), err
+    end
+
+    sock:settimeout(min(req.connect_timeout_ms or DEFAULT_CONNECT_MS,
+        deadline and total or NO_TIMEOUT_MS))
+    local ok, err = sock:connect(u.host, u.port)
+    if not ok then
+        if err == "timeout" then return timed_out() end
+        return nil, "connect", format("cannot connect to %s", hp), err
+    end
+    if u.scheme == "https" then
+        if not arm() then return timed_out() end
+        ok, err = sock:sslhandshake(nil, u.host, true)
+        if not ok then
+            if err == "timeout" then return timed_out() end
+            return nil, "tls", format("TLS failure with %s", hp), err
+        end
+    end
+
+    local lines = { u.method .. " " .. u.path .. " HTTP/1.1" }
+    local has_host = false
+    for name, value in pairs(req.headers or {}) do
+        if lower(name) == "host" then has_host = true end
+        lines[#lines + 1] = name .. ": " .. value
+    end
+    if not has_host then
+        local default = (u.scheme == "https" and u.port == 443) or (u.scheme == "http" and u.port == 80)
+        lines[#lines + 1] = "Host: " .. (default and hp:gsub(":%d+$", "") or hp)
+    end
+    lines[#lines + 1] = "Connection: close"
+    if req.body or u.method == "POST" or u.method == "PUT" or u.method == "PATCH" then
+        lines[#lines + 1] = "Content-Length: " .. #(req.body or "")
+    end
+    lines[#lines + 1] = "\r\n"
+    if not arm() then return timed_out() end
+    ok, err = sock:send({ concat(lines, "\r\n"), req.body or "" })
+    if not ok then return failed(err, "send failed") end
+
+    -- Status line and headers; 1xx interim responses are skipped.
+    local status, headers, header_bytes
+    repeat
+        if not arm(req.read_timeout_ms) then return timed_out() end
+        local line
+        line, err = sock:receive("*l")
+        if not line then
+            if err == "closed" and not status then
+                return nil, "reset", format("connection to %s closed early (empty reply)", hp), err
+            end
+            return failed(err, "no status line")
+        end
+        status = tonumber(line:match("^HTTP/1%.[01] (%d%d%d)[ \r]?"))
+        if not status then return nil, "protocol", format("HTTP exchange with %s failed (bad status line)", hp) end
+        headers, header_bytes = {}, #line
+        while true do
+            if not arm(req.read_timeout_ms) then return timed_out() end
+            line, err = sock:receive("*l")
+            if not line then return failed(err, "in the headers") end
+            if line == "" then break end
+            header_bytes = header_bytes + #line
+            if header_bytes > MAX_HEADER_BYTES then
+                return nil, "too_large", format("response headers from %s are over %d bytes", hp, MAX_HEADER_BYTES)
+            end
+            local name, value = line:match("^([^:%s]+):%s*(.-)%s*$")
+            if not name then return nil, "protocol", format("HTTP exchange with %s failed (bad header line)", hp) end
+            headers[lower(name)] = value
+        end
+    until status >= 200 or status == 101
+
+    local coding = headers["content-encoding"]
+    if coding and lower(coding) ~= "identity" then
+        return nil, "protocol", format("HTTP exchange with %s failed (unasked content-encoding)", hp)
+    end
+    local too_large = format("response from %s is over %d bytes", hp, max)
+    local parts, size = {}, 0
+    local te = headers["transfer-encoding"]
+    if u.method == "HEAD" or status == 204 or status == 304 then
+        return { status = status, headers = headers, body = "", elapsed_ms = now_ms() - t0 }
+    end
+    if te and lower(te):find("chunked", 1, true) then
+        while true do
+            if not arm(req.read_timeout_ms) then return timed_out() end
+            local line
+            line, err = sock:receive("*l")
+            if not line then return failed(err, "in a chunk header") end
+            local n = tonumber(line:match("^%s*(%x+)"), 16)
+            if not n then return nil, "protocol", format("HTTP exchange with %s failed (bad chunk size)", hp) end
+            if n == 0 then
+                repeat  -- trailers, up to the empty line
+                    if not arm(req.read_timeout_ms) then return timed_out() end
+                    line, err = sock:receive("*l")
+                    if not line then return failed(err, "in the trailers") end
+                until line == ""
+                break
+            end
+            size = size + n
+            if size > max then return nil, "too_large", too_large end
+            local left = n
+            while left > 0 do
+                if not arm(req.read_timeout_ms) then return timed_out() end
+                local data
+                data, err = sock:receive(min(left, CHUNK))
+                if not data then return failed(err, "in a chunk") end
+                parts[#parts + 1] = data
+                left = left - #data
+            end
+            if not arm(req.read_timeout_ms) then return timed_out() end
+            local crlf
+            crlf, err = sock:receive(2)
+            if crlf ~= "\r\n" then
+                if not crlf then return failed(err, "after a chunk") end
+                return nil, "protocol", format("HTTP exchange with %s failed (bad chunk end)", hp)
+            end
+        end
+    elseif headers["content-length"] then
+        local n = tonumber(headers["content-length"]:match("^%d+$"))
+        if not n then return nil, "protocol", format("HTTP exchange with %s failed (bad Content-Length)", hp) end
+        if n > max then return nil, "too_large", too_large end
+        local left = n
+        while left > 0 do
+            if not arm(req.read_timeout_ms) then return timed_out() end
+            local data
+            data, err = sock:receive(min(left, CHUNK))
+            if not data then return failed(err, "in the body") end
+            parts[#parts + 1] = data
+            left = left - #data
+        end
+    else
+        while true do  -- the body runs until the server closes
+            if not arm(req.read_timeout_ms) then return timed_out() end
+            local data, partial
+            data, err, partial = sock:receive(CHUNK)
+            data = data or partial
+            if data and #data > 0 then
+                size = size + #data
+                if size > max then return nil, "too_large", too_large end
+                parts[#parts + 1] = data
+            end
+            if err == "closed" then break end
+            if err then return failed(err, "in the body") end
+        end
+    end
+    return { status = status, headers = headers, body = concat(parts), elapsed_ms = now_ms() - t0 }
+end
+
+-- `level` is the caller to blame for misuse, counted from `check`.
+local function request(req, level)
+    local u = check(req, level)
+    local t0 = now_ms()
+    local sock = ngx.socket.tcp()
+    local res, kind, message, detail = exchange(sock, req, u, t0)
+    sock:close()
+    if res then return res end
+    return nil, errors.new("transport", kind, message, { detail = detail, elapsed_ms = now_ms() - t0 })
+end
+
+--- Run one HTTP exchange on a cosocket; yields to nginx while it waits.
+-- @tparam table req the request (see the module description)
+-- @treturn[1] table res `{ status, headers, body, elapsed_ms }`
+-- @return[2] nil
+-- @treturn[2] table err `{ category = "transport", kind, message, detail, elapsed_ms }`
+-- @raise on misuse: not a table, unknown field, wrong type, URL not http(s), `ca_file`
+-- @usage local res, err = openresty.request{ url = "http://127.0.0.1:8080/ok", timeout_ms = 5000 }
+function _M.request(req)
+    local res, err = request(req, 4)
+    return res, err
+end
+
+--- Run many HTTP exchanges concurrently (light threads, `ngx.thread.spawn`) and wait for all.
+-- Every request is checked before any is sent.
+-- @tparam {table,...} reqs array of requests
+-- @tparam[opt] table opts `{ max_parallel = 16 }` (integer 1..1024)
+-- @treturn {table,...} results, same length and order as `reqs`; `results[i]` is a res
+--   table or an err table (`getmetatable(results[i]) == core.error_mt`)
+-- @raise on misuse in any request or in `opts`
+-- @usage local results = openresty.request_many({ { url = a }, { url = b } }, { max_parallel = 4 })
+function _M.request_many(reqs, opts)
+    if type(reqs) ~= "table" then error("openresty transport: reqs must be an array of requests", 2) end
+    local par = 16
+    if opts ~= nil then
+        if type(opts) ~= "table" then error("openresty transport: opts must be a table", 2) end
+        for k in pairs(opts) do
+            if k ~= "max_parallel" then error("openresty transport: unknown option " .. tostring(k), 2) end
+        end
+        par = opts.max_parallel or par
+        if type(par) ~= "number" or par ~= floor(par) or par < 1 or par > 1024 then
+            error("openresty transport: max_parallel must be an integer in 1..1024", 2)
+        end
+    end
+    local n = #reqs
+    for i = 1, n do check(reqs[i], 3) end
+    local results, next_i = {}, 1
+    local function worker()
+        while next_i <= n do
+            local i = next_i
+            next_i = i + 1
+            local res, err = request(reqs[i], 3)
+            results[i] = res or err
+        end
+    end
+    local threads = {}
+    for t = 1, min(par, n) do threads[t] = ngx.thread.spawn(worker) end
+    for t = 1, #threads do
+        local ok, err = ngx.thread.wait(threads[t])
+        if not ok then error(err, 0) end
+    end
+    return results
+end
+
+return _M

@@ -1,0 +1,193 @@
+-- jsoncontract.transport.openresty inside a real nginx: Debian's nginx with lua-nginx-module
+-- runs as its own process (daemon, pid file, error log and temp paths in a temp prefix, one
+-- worker, 127.0.0.1 on a free port), loads the repo's lua/ and build/luajit's core
+-- (JC_NGINX_CPATH overrides) and serves spec/support/nginx_app.lua: /check (contract:check of
+-- the body), /ask (jc.ask through the cosocket transport against bin/jsoncontract-standin) and
+-- /raw (one request). Whatever interpreter runs busted, nginx runs its own LuaJIT.
+local jc = require "jsoncontract"
+local curl = require "jsoncontract.transport.curl"
+local util = require "support.util"
+
+local CPATH = os.getenv("JC_NGINX_CPATH") or "build/luajit/?.so"
+local MODULES = "/usr/lib/nginx/modules"
+
+local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+-- A shell command without an ASan run's preload (mktemp leaks, and LSan would abort it).
+local function run(cmd) return util.sh("env -u LD_PRELOAD sh -c " .. q(cmd)) end
+
+-- Why the spec cannot run here, or nil.
+local function missing()
+    local _, code = run("command -v nginx")
+    if code ~= 0 then return "nginx not found on PATH" end
+    for _, m in ipairs { "ndk_http_module.so", "ngx_http_lua_module.so" } do
+        if not util.read(MODULES .. "/" .. m) then return "nginx lua module not found at " .. MODULES .. "/" .. m end
+    end
+    local core = CPATH:gsub("%?", "jsoncontract/core")
+    if not util.read(core) then return "LuaJIT build of the core not found at " .. core .. " (make LUA=luajit)" end
+    return nil
+end
+
+local function esc(s) return (s:gsub("[^%w%-%._~]", function(c) return string.format("%%%02X", c:byte()) end)) end
+
+local MAIL_1042 = "Hello, my order 1042: the courier did not come, urgent, I leave tomorrow."
+
+describe("jsoncontract.transport.openresty in nginx", function()
+    local why = missing()
+    if why then
+        it("runs nginx", function() pending(why) end)
+        return
+    end
+
+    local root = run("pwd"):match("^(%S+)")
+    local dir, port, base, standin, standin_port
+
+    local function call(path, body)
+        local res, err = curl.request { url = base .. path, method = body and "POST" or "GET", body = body,
+            timeout_ms = 30000 }
+        assert(res, tostring(err))
+        assert.equal(200, res.status, res.body)
+        return jc.decode(res.body)
+    end
+
+    local function stop_nginx()
+        local pid = dir and util.read(dir .. "/nginx.pid")
+        if pid and pid:match("^%d+") then
+            pid = pid:match("^%d+")
+            -- TERM, then wait (up to 5 s) until the master is gone; its workers go with it.
+            run("kill -TERM " .. pid .. "; i=0; while kill -0 " .. pid ..
+                " 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done")
+        end
+        if dir then run("rm -rf " .. q(dir)) end
+        dir = nil
+    end
+
+    setup(function()
+        dir = run("mktemp -d"):match("^(%S+)")
+        port = util.closed_port()
+        base = "http://127.0.0.1:" .. port
+        local user = run("id -u"):match("^0%s") ~= nil and "user root;\n" or ""
+        local conf = table.concat({
+            "worker_processes 1;", user .. "pid " .. dir .. "/nginx.pid;",
+            "error_log " .. dir .. "/error.log warn;",
+            "load_module " .. MODULES .. "/ndk_http_module.so;",
+            "load_module " .. MODULES .. "/ngx_http_lua_module.so;",
+            "events { worker_connections 64; }",
+            "http {",
+            "  access_log off;",
+            "  client_body_temp_path " .. dir .. "/body; proxy_temp_path " .. dir .. "/proxy;",
+            "  fastcgi_temp_path " .. dir .. "/fcgi; uwsgi_temp_path " .. dir .. "/uwsgi;",
+            "  scgi_temp_path " .. dir .. "/scgi;",
+            string.format('  lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;;";', root, root, root),
+            string.format('  lua_package_cpath "%s/%s;;";', root, CPATH),
+            string.format('  init_by_lua_block { require("support.nginx_app").init("%s") }', root),
+            "  server {",
+            "    listen 127.0.0.1:" .. port .. ";",
+            '    location = /check { content_by_lua_block { require("support.nginx_app").check() } }',
+            '    location = /ask { content_by_lua_block { require("support.nginx_app").ask() } }',
+            '    location = /raw { content_by_lua_block { require("support.nginx_app").raw() } }',
+            '    location = /big { return 200 "0123456789abcdefghij"; }',
+            "  }",
+            "}", "" }, "\n")
+        local f = assert(io.open(dir .. "/nginx.conf", "w"))
+        f:write(conf)
+        f:close()
+        -- Daemon mode: the command returns once the master runs; the pid file says whom to stop.
+        -- An ASan run's preload must not reach nginx.
+        local out, code = run(string.format("nginx -p %s -c %s/nginx.conf -e %s/error.log",
+            q(dir), q(dir), q(dir)))
+        if code ~= 0 then
+            local log = util.read(dir .. "/error.log") or ""
+            stop_nginx()
+            error("nginx did not start: " .. out .. log)
+        end
+        -- Wait until it answers (up to 5 s).
+        for _ = 1, 50 do
+            if curl.request { url = base .. "/big", timeout_ms = 1000 } then break end
+            run("sleep 0.1")
+        end
+        standin, standin_port = util.start_standin()
+    end)
+
+    teardown(function()
+        if standin then util.stop_standin(standin, standin_port) end
+        stop_nginx()
+    end)
+
+    describe("/check: the contract compiled at module level", function()
+        it("accepts a valid ticket", function()
+            local out = call("/check", '{"intent":"delivery","order_id":"1042","urgent":true,"summary":"Late."}')
+            assert.is_true(out.ok)
+            assert.same({ "delivery", "1042", true, "Late." },
+                { out.value.intent, out.value.order_id, out.value.urgent, out.value.summary })
+        end)
+
+        it("rejects the Lieferung reply with the two schema errors, in order", function()
+            local out = call("/check", '{"intent":"Lieferung","order_id":"1042","urgent":"ja","summary":"Late."}')
+            assert.is_false(out.ok)
+            assert.same({ "schema", "schema_mismatch" }, { out.err.category, out.err.kind })
+            assert.same({ { pointer = "/intent", keyword = "enum" }, { pointer = "/urgent", keyword = "type" } },
+                out.err.errors)
+        end)
+
+        it("reports a reply that is not JSON as a format error", function()
+            local out = call("/check", "Sure! {}")
+            assert.same({ "format", "unexpected_character" }, { out.err.category, out.err.kind })
+        end)
+    end)
+
+    describe("/ask: jc.ask through the cosocket transport and the stand-in model", function()
+        it("accepts the 1042 seed mail at attempt 2, after the Lieferung/ja reply", function()
+            local out = call("/ask?base=" .. esc("http://127.0.0.1:" .. standin_port), MAIL_1042)
+            assert.equal("accepted", out.status)
+            assert.equal(2, #out.attempts)
+            assert.same({ "schema", "schema_mismatch" }, { out.attempts[1].category, out.attempts[1].kind })
+            assert.same({ "delivery", "1042", true }, { out.value.intent, out.value.order_id, out.value.urgent })
+        end)
+
+        it("sends a refused connection to review as transport/connect", function()
+            local out = call("/ask?base=" .. esc("http://127.0.0.1:" .. util.closed_port()), MAIL_1042)
+            assert.equal("human_review", out.status)
+            assert.same({ "transport", "connect" }, { out.reason.category, out.reason.kind })
+            assert.truthy(out.reason.message:find("127.0.0.1:", 1, true), out.reason.message)
+        end)
+
+        it("enforces max_response_bytes on the model's answer: transport/too_large", function()
+            local out = call("/ask?max=50&base=" .. esc("http://127.0.0.1:" .. standin_port), MAIL_1042)
+            assert.equal("human_review", out.status)
+            assert.same({ "transport", "too_large" }, { out.reason.category, out.reason.kind })
+        end)
+    end)
+
+    describe("/raw: one request", function()
+        it("reads a Content-Length body", function()
+            local out = call("/raw?url=" .. esc(base .. "/big"))
+            assert.same({ 200, "0123456789abcdefghij" }, { out.status, out.body })
+        end)
+
+        it("reads a chunked body (nginx chunks Lua output)", function()
+            local out = call("/raw?url=" .. esc(base .. "/check"))
+            assert.same({ 200, "chunked" }, { out.status, out.te })
+            assert.same({ "format", "empty" }, { jc.decode(out.body).err.category, jc.decode(out.body).err.kind })
+        end)
+
+        it("caps the body while reading: one byte under the length is too_large", function()
+            local out = call("/raw?max=19&url=" .. esc(base .. "/big"))
+            assert.same({ "transport", "too_large" }, { out.err.category, out.err.kind })
+            out = call("/raw?max=20&url=" .. esc(base .. "/big"))
+            assert.equal("0123456789abcdefghij", out.body)
+        end)
+
+        it("caps a chunked body too", function()
+            local out = call("/raw?max=10&url=" .. esc(base .. "/check"))
+            assert.same({ "transport", "too_large" }, { out.err.category, out.err.kind })
+        end)
+
+        it("reports a refused connection as transport/connect naming host:port", function()
+            local p = util.closed_port()
+            local out = call("/raw?url=" .. esc("http://127.0.0.1:" .. p .. "/v1/secret-path"))
+            assert.same({ "transport", "connect" }, { out.err.category, out.err.kind })
+            assert.equal("cannot connect to 127.0.0.1:" .. p, out.err.message)
+        end)
+    end)
+end)
