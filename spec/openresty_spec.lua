@@ -86,6 +86,8 @@ describe("jsoncontract.transport.openresty in nginx", function()
             '    location = /check { content_by_lua_block { require("support.nginx_app").check() } }',
             '    location = /ask { content_by_lua_block { require("support.nginx_app").ask() } }',
             '    location = /raw { content_by_lua_block { require("support.nginx_app").raw() } }',
+            '    location = /many { content_by_lua_block { require("support.nginx_app").many() } }',
+            '    location = /sock { content_by_lua_block { require("support.nginx_app").sock() } }',
             '    location = /big { return 200 "0123456789abcdefghij"; }',
             "  }",
             "}", "" }, "\n")
@@ -106,7 +108,11 @@ describe("jsoncontract.transport.openresty in nginx", function()
             if curl.request { url = base .. "/big", timeout_ms = 1000 } then break end
             run("sleep 0.1")
         end
-        standin, standin_port = util.start_standin()
+        local ok, err = pcall(function() standin, standin_port = util.start_standin() end)
+        if not ok then
+            stop_nginx()
+            error(err, 0)
+        end
     end)
 
     teardown(function()
@@ -183,11 +189,64 @@ describe("jsoncontract.transport.openresty in nginx", function()
             assert.same({ "transport", "too_large" }, { out.err.category, out.err.kind })
         end)
 
+        it("reads a body that runs until the server closes", function()
+            local out = call("/raw?url=" .. esc(base .. "/sock?mode=close"))
+            assert.same({ 200, "body until close" }, { out.status, out.body })
+        end)
+
+        it("skips a 100 Continue and returns the final response", function()
+            local out = call("/raw?url=" .. esc(base .. "/sock?mode=continue"))
+            assert.same({ 201, "ok" }, { out.status, out.body })
+        end)
+
+        for _, c in ipairs {
+            { "empty", "reset", "no reply at all" },
+            { "short", "reset", "a body shorter than its Content-Length" },
+            { "garbage", "protocol", "a reply that is not HTTP" },
+            { "badchunk", "protocol", "a bad chunk size" },
+            { "gzip", "protocol", "a compressed body nobody asked for" },
+        } do
+            it("reports " .. c[3] .. " as transport/" .. c[2], function()
+                local out = call("/raw?url=" .. esc(base .. "/sock?mode=" .. c[1]))
+                assert.same({ "transport", c[2] }, { out.err.category, out.err.kind })
+                assert.truthy(out.err.message:find("127.0.0.1:" .. port, 1, true), out.err.message)
+            end)
+        end
+
+        it("gives up on a silent server after read_timeout_ms: transport/timeout", function()
+            local out = call("/raw?read=200&url=" .. esc(base .. "/sock?mode=close&sleep=2"))
+            assert.same({ "transport", "timeout" }, { out.err.category, out.err.kind })
+            assert.equal("no data from 127.0.0.1:" .. port .. " for 200 ms", out.err.message)
+        end)
+
+        it("request_many returns results in request order, errors in place", function()
+            local out = call("/many?a=" .. esc("http://127.0.0.1:" .. util.closed_port() .. "/")
+                .. "&b=" .. esc(base .. "/big"))
+            assert.same({ { kind = "connect" }, { status = 200, body = "0123456789abcdefghij" } }, out)
+        end)
+
         it("reports a refused connection as transport/connect naming host:port", function()
             local p = util.closed_port()
             local out = call("/raw?url=" .. esc("http://127.0.0.1:" .. p .. "/v1/secret-path"))
             assert.same({ "transport", "connect" }, { out.err.category, out.err.kind })
             assert.equal("cannot connect to 127.0.0.1:" .. p, out.err.message)
         end)
+    end)
+end)
+
+describe("jsoncontract.transport.openresty misuse (checked before any cosocket)", function()
+    local openresty = require "jsoncontract.transport.openresty"
+    it("raises on requests the transport cannot send", function()
+        util.raises("request must be a table", openresty.request, "http://x")
+        util.raises("unknown request field timeout", openresty.request, { url = "http://x/", timeout = 1 })
+        util.raises("url must start with http:// or https://", openresty.request, { url = "ftp://x/" })
+        util.raises("url is required", openresty.request, {})
+        util.raises("timeout_ms must be an integer >= 0", openresty.request, { url = "http://x/", timeout_ms = -1 })
+        util.raises("ca_file is not supported", openresty.request, { url = "https://x/", ca_file = "/ca.pem" })
+        util.raises("header Content-Length is set by the transport", openresty.request,
+            { url = "http://x/", headers = { ["Content-Length"] = "3" } })
+        util.raises("bad header", openresty.request, { url = "http://x/", headers = { A = "v\r\nX: y" } })
+        util.raises("max_parallel must be an integer in 1..1024", openresty.request_many, {}, { max_parallel = 0 })
+        util.raises("unknown request field x", openresty.request_many, { { url = "http://x/" }, { x = 1 } })
     end)
 end)

@@ -62,10 +62,43 @@ end
 function M.raw()
     local args = ngx.req.get_uri_args()
     local res, err = openresty.request { url = args.url, max_response_bytes = tonumber(args.max),
-        timeout_ms = 5000 }
+        read_timeout_ms = tonumber(args.read), timeout_ms = 5000 }
     if res then return reply(200, { status = res.status, body = res.body,
         te = res.headers["transfer-encoding"] }) end
     return reply(200, { err = show_err(err) })
+end
+
+--- GET /many?a=<url>&b=<url>: openresty.request_many on both, one at a time; answers the
+-- statuses and bodies, or the errs' kinds, in order.
+function M.many()
+    local args = ngx.req.get_uri_args()
+    local results = openresty.request_many({ { url = args.a, timeout_ms = 5000 }, { url = args.b, timeout_ms = 5000 } },
+        { max_parallel = 1 })
+    local out = {}
+    for i, r in ipairs(results) do
+        out[i] = r.kind and { kind = r.kind } or { status = r.status, body = r.body }
+    end
+    return reply(200, setmetatable(out, jc.array_mt))
+end
+
+-- Raw replies written straight on the client socket, for the transport's error paths.
+local RAW = {
+    close = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nbody until close",
+    garbage = "SSH-2.0-OpenSSH\r\n\r\n",
+    empty = "",
+    short = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this",
+    badchunk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    gzip = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc",
+    continue = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+}
+
+--- GET /sock?mode=<name>[&sleep=<s>]: after an optional pause, write RAW[mode] and close.
+function M.sock()
+    local args = ngx.req.get_uri_args()
+    local sock = assert(ngx.req.socket(true))
+    if args.sleep then ngx.sleep(tonumber(args.sleep)) end
+    sock:send(RAW[args.mode])
+    ngx.exit(444)
 end
 
 return M

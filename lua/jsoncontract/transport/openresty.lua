@@ -223,7 +223,8 @@ local function exchange(sock, req, u, t0)
             local line
             line, err = sock:receive("*l")
             if not line then return failed(err, "in a chunk header") end
-            local n = tonumber(line:match("^%s*(%x+)"), 16)
+            local hex = line:match("^%s*(%x+)")
+            local n = hex and #hex <= 12 and tonumber(hex, 16)
             if not n then return nil, "protocol", format("HTTP exchange with %s failed (bad chunk size)", hp) end
             if n == 0 then
                 repeat  -- trailers, up to the empty line
