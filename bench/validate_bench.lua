@@ -355,7 +355,9 @@ for _, c in ipairs(cases) do
     local jv = best(function() if validator:validate(value) then sink = sink + 1 end end)
     local lv = best(function() if lua_validate(lschema, lvalue) then sink = sink + 1 end end)
     local text = c.instance
-    local jdv = best(function() if validator:validate(core.decode(text)) then sink = sink + 1 end end)
+    -- as contract:check does: a value straight from decode needs no whole-instance JSON check
+    local decoded = { decoded = true }
+    local jdv = best(function() if validator:validate(core.decode(text), decoded) then sink = sink + 1 end end)
     local ldv = best(function() if lua_validate(lschema, cjson.decode(text)) then sink = sink + 1 end end)
     local a = ajv and ajv[c.name]
     local function r(x, y) return y and fmt("%7.2f", x / y) or fmt("%7s", "-") end
