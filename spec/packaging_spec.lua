@@ -39,6 +39,29 @@ describe("packaging", function()
         end
     end)
 
+    it("documents every function the C module registers in README.md", function()
+        local readme = read("README.md")
+        local names = {}
+        for _, f in ipairs(lines("ls csrc/*.c")) do
+            local src = read(f)
+            for block in src:gmatch("static const luaL_Reg [%w_]+%[%] = (%b{})") do
+                for name in block:gmatch('{%s*"([%w_]+)"') do
+                    if not name:match("^__") then names[#names + 1] = name end
+                end
+            end
+            for name in src:gmatch('lua_setfield%(L, %-2, "([%w_]+)"%)') do
+                if not name:match("^__")
+                    and src:find("lua_pushcfunction%(L, [%w_]+%);%s*lua_setfield%(L, %-2, \"" .. name .. "\"%)") then
+                    names[#names + 1] = name
+                end
+            end
+        end
+        assert.is_true(#names >= 8)
+        for _, name in ipairs(names) do
+            assert.truthy(readme:find(name, 1, true), name .. " is not in README.md")
+        end
+    end)
+
     it("reports the rockspec's version from the C module", function()
         local version = rockspec_path:match("jsoncontract%-(.-)%-%d+%.rockspec$")
         assert.equal(version, require("jsoncontract.core")._VERSION)
