@@ -1,9 +1,11 @@
 -- jsoncontract.transport.openresty inside a real nginx: Debian's nginx with lua-nginx-module
 -- runs as its own process (daemon, pid file, error log and temp paths in a temp prefix, one
--- worker, 127.0.0.1 on a free port), loads the repo's lua/ and build/luajit's core
--- (JC_NGINX_CPATH overrides) and serves spec/support/nginx_app.lua: /check (contract:check of
--- the body), /ask (jc.ask through the cosocket transport against bin/jsoncontract-standin) and
--- /raw (one request). Whatever interpreter runs busted, nginx runs its own LuaJIT.
+-- worker, 127.0.0.1 on free ports), loads the repo's lua/ and build/luajit's core
+-- (JC_NGINX_CPATH overrides), trusts one of two throw-away certificates, and serves
+-- spec/support/nginx_app.lua: /check (contract:check of the body), /ask (jc.ask through the
+-- cosocket transport against bin/jsoncontract-standin), /raw and /many (the transport itself)
+-- and /sock (raw replies for the error paths). Whatever interpreter runs busted, nginx runs
+-- its own LuaJIT; teardown stops the master by its pid.
 local jc = require "jsoncontract"
 local curl = require "jsoncontract.transport.curl"
 local util = require "support.util"
@@ -20,6 +22,8 @@ local function run(cmd) return util.sh("env -u LD_PRELOAD sh -c " .. q(cmd)) end
 local function missing()
     local _, code = run("command -v nginx")
     if code ~= 0 then return "nginx not found on PATH" end
+    _, code = run("command -v openssl")
+    if code ~= 0 then return "openssl (for the test certificates) not found on PATH" end
     for _, m in ipairs { "ndk_http_module.so", "ngx_http_lua_module.so" } do
         if not util.read(MODULES .. "/" .. m) then return "nginx lua module not found at " .. MODULES .. "/" .. m end
     end
@@ -40,7 +44,7 @@ describe("jsoncontract.transport.openresty in nginx", function()
     end
 
     local root = run("pwd"):match("^(%S+)")
-    local dir, port, base, standin, standin_port
+    local dir, port, base, standin, standin_port, tls_good, tls_bad
 
     local function call(path, body)
         local res, err = curl.request { url = base .. path, method = body and "POST" or "GET", body = body,
@@ -66,6 +70,15 @@ describe("jsoncontract.transport.openresty in nginx", function()
         dir = run("mktemp -d"):match("^(%S+)")
         port = util.closed_port()
         base = "http://127.0.0.1:" .. port
+        -- Two self-signed certificates for 127.0.0.1: "good" is in lua_ssl_trusted_certificate,
+        -- "bad" is not.
+        for _, name in ipairs { "good", "bad" } do
+            local out, code = run(string.format("openssl req -x509 -newkey rsa:2048 -nodes -days 1 "
+                .. "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout %s/%s.key -out %s/%s.pem",
+                q(dir), name, q(dir), name))
+            assert(code == 0, out)
+        end
+        tls_good, tls_bad = util.closed_port(), util.closed_port()
         local user = run("id -u"):match("^0%s") ~= nil and "user root;\n" or ""
         local conf = table.concat({
             "worker_processes 1;", user .. "pid " .. dir .. "/nginx.pid;",
@@ -90,6 +103,11 @@ describe("jsoncontract.transport.openresty in nginx", function()
             '    location = /sock { content_by_lua_block { require("support.nginx_app").sock() } }',
             '    location = /big { return 200 "0123456789abcdefghij"; }',
             "  }",
+            "  lua_ssl_trusted_certificate " .. dir .. "/good.pem;",
+            "  server { listen 127.0.0.1:" .. tls_good .. " ssl; ssl_certificate " .. dir .. "/good.pem;",
+            "    ssl_certificate_key " .. dir .. "/good.key; location / { return 200 \"tls ok\"; } }",
+            "  server { listen 127.0.0.1:" .. tls_bad .. " ssl; ssl_certificate " .. dir .. "/bad.pem;",
+            "    ssl_certificate_key " .. dir .. "/bad.key; location / { return 200 \"tls ok\"; } }",
             "}", "" }, "\n")
         local f = assert(io.open(dir .. "/nginx.conf", "w"))
         f:write(conf)
@@ -217,6 +235,17 @@ describe("jsoncontract.transport.openresty in nginx", function()
             local out = call("/raw?read=200&url=" .. esc(base .. "/sock?mode=close&sleep=2"))
             assert.same({ "transport", "timeout" }, { out.err.category, out.err.kind })
             assert.equal("no data from 127.0.0.1:" .. port .. " for 200 ms", out.err.message)
+        end)
+
+        it("speaks TLS to a server whose certificate nginx trusts", function()
+            local out = call("/raw?url=" .. esc("https://127.0.0.1:" .. tls_good .. "/"))
+            assert.same({ 200, "tls ok" }, { out.status, out.body })
+        end)
+
+        it("verifies certificates: an untrusted one is transport/tls", function()
+            local out = call("/raw?url=" .. esc("https://127.0.0.1:" .. tls_bad .. "/"))
+            assert.same({ "transport", "tls" }, { out.err.category, out.err.kind })
+            assert.equal("TLS failure with 127.0.0.1:" .. tls_bad, out.err.message)
         end)
 
         it("request_many returns results in request order, errors in place", function()
