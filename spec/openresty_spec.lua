@@ -237,6 +237,13 @@ describe("jsoncontract.transport.openresty in nginx", function()
             assert.equal("no data from 127.0.0.1:" .. port .. " for 200 ms", out.err.message)
         end)
 
+        it("gives up when the whole exchange is over timeout_ms: transport/timeout", function()
+            local out = call("/raw?total=300&url=" .. esc(base .. "/sock?mode=close&sleep=2"))
+            assert.same({ "transport", "timeout" }, { out.err.category, out.err.kind })
+            assert.truthy(out.err.message:find("^timed out talking to 127%.0%.0%.1:" .. port .. " after %d+ ms$"),
+                out.err.message)
+        end)
+
         it("speaks TLS to a server whose certificate nginx trusts", function()
             local out = call("/raw?url=" .. esc("https://127.0.0.1:" .. tls_good .. "/"))
             assert.same({ 200, "tls ok" }, { out.status, out.body })

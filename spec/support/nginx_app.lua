@@ -58,11 +58,11 @@ function M.ask()
         reason = out.reason and show_err(out.reason) })
 end
 
---- GET /raw?url=<url>&max=<bytes>: one openresty.request; answers {status, body} or the err.
+--- GET /raw?url=<url>[&max=<bytes>&read=<ms>&total=<ms>]: one openresty.request; answers {status, body} or the err.
 function M.raw()
     local args = ngx.req.get_uri_args()
     local res, err = openresty.request { url = args.url, max_response_bytes = tonumber(args.max),
-        read_timeout_ms = tonumber(args.read), timeout_ms = 5000 }
+        read_timeout_ms = tonumber(args.read), timeout_ms = tonumber(args.total) or 5000 }
     if res then return reply(200, { status = res.status, body = res.body,
         te = res.headers["transfer-encoding"] }) end
     return reply(200, { err = show_err(err) })

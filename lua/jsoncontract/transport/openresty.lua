@@ -131,14 +131,16 @@ local function exchange(sock, req, u, t0)
         sock:settimeout(min(left, step_ms or NO_TIMEOUT_MS))
         return true
     end
-    local function timed_out()
-        if req.read_timeout_ms and (not deadline or deadline - now_ms() > 1) then
+    -- `reading`: the step was a read, so read_timeout_ms may be what ran out.
+    local function timed_out(reading)
+        if reading and req.read_timeout_ms and (not deadline or deadline - now_ms() > 1) then
             return nil, "timeout", format("no data from %s for %d ms", hp, req.read_timeout_ms)
         end
         return nil, "timeout", format("timed out talking to %s after %d ms", hp, floor(now_ms() - t0))
     end
-    local function failed(err, what)
-        if err == "timeout" then return timed_out() end
+    -- A failed send or read: a timeout, or the peer closed or reset the connection.
+    local function failed(err, what, reading)
+        if err == "timeout" then return timed_out(reading) end
         return nil, "reset", format("connection to %s closed early (%s)", hp, what), err
     end
 
@@ -187,7 +189,7 @@ local function exchange(sock, req, u, t0)
             if err == "closed" and not status then
                 return nil, "reset", format("connection to %s closed early (empty reply)", hp), err
             end
-            return failed(err, "no status line")
+            return failed(err, "no status line", true)
         end
         status = tonumber(line:match("^HTTP/1%.[01] (%d%d%d)[ \r]?"))
         if not status then return nil, "protocol", format("HTTP exchange with %s failed (bad status line)", hp) end
@@ -195,7 +197,7 @@ local function exchange(sock, req, u, t0)
         while true do
             if not arm(req.read_timeout_ms) then return timed_out() end
             line, err = sock:receive("*l")
-            if not line then return failed(err, "in the headers") end
+            if not line then return failed(err, "in the headers", true) end
             if line == "" then break end
             header_bytes = header_bytes + #line
             if header_bytes > MAX_HEADER_BYTES then
@@ -222,7 +224,7 @@ local function exchange(sock, req, u, t0)
             if not arm(req.read_timeout_ms) then return timed_out() end
             local line
             line, err = sock:receive("*l")
-            if not line then return failed(err, "in a chunk header") end
+            if not line then return failed(err, "in a chunk header", true) end
             local hex = line:match("^%s*(%x+)")
             local n = hex and #hex <= 12 and tonumber(hex, 16)
             if not n then return nil, "protocol", format("HTTP exchange with %s failed (bad chunk size)", hp) end
@@ -230,7 +232,7 @@ local function exchange(sock, req, u, t0)
                 repeat  -- trailers, up to the empty line
                     if not arm(req.read_timeout_ms) then return timed_out() end
                     line, err = sock:receive("*l")
-                    if not line then return failed(err, "in the trailers") end
+                    if not line then return failed(err, "in the trailers", true) end
                 until line == ""
                 break
             end
@@ -241,7 +243,7 @@ local function exchange(sock, req, u, t0)
                 if not arm(req.read_timeout_ms) then return timed_out() end
                 local data
                 data, err = sock:receive(min(left, CHUNK))
-                if not data then return failed(err, "in a chunk") end
+                if not data then return failed(err, "in a chunk", true) end
                 parts[#parts + 1] = data
                 left = left - #data
             end
@@ -249,7 +251,7 @@ local function exchange(sock, req, u, t0)
             local crlf
             crlf, err = sock:receive(2)
             if crlf ~= "\r\n" then
-                if not crlf then return failed(err, "after a chunk") end
+                if not crlf then return failed(err, "after a chunk", true) end
                 return nil, "protocol", format("HTTP exchange with %s failed (bad chunk end)", hp)
             end
         end
@@ -262,7 +264,7 @@ local function exchange(sock, req, u, t0)
             if not arm(req.read_timeout_ms) then return timed_out() end
             local data
             data, err = sock:receive(min(left, CHUNK))
-            if not data then return failed(err, "in the body") end
+            if not data then return failed(err, "in the body", true) end
             parts[#parts + 1] = data
             left = left - #data
         end
@@ -278,7 +280,7 @@ local function exchange(sock, req, u, t0)
                 parts[#parts + 1] = data
             end
             if err == "closed" then break end
-            if err then return failed(err, "in the body") end
+            if err then return failed(err, "in the body", true) end
         end
     end
     return { status = status, headers = headers, body = concat(parts), elapsed_ms = now_ms() - t0 }
