@@ -2,7 +2,7 @@
 std = "min"
 max_line_length = 120
 -- Present only on some interpreters; code tests for them before use.
-read_globals = { "jit", "utf8", math = { fields = { "type", "mininteger", "maxinteger" } } }
+read_globals = { "jit", "utf8", "ngx", math = { fields = { "type", "mininteger", "maxinteger" } } }
 -- Specs and benches carry long JSON literals as data.
 files["spec/"] = { std = "min+busted", max_line_length = false }
 files["bench/"] = { max_line_length = false }

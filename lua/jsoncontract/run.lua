@@ -26,8 +26,12 @@ local function now()
     return os.time()
 end
 
+-- Under nginx, waiting must yield to the event loop, never block the worker.
+local ngx_sleep = type(ngx) == "table" and ngx.sleep or nil
+
 local function default_sleep(seconds)
     if seconds <= 0 then return end
+    if ngx_sleep then return ngx_sleep(seconds) end
     if has_socket then return socket.sleep(seconds) end
     os.execute(format("sleep %.3f", seconds))
 end
@@ -199,7 +203,8 @@ end
 --   `api_key`, `base_url`, `max_tokens`, `temperature`, `mode` ("native"|"json"|"prompt"),
 --   `transport` (function(req) -> res | nil, err; default `jsoncontract.transport.curl`.request),
 --   `timeout_ms`, `connect_timeout_ms`, `max_response_bytes` (passed to the transport),
---   `sleep` (function(seconds), default luasocket's), `evidence` (a writer from `jsoncontract.evidence`),
+--   `sleep` (function(seconds), default `ngx.sleep` under OpenResty, else luasocket's),
+--   `evidence` (a writer from `jsoncontract.evidence`),
 --   `context` (passed to rules), `adapters` (list of adapter names; default the contract's),
 --   `request_id`, `item_id` (strings for evidence), `policy` (table overriding `DEFAULT_POLICY`)
 -- @treturn table outcome: `status` ("accepted"|"human_review"), `value` (when accepted),
