@@ -170,31 +170,13 @@ static const unsigned char jc_escclass[128] = {
 };
 
 /* The first byte at or after 's' (before 'end') that is not plain ASCII
-** ('"', '\\', a control character or a byte >= 0x80), or 'end'. Eight
-** bytes at a time on little-endian hosts, as 'jc_skip_plain' in parse.c. */
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) \
-    && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define JC_ONES 0x0101010101010101ULL
+** ('"', '\\', a control character or a byte >= 0x80), or 'end'. */
 static const unsigned char *jc_enc_plain(const unsigned char *s,
                                          const unsigned char *end) {
-  unsigned long long w, m;
-  while (end - s >= 8) {
-    memcpy(&w, s, 8);
-    m = (((w ^ (JC_ONES * '"')) - JC_ONES) | ((w ^ (JC_ONES * '\\')) - JC_ONES)
-         | (w - JC_ONES * 0x20) | w) & (JC_ONES * 0x80);
-    if (m) return s + (__builtin_ctzll(m) >> 3);
-    s += 8;
-  }
+  s = jc_scan_plain8(s, end);
   while (s < end && *s < 0x80 && jc_escclass[*s] == 0) s++;
   return s;
 }
-#else
-static const unsigned char *jc_enc_plain(const unsigned char *s,
-                                         const unsigned char *end) {
-  while (s < end && *s < 0x80 && jc_escclass[*s] == 0) s++;
-  return s;
-}
-#endif
 
 /* Append 's' (NUL-terminated after 'len' bytes, as Lua strings are) as a
 ** JSON string; raise on invalid UTF-8. Room for the rest of the string

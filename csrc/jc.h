@@ -35,6 +35,37 @@
 void jc_push_error(lua_State *L, const char *category, const char *kind,
                    const char *fmt, ...);
 
+/*
+** Skip a run of plain JSON string bytes (0x20..0x7F other than '"' and
+** '\\') eight at a time, for parse.c and encode.c. Returns the first stop
+** inside the words read, or the first position within 8 bytes of 'end'
+** (the caller finishes byte by byte with its own table). Where the host is
+** not a little-endian GNU C target it returns 's' and the caller does it
+** all. A byte stops the run when it is '"' or '\\' (its XOR with the
+** character is 0), below 0x20, or has the high bit set; each test leaves
+** that byte's high bit set. A borrow can mark bytes after the first stop,
+** never before it, so the lowest marked byte is the first stop.
+*/
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) \
+    && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#include <string.h>
+#define JC_ONES 0x0101010101010101ULL
+static inline const unsigned char *jc_scan_plain8(const unsigned char *s,
+                                                  const unsigned char *end) {
+  unsigned long long w, m;
+  while (end - s >= 8) {
+    memcpy(&w, s, 8);
+    m = (((w ^ (JC_ONES * '"')) - JC_ONES) | ((w ^ (JC_ONES * '\\')) - JC_ONES)
+         | (w - JC_ONES * 0x20) | w) & (JC_ONES * 0x80);
+    if (m) return s + (__builtin_ctzll(m) >> 3);
+    s += 8;
+  }
+  return s;
+}
+#else
+#define jc_scan_plain8(s, end) ((void)(end), (s))
+#endif
+
 /* Area entry points: each adds its functions to the table at the top of the
 ** stack. Stack: [-0, +0, m] */
 void jc_parse_open(lua_State *L);

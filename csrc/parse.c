@@ -368,36 +368,14 @@ badhex:
 }
 
 /* Skip the plain ASCII run at 's' (bytes 0x20..0x7F other than '"' and
-** '\\'), reading at most up to 'end'; returns the first other byte. Eight
-** bytes at a time where the host is little-endian: a byte stops the run
-** when it is '"' or '\\' (its XOR with the character is 0), below 0x20, or
-** has the high bit set, and each test leaves that byte's high bit set. A
-** borrow can mark bytes after the first stop, never before it, so the
-** lowest marked byte is the first stop. */
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) \
-    && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define JC_ONES 0x0101010101010101ULL
+** '\\'), reading at most up to 'end' (then byte by byte: the input is
+** NUL-terminated, and NUL stops the run); returns the first other byte. */
 static const unsigned char *jc_skip_plain(const unsigned char *s,
                                           const unsigned char *end) {
-  unsigned long long w, m;
-  while (end - s >= 8) {
-    memcpy(&w, s, 8);
-    m = (((w ^ (JC_ONES * '"')) - JC_ONES) | ((w ^ (JC_ONES * '\\')) - JC_ONES)
-         | (w - JC_ONES * 0x20) | w) & (JC_ONES * 0x80);
-    if (m) return s + (__builtin_ctzll(m) >> 3);
-    s += 8;
-  }
+  s = jc_scan_plain8(s, end);
   while (jc_strclass[*s] == 0) s++;
   return s;
 }
-#else
-static const unsigned char *jc_skip_plain(const unsigned char *s,
-                                          const unsigned char *end) {
-  (void)end;
-  while (jc_strclass[*s] == 0) s++;
-  return s;
-}
-#endif
 
 /* Parse the string whose opening quote is at '*ps'; push it and move '*ps'
 ** past the closing quote. [-0, +1, m] */

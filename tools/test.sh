@@ -16,12 +16,13 @@ run() { # run NAME LUA CPATH [env...]
   env "$@" JC_TEST_LUA="$lua" JC_TEST_CPATH="$cpath" \
     busted --lua="$lua" --cpath="$cpath" -o TAP >"$out" 2>&1
   rc=$?
-  p=$(grep -c '^ok [0-9]*' "$out" | tr -d ' '); s=$(grep -c '^ok [0-9]* # SKIP' "$out" | tr -d ' ')
+  p=$(grep -c '^ok [0-9]*' "$out" | tr -d ' '); s=$(grep -c '^ok [0-9]* - # SKIP' "$out" | tr -d ' ')
   f=$(grep -c '^not ok' "$out" | tr -d ' ')
   p=$((p - s))
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi   # crash or load error
   if [ $((p + f)) -eq 0 ]; then f=1; echo "$name: no spec ran"; fi
   echo "$name: $p passed, $f failed, $s skipped (details: $out)"
+  grep '^ok [0-9]* - # SKIP' "$out" | sed 's/^ok [0-9]* - # SKIP /  skipped: /' | sort -u
   if [ "$f" -ne 0 ]; then status=1; grep -A12 '^not ok' "$out" | head -80; [ "$rc" -ne 0 ] && tail -20 "$out"; fi
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 }
