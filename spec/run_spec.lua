@@ -272,6 +272,15 @@ describe("jsoncontract.run", function()
         it("keeps the model's text when the writer records text", function()
             local _, _, log = ask("order 1042 courier", nil, { evidence = evidence.memory { record_text = true } })
             assert.truthy(log.lines[1]:find("Lieferung", 1, true))
+            -- the input once, on the item's first exchange
+            assert.equal("order 1042 courier", core.decode(log.lines[1]).input)
+            assert.is_nil(core.decode(log.lines[2]).input)
+        end)
+
+        it("keeps the input out unless the writer records text", function()
+            local _, _, log = ask("order 1042 courier")
+            assert.is_nil(core.decode(log.lines[1]).input)
+            assert.falsy(log.lines[1]:find("courier", 1, true))
         end)
     end)
 

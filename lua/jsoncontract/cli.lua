@@ -580,6 +580,12 @@ function _M.replay(argv, env)
                 skipped = skipped + 1
             elseif type(rec.text) ~= "string" or (rec.gate ~= "accepted" and rec.gate ~= "format"
                 and rec.gate ~= "schema" and rec.gate ~= "rules") then
+                -- Transport and protocol records carry no model text to re-check; anything
+                -- else without a string text is named, not skipped silently.
+                if rec.gate ~= "transport" and rec.gate ~= "protocol" then
+                    stdout:write(format("line %d: no model text to re-check (gate %s), skipped\n", lineno,
+                        core.encode(rec.gate == nil and core.null or rec.gate)))
+                end
                 skipped = skipped + 1
             else
                 local name = type(rec.contract) == "table" and rec.contract.name or nil
@@ -603,8 +609,8 @@ function _M.replay(argv, env)
                 local note = ""
                 if type(rec.contract) == "table" and rec.contract.schema_hash
                     and rec.contract.schema_hash ~= contract.schema_hash then
-                    note = format(" (recorded with %s %s, replayed with %s)", tostring(rec.contract.name),
-                        tostring(rec.contract.version), contract.version)
+                    note = format(" (recorded with %s %s, replayed with %s %s)", tostring(rec.contract.name),
+                        tostring(rec.contract.version), contract.name, contract.version)
                 end
                 if gate == rgate and kind == rkind then
                     same = same + 1

@@ -258,6 +258,8 @@ function _M.ask(contract, input, opts)
             attempt = att, try = try,
         }
         for k, v in pairs(fields) do rec[k] = v end
+        -- The input once per item, on its first exchange (the writer keeps it only on opt-in).
+        if att == 1 and try == 1 then rec.input = input end
         evidence:write(rec)
     end
 
