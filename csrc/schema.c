@@ -2652,8 +2652,10 @@ static int jc_vtype(jc_vctx *c, int idx) {
 /* since the walk visits only what the schema looks at ('true': nothing).  */
 /* A first pass keeps no state and gives up past JC_CHECK_BUDGET members   */
 /* or at max_depth (a shared subtable, a cycle, a huge or deep instance);  */
-/* the second then remembers the tables it checked, so each is checked     */
-/* once and a cycle ends, and reports too_deep past max_depth.             */
+/* the second then remembers the tables it checked (true) and the tables  */
+/* on the current path (false): a shared table is checked once, a table   */
+/* met again inside itself raises (a cycle is not JSON), and past          */
+/* max_depth it reports too_deep.                                          */
 /* --------------------------------------------------------------------- */
 
 #ifndef JC_CHECK_BUDGET
@@ -2674,15 +2676,17 @@ static int jc_not_json(jc_vctx *c, const char *fmt, const char *what,
   return luaL_error(c->L, fmt, what, *p != '\0' ? " at " : "", p, arg);
 }
 
-/* Remember the table at 'idx' as checked. [-0, +0, m] */
-static void jc_seen_add(jc_vctx *c, int idx) {
+/* Record the table at 'idx' in the seen set: 'done' 0 while its members
+** are being checked (it is on the current path), 1 once all were.
+** [-0, +0, m] */
+static void jc_seen_add(jc_vctx *c, int idx, int done) {
   lua_State *L = c->L;
   if (lua_isnil(L, c->seen)) {
     lua_newtable(L);
     lua_replace(L, c->seen);
   }
   lua_pushvalue(L, idx);
-  lua_pushboolean(L, 1);
+  lua_pushboolean(L, done);
   lua_rawset(L, c->seen);
 }
 
@@ -2751,7 +2755,7 @@ static int jc_check_marked(jc_vctx *c, int idx, size_t n) {
     t = lua_type(L, -1);
     if (t == LUA_TSTRING || t == LUA_TBOOLEAN) { lua_pop(L, 1); continue; }
     if (t == LUA_TTABLE && c->seen != 0 && !seen) {
-      jc_seen_add(c, idx);
+      jc_seen_add(c, idx, 0);
       seen = 1;
     }
     c->depth++;
@@ -2770,6 +2774,7 @@ static int jc_check_marked(jc_vctx *c, int idx, size_t n) {
                   "");
     return 2;
   }
+  if (seen) jc_seen_add(c, idx, 1);
   return 1;
 }
 
@@ -2777,9 +2782,10 @@ static int jc_check_marked(jc_vctx *c, int idx, size_t n) {
 ** JC_ARRAY_MT it must have keys exactly 1..n; unmarked, it is an array
 ** when its keys are exactly 1..n (n >= 1), else an object, whose keys
 ** must all be strings (as 'core.encode' requires; a number key is not
-** read as its string form). Second pass: a table with table members (or
-** more than JC_SEEN_MIN members) enters the seen set before its members
-** are checked. */
+** read as its string form). Second pass: a table with table members
+** enters the seen set as on the path (false) before its members are
+** checked, and as checked (true) after them, as does one with more than
+** JC_SEEN_MIN members; meeting a table that is on the path raises. */
 static int jc_check_table(jc_vctx *c, int idx) {
   lua_State *L = c->L;
   int marked = 0, mode = 0, seen = 0;   /* mode: 0 unknown, 1 array, 2 obj */
@@ -2787,8 +2793,11 @@ static int jc_check_table(jc_vctx *c, int idx) {
   if (c->seen != 0 && !lua_isnil(L, c->seen)) {
     lua_pushvalue(L, idx);
     lua_rawget(L, c->seen);
-    seen = !lua_isnil(L, -1);
+    seen = lua_isnil(L, -1) ? 0 : lua_toboolean(L, -1) ? 1 : 2;
     lua_pop(L, 1);
+    if (seen == 2)   /* on the current path: a cycle */
+      jc_not_json(c, "%s%s%s is %s, not JSON", "value",
+                  "a table that contains itself (a cycle)");
     if (seen) return 1;
   }
   if (!lua_checkstack(L, 8))
@@ -2852,7 +2861,7 @@ static int jc_check_table(jc_vctx *c, int idx) {
       return 0;
     }
     if (c->seen != 0 && !seen && vt == LUA_TTABLE) {
-      jc_seen_add(c, idx);
+      jc_seen_add(c, idx, 0);
       seen = 1;
     }
     c->depth++;
@@ -2868,7 +2877,7 @@ static int jc_check_table(jc_vctx *c, int idx) {
     jc_not_json(c, "%s%s%s has a key of type %s, not JSON", "object",
                 "number");
   }
-  if (c->seen != 0 && !seen && count > JC_SEEN_MIN) jc_seen_add(c, idx);
+  if (c->seen != 0 && (seen || count > JC_SEEN_MIN)) jc_seen_add(c, idx, 1);
   return 1;
 }
 
@@ -3831,9 +3840,10 @@ static int jc_push_basic(lua_State *L, int errs, int n) {
 ** a function, coroutine or userdata, NaN or +-infinity, an object key that
 ** is not a string (number keys too, as 'core.encode' refuses them), a
 ** marked array with keys other than 1..n): "value at /a/0 is NaN, not
-** JSON". An instance deeper than max_depth is too_deep even for a 'true'
-** schema; a cyclic table is checked once, the walk then ends too_deep if
-** the schema follows the cycle.
+** JSON"; a table that contains itself: "value at /a is a table that
+** contains itself (a cycle), not JSON" (a table met twice on different
+** branches is fine). An instance deeper than max_depth is too_deep even
+** for a 'true' schema.
 ** Stack: [-0, +1|2, e]
 */
 /* 'self' of a method whose upvalue 1 is the Validator metatable: compared

@@ -316,10 +316,13 @@ describe("jsoncontract.core", function()
             assert.equal("/0/0", err.errors[1].pointer)
         end)
 
-        it("ends on a cyclic Lua table", function()
+        it("raises on a cyclic Lua table; with decoded = true the walk still ends too_deep", function()
             local t = {}
             t.self = t
-            local _, err = core.compile({ additionalProperties = { ["$ref"] = "#" } }):validate(t)
+            local v = core.compile({ additionalProperties = { ["$ref"] = "#" } })
+            assert.has_error(function() v:validate(t) end,
+                "value at /self is a table that contains itself (a cycle), not JSON")
+            local _, err = v:validate(t, { decoded = true })
             assert.equal("too_deep", err.kind)
         end)
 
@@ -401,16 +404,52 @@ describe("jsoncontract.core", function()
             end)
         end
 
-        it("checks a shared subtable once and ends on a cycle with a schema that checks nothing", function()
+        it("checks a shared subtable once and raises on a cycle even with a schema that checks nothing", function()
             local t = {}
             t.self = t
-            assert.is_true(core.compile({}):validate(t))
+            assert.has_error(function() core.compile({}):validate(t) end,
+                "value at /self is a table that contains itself (a cycle), not JSON")
             local a = A { 1 }
             for _ = 1, 200 do a = A { a, a } end   -- 2^200 paths, 201 tables
             assert.is_true(core.compile(true):validate(a))
             a[1] = { bad = print }
             assert.has_error(function() core.compile(true):validate(a) end,
                 "value at /0/bad of type function is not JSON")
+        end)
+
+        it("raises on a cycle (the tester's cases), with the pointer where the cycle closes", function()
+            local t = {}
+            t.a = t
+            assert.has_error(function() core.compile({ type = "object" }):validate(t) end,
+                "value at /a is a table that contains itself (a cycle), not JSON")
+            local u = {}
+            u[1] = u
+            assert.has_error(function()
+                core.compile({ type = "array", items = { type = "array" } }):validate(u)
+            end, "value at /0 is a table that contains itself (a cycle), not JSON")
+            local m = A {}
+            m[1] = { x = m }
+            assert.has_error(function() core.compile(true):validate({ k = m }) end,
+                "value at /k/0/x is a table that contains itself (a cycle), not JSON")
+            local big = {}   -- more than 8 members, the cycle at the last
+            for i = 1, 20 do big["k" .. i] = i end
+            big.z = { back = big }
+            assert.has_error(function() core.compile(true):validate(big) end,
+                "value at /z/back is a table that contains itself (a cycle), not JSON")
+        end)
+
+        it("passes a table shared on different branches (a DAG is JSON), with any schema", function()
+            local shared = A { 1, { s = "x" } }
+            local doc = { a = shared, b = shared, c = A { shared, shared } }
+            assert.is_true(core.compile(true):validate(doc))
+            assert.is_true(core.compile({ additionalProperties = { type = "array" } }):validate(doc))
+            local leaf = { n = 1 }
+            local row = A {}
+            for i = 1, 50 do row[i] = leaf end
+            local deep = { r = row }
+            for _ = 1, 300 do deep = { l = deep, r = deep } end   -- 2^300 paths
+            assert.is_true(core.compile(true):validate(deep))
+            assert.same({ valid = true }, core.compile({ type = "object" }):validate(deep, { output = "basic" }))
         end)
 
         it("bounds the check by max_depth: deeper is too_deep even for a true schema", function()
@@ -475,10 +514,12 @@ describe("jsoncontract.core", function()
                                               "(root) has duplicate items at 6 and 40" } } })
         end)
 
-        it("ends on cyclic items", function()
+        it("raises on cyclic items", function()
             local cyc = {}
             cyc.self = cyc
-            assert.is_true(v:validate(range(20, function(i) return { n = i, c = cyc } end)))
+            assert.has_error(function()
+                v:validate(range(20, function(i) return { n = i, c = cyc } end))
+            end, "value at /0/c/self is a table that contains itself (a cycle), not JSON")
         end)
     end)
 
