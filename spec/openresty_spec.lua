@@ -45,6 +45,9 @@ describe("jsoncontract.transport.openresty in nginx", function()
 
     local root = run("pwd"):match("^(%S+)")
     local dir, port, base, standin, standin_port, tls_good, tls_bad
+    -- nginx also listens on [::1] when the loopback has IPv6.
+    local ipv6 = (util.read("/proc/net/if_inet6") or ""):find("^0+1 ") ~= nil
+        or (util.read("/proc/net/if_inet6") or ""):find("\n0+1 ") ~= nil
 
     local function call(path, body)
         local res, err = curl.request { url = base .. path, method = body and "POST" or "GET", body = body,
@@ -96,6 +99,7 @@ describe("jsoncontract.transport.openresty in nginx", function()
             string.format('  init_by_lua_block { require("support.nginx_app").init("%s") }', root),
             "  server {",
             "    listen 127.0.0.1:" .. port .. ";",
+            ipv6 and "    listen [::1]:" .. port .. ";" or "",
             '    location = /check { content_by_lua_block { require("support.nginx_app").check() } }',
             '    location = /ask { content_by_lua_block { require("support.nginx_app").ask() } }',
             '    location = /raw { content_by_lua_block { require("support.nginx_app").raw() } }',
@@ -223,6 +227,20 @@ describe("jsoncontract.transport.openresty in nginx", function()
             { "garbage", "protocol", "a reply that is not HTTP" },
             { "badchunk", "protocol", "a bad chunk size" },
             { "gzip", "protocol", "a compressed body nobody asked for" },
+            { "bigheader", "too_large", "a header line that never ends (200 KiB, no newline)" },
+            { "bigstatus", "too_large", "an HTTP status line that never ends" },
+            { "hugeline", "protocol", "a first line that never ends and is not HTTP" },
+            { "hello", "protocol", "a short reply that is not HTTP" },
+            { "bigchunkline", "protocol", "a chunk-size line over 1 KiB" },
+            { "twocl", "protocol", "two different Content-Length values" },
+            { "gzipchunked", "protocol", "Transfer-Encoding: gzip, chunked" },
+            { "twote", "protocol", "Transfer-Encoding gzip then chunked on two lines" },
+            { "notchunked", "protocol", "Transfer-Encoding: notchunked" },
+            { "chunkjunk", "protocol", "a chunk size with junk after the digits (5zzz)" },
+            { "status2000", "protocol", "a four-digit status (2000)" },
+            { "status099", "protocol", "a status under 100 (099)" },
+            { "status600", "protocol", "a status over 599 (600)" },
+            { "barecr", "protocol", "a bare CR inside a header value" },
         } do
             it("reports " .. c[3] .. " as transport/" .. c[2], function()
                 local out = call("/raw?url=" .. esc(base .. "/sock?mode=" .. c[1]))
@@ -230,6 +248,36 @@ describe("jsoncontract.transport.openresty in nginx", function()
                 assert.truthy(out.err.message:find("127.0.0.1:" .. port, 1, true), out.err.message)
             end)
         end
+
+        it("names the cause of an unbounded or non-HTTP first line", function()
+            local out = call("/raw?url=" .. esc(base .. "/sock?mode=hello"))
+            assert.equal("HTTP exchange with 127.0.0.1:" .. port .. " failed (not an HTTP response)", out.err.message)
+            out = call("/raw?url=" .. esc(base .. "/sock?mode=bigheader"))
+            assert.equal("response headers from 127.0.0.1:" .. port .. " are over 65536 bytes", out.err.message)
+        end)
+
+        it("accepts a repeated equal Content-Length and a chunk extension", function()
+            local out = call("/raw?url=" .. esc(base .. "/sock?mode=samecl"))
+            assert.same({ 200, "abc" }, { out.status, out.body })
+            out = call("/raw?url=" .. esc(base .. "/sock?mode=chunkext"))
+            assert.same({ 200, "hello", "Chunked" }, { out.status, out.body, out.te })
+        end)
+
+        it("counts trailers against max_response_bytes", function()
+            local out = call("/raw?url=" .. esc(base .. "/sock?mode=trailer"))
+            assert.same({ 200, "hello" }, { out.status, out.body })
+            out = call("/raw?max=1000&url=" .. esc(base .. "/sock?mode=trailer"))
+            assert.same({ "transport", "too_large" }, { out.err.category, out.err.kind })
+        end)
+
+        it("connects to an IPv6 literal [::1]", function()
+            if not ipv6 then return pending("no IPv6 loopback (::1) here") end
+            local out = call("/raw?url=" .. esc("http://[::1]:" .. port .. "/big"))
+            assert.same({ 200, "0123456789abcdefghij" }, { out.status, out.body })
+            out = call("/raw?url=" .. esc("http://[::1]:" .. util.closed_port() .. "/"))
+            assert.same({ "transport", "connect" }, { out.err.category, out.err.kind })
+            assert.truthy(out.err.message:find("^cannot connect to %[::1%]:%d+$"), out.err.message)
+        end)
 
         it("gives up on a silent server after read_timeout_ms: transport/timeout", function()
             local out = call("/raw?read=200&url=" .. esc(base .. "/sock?mode=close&sleep=2"))

@@ -90,6 +90,28 @@ local RAW = {
     badchunk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
     gzip = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc",
     continue = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+    -- Lines that never end: 200 KiB without a newline.
+    bigheader = "HTTP/1.1 200 OK\r\nX-Big: " .. ("a"):rep(200 * 1024),
+    bigstatus = "HTTP/1.1 200 " .. ("a"):rep(200 * 1024),
+    hugeline = ("a"):rep(200 * 1024),
+    hello = "hello",
+    bigchunkline = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" .. ("0"):rep(2000)
+        .. "5\r\nhello\r\n0\r\n\r\n",
+    trailer = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: "
+        .. ("t"):rep(2000) .. "\r\n\r\n",
+    -- Framing that must not be guessed at.
+    twocl = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+    samecl = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
+    gzipchunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    twote = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+        .. "5\r\nhello\r\n0\r\n\r\n",
+    notchunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: notchunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    chunkjunk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5zzz\r\nhello\r\n0\r\n\r\n",
+    chunkext = "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n5 ;name=\"v\"\r\nhello\r\n0\r\n\r\n",
+    status2000 = "HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n",
+    status099 = "HTTP/1.1 099 OK\r\nContent-Length: 0\r\n\r\n",
+    status600 = "HTTP/1.1 600 OK\r\nContent-Length: 0\r\n\r\n",
+    barecr = "HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 2\r\n\r\nok",
 }
 
 --- GET /sock?mode=<name>[&sleep=<s>]: after an optional pause, write RAW[mode] and close.

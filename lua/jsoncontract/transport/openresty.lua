@@ -41,6 +41,8 @@ local DEFAULT_CONNECT_MS = 10000
 local DEFAULT_TIMEOUT_MS = 90000
 local DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 local MAX_HEADER_BYTES = 64 * 1024     -- status line + all response header lines
+local MAX_CHUNK_LINE = 1024            -- one chunk-size line, extensions included
+local LINE_STEP = 4096                 -- read size while looking for the end of a line
 local CHUNK = 16 * 1024                -- read size when the body runs until close
 local NO_TIMEOUT_MS = 2 ^ 31 - 1       -- what `timeout_ms = 0` means to a cosocket
 
@@ -143,10 +145,42 @@ local function exchange(sock, req, u, t0)
         if err == "timeout" then return timed_out(reading) end
         return nil, "reset", format("connection to %s closed early (%s)", hp, what), err
     end
+    local function bad(what)
+        return nil, "protocol", format("HTTP exchange with %s failed (%s)", hp, what)
+    end
+    -- One line, read `LINE_STEP` bytes at a time and never more than `limit` bytes (the "\n"
+    -- not counted), so a peer that never ends its line cannot grow the worker. Returns the
+    -- line without its "\r\n" or "\n"; or nil, "long", what was read; or nil, the cosocket's
+    -- error ("timeout", "closed"...) or "deadline", what was read.
+    local function read_line(limit)
+        local reader = sock:receiveuntil("\n")
+        local buf, n = {}, 0
+        while true do
+            if not arm(req.read_timeout_ms) then return nil, "deadline", concat(buf) end
+            local data, rerr, partial = reader(min(LINE_STEP, limit - n + 1))
+            if not data then
+                if not rerr then break end
+                buf[#buf + 1] = partial
+                return nil, rerr, concat(buf)
+            end
+            n = n + #data
+            buf[#buf + 1] = data
+            if n > limit then return nil, "long", concat(buf) end
+        end
+        local line = concat(buf)
+        if line:byte(-1) == 13 then line = line:sub(1, -2) end
+        return line
+    end
+    -- A read_line failure that is not about the line's length.
+    local function line_failed(rerr, what)
+        if rerr == "deadline" then return timed_out() end
+        return failed(rerr, what, true)
+    end
 
     sock:settimeout(min(req.connect_timeout_ms or DEFAULT_CONNECT_MS,
         deadline and total or NO_TIMEOUT_MS))
-    local ok, err = sock:connect(u.host, u.port)
+    -- nginx parses "host:port" out of the host string, so an IPv6 literal keeps its brackets.
+    local ok, err = sock:connect(find(u.host, ":", 1, true) and "[" .. u.host .. "]" or u.host, u.port)
     if not ok then
         if err == "timeout" then return timed_out() end
         return nil, "connect", format("cannot connect to %s", hp), err
@@ -180,32 +214,54 @@ local function exchange(sock, req, u, t0)
     if not ok then return failed(err, "send failed") end
 
     -- Status line and headers; 1xx interim responses are skipped.
-    local status, headers, header_bytes
+    local status, headers, header_bytes, content_length, te
     repeat
-        if not arm(req.read_timeout_ms) then return timed_out() end
-        local line
-        line, err = sock:receive("*l")
+        local line, rerr, got = read_line(MAX_HEADER_BYTES)
         if not line then
-            if err == "closed" and not status then
-                return nil, "reset", format("connection to %s closed early (empty reply)", hp), err
+            local http = got:match("^HTTP/1%.[01] %d%d%d[ \r]") or got:match("^HTTP/1%.[01] %d%d%d$")
+            if rerr == "long" then
+                if http then
+                    return nil, "too_large", format("response headers from %s are over %d bytes", hp, MAX_HEADER_BYTES)
+                end
+                return bad("not an HTTP response")
             end
-            return failed(err, "no status line", true)
+            local head = got:sub(1, 7)
+            if got ~= "" and ("HTTP/1."):sub(1, #head) ~= head then
+                return bad("not an HTTP response")
+            end
+            if rerr == "closed" and not status and got == "" then
+                return nil, "reset", format("connection to %s closed early (empty reply)", hp), rerr
+            end
+            return line_failed(rerr, "no status line")
         end
-        status = tonumber(line:match("^HTTP/1%.[01] (%d%d%d)[ \r]?"))
-        if not status then return nil, "protocol", format("HTTP exchange with %s failed (bad status line)", hp) end
-        headers, header_bytes = {}, #line
+        local code = line:match("^HTTP/1%.[01] (%d%d%d)$") or line:match("^HTTP/1%.[01] (%d%d%d) ")
+        status = tonumber(code)
+        if not status then
+            return bad(line:match("^HTTP/") and "bad status line" or "not an HTTP response")
+        end
+        if status < 100 or status > 599 or find(line, "[\r%z]") then return bad("bad status line") end
+        headers, header_bytes, content_length, te = {}, #line + 2, nil, nil
         while true do
-            if not arm(req.read_timeout_ms) then return timed_out() end
-            line, err = sock:receive("*l")
-            if not line then return failed(err, "in the headers", true) end
-            if line == "" then break end
-            header_bytes = header_bytes + #line
-            if header_bytes > MAX_HEADER_BYTES then
-                return nil, "too_large", format("response headers from %s are over %d bytes", hp, MAX_HEADER_BYTES)
+            line, rerr = read_line(MAX_HEADER_BYTES - header_bytes)
+            if not line then
+                if rerr == "long" then
+                    return nil, "too_large", format("response headers from %s are over %d bytes", hp, MAX_HEADER_BYTES)
+                end
+                return line_failed(rerr, "in the headers")
             end
-            local name, value = line:match("^([^:%s]+):%s*(.-)%s*$")
-            if not name then return nil, "protocol", format("HTTP exchange with %s failed (bad header line)", hp) end
-            headers[lower(name)] = value
+            if line == "" then break end
+            header_bytes = header_bytes + #line + 2
+            local name, value = line:match("^([^:%s]+):[ \t]*(.-)[ \t]*$")
+            if not name or find(value, "[\r\n%z]") then return bad("bad header line") end
+            name = lower(name)
+            if name == "content-length" then
+                if content_length and content_length ~= value then return bad("conflicting Content-Length") end
+                content_length = value
+            elseif name == "transfer-encoding" then
+                te = te and te .. ", " .. value or value
+                value = te
+            end
+            headers[name] = value
         end
     until status >= 200 or status == 101
 
@@ -215,24 +271,31 @@ local function exchange(sock, req, u, t0)
     end
     local too_large = format("response from %s is over %d bytes", hp, max)
     local parts, size = {}, 0
-    local te = headers["transfer-encoding"]
     if u.method == "HEAD" or status == 204 or status == 304 then
         return { status = status, headers = headers, body = "", elapsed_ms = now_ms() - t0 }
     end
-    if te and lower(te):find("chunked", 1, true) then
+    -- Exactly "chunked" or nothing: any other transfer coding is one this client cannot undo.
+    if te and lower(te) ~= "chunked" then return bad("unsupported Transfer-Encoding") end
+    if te then
         while true do
-            if not arm(req.read_timeout_ms) then return timed_out() end
-            local line
-            line, err = sock:receive("*l")
-            if not line then return failed(err, "in a chunk header", true) end
-            local hex = line:match("^%s*(%x+)")
-            local n = hex and #hex <= 12 and tonumber(hex, 16)
-            if not n then return nil, "protocol", format("HTTP exchange with %s failed (bad chunk size)", hp) end
+            local line, rerr = read_line(MAX_CHUNK_LINE)
+            if not line then
+                if rerr == "long" then return bad("bad chunk size") end
+                return line_failed(rerr, "in a chunk header")
+            end
+            -- chunk-size [ ";" chunk-ext ], nothing else
+            local hex, rest = line:match("^(%x+)[ \t]*(.*)$")
+            local n = hex and #hex <= 12 and (rest == "" or rest:sub(1, 1) == ";") and tonumber(hex, 16)
+            if not n then return bad("bad chunk size") end
             if n == 0 then
-                repeat  -- trailers, up to the empty line
-                    if not arm(req.read_timeout_ms) then return timed_out() end
-                    line, err = sock:receive("*l")
-                    if not line then return failed(err, "in the trailers", true) end
+                repeat  -- trailers, up to the empty line; they count against max_response_bytes
+                    line, rerr = read_line(max - size + 1)
+                    if not line then
+                        if rerr == "long" then return nil, "too_large", too_large end
+                        return line_failed(rerr, "in the trailers")
+                    end
+                    size = size + #line
+                    if size > max then return nil, "too_large", too_large end
                 until line == ""
                 break
             end
@@ -255,9 +318,9 @@ local function exchange(sock, req, u, t0)
                 return nil, "protocol", format("HTTP exchange with %s failed (bad chunk end)", hp)
             end
         end
-    elseif headers["content-length"] then
-        local n = tonumber(headers["content-length"]:match("^%d+$"))
-        if not n then return nil, "protocol", format("HTTP exchange with %s failed (bad Content-Length)", hp) end
+    elseif content_length then
+        local n = #content_length <= 15 and tonumber(content_length:match("^%d+$"))
+        if not n then return bad("bad Content-Length") end
         if n > max then return nil, "too_large", too_large end
         local left = n
         while left > 0 do
