@@ -1308,7 +1308,13 @@ static const char *jc_show_path(jc_cctx *c, const char *loc) {
 }
 
 /* Fetch document 'doc' through the loader into reg and index it; pushes
-** it. Raises a schema error when there is no loader or it fails. */
+** it. Raises a schema error when there is no loader or it fails: it
+** raised ("the loader failed: <message>" for a string or number, "the
+** loader raised a <type> value" otherwise), returned nil ("the loader found
+** nothing", then ": <message>" when its second result is a string), a
+** string, or another non-schema value ("the loader returned a <type>,
+** expected ..."). No __tostring is called: a value that is neither a
+** string nor a number is named by its type only. */
 static void jc_load(jc_cctx *c, const char *path, const char *kw,
                     const char *doc, size_t dl, const char *ref) {
   lua_State *L = c->L;
@@ -1319,18 +1325,29 @@ static void jc_load(jc_cctx *c, const char *path, const char *kw,
                     "and no loader was given", ref, doc);
   lua_pushvalue(L, c->loader);
   lua_pushlstring(L, doc, dl);
-  if (lua_pcall(L, 1, 2, 0) != 0)
-    jc_schema_error(L, path, kw, "cannot resolve \"%s\": the loader failed: %s",
-                    ref, lua_tostring(L, -1));
+  if (lua_pcall(L, 1, 2, 0) != 0) {
+    if (lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER)
+      jc_schema_error(L, path, kw,
+                      "cannot resolve \"%s\": the loader failed: %s", ref,
+                      lua_tostring(L, -1));
+    jc_schema_error(L, path, kw,
+                    "cannot resolve \"%s\": the loader raised a %s value",
+                    ref, luaL_typename(L, -1));
+  }
   t = lua_type(L, -2);
   if (t == LUA_TSTRING)
     jc_schema_error(L, path, kw, "cannot resolve \"%s\": the loader returned "
                     "a string; it must return the schema decoded (a table)",
                     ref);
+  if (t == LUA_TNIL)
+    jc_schema_error(L, path, kw, "cannot resolve \"%s\": the loader found "
+                    "nothing%s%s", ref,
+                    lua_type(L, -1) == LUA_TSTRING ? ": " : "",
+                    lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "");
   if (t != LUA_TTABLE && t != LUA_TBOOLEAN)
-    jc_schema_error(L, path, kw, "cannot resolve \"%s\": %s", ref,
-                    lua_isstring(L, -1) ? lua_tostring(L, -1)
-                                        : "the loader found nothing");
+    jc_schema_error(L, path, kw, "cannot resolve \"%s\": the loader returned "
+                    "a %s, expected a schema table or nil, message", ref,
+                    luaL_typename(L, -2));
   lua_pop(L, 1);
   lua_pushlstring(L, doc, dl);
   lua_pushvalue(L, -2);
@@ -3630,9 +3647,12 @@ static int jc_meta_novalidation(lua_State *L, int uidx) {
   lua_pushvalue(L, uidx);
   if (lua_pcall(L, 1, 1, 0) != 0) { lua_pop(L, 1); return 0; }
   if (lua_type(L, -1) == LUA_TTABLE) {
-    lua_getfield(L, -1, "$vocabulary");
+    lua_pushliteral(L, "$vocabulary");   /* raw: no metamethod runs */
+    lua_rawget(L, -2);
     if (lua_type(L, -1) == LUA_TTABLE) {
-      lua_getfield(L, -1, "https://json-schema.org/draft/2020-12/vocab/validation");
+      lua_pushliteral(L,
+                      "https://json-schema.org/draft/2020-12/vocab/validation");
+      lua_rawget(L, -2);
       res = lua_isnil(L, -1);
       lua_pop(L, 1);
     }

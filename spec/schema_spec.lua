@@ -735,11 +735,52 @@ describe("jsoncontract.core", function()
             assert.has_error(function()
                 core.compile({ ["$ref"] = "https://example.com/x.json" },
                     { loader = function() return nil, "offline" end })
-            end, 'invalid schema at /$ref: cannot resolve "https://example.com/x.json": offline')
+            end, 'invalid schema at /$ref: cannot resolve "https://example.com/x.json": '
+                .. 'the loader found nothing: offline')
             assert.has_error(function()
                 core.compile({ ["$ref"] = "https://example.com/x.json" },
                     { loader = function() error("boom", 0) end })
             end, 'invalid schema at /$ref: cannot resolve "https://example.com/x.json": the loader failed: boom')
+        end)
+
+        it("says what a misbehaving loader did, without calling its values' __tostring", function()
+            local prefix = 'invalid schema at /$ref: cannot resolve "https://example.com/x.json": '
+            local function fails(loader, message)
+                local ok, err = pcall(core.compile, { ["$ref"] = "https://example.com/x.json" },
+                    { loader = loader })
+                assert.is_false(ok)
+                assert.equal(prefix .. message, err)
+            end
+            local called = false
+            local nasty = setmetatable({}, { __tostring = function()
+                called = true
+                error("tostring raised")
+            end })
+            fails(function() error({ x = 1 }) end, "the loader raised a table value")
+            fails(function() error(nil) end, "the loader raised a nil value")
+            fails(function() error(nasty) end, "the loader raised a table value")
+            fails(function() error(print) end, "the loader raised a function value")
+            fails(function() error(42, 0) end, "the loader failed: 42")
+            fails(function() return 42 end,
+                "the loader returned a number, expected a schema table or nil, message")
+            fails(function() return print end,
+                "the loader returned a function, expected a schema table or nil, message")
+            fails(function() return nil, {} end, "the loader found nothing")
+            fails(function() return nil, nasty end, "the loader found nothing")
+            fails(function() end, "the loader found nothing")
+            fails(function() return nil, "no such document" end, "the loader found nothing: no such document")
+            fails(function() return '{"type":"string"}' end,
+                "the loader returned a string; it must return the schema decoded (a table)")
+            assert.is_false(called)
+            -- a custom meta-schema is read raw: its metamethods do not run
+            local meta = setmetatable({}, { __index = function() error("__index ran") end })
+            local v0 = core.compile({ ["$schema"] = "https://example.com/meta", type = "string" },
+                { loader = function() return meta end })
+            assert.is_true(v0:validate("x"))
+            -- a boolean schema is a schema
+            local v = core.compile({ ["$ref"] = "https://example.com/x.json" },
+                { loader = function() return false end })
+            assert.is_nil((v:validate(1)))
         end)
         it("raises on a loader that is not a function", function()
             assert.has_error(function() core.compile({}, { loader = {} }) end,
