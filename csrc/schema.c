@@ -3807,12 +3807,18 @@ static int jc_schema_compile(lua_State *L) {
 
 /* JSON Schema's "basic" output (2020-12 §12.4.2) for the 'n' error items
 ** in the list at 'errs': { valid = false, errors = { { keywordLocation,
-** absoluteKeywordLocation, instanceLocation, error }, ... } }. [-0, +1, m] */
-static int jc_push_basic(lua_State *L, int errs, int n) {
+** absoluteKeywordLocation, instanceLocation, error }, ... } }, and
+** truncated = true when 'truncated' (max_errors stopped the walk).
+** [-0, +1, m] */
+static int jc_push_basic(lua_State *L, int errs, int n, int truncated) {
   int i;
-  lua_createtable(L, 0, 2);
+  lua_createtable(L, 0, 3);
   lua_pushboolean(L, 0);
   lua_setfield(L, -2, "valid");
+  if (truncated) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "truncated");
+  }
   lua_createtable(L, n, 0);
   luaL_setmetatable(L, JC_ARRAY_MT);
   for (i = 1; i <= n; i++) {
@@ -3839,7 +3845,8 @@ static int jc_push_basic(lua_State *L, int errs, int n) {
 **   opts   table or nil: first (boolean: stop at the first error),
 **          output ("basic": return JSON Schema's basic output table
 **          { valid, errors = { {keywordLocation, absoluteKeywordLocation,
-**          instanceLocation, error}, ... } } instead, valid or not;
+**          instanceLocation, error}, ... } } instead, valid or not,
+**          with truncated = true when max_errors stopped the walk;
 **          keywordLocation runs through the references followed,
 **          "/properties/a/$ref/type", where schema_pointer names the
 **          keyword where it stands, "/$defs/id/type"),
@@ -3953,7 +3960,7 @@ static int jc_schema_validate(lua_State *L) {
       return 1;
     }
   }
-  if (basic) return jc_push_basic(L, 4, c.nerr);
+  if (basic) return jc_push_basic(L, 4, c.nerr, c.truncated);
   lua_settop(L, 4);
   if (lua_isnil(L, 4)) {
     lua_newtable(L);
