@@ -231,6 +231,7 @@ describe("jsoncontract.transport.openresty in nginx", function()
             { "bigstatus", "too_large", "an HTTP status line that never ends" },
             { "hugeline", "protocol", "a first line that never ends and is not HTTP" },
             { "hello", "protocol", "a short reply that is not HTTP" },
+            { "manycontinue", "too_large", "75 KiB of 100 Continue heads" },
             { "bigchunkline", "protocol", "a chunk-size line over 1 KiB" },
             { "twocl", "protocol", "two different Content-Length values" },
             { "gzipchunked", "protocol", "Transfer-Encoding: gzip, chunked" },

@@ -95,6 +95,8 @@ local RAW = {
     bigstatus = "HTTP/1.1 200 " .. ("a"):rep(200 * 1024),
     hugeline = ("a"):rep(200 * 1024),
     hello = "hello",
+    -- 3000 interim heads (75 KiB) before the real one: one 64 KiB budget covers them all.
+    manycontinue = ("HTTP/1.1 100 Continue\r\n\r\n"):rep(3000) .. "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
     bigchunkline = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" .. ("0"):rep(2000)
         .. "5\r\nhello\r\n0\r\n\r\n",
     trailer = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: "

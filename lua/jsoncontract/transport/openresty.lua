@@ -8,6 +8,13 @@
 -- verified for `https://` (the CA store is nginx's `lua_ssl_trusted_certificate`, with
 -- `lua_ssl_verify_depth`), redirects never followed (a 3xx is a response), no compression
 -- asked for (a compressed body is a `protocol` error), the body cap enforced while reading.
+-- Every line is read with a bound: the status line and headers (1xx heads included) at most
+-- 64 KiB together (else `too_large`), a chunk-size line at most 1 KiB (else `protocol`),
+-- trailers counted in `max_response_bytes`. Framing is strict, anything else is `protocol`:
+-- status exactly three digits 100..599, no CR inside a header line, one Content-Length value
+-- (repeats must be equal), Transfer-Encoding exactly `chunked`, a chunk size followed by
+-- nothing or `;` extensions. A reply whose first bytes are not `HTTP/1.x` is `protocol`
+-- ("not an HTTP response"); IPv6 literals are written `http://[::1]:8080/`.
 -- Host names are resolved by nginx: a `resolver` directive is needed for names other than IPs.
 -- Usable where cosockets are (rewrite/access/content/timer phases), not in init_by_lua.
 --
@@ -31,7 +38,7 @@ local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
 
 local type, tostring, tonumber, pairs, error = type, tostring, tonumber, pairs, error
-local floor, min = math.floor, math.min
+local floor, min, max = math.floor, math.min, math.max
 local concat = table.concat
 local format, lower, find = string.format, string.lower, string.find
 
@@ -122,7 +129,7 @@ end
 local function exchange(sock, req, u, t0)
     local total = req.timeout_ms or DEFAULT_TIMEOUT_MS
     local deadline = total > 0 and t0 + total or nil
-    local max = req.max_response_bytes or DEFAULT_MAX_BYTES
+    local cap = req.max_response_bytes or DEFAULT_MAX_BYTES
     local hp = u.hostport
 
     -- The cosocket timeout for the next step: what is left of the whole exchange, and no more
@@ -157,7 +164,7 @@ local function exchange(sock, req, u, t0)
         local buf, n = {}, 0
         while true do
             if not arm(req.read_timeout_ms) then return nil, "deadline", concat(buf) end
-            local data, rerr, partial = reader(min(LINE_STEP, limit - n + 1))
+            local data, rerr, partial = reader(min(LINE_STEP, max(limit - n + 1, 1)))
             if not data then
                 if not rerr then break end
                 buf[#buf + 1] = partial
@@ -214,20 +221,18 @@ local function exchange(sock, req, u, t0)
     if not ok then return failed(err, "send failed") end
 
     -- Status line and headers; 1xx interim responses are skipped.
-    local status, headers, header_bytes, content_length, te
+    -- One budget of MAX_HEADER_BYTES for every head, interim ones included.
+    local status, headers, content_length, te
+    local header_bytes = 0
     repeat
-        local line, rerr, got = read_line(MAX_HEADER_BYTES)
+        local line, rerr, got = read_line(MAX_HEADER_BYTES - header_bytes)
         if not line then
-            local http = got:match("^HTTP/1%.[01] %d%d%d[ \r]") or got:match("^HTTP/1%.[01] %d%d%d$")
-            if rerr == "long" then
-                if http then
-                    return nil, "too_large", format("response headers from %s are over %d bytes", hp, MAX_HEADER_BYTES)
-                end
-                return bad("not an HTTP response")
-            end
             local head = got:sub(1, 7)
             if got ~= "" and ("HTTP/1."):sub(1, #head) ~= head then
                 return bad("not an HTTP response")
+            end
+            if rerr == "long" then
+                return nil, "too_large", format("response headers from %s are over %d bytes", hp, MAX_HEADER_BYTES)
             end
             if rerr == "closed" and not status and got == "" then
                 return nil, "reset", format("connection to %s closed early (empty reply)", hp), rerr
@@ -240,7 +245,8 @@ local function exchange(sock, req, u, t0)
             return bad(line:match("^HTTP/") and "bad status line" or "not an HTTP response")
         end
         if status < 100 or status > 599 or find(line, "[\r%z]") then return bad("bad status line") end
-        headers, header_bytes, content_length, te = {}, #line + 2, nil, nil
+        headers, content_length, te = {}, nil, nil
+        header_bytes = header_bytes + #line + 2
         while true do
             line, rerr = read_line(MAX_HEADER_BYTES - header_bytes)
             if not line then
@@ -269,7 +275,7 @@ local function exchange(sock, req, u, t0)
     if coding and lower(coding) ~= "identity" then
         return nil, "protocol", format("HTTP exchange with %s failed (unasked content-encoding)", hp)
     end
-    local too_large = format("response from %s is over %d bytes", hp, max)
+    local too_large = format("response from %s is over %d bytes", hp, cap)
     local parts, size = {}, 0
     if u.method == "HEAD" or status == 204 or status == 304 then
         return { status = status, headers = headers, body = "", elapsed_ms = now_ms() - t0 }
@@ -289,18 +295,18 @@ local function exchange(sock, req, u, t0)
             if not n then return bad("bad chunk size") end
             if n == 0 then
                 repeat  -- trailers, up to the empty line; they count against max_response_bytes
-                    line, rerr = read_line(max - size + 1)
+                    line, rerr = read_line(cap - size + 1)
                     if not line then
                         if rerr == "long" then return nil, "too_large", too_large end
                         return line_failed(rerr, "in the trailers")
                     end
                     size = size + #line
-                    if size > max then return nil, "too_large", too_large end
+                    if size > cap then return nil, "too_large", too_large end
                 until line == ""
                 break
             end
             size = size + n
-            if size > max then return nil, "too_large", too_large end
+            if size > cap then return nil, "too_large", too_large end
             local left = n
             while left > 0 do
                 if not arm(req.read_timeout_ms) then return timed_out() end
@@ -321,7 +327,7 @@ local function exchange(sock, req, u, t0)
     elseif content_length then
         local n = #content_length <= 15 and tonumber(content_length:match("^%d+$"))
         if not n then return bad("bad Content-Length") end
-        if n > max then return nil, "too_large", too_large end
+        if n > cap then return nil, "too_large", too_large end
         local left = n
         while left > 0 do
             if not arm(req.read_timeout_ms) then return timed_out() end
@@ -339,7 +345,7 @@ local function exchange(sock, req, u, t0)
             data = data or partial
             if data and #data > 0 then
                 size = size + #data
-                if size > max then return nil, "too_large", too_large end
+                if size > cap then return nil, "too_large", too_large end
                 parts[#parts + 1] = data
             end
             if err == "closed" then break end
