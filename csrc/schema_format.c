@@ -391,13 +391,16 @@ static int jc_check_uritemplate(const char *s, size_t len) {
   return 1;
 }
 
-/* local-part@domain (RFC 5321 §4.1.2): a dot-atom or a quoted string;
-** the domain a hostname or an address literal. */
+/* local-part@domain (RFC 5321 §4.1.2): a dot-atom or a quoted string of
+** at most JC_EMAIL_LOCAL_MAX octets, quotes included (§4.5.3.1.1); the
+** domain a hostname or an address literal. */
+#define JC_EMAIL_LOCAL_MAX 64
 static int jc_check_email(const char *s, size_t len, int intl) {
   size_t at = len, i;
   for (i = len; i > 0; i--)
     if (s[i - 1] == '@') { at = i - 1; break; }
   if (at == len || at == 0 || at + 1 >= len) return 0;
+  if (at > JC_EMAIL_LOCAL_MAX) return 0;
   if (s[0] == '"') {
     if (at < 2 || s[at - 1] != '"') return 0;
     for (i = 1; i < at - 1; i++) {
