@@ -95,6 +95,18 @@ describe("jsoncontract.standin.model", function()
             assert.is_true(model.tokens(a.text) <= 5)
         end)
 
+        it("cuts a long unbroken answer by characters too (one token per 4 bytes)", function()
+            local a = model.answer({ messages = { { role = "user", content = "x" } },
+                schema = { type = "string", minLength = 3000 }, max_tokens = 100 })
+            assert.same({ "truncated", "truncated", 400 }, { a.kind, a.fault, #a.text })
+            assert.equal('"example', a.text:sub(1, 8))
+            assert.equal(750, model.cutoff_tokens(string.rep("x", 3000)))
+            assert.equal(3, model.tokens(string.rep("x", 1500) .. " " .. string.rep("x", 1500)))
+            a = model.answer({ messages = { { role = "user", content = "x" } },
+                schema = { type = "string", minLength = 300 }, max_tokens = 100 })
+            assert.same({ "json", 302 }, { a.kind, #a.text })
+        end)
+
         it("answers another schema with a plausible instance of it", function()
             local a = model.answer({
                 messages = { { role = "user", content = "Extract: 2 Green Tea" } },
@@ -465,6 +477,76 @@ describe("jsoncontract.standin.model, the other example contracts", function()
             end)
         end
 
+        it("gives exact decimal multiples: 0.3 for minimum 0.3 step 0.1, 1e300 for step 1e-300", function()
+            local multiples = {
+                { { type = "number", minimum = 0.3, multipleOf = 0.1 }, "0.3" },
+                { { type = "number", minimum = 1e300, multipleOf = 1e-300 }, "1e+300" },
+                { { type = "number", minimum = -1.25, maximum = 3, multipleOf = 0.25 }, "-1.25" },
+                { { type = "number", exclusiveMinimum = 0.7, multipleOf = 0.2 }, "1.8" },
+                { { type = "integer", minimum = 1, multipleOf = 0.5 }, "1" },
+            }
+            for _, c in ipairs(multiples) do
+                local text = model.instance_json(c[1])
+                assert.equal(c[2], text)
+                local ok, err = core.compile(c[1]):validate(core.decode(text))
+                assert.is_true(ok, text .. ": " .. tostring(err))
+            end
+        end)
+
+        it("gives 30 and 64 distinct dates to a uniqueItems array of dates and date-times", function()
+            for _, fmt in ipairs({ "date", "date-time" }) do
+                for _, n in ipairs({ 30, 64 }) do
+                    local schema = { type = "array", minItems = n, uniqueItems = true,
+                        items = { type = "string", format = fmt } }
+                    local v = core.decode(model.instance_json(schema))
+                    assert.equal(n, #v)
+                    local ok, err = core.compile(schema, { format_assertion = true }):validate(v)
+                    assert.is_true(ok, tostring(err))
+                end
+            end
+            local v = core.decode(model.instance_json({ type = "array", minItems = 30, uniqueItems = true,
+                items = { type = "string", format = "date" } }))
+            assert.same({ "2027-06-12", "2027-06-30", "2027-07-01", "2027-07-11" }, { v[1], v[19], v[20], v[30] })
+        end)
+
+        it("answers schemas too big to satisfy with a small value of their type", function()
+            local big = {
+                { { type = "string", minLength = 300000000 }, '""' },
+                { { type = "string", pattern = "^((((a{256}){256}){256}){10})$" }, '""' },
+                { { type = "array", minItems = 64, items = { type = "string", minLength = 1e7 } }, "[]" },
+                { { type = "array", minItems = 64, items = { type = "string", minLength = 2000 } }, "[]" },
+                { { type = "object", required = { "a" }, properties = { a = { type = "string",
+                    pattern = "^((x{100}){100}){10}$" } } }, "{}" },
+            }
+            for _, c in ipairs(big) do assert.equal(c[2], model.instance_json(c[1])) end
+            -- within the budget the same shapes are still satisfied
+            local ok = core.compile({ type = "string", pattern = "^(a{100}){100}$" })
+                :validate(core.decode(model.instance_json({ type = "string", pattern = "^(a{100}){100}$" })))
+            assert.is_true(ok)
+            assert.equal(2002, #model.instance_json({ type = "string", minLength = 2000 }))
+        end)
+
+        it("ignores keyword values that are not numbers (no string taken as a length)", function()
+            assert.equal('"example"', model.instance_json({ type = "string", minLength = "1000000000" }))
+            assert.equal("[]", model.instance_json({ type = "array", minItems = "100000", items = {} }))
+            assert.equal("1", model.instance_json({ type = "integer", minimum = "1e300" }))
+        end)
+
+        it("ends on self-referencing and fanning $ref/allOf schemas", function()
+            local loop = { ["$defs"] = { a = { allOf = { { ["$ref"] = "#/$defs/a" }, { ["$ref"] = "#/$defs/a" } } } },
+                ["$ref"] = "#/$defs/a" }
+            assert.equal("string", type(model.instance_json(loop)))
+            local props, req = {}, {}
+            for i = 1, 40 do
+                props["p" .. i] = { ["$ref"] = "#" }
+                req[i] = "p" .. i
+            end
+            local fan = { type = "object", properties = props, required = req }
+            local text = model.instance_json(fan)
+            assert.is_true(#text <= 65536 + 64, #text)
+            assert.is_not_nil(core.decode(text))
+        end)
+
         it("gives each jsonschemabench schema a valid instance", function()
             local root = SHARED .. "/corpora/jsonschemabench"
             local p = io.popen("find '" .. root .. "' -name original.json 2>/dev/null | sort")
@@ -608,6 +690,37 @@ describe("jsoncontract.standin.server", function()
             response_format = { type = "json_schema", json_schema = { name = "t", schema = TICKET_SCHEMA } },
         }))
         assert.equal("length", cjson.decode(body).choices[1].finish_reason)
+    end)
+
+    it("reports a long answer cut by max_tokens as length / max_tokens", function()
+        local schema = { type = "string", minLength = 3000 }
+        local _, body = request("POST", "/v1/chat/completions", cjson.encode({ max_tokens = 100,
+            messages = { { role = "user", content = "x" } },
+            response_format = { type = "json_schema", json_schema = { name = "t", schema = schema } } }))
+        local env = cjson.decode(body)
+        assert.same({ "length", 400 }, { env.choices[1].finish_reason, #env.choices[1].message.content })
+        _, body = request("POST", "/v1/messages", cjson.encode({ max_tokens = 100,
+            messages = { { role = "user", content = "x" } },
+            output_config = { format = { type = "json_schema", schema = schema } } }))
+        env = cjson.decode(body)
+        assert.same({ "max_tokens", 400 }, { env.stop_reason, #env.content[1].text })
+    end)
+
+    it("answers hostile schemas with a small body and stays responsive", function()
+        local hostile = {
+            { type = "string", minLength = 300000000 },
+            { type = "string", minLength = "1000000000" },
+            { type = "string", pattern = "^((((a{256}){256}){256}){10})$" },
+            { type = "array", minItems = 64, items = { type = "string", minLength = 1e7 } },
+        }
+        for _, schema in ipairs(hostile) do
+            local code, body = request("POST", "/v1/chat/completions", cjson.encode({
+                messages = { { role = "user", content = "x" } },
+                response_format = { type = "json_schema", json_schema = { name = "h", schema = schema } } }))
+            assert.equal(200, code)
+            assert.is_true(#body < 2048, #body)
+            assert.equal(200, (request("GET", "/health")))
+        end
     end)
 
     it("returns 404 for a wrong path and 400 for a bad JSON body", function()

@@ -382,12 +382,33 @@ end
 -- Any other schema: a plausible minimal valid instance
 ------------------------------------------------------------------------------
 
+-- Bounds on one instance_json call: bytes of generated text, and steps of schema work (nodes,
+-- keys copied or sorted). A schema that needs more gets a small best-effort value instead:
+-- the stand-in is a modest model, and the client's validator rejects that answer.
+local GEN_BUDGET = 65536
+local GEN_MAX_STEPS = 200000
+local GIVE_UP = setmetatable({}, { __tostring = function() return "instance budget exhausted" end })
+local gen_left, gen_steps = GEN_BUDGET, 0
+
+-- Take n bytes of output from the budget; gives up when it runs out.
+local function spend(n)
+    gen_left = gen_left - n
+    if gen_left < 0 then error(GIVE_UP, 0) end
+end
+
+-- Count n steps of work; gives up past GEN_MAX_STEPS.
+local function step(n)
+    gen_steps = gen_steps + n
+    if gen_steps > GEN_MAX_STEPS then error(GIVE_UP, 0) end
+end
+
 local function resolve(root, s)
     local depth = 0
     while type(s) == "table" and type(s["$ref"]) == "string" and depth < 16 do
         local ref = s["$ref"]
         local node = root
         for part in ref:gmatch("[^/#]+") do
+            step(1)
             node = type(node) == "table" and node[gsub(gsub(part, "~1", "/"), "~0", "~")] or nil
         end
         s, depth = node, depth + 1
@@ -400,8 +421,16 @@ local function sorted_keys(t)
     for k in pairs(t) do
         if type(k) == "string" then ks[#ks + 1] = k end
     end
+    step(#ks)
     sort(ks)
     return ks
+end
+
+-- A keyword's value when it is a finite number (a string such as "1000000000" is not a number
+-- in a schema: it is ignored, never converted).
+local function num(v)
+    if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then return nil end
+    return v
 end
 
 local function minimal(root, s, depth)
@@ -441,13 +470,13 @@ local function minimal(root, s, depth)
         end
         return jobj(fields)
     elseif t == "array" then
-        local n = tonumber(s.minItems) or 0
-        if n == 0 then return "[]" end
+        local n = num(s.minItems) or 0
+        if n <= 0 then return "[]" end
         local items = {}
         for i = 1, math.min(n, 64) do items[i] = minimal(root, s.items or {}, depth + 1) end
         return "[" .. concat(items, ",") .. "]"
     elseif t == "integer" or t == "number" then
-        local m = tonumber(s.minimum) or (tonumber(s.exclusiveMinimum) and s.exclusiveMinimum + 1) or 0
+        local m = num(s.minimum) or (num(s.exclusiveMinimum) and s.exclusiveMinimum + 1) or 0
         if t == "integer" or m == floor(m) then return format("%d", ceil(m)) end
         return tostring(m)
     elseif t == "boolean" then
@@ -455,14 +484,15 @@ local function minimal(root, s, depth)
     elseif t == "null" then
         return "null"
     end
-    local n = tonumber(s.minLength) or 0
-    return jstr(rep("x", math.min(n, 4096)))
+    local n = num(s.minLength) or 0
+    return jstr(rep("x", math.max(0, math.min(n, 4096))))
 end
 
 --- A minimal instance of any JSON Schema, as JSON text (first enum value, "", 0, false, [] ...).
 -- @tparam table schema decoded JSON Schema
 -- @treturn string JSON text
 function _M.minimal_json(schema)
+    gen_steps = 0
     return minimal(schema, schema, 0)
 end
 
@@ -492,6 +522,22 @@ local function uprefix(s, n)
         i = i + 1
     end
     return s
+end
+
+-- Days in each month of a non-leap year (2027 onwards: dates made from a start in June 2027).
+local MONTH_DAYS = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 }
+
+-- The date n days after 2027-06-12, as "YYYY-MM-DD" (distinct for every n >= 0).
+local function date_after(n)
+    local y, m, d = 2027, 6, 12 + floor(n)
+    while true do
+        local len = MONTH_DAYS[m]
+        if m == 2 and (y % 4 == 0 and (y % 100 ~= 0 or y % 400 == 0)) then len = 29 end
+        if d <= len then break end
+        d, m = d - len, m + 1
+        if m > 12 then m, y = 1, y + 1 end
+    end
+    return format("%04d-%02d-%02d", y, m, d)
 end
 
 local FORMAT_SAMPLES = {
@@ -703,6 +749,7 @@ local function gen_pattern(p, grow)
                 local count = lo
                 if hi > lo and grow > 0 then count = math.min(hi, lo + grow) end
                 if count > 256 then return nil end
+                spend(#a * count) -- nested quantifiers multiply: every level is charged
                 out[#out + 1] = rep(a, count)
             end
         end
@@ -720,17 +767,20 @@ local function gen_pattern(p, grow)
     end
 
     local ok, s = pcall(alt)
+    if not ok and s == GIVE_UP then error(GIVE_UP, 0) end
     if not ok or not s or pos <= n then return nil end
     return s
 end
 
 -- A string for a string schema; `variant` (1, 2, ...) makes distinct strings for unique arrays.
 local function gen_string(s, variant, hint)
-    local minl = tonumber(s.minLength) or 0
-    local maxl = tonumber(s.maxLength)
+    local minl = math.max(num(s.minLength) or 0, 0)
+    local maxl = num(s.maxLength)
+    spend(minl)
     local str = FORMAT_SAMPLES[s.format]
     if str and variant > 1 then
-        if s.format == "date" then str = format("2027-06-%02d", 11 + (variant % 18))
+        if s.format == "date" then str = date_after(variant - 1)
+        elseif s.format == "date-time" then str = date_after(variant - 1) .. "T09:30:00Z"
         elseif s.format == "email" then str = "user" .. variant .. "@example.com"
         else str = nil end
     end
@@ -767,15 +817,47 @@ end
 local function num_text(v)
     if v ~= v or v == math.huge or v == -math.huge then return "0" end
     if v == floor(v) and v > -2 ^ 53 and v < 2 ^ 53 then return format("%d", v) end
+    for p = 15, 16 do -- the shortest text that reads back as v
+        local t = format("%." .. p .. "g", v)
+        if tonumber(t) == v then return t end
+    end
     return format("%.17g", v)
 end
 
+-- The shortest decimal text of a double, split as M x 10^E with M an integer (as a number).
+local function decimal_parts(v)
+    local t
+    for p = 1, 17 do
+        t = format("%." .. p .. "g", v)
+        if tonumber(t) == v then break end
+    end
+    local mant, ex = match(t, "^([^e]+)e?([-+]?%d*)$")
+    local int, frac = match(mant or "", "^(-?%d*)%.?(%d*)$")
+    local m = tonumber((int or "") .. (frac or ""))
+    if not m then return nil end
+    return m, (tonumber(ex) or 0) - #frac
+end
+
+-- The JSON text of K x 10^E (K an integer below 2^53), written as a plain decimal when short.
+local function decimal_text(k, e)
+    if e >= 0 then
+        if k * 10 ^ e < 2 ^ 53 then return format("%d", k * 10 ^ e) end
+        return format("%de%d", k, e)
+    end
+    local digits = format("%d", k < 0 and -k or k)
+    if -e > 20 then return format("%de%d", k, e) end
+    if #digits <= -e then digits = rep("0", -e - #digits + 1) .. digits end
+    local t = sub(digits, 1, #digits + e) .. "." .. sub(digits, #digits + e + 1)
+    t = gsub(gsub(t, "0+$", ""), "%.$", "")
+    return (k < 0 and "-" or "") .. t
+end
+
 local function gen_number(s, integer, variant)
-    local lo = tonumber(s.minimum)
-    local xlo = tonumber(s.exclusiveMinimum)
+    local lo = num(s.minimum)
+    local xlo = num(s.exclusiveMinimum)
     if s.exclusiveMinimum == true and lo then xlo, lo = lo, nil end -- draft 4
-    local hi = tonumber(s.maximum)
-    local xhi = tonumber(s.exclusiveMaximum)
+    local hi = num(s.maximum)
+    local xhi = num(s.exclusiveMaximum)
     if s.exclusiveMaximum == true and hi then xhi, hi = hi, nil end
     local v
     if lo then v = lo
@@ -785,8 +867,27 @@ local function gen_number(s, integer, variant)
     else v = integer and 1 or 1 end
     if integer then v = ceil(v) end
     v = v + (variant - 1)
-    local m = tonumber(s.multipleOf)
-    if m and m > 0 then v = ceil(v / m) * m end
+    local m = num(s.multipleOf)
+    if not m or m <= 0 then return num_text(v) end
+    -- A multiple written in decimal as K x M x 10^E (the validator's multipleOf is exact in
+    -- decimal, so 3 x 0.1 is "0.3", not 0.30000000000000004), the first within the bounds.
+    local mm, me = decimal_parts(m)
+    local q = v / m
+    if mm and q == q and q > -2 ^ 52 and q < 2 ^ 52 then
+        local k = ceil(q)
+        for i = 0, 16 do
+            local kk = (k + i) * mm
+            if kk > -2 ^ 53 and kk < 2 ^ 53 then
+                local text = decimal_text(kk, me)
+                local x = tonumber(text)
+                if x and (not lo or x >= lo) and (not xlo or x > xlo) and (not hi or x <= hi)
+                    and (not xhi or x < xhi) and (not integer or x == floor(x)) then
+                    return text
+                end
+            end
+        end
+    end
+    -- v itself: right when m is a power of ten far below v (1e300 for 1e-300), else best effort
     return num_text(v)
 end
 
@@ -810,15 +911,21 @@ local function fold_all_of(root, s)
     if type(s.allOf) ~= "table" then return s end
     local out = {}
     for k, v in pairs(s) do
+        step(1)
         if k ~= "allOf" then out[k] = v end
     end
     for _, part in ipairs(s.allOf) do
         part = resolve(root, part)
         for k, v in pairs(part) do
+            step(1)
             if k == "properties" and type(v) == "table" then
                 local props = {}
-                for pk, pv in pairs(type(out.properties) == "table" and out.properties or {}) do props[pk] = pv end
+                for pk, pv in pairs(type(out.properties) == "table" and out.properties or {}) do
+                    step(1)
+                    props[pk] = pv
+                end
                 for pk, pv in pairs(v) do
+                    step(1)
                     if props[pk] == nil then props[pk] = pv end
                 end
                 out.properties = props
@@ -826,6 +933,7 @@ local function fold_all_of(root, s)
                 local req = {}
                 for _, r in ipairs(type(out.required) == "table" and out.required or {}) do req[#req + 1] = r end
                 for _, r in ipairs(v) do req[#req + 1] = r end
+                step(#req)
                 out.required = req
             elseif out[k] == nil then
                 out[k] = v
@@ -854,18 +962,30 @@ local function literal_json(v, depth)
     return "null"
 end
 
+-- What a schema too big to satisfy gets, by its type.
+local SMALL_VALUE = { object = "{}", array = "[]", string = '""', number = "0", integer = "0",
+    boolean = "false", null = "null" }
+
 local gen_nodes = 0 -- values made by the current instance_json call (a bound on work)
 local GEN_MAX_NODES = 20000
 
 local function generate(root, s, depth, variant, hint)
     s = resolve(root, s)
     gen_nodes = gen_nodes + 1
+    step(1)
+    spend(1)
     if depth > 24 or gen_nodes > GEN_MAX_NODES then return "null" end
     s = fold_all_of(root, s)
-    if s.const ~= nil then return literal_json(s.const, 0) end
+    if s.const ~= nil then
+        local text = literal_json(s.const, 0)
+        spend(#text)
+        return text
+    end
     if type(s.enum) == "table" and s.enum[1] ~= nil then
         local n = #s.enum
-        return literal_json(s.enum[(variant - 1) % n + 1], 0)
+        local text = literal_json(s.enum[(variant - 1) % n + 1], 0)
+        spend(#text)
+        return text
     end
     for _, key in ipairs({ "anyOf", "oneOf" }) do
         if type(s[key]) == "table" and s[key][1] ~= nil then
@@ -888,6 +1008,7 @@ local function generate(root, s, depth, variant, hint)
         local function add(k)
             if type(k) == "string" and not seen[k] then
                 seen[k] = true
+                spend(#k + 4)
                 local ps = props[k]
                 if ps == nil and type(s.additionalProperties) == "table" then ps = s.additionalProperties end
                 fields[#fields + 1] = { k, generate(root, ps == nil and {} or ps, depth + 1, variant, k) }
@@ -896,7 +1017,7 @@ local function generate(root, s, depth, variant, hint)
         if type(s.required) == "table" then
             for _, k in ipairs(s.required) do add(k) end
         end
-        local minp = tonumber(s.minProperties) or 0
+        local minp = num(s.minProperties) or 0
         if #fields < minp then
             for _, k in ipairs(sorted_keys(props)) do
                 if #fields >= minp then break end
@@ -921,8 +1042,8 @@ local function generate(root, s, depth, variant, hint)
         end
         return jobj(fields)
     elseif t == "array" then
-        local n = tonumber(s.minItems) or 0
-        local maxn = tonumber(s.maxItems)
+        local n = num(s.minItems) or 0
+        local maxn = num(s.maxItems)
         local tuple = type(s.prefixItems) == "table" and s.prefixItems
             or (type(s.items) == "table" and s.items[1] ~= nil and s.items) or nil
         if tuple and n < #tuple and (not maxn or #tuple <= maxn) then n = #tuple end
@@ -956,9 +1077,13 @@ end
 -- @tparam table schema decoded JSON Schema
 -- @treturn string JSON text
 function _M.instance_json(schema)
-    gen_nodes = 0
+    gen_nodes, gen_left, gen_steps = 0, GEN_BUDGET, 0
     local ok, text = pcall(generate, schema, schema, 0, 1, nil)
     if ok and type(text) == "string" then return text end
+    if text == GIVE_UP then -- too big to satisfy: a small value of the schema's type
+        local t = type(schema) == "table" and first_type(schema.type, schema) or "object"
+        return SMALL_VALUE[t] or "{}"
+    end
     return "{}"
 end
 
@@ -1029,10 +1154,20 @@ local function cut(text, r)
     return utf8_cut(text, n)
 end
 
+--- Output tokens as the max_tokens cut-off counts them: the larger of `tokens` (words x 1.3)
+-- and one token per 4 bytes, so one long unbroken string is not "2 tokens". Usage reports
+-- keep `tokens`.
+-- @tparam string text
+-- @treturn integer tokens
+function _M.cutoff_tokens(text)
+    text = tostring(text or "")
+    return math.max(_M.tokens(text), ceil(#text / 4))
+end
+
 -- Keep the output within a token budget; a cut answer becomes "truncated".
 local function budget(ans, max_tokens)
     max_tokens = tonumber(max_tokens)
-    if not max_tokens or not ans.text or _M.tokens(ans.text) <= max_tokens then return ans end
+    if not max_tokens or not ans.text or _M.cutoff_tokens(ans.text) <= max_tokens then return ans end
     local words, out = 0, {}
     local words_fit = floor(max_tokens * 10 / 13)
     for w, sp in ans.text:gmatch("(%S+)(%s*)") do
@@ -1041,6 +1176,7 @@ local function budget(ans, max_tokens)
         out[#out + 1] = w .. sp
     end
     ans.text = gsub(concat(out), "%s+$", "")
+    if #ans.text > max_tokens * 4 then ans.text = utf8_cut(ans.text, math.max(floor(max_tokens * 4), 0)) end
     ans.kind, ans.fault = "truncated", "truncated"
     return ans
 end
