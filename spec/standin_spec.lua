@@ -545,6 +545,10 @@ describe("jsoncontract.standin.model, the other example contracts", function()
             local text = model.instance_json(fan)
             assert.is_true(#text <= 65536 + 64, #text)
             assert.is_not_nil(core.decode(text))
+            -- a long pattern it cannot satisfy, read again at every node of a 64 x 64 x 64 array
+            local nested = { type = "string", pattern = string.rep("a", 100000) .. "(?=x)" }
+            for _ = 1, 3 do nested = { type = "array", minItems = 64, items = nested } end
+            assert.equal("[]", model.instance_json(nested))
         end)
 
         it("gives each jsonschemabench schema a valid instance", function()

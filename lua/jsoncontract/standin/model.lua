@@ -386,7 +386,7 @@ end
 -- keys copied or sorted). A schema that needs more gets a small best-effort value instead:
 -- the stand-in is a modest model, and the client's validator rejects that answer.
 local GEN_BUDGET = 65536
-local GEN_MAX_STEPS = 200000
+local GEN_MAX_STEPS = 1000000
 local GIVE_UP = setmetatable({}, { __tostring = function() return "instance budget exhausted" end })
 local gen_left, gen_steps = GEN_BUDGET, 0
 
@@ -574,6 +574,7 @@ end
 -- Returns the string, or nil when the pattern uses something it does not know.
 local function gen_pattern(p, grow)
     local pos, n = 1, #p
+    step(n) -- reading the pattern is work too: a long one repeated over many nodes adds up
     local alt -- forward declaration
 
     -- The UTF-8 character at i and the position after it.
