@@ -1074,7 +1074,11 @@ end
 -- enum or const value, `format` samples (date, date-time, email, uuid, uri ...), strings built
 -- to match simple patterns (`\S`, `^[0-9]{4}$`, classes, groups, quantifiers) and to fit
 -- min/maxLength, numbers within their bounds, arrays of minItems (distinct when uniqueItems).
--- Best effort: a schema it cannot satisfy still gets an answer, never an error.
+-- Best effort: a schema it cannot satisfy still gets an answer, never an error. Bounded: at
+-- most 64 KiB of generated text and 1e6 steps of schema work per call (nested pattern
+-- quantifiers, $ref/allOf/anyOf fan-out); a schema that needs more gets a small value of its
+-- type ("", 0, [], {} ...) that its validator rejects. Keyword values that are not numbers
+-- ("minLength": "9") are ignored.
 -- @tparam table schema decoded JSON Schema
 -- @treturn string JSON text
 function _M.instance_json(schema)
