@@ -246,6 +246,19 @@ describe("jsoncontract.run", function()
         end)
     end)
 
+    describe("errors.redact()", function()
+        local redact = require("jsoncontract.errors").redact
+        it("replaces every occurrence, as plain bytes, not a pattern", function()
+            assert.equal("a [redacted] b [redacted][redacted]", redact("a k%y. b k%y.k%y.", "k%y."))
+        end)
+        it("leaves non-strings, short secrets and texts without the secret as they are", function()
+            assert.equal(5, redact(5, "secret"))
+            assert.equal("abc", redact("abc", "abc")) -- under 4 bytes: not a key
+            assert.equal("abc", redact("abc", nil))
+            assert.equal("nothing here", redact("nothing here", "secret"))
+        end)
+    end)
+
     describe("evidence", function()
         it("writes one record per exchange, never the key, text only on opt-in", function()
             local out, _, log = ask("the courier did not come for order 1042, urgent")

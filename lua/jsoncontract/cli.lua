@@ -339,7 +339,7 @@ function _M.triage(argv, env)
         })
         if asked then return outcome end
         local msg = tostring(outcome)
-        if p.api_key then msg = msg:gsub(p.api_key:gsub("%p", "%%%0"), "[redacted]") end
+        msg = errors.redact(msg, p.api_key)
         return no_attempt(item, "internal", "item_error", "this item could not be processed: " .. msg)
     end
 
@@ -1037,7 +1037,7 @@ function _M.probe(argv, env)
     end
     if stop then stop() end
     local line = core.encode(rec)
-    if p.api_key then line = line:gsub(p.api_key:gsub("%p", "%%%0"), "[redacted]") end
+    line = errors.redact(line, p.api_key)
     stdout:write(line, "\n")
     if o.out then
         local log = assert(evidence.open(o.out))

@@ -4,9 +4,10 @@
 -- defence, any registered secret found in an encoded line is replaced by "[redacted]".
 -- @module jsoncontract.evidence
 local core = require "jsoncontract.core"
+local errors = require "jsoncontract.errors"
 
 local type, setmetatable, pairs, ipairs, error = type, setmetatable, pairs, ipairs, error
-local io_open, find, sub, format = io.open, string.find, string.sub, string.format
+local io_open, format = io.open, string.format
 local concat = table.concat
 
 local _M = { _VERSION = core._VERSION }
@@ -47,13 +48,7 @@ function W.add_secret(self, secret)
 end
 
 local function redact(line, secrets)
-    for _, s in ipairs(secrets) do
-        local i, j = find(line, s, 1, true)
-        while i do
-            line = sub(line, 1, i - 1) .. "[redacted]" .. sub(line, j + 1)
-            i, j = find(line, s, i + 10, true)
-        end
-    end
+    for _, s in ipairs(secrets) do line = errors.redact(line, s) end
     return line
 end
 

@@ -14,7 +14,7 @@ local providers = require "jsoncontract.providers"
 local type, pairs, ipairs, tostring, tonumber, error = type, pairs, ipairs, tostring, tonumber, error
 local floor, ceil, min, random = math.floor, math.ceil, math.min, math.random
 local concat = table.concat
-local format, gmatch, find = string.format, string.gmatch, string.find
+local format, gmatch = string.format, string.gmatch
 
 local _M = { _VERSION = core._VERSION }
 
@@ -264,16 +264,7 @@ function _M.ask(contract, input, opts)
     end
 
     -- A provider may echo the key in an error body (real 401s do): it never leaves ask().
-    local function scrub(text)
-        local key = opts.api_key
-        if type(text) ~= "string" or type(key) ~= "string" or #key < 4 then return text end
-        local out, i = text, find(text, key, 1, true)
-        while i do
-            out = out:sub(1, i - 1) .. "[redacted]" .. out:sub(i + #key)
-            i = find(out, key, i + 10, true)
-        end
-        return out
-    end
+    local function scrub(text) return errors.redact(text, opts.api_key) end
 
     local function finish(status, value, reason, applied)
         if reason then

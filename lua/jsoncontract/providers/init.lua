@@ -65,6 +65,10 @@ function C.err(category, kind, message, fields)
     return setmetatable(e, core.error_mt)
 end
 
+--- Is `v` a JSON array as decoded or built in Lua: a table with `core.array_mt`, or with
+-- keys exactly 1..n (n >= 1)? The same rule as the C encoder's.
+-- @param v any value
+-- @treturn boolean
 function C.is_array(v)
     if type(v) ~= "table" then return false end
     if getmetatable(v) == core.array_mt then return true end
@@ -73,10 +77,15 @@ function C.is_array(v)
     return n > 0 and n == #v
 end
 
+--- Is `v` a JSON object: a table that is not an array (an empty unmarked table is `{}`)?
+-- @param v any value
+-- @treturn boolean
 function C.is_object(v)
     return type(v) == "table" and getmetatable(v) ~= core.array_mt and (next(v) == nil or not C.is_array(v))
 end
 
+--- A new empty table marked as a JSON array, so it encodes as `[]`.
+-- @treturn table
 function C.new_array()
     return setmetatable({}, core.array_mt)
 end
@@ -129,6 +138,9 @@ function C.str(v)
     return nil
 end
 
+--- `v` when it is a whole, finite, non-negative number (a token count), else nil.
+-- @param v any value
+-- @treturn integer|nil
 function C.int(v)
     if type(v) == "number" and v == v and v >= 0 and v < huge and floor(v) == v then
         return v
@@ -620,6 +632,12 @@ C.LLAMA_KEYWORDS = {
 }
 C.LLAMA_FORMATS = { date = true, time = true, ["date-time"] = true, uuid = true }
 local NUMERIC = { minimum = true, maximum = true, exclusiveMinimum = true, exclusiveMaximum = true }
+--- Why llama.cpp's grammar does not enforce keyword `kw` (value `v`) in schema `node`,
+-- or nil when it does (source: llama.cpp `json-schema-to-grammar`, as read for this project).
+-- @tparam string kw keyword name
+-- @param v the keyword's value
+-- @tparam table node the subschema holding it
+-- @treturn string|nil reason
 function C.llama_reject(kw, v, node)
     if NUMERIC[kw] and node.type ~= "integer" then
         return "numeric bounds are enforced on integers only by the llama.cpp grammar"

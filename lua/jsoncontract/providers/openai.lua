@@ -268,6 +268,11 @@ function _M.stream_reader()
     return _M.chat_stream_reader(_M.name, 200)
 end
 
+--- A stream accumulator for an OpenAI-compatible chat completions SSE body (`[DONE]` ends it);
+-- shared with llama.cpp's server.
+-- @tparam string pname provider name used in err messages
+-- @tparam integer status the HTTP status of the streamed response
+-- @treturn table accumulator with `feed(chunk)`, `preview()`, `finish()` (see providers.streaming)
 function _M.chat_stream_reader(pname, status)
     local streaming = require "jsoncontract.providers.streaming"
     return streaming.new({
