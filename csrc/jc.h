@@ -35,6 +35,10 @@
 void jc_push_error(lua_State *L, const char *category, const char *kind,
                    const char *fmt, ...);
 
+/* __tostring of the err metatable: "category/kind: message" (error.c).
+** [-0, +1, m] */
+int jc_error_tostring(lua_State *L);
+
 /*
 ** Skip a run of plain JSON string bytes (0x20..0x7F other than '"' and
 ** '\\') eight at a time, for parse.c and encode.c. Returns the first stop

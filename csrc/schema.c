@@ -34,8 +34,11 @@
 ** enum message, JC_MESSAGE_JOIN messages in err.message).
 */
 #include "jc.h"
+#include "opts.h"
+#include "parse.h"
 #include "pattern.h"
 #include "schema_format.h"
+#include "tape.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -63,7 +66,6 @@
 #ifndef JC_SCHEMA_MAX_NEST
 #define JC_SCHEMA_MAX_NEST 1000       /* nesting of the schema itself at compile */
 #endif
-#define JC_RENDER_MAX 120             /* bytes of a value shown in a message */
 #ifndef JC_ENUM_SHOW
 #define JC_ENUM_SHOW 10               /* allowed values listed in an enum message */
 #endif
@@ -75,9 +77,6 @@
 #endif
 #define JC_COUNT_MAX (((size_t)-1) - 1)
 
-/* JSON types of instance values. */
-enum { JT_NULL, JT_BOOLEAN, JT_OBJECT, JT_ARRAY, JT_NUMBER, JT_STRING,
-       JT_OTHER };
 
 /* Bits of the 'type' keyword. */
 #define TB_NULL 0x01u
@@ -97,6 +96,7 @@ typedef struct jc_prop {       /* one member of 'properties' */
   size_t len;
   jc_node *node;
   int name_ref;                /* keep index of the name as a Lua string */
+  long sidx;                   /* index in 'props_sorted', -1 = none */
 } jc_prop;
 
 typedef struct jc_patprop {    /* one member of 'patternProperties' */
@@ -138,8 +138,12 @@ struct jc_node {
   unsigned types;              /* TB_* bits, 0 = no 'type' */
   const char *types_text;      /* "string or null" */
   int enum_ref, const_ref;     /* index in the keep table, 0 = absent */
-  int enum_set;                /* keep index: set of the scalar members */
   int enum_tables;             /* the enum has array/object members */
+  jc_tape *enum_tape;          /* the enum members on one tape */
+  size_t nenum;
+  size_t *enum_roots;          /* entry of each member */
+  jc_u64 *enum_hash;           /* (hash, member) pairs sorted by hash */
+  jc_tape *const_tape;         /* 'const' at entry 0 */
   const char *base;            /* base URI */
   jc_node *ref;                /* '$ref' target */
   jc_node *dynref;             /* '$dynamicRef' static target */
@@ -184,12 +188,6 @@ struct jc_node {
   jc_node *if_, *then_, *else_;
 };
 
-typedef struct jc_seg {        /* one step of the instance location */
-  const char *key;             /* NULL for an array index */
-  size_t len;
-  size_t index;
-} jc_seg;
-
 typedef struct jc_via {        /* one reference followed at validation */
   const jc_node *from;         /* the node holding the reference */
   const jc_node *to;           /* its target */
@@ -209,6 +207,7 @@ typedef struct jc_validator {
   const void *amt;             /* the JC_ARRAY_MT table (registry) */
   jc_via *via;                 /* references being followed, for the
                                   keyword location ("basic" output) */
+  double work_budget;          /* work units per validation, 0 = default */
 } jc_validator;
 
 #define ABSENT ((size_t)-1)
@@ -273,85 +272,9 @@ static int jc_is_integral(lua_State *L, int idx) {
   return d == floor(d) && d - d == 0;
 }
 
-/* a < b for the numbers at 'a' and 'b', exact across integer and float.
-** [-0, +0, -] */
-static int jc_num_lt(lua_State *L, int a, int b) {
-#if LUA_VERSION_NUM >= 502
-  return lua_compare(L, a, b, LUA_OPLT);
-#else
-  return lua_lessthan(L, a, b);
-#endif
-}
-
-/* JSON equality of the values at 'a' and 'b' (1 == 1.0; arrays and objects
-** compared structurally). 'depth' bounds recursion on cyclic tables: past
-** it the values count as different. [-0, +0, -] */
-static int jc_json_equal(lua_State *L, int a, int b, int depth) {
-  int ta, tb;
-  a = jc_absindex(L, a);
-  b = jc_absindex(L, b);
-  if (lua_type(L, a) != lua_type(L, b)) return 0;
-  if (lua_type(L, a) != LUA_TTABLE) return lua_rawequal(L, a, b);
-  if (lua_rawequal(L, a, b)) return 1;
-  if (depth <= 0 || !lua_checkstack(L, 4)) return 0;
-  ta = jc_json_type(L, a);
-  tb = jc_json_type(L, b);
-  if (ta != tb) return 0;
-  if (ta == JT_ARRAY) {
-    size_t n = (size_t)jc_rawlen(L, a), i;
-    if (n != (size_t)jc_rawlen(L, b)) return 0;
-    for (i = 1; i <= n; i++) {
-      int eq;
-      lua_rawgeti(L, a, (lua_Integer)i);
-      lua_rawgeti(L, b, (lua_Integer)i);
-      eq = jc_json_equal(L, -2, -1, depth - 1);
-      lua_pop(L, 2);
-      if (!eq) return 0;
-    }
-    return 1;
-  } else {
-    size_t na = 0, nb = 0;
-    lua_pushnil(L);
-    while (lua_next(L, a) != 0) {
-      int eq;
-      na++;
-      lua_pushvalue(L, -2);
-      lua_rawget(L, b);
-      eq = !lua_isnil(L, -1) && jc_json_equal(L, -2, -1, depth - 1);
-      lua_pop(L, 2);
-      if (!eq) { lua_pop(L, 1); return 0; }
-    }
-    lua_pushnil(L);
-    while (lua_next(L, b) != 0) { nb++; lua_pop(L, 1); }
-    return na == nb;
-  }
-}
-
 /* --------------------------------------------------------------------- */
 /* Compact JSON rendering for messages, bounded to JC_RENDER_MAX bytes.    */
 /* --------------------------------------------------------------------- */
-
-typedef struct jc_rbuf {
-  char b[JC_RENDER_MAX + 8];
-  size_t n;
-  int full;
-} jc_rbuf;
-
-static void jc_rb_add(jc_rbuf *r, const char *s, size_t len) {
-  if (r->full) return;
-  if (r->n + len > JC_RENDER_MAX) {
-    size_t fit = JC_RENDER_MAX - r->n;
-    while (fit > 0 && ((unsigned char)s[fit] & 0xC0) == 0x80) fit--;
-    memcpy(r->b + r->n, s, fit);
-    r->n += fit;
-    memcpy(r->b + r->n, "...", 3);
-    r->n += 3;
-    r->full = 1;
-    return;
-  }
-  memcpy(r->b + r->n, s, len);
-  r->n += len;
-}
 
 static void jc_rb_str(jc_rbuf *r, const char *s) { jc_rb_add(r, s, strlen(s)); }
 
@@ -359,7 +282,6 @@ static void jc_rb_str(jc_rbuf *r, const char *s) { jc_rb_add(r, s, strlen(s)); }
 ** round-tripping form. */
 static void jc_fmt_number(lua_State *L, int idx, char *out, size_t outsz) {
   lua_Number d;
-  int prec;
 #if JC_HAVE_INTEGER
   if (lua_isinteger(L, idx)) {
     snprintf(out, outsz, LUA_INTEGER_FMT, (LUAI_UACINT)lua_tointeger(L, idx));
@@ -367,38 +289,7 @@ static void jc_fmt_number(lua_State *L, int idx, char *out, size_t outsz) {
   }
 #endif
   d = lua_tonumber(L, idx);
-  if (d != d || d - d != 0) { snprintf(out, outsz, "null"); return; }
-  for (prec = 15; prec <= 17; prec++) {
-    snprintf(out, outsz, "%.*g", prec, (double)d);
-    if (strtod(out, NULL) == (double)d) break;
-  }
-}
-
-static void jc_render_string(jc_rbuf *r, const char *s, size_t len) {
-  size_t i;
-  jc_rb_add(r, "\"", 1);
-  for (i = 0; i < len && !r->full; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    char esc[8];
-    if (ch == '"') jc_rb_add(r, "\\\"", 2);
-    else if (ch == '\\') jc_rb_add(r, "\\\\", 2);
-    else if (ch == '\n') jc_rb_add(r, "\\n", 2);
-    else if (ch == '\r') jc_rb_add(r, "\\r", 2);
-    else if (ch == '\t') jc_rb_add(r, "\\t", 2);
-    else if (ch < 0x20 || ch == 0x7F) {
-      snprintf(esc, sizeof esc, "\\u%04x", ch);
-      jc_rb_add(r, esc, 6);
-    } else {
-      /* copy a whole run of plain bytes so truncation sees UTF-8 */
-      size_t j = i;
-      while (j < len && (unsigned char)s[j] >= 0x20 && s[j] != '"' &&
-             s[j] != '\\' && s[j] != 0x7F)
-        j++;
-      jc_rb_add(r, s + i, j - i);
-      i = j - 1;
-    }
-  }
-  jc_rb_add(r, "\"", 1);
+  jc_fmt_double((double)d, out, outsz);
 }
 
 /* Render the value at 'idx'. Object members in byte order of their keys.
@@ -484,7 +375,7 @@ static void jc_render(lua_State *L, int idx, jc_rbuf *r, int depth) {
   }
 }
 
-/* Push the compact JSON text of the value at 'idx'. [-0, +1, m] */
+/* Push the compact JSON text of the Lua value at 'idx'. [-0, +1, m] */
 static void jc_push_render(lua_State *L, int idx) {
   jc_rbuf r;
   r.n = 0;
@@ -715,6 +606,48 @@ static void jc_schema_json(lua_State *L, int idx, const char *path,
                   luaL_typename(L, idx));
 }
 
+static int jc_hash_cmp(const void *x, const void *y) {
+  const jc_u64 *a = (const jc_u64 *)x, *b = (const jc_u64 *)y;
+  return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+/* Write the 'cnt' members of the list at 'list' (checked JSON values) to
+** one tape owned by the keep table; '*roots' gets each member's entry and
+** '*hash' (hash, member) pairs sorted by hash (both optional). */
+static void jc_compile_tapes(jc_cctx *c, int list, size_t cnt, jc_tape **out,
+                             size_t **roots, jc_u64 **hash) {
+  lua_State *L = c->L;
+  jc_tape *t = jc_tape_new(L);
+  jc_seg *segs = (jc_seg *)jc_keep_block(c, JC_SCHEMA_MAX_NEST + 2,
+                                         sizeof(jc_seg));
+  size_t k, depth, *r = NULL;
+  jc_u64 *h = NULL;
+  jc_keep(c);
+  if (roots != NULL) {
+    r = (size_t *)jc_keep_block(c, cnt + 1, sizeof(size_t));
+    h = (jc_u64 *)jc_keep_block(c, 2 * cnt + 2, sizeof(jc_u64));
+  }
+  for (k = 0; k < cnt; k++) {
+    long budget = 0x7fffffffL;
+    size_t root = t->n;
+    lua_rawgeti(L, list, (lua_Integer)(k + 1));
+    jc_tape_write_lua(L, t, -1, JC_SCHEMA_MAX_NEST, segs, &depth, &budget);
+    lua_pop(L, 1);
+    if (r != NULL) r[k] = root;
+  }
+  if (r != NULL) {
+    for (k = 0; k < cnt; k++) {
+      long budget = 0x7fffffffL;
+      h[2 * k] = jc_tv_hash(t, r[k], &budget);
+      h[2 * k + 1] = k;
+    }
+    qsort(h, cnt, 2 * sizeof(jc_u64), jc_hash_cmp);
+    *roots = r;
+    *hash = h;
+  }
+  *out = t;
+}
+
 static jc_node **jc_compile_list(jc_cctx *c, const jc_node *parent,
                                  const char *kw, size_t *count, int nonempty) {
   lua_State *L = c->L;
@@ -899,6 +832,7 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
     }
     if (n->nprops > 1)
       qsort(n->props_sorted, n->nprops, sizeof(jc_prop), jc_prop_cmp);
+    for (j = 0; j < n->nprops; j++) n->props_sorted[j].sidx = (long)j;
     lua_createtable(L, 0, (int)n->nprops);
     for (j = 0; j < n->nprops; j++) {
       lua_rawgeti(L, c->keep, n->props_sorted[j].name_ref);
@@ -921,6 +855,11 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
       if (!placed[j]) n->props[k++] = n->props_sorted[j];
   }
   lua_pop(L, 1);
+  for (i = 0; i < n->nrequired; i++) {
+    const jc_prop *p = jc_find_prop(n, n->required[i].name,
+                                    n->required[i].len);
+    n->required[i].sidx = p != NULL ? p->sidx : -1;
+  }
 
   if (jc_getkw(L, sidx, "patternProperties") != LUA_TNIL) {
     size_t k = 0;
@@ -1722,30 +1661,26 @@ static jc_node *jc_compile_node_in(jc_cctx *c, int idx, const char *path,
     int e = lua_gettop(L);
     if (!jc_arraylike(L, e))
       jc_schema_error(L, path, "enum", "must be an array");
-    /* scalars in a set: one lookup at validation (1 and 1.0 are one key) */
     cnt = (size_t)jc_rawlen(L, e);
-    lua_createtable(L, 0, (int)cnt);
     for (k = 1; k <= cnt; k++) {
       lua_rawgeti(L, e, (lua_Integer)k);
       jc_schema_json(L, -1, path, "enum", JC_SCHEMA_MAX_NEST);
-      if (lua_type(L, -1) == LUA_TTABLE) {
-        n->enum_tables = 1;
-        lua_pop(L, 1);
-      } else if (lua_type(L, -1) == LUA_TNUMBER &&
-                 lua_tonumber(L, -1) != lua_tonumber(L, -1)) {
-        lua_pop(L, 1);   /* NaN is no JSON value and no key */
-      } else {
-        lua_pushboolean(L, 1);
-        lua_rawset(L, -3);
-      }
+      if (lua_type(L, -1) == LUA_TTABLE) n->enum_tables = 1;
+      lua_pop(L, 1);
     }
-    n->enum_set = jc_keep(c);
+    jc_compile_tapes(c, e, cnt, &n->enum_tape, &n->enum_roots, &n->enum_hash);
+    n->nenum = cnt;
     n->enum_ref = jc_keep(c);
   } else {
     lua_pop(L, 1);
   }
   if (c->draft >= JC_D7 && jc_getkw(L, idx, "const") != LUA_TNIL) {
     jc_schema_json(L, -1, path, "const", JC_SCHEMA_MAX_NEST);
+    lua_createtable(L, 1, 0);
+    lua_pushvalue(L, -2);
+    lua_rawseti(L, -2, 1);
+    jc_compile_tapes(c, lua_gettop(L), 1, &n->const_tape, NULL, NULL);
+    lua_pop(L, 1);
     n->const_ref = jc_keep(c);
   }
   else if (c->draft >= JC_D7) lua_pop(L, 1);
@@ -1827,12 +1762,57 @@ static void jc_check_cycles(jc_cctx *c, jc_node *n) {
 }
 
 /* ===================================================================== */
-/* Validator                                                               */
+/* Validator (on the tape)                                                 */
 /* ===================================================================== */
+
+/*
+** The walk reads only the tape: no Lua API call on its hot path. Lua is
+** used for what is rare: error items, the scratch stack and the memo
+** table growing (userdata at fixed stack slots), uniqueItems' hash table.
+**
+** Work budget: every subschema evaluation costs one unit, a regex search
+** one plus one per 16 subject bytes, and one that hits PCRE2's match
+** limit JC_WORK_REGEX_LIMIT more. Past the budget the walk stops with a
+** 'budget' error (err.kind budget_exceeded). Default: JC_WORK_BUDGET plus
+** JC_WORK_PER_ENTRY per tape entry (about a second of work on a small
+** reply, linear in a large one); compile's 'work_budget' option sets it.
+**
+** Memo: results of (subschema, tape entry) are remembered when the walk
+** is quiet (anyOf, oneOf, not, if, contains, unevaluated*) or valid, so
+** branches that re-evaluate the same subtree cost once: polynomial work
+** for recursive schemas whose alternatives all recurse. Not used with
+** $dynamicRef (the result depends on the dynamic scope).
+*/
+
+#ifndef JC_WORK_BUDGET
+#define JC_WORK_BUDGET 20000000.0     /* work units, fixed part */
+#endif
+#ifndef JC_WORK_PER_ENTRY
+#define JC_WORK_PER_ENTRY 16.0        /* work units per tape entry */
+#endif
+#ifndef JC_WORK_REGEX_LIMIT
+#define JC_WORK_REGEX_LIMIT 100000.0  /* a regex search that hit the limit */
+#endif
+#ifndef JC_MEMO_MAX
+#define JC_MEMO_MAX (1u << 22)        /* memo entries, at most */
+#endif
+#ifndef JC_UNIQUE_SMALL
+#define JC_UNIQUE_SMALL 16            /* up to this many items: pairwise */
+#endif
+#ifndef JC_HASH_BUDGET
+#define JC_HASH_BUDGET 4096L          /* entries hashed per item, at most */
+#endif
+
+typedef struct jc_memo {
+  const jc_node *n;            /* NULL: empty */
+  size_t i;
+  int r;
+} jc_memo;
 
 typedef struct jc_vctx {
   lua_State *L;
   jc_validator *v;
+  const jc_tape *t;
   int keep;            /* abs index of the keep table */
   int errs;            /* abs index of the errors list */
   int nerr;
@@ -1840,19 +1820,106 @@ typedef struct jc_vctx {
   int truncated;       /* one more error was dropped: the walk unwinds */
   int first;           /* stop at the first error */
   int quiet;           /* > 0 inside anyOf/oneOf/not: record nothing */
-  int abort;           /* too deep: unwind */
+  int abort;           /* 1 too deep, 2 work budget: unwind */
   int depth;           /* instance depth */
   int edepth;          /* nested subschema evaluations */
   int stop;            /* entries in the dynamic scope (v->scope) */
   int nvia;            /* entries in v->via; -1: not tracked */
-  const void *amt;     /* the JC_ARRAY_MT table, for a quick type test */
-  int seen;            /* 'jc_check_json': 0 in its first pass, else the
-                          abs index of the slot of the seen set */
-  long budget;         /* members its first pass may still visit */
+  size_t cur;          /* tape entry being evaluated (error positions) */
+  double work;         /* work units left */
+  double budget;       /* the budget, for the message */
+  int stk_slot;        /* stack slot of the scratch userdata */
+  size_t *stk;
+  size_t stk_n, stk_cap;
+  int memo_slot;       /* stack slot of the memo userdata */
+  jc_memo *memo;
+  size_t memo_n, memo_cap;
+  size_t loc_off;      /* line/column cache for error positions */
+  unsigned long loc_line, loc_col;
 } jc_vctx;
 
 #define JC_STOP(c) ((c)->quiet || (c)->abort || (c)->truncated || \
                    ((c)->first && (c)->nerr > 0))
+
+/* 'n' zeroed entries on the scratch stack; returns their offset (valid
+** until popped with 'jc_stk_pop'; the stack may move: use offsets).
+** [-0, +0, m] */
+static size_t jc_stk_push(jc_vctx *c, size_t n) {
+  size_t base = c->stk_n;
+  if (n > c->stk_cap - c->stk_n) {
+    size_t cap = c->stk_cap ? c->stk_cap : 256;
+    size_t *ns;
+    while (cap - c->stk_n < n) {
+      if (cap > ((size_t)-1) / 4 / sizeof(size_t))
+        luaL_error(c->L, "not enough memory");
+      cap *= 2;
+    }
+    ns = (size_t *)jc_newuserdata(c->L, cap * sizeof(size_t));
+    if (c->stk_n > 0) memcpy(ns, c->stk, c->stk_n * sizeof(size_t));
+    lua_replace(c->L, c->stk_slot);
+    c->stk = ns;
+    c->stk_cap = cap;
+  }
+  memset(c->stk + base, 0, n * sizeof(size_t));
+  c->stk_n += n;
+  return base;
+}
+#define jc_stk_pop(c, base) ((c)->stk_n = (base))
+
+static size_t jc_memo_pos(const jc_node *n, size_t i, size_t mask) {
+  jc_u64 h = (jc_u64)(size_t)n * 0x9E3779B97F4A7C15ULL ^
+             (jc_u64)i * 0xC2B2AE3D27D4EB4FULL;
+  h ^= h >> 29;
+  return (size_t)h & mask;
+}
+
+/* The remembered result of 'n' on entry 'i', or -1. */
+static int jc_memo_get(const jc_vctx *c, const jc_node *n, size_t i) {
+  size_t mask, pos;
+  if (c->memo_n == 0) return -1;
+  mask = c->memo_cap - 1;
+  pos = jc_memo_pos(n, i, mask);
+  while (c->memo[pos].n != NULL) {
+    if (c->memo[pos].n == n && c->memo[pos].i == i) return c->memo[pos].r;
+    pos = (pos + 1) & mask;
+  }
+  return -1;
+}
+
+/* Remember 'r' for 'n' on entry 'i'. [-0, +0, m] */
+static void jc_memo_put(jc_vctx *c, const jc_node *n, size_t i, int r) {
+  size_t mask, pos;
+  if (c->memo_n >= JC_MEMO_MAX) return;
+  if ((c->memo_n + 1) * 2 > c->memo_cap) {
+    size_t cap = c->memo_cap ? c->memo_cap * 2 : 1024, k;
+    jc_memo *old = c->memo, *nm;
+    nm = (jc_memo *)jc_newuserdata(c->L, cap * sizeof(jc_memo));
+    memset(nm, 0, cap * sizeof(jc_memo));
+    mask = cap - 1;
+    for (k = 0; k < c->memo_cap; k++) {
+      if (old[k].n == NULL) continue;
+      pos = jc_memo_pos(old[k].n, old[k].i, mask);
+      while (nm[pos].n != NULL) pos = (pos + 1) & mask;
+      nm[pos] = old[k];
+    }
+    lua_replace(c->L, c->memo_slot);
+    c->memo = nm;
+    c->memo_cap = cap;
+  }
+  mask = c->memo_cap - 1;
+  pos = jc_memo_pos(n, i, mask);
+  while (c->memo[pos].n != NULL) {
+    if (c->memo[pos].n == n && c->memo[pos].i == i) {
+      c->memo[pos].r = r;
+      return;
+    }
+    pos = (pos + 1) & mask;
+  }
+  c->memo[pos].n = n;
+  c->memo[pos].i = i;
+  c->memo[pos].r = r;
+  c->memo_n++;
+}
 
 /* Push the instance location as a JSON Pointer. [-0, +1, m] */
 static void jc_push_pointer(jc_vctx *c) {
@@ -1906,16 +1973,43 @@ static void jc_push_kwloc(jc_vctx *c, const jc_node *n, const char *kw) {
   luaL_pushresult(&b);
 }
 
+/* Set offset, line and column of the current value on the item at the
+** top when the tape was parsed from text. [-0, +0, m] */
+static void jc_err_pos(jc_vctx *c) {
+  lua_State *L = c->L;
+  size_t off = c->t->v[c->cur].off, k;
+  const unsigned char *s = (const unsigned char *)c->t->text;
+  if (s == NULL || off == JC_NOOFF) return;
+  if (off < c->loc_off) {
+    c->loc_off = 0;
+    c->loc_line = 1;
+    c->loc_col = 1;
+  }
+  for (k = c->loc_off; k < off; k++) {
+    if (s[k] == '\n') { c->loc_line++; c->loc_col = 1; }
+    else if ((s[k] & 0xC0) != 0x80) c->loc_col++;
+  }
+  c->loc_off = off;
+  lua_pushinteger(L, (lua_Integer)off);
+  lua_setfield(L, -2, "offset");
+  lua_pushinteger(L, (lua_Integer)c->loc_line);
+  lua_setfield(L, -2, "line");
+  lua_pushinteger(L, (lua_Integer)c->loc_col);
+  lua_setfield(L, -2, "column");
+}
+
 /*
 ** Start an error item: pushes the item table (pointer, keyword,
-** schema_pointer set) and the display location ("(root)" for ""),
-** returns the latter. The caller may set extra fields on the item (at -2
-** then), pushes the message and calls 'jc_err_end'. [-0, +2, m]
+** schema_pointer, and offset/line/column of the value when it came from
+** text) and the display location ("(root)" for ""), returns the latter.
+** The caller may set extra fields on the item (at -2 then), pushes the
+** message and calls 'jc_err_end'. [-0, +2, m]
 */
 static const char *jc_err_begin(jc_vctx *c, const jc_node *n,
                                 const char *kw) {
   lua_State *L = c->L;
-  lua_createtable(L, 0, 6);
+  lua_createtable(L, 0, 9);
+  jc_err_pos(c);
   jc_push_pointer(c);
   lua_pushvalue(L, -1);
   lua_setfield(L, -3, "pointer");
@@ -1987,13 +2081,41 @@ static void jc_too_deep(jc_vctx *c, const jc_node *n, const char *what,
   c->abort = 1;
 }
 
-static int jc_eval(jc_vctx *c, const jc_node *n, int idx);
+/* The work budget ran out: recorded even when quiet, everything unwinds. */
+static void jc_over(jc_vctx *c, const jc_node *n) {
+  int q = c->quiet;
+  char num[32];
+  if (c->abort) return;
+  c->quiet = 0;
+  jc_err_begin(c, n, NULL);
+  lua_pushliteral(c->L, "budget");
+  lua_setfield(c->L, -3, "keyword");
+  snprintf(num, sizeof num, "%.0f", c->budget);
+  lua_pushfstring(c->L, "validation stopped at %s: the work budget of %s "
+                  "units ran out", lua_tostring(c->L, -1), num);
+  jc_err_end(c);
+  c->quiet = q;
+  c->abort = 2;
+}
+
+/* A regex search charged to the work budget. */
+static int jc_match(jc_vctx *c, const jc_node *n, const jc_pattern *re,
+                    const char *s, size_t len) {
+  int rc;
+  c->work -= 1.0 + (double)(len >> 4);
+  rc = jc_pattern_match(re, c->v->matcher, s, len);
+  if (rc == JC_PATTERN_LIMIT) c->work -= JC_WORK_REGEX_LIMIT;
+  if (c->work < 0) jc_over(c, n);
+  return rc;
+}
+
+static int jc_eval(jc_vctx *c, const jc_node *n, size_t i);
 
 /* Report an 'enum' failure; the enum list is at the top. The message
 ** lists the first JC_ENUM_SHOW allowed values, then "... (N values)"; the
 ** item's 'allowed' field has them all. Kept out of 'jc_eval' so its frame
 ** stays small (luaL_Buffer is large). */
-static JC_NOINLINE void jc_report_enum(jc_vctx *c, const jc_node *n, int idx,
+static JC_NOINLINE void jc_report_enum(jc_vctx *c, const jc_node *n,
                                        size_t cnt) {
   lua_State *L = c->L;
   int list = lua_gettop(L);
@@ -2004,7 +2126,7 @@ static JC_NOINLINE void jc_report_enum(jc_vctx *c, const jc_node *n, int idx,
   where = jc_err_begin(c, n, "enum");
   lua_pushvalue(L, list);
   lua_setfield(L, -3, "allowed");
-  jc_push_render(L, idx);
+  jc_tv_push_render(L, c->t, c->cur);
   lua_pushfstring(L, "%s %s is not one of ", where, lua_tostring(L, -1));
   lua_remove(L, -2);
   luaL_buffinit(L, &b);
@@ -2046,34 +2168,48 @@ static JC_NOINLINE void jc_report_required(jc_vctx *c, const jc_node *n,
   jc_err_end(c);
 }
 
-/* Evaluate 'n' on the child value at the top (member 'key' or array
-** 'index'), one level deeper. Pops nothing. */
-static int jc_eval_child(jc_vctx *c, const jc_node *n, const char *key,
-                         size_t len, size_t index) {
+/* Evaluate 'n' on the child entry 'i' (member 'key' or array 'index'),
+** one level deeper. */
+static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
+                         const char *key, size_t len, size_t index) {
   int ok;
   jc_seg *s;
   if (c->depth >= c->v->max_depth) {
+    size_t saved = c->cur;
     s = &c->v->segs[c->depth];
     s->key = key; s->len = len; s->index = index;
     c->depth++;
+    c->cur = i;
     jc_too_deep(c, n, "value", c->v->max_depth);
+    c->cur = saved;
     c->depth--;
     return 0;
   }
-  if (!lua_checkstack(c->L, 24))
-    luaL_error(c->L, "instance too deep (Lua stack)");
   s = &c->v->segs[c->depth];
   s->key = key; s->len = len; s->index = index;
   c->depth++;
-  ok = jc_eval(c, n, lua_gettop(c->L));
+  ok = jc_eval(c, n, i);
   c->depth--;
   return ok;
 }
 
+/* A numeric bound as a tape number. */
+static void jc_limit_tv(const jc_limit *lim, jc_tv *out) {
+  memset(out, 0, sizeof *out);
+  out->kind = JT_NUMBER;
+#if JC_HAVE_INTEGER
+  if (lim->isint) {
+    out->flags = JC_TF_INT;
+    out->u.i = (long long)lim->i;
+    return;
+  }
+#endif
+  out->u.d = (double)lim->d;
+}
+
 /* Report a numeric bound failure. */
-static void jc_report_limit(jc_vctx *c, const jc_node *n, int idx,
-                            const char *kw, const char *text,
-                            const jc_limit *lim) {
+static void jc_report_limit(jc_vctx *c, const jc_node *n, const char *kw,
+                            const char *text, const jc_limit *lim) {
   lua_State *L = c->L;
   const char *where;
   char num[64];
@@ -2081,7 +2217,7 @@ static void jc_report_limit(jc_vctx *c, const jc_node *n, int idx,
   where = jc_err_begin(c, n, kw);
   jc_push_limit(L, lim);
   lua_setfield(L, -3, "limit");
-  jc_fmt_number(L, idx, num, sizeof num);
+  jc_tv_fmt_number(&c->t->v[c->cur], num, sizeof num);
   lua_pushfstring(L, "%s %s %s ", where, num, text);
   jc_push_limit(L, lim);
   jc_fmt_number(L, -1, num, sizeof num);
@@ -2110,144 +2246,54 @@ static void jc_report_count(jc_vctx *c, const jc_node *n, const char *kw,
   jc_err_end(c);
 }
 
-/* The shortest decimal form of the number at 'idx' as mantissa * 10^exp,
-** the mantissa without trailing zeros. Returns 0 for inf and nan. */
-static int jc_decimal(lua_State *L, int idx, unsigned long long *mant,
-                      int *exp) {
-  char buf[64], *p;
-  int prec, e, nd = 0;
-  unsigned long long m = 0;
-  double d;
-#if JC_HAVE_INTEGER
-  if (lua_isinteger(L, idx)) {
-    lua_Integer i = lua_tointeger(L, idx);
-    m = i < 0 ? (unsigned long long)0 - (unsigned long long)i
-              : (unsigned long long)i;
-    e = 0;
-    while (m != 0 && m % 10 == 0) { m /= 10; e++; }
-    *mant = m;
-    *exp = e;
-    return 1;
-  }
-#endif
-  d = (double)lua_tonumber(L, idx);
-  if (d != d || d - d != 0) return 0;
-  d = fabs(d);
-  for (prec = 14; prec <= 16; prec++) {
-    snprintf(buf, sizeof buf, "%.*e", prec, d);
-    if (strtod(buf, NULL) == d) break;
-  }
-  for (p = buf; *p != 'e' && *p != '\0'; p++) {
-    if (*p >= '0' && *p <= '9') { m = m * 10 + (unsigned)(*p - '0'); nd++; }
-  }
-  e = *p == 'e' ? atoi(p + 1) : 0;
-  e -= nd - 1;
-  while (m != 0 && m % 10 == 0) { m /= 10; e++; }
-  *mant = m;
-  *exp = e;
-  return 1;
-}
-
-/* Is the number at 'idx' an exact multiple of 'lim' in decimal (143.48 of
-** 0.01)? Both are read as their shortest decimal forms. */
-static int jc_is_multiple(lua_State *L, int idx, const jc_limit *lim) {
-  unsigned long long a, b, x;
-  int ea, eb, k;
-  if (!jc_decimal(L, idx, &a, &ea)) return 0;
-  jc_push_limit(L, lim);
-  k = jc_decimal(L, -1, &b, &eb);
-  lua_pop(L, 1);
-  if (!k || b == 0) return 0;
-  if (a == 0) return 1;
-  if (ea < eb) return 0;    /* a has no factor 10 to spare */
-  x = a % b;
-  for (k = 0; k < ea - eb && x != 0; k++) {   /* x = 10x mod b, no overflow */
-    unsigned long long y = x;
-    int t;
-    x = 0;
-    for (t = 0; t < 10; t++) x = x >= b - y ? x - (b - y) : x + y;
-  }
-  return x == 0;
-}
-
-static int jc_eval_number(jc_vctx *c, const jc_node *n, int idx) {
-  lua_State *L = c->L;
-  int ok = 1, fail;
-  if (n->lim[LIM_MIN].set) {
-    jc_push_limit(L, &n->lim[LIM_MIN]);
-    fail = jc_num_lt(L, idx, -1);
-    lua_pop(L, 1);
+static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i) {
+  const jc_tv *x = &c->t->v[i];
+  jc_tv lim;
+  int ok = 1;
+  static const char *const kws[4] = {
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"
+  };
+  static const char *const texts[4] = {
+    "is less than minimum", "is greater than maximum",
+    "is not greater than exclusive minimum",
+    "is not less than exclusive maximum"
+  };
+  int k;
+  for (k = LIM_MIN; k <= LIM_XMAX; k++) {
+    int cmp, fail;
+    if (!n->lim[k].set) continue;
+    jc_limit_tv(&n->lim[k], &lim);
+    cmp = jc_tv_numcmp(x, &lim);    /* exact: int64 and digits as they are */
+    fail = k == LIM_MIN ? cmp < 0 : k == LIM_MAX ? cmp > 0
+         : k == LIM_XMIN ? cmp <= 0 : cmp >= 0;
     if (fail) {
       ok = 0;
-      jc_report_limit(c, n, idx, "minimum", "is less than minimum",
-                      &n->lim[LIM_MIN]);
-      if (JC_STOP(c)) return 0;
-    }
-  }
-  if (n->lim[LIM_MAX].set) {
-    jc_push_limit(L, &n->lim[LIM_MAX]);
-    fail = jc_num_lt(L, -1, idx);
-    lua_pop(L, 1);
-    if (fail) {
-      ok = 0;
-      jc_report_limit(c, n, idx, "maximum", "is greater than maximum",
-                      &n->lim[LIM_MAX]);
-      if (JC_STOP(c)) return 0;
-    }
-  }
-  if (n->lim[LIM_XMIN].set) {
-    jc_push_limit(L, &n->lim[LIM_XMIN]);
-    fail = !jc_num_lt(L, -1, idx);
-    lua_pop(L, 1);
-    if (fail) {
-      ok = 0;
-      jc_report_limit(c, n, idx, "exclusiveMinimum",
-                      "is not greater than exclusive minimum",
-                      &n->lim[LIM_XMIN]);
-      if (JC_STOP(c)) return 0;
-    }
-  }
-  if (n->lim[LIM_XMAX].set) {
-    jc_push_limit(L, &n->lim[LIM_XMAX]);
-    fail = !jc_num_lt(L, idx, -1);
-    lua_pop(L, 1);
-    if (fail) {
-      ok = 0;
-      jc_report_limit(c, n, idx, "exclusiveMaximum",
-                      "is not less than exclusive maximum",
-                      &n->lim[LIM_XMAX]);
+      jc_report_limit(c, n, kws[k], texts[k], &n->lim[k]);
       if (JC_STOP(c)) return 0;
     }
   }
   if (n->lim[LIM_MULT].set) {
-    const jc_limit *m = &n->lim[LIM_MULT];
-    int multiple;
-#if JC_HAVE_INTEGER
-    if (m->isint && lua_isinteger(L, idx)) {
-      multiple = lua_tointeger(L, idx) % m->i == 0;
-    } else
-#endif
-    {
-      multiple = jc_is_multiple(L, idx, m);
-    }
-    if (!multiple) {
+    jc_limit_tv(&n->lim[LIM_MULT], &lim);
+    if (!jc_tv_multiple(x, &lim)) {
       ok = 0;
-      jc_report_limit(c, n, idx, "multipleOf", "is not a multiple of", m);
+      jc_report_limit(c, n, "multipleOf", "is not a multiple of",
+                      &n->lim[LIM_MULT]);
       if (JC_STOP(c)) return 0;
     }
   }
   return ok;
 }
 
-static int jc_eval_string(jc_vctx *c, const jc_node *n, int idx) {
+static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i) {
   lua_State *L = c->L;
-  size_t len, chars = 0, i;
-  const char *s = lua_tolstring(L, idx, &len);
+  const jc_tv *x = &c->t->v[i];
+  const char *s = x->s;
+  size_t len = x->u.len, chars = 0, k;
   int ok = 1;
   if (n->min_len != ABSENT || n->max_len != ABSENT) {
     /* code points: bytes that are not UTF-8 continuation bytes */
-    for (i = 0; i < len; i++)
-      if (((unsigned char)s[i] & 0xC0) != 0x80) chars++;
+    for (k = 0; k < len; k++)
+      if (((unsigned char)s[k] & 0xC0) != 0x80) chars++;
     if (n->min_len != ABSENT && chars < n->min_len) {
       ok = 0;
       jc_report_count(c, n, "minLength", chars, "characters", "minimum",
@@ -2262,7 +2308,8 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, int idx) {
     }
   }
   if (n->pattern != NULL) {
-    int rc = jc_pattern_match(n->pattern, c->v->matcher, s, len);
+    int rc = jc_match(c, n, n->pattern, s, len);
+    if (c->abort) return 0;
     if (rc != JC_PATTERN_MATCH) {
       ok = 0;
       if (!c->quiet) {
@@ -2270,7 +2317,7 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, int idx) {
         lua_pushstring(L, n->pattern_src);
         lua_setfield(L, -3, "pattern");
         if (rc == JC_PATTERN_NOMATCH) {
-          jc_push_render(L, idx);
+          jc_tv_push_render(L, c->t, i);
           lua_pushfstring(L, "%s %s does not match pattern %s", where,
                           lua_tostring(L, -1), n->pattern_src);
           lua_remove(L, -2);
@@ -2293,6 +2340,7 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, int idx) {
     if (n->format == JC_FMT_REGEX) {
       char msg[8];
       size_t off;
+      c->work -= 1.0 + (double)len;
       valid = jc_pattern_compile(L, s, len, msg, sizeof msg, &off) != NULL;
       lua_pop(L, 1);
     } else {
@@ -2302,7 +2350,7 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, int idx) {
       ok = 0;
       if (!c->quiet) {
         const char *where = jc_err_begin(c, n, "format");
-        jc_push_render(L, idx);
+        jc_tv_push_render(L, c->t, i);
         lua_pushfstring(L, "%s %s is not a valid %s", where,
                         lua_tostring(L, -1), n->format_name);
         lua_remove(L, -2);
@@ -2314,12 +2362,78 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, int idx) {
   return ok;
 }
 
-static int jc_find_duplicate(jc_vctx *c, int idx, size_t len, size_t *di,
-                             size_t *dj);
+/* Find the first duplicate pair of the items of the array at entry 'a'
+** (offset 'items' on the scratch stack holds their entries), as a
+** pairwise scan would: the smallest 'i' whose value occurs again, then
+** the smallest 'j' > 'i' with it (0-based). Returns 1 if found. The slot
+** table is a userdata popped before return. [-0, +0, m] */
+typedef struct jc_uslot {
+  jc_u64 h;
+  size_t item;                     /* 1-based; 0 = empty */
+} jc_uslot;
 
-static int jc_eval_array(jc_vctx *c, const jc_node *n, int idx) {
+static int jc_find_duplicate(jc_vctx *c, size_t items, size_t len,
+                             size_t *di, size_t *dj) {
   lua_State *L = c->L;
-  size_t len = (size_t)jc_rawlen(L, idx), i, j;
+  const jc_tape *t = c->t;
+  size_t i, j, cap = 4, mask, best_i = 0, best_j = 0;
+  jc_uslot *slots;
+  if (len <= JC_UNIQUE_SMALL) {
+    for (i = 0; i + 1 < len; i++)
+      for (j = i + 1; j < len; j++)
+        if (jc_tv_equal(t, c->stk[items + i], t, c->stk[items + j])) {
+          *di = i;
+          *dj = j;
+          return 1;
+        }
+    return 0;
+  }
+  while (cap < len * 2) {
+    if (cap > ((size_t)-1) / 2 / sizeof(jc_uslot))
+      luaL_error(L, "not enough memory");
+    cap *= 2;
+  }
+  mask = cap - 1;
+  slots = (jc_uslot *)jc_newuserdata(L, cap * sizeof(jc_uslot));
+  memset(slots, 0, cap * sizeof(jc_uslot));
+  for (j = 0; j < len; j++) {
+    jc_u64 h;
+    size_t pos, rep = 0, e = c->stk[items + j];
+    long budget = JC_HASH_BUDGET;
+    h = jc_tv_hash(t, e, &budget);
+    if (budget < 0)
+      h = (jc_u64)t->v[jc_tv_deref(t, e)].kind * 0x9E3779B97F4A7C15ULL;
+    c->work -= (double)(JC_HASH_BUDGET - (budget < 0 ? 0 : budget));
+    pos = (size_t)(h & (jc_u64)mask);
+    while (slots[pos].item != 0) {
+      if (slots[pos].h == h &&
+          jc_tv_equal(t, c->stk[items + slots[pos].item - 1], t, e)) {
+        rep = slots[pos].item;
+        break;
+      }
+      pos = (pos + 1) & mask;
+    }
+    if (rep == 0) {
+      slots[pos].h = h;
+      slots[pos].item = j + 1;
+    } else if (best_i == 0 || rep < best_i) {
+      best_i = rep;
+      best_j = j + 1;
+      if (best_i == 1) break;   /* no smaller first item possible */
+    }
+  }
+  lua_pop(L, 1);
+  if (best_i == 0) return 0;
+  *di = best_i - 1;
+  *dj = best_j - 1;
+  return 1;
+}
+
+static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
+  lua_State *L = c->L;
+  const jc_tape *t = c->t;
+  const jc_tv *x = &t->v[i];
+  size_t len = x->n, k, j, end = x->u.end;
   int ok = 1;
   if (n->min_items != ABSENT && len < n->min_items) {
     ok = 0;
@@ -2331,25 +2445,31 @@ static int jc_eval_array(jc_vctx *c, const jc_node *n, int idx) {
     jc_report_count(c, n, "maxItems", len, "items", "maximum", n->max_items);
     if (JC_STOP(c)) return 0;
   }
-  if (n->unique && len > 1 && jc_find_duplicate(c, idx, len, &i, &j)) {
-    ok = 0;
-    if (!c->quiet) {
-      const char *where = jc_err_begin(c, n, "uniqueItems");
-      char a[32], b[32];
-      snprintf(a, sizeof a, "%lu", (unsigned long)(i - 1));
-      snprintf(b, sizeof b, "%lu", (unsigned long)(j - 1));
-      lua_pushfstring(L, "%s has duplicate items at %s and %s", where, a, b);
-      jc_err_end(c);
+  if (n->unique && len > 1) {
+    size_t items = jc_stk_push(c, len), a, b;
+    int dup;
+    for (j = i + 1, k = 0; j < end; j = jc_tv_next(t, j), k++)
+      c->stk[items + k] = j;
+    dup = jc_find_duplicate(c, items, len, &a, &b);
+    jc_stk_pop(c, items);
+    if (dup) {
+      ok = 0;
+      if (!c->quiet) {
+        const char *where = jc_err_begin(c, n, "uniqueItems");
+        char sa[32], sb[32];
+        snprintf(sa, sizeof sa, "%lu", (unsigned long)a);
+        snprintf(sb, sizeof sb, "%lu", (unsigned long)b);
+        lua_pushfstring(L, "%s has duplicate items at %s and %s", where, sa,
+                        sb);
+        jc_err_end(c);
+      }
+      if (JC_STOP(c)) return 0;
     }
-    if (JC_STOP(c)) return 0;
   }
-  for (i = 0; i < len && (i < n->nprefix || n->items != NULL); i++) {
-    const jc_node *sub = i < n->nprefix ? n->prefix[i] : n->items;
-    int r;
-    lua_rawgeti(L, idx, (lua_Integer)(i + 1));
-    r = jc_eval_child(c, sub, NULL, 0, i);
-    lua_pop(L, 1);
-    if (!r) {
+  for (j = i + 1, k = 0; j < end && (k < n->nprefix || n->items != NULL);
+       j = jc_tv_next(t, j), k++) {
+    const jc_node *sub = k < n->nprefix ? n->prefix[k] : n->items;
+    if (!jc_eval_child(c, sub, j, NULL, 0, k)) {
       ok = 0;
       if (JC_STOP(c)) return 0;
     }
@@ -2357,9 +2477,20 @@ static int jc_eval_array(jc_vctx *c, const jc_node *n, int idx) {
   return ok;
 }
 
+/* The value entry of member 'name' of the object at entry 'i', or 0. */
+static size_t jc_obj_find(const jc_tape *t, size_t i, const char *name,
+                          size_t len) {
+  size_t j, end = t->v[i].u.end;
+  for (j = i + 1; j < end; j = jc_tv_next(t, j + 1))
+    if (t->v[j].u.len == len && memcmp(t->v[j].s, name, len) == 0)
+      return j + 1;
+  return 0;
+}
+
 typedef struct jc_key {
   const char *s;
   size_t len;
+  size_t e;            /* tape entry of the member name */
 } jc_key;
 
 static int jc_key_cmp(const void *x, const void *y) {
@@ -2367,260 +2498,186 @@ static int jc_key_cmp(const void *x, const void *y) {
   return jc_cmp_bytes(a->s, a->len, b->s, b->len);
 }
 
-/* The string form of the key at 'k' (numbers converted on a copy pushed
-** into 'holder'); raises on keys no JSON object can have. */
-static const char *jc_key_string(jc_vctx *c, int k, int holder, size_t *len,
-                                 int *slot) {
+/* Report a forbidden member or item (a 'false' subschema under 'kw'),
+** with the child's segment pushed; 'e' is the child's entry. */
+static void jc_report_extra(jc_vctx *c, const jc_node *n, const char *kw,
+                            const char *key, size_t klen, size_t index,
+                            size_t e) {
   lua_State *L = c->L;
-  if (lua_type(L, k) == LUA_TSTRING) return lua_tolstring(L, k, len);
-  if (lua_type(L, k) == LUA_TNUMBER) {
-    const char *s;
-    lua_pushvalue(L, k);
-    s = lua_tolstring(L, -1, len);
-    lua_rawseti(L, holder, ++*slot);
-    return s;
+  jc_seg *sg;
+  size_t saved = c->cur;
+  if (c->quiet) return;
+  sg = &c->v->segs[c->depth];
+  sg->key = key; sg->len = klen; sg->index = index;
+  c->depth++;
+  c->cur = e;
+  jc_err_begin(c, n, kw);
+  if (key != NULL) {
+    lua_pushlstring(L, key, klen);
+    lua_setfield(L, -3, "property");
   }
-  luaL_error(L, "object key of type %s is not JSON", luaL_typename(L, k));
-  return NULL;
+  lua_getfield(L, -2, "pointer");
+  lua_pushfstring(L, key != NULL ? "extra field %s is not allowed"
+                                 : "extra item %s is not allowed",
+                  lua_tostring(L, -1));
+  lua_remove(L, -2);
+  jc_err_end(c);
+  c->cur = saved;
+  c->depth--;
 }
 
-/* patternProperties / additionalProperties over the members in table
-** order, quietly; counts the members into '*count'. Returns 1 valid, 0
-** invalid, -1 when a key is not a string (the sorted pass converts it). */
-static int jc_object_fast(jc_vctx *c, const jc_node *n, int idx,
-                          size_t *count) {
-  lua_State *L = c->L;
-  int ok = 1, set = 0;
-  size_t k;
-  c->quiet++;
-  if (n->props_set != 0) {
-    lua_rawgeti(L, c->keep, n->props_set);
-    set = lua_gettop(L);
-  }
-  lua_pushnil(L);
-  while (lua_next(L, idx) != 0) {
-    size_t kl;
-    const char *key;
-    int matched = 0, r;
-    (*count)++;
-    if (!ok) { lua_pop(L, 1); continue; }
-    if (lua_type(L, -2) != LUA_TSTRING) { ok = -1; lua_pop(L, 1); continue; }
-    key = lua_tolstring(L, -2, &kl);
-    for (k = 0; k < n->npprops; k++) {
-      int rc = jc_pattern_match(n->pprops[k].re, c->v->matcher, key, kl);
-      if (rc == JC_PATTERN_MATCH) {
-        matched = 1;
-        if (!jc_eval_child(c, n->pprops[k].node, key, kl, 0)) ok = 0;
-      } else if (rc != JC_PATTERN_NOMATCH) {
-        ok = 0;
+/* patternProperties and additionalProperties of 'n' on member name entry
+** 'k' (value k + 1). Returns 1 valid, 0 invalid. */
+static int jc_eval_member(jc_vctx *c, const jc_node *n, size_t k) {
+  const jc_tv *key = &c->t->v[k];
+  size_t p;
+  int ok = 1, matched = 0, r;
+  for (p = 0; p < n->npprops; p++) {
+    int rc = jc_match(c, n, n->pprops[p].re, key->s, key->u.len);
+    if (c->abort) return 0;
+    if (rc == JC_PATTERN_MATCH) {
+      matched = 1;
+      r = jc_eval_child(c, n->pprops[p].node, k + 1, key->s, key->u.len, 0);
+    } else if (rc != JC_PATTERN_NOMATCH) {
+      r = 0;
+      if (!c->quiet) {
+        jc_seg *s = &c->v->segs[c->depth];
+        size_t saved = c->cur;
+        s->key = key->s; s->len = key->u.len;
+        c->depth++;
+        c->cur = k + 1;
+        jc_report(c, n, "patternProperties",
+                  " could not be checked against pattern %s: %s",
+                  n->pprops[p].src,
+                  rc == JC_PATTERN_LIMIT ? "the match limit was hit"
+                                         : "invalid UTF-8");
+        c->cur = saved;
+        c->depth--;
       }
-    }
-    if (!matched && n->addl != NULL) {
-      int known = 0;
-      if (set != 0) {
-        lua_pushvalue(L, -2);
-        lua_rawget(L, set);
-        known = !lua_isnil(L, -1);
-        lua_pop(L, 1);
-      }
-      if (!known) {
-        r = n->addl->boolean == 0 ? 0 : jc_eval_child(c, n->addl, key, kl, 0);
-        if (!r) ok = 0;
-      }
-    }
-    lua_pop(L, 1);
-    if (c->abort) { lua_pop(L, 1); break; }
-  }
-  if (set != 0) lua_remove(L, set);
-  c->quiet--;
-  return c->abort ? 0 : ok;
-}
-
-/* 'properties' over the instance's members in table order, quietly (one
-** lookup per member instead of one per declared property). Returns 1 when
-** every present member is valid. */
-static int jc_props_fast(jc_vctx *c, const jc_node *n, int idx) {
-  lua_State *L = c->L;
-  int ok = 1, set;
-  c->quiet++;
-  lua_rawgeti(L, c->keep, n->props_set);
-  set = lua_gettop(L);
-  lua_pushnil(L);
-  while (lua_next(L, idx) != 0) {
-    if (lua_type(L, -2) == LUA_TSTRING) {
-      lua_Integer k;
-      lua_pushvalue(L, -2);
-      lua_rawget(L, set);
-      k = lua_tointeger(L, -1);
-      lua_pop(L, 1);
-      if (k > 0) {
-        const jc_prop *p = &n->props_sorted[k - 1];
-        if (!jc_eval_child(c, p->node, p->name, p->len, 0)) ok = 0;
-      }
-    }
-    lua_pop(L, 1);
-    if (!ok || c->abort) { lua_pop(L, 1); break; }
-  }
-  lua_pop(L, 1);
-  c->quiet--;
-  return ok && !c->abort;
-}
-
-static int jc_eval_object(jc_vctx *c, const jc_node *n, int idx) {
-  lua_State *L = c->L;
-  size_t i, j, count = 0;
-  int ok = 1, r;
-
-  for (i = 0; i < n->nrequired; i++) {
-    const jc_prop *p = &n->required[i];
-    int missing;
-    lua_rawgeti(L, c->keep, p->name_ref);
-    lua_rawget(L, idx);
-    missing = lua_isnil(L, -1);
-    lua_pop(L, 1);
-    if (missing) {
-      ok = 0;
-      jc_report_required(c, n, p);
-      if (JC_STOP(c)) return 0;
-    }
-  }
-
-  if (n->nprops > 4 && jc_props_fast(c, n, idx)) {
-    i = n->nprops;   /* all present members valid: nothing to report */
-  } else {
-    i = 0;
-  }
-  if (c->abort) return 0;
-  for (; i < n->nprops; i++) {
-    const jc_prop *p = &n->props[i];
-    lua_rawgeti(L, c->keep, p->name_ref);
-    lua_rawget(L, idx);
-    if (!lua_isnil(L, -1)) {
-      r = jc_eval_child(c, p->node, p->name, p->len, 0);
-      if (!r) {
-        ok = 0;
-        if (JC_STOP(c)) { lua_pop(L, 1); return 0; }
-      }
-    }
-    lua_pop(L, 1);
-  }
-
-  if (n->npprops > 0 || n->addl != NULL || n->min_props != ABSENT ||
-      n->max_props != ABSENT) {
-    int holder, slot = 0, fast;
-    jc_key *keys;
-    if (n->npprops > 0 || n->addl != NULL) {
-      /* first a quiet pass in table order; the sorted pass below runs only
-      ** to report what failed, in a stable order */
-      fast = jc_object_fast(c, n, idx, &count);
-      if (c->abort) return 0;
-      if (fast == 0) ok = 0;
     } else {
-      fast = 1;
-      lua_pushnil(L);
-      while (lua_next(L, idx) != 0) { count++; lua_pop(L, 1); }
+      continue;
     }
-    if (fast == -1 || (fast == 0 && !c->quiet)) {
-      lua_newtable(L);   /* holds converted keys */
-      holder = lua_gettop(L);
-      keys = (jc_key *)jc_newuserdata(L, (count ? count : 1) * sizeof(jc_key));
-      j = 0;
-      lua_pushnil(L);
-      while (lua_next(L, idx) != 0 && j < count) {
-        lua_pop(L, 1);
-        keys[j].s = jc_key_string(c, -1, holder, &keys[j].len, &slot);
-        j++;
-      }
-      qsort(keys, j, sizeof(jc_key), jc_key_cmp);
-      for (i = 0; i < j; i++) {
-        int matched = 0;
-        size_t k;
-        lua_pushlstring(L, keys[i].s, keys[i].len);
-        lua_rawget(L, idx);
-        if (lua_isnil(L, -1)) {   /* a numeric key: fetch by the number */
-          lua_pop(L, 1);
-          lua_pushlstring(L, keys[i].s, keys[i].len);
-          lua_pushnumber(L, lua_tonumber(L, -1));
-          lua_remove(L, -2);
-          lua_rawget(L, idx);
-        }
-        for (k = 0; k < n->npprops; k++) {
-          int rc = jc_pattern_match(n->pprops[k].re, c->v->matcher,
-                                    keys[i].s, keys[i].len);
-          if (rc == JC_PATTERN_MATCH) {
-            matched = 1;
-            r = jc_eval_child(c, n->pprops[k].node, keys[i].s, keys[i].len,
-                              0);
-          } else if (rc != JC_PATTERN_NOMATCH) {
-            r = 0;
-            if (!c->quiet) {
-              jc_seg *s = &c->v->segs[c->depth];
-              s->key = keys[i].s; s->len = keys[i].len;
-              c->depth++;
-              jc_report(c, n, "patternProperties",
-                        " could not be checked against pattern %s: %s",
-                        n->pprops[k].src,
-                        rc == JC_PATTERN_LIMIT ? "the match limit was hit"
-                                               : "invalid UTF-8");
-              c->depth--;
-            }
-          } else {
-            continue;
-          }
-          if (!r) {
-            ok = 0;
-            if (JC_STOP(c)) { lua_pop(L, 3); return 0; }
-          }
-        }
-        if (!matched && n->addl != NULL &&
-            jc_find_prop(n, keys[i].s, keys[i].len) == NULL) {
-          if (n->addl->boolean == 0) {
-            r = 0;
-            if (!c->quiet) {
-              jc_seg *s = &c->v->segs[c->depth];
-              s->key = keys[i].s; s->len = keys[i].len;
-              c->depth++;
-              jc_err_begin(c, n, "additionalProperties");
-              lua_pushlstring(L, keys[i].s, keys[i].len);
-              lua_setfield(L, -3, "property");
-              lua_getfield(L, -2, "pointer");
-              lua_pushfstring(L, "extra field %s is not allowed",
-                              lua_tostring(L, -1));
-              lua_remove(L, -2);
-              jc_err_end(c);
-              c->depth--;
-            }
-          } else {
-            r = jc_eval_child(c, n->addl, keys[i].s, keys[i].len, 0);
-          }
-          if (!r) {
-            ok = 0;
-            if (JC_STOP(c)) { lua_pop(L, 3); return 0; }
-          }
-        }
-        lua_pop(L, 1);
-      }
-      lua_pop(L, 2);
-    }
-    if (n->min_props != ABSENT && count < n->min_props) {
+    if (!r) {
       ok = 0;
-      jc_report_count(c, n, "minProperties", count, "properties", "minimum",
-                      n->min_props);
       if (JC_STOP(c)) return 0;
     }
-    if (n->max_props != ABSENT && count > n->max_props) {
-      ok = 0;
-      jc_report_count(c, n, "maxProperties", count, "properties", "maximum",
-                      n->max_props);
-      if (JC_STOP(c)) return 0;
+  }
+  if (!matched && n->addl != NULL &&
+      jc_find_prop(n, key->s, key->u.len) == NULL) {
+    if (n->addl->boolean == 0) {
+      r = 0;
+      if (!c->quiet) {
+        jc_seg *s = &c->v->segs[c->depth];
+        size_t saved = c->cur;
+        lua_State *L = c->L;
+        s->key = key->s; s->len = key->u.len;
+        c->depth++;
+        c->cur = k + 1;
+        jc_err_begin(c, n, "additionalProperties");
+        lua_pushlstring(L, key->s, key->u.len);
+        lua_setfield(L, -3, "property");
+        lua_getfield(L, -2, "pointer");
+        lua_pushfstring(L, "extra field %s is not allowed",
+                        lua_tostring(L, -1));
+        lua_remove(L, -2);
+        jc_err_end(c);
+        c->cur = saved;
+        c->depth--;
+      }
+    } else {
+      r = jc_eval_child(c, n->addl, k + 1, key->s, key->u.len, 0);
     }
+    if (!r) ok = 0;
   }
   return ok;
 }
 
-/* Does the value (JSON type 'jt') satisfy the 'type' bits? */
-static int jc_type_ok(lua_State *L, int idx, int jt, unsigned types) {
-  switch (jt) {
+static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
+  const jc_tape *t = c->t;
+  const jc_tv *x = &t->v[i];
+  size_t j, k, count = x->n, end = x->u.end, slots = 0;
+  int ok = 1;
+
+  if (n->nprops > 0) {   /* one pass: each member's slot in props_sorted */
+    slots = jc_stk_push(c, n->nprops);
+    for (j = i + 1; j < end; j = jc_tv_next(t, j + 1)) {
+      const jc_prop *p = jc_find_prop(n, t->v[j].s, t->v[j].u.len);
+      if (p != NULL) c->stk[slots + (size_t)p->sidx] = j + 1;
+    }
+  }
+  for (k = 0; k < n->nrequired; k++) {
+    const jc_prop *p = &n->required[k];
+    int missing = p->sidx >= 0 ? c->stk[slots + (size_t)p->sidx] == 0
+                               : jc_obj_find(t, i, p->name, p->len) == 0;
+    if (missing) {
+      ok = 0;
+      jc_report_required(c, n, p);
+      if (JC_STOP(c)) goto out;
+    }
+  }
+  for (k = 0; k < n->nprops; k++) {
+    const jc_prop *p = &n->props[k];
+    size_t e = c->stk[slots + (size_t)p->sidx];
+    if (e != 0 && !jc_eval_child(c, p->node, e, p->name, p->len, 0)) {
+      ok = 0;
+      if (JC_STOP(c)) goto out;
+    }
+  }
+  if (n->nprops > 0) jc_stk_pop(c, slots);
+  slots = (size_t)-1;
+
+  if (n->npprops > 0 || n->addl != NULL) {
+    /* first a quiet pass in document order; the sorted pass below runs
+    ** only to report what failed, in a stable order */
+    int fast = 1;
+    c->quiet++;
+    for (j = i + 1; j < end && fast; j = jc_tv_next(t, j + 1))
+      fast = jc_eval_member(c, n, j);
+    c->quiet--;
+    if (c->abort) return 0;
+    if (!fast) {
+      ok = 0;
+      if (!c->quiet) {
+        lua_State *L = c->L;
+        jc_key *keys = (jc_key *)jc_newuserdata(L, (count ? count : 1) *
+                                                       sizeof(jc_key));
+        for (j = i + 1, k = 0; j < end; j = jc_tv_next(t, j + 1), k++) {
+          keys[k].s = t->v[j].s;
+          keys[k].len = t->v[j].u.len;
+          keys[k].e = j;
+        }
+        qsort(keys, k, sizeof(jc_key), jc_key_cmp);
+        for (j = 0; j < k; j++) {
+          if (!jc_eval_member(c, n, keys[j].e) && JC_STOP(c)) break;
+        }
+        lua_pop(L, 1);
+        if (JC_STOP(c)) return 0;
+      } else {
+        return 0;
+      }
+    }
+  }
+  if (n->min_props != ABSENT && count < n->min_props) {
+    ok = 0;
+    jc_report_count(c, n, "minProperties", count, "properties", "minimum",
+                    n->min_props);
+    if (JC_STOP(c)) return 0;
+  }
+  if (n->max_props != ABSENT && count > n->max_props) {
+    ok = 0;
+    jc_report_count(c, n, "maxProperties", count, "properties", "maximum",
+                    n->max_props);
+    if (JC_STOP(c)) return 0;
+  }
+  return ok;
+out:
+  if (slots != (size_t)-1 && n->nprops > 0) jc_stk_pop(c, slots);
+  return 0;
+}
+
+/* Does the value (entry 'x') satisfy the 'type' bits? */
+static int jc_type_ok(const jc_tv *x, unsigned types) {
+  switch (x->kind) {
     case JT_NULL: return (types & TB_NULL) != 0;
     case JT_BOOLEAN: return (types & TB_BOOLEAN) != 0;
     case JT_OBJECT: return (types & TB_OBJECT) != 0;
@@ -2628,7 +2685,7 @@ static int jc_type_ok(lua_State *L, int idx, int jt, unsigned types) {
     case JT_STRING: return (types & TB_STRING) != 0;
     case JT_NUMBER:
       return (types & TB_NUMBER) != 0 ||
-             ((types & TB_INTEGER) != 0 && jc_is_integral(L, idx));
+             ((types & TB_INTEGER) != 0 && jc_tv_integral(x));
     default: return 0;
   }
 }
@@ -2636,466 +2693,17 @@ static int jc_type_ok(lua_State *L, int idx, int jt, unsigned types) {
 /* Evaluate applicator lists quietly; returns how many matched and the
 ** first two matching indexes. */
 static size_t jc_count_matches(jc_vctx *c, jc_node *const *list, size_t n,
-                               int idx, size_t stop_at, size_t *which) {
-  size_t i, hits = 0;
+                               size_t i, size_t stop_at, size_t *which) {
+  size_t k, hits = 0;
   c->quiet++;
-  for (i = 0; i < n && hits < stop_at && !c->abort; i++) {
-    if (jc_eval(c, list[i], idx)) {
-      if (hits < 2) which[hits] = i;
+  for (k = 0; k < n && hits < stop_at && !c->abort; k++) {
+    if (jc_eval(c, list[k], i)) {
+      if (hits < 2) which[hits] = k;
       hits++;
     }
   }
   c->quiet--;
   return hits;
-}
-
-
-/* jc_json_type with the array metatable compared by address. */
-static int jc_vtype(jc_vctx *c, int idx) {
-  lua_State *L = c->L;
-  if (lua_type(L, idx) == LUA_TTABLE) {
-    if (lua_getmetatable(L, idx)) {
-      int marked = lua_topointer(L, -1) == c->amt;
-      lua_pop(L, 1);
-      if (marked) return JT_ARRAY;
-    }
-    return jc_is_array(L, idx) ? JT_ARRAY : JT_OBJECT;
-  }
-  return jc_json_type(L, idx);
-}
-
-/* --------------------------------------------------------------------- */
-/* The instance is JSON: one pass over all of it before the schema walk,   */
-/* since the walk visits only what the schema looks at ('true': nothing).  */
-/* A first pass keeps no state and gives up past JC_CHECK_BUDGET members   */
-/* or at max_depth (a shared subtable, a cycle, a huge or deep instance);  */
-/* the second then remembers the tables it checked (true) and the tables  */
-/* on the current path (false): a shared table is checked once, a table   */
-/* met again inside itself raises (a cycle is not JSON), and past          */
-/* max_depth it reports too_deep.                                          */
-/* --------------------------------------------------------------------- */
-
-#ifndef JC_CHECK_BUDGET
-#define JC_CHECK_BUDGET 1000000L   /* members the stateless pass visits */
-#endif
-/* Members a table may have and still be checked again on each visit
-** instead of being remembered in the seen set (second pass). */
-#define JC_SEEN_MIN 8
-
-/* Raise a misuse error about the value at the current location: 'fmt'
-** gets 'what', " at " and the JSON Pointer (both "" at the root), then
-** 'arg'. [-0, +0, v] */
-static int jc_not_json(jc_vctx *c, const char *fmt, const char *what,
-                       const char *arg) {
-  const char *p;
-  jc_push_pointer(c);
-  p = lua_tostring(c->L, -1);
-  return luaL_error(c->L, fmt, what, *p != '\0' ? " at " : "", p, arg);
-}
-
-/* Record the table at 'idx' in the seen set: 'done' 0 while its members
-** are being checked (it is on the current path), 1 once all were.
-** [-0, +0, m] */
-static void jc_seen_add(jc_vctx *c, int idx, int done) {
-  lua_State *L = c->L;
-  if (lua_isnil(L, c->seen)) {
-    lua_newtable(L);
-    lua_replace(L, c->seen);
-  }
-  lua_pushvalue(L, idx);
-  lua_pushboolean(L, done);
-  lua_rawset(L, c->seen);
-}
-
-static int jc_check_table(jc_vctx *c, int idx);
-
-/* Check that the value at 'idx' (its location in c->v->segs[0..depth)) is
-** JSON: null, a boolean, a finite number, a string, or a table that is
-** an array (keys exactly 1..n) or an object (string keys) of such values.
-** Returns 1 when it is, -1 when the first pass gives up, 0 after the
-** second reported too_deep (c->abort set); raises on a non-JSON value.
-** [-0, +0, e] */
-static int jc_check_value(jc_vctx *c, int idx) {
-  lua_State *L = c->L;
-  switch (lua_type(L, idx)) {
-    case LUA_TSTRING:
-    case LUA_TBOOLEAN:
-      return 1;
-    case LUA_TNUMBER: {
-      lua_Number d;
-#if JC_HAVE_INTEGER
-      if (lua_isinteger(L, idx)) return 1;
-#endif
-      d = lua_tonumber(L, idx);
-      if (d != d)
-        jc_not_json(c, "%s%s%s is %s, not JSON", "value", "NaN");
-      if (d - d != 0)
-        jc_not_json(c, "%s%s%s is %s, not JSON", "value",
-                    d > 0 ? "infinity" : "-infinity");
-      return 1;
-    }
-    case LUA_TLIGHTUSERDATA:
-      if (lua_touserdata(L, idx) == NULL) return 1;
-      break;
-    case LUA_TTABLE:
-      return jc_check_table(c, idx);
-    default:
-      break;
-  }
-  return jc_not_json(c, "%s%s%s of type %s is not JSON", "value",
-                     luaL_typename(L, idx));
-}
-
-/* 'jc_check_value' of the members 1..'n' of the marked array at 'idx' by
-** index, then one 'lua_next' after 'n' to see a stray key (a table built
-** as decode builds it has 1..n in its array part, so any other key
-** follows 'n'). Returns 2 when that next key is in 1..n: the caller then
-** checks the keys by 'lua_next'. [-0, +0, e] */
-static int jc_check_marked(jc_vctx *c, int idx, size_t n) {
-  lua_State *L = c->L;
-  size_t i;
-  int ok, t, seen = 0;
-  jc_seg *s = &c->v->segs[c->depth];
-  s->key = NULL;
-  s->len = 0;
-  for (i = 1; i <= n; i++) {
-    s->index = i - 1;
-    if (c->seen == 0 && --c->budget < 0) return -1;
-    if (c->depth >= c->v->max_depth) {
-      if (c->seen == 0) return -1;
-      c->depth++;
-      jc_too_deep(c, c->v->root, "value", c->v->max_depth);
-      c->depth--;
-      return 0;
-    }
-    lua_rawgeti(L, idx, (lua_Integer)i);
-    t = lua_type(L, -1);
-    if (t == LUA_TSTRING || t == LUA_TBOOLEAN) { lua_pop(L, 1); continue; }
-    if (t == LUA_TTABLE && c->seen != 0 && !seen) {
-      jc_seen_add(c, idx, 0);
-      seen = 1;
-    }
-    c->depth++;
-    ok = jc_check_value(c, lua_gettop(L));
-    c->depth--;
-    lua_pop(L, 1);
-    if (ok != 1) return ok;
-  }
-  if (n == 0) lua_pushnil(L);
-  else lua_pushinteger(L, (lua_Integer)n);
-  if (lua_next(L, idx) != 0) {
-    lua_Number k = lua_type(L, -2) == LUA_TNUMBER ? lua_tonumber(L, -2) : 0;
-    lua_pop(L, 2);
-    if (k < 1 || k > (lua_Number)n || k != floor(k))
-      jc_not_json(c, "%s%s%s has keys other than 1..n, not JSON", "array",
-                  "");
-    return 2;
-  }
-  if (seen) jc_seen_add(c, idx, 1);
-  return 1;
-}
-
-/* 'jc_check_value' of a table, in one 'lua_next' pass: marked with
-** JC_ARRAY_MT it must have keys exactly 1..n; unmarked, it is an array
-** when its keys are exactly 1..n (n >= 1), else an object, whose keys
-** must all be strings (as 'core.encode' requires; a number key is not
-** read as its string form). Second pass: a table with table members
-** enters the seen set as on the path (false) before its members are
-** checked, and as checked (true) after them, as does one with more than
-** JC_SEEN_MIN members; meeting a table that is on the path raises. */
-static int jc_check_table(jc_vctx *c, int idx) {
-  lua_State *L = c->L;
-  int marked = 0, mode = 0, seen = 0;   /* mode: 0 unknown, 1 array, 2 obj */
-  size_t n = 0, count = 0;
-  if (c->seen != 0 && !lua_isnil(L, c->seen)) {
-    lua_pushvalue(L, idx);
-    lua_rawget(L, c->seen);
-    seen = lua_isnil(L, -1) ? 0 : lua_toboolean(L, -1) ? 1 : 2;
-    lua_pop(L, 1);
-    if (seen == 2)   /* on the current path: a cycle */
-      jc_not_json(c, "%s%s%s is %s, not JSON", "value",
-                  "a table that contains itself (a cycle)");
-    if (seen) return 1;
-  }
-  if (!lua_checkstack(L, 8))
-    luaL_error(L, "instance too deep (Lua stack)");
-  if (lua_getmetatable(L, idx)) {
-    marked = lua_topointer(L, -1) == c->amt;
-    lua_pop(L, 1);
-  }
-  n = (size_t)jc_rawlen(L, idx);
-  if (marked) {
-    int r = jc_check_marked(c, idx, n);
-    if (r != 2) return r;
-    mode = 1;
-  }
-  lua_pushnil(L);
-  while (lua_next(L, idx) != 0) {
-    jc_seg *s;
-    int ok, kt = lua_type(L, -2), vt;
-    lua_Number k = 0;
-    count++;
-    if (mode == 0) mode = (kt == LUA_TNUMBER && n > 0) ? 1 : 2;
-    if (mode == 1) {
-      k = kt == LUA_TNUMBER ? lua_tonumber(L, -2) : 0;
-      if (k < 1 || k > (lua_Number)n || k != floor(k)) {
-        if (marked)
-          jc_not_json(c, "%s%s%s has keys other than 1..n, not JSON",
-                      "array", "");
-        jc_not_json(c, "%s%s%s has a key of type %s, not JSON", "object",
-                    "number");
-      }
-    } else if (kt != LUA_TSTRING) {
-      jc_not_json(c, "%s%s%s has a key of type %s, not JSON", "object",
-                  luaL_typename(L, -2));
-    }
-    if (c->seen == 0 && --c->budget < 0) { lua_pop(L, 2); return -1; }
-    vt = lua_type(L, -1);
-    if (c->depth < c->v->max_depth) {   /* plain members: no location */
-      if (vt == LUA_TSTRING || vt == LUA_TBOOLEAN) { lua_pop(L, 1); continue; }
-#if JC_HAVE_INTEGER
-      if (vt == LUA_TNUMBER && lua_isinteger(L, -1)) {
-        lua_pop(L, 1);
-        continue;
-      }
-#endif
-    }
-    s = &c->v->segs[c->depth];
-    if (mode == 1) {
-      s->key = NULL;
-      s->len = 0;
-      s->index = (size_t)k - 1;
-    } else {
-      s->key = lua_tolstring(L, -2, &s->len);
-      s->index = 0;
-    }
-    if (c->depth >= c->v->max_depth) {
-      if (c->seen == 0) { lua_pop(L, 2); return -1; }
-      c->depth++;
-      jc_too_deep(c, c->v->root, "value", c->v->max_depth);
-      c->depth--;
-      lua_pop(L, 2);
-      return 0;
-    }
-    if (c->seen != 0 && !seen && vt == LUA_TTABLE) {
-      jc_seen_add(c, idx, 0);
-      seen = 1;
-    }
-    c->depth++;
-    ok = jc_check_value(c, lua_gettop(L));
-    c->depth--;
-    lua_pop(L, 1);
-    if (ok != 1) { lua_pop(L, 1); return ok; }
-  }
-  if (mode == 1 && count != n) {
-    if (marked)
-      jc_not_json(c, "%s%s%s has keys other than 1..n, not JSON", "array",
-                  "");
-    jc_not_json(c, "%s%s%s has a key of type %s, not JSON", "object",
-                "number");
-  }
-  if (c->seen != 0 && (seen || count > JC_SEEN_MIN)) jc_seen_add(c, idx, 1);
-  return 1;
-}
-
-/* Check that the instance at 'idx' is JSON ('jc_check_value'): the
-** stateless pass, then if it gave up the remembering one using the stack
-** slot 'slot' (nil on entry). Returns 1 or 0 (too_deep reported); raises
-** on a non-JSON value. [-0, +0, e] */
-static int jc_check_json(jc_vctx *c, int idx, int slot) {
-  int r;
-  c->seen = 0;
-  c->budget = JC_CHECK_BUDGET;
-  r = jc_check_value(c, idx);
-  if (r < 0) {
-    c->seen = slot;
-    r = jc_check_value(c, idx);
-    lua_pushnil(c->L);
-    lua_replace(c->L, slot);   /* the seen set is garbage now */
-    c->seen = 0;
-  }
-  c->depth = 0;
-  return r;
-}
-
-/* --------------------------------------------------------------------- */
-/* uniqueItems: each item hashed by its JSON value into an open-addressing */
-/* table (a userdata on the stack, 2..4 slots per item), compared in full  */
-/* only when the hashes are equal: O(n) expected instead of O(n^2).        */
-/* --------------------------------------------------------------------- */
-
-#ifndef JC_UNIQUE_SMALL
-#define JC_UNIQUE_SMALL 16         /* up to this many items: pairwise */
-#endif
-#ifndef JC_HASH_BUDGET
-#define JC_HASH_BUDGET 4096L       /* members hashed per item, at most */
-#endif
-
-typedef unsigned long long jc_u64;
-
-typedef struct jc_uslot {
-  jc_u64 h;
-  size_t item;                     /* 1-based index of the first item of its
-                                      value; 0 = empty */
-} jc_uslot;
-
-static jc_u64 jc_mix(jc_u64 h) {   /* the splitmix64 finalizer */
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebULL;
-  h ^= h >> 31;
-  return h;
-}
-
-static jc_u64 jc_hash_bytes(const char *s, size_t len) {   /* FNV-1a */
-  jc_u64 h = 0xcbf29ce484222325ULL;
-  size_t i;
-  for (i = 0; i < len; i++) {
-    h ^= (unsigned char)s[i];
-    h *= 0x100000001b3ULL;
-  }
-  return jc_mix(h ^ len);
-}
-
-/* Hash of the value at 'idx' such that JSON-equal values ('jc_json_equal')
-** hash equal: numbers by value (1 and 1.0 alike), strings by bytes,
-** arrays in order, objects independent of member order. '*budget' counts
-** the members visited; when it runs out the result is meaningless and
-** the caller uses a coarse hash instead (whether it runs out does not
-** depend on member order, so equal values agree). At 'depth' 0 a table
-** hashes as its JSON type only. [-0, +0, -] */
-static jc_u64 jc_hash_value(jc_vctx *c, int idx, int depth, long *budget) {
-  lua_State *L = c->L;
-  switch (lua_type(L, idx)) {
-    case LUA_TBOOLEAN: return lua_toboolean(L, idx) ? 0x51ULL : 0x52ULL;
-    case LUA_TLIGHTUSERDATA: return 0x53ULL;
-    case LUA_TSTRING: {
-      size_t len;
-      const char *s = lua_tolstring(L, idx, &len);
-      return jc_hash_bytes(s, len);
-    }
-    case LUA_TNUMBER: {
-      lua_Number d;
-      double x;
-      jc_u64 bits;
-#if JC_HAVE_INTEGER
-      if (lua_isinteger(L, idx))
-        return jc_mix((jc_u64)lua_tointeger(L, idx) ^ 0x54ULL);
-#endif
-      d = lua_tonumber(L, idx);
-      if (d == floor(d) && d >= -9223372036854775808.0 &&
-          d < 9223372036854775808.0)
-        return jc_mix((jc_u64)(long long)d ^ 0x54ULL);
-      x = (double)d;
-      memcpy(&bits, &x, sizeof bits);
-      return jc_mix(bits ^ 0x55ULL);
-    }
-    case LUA_TTABLE: {
-      int jt;
-      jc_u64 h;
-      idx = jc_absindex(L, idx);
-      jt = jc_vtype(c, idx);
-      if (depth <= 0 || *budget < 0 || !lua_checkstack(L, 4))
-        return jt == JT_ARRAY ? 0x56ULL : 0x57ULL;
-      if (jt == JT_ARRAY) {
-        size_t n = (size_t)jc_rawlen(L, idx), i;
-        h = jc_mix(0x58ULL ^ n);
-        for (i = 1; i <= n && --*budget >= 0; i++) {
-          lua_rawgeti(L, idx, (lua_Integer)i);
-          h = jc_mix(h ^ jc_hash_value(c, -1, depth - 1, budget));
-          lua_pop(L, 1);
-        }
-      } else {
-        h = 0x59ULL;
-        lua_pushnil(L);
-        while (lua_next(L, idx) != 0) {
-          if (--*budget < 0) { lua_pop(L, 2); break; }
-          h += jc_mix(jc_hash_value(c, -2, depth - 1, budget) * 31 +
-                      jc_hash_value(c, -1, depth - 1, budget));
-          lua_pop(L, 1);
-        }
-      }
-      return h;
-    }
-    default: return 0;
-  }
-}
-
-/* Hash of the item at the top for the uniqueness table. */
-static jc_u64 jc_hash_item(jc_vctx *c) {
-  long budget = JC_HASH_BUDGET;
-  jc_u64 h = jc_hash_value(c, -1, c->v->max_depth, &budget);
-  if (budget < 0) {   /* too big to hash whole: its top level only */
-    budget = 0x7fffffffL;
-    h = jc_hash_value(c, -1, 1, &budget);
-  }
-  return h;
-}
-
-/* Find the first duplicate pair of the 'len' items of the array at 'idx',
-** as a pairwise scan would: the smallest 'i' whose value occurs again,
-** then the smallest 'j' > 'i' with it (1-based). Returns 1 if found.
-** The slot table is a userdata popped before return (collected even if
-** a comparison raises). [-0, +0, m] */
-static int jc_find_duplicate(jc_vctx *c, int idx, size_t len, size_t *di,
-                             size_t *dj) {
-  lua_State *L = c->L;
-  size_t i, j, cap = 4, mask, best_i = 0, best_j = 0;
-  jc_uslot *slots;
-  if (len <= JC_UNIQUE_SMALL) {
-    for (i = 1; i < len; i++) {
-      lua_rawgeti(L, idx, (lua_Integer)i);
-      for (j = i + 1; j <= len; j++) {
-        int eq;
-        lua_rawgeti(L, idx, (lua_Integer)j);
-        eq = jc_json_equal(L, -2, -1, c->v->max_depth);
-        lua_pop(L, 1);
-        if (eq) { lua_pop(L, 1); *di = i; *dj = j; return 1; }
-      }
-      lua_pop(L, 1);
-    }
-    return 0;
-  }
-  while (cap < len * 2) {
-    if (cap > ((size_t)-1) / 2 / sizeof(jc_uslot))
-      luaL_error(L, "not enough memory");
-    cap *= 2;
-  }
-  mask = cap - 1;
-  slots = (jc_uslot *)jc_newuserdata(L, cap * sizeof(jc_uslot));
-  memset(slots, 0, cap * sizeof(jc_uslot));
-  for (j = 1; j <= len; j++) {
-    jc_u64 h;
-    size_t pos, rep = 0;
-    lua_rawgeti(L, idx, (lua_Integer)j);
-    h = jc_hash_item(c);
-    pos = (size_t)(h & (jc_u64)mask);
-    while (slots[pos].item != 0) {
-      if (slots[pos].h == h) {
-        int eq;
-        lua_rawgeti(L, idx, (lua_Integer)slots[pos].item);
-        eq = jc_json_equal(L, -2, -1, c->v->max_depth);
-        lua_pop(L, 1);
-        if (eq) { rep = slots[pos].item; break; }
-      }
-      pos = (pos + 1) & mask;
-    }
-    lua_pop(L, 1);
-    if (rep == 0) {
-      slots[pos].h = h;
-      slots[pos].item = j;
-    } else if (best_i == 0 || rep < best_i) {
-      best_i = rep;
-      best_j = j;
-      if (best_i == 1) break;   /* no smaller first item possible */
-    }
-  }
-  lua_pop(L, 1);
-  if (best_i == 0) return 0;
-  *di = best_i;
-  *dj = best_j;
-  return 1;
 }
 
 /* Enter the resource of 'n' in the dynamic scope; returns 1 if pushed. */
@@ -3123,193 +2731,113 @@ static const jc_node *jc_dyn_target(jc_vctx *c, const jc_node *n) {
 /* Evaluate reference target 'to' of 'from' (keyword 'kw'), recording the
 ** step for the keyword location when it is tracked. */
 static int jc_eval_ref(jc_vctx *c, const jc_node *from, const jc_node *to,
-                       const char *kw, int idx) {
+                       const char *kw, size_t i) {
   int ok;
-  if (c->nvia < 0 || c->nvia >= JC_SCHEMA_MAX_EVAL) return jc_eval(c, to, idx);
+  if (c->nvia < 0 || c->nvia >= JC_SCHEMA_MAX_EVAL) return jc_eval(c, to, i);
   c->v->via[c->nvia].from = from;
   c->v->via[c->nvia].to = to;
   c->v->via[c->nvia].kw = kw;
   c->nvia++;
-  ok = jc_eval(c, to, idx);
+  ok = jc_eval(c, to, i);
   c->nvia--;
   return ok;
 }
 
-/* Quiet validity of 'n' on the value at 'idx'. */
-static int jc_quiet_ok(jc_vctx *c, const jc_node *n, int idx) {
+/* Quiet validity of 'n' on entry 'i'. */
+static int jc_quiet_ok(jc_vctx *c, const jc_node *n, size_t i) {
   int ok;
   c->quiet++;
-  ok = jc_eval(c, n, idx);
+  ok = jc_eval(c, n, i);
   c->quiet--;
   return ok;
 }
 
-static void jc_mark(lua_State *L, int tab) {
-  lua_pushboolean(L, 1);
-  lua_rawset(L, tab);
-}
-
 /*
-** Annotations for unevaluatedProperties/Items: mark in 'ptab' the member
-** names and in 'itab' the item indexes (0-based) that 'n' and its in-place
-** subschemas evaluated on the value at 'idx' (type 'jt'); '*allp'/'*alli'
-** when all were. Subschemas that fail contribute nothing (anyOf, oneOf,
-** if); 'self' skips n's own unevaluated* keywords.
+** Annotations for unevaluatedProperties/Items: mark on the scratch stack
+** at 'pb' the member ordinals and at 'ib' the item indexes that 'n' and
+** its in-place subschemas evaluated on entry 'i'; '*allp'/'*alli' when
+** all were. Subschemas that fail contribute nothing (anyOf, oneOf, if);
+** 'self' skips n's own unevaluated* keywords.
 */
-static void jc_collect(jc_vctx *c, const jc_node *n, int idx, int jt,
-                       int ptab, int itab, int *allp, int *alli, int self) {
-  lua_State *L = c->L;
-  size_t i;
+static void jc_collect(jc_vctx *c, const jc_node *n, size_t i, size_t pb,
+                       size_t ib, int *allp, int *alli, int self) {
+  const jc_tape *t = c->t;
+  const jc_tv *x = &t->v[i];
+  size_t k, j, m;
   int pushed = 0;
   if (n->boolean >= 0 || c->abort) return;
-  if (c->edepth + 1 > JC_SCHEMA_MAX_EVAL || !lua_checkstack(L, 8)) return;
+  if (c->edepth + 1 > JC_SCHEMA_MAX_EVAL) return;
   c->edepth++;
   if (c->v->dynamic) pushed = jc_scope_push(c, n);
   if (n->ref != NULL)
-    jc_collect(c, n->ref, idx, jt, ptab, itab, allp, alli, 0);
+    jc_collect(c, n->ref, i, pb, ib, allp, alli, 0);
   if (n->dynref != NULL)
-    jc_collect(c, jc_dyn_target(c, n), idx, jt, ptab, itab, allp, alli, 0);
-  if (jt == JT_OBJECT) {
+    jc_collect(c, jc_dyn_target(c, n), i, pb, ib, allp, alli, 0);
+  if (x->kind == JT_OBJECT) {
     if (n->addl != NULL || n->addl_true || (!self && n->uprops != NULL))
       *allp = 1;
     if (!*allp && (n->nprops > 0 || n->npprops > 0)) {
-      lua_pushnil(L);
-      while (lua_next(L, idx) != 0) {
-        lua_pop(L, 1);
-        if (lua_type(L, -1) == LUA_TSTRING) {
-          size_t kl, k;
-          const char *key = lua_tolstring(L, -1, &kl);
-          int hit = jc_find_prop(n, key, kl) != NULL;
-          for (k = 0; !hit && k < n->npprops; k++)
-            hit = jc_pattern_match(n->pprops[k].re, c->v->matcher, key, kl) ==
-                  JC_PATTERN_MATCH;
-          if (hit) { lua_pushvalue(L, -1); jc_mark(L, ptab); }
-        }
+      for (j = i + 1, m = 0; j < x->u.end; j = jc_tv_next(t, j + 1), m++) {
+        const jc_tv *key = &t->v[j];
+        int hit = jc_find_prop(n, key->s, key->u.len) != NULL;
+        for (k = 0; !hit && k < n->npprops; k++)
+          hit = jc_match(c, n, n->pprops[k].re, key->s, key->u.len) ==
+                JC_PATTERN_MATCH;
+        if (hit) c->stk[pb + m] = 1;
       }
     }
-    for (i = 0; i < n->ndeps; i++) {
-      if (n->deps[i].node == NULL) continue;
-      lua_pushlstring(L, n->deps[i].name, n->deps[i].len);
-      lua_rawget(L, idx);
-      if (!lua_isnil(L, -1))
-        jc_collect(c, n->deps[i].node, idx, jt, ptab, itab, allp, alli, 0);
-      lua_pop(L, 1);
+    for (k = 0; k < n->ndeps; k++) {
+      if (n->deps[k].node == NULL) continue;
+      if (jc_obj_find(t, i, n->deps[k].name, n->deps[k].len) != 0)
+        jc_collect(c, n->deps[k].node, i, pb, ib, allp, alli, 0);
     }
-  } else if (jt == JT_ARRAY) {
-    size_t len = (size_t)jc_rawlen(L, idx);
+  } else if (x->kind == JT_ARRAY) {
     if (n->items != NULL || (!self && n->uitems != NULL)) *alli = 1;
-    for (i = 0; i < n->nprefix && i < len; i++) {
-      lua_pushinteger(L, (lua_Integer)i);
-      jc_mark(L, itab);
-    }
+    for (k = 0; k < n->nprefix && k < x->n; k++) c->stk[ib + k] = 1;
     if (n->contains != NULL && !*alli) {
-      for (i = 0; i < len; i++) {
-        int hit;
-        lua_rawgeti(L, idx, (lua_Integer)(i + 1));
-        hit = jc_quiet_ok(c, n->contains, lua_gettop(L));
-        lua_pop(L, 1);
-        if (hit) { lua_pushinteger(L, (lua_Integer)i); jc_mark(L, itab); }
-      }
+      for (j = i + 1, k = 0; j < x->u.end; j = jc_tv_next(t, j), k++)
+        if (jc_quiet_ok(c, n->contains, j)) c->stk[ib + k] = 1;
     }
   }
-  for (i = 0; i < n->nallof; i++)
-    jc_collect(c, n->allof[i], idx, jt, ptab, itab, allp, alli, 0);
-  for (i = 0; i < n->nanyof; i++)
-    if (jc_quiet_ok(c, n->anyof[i], idx))
-      jc_collect(c, n->anyof[i], idx, jt, ptab, itab, allp, alli, 0);
-  for (i = 0; i < n->noneof; i++)
-    if (jc_quiet_ok(c, n->oneof[i], idx))
-      jc_collect(c, n->oneof[i], idx, jt, ptab, itab, allp, alli, 0);
+  for (k = 0; k < n->nallof; k++)
+    jc_collect(c, n->allof[k], i, pb, ib, allp, alli, 0);
+  for (k = 0; k < n->nanyof; k++)
+    if (jc_quiet_ok(c, n->anyof[k], i))
+      jc_collect(c, n->anyof[k], i, pb, ib, allp, alli, 0);
+  for (k = 0; k < n->noneof; k++)
+    if (jc_quiet_ok(c, n->oneof[k], i))
+      jc_collect(c, n->oneof[k], i, pb, ib, allp, alli, 0);
   if (n->if_ != NULL) {
-    if (jc_quiet_ok(c, n->if_, idx)) {
-      jc_collect(c, n->if_, idx, jt, ptab, itab, allp, alli, 0);
+    if (jc_quiet_ok(c, n->if_, i)) {
+      jc_collect(c, n->if_, i, pb, ib, allp, alli, 0);
       if (n->then_ != NULL)
-        jc_collect(c, n->then_, idx, jt, ptab, itab, allp, alli, 0);
+        jc_collect(c, n->then_, i, pb, ib, allp, alli, 0);
     } else if (n->else_ != NULL) {
-      jc_collect(c, n->else_, idx, jt, ptab, itab, allp, alli, 0);
+      jc_collect(c, n->else_, i, pb, ib, allp, alli, 0);
     }
   }
   if (pushed) c->stop--;
   c->edepth--;
 }
 
-/* Report a forbidden member or item (a 'false' subschema under 'kw'),
-** with the child's segment pushed. */
-static void jc_report_extra(jc_vctx *c, const jc_node *n, const char *kw,
-                            const char *key, size_t klen, size_t index) {
-  lua_State *L = c->L;
-  jc_seg *sg;
-  if (c->quiet) return;
-  sg = &c->v->segs[c->depth];
-  sg->key = key; sg->len = klen; sg->index = index;
-  c->depth++;
-  jc_err_begin(c, n, kw);
-  if (key != NULL) {
-    lua_pushlstring(L, key, klen);
-    lua_setfield(L, -3, "property");
-  }
-  lua_getfield(L, -2, "pointer");
-  lua_pushfstring(L, key != NULL ? "extra field %s is not allowed"
-                                 : "extra item %s is not allowed",
-                  lua_tostring(L, -1));
-  lua_remove(L, -2);
-  jc_err_end(c);
-  c->depth--;
-}
-
-/* unevaluatedProperties / unevaluatedItems of 'n' on the value at 'idx'. */
+/* unevaluatedProperties / unevaluatedItems of 'n' on entry 'i'. */
 static JC_NOINLINE int jc_eval_unevaluated(jc_vctx *c, const jc_node *n,
-                                           int idx, int jt) {
-  lua_State *L = c->L;
-  int ptab, itab, allp = 0, alli = 0, ok = 1, r;
-  if (!lua_checkstack(L, 12)) luaL_error(L, "instance too deep (Lua stack)");
-  lua_newtable(L);
-  ptab = lua_gettop(L);
-  lua_newtable(L);
-  itab = lua_gettop(L);
-  jc_collect(c, n, idx, jt, ptab, itab, &allp, &alli, 1);
-  if (jt == JT_OBJECT && n->uprops != NULL && !allp) {
-    lua_pushnil(L);
-    while (lua_next(L, idx) != 0) {
-      size_t kl;
-      const char *key;
-      int seen;
-      if (lua_type(L, -2) != LUA_TSTRING) { lua_pop(L, 1); continue; }
-      key = lua_tolstring(L, -2, &kl);
-      lua_pushvalue(L, -2);
-      lua_rawget(L, ptab);
-      seen = !lua_isnil(L, -1);
-      lua_pop(L, 1);
-      if (!seen) {
-        if (n->uprops->boolean == 0) {
-          r = 0;
-          jc_report_extra(c, n, "unevaluatedProperties", key, kl, 0);
-        } else {
-          r = jc_eval_child(c, n->uprops, key, kl, 0);
-        }
-        if (!r) {
-          ok = 0;
-          if (JC_STOP(c)) { lua_pop(L, 2); break; }
-        }
-      }
-      lua_pop(L, 1);
-    }
-  }
-  if (jt == JT_ARRAY && n->uitems != NULL && !alli) {
-    size_t len = (size_t)jc_rawlen(L, idx), i;
-    for (i = 0; i < len; i++) {
-      int seen;
-      lua_rawgeti(L, itab, (lua_Integer)i);
-      seen = !lua_isnil(L, -1);
-      lua_pop(L, 1);
-      if (seen) continue;
-      if (n->uitems->boolean == 0) {
+                                           size_t i) {
+  const jc_tape *t = c->t;
+  const jc_tv *x = &t->v[i];
+  size_t cnt = x->n, base = jc_stk_push(c, cnt + 1), j, m;
+  int allp = 0, alli = 0, ok = 1, r;
+  jc_collect(c, n, i, base, base, &allp, &alli, 1);
+  if (x->kind == JT_OBJECT && n->uprops != NULL && !allp) {
+    for (j = i + 1, m = 0; j < x->u.end; j = jc_tv_next(t, j + 1), m++) {
+      const jc_tv *key = &t->v[j];
+      if (c->stk[base + m]) continue;
+      if (n->uprops->boolean == 0) {
         r = 0;
-        jc_report_extra(c, n, "unevaluatedItems", NULL, 0, i);
+        jc_report_extra(c, n, "unevaluatedProperties", key->s, key->u.len, 0,
+                        j + 1);
       } else {
-        lua_rawgeti(L, idx, (lua_Integer)(i + 1));
-        r = jc_eval_child(c, n->uitems, NULL, 0, i);
-        lua_pop(L, 1);
+        r = jc_eval_child(c, n->uprops, j + 1, key->s, key->u.len, 0);
       }
       if (!r) {
         ok = 0;
@@ -3317,29 +2845,37 @@ static JC_NOINLINE int jc_eval_unevaluated(jc_vctx *c, const jc_node *n,
       }
     }
   }
-  lua_settop(L, ptab - 1);
-  return ok;
+  if (x->kind == JT_ARRAY && n->uitems != NULL && !alli) {
+    for (j = i + 1, m = 0; j < x->u.end; j = jc_tv_next(t, j), m++) {
+      if (c->stk[base + m]) continue;
+      if (n->uitems->boolean == 0) {
+        r = 0;
+        jc_report_extra(c, n, "unevaluatedItems", NULL, 0, m, j);
+      } else {
+        r = jc_eval_child(c, n->uitems, j, NULL, 0, m);
+      }
+      if (!r) {
+        ok = 0;
+        if (JC_STOP(c)) break;
+      }
+    }
+  }
+  jc_stk_pop(c, base);
+  return ok && !c->abort;
 }
 
 /* dependentRequired / dependentSchemas / dependencies and propertyNames. */
 static JC_NOINLINE int jc_eval_object_more(jc_vctx *c, const jc_node *n,
-                                           int idx) {
+                                           size_t i) {
   lua_State *L = c->L;
-  size_t i, j;
-  int ok = 1, present, r;
-  for (i = 0; i < n->ndeps; i++) {
-    const jc_dep *d = &n->deps[i];
-    lua_pushlstring(L, d->name, d->len);
-    lua_rawget(L, idx);
-    present = !lua_isnil(L, -1);
-    lua_pop(L, 1);
-    if (!present) continue;
+  const jc_tape *t = c->t;
+  size_t k, j;
+  int ok = 1;
+  for (k = 0; k < n->ndeps; k++) {
+    const jc_dep *d = &n->deps[k];
+    if (jc_obj_find(t, i, d->name, d->len) == 0) continue;
     for (j = 0; j < d->nreq; j++) {
-      lua_pushlstring(L, d->req[j].name, d->req[j].len);
-      lua_rawget(L, idx);
-      present = !lua_isnil(L, -1);
-      lua_pop(L, 1);
-      if (!present) {
+      if (jc_obj_find(t, i, d->req[j].name, d->req[j].len) == 0) {
         ok = 0;
         if (!c->quiet) {
           luaL_Buffer b;
@@ -3362,24 +2898,16 @@ static JC_NOINLINE int jc_eval_object_more(jc_vctx *c, const jc_node *n,
         if (JC_STOP(c)) return 0;
       }
     }
-    if (d->node != NULL && !jc_eval(c, d->node, idx)) {
+    if (d->node != NULL && !jc_eval(c, d->node, i)) {
       ok = 0;
       if (JC_STOP(c)) return 0;
     }
   }
   if (n->pnames != NULL) {
-    lua_pushnil(L);
-    while (lua_next(L, idx) != 0) {
-      size_t kl;
-      const char *key;
-      lua_pop(L, 1);
-      lua_pushvalue(L, -1);
-      key = lua_tolstring(L, -1, &kl);   /* a copy: numbers converted */
-      r = jc_eval_child(c, n->pnames, key, kl, 0);
-      lua_pop(L, 1);
-      if (!r) {
+    for (j = i + 1; j < t->v[i].u.end; j = jc_tv_next(t, j + 1)) {
+      if (!jc_eval_child(c, n->pnames, j, t->v[j].s, t->v[j].u.len, 0)) {
         ok = 0;
-        if (JC_STOP(c)) { lua_pop(L, 1); return 0; }
+        if (JC_STOP(c)) return 0;
       }
     }
   }
@@ -3388,14 +2916,11 @@ static JC_NOINLINE int jc_eval_object_more(jc_vctx *c, const jc_node *n,
 
 /* contains / minContains / maxContains. */
 static JC_NOINLINE int jc_eval_contains(jc_vctx *c, const jc_node *n,
-                                        int idx) {
-  lua_State *L = c->L;
-  size_t len = (size_t)jc_rawlen(L, idx), i, hits = 0;
-  for (i = 0; i < len && !c->abort; i++) {
-    lua_rawgeti(L, idx, (lua_Integer)(i + 1));
-    if (jc_quiet_ok(c, n->contains, lua_gettop(L))) hits++;
-    lua_pop(L, 1);
-  }
+                                        size_t i) {
+  const jc_tape *t = c->t;
+  size_t j, hits = 0;
+  for (j = i + 1; j < t->v[i].u.end && !c->abort; j = jc_tv_next(t, j))
+    if (jc_quiet_ok(c, n->contains, j)) hits++;
   if (c->abort) return 0;
   if (hits < n->min_contains) {
     if (n->min_contains == 1 && hits == 0)
@@ -3413,40 +2938,87 @@ static JC_NOINLINE int jc_eval_contains(jc_vctx *c, const jc_node *n,
   return 1;
 }
 
+/* Is 'i' in the enum of 'n'? By hash first, every member when the value
+** is too big to hash whole. */
+static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i) {
+  long budget = JC_HASH_BUDGET;
+  jc_u64 h = jc_tv_hash(c->t, i, &budget);
+  size_t lo = 0, hi = n->nenum, k;
+  if (budget < 0) {
+    for (k = 0; k < n->nenum; k++)
+      if (jc_tv_equal(c->t, i, n->enum_tape, n->enum_roots[k])) return 1;
+    return 0;
+  }
+  while (lo < hi) {               /* first pair with hash >= h */
+    size_t mid = lo + (hi - lo) / 2;
+    if (n->enum_hash[2 * mid] < h) lo = mid + 1;
+    else hi = mid;
+  }
+  for (k = lo; k < n->nenum && n->enum_hash[2 * k] == h; k++)
+    if (jc_tv_equal(c->t, i, n->enum_tape,
+                    n->enum_roots[n->enum_hash[2 * k + 1]]))
+      return 1;
+  return 0;
+}
+
 /*
-** Evaluate node 'n' on the value at absolute index 'idx'. Keyword order is
-** fixed: $ref, type (a type failure ends the subschema), enum, const, the
-** keywords of the value's type, allOf, anyOf, oneOf, not. Returns 1 when
-** valid.
+** Evaluate node 'n' on tape entry 'i'. Keyword order is fixed: $ref,
+** type (a type failure ends the subschema), enum, const, the keywords of
+** the value's type, allOf, anyOf, oneOf, not, if, unevaluated*. Returns 1
+** when valid.
 */
-static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
+static int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
   lua_State *L = c->L;
-  int ok = 1, jt, pushed = 0;
+  const jc_tv *x;
+  int ok = 1, jt, pushed = 0, memo = 0;
+  size_t saved;
   if (n->boolean == 1) return 1;
+  if (c->abort) return 0;
+  i = jc_tv_deref(c->t, i);
+  saved = c->cur;
+  c->cur = i;
   if (n->boolean == 0) {
     jc_report(c, n, NULL, " is not allowed");
+    c->cur = saved;
+    return 0;
+  }
+  if (--c->work < 0) {
+    jc_over(c, n);
+    c->cur = saved;
     return 0;
   }
   if (++c->edepth > JC_SCHEMA_MAX_EVAL) {
     jc_too_deep(c, n, "schema evaluation", JC_SCHEMA_MAX_EVAL);
     c->edepth--;
+    c->cur = saved;
     return 0;
   }
-  jt = jc_vtype(c, idx);
-  if (jt == JT_OTHER)
-    luaL_error(L, "value of type %s is not JSON", luaL_typename(L, idx));
+  x = &c->t->v[i];
+  jt = x->kind;
+  if (!c->v->dynamic &&
+      (jt == JT_OBJECT || jt == JT_ARRAY || n->ref != NULL ||
+       n->nanyof > 0 || n->noneof > 0 || n->nallof > 0 || n->not_ != NULL ||
+       n->if_ != NULL)) {
+    int r = jc_memo_get(c, n, i);
+    if (r >= 0 && (c->quiet || r == 1)) {
+      c->edepth--;
+      c->cur = saved;
+      return r;
+    }
+    memo = 1;
+  }
   if (c->v->dynamic) pushed = jc_scope_push(c, n);
 
-  if (n->ref != NULL && !jc_eval_ref(c, n, n->ref, "$ref", idx)) {
+  if (n->ref != NULL && !jc_eval_ref(c, n, n->ref, "$ref", i)) {
     ok = 0;
     if (JC_STOP(c)) goto done;
   }
   if (n->dynref != NULL &&
-      !jc_eval_ref(c, n, jc_dyn_target(c, n), "$dynamicRef", idx)) {
+      !jc_eval_ref(c, n, jc_dyn_target(c, n), "$dynamicRef", i)) {
     ok = 0;
     if (JC_STOP(c)) goto done;
   }
-  if (n->types != 0 && !jc_type_ok(L, idx, jt, n->types)) {
+  if (n->types != 0 && !jc_type_ok(x, n->types)) {
     ok = 0;
     if (!c->quiet) {
       const char *where = jc_err_begin(c, n, "type");
@@ -3460,66 +3032,48 @@ static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
     }
     goto done;
   }
-  if (n->enum_ref != 0) {
-    size_t i, cnt;
-    int found = 0;
-    if (jt != JT_OBJECT && jt != JT_ARRAY) {
-      lua_rawgeti(L, c->keep, n->enum_set);
-      lua_pushvalue(L, idx);
-      lua_rawget(L, -2);
-      found = !lua_isnil(L, -1);
-      lua_pop(L, 2);
-    }
-    lua_rawgeti(L, c->keep, n->enum_ref);
-    cnt = (size_t)jc_rawlen(L, -1);
-    for (i = 1; i <= cnt && !found && n->enum_tables &&
-                (jt == JT_OBJECT || jt == JT_ARRAY); i++) {
-      lua_rawgeti(L, -1, (lua_Integer)i);
-      found = jc_json_equal(L, idx, -1, c->v->max_depth);
+  if (n->enum_ref != 0 && !jc_enum_has(c, n, i)) {
+    ok = 0;
+    if (!c->quiet) {
+      lua_rawgeti(L, c->keep, n->enum_ref);
+      jc_report_enum(c, n, n->nenum);
       lua_pop(L, 1);
     }
-    if (!found) {
-      ok = 0;
-      jc_report_enum(c, n, idx, cnt);
-    }
-    lua_pop(L, 1);
-    if (!ok && JC_STOP(c)) goto done;
+    if (JC_STOP(c)) goto done;
   }
-  if (n->const_ref != 0) {
-    int eq;
-    lua_rawgeti(L, c->keep, n->const_ref);
-    eq = jc_json_equal(L, idx, -1, c->v->max_depth);
-    if (!eq) {
-      ok = 0;
-      if (!c->quiet) {
-        int cv = lua_gettop(L);
-        const char *where = jc_err_begin(c, n, "const");
-        lua_pushvalue(L, cv);
-        lua_setfield(L, -3, "expected");
-        jc_push_render(L, cv);
-        lua_pushfstring(L, "%s must be %s", where, lua_tostring(L, -1));
-        lua_remove(L, -2);
-        jc_err_end(c);
-      }
+  if (n->const_ref != 0 && !jc_tv_equal(c->t, i, n->const_tape, 0)) {
+    ok = 0;
+    if (!c->quiet) {
+      int cv;
+      const char *where;
+      lua_rawgeti(L, c->keep, n->const_ref);
+      cv = lua_gettop(L);
+      where = jc_err_begin(c, n, "const");
+      lua_pushvalue(L, cv);
+      lua_setfield(L, -3, "expected");
+      jc_push_render(L, cv);
+      lua_pushfstring(L, "%s must be %s", where, lua_tostring(L, -1));
+      lua_remove(L, -2);
+      jc_err_end(c);
+      lua_pop(L, 1);
     }
-    lua_pop(L, 1);
-    if (!ok && JC_STOP(c)) goto done;
+    if (JC_STOP(c)) goto done;
   }
   {
     int r = 1;
     switch (jt) {
       case JT_OBJECT:
-        r = jc_eval_object(c, n, idx);
+        r = jc_eval_object(c, n, i);
         if ((n->ndeps > 0 || n->pnames != NULL) && (r || !JC_STOP(c)))
-          r = jc_eval_object_more(c, n, idx) && r;
+          r = jc_eval_object_more(c, n, i) && r;
         break;
       case JT_ARRAY:
-        r = jc_eval_array(c, n, idx);
+        r = jc_eval_array(c, n, i);
         if (n->contains != NULL && (r || !JC_STOP(c)))
-          r = jc_eval_contains(c, n, idx) && r;
+          r = jc_eval_contains(c, n, i) && r;
         break;
-      case JT_STRING: r = jc_eval_string(c, n, idx); break;
-      case JT_NUMBER: r = jc_eval_number(c, n, idx); break;
+      case JT_STRING: r = jc_eval_string(c, n, i); break;
+      case JT_NUMBER: r = jc_eval_number(c, n, i); break;
       default: break;
     }
     if (!r) {
@@ -3528,9 +3082,9 @@ static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
     }
   }
   if (n->nallof > 0) {
-    size_t i;
-    for (i = 0; i < n->nallof; i++) {
-      if (!jc_eval(c, n->allof[i], idx)) {
+    size_t k;
+    for (k = 0; k < n->nallof; k++) {
+      if (!jc_eval(c, n->allof[k], i)) {
         ok = 0;
         if (JC_STOP(c)) goto done;
       }
@@ -3538,7 +3092,7 @@ static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
   }
   if (n->nanyof > 0) {
     size_t which[2];
-    if (jc_count_matches(c, n->anyof, n->nanyof, idx, 1, which) == 0) {
+    if (jc_count_matches(c, n->anyof, n->nanyof, i, 1, which) == 0) {
       ok = 0;
       if (c->abort) goto done;
       jc_report(c, n, "anyOf", " does not match any of the %d alternatives",
@@ -3548,7 +3102,7 @@ static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
   }
   if (n->noneof > 0) {
     size_t which[2];
-    size_t hits = jc_count_matches(c, n->oneof, n->noneof, idx, 2, which);
+    size_t hits = jc_count_matches(c, n->oneof, n->noneof, i, 2, which);
     if (c->abort) { ok = 0; goto done; }
     if (hits != 1) {
       ok = 0;
@@ -3566,7 +3120,7 @@ static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
   if (n->not_ != NULL) {
     int matched;
     c->quiet++;
-    matched = jc_eval(c, n->not_, idx);
+    matched = jc_eval(c, n->not_, i);
     c->quiet--;
     if (c->abort) { ok = 0; goto done; }
     if (matched) {
@@ -3576,21 +3130,24 @@ static int jc_eval(jc_vctx *c, const jc_node *n, int idx) {
     }
   }
   if (n->if_ != NULL) {
-    int cond = jc_quiet_ok(c, n->if_, idx);
+    int cond = jc_quiet_ok(c, n->if_, i);
     const jc_node *branch = cond ? n->then_ : n->else_;
     if (c->abort) { ok = 0; goto done; }
-    if (branch != NULL && !jc_eval(c, branch, idx)) {
+    if (branch != NULL && !jc_eval(c, branch, i)) {
       ok = 0;
       if (JC_STOP(c)) goto done;
     }
   }
   if ((n->uprops != NULL && jt == JT_OBJECT) ||
       (n->uitems != NULL && jt == JT_ARRAY)) {
-    if (!jc_eval_unevaluated(c, n, idx, jt)) ok = 0;
+    if (!jc_eval_unevaluated(c, n, i)) ok = 0;
   }
 done:
+  if (c->abort) ok = 0;
+  else if (memo) jc_memo_put(c, n, i, ok);
   if (pushed) c->stop--;
   c->edepth--;
+  c->cur = saved;
   return ok;
 }
 
@@ -3662,6 +3219,22 @@ static int jc_meta_novalidation(lua_State *L, int uidx) {
   return res;
 }
 
+static const char *const jc_draft_names[] = {
+  "2020-12", "draft2020-12", "2019-09", "draft7", "draft-07", "draft4",
+  "draft-04", NULL
+};
+
+static const jc_opt jc_compile_opts[] = {
+  { "format_assertion", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { "draft", JC_OPT_STRING, 0, 0, "\"2020-12\", \"draft7\" or \"draft4\"",
+    jc_draft_names },
+  { "loader", JC_OPT_FUNCTION, 0, 0, "a function", NULL },
+  { "max_depth", JC_OPT_INT, 1, JC_SCHEMA_MAX_DEPTH_LIMIT,
+    "an integer from 1 to 10000", NULL },
+  { "work_budget", JC_OPT_INT, 1, 1e15, "an integer from 1 to 1e15", NULL },
+  { NULL, 0, 0, 0, NULL, NULL }
+};
+
 /*
 ** core.compile(schema [, opts]) -> validator
 **   schema  table (a JSON Schema as decoded) or boolean
@@ -3675,7 +3248,12 @@ static int jc_meta_novalidation(lua_State *L, int uidx) {
 **           uri-reference, iri, iri-reference, uri-template, uuid, regex,
 **           json-pointer, relative-json-pointer), max_depth (integer
 **           1..10000, default
-**           1000: instance depth bound, deeper values fail as "too_deep")
+**           1000: instance depth bound, deeper values fail as "too_deep"),
+**           work_budget (integer 1..1e15 work units per validation;
+**           default 20,000,000 plus 16 per value of the instance: one
+**           unit per subschema evaluated, a regex search 1 + 1 per 16
+**           bytes, 100,000 more when it hits PCRE2's match limit; past it
+**           the instance fails as "budget_exceeded")
 ** Returns a "jsoncontract.Validator" userdata (garbage collected).
 ** Raises "invalid schema at <schema pointer>: <reason>" for a bad schema,
 ** and on misuse (bad argument, unknown option).
@@ -3688,41 +3266,15 @@ static int jc_schema_compile(lua_State *L) {
   int i;
   int t = lua_type(L, 1);
   int fa = 0, maxd = JC_SCHEMA_MAX_DEPTH, draft = 0, loader = 0;
+  jc_optval ov[5];
   luaL_argcheck(L, t == LUA_TTABLE || t == LUA_TBOOLEAN, 1,
                 "table or boolean expected");
   luaL_argcheck(L, lua_gettop(L) <= 2, 3, "no more than 2 arguments expected");
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, 2) != 0) {
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2)
-                                                      : "?";
-      if (strcmp(k, "format_assertion") == 0) {
-        luaL_argcheck(L, lua_type(L, -1) == LUA_TBOOLEAN, 2,
-                      "format_assertion must be a boolean");
-        fa = lua_toboolean(L, -1);
-      } else if (strcmp(k, "draft") == 0) {
-        const char *d = lua_tostring(L, -1);
-        luaL_argcheck(L, lua_type(L, -1) == LUA_TSTRING &&
-                      (draft = jc_draft_name(d)) != 0, 2,
-                      "draft must be \"2020-12\", \"draft7\" or \"draft4\"");
-      } else if (strcmp(k, "loader") == 0) {
-        luaL_argcheck(L, lua_type(L, -1) == LUA_TFUNCTION, 2,
-                      "loader must be a function");
-        loader = 1;
-      } else if (strcmp(k, "max_depth") == 0) {
-        lua_Number d = lua_tonumber(L, -1);
-        luaL_argcheck(L, lua_type(L, -1) == LUA_TNUMBER && d == floor(d) &&
-                      d >= 1 && d <= JC_SCHEMA_MAX_DEPTH_LIMIT, 2,
-                      "max_depth must be an integer from 1 to 10000");
-        maxd = (int)d;
-      } else {
-        return luaL_argerror(L, 2, lua_pushfstring(L, "unknown option \"%s\"",
-                                                   k));
-      }
-      lua_pop(L, 1);
-    }
-  }
+  jc_opts_read(L, 2, jc_compile_opts, ov);
+  fa = ov[0].set && ov[0].b;
+  if (ov[1].set) draft = jc_draft_name(ov[1].s);
+  loader = ov[2].set;
+  if (ov[3].set) maxd = (int)ov[3].n;
   if (loader) lua_getfield(L, 2, "loader");
   else lua_pushnil(L);
   lua_replace(L, 2);                 /* 2: loader or nil */
@@ -3745,6 +3297,7 @@ static int jc_schema_compile(lua_State *L) {
   luaL_setmetatable(L, JC_VALIDATOR_MT);
   v->max_depth = maxd;
   v->format_assertion = fa;
+  v->work_budget = ov[4].set ? ov[4].n : 0;
   luaL_getmetatable(L, JC_ARRAY_MT);
   v->amt = lua_topointer(L, -1);
   lua_pop(L, 1);
@@ -3839,6 +3392,118 @@ static int jc_push_basic(lua_State *L, int errs, int n, int truncated) {
   return 1;
 }
 
+#define JC_VALIDATE_TAPE "jsoncontract.validate_tape"
+
+typedef struct jc_vopts {
+  int first, basic, max_errors;
+} jc_vopts;
+
+/* Validate the value at entry 0 of tape 't' with 'v' ('deep' > 0: the
+** writer found it deeper than max_depth at v->segs[0..deep); 'deep' -1:
+** the writer ran out of budget). Returns 0 (valid, nothing pushed; the
+** basic output pushes { valid = true } and returns 1) or the number of
+** results pushed: nil, err (or the basic output table).
+** [-0, +0|1|2, m] */
+static int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
+                  const jc_vopts *o, int deep) {
+  jc_vctx c;
+  int base = lua_gettop(L), i, valid = 0;
+  luaL_checkstack(L, 24, "jsoncontract.validate");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);   /* base + 1: keep */
+  lua_pushnil(L);                 /* base + 2: errors, made on the first */
+  lua_pushnil(L);                 /* base + 3: scratch stack */
+  lua_pushnil(L);                 /* base + 4: memo */
+  memset(&c, 0, sizeof c);
+  c.L = L;
+  c.v = v;
+  c.t = t;
+  c.keep = base + 1;
+  c.errs = base + 2;
+  c.stk_slot = base + 3;
+  c.memo_slot = base + 4;
+  c.max_errors = o->max_errors;
+  c.first = o->first;
+  c.nvia = o->basic ? 0 : -1;
+  c.loc_line = c.loc_col = 1;
+  c.budget = v->work_budget > 0 ? v->work_budget
+             : JC_WORK_BUDGET + JC_WORK_PER_ENTRY * (double)t->n;
+  c.work = c.budget;
+  if (deep > 0) {
+    c.depth = deep;
+    jc_too_deep(&c, v->root, "value", v->max_depth);
+    c.depth = 0;
+  } else if (deep < 0) {
+    jc_over(&c, v->root);
+  } else if (jc_eval(&c, v->root, 0) && c.nerr == 0) {
+    valid = 1;
+  }
+  if (valid) {
+    lua_settop(L, base);
+    if (!o->basic) return 0;
+    lua_createtable(L, 0, 1);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "valid");
+    return 1;
+  }
+  if (o->basic) {
+    jc_push_basic(L, c.errs, c.nerr, c.truncated);
+    lua_replace(L, base + 1);
+    lua_settop(L, base + 1);
+    return 1;
+  }
+  lua_settop(L, base + 2);
+  if (lua_isnil(L, c.errs)) {
+    lua_newtable(L);
+    lua_replace(L, c.errs);
+  }
+  lua_pushnil(L);                 /* base + 3 */
+  {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (i = 1; i <= c.nerr && i <= JC_MESSAGE_JOIN; i++) {
+      if (i > 1) luaL_addstring(&b, "; ");
+      lua_rawgeti(L, c.errs, i);
+      lua_getfield(L, -1, "message");
+      lua_remove(L, -2);
+      luaL_addvalue(&b);
+    }
+    if (c.nerr > JC_MESSAGE_JOIN) {
+      lua_pushfstring(L, "; and %d more errors", c.nerr - JC_MESSAGE_JOIN);
+      luaL_addvalue(&b);
+    }
+    if (c.truncated) {
+      lua_pushfstring(L, "; stopped after %d errors", c.nerr);
+      luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+  }
+  jc_push_error(L, "schema", c.abort == 1 ? "too_deep"
+                : c.abort == 2 ? "budget_exceeded" : "schema_mismatch", "%s",
+                lua_tostring(L, -1));
+  lua_remove(L, -2);
+  lua_pushvalue(L, c.errs);
+  lua_setfield(L, -2, "errors");
+  if (c.truncated) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "truncated");
+  }
+  lua_replace(L, base + 2);       /* base + 1: keep -> nil below */
+  lua_pushnil(L);
+  lua_replace(L, base + 1);
+  lua_settop(L, base + 2);
+  return 2;
+}
+
+static const char *const jc_output_names[] = { "basic", NULL };
+
+static const jc_opt jc_validate_opts[] = {
+  { "first", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { "output", JC_OPT_STRING, 0, 0, "\"basic\"", jc_output_names },
+  { "decoded", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { "max_errors", JC_OPT_INT, 0, 1e9, "an integer from 0 to 1e9", NULL },
+  { NULL, 0, 0, 0, NULL, NULL }
+};
+
 /*
 ** validator:validate(value [, opts]) -> true | nil, err
 **   value  a JSON value as Lua (tables, strings, numbers, booleans, null)
@@ -3850,27 +3515,28 @@ static int jc_push_basic(lua_State *L, int errs, int n, int truncated) {
 **          keywordLocation runs through the references followed,
 **          "/properties/a/$ref/type", where schema_pointer names the
 **          keyword where it stands, "/$defs/id/type"),
-**          decoded (boolean, default false: true when 'value' comes straight
-**          from 'core.decode', JSON by construction, which skips the
-**          whole-instance JSON check; a caller that says so of another
-**          value gets no NaN/function check),
+**          decoded (boolean, accepted and ignored: every value is written
+**          to a tape in one walk that checks it is JSON),
 **          max_errors (integer, default 100, 0 = no bound: errors kept;
 **          at one more the walk stops and err.truncated = true)
-** err = { category = "schema", kind = "schema_mismatch" | "too_deep",
+** The value is written to a tape (tape.h) in one walk, then validated on
+** the tape: the same validator as validator:check on text.
+** err = { category = "schema",
+**         kind = "schema_mismatch" | "too_deep" | "budget_exceeded",
 **         message = <the first 20 messages joined by "; ", then
 **                    "; and N more errors", "; stopped after N errors">,
 **         truncated = true when max_errors stopped the walk,
 **         errors = { { pointer, keyword, schema_pointer,
 **                      absolute_schema_location, message, ...}, ...} }
 ** Raises on misuse: a closed validator, an unknown option, a value that
-** is not JSON anywhere in it, whatever the schema checks ('jc_check_json':
-** a function, coroutine or userdata, NaN or +-infinity, an object key that
-** is not a string (number keys too, as 'core.encode' refuses them), a
-** marked array with keys other than 1..n): "value at /a/0 is NaN, not
-** JSON"; a table that contains itself: "value at /a is a table that
-** contains itself (a cycle), not JSON" (a table met twice on different
-** branches is fine). An instance deeper than max_depth is too_deep even
-** for a 'true' schema.
+** is not JSON anywhere in it, whatever the schema checks: a function,
+** coroutine or userdata, NaN or +-infinity, an object key that is not a
+** string (number keys too, as 'core.encode' refuses them), a marked
+** array with keys other than 1..n: "value at /a/0 is NaN, not JSON"; a
+** table that contains itself: "value at /a is a table that contains
+** itself (a cycle), not JSON" (a table met twice on different branches
+** is fine, and written twice). An instance deeper than max_depth is
+** too_deep even for a 'true' schema.
 ** Stack: [-0, +1|2, e]
 */
 /* 'self' of a method whose upvalue 1 is the Validator metatable: compared
@@ -3888,119 +3554,109 @@ static jc_validator *jc_self(lua_State *L) {
 
 static int jc_schema_validate(lua_State *L) {
   jc_validator *v = jc_self(L);
-  jc_vctx c;
-  int first = 0, basic = 0, decoded = 0, i, max_errors = JC_MAX_ERRORS;
+  jc_optval ov[4];
+  jc_vopts o;
+  jc_tape *t;
+  size_t depth = 0;
+  long budget;
+  int r, n;
   luaL_argcheck(L, v->root != NULL, 1, "validator is closed");
   luaL_argcheck(L, !lua_isnone(L, 2), 2, "value expected");
   luaL_argcheck(L, lua_gettop(L) <= 3, 4, "no more than 2 arguments expected");
-  if (!lua_isnoneornil(L, 3)) {
-    luaL_checktype(L, 3, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, 3) != 0) {
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2)
-                                                      : "?";
-      if (strcmp(k, "first") == 0) {
-        luaL_argcheck(L, lua_type(L, -1) == LUA_TBOOLEAN, 3,
-                      "first must be a boolean");
-        first = lua_toboolean(L, -1);
-      } else if (strcmp(k, "output") == 0) {
-        const char *o = lua_tostring(L, -1);
-        luaL_argcheck(L, lua_type(L, -1) == LUA_TSTRING &&
-                      strcmp(o, "basic") == 0, 3,
-                      "output must be \"basic\"");
-        basic = 1;
-      } else if (strcmp(k, "decoded") == 0) {
-        luaL_argcheck(L, lua_type(L, -1) == LUA_TBOOLEAN, 3,
-                      "decoded must be a boolean");
-        decoded = lua_toboolean(L, -1);
-      } else if (strcmp(k, "max_errors") == 0) {
-        lua_Number d = lua_tonumber(L, -1);
-        luaL_argcheck(L, lua_type(L, -1) == LUA_TNUMBER && d >= 0 &&
-                      d <= 1e9 && d == floor(d), 3,
-                      "max_errors must be an integer from 0 to 1e9");
-        max_errors = (int)d;
-      } else {
-        return luaL_argerror(L, 3, lua_pushfstring(L, "unknown option \"%s\"",
-                                                   k));
-      }
-      lua_pop(L, 1);
-    }
-  }
+  jc_opts_read(L, 3, jc_validate_opts, ov);
+  o.first = ov[0].set && ov[0].b;
+  o.basic = ov[1].set;
+  o.max_errors = ov[3].set ? (int)ov[3].n : JC_MAX_ERRORS;
   lua_settop(L, 2);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);   /* 3: keep */
-  lua_pushnil(L);                       /* 4: errors, made on the first one */
-  lua_pushnil(L);                       /* 5: tables checked by the pre-pass */
-  c.L = L;
-  c.v = v;
-  c.keep = 3;
-  c.errs = 4;
-  c.nerr = 0;
-  c.max_errors = max_errors;
-  c.truncated = 0;
-  c.first = first;
-  c.quiet = 0;
-  c.abort = 0;
-  c.depth = 0;
-  c.edepth = 0;
-  c.stop = 0;
-  c.nvia = basic ? 0 : -1;
-  c.amt = v->amt;
-  /* A value fresh from 'core.decode' is JSON by construction: the
-  ** whole-instance check would only cost time (15-45% of a validation). */
-  if (decoded || jc_check_json(&c, 2, 5)) {  /* raises on a non-JSON value */
-    lua_pushvalue(L, 2);
-    if (jc_eval(&c, v->root, 6) && c.nerr == 0) {
-      if (basic) {
-        lua_createtable(L, 0, 1);
-        lua_pushboolean(L, 1);
-        lua_setfield(L, -2, "valid");
-        return 1;
-      }
-      lua_pushboolean(L, 1);
-      return 1;
-    }
-  }
-  if (basic) return jc_push_basic(L, 4, c.nerr, c.truncated);
-  lua_settop(L, 4);
-  if (lua_isnil(L, 4)) {
-    lua_newtable(L);
-    lua_replace(L, 4);
-  }
-  lua_pushnil(L);
-  {
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (i = 1; i <= c.nerr && i <= JC_MESSAGE_JOIN; i++) {
-      if (i > 1) luaL_addstring(&b, "; ");
-      lua_rawgeti(L, 4, i);
-      lua_getfield(L, -1, "message");
-      lua_remove(L, -2);
-      luaL_addvalue(&b);
-    }
-    if (c.nerr > JC_MESSAGE_JOIN) {
-      lua_pushfstring(L, "; and %d more errors", c.nerr - JC_MESSAGE_JOIN);
-      luaL_addvalue(&b);
-    }
-    if (c.truncated) {
-      lua_pushfstring(L, "; stopped after %d errors", c.nerr);
-      luaL_addvalue(&b);
-    }
-    luaL_pushresult(&b);
-  }
-  jc_push_error(L, "schema", c.abort ? "too_deep" : "schema_mismatch", "%s",
-                lua_tostring(L, -1));
-  lua_remove(L, -2);
-  lua_pushvalue(L, 4);
-  lua_setfield(L, -2, "errors");
-  if (c.truncated) {
+  t = jc_tape_acquire(L, JC_VALIDATE_TAPE);          /* 3 */
+  budget = v->work_budget > 0 && v->work_budget < (double)JC_WORK_BUDGET
+               ? (long)v->work_budget : (long)JC_WORK_BUDGET;
+  r = jc_tape_write_lua(L, t, 2, (size_t)v->max_depth, v->segs, &depth,
+                        &budget);
+  n = jc_run(L, v, t, &o, r == 1 ? (int)depth : r == 2 ? -1 : 0);
+  jc_tape_release(t);
+  lua_remove(L, 3);
+  if (n == 0) {
     lua_pushboolean(L, 1);
-    lua_setfield(L, -2, "truncated");
+    return 1;
   }
-  return 2;
+  return n;
+}
+
+static const jc_opt jc_check_opts[] = {
+  { "first", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { "max_errors", JC_OPT_INT, 0, 1e9, "an integer from 0 to 1e9", NULL },
+  { "max_depth", JC_OPT_INT, 1, 3000, "an integer from 1 to 3000", NULL },
+  { "max_bytes", JC_OPT_INT, 0, 281474976710656.0, "an integer >= 0", NULL },
+  { "keep_order", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { NULL, 0, 0, 0, NULL, NULL }
+};
+
+/*
+** validator:check(text [, opts]) -> value | nil, err
+** The format and schema gates in one C call: 'text' is parsed strictly
+** into a tape (as core.decode does), validated on the tape, and only
+** when it is valid is the Lua value built (as core.decode builds it), so
+** a rejected reply never costs a Lua table.
+**   text   string: the JSON text
+**   opts   table or nil: first, max_errors (as validate), max_depth
+**          (integer 1..3000, default 1000) and max_bytes (integer >= 0,
+**          default 64 MiB) as core.decode, keep_order (boolean, as
+**          core.decode)
+** Returns the value, or nil and err: a format err exactly as core.decode
+** returns it, or a schema err as validate returns it whose error items
+** also carry offset (0-based byte), line and column (1-based, column in
+** UTF-8 characters) of the failing value in 'text'.
+** Raises on misuse: a closed validator, 'text' not a string, an unknown
+** option. Stack: [-0, +1|2, e]
+*/
+static int jc_schema_check(lua_State *L) {
+  jc_validator *v = jc_self(L);
+  jc_optval ov[5];
+  jc_vopts o;
+  jc_tape *t;
+  size_t len;
+  const char *text;
+  int r;
+  luaL_argcheck(L, v->root != NULL, 1, "validator is closed");
+  luaL_checktype(L, 2, LUA_TSTRING);
+  luaL_argcheck(L, lua_gettop(L) <= 3, 4, "no more than 2 arguments expected");
+  jc_opts_read(L, 3, jc_check_opts, ov);
+  o.first = ov[0].set && ov[0].b;
+  o.basic = 0;
+  o.max_errors = ov[1].set ? (int)ov[1].n : JC_MAX_ERRORS;
+  lua_settop(L, 2);
+  text = lua_tolstring(L, 2, &len);
+  t = jc_tape_acquire(L, JC_VALIDATE_TAPE);          /* 3 */
+  r = jc_parse_tape(L, t, text, len, ov[2].set ? (size_t)ov[2].n : 1000,
+                    ov[3].set ? (size_t)ov[3].n : 64 * 1024 * 1024);
+  if (r == 0) {
+    r = jc_run(L, v, t, &o, 0);
+    if (r == 0) {
+      jc_tape_push_lua(L, t, 0, ov[4].set && ov[4].b);
+      r = 1;
+    }
+  }
+  jc_tape_release(t);
+  lua_remove(L, 3);
+  return r;
+}
+
+/*
+** validator:close() -> nothing
+** Frees the compiled schema now (the keep table; __gc does the same);
+** idempotent. Later validate/check calls raise "validator is closed".
+** Stack: [-0, +0, -]
+*/
+static int jc_schema_close(lua_State *L) {
+  jc_self(L);
+  return jc_validator_gc(L);
 }
 
 static const luaL_Reg jc_validator_methods[] = {
   { "validate", jc_schema_validate },
+  { "check", jc_schema_check },
+  { "close", jc_schema_close },
   { NULL, NULL }
 };
 
