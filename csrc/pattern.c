@@ -109,6 +109,12 @@ static const char *jc_pattern_translate(lua_State *L, const char *src,
         *erroff = i;
       }
     }
+    if (ch == '(' && !in_class && i + 1 < len && src[i + 1] == '*' &&
+        err == NULL) {
+      err = "not ECMA-262 syntax (PCRE2 directives such as (*UTF), (*CR) "
+            "or (*LIMIT_MATCH=n) are not allowed)";
+      *erroff = i;
+    }
     if (ch == '\\' && i + 1 < len) {
       char nx = src[i + 1];
       const char *close;

@@ -16,8 +16,6 @@ local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
 
 local null = core.null
--- Values checked by `check` come straight from core.decode: JSON by construction.
-local DECODED = { decoded = true }
 
 local KNOWN_FIELDS = {
     name = true, version = true, schema = true, instructions = true, examples = true,
@@ -373,18 +371,17 @@ function _M.check(self, text, opts)
         if not out then return nil, err end
         text, applied = out, err
     end
-    local value, err = core.decode(text)
+    -- format and schema gates in one C call on the text (validator:check): the Lua value
+    -- is built only when the reply is valid
+    local value, err = self.validator:check(text)
     if value == nil then
+        if err.category == "schema" and self.messages then
+            apply_messages(self.messages, err, core.decode(text))
+        end
         err.adapters = applied
         return nil, err
     end
     local ok
-    ok, err = self.validator:validate(value, DECODED)
-    if not ok then
-        if self.messages then apply_messages(self.messages, err, value) end
-        err.adapters = applied
-        return nil, err
-    end
     ok, err = self:check_rules(value, opts.context)
     if not ok then
         err.adapters = applied
