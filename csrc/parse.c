@@ -910,8 +910,41 @@ static int jc_decode(lua_State *L) {
   return r;
 }
 
+/*
+** core.parse(text [, opts]) -> tape | nil, err
+** The format gate alone, keeping the tape: 'text' is parsed as core.decode
+** parses it (same opts but keep_order, same errs) into a new
+** "jsoncontract.Tape" userdata that holds its own copy of the text. A
+** tape can be validated by any number of validators
+** (validator:validate(tape)) without building Lua values; its memory is
+** freed by __gc. Raises as core.decode.
+** Stack: [-0, +1 or +2, m]
+*/
+static int jc_parse(lua_State *L) {
+  size_t len;
+  const char *text;
+  char *copy;
+  jc_optval v[3];
+  jc_tape *t;
+  int r;
+  luaL_checktype(L, 1, LUA_TSTRING);
+  luaL_argcheck(L, lua_gettop(L) <= 2, 3, "no more than 2 arguments expected");
+  jc_opts_read(L, 2, jc_decode_opts, v);
+  luaL_argcheck(L, !v[2].set, 2, "option 'keep_order' is for decode");
+  lua_settop(L, 1);
+  text = lua_tolstring(L, 1, &len);
+  t = jc_tape_new(L);                                  /* 2 */
+  copy = jc_tape_bytes(L, t, len + 1);
+  memcpy(copy, text, len + 1);
+  r = jc_parse_tape(L, t, copy, len,
+                    v[0].set ? (size_t)v[0].n : JC_MAX_DEPTH,
+                    v[1].set ? (size_t)v[1].n : JC_MAX_BYTES);
+  return r == 0 ? 1 : 2;
+}
+
 static const luaL_Reg jc_parse_funcs[] = {
   {"decode", jc_decode},
+  {"parse", jc_parse},
   {NULL, NULL}
 };
 

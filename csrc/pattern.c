@@ -282,10 +282,15 @@ static int jc_utf8_ok(const unsigned char *s, size_t len) {
 
 int jc_pattern_match(const jc_pattern *p, jc_matcher *m, const char *s,
                      size_t len) {
+  if (!jc_utf8_ok((const unsigned char *)s, len)) return JC_PATTERN_BADUTF;
+  return jc_pattern_match_utf8(p, m, s, len);
+}
+
+int jc_pattern_match_utf8(const jc_pattern *p, jc_matcher *m, const char *s,
+                          size_t len) {
   int rc;
   if (p->code == NULL || m->md == NULL || m->mc == NULL)
     return JC_PATTERN_ERROR;
-  if (!jc_utf8_ok((const unsigned char *)s, len)) return JC_PATTERN_BADUTF;
   if (p->jit)   /* no sanity checks: UTF-8 was checked just above */
     rc = pcre2_jit_match(p->code, (PCRE2_SPTR)s, (PCRE2_SIZE)len, 0, 0,
                          m->md, m->mc);

@@ -67,4 +67,9 @@ jc_matcher *jc_matcher_new(lua_State *L);
 int jc_pattern_match(const jc_pattern *p, jc_matcher *m, const char *s,
                      size_t len);
 
+/* 'jc_pattern_match' of a subject already known to be well-formed UTF-8
+** (a string the strict parser read): the UTF-8 check is skipped. */
+int jc_pattern_match_utf8(const jc_pattern *p, jc_matcher *m, const char *s,
+                          size_t len);
+
 #endif

@@ -18,6 +18,7 @@
 #include "pattern.h"
 #include "schema_format.h"
 #include "tape.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -232,7 +233,7 @@ typedef struct jc_cctx {
 ** reply, linear in a large one); compile's 'work_budget' option sets it.
 **
 ** Memo: results of (subschema, tape entry) are remembered when the walk
-** is quiet (anyOf, oneOf, not, if, contains, unevaluated*) or valid, so
+** is quiet (anyOf, oneOf, not, if, contains, unevaluated*) so
 ** branches that re-evaluate the same subtree cost once: polynomial work
 ** for recursive schemas whose alternatives all recurse. Not used with
 ** $dynamicRef (the result depends on the dynamic scope).
@@ -256,6 +257,8 @@ typedef struct jc_cctx {
 #ifndef JC_HASH_BUDGET
 #define JC_HASH_BUDGET 4096L          /* entries hashed per item, at most */
 #endif
+
+#define JC_STK_LOCAL 64   /* scratch entries before a userdata is made */
 
 typedef struct jc_memo {
   const jc_node *n;            /* NULL: empty */
@@ -283,13 +286,14 @@ typedef struct jc_vctx {
   double work;         /* work units left */
   double budget;       /* the budget, for the message */
   int stk_slot;        /* stack slot of the scratch userdata */
-  size_t *stk;
+  size_t *stk;         /* stk_local, then a userdata at stk_slot */
   size_t stk_n, stk_cap;
   int memo_slot;       /* stack slot of the memo userdata */
   jc_memo *memo;
   size_t memo_n, memo_cap;
   size_t loc_off;      /* line/column cache for error positions */
   unsigned long loc_line, loc_col;
+  size_t stk_local[JC_STK_LOCAL];   /* last: not cleared on entry */
 } jc_vctx;
 
 #define JC_STOP(c) ((c)->quiet || (c)->abort || (c)->truncated || \

@@ -328,7 +328,14 @@ static int jc_patprop_cmp(const void *x, const void *y) {
 const jc_prop *jc_find_prop(const jc_node *n, const char *s,
                                    size_t len) {
   jc_prop key;
-  if (n->nprops == 0) return NULL;
+  if (n->nprops <= 8) {   /* a few: by length, then bytes */
+    size_t k;
+    for (k = 0; k < n->nprops; k++) {
+      const jc_prop *p = &n->props_sorted[k];
+      if (p->len == len && memcmp(p->name, s, len) == 0) return p;
+    }
+    return NULL;
+  }
   key.name = s;
   key.len = len;
   return (const jc_prop *)bsearch(&key, n->props_sorted, n->nprops,

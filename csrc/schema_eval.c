@@ -11,14 +11,14 @@
 static size_t jc_stk_push(jc_vctx *c, size_t n) {
   size_t base = c->stk_n;
   if (n > c->stk_cap - c->stk_n) {
-    size_t cap = c->stk_cap ? c->stk_cap : 256;
+    size_t cap = c->stk_cap;
     size_t *ns;
     while (cap - c->stk_n < n) {
       if (cap > ((size_t)-1) / 4 / sizeof(size_t))
         luaL_error(c->L, "not enough memory");
       cap *= 2;
     }
-    ns = (size_t *)jc_newuserdata(c->L, cap * sizeof(size_t));
+    ns = (size_t *)jc_newuserdata(c->L, cap * sizeof(size_t));   /* boxed */
     if (c->stk_n > 0) memcpy(ns, c->stk, c->stk_n * sizeof(size_t));
     lua_replace(c->L, c->stk_slot);
     c->stk = ns;
@@ -54,7 +54,7 @@ static void jc_memo_put(jc_vctx *c, const jc_node *n, size_t i, int r) {
   size_t mask, pos;
   if (c->memo_n >= JC_MEMO_MAX) return;
   if ((c->memo_n + 1) * 2 > c->memo_cap) {
-    size_t cap = c->memo_cap ? c->memo_cap * 2 : 1024, k;
+    size_t cap = c->memo_cap ? c->memo_cap * 2 : 64, k;
     jc_memo *old = c->memo, *nm;
     nm = (jc_memo *)jc_newuserdata(c->L, cap * sizeof(jc_memo));
     memset(nm, 0, cap * sizeof(jc_memo));
@@ -89,7 +89,9 @@ static int jc_match(jc_vctx *c, const jc_node *n, const jc_pattern *re,
                     const char *s, size_t len) {
   int rc;
   c->work -= 1.0 + (double)(len >> 4);
-  rc = jc_pattern_match(re, c->v->matcher, s, len);
+  rc = c->t->text != NULL   /* parsed text: UTF-8 checked by the parser */
+       ? jc_pattern_match_utf8(re, c->v->matcher, s, len)
+       : jc_pattern_match(re, c->v->matcher, s, len);
   if (rc == JC_PATTERN_LIMIT) c->work -= JC_WORK_REGEX_LIMIT;
   if (c->work < 0) jc_over(c, n);
   return rc;
@@ -176,12 +178,10 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i) {
   lua_State *L = c->L;
   const jc_tv *x = &c->t->v[i];
   const char *s = x->s;
-  size_t len = x->u.len, chars = 0, k;
+  size_t len = x->u.len, chars;
   int ok = 1;
   if (n->min_len != ABSENT || n->max_len != ABSENT) {
-    /* code points: bytes that are not UTF-8 continuation bytes */
-    for (k = 0; k < len; k++)
-      if (((unsigned char)s[k] & 0xC0) != 0x80) chars++;
+    chars = jc_utf8_chars(s, len);
     if (n->min_len != ABSENT && chars < n->min_len) {
       ok = 0;
       jc_report_count(c, n, "minLength", chars, "characters", "minimum",
@@ -444,14 +444,17 @@ static int jc_eval_member(jc_vctx *c, const jc_node *n, size_t k) {
 static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
   const jc_tape *t = c->t;
   const jc_tv *x = &t->v[i];
-  size_t j, k, count = x->n, end = x->u.end, slots = 0;
+  size_t j, k, count = x->n, end = x->u.end, slots = 0, known = 0;
   int ok = 1;
 
   if (n->nprops > 0) {   /* one pass: each member's slot in props_sorted */
     slots = jc_stk_push(c, n->nprops);
     for (j = i + 1; j < end; j = jc_tv_next(t, j + 1)) {
       const jc_prop *p = jc_find_prop(n, t->v[j].s, t->v[j].u.len);
-      if (p != NULL) c->stk[slots + (size_t)p->sidx] = j + 1;
+      if (p != NULL) {
+        c->stk[slots + (size_t)p->sidx] = j + 1;
+        known++;
+      }
     }
   }
   for (k = 0; k < n->nrequired; k++) {
@@ -475,7 +478,9 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
   if (n->nprops > 0) jc_stk_pop(c, slots);
   slots = (size_t)-1;
 
-  if (n->npprops > 0 || n->addl != NULL) {
+  /* every member named in 'properties' and no patternProperties: nothing
+  ** is left for additionalProperties */
+  if (n->npprops > 0 || (n->addl != NULL && known < count)) {
     /* first a quiet pass in document order; the sorted pass below runs
     ** only to report what failed, in a stable order */
     int fast = 1;
@@ -844,12 +849,12 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
   }
   x = &c->t->v[i];
   jt = x->kind;
-  if (!c->v->dynamic &&
+  if (c->quiet && !c->v->dynamic &&
       (jt == JT_OBJECT || jt == JT_ARRAY || n->ref != NULL ||
        n->nanyof > 0 || n->noneof > 0 || n->nallof > 0 || n->not_ != NULL ||
        n->if_ != NULL)) {
     int r = jc_memo_get(c, n, i);
-    if (r >= 0 && (c->quiet || r == 1)) {
+    if (r >= 0) {
       c->edepth--;
       c->cur = saved;
       return r;
@@ -1015,7 +1020,7 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
   lua_pushnil(L);                 /* base + 2: errors, made on the first */
   lua_pushnil(L);                 /* base + 3: scratch stack */
   lua_pushnil(L);                 /* base + 4: memo */
-  memset(&c, 0, sizeof c);
+  memset(&c, 0, offsetof(jc_vctx, stk_local));
   c.L = L;
   c.v = v;
   c.t = t;
@@ -1027,6 +1032,8 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
   c.first = o->first;
   c.nvia = o->basic ? 0 : -1;
   c.loc_line = c.loc_col = 1;
+  c.stk = c.stk_local;        /* small objects never leave the C stack */
+  c.stk_cap = JC_STK_LOCAL;
   c.budget = v->work_budget > 0 ? v->work_budget
              : JC_WORK_BUDGET + JC_WORK_PER_ENTRY * (double)t->n;
   c.work = c.budget;

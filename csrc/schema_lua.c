@@ -213,7 +213,9 @@ static const jc_opt jc_validate_opts[] = {
 
 /*
 ** validator:validate(value [, opts]) -> true | nil, err
-**   value  a JSON value as Lua (tables, strings, numbers, booleans, null)
+**   value  a JSON value as Lua (tables, strings, numbers, booleans, null),
+**          or a tape from core.parse (validated as it is, errors with
+**          offset/line/column as validator:check gives them)
 **   opts   table or nil: first (boolean: stop at the first error),
 **          output ("basic": return JSON Schema's basic output table
 **          { valid, errors = { {keywordLocation, absoluteKeywordLocation,
@@ -275,6 +277,16 @@ static int jc_schema_validate(lua_State *L) {
   o.basic = ov[1].set;
   o.max_errors = ov[3].set ? (int)ov[3].n : JC_MAX_ERRORS;
   lua_settop(L, 2);
+  t = (jc_tape *)luaL_testudata(L, 2, JC_TAPE_MT);
+  if (t != NULL) {            /* a tape from core.parse: validated as it is */
+    luaL_argcheck(L, t->n > 0, 2, "empty tape");
+    n = jc_run(L, v, t, &o, 0);
+    if (n == 0) {
+      lua_pushboolean(L, 1);
+      return 1;
+    }
+    return n;
+  }
   t = jc_tape_acquire(L, JC_VALIDATE_TAPE);          /* 3 */
   budget = v->work_budget > 0 && v->work_budget < (double)JC_WORK_BUDGET
                ? (long)v->work_budget : (long)JC_WORK_BUDGET;

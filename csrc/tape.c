@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define JC_TAPE_MT "jsoncontract.Tape"
 #define JC_CHUNK_MIN 65536
 /* A cached tape keeps at most this many entries' worth of memory between
 ** uses (a 64 MB document should not pin its tape). */

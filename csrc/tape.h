@@ -87,6 +87,8 @@ typedef struct jc_seg {
   ((t)->v[i].kind == JT_OBJECT || (t)->v[i].kind == JT_ARRAY \
      ? (t)->v[i].u.end : (i) + 1)
 
+#define JC_TAPE_MT "jsoncontract.Tape"
+
 /* Push a new, empty tape userdata. [-0, +1, m] */
 jc_tape *jc_tape_new(lua_State *L);
 

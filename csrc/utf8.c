@@ -4,6 +4,8 @@
 */
 #include "utf8.h"
 
+#include <string.h>
+
 size_t jc_utf8_len(const unsigned char *s) {
   unsigned char c = s[0];
   if (c < 0x80) return 1;
@@ -60,3 +62,19 @@ size_t jc_utf8_encode(unsigned long cp, unsigned char *o) {
   return 4;
 }
 
+
+size_t jc_utf8_chars(const char *s, size_t len) {
+  size_t i = 0, cont = 0;
+#if defined(__GNUC__)
+  for (; i + 8 <= len; i += 8) {
+    unsigned long long w;
+    memcpy(&w, s + i, 8);
+    if (w & 0x8080808080808080ULL)   /* bit 7 set, bit 6 clear: 10xxxxxx */
+      cont += (size_t)__builtin_popcountll(w & ~(w << 1) &
+                                           0x8080808080808080ULL);
+  }
+#endif
+  for (; i < len; i++)
+    if (((unsigned char)s[i] & 0xC0) == 0x80) cont++;
+  return len - cont;
+}
