@@ -831,6 +831,10 @@ int jc_parse_tape(lua_State *L, jc_tape *t, const char *text, size_t len,
     jc_fail(&p, "too_big", p.start + max_bytes, "");
     return jc_push_parse_error(&p);
   }
+  /* one entry per ~16 bytes of text is typical: fewer regrowths of a large
+  ** tape (each copies it) */
+  if (t->cap < len / 16)
+    jc_tape_grow(L, t, (void **)&t->v, &t->cap, len / 16, sizeof(jc_tv));
   p.max_depth = max_depth;
   p.decpoint = localeconv()->decimal_point[0];
   if (jc_parse_run(&p) == 0) return 0;
@@ -898,7 +902,7 @@ static int jc_decode(lua_State *L) {
   jc_opts_read(L, 2, jc_decode_opts, v);
   lua_settop(L, 1);
   text = lua_tolstring(L, 1, &len);
-  t = jc_tape_acquire(L, JC_DECODE_TAPE);              /* 2 */
+  t = jc_tape_acquire_at(L, lua_upvalueindex(1));    /* the cached tape */
   r = jc_parse_tape(L, t, text, len,
                     v[0].set ? (size_t)v[0].n : JC_MAX_DEPTH,
                     v[1].set ? (size_t)v[1].n : JC_MAX_BYTES);
@@ -949,5 +953,6 @@ static const luaL_Reg jc_parse_funcs[] = {
 };
 
 void jc_parse_open(lua_State *L) {
-  luaL_setfuncs(L, jc_parse_funcs, 0);
+  lua_pushnil(L);      /* upvalue: the tape decode reuses, made on first use */
+  luaL_setfuncs(L, jc_parse_funcs, 1);
 }

@@ -188,6 +188,7 @@ typedef struct jc_validator {
   jc_via *via;                 /* references being followed, for the
                                   keyword location ("basic" output) */
   double work_budget;          /* work units per validation, 0 = default */
+  jc_tape *tape;               /* reused by validate/check (keep.tape) */
 } jc_validator;
 
 #define ABSENT ((size_t)-1)
@@ -311,7 +312,6 @@ typedef struct jc_key {
   size_t e;            /* tape entry of the member name */
 } jc_key;
 
-#define JC_VALIDATE_TAPE "jsoncontract.validate_tape"
 
 typedef struct jc_vopts {
   int first, basic, max_errors;

@@ -50,6 +50,7 @@ static int jc_validator_gc(lua_State *L) {
     v->keep_ref = LUA_NOREF;
   }
   v->root = NULL;
+  v->tape = NULL;
   v->matcher = NULL;
   v->segs = NULL;
   return 0;
@@ -201,6 +202,26 @@ static int jc_schema_compile(lua_State *L) {
   return 1;
 }
 
+/* The validator's own tape (kept in its keep table), or a fresh one when
+** that one is in use (a reentrant call, or a memory error skipped its
+** release); the fresh one becomes the validator's tape. The tape is also
+** left at stack index 3 when fresh. [-0, +0, m] */
+static jc_tape *jc_v_tape(lua_State *L, jc_validator *v) {
+  jc_tape *t = v->tape;
+  if (t == NULL || t->busy) {
+    t = jc_tape_new(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);
+    lua_pushvalue(L, -2);
+    lua_setfield(L, -2, "tape");
+    lua_pop(L, 1);
+    lua_replace(L, 3);
+    v->tape = t;
+  }
+  jc_tape_reset(t);
+  t->busy = 1;
+  return t;
+}
+
 static const char *const jc_output_names[] = { "basic", NULL };
 
 static const jc_opt jc_validate_opts[] = {
@@ -287,7 +308,8 @@ static int jc_schema_validate(lua_State *L) {
     }
     return n;
   }
-  t = jc_tape_acquire(L, JC_VALIDATE_TAPE);          /* 3 */
+  lua_pushnil(L);                                      /* 3 */
+  t = jc_v_tape(L, v);
   budget = v->work_budget > 0 && v->work_budget < (double)JC_WORK_BUDGET
                ? (long)v->work_budget : (long)JC_WORK_BUDGET;
   r = jc_tape_write_lua(L, t, 2, (size_t)v->max_depth, v->segs, &depth,
@@ -346,7 +368,8 @@ static int jc_schema_check(lua_State *L) {
   o.max_errors = ov[1].set ? (int)ov[1].n : JC_MAX_ERRORS;
   lua_settop(L, 2);
   text = lua_tolstring(L, 2, &len);
-  t = jc_tape_acquire(L, JC_VALIDATE_TAPE);          /* 3 */
+  lua_pushnil(L);                                      /* 3 */
+  t = jc_v_tape(L, v);
   r = jc_parse_tape(L, t, text, len, ov[2].set ? (size_t)ov[2].n : 1000,
                     ov[3].set ? (size_t)ov[3].n : 64 * 1024 * 1024);
   if (r == 0) {

@@ -39,9 +39,9 @@ void jc_tape_free(jc_tape *t, void *p, size_t size) {
 void jc_tape_grow(lua_State *L, jc_tape *t, void **p, size_t *cap,
                   size_t need, size_t elem) {
   size_t nc = *cap ? *cap : 64;
-  while (nc < need) {
+  while (nc < need) {   /* doubling; by half past 1M elements (less slack) */
     if (nc > ((size_t)-1) / 4 / elem) luaL_error(L, "not enough memory");
-    nc *= 2;
+    nc = nc < ((size_t)1 << 20) ? nc * 2 : nc + nc / 2;
   }
   if (nc > ((size_t)-1) / 2 / elem) luaL_error(L, "not enough memory");
   *p = jc_tape_realloc(L, t, *p, *cap * elem, nc * elem);
@@ -127,6 +127,19 @@ jc_tape *jc_tape_acquire(lua_State *L, const char *name) {
     t = jc_tape_new(L);
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_REGISTRYINDEX, name);
+  }
+  jc_tape_reset(t);
+  t->busy = 1;
+  return t;
+}
+
+jc_tape *jc_tape_acquire_at(lua_State *L, int slot) {
+  jc_tape *t = (jc_tape *)lua_touserdata(L, slot);   /* ours: a Tape */
+  if (t == NULL || t->busy) {
+    t = jc_tape_new(L);
+    lua_pushvalue(L, -1);
+    lua_replace(L, slot);
+    lua_pop(L, 1);
   }
   jc_tape_reset(t);
   t->busy = 1;
@@ -323,6 +336,7 @@ static int jc_w_raise(jc_wctx *w, const char *fmt, const char *what,
   luaL_Buffer b;
   size_t i, j;
   const char *p;
+  w->t->busy = 0;       /* the raise skips the caller's release */
   luaL_buffinit(L, &b);
   for (i = 0; i < w->depth; i++) {
     const jc_seg *s = &w->segs[i];

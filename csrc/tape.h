@@ -97,6 +97,10 @@ jc_tape *jc_tape_new(lua_State *L);
 ** Call 'jc_tape_release' when done (an error that skips it leaves the
 ** cache busy: the next call then makes a fresh tape). [-0, +1, m] */
 jc_tape *jc_tape_acquire(lua_State *L, const char *name);
+/* The same for a tape cached at stack index 'slot' (an upvalue index
+** works): nil or a busy tape there is replaced by a fresh one. Pushes
+** nothing. [-0, +0, m] */
+jc_tape *jc_tape_acquire_at(lua_State *L, int slot);
 void jc_tape_release(jc_tape *t);
 
 /* Empty the tape, keeping its entry array (large arenas are freed). */
