@@ -2,11 +2,11 @@
 -- response envelope through the protocol gate.
 -- @module jsoncontract.providers.anthropic
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
+local C = require "jsoncontract.providers.envelope"
+local schema_subset = require "jsoncontract.providers.schema_subset"
 
 local type, ipairs, pairs = type, ipairs, pairs
 local concat = table.concat
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "anthropic" }
 
@@ -55,7 +55,21 @@ local PROFILE = {
 -- @treturn table dropped array of { schema_pointer = string, keyword = string, reason =
 --   string } for every keyword not sent as it is
 -- @raise when schema is not a table
-_M.provider_schema = C.schema_fn(PROFILE)
+_M.provider_schema = schema_subset.schema_fn(PROFILE)
+
+--- The schema subset this provider enforces, as data (see `jsoncontract.providers.schema_subset`).
+_M.SUBSET = PROFILE
+
+--- The schema as a native request sends it, what was not enforced, and the mode.
+-- @tparam table schema
+-- @treturn table schema_sent
+-- @treturn table dropped `{schema_pointer, keyword, reason}` list
+-- @treturn boolean strict always true: the whole subset is enforced as sent
+-- @treturn string mode "native"
+function _M.native_schema(schema)
+    local sent, dropped = _M.provider_schema(schema)
+    return sent, dropped, true, "native"
+end
 
 --- Build the HTTP request for a contract and a conversation.
 -- @tparam table contract { name = string, version = string, schema = table, prompt =
@@ -82,11 +96,12 @@ function _M.build_request(contract, messages, opts)
     }
     local schema_sent, dropped
     if o.mode == "native" then
-        schema_sent, dropped = C.subset(contract.schema, PROFILE)
+        schema_sent, dropped = schema_subset.subset(contract.schema, PROFILE)
         body.output_config = { format = { type = "json_schema", schema = schema_sent } }
     end
-    return C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/messages"), "x-api-key",
-        body, o.mode, schema_sent, dropped, { ["anthropic-version"] = _M.API_VERSION })
+    return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/messages"),
+        auth = "x-api-key", body = body, mode = o.mode, schema_sent = schema_sent, dropped = dropped,
+        headers = { ["anthropic-version"] = _M.API_VERSION } }
 end
 
 -- The text and name of a tool_use block: streamed, the JSON text as the model wrote it (for

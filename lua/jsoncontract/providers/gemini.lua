@@ -4,12 +4,12 @@
 -- goes in the `x-goog-api-key` header, never in the URL.
 -- @module jsoncontract.providers.gemini
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
+local C = require "jsoncontract.providers.envelope"
+local schema_subset = require "jsoncontract.providers.schema_subset"
 
 local type, ipairs, error = type, ipairs, error
 local concat = table.concat
 local format = string.format
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "gemini" }
 
@@ -40,7 +40,21 @@ local PROFILE = { name = "Gemini responseJsonSchema", keep = _M.KEYWORDS, format
 -- @treturn table schema_sent
 -- @treturn table dropped array of { schema_pointer, keyword, reason }
 -- @raise when schema is not a table
-_M.provider_schema = C.schema_fn(PROFILE)
+_M.provider_schema = schema_subset.schema_fn(PROFILE)
+
+--- The schema subset this provider enforces, as data (see `jsoncontract.providers.schema_subset`).
+_M.SUBSET = PROFILE
+
+--- The schema as a native request sends it, what was not enforced, and the mode.
+-- @tparam table schema
+-- @treturn table schema_sent
+-- @treturn table dropped `{schema_pointer, keyword, reason}` list
+-- @treturn boolean strict always true: the whole subset is enforced as sent
+-- @treturn string mode "native"
+function _M.native_schema(schema)
+    local sent, dropped = _M.provider_schema(schema)
+    return sent, dropped, true, "native"
+end
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt (sent as `systemInstruction`) }
@@ -66,7 +80,7 @@ function _M.build_request(contract, messages, opts)
     local gen = { maxOutputTokens = o.max_tokens, temperature = o.temperature }
     local schema_sent, dropped
     if o.mode == "native" then
-        schema_sent, dropped = C.subset(contract.schema, PROFILE)
+        schema_sent, dropped = schema_subset.subset(contract.schema, PROFILE)
         gen.responseMimeType, gen.responseJsonSchema = "application/json", schema_sent
     elseif o.mode == "json" then
         gen.responseMimeType = "application/json"
@@ -75,8 +89,8 @@ function _M.build_request(contract, messages, opts)
         contents = contents, generationConfig = gen }
     local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
     local path = o.stream and (":streamGenerateContent?alt=sse") or ":generateContent"
-    return C.post(o, base .. "/v1beta/models/" .. model .. path, "x-goog-api-key", body, o.mode,
-        schema_sent, dropped)
+    return C.post { opts = o, url = base .. "/v1beta/models/" .. model .. path, auth = "x-goog-api-key",
+        body = body, mode = o.mode, schema_sent = schema_sent, dropped = dropped }
 end
 
 -- google.rpc status names, by what they mean here.
