@@ -47,29 +47,9 @@ local PROFILE = {
     force_required = false, max_min_items = 1,
 }
 
---- The copy of a schema sent in `output_config.format.schema`.
--- Never mutates `schema`. Every object gets `additionalProperties: false`; optional
--- properties stay optional (Anthropic allows them); unsupported keywords are left out.
--- @tparam table schema the contract's full JSON Schema
--- @treturn table schema_sent a deep copy in the subset
--- @treturn table dropped array of { schema_pointer = string, keyword = string, reason =
---   string } for every keyword not sent as it is
--- @raise when schema is not a table
-_M.provider_schema = schema_subset.schema_fn(PROFILE)
-
---- The schema subset this provider enforces, as data (see `jsoncontract.providers.schema_subset`).
-_M.SUBSET = PROFILE
-
---- The schema as a native request sends it, what was not enforced, and the mode.
--- @tparam table schema
--- @treturn table schema_sent
--- @treturn table dropped `{schema_pointer, keyword, reason}` list
--- @treturn boolean strict always true: the whole subset is enforced as sent
--- @treturn string mode "native"
-function _M.native_schema(schema)
-    local sent, dropped = _M.provider_schema(schema)
-    return sent, dropped, true, "native"
-end
+-- What this provider enforces, as data: `SUBSET`, `provider_schema` and `native_schema` come
+-- from the profile (see `jsoncontract.providers.schema_subset.install`).
+schema_subset.install(_M, PROFILE)
 
 --- Build the HTTP request for a contract and a conversation.
 -- @tparam table contract { name = string, version = string, schema = table, prompt =

@@ -35,26 +35,9 @@ _M.FORMATS = { ["date-time"] = true, date = true, time = true }
 local PROFILE = { name = "Gemini responseJsonSchema", keep = _M.KEYWORDS, formats = _M.FORMATS,
     close_objects = false }
 
---- The copy of a schema sent in `generationConfig.responseJsonSchema`.
--- @tparam table schema
--- @treturn table schema_sent
--- @treturn table dropped array of { schema_pointer, keyword, reason }
--- @raise when schema is not a table
-_M.provider_schema = schema_subset.schema_fn(PROFILE)
-
---- The schema subset this provider enforces, as data (see `jsoncontract.providers.schema_subset`).
-_M.SUBSET = PROFILE
-
---- The schema as a native request sends it, what was not enforced, and the mode.
--- @tparam table schema
--- @treturn table schema_sent
--- @treturn table dropped `{schema_pointer, keyword, reason}` list
--- @treturn boolean strict always true: the whole subset is enforced as sent
--- @treturn string mode "native"
-function _M.native_schema(schema)
-    local sent, dropped = _M.provider_schema(schema)
-    return sent, dropped, true, "native"
-end
+-- What this provider enforces, as data: `SUBSET`, `provider_schema` and `native_schema` come
+-- from the profile (see `jsoncontract.providers.schema_subset.install`).
+schema_subset.install(_M, PROFILE)
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt (sent as `systemInstruction`) }

@@ -224,4 +224,21 @@ function C.schema_fn(profile)
     end
 end
 
+--- Give a provider module what it enforces, from its profile (data):
+-- `mod.SUBSET` (the profile), `mod.provider_schema(schema) -> schema_sent, dropped` (raises
+-- when `schema` is not a table) and `mod.native_schema(schema) -> schema_sent, dropped, strict
+-- (true: the whole subset is enforced as sent), mode ("native")`.
+-- @tparam table mod the provider module
+-- @tparam table profile see `subset`
+-- @treturn table mod
+function C.install(mod, profile)
+    mod.SUBSET = profile
+    mod.provider_schema = C.schema_fn(profile)
+    function mod.native_schema(schema)
+        local sent, dropped = mod.provider_schema(schema)
+        return sent, dropped, true, "native"
+    end
+    return mod
+end
+
 return _M
