@@ -1,3 +1,16 @@
---- Alias kept for callers of the old name: the lint command lives in `jsoncontract.cli.lint`.
+--- Alias kept for callers of the old name: the lint command is `jsoncontract.cli.lint`, run
+-- through `jsoncontract.cli.main`.
 -- @module jsoncontract.cli_lint
-return require "jsoncontract.cli.lint"
+local _M = {}
+
+--- Run `jsoncontract lint` with these arguments (with or without the leading "lint").
+-- @tparam table argv strings
+-- @tparam[opt] table env `stdout`, `stderr` (see `jsoncontract.cli`)
+-- @treturn integer exit status
+function _M.run(argv, env)
+    local list = { "lint" }
+    for i = argv[1] == "lint" and 2 or 1, #argv do list[#list + 1] = argv[i] end
+    return require("jsoncontract.cli").main(list, env)
+end
+
+return _M

@@ -6,6 +6,7 @@
 local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
 
+local type = type
 local find, sub, match = string.find, string.sub, string.match
 
 local _M = { _VERSION = "0.1.0" }
@@ -55,6 +56,13 @@ end
 
 --- The names of the known adapters, sorted.
 _M.names = { "strip-leading-think-block", "unwrap-one-json-fence" }
+
+--- Is `name` a known adapter? The one check of an adapter name (contracts, the CLI, replay).
+-- @param name any value
+-- @treturn boolean
+function _M.known(name)
+    return type(name) == "string" and ADAPTERS[name] ~= nil
+end
 
 --- Apply the named adapters, in the order given, to a content string.
 -- @tparam string text the content string of a reply

@@ -186,8 +186,9 @@ function _M.new(def)
     end
     for i, name in ipairs(def.adapters or {}) do
         if type(name) ~= "string" then error("contract adapter " .. i .. " must be a name (string)", 2) end
-        local known, msg = pcall(adapters.apply, "", { name })
-        if not known then error("contract: " .. tostring(msg), 2) end
+        if not adapters.known(name) then
+            error("contract: unknown adapter '" .. name .. "' (known: " .. concat(adapters.names, ", ") .. ")", 2)
+        end
     end
     for i, ex in ipairs(def.examples or {}) do
         if type(ex) ~= "table" or type(ex.input) ~= "string" or ex.output == nil then
