@@ -2,10 +2,11 @@
 -- the C encoder uses, and the one UTF-8-safe clip for text shown in messages.
 -- @module jsoncontract.json
 local core = require "jsoncontract.core"
+local utf8 = require "jsoncontract.utf8"
 
 local type, pairs, getmetatable, setmetatable, tostring, tonumber, next =
     type, pairs, getmetatable, setmetatable, tostring, tonumber, next
-local gsub, byte, sub, gmatch = string.gsub, string.byte, string.sub, string.gmatch
+local gsub, gmatch = string.gsub, string.gmatch
 
 local ARRAY_MT = core.array_mt
 
@@ -93,14 +94,7 @@ end
 function _M.clip(text, max)
     text = tostring(text)
     if #text <= max then return text end
-    local cut = max
-    -- never end inside a UTF-8 sequence: back up over continuation bytes (10xxxxxx)
-    while cut > 0 do
-        local b = byte(text, cut + 1)
-        if not b or b < 0x80 or b >= 0xC0 then break end
-        cut = cut - 1
-    end
-    return sub(text, 1, cut) .. "..."
+    return utf8.cut(text, max) .. "..."
 end
 
 return _M
