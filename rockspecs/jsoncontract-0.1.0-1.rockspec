@@ -17,9 +17,19 @@ gates and becomes a checked Lua value or a named, listed reason why not.
 }
 dependencies = {
    "lua >= 5.1",
+   -- at run time: the clock and the fault/stand-in servers (luasocket), the CLI (argparse,
+   -- luafilesystem), the examples' orders table (luasql-sqlite3), the stand-in's JSON (lua-cjson)
+   "luasocket",
+   "luafilesystem",
+   "argparse",
+   "luasql-sqlite3",
+   "lua-cjson",
 }
+-- Only libraries are looked up: Debian puts curl/curl.h under the multiarch folder
+-- (/usr/include/x86_64-linux-gnu), where the compiler finds it but LuaRocks' header check
+-- does not; pcre2.h and openssl/evp.h are checked where they always are.
 external_dependencies = {
-   CURL = { header = "curl/curl.h", library = "curl" },
+   CURL = { library = "curl" },
    PCRE2 = { header = "pcre2.h", library = "pcre2-8" },
    CRYPTO = { header = "openssl/evp.h", library = "crypto" },
 }
@@ -90,6 +100,9 @@ build = {
    install = {
       bin = { "bin/jsoncontract", "bin/jsoncontract-standin" },
    },
+   -- The examples (contracts, inputs, the stand-in's knowledge of them) are the commands' data:
+   -- installed in the rock's folder, where bin/jsoncontract finds them beside its bin/.
+   copy_directories = { "examples" },
 }
 test = {
    type = "busted",

@@ -8,6 +8,7 @@ local batch = require "jsoncontract.batch"
 local evidence = require "jsoncontract.evidence"
 local errors = require "jsoncontract.errors"
 local util = require "jsoncontract.cli.util"
+local compat = require "jsoncontract.compat"
 
 local format = string.format
 
@@ -87,7 +88,7 @@ local function run_triage(args, env)
         if item.input_error then return no_attempt(item, "input", "invalid_input", item.input_error) end
         -- One item's failure (a bug in a rule, say) is that item's review reason, never the
         -- end of the whole run.
-        local asked, outcome = pcall(run.ask, contract, item.text, {
+        local asked, outcome = compat.pcall(run.ask, contract, item.text, {
             provider = p.provider, model = p.model, api_key = p.api_key, base_url = p.base_url,
             transport = batch.send, sleep = batch.sleep, evidence = log, context = { orders = db },
             item_id = item.id, policy = { max_attempts = max_attempts, token_budget = args.token_budget },

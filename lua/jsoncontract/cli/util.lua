@@ -279,7 +279,11 @@ end
 -- @return[2] nil
 -- @treturn[2] string the first line (for the message)
 function _M.start_helper(script, args, pattern)
-    local proc = io.popen(format("%s %s %s", shell_quote(_M.interpreter()), shell_quote(script), args), "r")
+    -- The child finds our modules where we found them (an installed tree need not be on the
+    -- default paths: LuaRocks' wrapper sets them for us only).
+    local paths = format("package.path=%q package.cpath=%q", package.path, package.cpath)
+    local proc = io.popen(format("%s -e %s %s %s", shell_quote(_M.interpreter()), shell_quote(paths),
+        shell_quote(script), args), "r")
     local line = proc and proc:read("*l")
     local port = line and line:match(pattern)
     if not port then
