@@ -17,7 +17,7 @@ local errors = require "jsoncontract.errors"
 local json = require "jsoncontract.json"
 local http_status = require "jsoncontract.transport.http_status"
 
-local type, pairs, ipairs, tostring, error = type, pairs, ipairs, tostring, error
+local type, pairs, ipairs, tostring, error, setmetatable = type, pairs, ipairs, tostring, error, setmetatable
 local concat, sort = table.concat, table.sort
 local floor, huge = math.floor, math.huge
 local format, lower = string.format, string.lower
@@ -195,12 +195,16 @@ function C.with_system(prompt, msgs)
     return all
 end
 
---- The request table build_request returns: a JSON POST of `r.body` to `r.url`.
+--- The request table build_request returns: a JSON POST of `r.body` to `r.url`, ready for a
+-- transport as it is. Its own fields are the transport's (`url`, `method`, `headers`, `body`;
+-- the caller may add timeouts); what the request means (`mode`, `schema_sent`, `dropped`) is
+-- readable as `req.mode` ... through its metatable, so a transport never sees it and nobody
+-- copies the request to drop it.
 -- @tparam table r `opts` (the checked options; `opts.api_key` when given goes in header
 --   `auth`: "authorization" sends "Bearer <key>", any other name the key as it is), `url`,
 --   `auth` (header name), `body` (table, encoded here), `mode`, `schema_sent`, `dropped`,
 --   `headers` (table of further headers, optional)
--- @treturn table `{url, method = "POST", headers, body, mode, schema_sent, dropped}`
+-- @treturn table `{url, method = "POST", headers, body}` with `mode`, `schema_sent`, `dropped`
 function C.post(r)
     local headers = { ["content-type"] = "application/json" }
     for k, v in pairs(r.headers or {}) do headers[k] = v end
@@ -208,10 +212,8 @@ function C.post(r)
     if key then
         headers[r.auth] = r.auth == "authorization" and "Bearer " .. key or key
     end
-    return {
-        url = r.url, method = "POST", headers = headers, body = core.encode(r.body), mode = r.mode,
-        schema_sent = r.schema_sent, dropped = r.dropped,
-    }
+    return setmetatable({ url = r.url, method = "POST", headers = headers, body = core.encode(r.body) },
+        { __index = { mode = r.mode, schema_sent = r.schema_sent, dropped = r.dropped } })
 end
 
 --- The sum of the token counts given (each a non-negative integer, or counted as 0).

@@ -159,17 +159,15 @@ function _M.ask(contract, input, opts)
 
     for att = 1, policy.max_attempts do
         -- build
+        -- (the request's own fields are the transport's; `req.mode` is read through its metatable)
         local req = provider.build_request(contract_view, messages, popts)
         local mode = req.mode
-        -- The transport sees only what it knows; `mode`/`schema_sent`/`dropped` are ours.
-        local http = { url = req.url, method = req.method, headers = req.headers, body = req.body,
-            timeout_ms = req.timeout_ms or opts.timeout_ms,
-            connect_timeout_ms = req.connect_timeout_ms or opts.connect_timeout_ms,
-            max_response_bytes = req.max_response_bytes or opts.max_response_bytes }
+        req.timeout_ms, req.connect_timeout_ms, req.max_response_bytes =
+            opts.timeout_ms, opts.connect_timeout_ms, opts.max_response_bytes
 
         -- send and read (transport and protocol gates)
         local x = exchange.exchange {
-            send = send, request = http, provider = provider, policy = policy, sleep = sleep, scrub = scrub,
+            send = send, request = req, provider = provider, policy = policy, sleep = sleep, scrub = scrub,
             time_left_ms = function()
                 return policy.time_budget_ms and policy.time_budget_ms - elapsed_ms() or nil
             end,
