@@ -198,6 +198,36 @@ describe("jsoncontract.core tape", function()
         end)
     end)
 
+    describe("through contract:check", function()
+        local jc = require "jsoncontract"
+        local function contract(extra)
+            local def = { name = "t", version = "1", instructions = "x",
+                schema = { type = "object", properties = { n = { type = "integer", maximum = 5 } } } }
+            for k, v in pairs(extra or {}) do def[k] = v end
+            return jc.contract(def)
+        end
+        it("schema errors carry the position of the value in the reply", function()
+            local _, err = contract():check('{\n "n": 9}')
+            assert.equal("schema", err.category)
+            assert.same({ 8, 2, 7 }, { err.errors[1].offset, err.errors[1].line, err.errors[1].column })
+        end)
+        it("a work_budget past which the reply fails as budget_exceeded", function()
+            local _, err = contract({ work_budget = 1 }):check('{"n": 1}')
+            assert.equal("budget_exceeded", err.kind)
+        end)
+        it("adapter rejections carry offset, line and column", function()
+            local c = contract({ adapters = { "unwrap-one-json-fence" } })
+            local _, err = c:check('Here it is:\n```json\n{"n": 1}\n```')
+            assert.equal("adapter_rejected", err.kind)
+            assert.same({ 0, 1, 1 }, { err.offset, err.line, err.column })
+            _, err = c:check('```json\n{"n": 1}\n```\nThanks!')
+            assert.same({ 21, 4, 1 }, { err.offset, err.line, err.column })
+            _, err = c:check('```json\n{"n": 1}\n```\n```json\n{}\n```')
+            assert.equal("adapter_rejected", err.kind)
+            assert.same({ 21, 4, 1 }, { err.offset, err.line, err.column })
+        end)
+    end)
+
     describe("validator:close()", function()
         it("frees now, is idempotent, and later calls raise", function()
             local v = core.compile(true)

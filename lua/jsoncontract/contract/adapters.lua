@@ -39,8 +39,9 @@ ADAPTERS["unwrap-one-json-fence"] = function(text)
         return nil, "the code fence does not cover the whole content (text before or after it)", at - 1
     end
     if find(body, "```", 1, true) then
-        local first = find(text, "```", 1, true)
-        return nil, "more than one code fence", find(text, "```", first + 3, true) - 1
+        -- where the second block opens: the third ``` (the second closes the first block)
+        local second = find(text, "```", find(text, "```", 1, true) + 3, true)
+        return nil, "more than one code fence", (find(text, "```", second + 3, true) or second) - 1
     end
     return body, true
 end

@@ -20,7 +20,7 @@ local null = core.null
 
 local KNOWN_FIELDS = {
     name = true, version = true, schema = true, instructions = true, examples = true,
-    rules = true, adapters = true, format_assertion = true, messages = true,
+    rules = true, adapters = true, format_assertion = true, messages = true, work_budget = true,
 }
 
 -- Render a JSON value for the prompt (compact JSON).
@@ -135,6 +135,7 @@ end
 --   value passes, else a message string, one error `{pointer =, message =}` or a list of them),
 --   `adapters` (optional list of adapter names applied before parsing, see `jsoncontract.adapters`),
 --   `format_assertion` (boolean, default true),
+--   `work_budget` (integer, optional: work units per validation, see `jc.compile`),
 --   `messages` (optional map from a schema location, e.g. "/properties/order_id/pattern", to the
 --   words that replace the validator's for an error there: the message becomes
 --   `<pointer> <value> <words>`, e.g. `/order_id "10420" does not have 4 digits`).
@@ -161,7 +162,7 @@ function _M.new(def)
         error("contract field 'schema' must be a table or JSON text", 2)
     end
     local ok, validator = pcall(core.compile, schema,
-        { format_assertion = def.format_assertion ~= false })
+        { format_assertion = def.format_assertion ~= false, work_budget = def.work_budget })
     if not ok then error("contract '" .. def.name .. "': " .. tostring(validator), 2) end
 
     for _, f in ipairs { "rules", "examples", "adapters" } do
