@@ -1,6 +1,6 @@
 /*
 ** jc.h: types, limits and the error helper shared by the C files of
-** jsoncontract.core. Each area file ('parse.c', 'encode.c', 'schema.c',
+** jsoncontract.core. Each area file ('parse.c', 'encode.c', 'schema_lua.c',
 ** 'pattern.c', 'transport.c') exposes one 'jc_<area>_open' that adds its
 ** functions to the module table; 'core.c' calls them in turn.
 */

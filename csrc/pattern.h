@@ -1,6 +1,7 @@
 /*
 ** pattern.h: regular expressions for the schema gate ('pattern',
-** 'patternProperties'), over PCRE2 8-bit. Only 'schema.c' calls these.
+** 'patternProperties'), over PCRE2 8-bit. Only the schema gate
+** (schema_compile.c, schema_eval.c) calls these.
 **
 ** Semantics (JSON Schema 2020-12 §6.3.3 says ECMA-262; PCRE2 is close):
 ** PCRE2_UTF (code points), PCRE2_DOLLAR_ENDONLY ('$' only at the very end,

@@ -2,13 +2,15 @@
 ** schema_lua.c: the Lua bindings of the schema gate: core.compile and the
 ** "jsoncontract.Validator" methods validate, check and close.
 **
-** schema.c: the schema gate. A JSON Schema (draft 2020-12 keywords, as Lua
+** The schema gate. A JSON Schema (draft 2020-12 keywords, as Lua
 ** values) is compiled into a tree of C nodes owned by a userdata
-** "jsoncontract.Validator"; 'validate' walks one instance (Lua values as
-** 'core.decode' makes them) in one C call and returns every error as a list.
+** "jsoncontract.Validator"; 'validate' and 'check' validate one instance
+** on its tape (tape.h: written by the parser from text, or from a Lua
+** value in one walk) in one C call and return every error as a list.
 **
 ** Ownership: every compiled piece (nodes, arrays of nodes, kept strings,
-** PCRE2 patterns, the matcher, the path scratch) is a Lua value stored in
+** PCRE2 patterns, the matcher, the path scratch, enum/const tapes, the
+** tape reused by validate/check) is a Lua value stored in
 ** one "keep" table; the validator holds a registry reference to it, dropped
 ** by its __gc. A compile that raises halfway leaves only garbage for the
 ** collector. No C pointer outlives the keep table.
@@ -30,9 +32,12 @@
 ** unevaluated* are computed by 'jc_collect' (annotations of the in-place
 ** subschemas that passed); $dynamicRef walks the dynamic scope of
 ** resources kept during evaluation.
-** Before the walk, 'jc_check_json' checks the whole instance is JSON (the
+** Writing a Lua value to the tape checks the whole instance is JSON (the
 ** walk sees only what the schema looks at) and raises with the pointer;
-** uniqueItems hashes items ('jc_find_duplicate'); errors stop at
+** uniqueItems, enum and const compare tape values exactly (int64 and
+** digits beyond, before any double); uniqueItems hashes items
+** ('jc_find_duplicate'); the walk has a work budget and a memo
+** (schema_eval.c); errors stop at
 ** validate's max_errors and messages are bounded (JC_ENUM_SHOW values per
 ** enum message, JC_MESSAGE_JOIN messages in err.message).
 */

@@ -4,7 +4,6 @@
 -- LuaJIT alike, positions on errors, keep_order, bounded work on hostile schemas.
 local core = require "jsoncontract.core"
 
-local A = function(t) return setmetatable(t, core.array_mt) end
 
 -- { pointer, keyword, schema_pointer, message } of each error item
 local function shape(err)
