@@ -225,11 +225,15 @@ static int jc_string_escaped(jc_parser *p, const unsigned char **ps,
     unsigned char c = *s;
     switch (jc_strclass[c]) {
       case 0: *o++ = c; s++; continue;
-      case 1:
+      case 1: {
+        size_t off = (size_t)(run - 1 - p->start);
         p->t->v[e].s = (const char *)o0;
         p->t->v[e].u.len = (size_t)(o - o0);
+        p->t->v[e].flags = JC_TF_ESC;
+        p->t->v[e].n = off < 0xffffffffu ? (unsigned)off : 0xffffffffu;
         *ps = s + 1;
         return 0;
+      }
       case 4:
         n = jc_utf8_len(s);
         if (n == 0) return jc_string_stop(p, s);
@@ -475,7 +479,7 @@ static int jc_open(jc_parser *p, const unsigned char *at, int is_object) {
   }
   e = jc_tape_add(p->L, p->t);
   p->t->v[e].kind = (unsigned char)(is_object ? JT_OBJECT : JT_ARRAY);
-  p->t->v[e].off = (size_t)(at - p->start);
+  p->t->v[e].s = (const char *)at;
   f = &p->frames[p->depth++];
   if (p->depth > p->t->depth) p->t->depth = p->depth;
   f->at = e;
@@ -552,7 +556,7 @@ static size_t jc_dset_put(jc_parser *p, size_t obj, size_t k) {
 /* The raw text of the member name at entry 'e' (parsed: its closing
 ** quote is there), cut for a message into 'out' (80 bytes). */
 static void jc_raw_key(jc_parser *p, size_t e, char *out) {
-  size_t ko = p->t->v[e].off + 1, kl = 0;
+  size_t ko = jc_tv_off(p->t, e) + 1, kl = 0;
   while (p->start[ko + kl] != '"') kl += p->start[ko + kl] == '\\' ? 2 : 1;
   jc_excerpt((const char *)p->start + ko, kl, out, 60);
 }
@@ -622,14 +626,13 @@ value:
     case '"':
       e = jc_tape_add(p->L, t);
       t->v[e].kind = JT_STRING;
-      t->v[e].off = (size_t)(s - p->start);
       if (jc_string(p, &s, e)) return -1;
       goto done;
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
       e = jc_tape_add(p->L, t);
       t->v[e].kind = JT_NUMBER;
-      t->v[e].off = (size_t)(s - p->start);
+      t->v[e].s = (const char *)s;
       if (jc_number(p, &s, e)) return -1;
       goto done;
     case 't':
@@ -638,7 +641,7 @@ value:
       e = jc_tape_add(p->L, t);
       t->v[e].kind = JT_BOOLEAN;
       t->v[e].flags = JC_TF_TRUE;
-      t->v[e].off = (size_t)(s - p->start);
+      t->v[e].s = (const char *)s;
       s += 4;
       goto done;
     case 'f':
@@ -646,7 +649,7 @@ value:
         return jc_bad_literal(p, s, "false");
       e = jc_tape_add(p->L, t);
       t->v[e].kind = JT_BOOLEAN;
-      t->v[e].off = (size_t)(s - p->start);
+      t->v[e].s = (const char *)s;
       s += 5;
       goto done;
     case 'n':
@@ -654,7 +657,7 @@ value:
         return jc_bad_literal(p, s, "null");
       e = jc_tape_add(p->L, t);
       t->v[e].kind = JT_NULL;
-      t->v[e].off = (size_t)(s - p->start);
+      t->v[e].s = (const char *)s;
       s += 4;
       goto done;
     case '+':
@@ -689,7 +692,6 @@ key:
   }
   e = jc_tape_add(p->L, t);
   t->v[e].kind = JT_STRING;
-  t->v[e].off = (size_t)(s - p->start);
   if (jc_string(p, &s, e)) return -1;
   f = &p->frames[p->depth - 1];
   f->key = e;
@@ -697,7 +699,7 @@ key:
     jc_raw_key(p, e, key);
     p->duplicate = 1;
     snprintf(p->head, sizeof p->head, "duplicate key \"%s\" at ", key);
-    return jc_fail(p, "duplicate_key", p->start + t->v[e].off, ")");
+    return jc_fail(p, "duplicate_key", p->start + jc_tv_off(t, e), ")");
   }
   JC_SKIP_WS(s);
   if (*s != ':') {
@@ -771,6 +773,7 @@ void jc_parse_opts(lua_State *L, int arg, size_t *max_depth,
                    size_t *max_bytes) {
   jc_optval v[3];
   jc_opts_read(L, arg, jc_decode_opts, v);
+  luaL_argcheck(L, !v[2].set, arg, "option 'keep_order' is for decode");
   *max_depth = v[0].set ? (size_t)v[0].n : JC_MAX_DEPTH;
   *max_bytes = v[1].set ? (size_t)v[1].n : JC_MAX_BYTES;
 }

@@ -180,7 +180,7 @@ static void jc_push_kwloc(jc_vctx *c, const jc_node *n, const char *kw) {
 ** top when the tape was parsed from text. [-0, +0, m] */
 static void jc_err_pos(jc_vctx *c) {
   lua_State *L = c->L;
-  size_t off = c->t->v[c->cur].off, k;
+  size_t off = jc_tv_off(c->t, c->cur), k;
   const unsigned char *s = (const unsigned char *)c->t->text;
   if (s == NULL || off == JC_NOOFF) return;
   if (off < c->loc_off) {

@@ -157,8 +157,17 @@ size_t jc_tape_add(lua_State *L, jc_tape *t) {
     jc_tape_grow(L, t, (void **)&t->v, &t->cap, t->n + 1, sizeof(jc_tv));
   v = &t->v[t->n];
   memset(v, 0, sizeof *v);
-  v->off = JC_NOOFF;
   return t->n++;
+}
+
+size_t jc_tv_off(const jc_tape *t, size_t i) {
+  const jc_tv *v = &t->v[i];
+  if (t->text == NULL || v->s == NULL) return JC_NOOFF;
+  if (v->kind == JT_STRING) {
+    if (v->flags & JC_TF_ESC) return v->n == 0xffffffffu ? JC_NOOFF : v->n;
+    return (size_t)(v->s - t->text) - 1;
+  }
+  return (size_t)(v->s - t->text);
 }
 
 char *jc_tape_bytes(lua_State *L, jc_tape *t, size_t n) {

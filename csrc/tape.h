@@ -32,14 +32,20 @@ enum { JT_NULL, JT_BOOLEAN, JT_OBJECT, JT_ARRAY, JT_NUMBER, JT_STRING,
                            'u.d' its nearest double */
 #define JC_TF_LEX 8u    /* number: lexeme with fraction or exponent ('s',
                            'n'), 'u.d' its nearest double */
-#define JC_NOOFF ((size_t)-1)   /* 'off' of a value written from Lua */
+#define JC_TF_ESC 16u   /* string: had escapes, 's' is in the arena and 'n'
+                           its offset in the text (0xffffffff: unknown) */
+#define JC_NOOFF ((size_t)-1)   /* no offset: written from Lua */
 
+/* 24 bytes. The byte offset of a value in the text is not stored but
+** derived ('jc_tv_off'): parsed entries point at their first byte ('s';
+** a string at the byte after its quote), but escaped strings, which
+** point into the arena and keep their offset in 'n'. */
 typedef struct jc_tv {
   unsigned char kind;   /* JT_* */
   unsigned char flags;  /* JC_TF_* */
   unsigned n;           /* array items, object members, lexeme bytes */
-  size_t off;           /* byte offset of the value in the text */
-  const char *s;        /* string bytes; number lexeme */
+  const char *s;        /* string bytes; number lexeme; else (parsed) the
+                           value's first byte in the text */
   union {
     size_t len;         /* string length (bytes) */
     size_t end;         /* container: index past its last child */
@@ -106,7 +112,10 @@ void jc_tape_release(jc_tape *t);
 /* Empty the tape, keeping its entry array (large arenas are freed). */
 void jc_tape_reset(jc_tape *t);
 
-/* Append one entry (zeroed but for 'off' = JC_NOOFF); returns its index.
+/* Byte offset of entry 'i' in the text, JC_NOOFF when not parsed. */
+size_t jc_tv_off(const jc_tape *t, size_t i);
+
+/* Append one zeroed entry; returns its index.
 ** Raises a memory error. [-0, +0, m] */
 size_t jc_tape_add(lua_State *L, jc_tape *t);
 

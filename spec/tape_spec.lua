@@ -54,6 +54,12 @@ describe("jsoncontract.core tape", function()
             assert.same({ 16, 1, 15 }, { err.errors[1].offset, err.errors[1].line, err.errors[1].column })
         end)
 
+        it("knows where a string with escapes stands", function()
+            local v = core.compile({ properties = { b = { maxLength = 0 } } })
+            local _, err = v:check('{"a":"x\\ny",\n"b":"\\u00e4"}')
+            assert.same({ 17, 2, 5 }, { err.errors[1].offset, err.errors[1].line, err.errors[1].column })
+        end)
+
         it("keeps document order when asked", function()
             local v = core.compile(true)
             local value = v:check('{"z":1,"a":{"y":2,"b":3}}', { keep_order = true })
