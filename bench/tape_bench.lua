@@ -29,7 +29,7 @@ if arg and arg[1] == "--peak" then
     local text = f:read("*a")
     f:close()
     local v
-    if arg[2] == "jc" then v = assert(core.decode(text)) else v = cjson.decode(text) end
+    if arg[2] == "jc" then v = assert(core.decode(text, { max_bytes = 1e9 })) else v = cjson.decode(text) end
     local st = assert(io.open("/proc/self/status")):read("*a")
     print(st:match("VmHWM:%s*(%d+)"), #text, type(v))
     os.exit(0)

@@ -29,6 +29,16 @@ static size_t jc_stk_push(jc_vctx *c, size_t n) {
   return base;
 }
 
+/* Push value 'ref' of the keep table (fetched into its slot on first use:
+** only error reports need it). [-0, +1, m] */
+static void jc_keep_get(jc_vctx *c, int ref) {
+  if (lua_isnil(c->L, c->keep)) {
+    lua_rawgeti(c->L, LUA_REGISTRYINDEX, c->v->keep_ref);
+    lua_replace(c->L, c->keep);
+  }
+  lua_rawgeti(c->L, c->keep, ref);
+}
+
 static size_t jc_memo_pos(const jc_node *n, size_t i, size_t mask) {
   jc_u64 h = (jc_u64)(size_t)n * 0x9E3779B97F4A7C15ULL ^
              (jc_u64)i * 0xC2B2AE3D27D4EB4FULL;
@@ -889,7 +899,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
   if (n->enum_ref != 0 && !jc_enum_has(c, n, i)) {
     ok = 0;
     if (!c->quiet) {
-      lua_rawgeti(L, c->keep, n->enum_ref);
+      jc_keep_get(c, n->enum_ref);
       jc_report_enum(c, n, n->nenum);
       lua_pop(L, 1);
     }
@@ -900,7 +910,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
     if (!c->quiet) {
       int cv;
       const char *where;
-      lua_rawgeti(L, c->keep, n->const_ref);
+      jc_keep_get(c, n->const_ref);
       cv = lua_gettop(L);
       where = jc_err_begin(c, n, "const");
       lua_pushvalue(L, cv);
@@ -1016,7 +1026,7 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
   jc_vctx c;
   int base = lua_gettop(L), i, valid = 0;
   luaL_checkstack(L, 24, "jsoncontract.validate");
-  lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);   /* base + 1: keep */
+  lua_pushnil(L);                 /* base + 1: keep, fetched on an error */
   lua_pushnil(L);                 /* base + 2: errors, made on the first */
   lua_pushnil(L);                 /* base + 3: scratch stack */
   lua_pushnil(L);                 /* base + 4: memo */

@@ -302,8 +302,13 @@ static int jc_schema_validate(lua_State *L) {
   o.first = ov[0].set && ov[0].b;
   o.basic = ov[1].set;
   o.max_errors = ov[3].set ? (int)ov[3].n : JC_MAX_ERRORS;
-  lua_settop(L, 2);
-  t = (jc_tape *)luaL_testudata(L, 2, JC_TAPE_MT);
+  if (lua_gettop(L) != 2) lua_settop(L, 2);
+  t = NULL;
+  if (lua_type(L, 2) == LUA_TUSERDATA && lua_getmetatable(L, 2)) {
+    if (lua_rawequal(L, -1, lua_upvalueindex(2)))
+      t = (jc_tape *)lua_touserdata(L, 2);
+    lua_pop(L, 1);
+  }
   if (t != NULL) {            /* a tape from core.parse: validated as it is */
     luaL_argcheck(L, t->n > 0, 2, "empty tape");
     n = jc_run(L, v, t, &o, 0);
@@ -424,8 +429,11 @@ void jc_schema_open(lua_State *L) {
     lua_pushliteral(L, JC_VALIDATOR_MT);
     lua_setfield(L, -2, "__name");
     lua_newtable(L);
-    lua_pushvalue(L, -2);   /* upvalue: the metatable, for jc_self */
-    luaL_setfuncs(L, jc_validator_methods, 1);
+    lua_pushvalue(L, -2);   /* upvalue 1: the metatable, for jc_self */
+    jc_tape_new(L);         /* upvalue 2: the Tape metatable, by identity */
+    lua_getmetatable(L, -1);
+    lua_remove(L, -2);
+    luaL_setfuncs(L, jc_validator_methods, 2);
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);
