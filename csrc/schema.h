@@ -135,6 +135,8 @@ struct jc_node {
   jc_prop *props_sorted;       /* byte order, for lookup */
   size_t nprops;
   int props_set;               /* keep index: { name = index + 1 in sorted } */
+  unsigned *props_hash;        /* open addressing: sorted index + 1, 0 empty */
+  size_t props_mask;           /* its size - 1 (more than 8 properties) */
   jc_patprop *pprops;          /* byte order of the source */
   size_t npprops;
   jc_node *addl;               /* 'additionalProperties' (NULL if true) */

@@ -325,21 +325,35 @@ static int jc_patprop_cmp(const void *x, const void *y) {
   return jc_cmp_bytes(a->src, a->len, b->src, b->len);
 }
 
+/* A cheap hash of a property name for 'props_hash': its length and three
+** of its bytes (names of one schema rarely agree on all four; equal
+** hashes are told apart by the bytes). */
+static size_t jc_name_hash(const char *s, size_t len) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t h = len * 0x9E3779B1u;
+  if (len > 0)
+    h ^= ((size_t)u[0] << 16) ^ ((size_t)u[len - 1] << 8) ^ u[len / 2];
+  return h ^ (h >> 15);
+}
+
 const jc_prop *jc_find_prop(const jc_node *n, const char *s,
                                    size_t len) {
-  jc_prop key;
-  if (n->nprops <= 8) {   /* a few: by length, then bytes */
-    size_t k;
-    for (k = 0; k < n->nprops; k++) {
-      const jc_prop *p = &n->props_sorted[k];
+  size_t k;
+  if (n->props_hash != NULL) {   /* many: by hash */
+    size_t pos = jc_name_hash(s, len) & n->props_mask;
+    unsigned e;
+    while ((e = n->props_hash[pos]) != 0) {
+      const jc_prop *p = &n->props_sorted[e - 1];
       if (p->len == len && memcmp(p->name, s, len) == 0) return p;
+      pos = (pos + 1) & n->props_mask;
     }
     return NULL;
   }
-  key.name = s;
-  key.len = len;
-  return (const jc_prop *)bsearch(&key, n->props_sorted, n->nprops,
-                                  sizeof(jc_prop), jc_prop_cmp);
+  for (k = 0; k < n->nprops; k++) {   /* a few: by length, then bytes */
+    const jc_prop *p = &n->props_sorted[k];
+    if (p->len == len && memcmp(p->name, s, len) == 0) return p;
+  }
+  return NULL;
 }
 
 /* Compile a regex at the top-of-stack string for 'kw'; keeps it. */
@@ -478,6 +492,18 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
     if (n->nprops > 1)
       qsort(n->props_sorted, n->nprops, sizeof(jc_prop), jc_prop_cmp);
     for (j = 0; j < n->nprops; j++) n->props_sorted[j].sidx = (long)j;
+    if (n->nprops > 8) {   /* a hash table of the names, load <= 1/2 */
+      size_t cap = 16;
+      while (cap < n->nprops * 2) cap *= 2;
+      n->props_hash = (unsigned *)jc_keep_block(c, cap, sizeof(unsigned));
+      n->props_mask = cap - 1;
+      for (j = 0; j < n->nprops; j++) {
+        size_t pos = jc_name_hash(n->props_sorted[j].name,
+                                  n->props_sorted[j].len) & n->props_mask;
+        while (n->props_hash[pos] != 0) pos = (pos + 1) & n->props_mask;
+        n->props_hash[pos] = (unsigned)(j + 1);
+      }
+    }
     lua_createtable(L, 0, (int)n->nprops);
     for (j = 0; j < n->nprops; j++) {
       lua_rawgeti(L, c->keep, n->props_sorted[j].name_ref);
