@@ -905,7 +905,7 @@ static int jc_decode(lua_State *L) {
   jc_opts_read(L, 2, jc_decode_opts, v);
   lua_settop(L, 1);
   text = lua_tolstring(L, 1, &len);
-  t = jc_tape_acquire_at(L, lua_upvalueindex(1));    /* the cached tape */
+  t = jc_tape_acquire_at(L, lua_upvalueindex(1));    /* 2: the tape */
   r = jc_parse_tape(L, t, text, len,
                     v[0].set ? (size_t)v[0].n : JC_MAX_DEPTH,
                     v[1].set ? (size_t)v[1].n : JC_MAX_BYTES);

@@ -207,13 +207,11 @@ static int jc_schema_compile(lua_State *L) {
   return 1;
 }
 
-/* The validator's own tape (kept in its keep table), or a fresh one when
-** that one is in use (a reentrant call, or a memory error skipped its
-** release); the fresh one becomes the validator's tape. The tape is also
-** left at stack index 3 when fresh. [-0, +0, m] */
+/* The validator's own tape (kept in its keep table), or a fresh one at
+** stack index 3 when that one is in use. [-0, +0, m] */
 static jc_tape *jc_v_tape(lua_State *L, jc_validator *v) {
   jc_tape *t = v->tape;
-  if (t == NULL || t->busy) {
+  if (t == NULL) {            /* first use: made and kept (keep.tape) */
     t = jc_tape_new(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);
     lua_pushvalue(L, -2);
@@ -221,6 +219,12 @@ static jc_tape *jc_v_tape(lua_State *L, jc_validator *v) {
     lua_pop(L, 1);
     lua_replace(L, 3);
     v->tape = t;
+  } else if (t->busy) {
+    /* in use (a reentrant call from a __gc, or a memory error skipped
+    ** its release): a fresh one, anchored at stack index 3 only; the
+    ** kept one is never replaced while a call may be using it */
+    t = jc_tape_new(L);
+    lua_replace(L, 3);
   }
   jc_tape_reset(t);
   t->busy = 1;

@@ -135,11 +135,17 @@ jc_tape *jc_tape_acquire(lua_State *L, const char *name) {
 
 jc_tape *jc_tape_acquire_at(lua_State *L, int slot) {
   jc_tape *t = (jc_tape *)lua_touserdata(L, slot);   /* ours: a Tape */
-  if (t == NULL || t->busy) {
+  if (t == NULL) {                /* first use: made and cached */
     t = jc_tape_new(L);
     lua_pushvalue(L, -1);
     lua_replace(L, slot);
-    lua_pop(L, 1);
+  } else if (t->busy) {
+    /* in use (a reentrant call, or one that raised before its release):
+    ** a fresh one, anchored on the stack only; the cached one stays
+    ** where it is, anchored for the call that uses it */
+    t = jc_tape_new(L);
+  } else {
+    lua_pushvalue(L, slot);
   }
   jc_tape_reset(t);
   t->busy = 1;
@@ -402,7 +408,10 @@ static int jc_w_table(jc_wctx *w, int idx, size_t me) {
     }
     lua_pop(L, 1);
   }
-  if (!lua_checkstack(L, 6)) luaL_error(L, "value too deep (Lua stack)");
+  if (!lua_checkstack(L, 6)) {
+    t->busy = 0;
+    luaL_error(L, "value too deep (Lua stack)");
+  }
   if (w->depth + 1 > t->depth) t->depth = w->depth + 1;
   if (lua_getmetatable(L, idx)) {
     marked = lua_topointer(L, -1) == w->amt;
@@ -450,7 +459,7 @@ static int jc_w_table(jc_wctx *w, int idx, size_t me) {
                           "array", "");
       }
     }
-    if (n > 0xffffffffu) luaL_error(L, "array too long");
+    if (n > 0xffffffffu) { t->busy = 0; luaL_error(L, "array too long"); }
     t->v[me].n = (unsigned)n;
     s->key = NULL;
     s->len = 0;
@@ -494,7 +503,7 @@ static int jc_w_table(jc_wctx *w, int idx, size_t me) {
       lua_pop(L, 1);
       if (r) { lua_pop(L, 1); return r; }
     }
-    if (count > 0xffffffffu) luaL_error(L, "object too large");
+    if (count > 0xffffffffu) { t->busy = 0; luaL_error(L, "object too large"); }
     t->v[me].n = (unsigned)count;
   }
   t->v[me].u.end = t->n;

@@ -99,13 +99,13 @@ typedef struct jc_seg {
 jc_tape *jc_tape_new(lua_State *L);
 
 /* The tape cached under registry name 'name' (made on first use) when it
-** is not busy, else a fresh one; pushes it, marks it busy and resets it.
-** Call 'jc_tape_release' when done (an error that skips it leaves the
-** cache busy: the next call then makes a fresh tape). [-0, +1, m] */
+** is not busy, else a fresh one (which becomes the cached tape; the busy
+** one stays anchored on its caller's stack); pushes it, marks it busy and
+** resets it. Call 'jc_tape_release' when done. [-0, +1, m] */
 jc_tape *jc_tape_acquire(lua_State *L, const char *name);
 /* The same for a tape cached at stack index 'slot' (an upvalue index
-** works): nil or a busy tape there is replaced by a fresh one. Pushes
-** nothing. [-0, +0, m] */
+** works; nil there: one is made and cached). A busy cached tape is left
+** alone and a fresh one used. Pushes the tape used. [-0, +1, m] */
 jc_tape *jc_tape_acquire_at(lua_State *L, int slot);
 void jc_tape_release(jc_tape *t);
 

@@ -233,6 +233,40 @@ describe("jsoncontract.core tape", function()
         end)
     end)
 
+    describe("reentrant calls (a __gc that validates while a tape is in use)", function()
+        it("give each call its own tape", function()
+            local v = core.compile({ type = "array", items = { type = "object" } })
+            local items = {}
+            for i = 1, 2000 do items[i] = '{"a":"' .. string.rep("x", i % 50) .. '","b":[1,2,3]}' end
+            local text = "[" .. table.concat(items, ",") .. "]"
+            local inner, arm = 0, nil
+            local function on_gc()
+                inner = inner + 1
+                assert(v:check(text))
+                assert(core.decode(text))
+                arm()
+            end
+            local proxy = rawget(_G, "newproxy")   -- LuaJIT / 5.1: __gc on a userdata
+            arm = function()
+                if proxy then
+                    getmetatable(proxy(true)).__gc = on_gc
+                else
+                    setmetatable({}, { __gc = on_gc })
+                end
+            end
+            local pause = collectgarbage("setpause", 10)
+            finally(function() collectgarbage("setpause", pause); arm = function() end end)
+            arm()
+            for _ = 1, 20 do
+                assert.equal(2000, #assert(v:check(text)))
+                local d = assert(core.decode(text))
+                assert.equal(2000, #d)
+                assert.is_true(v:validate(d))
+            end
+            assert.is_true(inner > 0)
+        end)
+    end)
+
     describe("validator:close()", function()
         it("frees now, is idempotent, and later calls raise", function()
             local v = core.compile(true)
