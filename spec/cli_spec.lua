@@ -407,6 +407,23 @@ describe("bin/jsoncontract", function()
             assert.falsy(out:find("traceback", 1, true))
         end)
 
+        it("check reads the reply from stdin when it is - or not given", function()
+            local reply = temp('{"intent":"delivery","order_id":null,"urgent":true,"summary":"x."}')
+            for _, args in ipairs { "check - < ", "check < ", "check --contract=examples/support_ticket.lua - < " } do
+                local out, code = jcli(args .. reply)
+                assert.equal(0, code, args .. out)
+                assert.equal("accepted", core.decode(out).verdict)
+            end
+        end)
+
+        it("probe says when --out cannot be written, before sending anything", function()
+            local out, code = jcli("probe --base-url http://127.0.0.1:9 --model m --out /")
+            assert.equal(2, code, out)
+            assert.truthy(out:find("probe: cannot write --out: /: Is a directory", 1, true), out)
+            assert.falsy(out:find("traceback", 1, true), out)
+            assert.falsy(out:find("capability", 1, true), out)
+        end)
+
         it("check, diff and replay say when a file is a folder", function()
             for _, args in ipairs { "check --contract examples/support_ticket.lua /", "diff / /", "replay /" } do
                 local out, code = jcli(args)
