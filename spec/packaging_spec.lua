@@ -120,6 +120,12 @@ describe("the rock", function()
         local examples = script:match("^(.*)/bin/jsoncontract$") .. "/examples"
         out, code = sh(run .. "check --contract=" .. q(examples .. "/blog_category.lua") .. " < /dev/null")
         assert.equal(1, code, out)
+        -- and without `luarocks path`: the script finds its tree's modules itself
+        local v_ = (version:gsub("%.", "_"))
+        out, code = sh("cd " .. q(away) .. " && env -u LUA_PATH -u LUA_CPATH -u LUA_PATH_" .. v_ .. " -u LUA_CPATH_"
+            .. v_ .. " -u LD_PRELOAD " .. lua .. " " .. q(script) .. " check < /dev/null")
+        assert.equal(1, code, out)
+        assert.truthy(out:find('"verdict": "rejected"', 1, true), out)
     end
 
     local function skip_reason()
