@@ -761,3 +761,16 @@ describe("jsoncontract.standin.server", function()
         assert.equal(200, (request("GET", "/health")))
     end)
 end)
+
+describe("bin/jsoncontract-standin's options", function()
+    local util = require "support.util"
+    local lua = os.getenv("JC_TEST_LUA") or "lua5.4"
+    it("refuses a port outside 0..65535 (it wrapped around) and an --examples folder that is not there", function()
+        for _, args in ipairs { "--port 99999", "--port 1.5", "--port=abc", "--examples /nonexistent/x" } do
+            local out, code = util.sh("env -u LD_PRELOAD " .. lua .. " bin/jsoncontract-standin --max-seconds 1 " .. args)
+            assert.equal(2, code, args .. ": " .. out)
+            assert.falsy(out:find("listening", 1, true), out)
+            assert.truthy(out:find("jsoncontract-standin: --", 1, true), out)
+        end
+    end)
+end)
