@@ -370,7 +370,17 @@ function _M.identity(self)
     return { name = self.name, version = self.version, schema_hash = self.schema_hash }
 end
 
+--- One line describing a (sub)schema for the prompt: types, allowed values and limits.
+-- @function describe
+-- @tparam table|boolean schema
+-- @treturn string e.g. `string, one of "a", "b"` or `integer, minimum 1`
 _M.describe = describe
+
+--- An object schema's property names in prompt order: `required` first, in its order, then
+-- the rest sorted (the validator reports errors in the same order).
+-- @function property_order
+-- @tparam table schema
+-- @treturn {string,...}
 _M.property_order = property_order
 
 --- Is `v` a contract made by `new`?
