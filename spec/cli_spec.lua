@@ -285,6 +285,16 @@ describe("bin/jsoncontract", function()
                 assert.truthy(out.text():find(p, 1, true), p)
             end
         end)
+        it("runs from inside bin/ too (./jsoncontract found no modules there)", function()
+            for _, script in ipairs { "jsoncontract", "./jsoncontract" } do
+                local out, code = sh("cd bin && " .. NOKEY .. LUA .. " " .. script .. " examples blog_category")
+                assert.equal(0, code, out)
+                assert.truthy(out:find("== blog_category 1.0.0: 6 inputs", 1, true), out)
+            end
+            local out, code = sh("cd bin && " .. LUA .. " ./jsoncontract-standin --max-seconds 1")
+            assert.equal(0, code, out)
+            assert.truthy(out:find("^listening 127%.0%.0%.1:%d+"), out)
+        end)
         it("reads --opt=value as the option, not as a file name", function()
             local path = temp('{"intent":"delivery","order_id":"1042","urgent":true,"summary":"x."}')
             local out, code = jcli("check --contract=examples/support_ticket.lua " .. path)
