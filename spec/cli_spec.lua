@@ -443,6 +443,16 @@ describe("bin/jsoncontract", function()
             end
         end)
 
+        it("triage says once when OPENAI_BASE_URL is not a URL, and creates nothing", function()
+            local dir = os.tmpname()
+            os.remove(dir)
+            local out, code = sh("OPENAI_API_KEY=sk-test OPENAI_BASE_URL=not-a-url " .. LUA
+                .. " bin/jsoncontract triage --limit 1 --out " .. dir)
+            assert.equal(2, code, out)
+            assert.truthy(out:find("OPENAI_BASE_URL needs an http(s) URL, not not-a-url", 1, true), out)
+            assert.is_nil(io.open(dir, "rb"))
+        end)
+
         it("probe says when --out cannot be written, before sending anything", function()
             local out, code = jcli("probe --base-url http://127.0.0.1:9 --model m --out /")
             assert.equal(2, code, out)

@@ -211,15 +211,27 @@ function _M.choose_provider(o)
     if o.model == "" then return nil, "option --model needs a name" end
     local base = o.base_url
     if base and not base:match("^https?://[^/]") then return nil, "option --base-url needs an http(s) URL" end
+    -- A base URL from the environment is checked here too: a bad one is one usage error, not
+    -- an internal error on every item. Empty means unset.
+    local function env_base(name)
+        local v = base or env(name)
+        if v == "" then v = nil end
+        if v and not v:match("^https?://[^/]") then return nil, name .. " needs an http(s) URL, not " .. v end
+        return v or false
+    end
     local openai_key, anthropic_key = env("OPENAI_API_KEY"), env("ANTHROPIC_API_KEY")
     if openai_key and openai_key ~= "" and (o.provider == nil or o.provider == "openai") then
+        local url, uerr = env_base("OPENAI_BASE_URL")
+        if url == nil then return nil, uerr end
         return { provider = "openai", api_key = openai_key, model = o.model or env("OPENAI_MODEL") or "gpt-4o-mini",
-            base_url = base or env("OPENAI_BASE_URL") }
+            base_url = url or nil }
     end
     if anthropic_key and anthropic_key ~= "" and (o.provider == nil or o.provider == "anthropic") then
+        local url, uerr = env_base("ANTHROPIC_BASE_URL")
+        if url == nil then return nil, uerr end
         return { provider = "anthropic", api_key = anthropic_key,
             model = o.model or env("ANTHROPIC_MODEL") or "claude-sonnet-4-5",
-            base_url = base or env("ANTHROPIC_BASE_URL") }
+            base_url = url or nil }
     end
     if base then
         if not o.model then return nil, "option --base-url without an API key needs --model" end
