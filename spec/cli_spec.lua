@@ -453,6 +453,15 @@ describe("bin/jsoncontract", function()
             assert.is_nil(io.open(dir, "rb"))
         end)
 
+        it("check says a JSON Schema is not a contract file", function()
+            local schema = temp('{"type":"object"}')
+            os.rename(schema, schema .. ".json")
+            tmp[#tmp + 1] = schema .. ".json"
+            local out, code = jcli("check --contract " .. schema .. ".json " .. schema .. ".json")
+            assert.equal(2, code, out)
+            assert.truthy(out:find("a contract is a Lua file returning {contract = ...}", 1, true), out)
+        end)
+
         it("probe says when --out cannot be written, before sending anything", function()
             local out, code = jcli("probe --base-url http://127.0.0.1:9 --model m --out /")
             assert.equal(2, code, out)

@@ -128,6 +128,10 @@ end
 -- @return[2] nil
 -- @treturn[2] string message
 function _M.load_contract(path)
+    if path:match("%.json$") then
+        return nil, "cannot load contract " .. path .. ": a contract is a Lua file returning {contract = ...} "
+            .. "(a JSON Schema alone has no instructions or rules; lint and diff take one)"
+    end
     local ok, mod = pcall(dofile, path)
     if not ok then return nil, "cannot load contract " .. path .. ": " .. tostring(mod) end
     if type(mod) ~= "table" or type(mod.contract) ~= "table" then
