@@ -443,6 +443,16 @@ describe("bin/jsoncontract", function()
             end
         end)
 
+        it("triage reads the mailbox from stdin with --input -", function()
+            local dir = os.tmpname()
+            os.remove(dir)
+            finally(function() os.execute("rm -rf '" .. dir .. "'") end)
+            local out, code = jcli("triage --input - --delay-ms 0 --out " .. dir .. " < examples/mailbox.jsonl")
+            assert.equal(0, code, out)
+            local n = #util.lines("cat examples/mailbox.jsonl")
+            assert.truthy(out:find(n .. " messages: ", 1, true), out)
+        end)
+
         it("triage says once when OPENAI_BASE_URL is not a URL, and creates nothing", function()
             local dir = os.tmpname()
             os.remove(dir)

@@ -158,8 +158,8 @@ return {
     name = "triage",
     summary = "Triage a mailbox with the support-ticket contract into tickets and a review queue.",
     configure = function(parser)
-        parser:option("--input", "JSONL mailbox (default: $JC_SHARED/corpora/support-emails/emails.jsonl "
-            .. "when present, else examples/mailbox.jsonl).")
+        parser:option("--input", "JSONL mailbox, - for stdin (default: $JC_SHARED/corpora/support-emails/"
+            .. "emails.jsonl when present, else examples/mailbox.jsonl).")
         parser:option("--out", "Output folder, must be new or empty (default: out/triage-<UTC time>).")
         parser:option("--contract", "Lua file returning {contract=...} (default: examples/support_ticket.lua).")
         parser:option("--provider", "Provider: " .. table.concat(require("jsoncontract.providers").names, ", ")

@@ -169,13 +169,14 @@ end
 
 --- Read a JSONL mailbox. A line that is not a JSON object with a string `text` becomes an item
 -- with `input_error`, so it still ends in the review queue: nothing is lost.
--- @tparam string path
+-- @tparam string path a file, or "-" for stdin
 -- @tparam[opt] integer limit only the first `limit` messages
 -- @treturn[1] table items `{id, text, ...}` or `{id, input_error}`
 -- @return[2] nil
 -- @treturn[2] string message
 function _M.read_mailbox(path, limit)
-    local bytes, msg = _M.read_file(path)
+    local bytes, msg
+    if path == "-" then bytes = io.read("*a") else bytes, msg = _M.read_file(path) end
     if not bytes then return nil, msg end
     local items, lineno = {}, 0
     if limit == 0 then return items end
