@@ -341,6 +341,8 @@ describe("bin/jsoncontract", function()
             { "--parallel 0", "option --parallel must be from 1 to 256" },
             { "--parallel 100000", "option --parallel must be from 1 to 256" },
             { "--max-attempts 0", "option --max-attempts must be at least 1" },
+            { "--token-budget 0", "option --token-budget must be at least 1" },
+            { "--contract /nonexistent.lua", "cannot load contract /nonexistent.lua" },
             { "--provider foo", "unknown provider foo" },
             { "--model ''", "option --model needs a name" },
             { "--base-url ftp://x", "option --base-url needs an http(s) URL" },
