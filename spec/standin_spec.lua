@@ -622,6 +622,16 @@ describe("jsoncontract.standin.server", function()
         if proc then proc:close() end
     end)
 
+    it("answers JSON mode (response_format json_object, no schema) with an object", function()
+        local code, body = request("POST", "/v1/chat/completions", cjson.encode({
+            model = "m", max_tokens = 50, response_format = { type = "json_object" },
+            messages = { { role = "user", content = "Reply with the JSON object {\"ok\": true}." } },
+        }))
+        assert.equal(200, code)
+        local content = cjson.decode(body).choices[1].message.content
+        assert.equal("table", type(cjson.decode(content)), content)
+    end)
+
     it("answers GET /health", function()
         local code, body = request("GET", "/health")
         assert.same({ 200, { ok = true } }, { code, cjson.decode(body) })
