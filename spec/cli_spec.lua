@@ -448,6 +448,18 @@ describe("bin/jsoncontract", function()
             assert.falsy(out:find("traceback", 1, true))
         end)
 
+        it("check tells a terminal that it waits for the reply (not a silent hang)", function()
+            if not sh("command -v script"):match("%S") then
+                pending("terminal check skipped: script (util-linux) not found")
+                return
+            end
+            -- script(1) gives the command a terminal; its own stdin at EOF ends the reply
+            local out = sh("script -qec " .. "'" .. NOKEY .. LUA .. " bin/jsoncontract check' /dev/null < /dev/null")
+            assert.truthy(out:find("reading the reply from the terminal; end it with Ctrl-D", 1, true), out)
+            out = sh("echo '{}' | " .. NOKEY .. LUA .. " bin/jsoncontract check")
+            assert.falsy(out:find("reading the reply from the terminal", 1, true), out)
+        end)
+
         it("check reads the reply from stdin when it is - or not given", function()
             local reply = temp('{"intent":"delivery","order_id":null,"urgent":true,"summary":"x."}')
             for _, args in ipairs { "check - < ", "check < ", "check --contract=examples/support_ticket.lua - < " } do

@@ -21,6 +21,11 @@ return {
             text, err = util.read_file(args.reply)
             if not text then return util.fail(env, err) end
         else
+            -- typed at a terminal, the wait would look like a hang: say what it waits for
+            if util.isatty(io.stdin) then
+                env.stderr:write("jsoncontract: reading the reply from the terminal; end it with Ctrl-D "
+                    .. "(or give REPLY, a file)\n")
+            end
             text = io.read("*a")
         end
         local value, report = mod.contract:check(text, { adapters = args.adapter and { args.adapter } or nil })

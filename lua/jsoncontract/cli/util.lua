@@ -110,12 +110,16 @@ function _M.free_name(base)
     return dir
 end
 
---- Is the stream a terminal? (lua-term when installed; else no.)
+--- Is the stream a terminal? (lua-term when installed; else, for the three standard streams,
+-- what /proc/self/fd/<n> points at, as on Linux; else no.)
 -- @param stream an io file
 -- @treturn boolean
 function _M.isatty(stream)
     local ok, term = pcall(require, "term")
-    return ok and type(term.isatty) == "function" and term.isatty(stream) or false
+    if ok and type(term.isatty) == "function" then return term.isatty(stream) and true or false end
+    local fd = (stream == io.stdin and 0) or (stream == io.stdout and 1) or (stream == io.stderr and 2)
+    local target = fd and lfs.symlinkattributes("/proc/self/fd/" .. fd, "target")
+    return type(target) == "string" and (target:find("^/dev/pts/") or target:find("^/dev/tty")) ~= nil
 end
 
 ----------------------------------------------------------------------------
