@@ -41,7 +41,7 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 ** require "jsoncontract.core" -> module table with
 **   null        light userdata NULL: JSON null (equal to cjson.null)
 **   array_mt    metatable that marks a table as a JSON array (decode sets it)
-**   error_mt    metatable shared by every err table (__tostring)
+**   error_mt    metatable shared by every err table (__tostring, __concat)
 **   _VERSION    the project version (from the Makefile, -DJC_VERSION)
 **   sha256      sha256(data) -> 64 hex chars (see jc_sha256)
 ** and the functions of each area file.
@@ -52,6 +52,8 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
   if (luaL_newmetatable(L, JC_ERROR_MT)) {
     lua_pushcfunction(L, jc_error_tostring);
     lua_setfield(L, -2, "__tostring");
+    lua_pushcfunction(L, jc_error_concat);
+    lua_setfield(L, -2, "__concat");
     lua_pushliteral(L, JC_ERROR_MT);
     lua_setfield(L, -2, "__name");
   }

@@ -18,6 +18,22 @@ int jc_error_tostring(lua_State *L) {
   return 1;
 }
 
+/*
+** __concat of an err table: tostring() of each side, joined, so that
+** "failed: " .. err works with the C core alone (jsoncontract.errors installs
+** the same only when it is loaded). Either side may be the err. [-0, +1, e]
+*/
+int jc_error_concat(lua_State *L) {
+  int i;
+  for (i = 1; i <= 2; i++) {
+    lua_getglobal(L, "tostring");
+    lua_pushvalue(L, i);
+    lua_call(L, 1, 1);
+  }
+  lua_concat(L, 2);
+  return 1;
+}
+
 void jc_push_error(lua_State *L, const char *category, const char *kind,
                    const char *fmt, ...) {
   va_list ap;

@@ -39,6 +39,10 @@ void jc_push_error(lua_State *L, const char *category, const char *kind,
 ** [-0, +1, m] */
 int jc_error_tostring(lua_State *L);
 
+/* __concat of the err metatable: tostring() of each side, joined, so
+** "failed: " .. err works with the C core alone (error.c). [-0, +1, e] */
+int jc_error_concat(lua_State *L);
+
 /*
 ** Skip a run of plain JSON string bytes (0x20..0x7F other than '"' and
 ** '\\') eight at a time, for parse.c and encode.c. Returns the first stop
