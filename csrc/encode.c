@@ -9,7 +9,7 @@
 */
 #include "jc.h"
 #include "opts.h"
-#include "parse.h"
+#include "utf8.h"
 
 #include <locale.h>
 #include <math.h>

@@ -78,3 +78,46 @@ size_t jc_utf8_chars(const char *s, size_t len) {
     if (((unsigned char)s[i] & 0xC0) == 0x80) cont++;
   return len - cont;
 }
+
+/* Is s[0..len) well-formed UTF-8 (RFC 3629: no overlongs, no surrogates,
+** nothing above U+10FFFF)? Runs of ASCII go eight bytes at a time. */
+int jc_utf8_valid(const unsigned char *s, size_t len) {
+  size_t i = 0;
+  while (i < len) {
+    unsigned c = s[i];
+    if (c < 0x80) {
+      while (i + 8 <= len) {
+        unsigned long long w;
+        memcpy(&w, s + i, 8);
+        if (w & 0x8080808080808080ULL) break;
+        i += 8;
+      }
+      if (i < len && s[i] < 0x80) i++;
+      continue;
+    }
+    if (c >= 0xC2 && c <= 0xDF) {
+      if (i + 1 >= len || (s[i + 1] & 0xC0) != 0x80) return 0;
+      i += 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      unsigned c1;
+      if (i + 2 >= len) return 0;
+      c1 = s[i + 1];
+      if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return 0;
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F)) return 0;
+      i += 3;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      unsigned c1;
+      if (i + 3 >= len) return 0;
+      c1 = s[i + 1];
+      if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 ||
+          (s[i + 3] & 0xC0) != 0x80)
+        return 0;
+      if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F)) return 0;
+      i += 4;
+    } else {
+      return 0;
+    }
+  }
+  return 1;
+}
+

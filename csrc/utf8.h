@@ -24,6 +24,10 @@ unsigned long jc_utf8_decode(const unsigned char *s, size_t n);
 ** returns the number of bytes written (1 to 4). */
 size_t jc_utf8_encode(unsigned long cp, unsigned char *o);
 
+/* Is s[0..len) well-formed UTF-8 (RFC 3629: no overlongs, no surrogates,
+** nothing above U+10FFFF)? Runs of ASCII go eight bytes at a time. */
+int jc_utf8_valid(const unsigned char *s, size_t len);
+
 /* Code points in s[0..len): the bytes that are not UTF-8 continuation
 ** bytes (10xxxxxx), eight at a time. */
 size_t jc_utf8_chars(const char *s, size_t len);
