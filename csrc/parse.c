@@ -50,7 +50,8 @@ typedef struct jc_parser {
   size_t nframes;               /* capacity of 'frames' */
   size_t depth;
   size_t max_depth;
-  char decpoint;                /* the locale's decimal point, for strtod */
+  char decpoint;                /* the locale's decimal point, for strtod
+                                   ('\0' until a number needs it) */
   /* the error, once one is found */
   const char *kind;
   const unsigned char *at;
@@ -418,6 +419,8 @@ static int jc_number(jc_parser *p, const unsigned char **ps, size_t e) {
   else buf = jc_tape_bytes(p->L, p->t, len + 1);
   memcpy(buf, b, len);
   buf[len] = '\0';
+  if (p->decpoint == '\0')      /* once per parse, and only when needed */
+    p->decpoint = localeconv()->decimal_point[0];
   if (p->decpoint != '.' && (dp = strchr(buf, '.')) != NULL)
     *dp = p->decpoint;
   d = strtod(buf, &end);
@@ -819,7 +822,8 @@ int jc_parse_tape(lua_State *L, jc_tape *t, const char *text, size_t len,
                   size_t max_depth, size_t max_bytes) {
   jc_parser p;
   jc_frame local[JC_LOCAL_FRAMES];
-  memset(&p, 0, sizeof p);
+  memset(&p, 0, offsetof(jc_parser, head));   /* 'head' is written on error */
+  p.head[0] = '\0';
   p.L = L;
   p.t = t;
   p.start = (const unsigned char *)text;
@@ -839,7 +843,6 @@ int jc_parse_tape(lua_State *L, jc_tape *t, const char *text, size_t len,
   if (t->cap < len / 16)
     jc_tape_grow(L, t, (void **)&t->v, &t->cap, len / 16, sizeof(jc_tv));
   p.max_depth = max_depth;
-  p.decpoint = localeconv()->decimal_point[0];
   if (jc_parse_run(&p) == 0) return 0;
   return jc_push_parse_error(&p);
 }
