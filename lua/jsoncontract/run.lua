@@ -26,16 +26,6 @@ local function now()
     return os.time()
 end
 
--- Under nginx, waiting must yield to the event loop, never block the worker.
-local ngx_sleep = type(ngx) == "table" and ngx.sleep or nil
-
-local function default_sleep(seconds)
-    if seconds <= 0 then return end
-    if ngx_sleep then return ngx_sleep(seconds) end
-    if has_socket then return socket.sleep(seconds) end
-    os.execute(format("sleep %.3f", seconds))
-end
-
 --- The default policy; `opts.policy` fields override these one by one.
 -- @table DEFAULT_POLICY
 -- @field max_attempts model answers checked per item (3)
@@ -69,7 +59,7 @@ local ASK_OPTS = {
     provider = true, model = true, api_key = true, base_url = true, max_tokens = true, temperature = true,
     mode = true, transport = true, sleep = true, evidence = true, context = true, adapters = true,
     request_id = true, item_id = true, policy = true, timeout_ms = true, connect_timeout_ms = true,
-    max_response_bytes = true,
+    max_response_bytes = true, allow_blocking = true,
 }
 
 --- Estimate tokens as words x 1.3, rounded up (the estimate SEEDS.md's lesson uses).
@@ -201,9 +191,11 @@ end
 --   `provider` (a name from `jsoncontract.providers.names`: "openai", "openai_responses", "anthropic",
 --   "gemini", "ollama", "llamacpp"; or a provider module; required), `model` (string, required),
 --   `api_key`, `base_url`, `max_tokens`, `temperature`, `mode` ("native"|"json"|"prompt"),
---   `transport` (function(req) -> res | nil, err; default `jsoncontract.transport.curl`.request),
+--   `transport` (function(req) -> res | nil, err; default `jsoncontract.transport.curl`.request, and under
+--   nginx the cosocket transport where cosockets work, see `jsoncontract.transport.default`),
+--   `allow_blocking` (boolean: accept the blocking curl transport inside an nginx worker),
 --   `timeout_ms`, `connect_timeout_ms`, `max_response_bytes` (passed to the transport),
---   `sleep` (function(seconds), default `ngx.sleep` under OpenResty, else luasocket's),
+--   `sleep` (function(seconds), default `ngx.sleep` where nginx allows it, else luasocket's),
 --   `evidence` (a writer from `jsoncontract.evidence`),
 --   `context` (passed to rules), `adapters` (list of adapter names; default the contract's),
 --   `request_id`, `item_id` (strings for evidence), `policy` (table overriding `DEFAULT_POLICY`)
@@ -213,7 +205,8 @@ end
 --   adapters}`), `usage` (`{input_tokens, output_tokens}` summed over every HTTP exchange),
 --   `elapsed_ms`, `request_id`, `contract` (`{name, version, schema_hash}`), `adapters` (applied to the
 --   accepted reply)
--- @raise on misuse: a missing contract, input that is not a string, unknown options
+-- @raise on misuse: a missing contract, input that is not a string, unknown options; under nginx in a
+--   phase without cosockets when no transport is given, or the curl transport without `allow_blocking`
 function _M.ask(contract, input, opts)
     if type(contract) ~= "table" or type(contract.check) ~= "function" then
         error("ask: contract expected (from jsoncontract.contract)", 2)
@@ -230,8 +223,9 @@ function _M.ask(contract, input, opts)
     end
     if type(opts.model) ~= "string" then error("ask: opts.model must be a string", 2) end
     local policy = merge_policy(opts.policy)
-    local send = opts.transport or require("jsoncontract.transport.curl").request
-    local sleep = opts.sleep or default_sleep
+    -- Under nginx: cosockets and ngx.sleep where they work, never a silent blocking default.
+    local send, sleep = require("jsoncontract.transport.default").choose(opts.transport, opts.sleep,
+        opts.allow_blocking, 2)
     local evidence = opts.evidence
     if evidence and opts.api_key then evidence:add_secret(opts.api_key) end
 
