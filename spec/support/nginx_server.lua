@@ -1,6 +1,6 @@
 -- Start and stop Debian's nginx with lua-nginx-module for specs and benches (not part of the
 -- library): a temp prefix (pid file, error log, temp paths), daemon mode, 127.0.0.1 on a free
--- port, the repo's lua/ and spec/ on lua_package_path and a LuaJIT build of the core
+-- port, the repo's lua/, spec/ and bench/ on lua_package_path and a LuaJIT build of the core
 -- (JC_NGINX_CPATH overrides build/luajit/?.so). Stopped by the master's pid.
 local util = require "support.util"
 
@@ -89,7 +89,8 @@ function M.start(opts)
         "  client_body_temp_path " .. dir .. "/body; proxy_temp_path " .. dir .. "/proxy;",
         "  fastcgi_temp_path " .. dir .. "/fcgi; uwsgi_temp_path " .. dir .. "/uwsgi;",
         "  scgi_temp_path " .. dir .. "/scgi;",
-        string.format('  lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;;";', root, root, root),
+              string.format('  lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;%s/bench/?.lua;;";',
+            root, root, root, root),
         string.format('  lua_package_cpath "%s/%s;;";', root, M.CPATH),
         opts.http(port, dir),
         "}", "" }, "\n")
