@@ -66,6 +66,20 @@ function M.check_ticket()
     ngx.say("ok")
 end
 
+local core = require "jsoncontract.core"
+local decoded = core.decode(M.REPLY)
+local DECODED = { decoded = true }
+
+--- GET /decode: the format gate alone on the 1 KB reply (jc.decode, building the Lua value).
+function M.decode()
+    ngx.say(core.decode(M.REPLY) and "ok" or "bad")
+end
+
+--- GET /validate: the schema gate alone on the decoded 1 KB reply (validator:validate).
+function M.validate()
+    ngx.say(M.contract.validator:validate(decoded, DECODED) and "ok" or "bad")
+end
+
 --- GET /check: contract:check on the 1 KB reply, answers "ok".
 function M.check()
     local v, err = M.contract:check(M.REPLY)

@@ -102,7 +102,7 @@ function M.start(opts)
     if code ~= 0 then
         local log = self:error_log()
         self:stop()
-        error("nginx did not start: " .. out .. log)
+        error("nginx did not start: " .. out .. log, 0)
     end
     local curl = require "jsoncontract.transport.curl"
     for _ = 1, 50 do
@@ -111,7 +111,7 @@ function M.start(opts)
     end
     local log = self:error_log()
     self:stop()
-    error("nginx did not answer on " .. self.base .. ": " .. log)
+    error("nginx did not answer on " .. self.base .. ": " .. log, 0)
 end
 
 --- Start the stand-in model with extra arguments; returns the pipe and the port.
