@@ -68,6 +68,17 @@ local function median(t)
     return s[math.floor((#s + 1) / 2)]
 end
 
+-- CPU seconds (user + system) a process has used: fields 14 and 15 of /proc/<pid>/stat, in
+-- clock ticks (100 per second on Linux).
+local function cpu_seconds(pid)
+    local stat = util.read("/proc/" .. pid .. "/stat") or ""
+    local rest = stat:match("%) (.*)$") or ""
+    local f = {}
+    for x in rest:gmatch("%S+") do f[#f + 1] = x end
+    -- after "pid (comm)" the fields start at 3: utime is field 14, stime 15
+    return ((tonumber(f[12]) or 0) + (tonumber(f[13]) or 0)) / 100
+end
+
 local function rss_kb(pid, field)
     local status = util.read("/proc/" .. pid .. "/status") or ""
     return tonumber(status:match((field or "VmRSS") .. ":%s+(%d+)")) or 0
@@ -100,12 +111,18 @@ do
         -- neighbours in time (other processes on the machine come and go); the median round wins.
         local names = { "fixed_return", "fixed_lua", "check", "check_ticket", "decode", "validate" }
         local rps, ratios = {}, { check = {}, check_return = {}, check_ticket = {}, decode = {}, validate = {} }
-        for _, name in ipairs(names) do rps[name] = {} end
+        -- The worker's CPU time per request: what a request costs nginx, whatever else runs on
+        -- the machine (wall-clock req/s on a shared machine move with the neighbours).
+        local cpu_us = {}
+        for _, name in ipairs(names) do rps[name], cpu_us[name] = {}, {} end
+        local worker = srv:workers()[1]
         for _, name in ipairs(names) do wrk("-t2 -c50 -d1s", srv.base .. "/" .. name) end -- warm up
         for round = 1, ROUNDS do
             for _, name in ipairs(names) do
+                local c0 = cpu_seconds(worker)
                 local r = wrk(fmt("-t2 -c50 -d%ds", SECONDS), srv.base .. "/" .. name)
                 rps[name][round] = r.rps
+                cpu_us[name][round] = (cpu_seconds(worker) - c0) * 1e6 / math.max(r.requests, 1)
                 if r.non2xx > 0 or r.errors > 0 then say("  %s: %d non-2xx, %d socket errors", name, r.non2xx, r.errors) end
             end
             local fl = rps.fixed_lua[round]
@@ -130,11 +147,18 @@ do
             median(ratios.check_ticket))
         say("  parts of check: decode/fixed_lua = %.2f, validate/fixed_lua = %.2f  (each gate alone)",
             median(ratios.decode), median(ratios.validate))
-        -- What one request costs on top of the Lua "ok" location, from the medians.
-        local base_us = 1e6 / median(rps.fixed_lua)
-        say("  extra per request over fixed_lua: check %.1f us, decode %.1f us, validate %.1f us",
-            1e6 / median(rps.check) - base_us, 1e6 / median(rps.decode) - base_us,
-            1e6 / median(rps.validate) - base_us)
+        local cpu = {}
+        for _, name in ipairs(names) do cpu[name] = median(cpu_us[name]) end
+        say("  nginx worker CPU per request (median): %s", (function()
+            local out = {}
+            for i, name in ipairs(names) do out[i] = fmt("%s %.1f us", name, cpu[name]) end
+            return table.concat(out, ", ")
+        end)())
+        say("  ratio by worker CPU (the req/s ratio with a core to itself): check/fixed_lua = %.2f, "
+            .. "check_ticket/fixed_lua = %.2f", cpu.fixed_lua / cpu.check, cpu.fixed_lua / cpu.check_ticket)
+        say("  check costs %.1f us more than fixed_lua: decode %.1f us + validate %.1f us + the contract's Lua %.1f us",
+            cpu.check - cpu.fixed_lua, cpu.decode - cpu.fixed_lua, cpu.validate - cpu.fixed_lua,
+            (cpu.check - cpu.fixed_lua) - (cpu.decode - cpu.fixed_lua) - (cpu.validate - cpu.fixed_lua))
     end)
     srv:stop()
     if not ok then error(err, 0) end

@@ -56,12 +56,13 @@ describe("jsoncontract.nginx gateway in nginx", function()
         return jc.decode(res.body)
     end
 
-    local function write_bumped(dir, version)
-        local f = assert(io.open(dir .. "/bumped.lua", "w"))
+    local function write_bumped(dir, version, name)
+        name = name or "bumped"
+        local f = assert(io.open(dir .. "/" .. name .. ".lua", "w"))
         f:write(string.format([[
 local t = dofile(%q)
-return { name = "bumped", version = %q, schema = t.schema, instructions = "Sort the mail into a queue." }
-]], root .. "/examples/support_ticket.lua", version))
+return { name = %q, version = %q, schema = t.schema, instructions = "Sort the mail into a queue." }
+]], root .. "/examples/support_ticket.lua", name, version))
         f:close()
     end
 
@@ -77,6 +78,7 @@ return { name = "bumped", version = %q, schema = t.schema, instructions = "Sort 
                 ready = "/fixed",
                 http = function(port, dir)
                     write_bumped(dir, "1.0.0")
+                    write_bumped(dir, "1.0.0", "hup")
                     if have_tls then
                         nginx.run(string.format("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
                             .. "-addext subjectAltName=IP:127.0.0.1 -keyout %s/tls.key -out %s/tls.pem", dir, dir))
@@ -95,6 +97,8 @@ return { name = "bumped", version = %q, schema = t.schema, instructions = "Sort 
                         "  location = /triage_file { client_body_in_file_only clean; content_by_lua_block { "
                             .. gw .. '.serve("support_ticket") } }',
                         "  location = /bumped { content_by_lua_block { " .. gw .. '.serve("bumped") } }',
+                        "  location = /hup { content_by_lua_block { " .. app .. '.gw.hup:serve("hup") } }',
+                        "  location = /loads { content_by_lua_block { " .. app .. ".loads() } }",
                         "  location = /rules { content_by_lua_block { " .. app .. '.gw.rules:serve("support_ticket") } }',
                         "  location = /slow { content_by_lua_block { " .. app .. '.gw.slow:serve("slow_ticket") } }',
                         "  location = /pooled { content_by_lua_block { " .. app .. '.gw.pool:serve("pooled_ticket") } }',
@@ -283,6 +287,13 @@ return { name = "bumped", version = %q, schema = t.schema, instructions = "Sort 
                 .. '",reused="true"} 11', 1, true), m)
         end)
 
+        it("compiles a contract once per worker, not per request", function()
+            local before = json(http("GET", "/loads"))
+            for _ = 1, 3 do assert.equal(200, post("/triage", MAIL_1187).status) end
+            -- the file is looked at on every request (contract_check_ms = 1) but did not change
+            assert.same(before, json(http("GET", "/loads")))
+        end)
+
         it("serves a new contract version after the file is bumped, without a restart", function()
             local res = post("/bumped", MAIL_1187)
             assert.same({ 200, "1.0.0" }, { res.status, res.headers["x-contract-version"] })
@@ -291,6 +302,20 @@ return { name = "bumped", version = %q, schema = t.schema, instructions = "Sort 
             res = post("/bumped", MAIL_1187)
             assert.same({ 200, "2.0.0", "bumped" }, { res.status, res.headers["x-contract-version"],
                 res.headers["x-contract"] })
+        end)
+
+        it("serves a new version after a HUP when the gateway never looks at its files", function()
+            assert.equal("1.0.0", post("/hup", MAIL_1187).headers["x-contract-version"])
+            write_bumped(srv.dir, "2.0.0", "hup")
+            assert.equal("1.0.0", post("/hup", MAIL_1187).headers["x-contract-version"])
+            nginx.run("kill -HUP " .. srv:pid())
+            local version
+            for _ = 1, 100 do
+                version = post("/hup", MAIL_1187).headers["x-contract-version"]
+                if version == "2.0.0" then break end
+                nginx.run("sleep 0.05")
+            end
+            assert.equal("2.0.0", version)
         end)
 
         it("reuses TLS sessions on new connections and pooled connections without a handshake", function()

@@ -40,7 +40,7 @@ function M.init(c)
         return gateway.new(o)
     end
     -- The default gateway (gateway.serve / gateway.metrics), contracts compiled here.
-    gateway.configure((function()
+    M.default = gateway.configure((function()
         local o = {}
         for k, v in pairs(common) do o[k] = v end
         o.base_url = "http://127.0.0.1:" .. c.standin
@@ -56,7 +56,10 @@ function M.init(c)
     M.gw.pool = make { base_url = "http://127.0.0.1:" .. c.pool, contracts = { pooled_ticket = ticket } }
     -- A provider that answers 401 and echoes the Authorization header, as real ones have.
     M.gw.echo = make { base_url = "http://127.0.0.1:" .. c.port .. "/echo401", contracts = { echo_ticket = ticket } }
+    -- Looks at its contract file never: only a HUP (new workers) brings a new version.
+    M.gw.hup = make { base_url = "http://127.0.0.1:" .. c.standin, contracts = { hup = c.dir .. "/hup.lua" } }
     assert(M.gw.rules.cache:preload())
+    assert(M.gw.hup.cache:preload())
 end
 
 local function say_json(v)
@@ -65,6 +68,11 @@ local function say_json(v)
 end
 
 local MAIL = "I want to return order 1187, the shoes do not fit."
+
+--- GET /loads: how often this worker's default gateway loaded (compiled) a contract.
+function M.loads()
+    say_json({ loads = M.default.cache.loads, pid = ngx.worker.pid() })
+end
 
 --- GET /phases: which transport jc.ask would use in init, content, a timer, and what the log
 -- phase of an earlier request said (stored in the shared dict by log()).
