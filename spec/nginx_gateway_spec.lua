@@ -75,6 +75,7 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
             end
             srv = nginx.start {
                 main = "env " .. KEY_ENV .. "=" .. KEY .. ";",
+                error_level = "notice",
                 ready = "/fixed",
                 http = function(port, dir)
                     write_bumped(dir, "1.0.0")
@@ -401,6 +402,13 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
             end
             assert.falsy(text:lower():find("authorization", 1, true))
             assert.falsy(text:find("Bearer", 1, true))
+        end)
+
+        it("sends evidence to the error log with path = \"log\"", function()
+            local line = srv:error_log():match("jsoncontract evidence: (%b{})[^\n]*\n")
+            assert.truthy(line, "no evidence line in the error log")
+            local rec = jc.decode(line)
+            assert.same({ "rules", "support_ticket" }, { rec.gate, rec.contract.name })
         end)
 
         it("never lets the key reach a response, the error log or the evidence", function()

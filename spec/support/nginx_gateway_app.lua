@@ -50,8 +50,9 @@ function M.init(c)
     end)())
     -- A shop whose orders table knows no order: the business rule hands the mail to a person.
     local no_orders = { exists = function() return false end, customer = function() return nil end }
+    -- Its evidence goes to the error log (ngx.log, NOTICE) instead of a file.
     M.gw.rules = make { base_url = "http://127.0.0.1:" .. c.standin, contracts = { support_ticket = ticket },
-        context = function() return { orders = no_orders } end }
+        context = function() return { orders = no_orders } end, evidence = { path = "log" } }
     M.gw.slow = make { base_url = "http://127.0.0.1:" .. c.slow, contracts = { slow_ticket = ticket } }
     M.gw.pool = make { base_url = "http://127.0.0.1:" .. c.pool, contracts = { pooled_ticket = ticket } }
     -- A provider that answers 401 and echoes the Authorization header, as real ones have.

@@ -21,8 +21,11 @@ local io_open, format = io.open, string.format
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }
 
+local has_socket, socket = pcall(require, "socket")
+
 local function now_ms()
     if type(ngx) == "table" then return ngx.now() * 1000 end
+    if has_socket then return socket.gettime() * 1000 end
     return os.time() * 1000
 end
 
