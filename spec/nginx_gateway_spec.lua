@@ -105,7 +105,7 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
                         "  location = /pooled { content_by_lua_block { " .. app .. '.gw.pool:serve("pooled_ticket") } }',
                         "  location = /echo { content_by_lua_block { " .. app .. '.gw.echo:serve("echo_ticket") } }',
                         "  location ^~ /echo401/ { default_type application/json; return 401 "
-                            .. [['{"error":{"message":"Incorrect API key provided: $http_authorization",]]
+                            .. [['{"error":{"message":"Incorrect API key provided: $http_authorization (request $http_x_request_id)",]]
                             .. [["type":"invalid_request_error","code":"invalid_api_key"}}'; }]],
                         "  location = /metrics { content_by_lua_block { " .. gw .. ".metrics() } }",
                         '  location = /fixed { return 200 "ok"; }',
@@ -186,9 +186,11 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
         end)
 
         it("is 502 model_unavailable when the provider says 401 and echoes the key", function()
-            local res = post("/echo", MAIL_1187)
+            local res = post("/echo", MAIL_1187, { ["X-Request-Id"] = "spec-echo-7" })
             assert.equal(502, res.status, res.body)
             assert.same({ "model_unavailable", RETRY }, { json(res).error.code, json(res).error.message })
+            -- the provider got the client's request id (its 401 names it; the log keeps it)
+            assert.truthy(srv:error_log():find("Bearer [redacted] (request spec-echo-7)", 1, true), srv:error_log())
         end)
     end)
 
