@@ -422,6 +422,13 @@ local function request(req, level)
         res, kind, message, detail = exchange(sock, req, u, t0, st)
         if res then
             res.reused, res.pooled = st.reused, false
+            -- TLS 1.3 tickets arrive after the handshake, with the first read: the session worth
+            -- keeping is the one the connection holds now (on a handshaken connection
+            -- sslhandshake only returns it).
+            if u.scheme == "https" and st.reused == 0 then
+                local session = sock:sslhandshake(nil, u.host, true)
+                if session and type(session) ~= "boolean" then SESSIONS[u.pool] = session end
+            end
             if st.poolable then
                 res.pooled = sock:setkeepalive(req.keepalive_timeout_ms or DEFAULT_IDLE_MS,
                     req.pool_size or DEFAULT_POOL_SIZE) == 1
