@@ -260,7 +260,7 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
             -- /slow waits 3 s for its model; meanwhile the same single worker must answer
             -- /metrics, which then shows that request in flight.
             local out = os.tmpname()
-            local bg = io.popen(string.format("curl -s -o %s -w '%%{http_code}' -X POST --data %s %s/slow",
+            local bg = io.popen(string.format("env -u LD_PRELOAD curl -s -o %s -w '%%{http_code}' -X POST --data %s %s/slow",
                 out, nginx.q(MAIL_1187), srv.base))
             finally(function() os.remove(out) end)
             local in_flight

@@ -35,10 +35,11 @@
 -- for that long), `max_response_bytes` (>= 1, default 8 MiB), `keepalive` (boolean, default
 -- true; false sends `Connection: close`), `pool_size` (>= 1, default 32: idle connections kept
 -- per pool), `keepalive_timeout_ms` (>= 1, default 60000: idle time before nginx closes a
--- pooled connection), `backlog` (>= 0 or nil: when set, at most `pool_size` connections are
--- open per pool and up to `backlog` exchanges wait for one; more fail as `connect`),
--- `pool` (string, default `"<scheme>://<host>:<port>"`), `ca_file` (raises: cosockets take the
--- CA store from nginx's `lua_ssl_trusted_certificate` only).
+-- pooled connection), `backlog` (>= 0 or nil: when set, nginx keeps the open connections of the
+-- pool near `pool_size` (measured here: up to about 1.5 x `pool_size` in a burst) and up to
+-- `backlog` exchanges wait for one; more fail as `connect`), `pool` (string, default
+-- `"<scheme>://<host>:<port>"`), `ca_file` (raises: cosockets take the CA store from nginx's
+-- `lua_ssl_trusted_certificate` only).
 --
 -- A response `res`: `status` integer, `headers` (lower-case names, last value wins), `body`
 -- string, `elapsed_ms` number, `reused` integer (how often the connection had been used
