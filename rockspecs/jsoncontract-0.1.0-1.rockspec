@@ -17,9 +17,19 @@ gates and becomes a checked Lua value or a named, listed reason why not.
 }
 dependencies = {
    "lua >= 5.1",
+   -- at run time: the clock and the fault/stand-in servers (luasocket), the CLI (argparse,
+   -- luafilesystem), the examples' orders table (luasql-sqlite3), the stand-in's JSON (lua-cjson)
+   "luasocket",
+   "luafilesystem",
+   "argparse",
+   "luasql-sqlite3",
+   "lua-cjson",
 }
+-- Only libraries are looked up: Debian puts curl/curl.h under the multiarch folder
+-- (/usr/include/x86_64-linux-gnu), where the compiler finds it but LuaRocks' header check
+-- does not; pcre2.h and openssl/evp.h are checked where they always are.
 external_dependencies = {
-   CURL = { header = "curl/curl.h", library = "curl" },
+   CURL = { library = "curl" },
    PCRE2 = { header = "pcre2.h", library = "pcre2-8" },
    CRYPTO = { header = "openssl/evp.h", library = "crypto" },
 }
@@ -36,13 +46,27 @@ build = {
       },
       ["jsoncontract.adapters"] = "lua/jsoncontract/adapters.lua",
       ["jsoncontract.batch"] = "lua/jsoncontract/batch.lua",
-      ["jsoncontract.cli"] = "lua/jsoncontract/cli.lua",
+      ["jsoncontract.cli.check"] = "lua/jsoncontract/cli/check.lua",
+      ["jsoncontract.cli.diff"] = "lua/jsoncontract/cli/diff.lua",
+      ["jsoncontract.cli.examples"] = "lua/jsoncontract/cli/examples.lua",
+      ["jsoncontract.cli"] = "lua/jsoncontract/cli/init.lua",
+      ["jsoncontract.cli.lint"] = "lua/jsoncontract/cli/lint.lua",
+      ["jsoncontract.cli.probe"] = "lua/jsoncontract/cli/probe.lua",
+      ["jsoncontract.cli.replay"] = "lua/jsoncontract/cli/replay.lua",
+      ["jsoncontract.cli.selftest"] = "lua/jsoncontract/cli/selftest.lua",
+      ["jsoncontract.cli.triage"] = "lua/jsoncontract/cli/triage.lua",
+      ["jsoncontract.cli.util"] = "lua/jsoncontract/cli/util.lua",
       ["jsoncontract.cli_lint"] = "lua/jsoncontract/cli_lint.lua",
-      ["jsoncontract.contract"] = "lua/jsoncontract/contract.lua",
+      ["jsoncontract.compat"] = "lua/jsoncontract/compat.lua",
+      ["jsoncontract.contract.adapters"] = "lua/jsoncontract/contract/adapters.lua",
+      ["jsoncontract.contract"] = "lua/jsoncontract/contract/init.lua",
+      ["jsoncontract.contract.lint"] = "lua/jsoncontract/contract/lint.lua",
       ["jsoncontract.diff"] = "lua/jsoncontract/diff.lua",
       ["jsoncontract.errors"] = "lua/jsoncontract/errors.lua",
       ["jsoncontract.evidence"] = "lua/jsoncontract/evidence.lua",
+      ["jsoncontract.feedback"] = "lua/jsoncontract/feedback.lua",
       ["jsoncontract"] = "lua/jsoncontract/init.lua",
+      ["jsoncontract.json"] = "lua/jsoncontract/json.lua",
       ["jsoncontract.lint"] = "lua/jsoncontract/lint.lua",
       ["jsoncontract.messages"] = "lua/jsoncontract/messages.lua",
       ["jsoncontract.nginx"] = "lua/jsoncontract/nginx.lua",
@@ -51,6 +75,7 @@ build = {
       ["jsoncontract.nginx.evidence"] = "lua/jsoncontract/nginx/evidence.lua",
       ["jsoncontract.nginx.metrics"] = "lua/jsoncontract/nginx/metrics.lua",
       ["jsoncontract.providers.anthropic"] = "lua/jsoncontract/providers/anthropic.lua",
+      ["jsoncontract.providers.envelope"] = "lua/jsoncontract/providers/envelope.lua",
       ["jsoncontract.providers.gemini"] = "lua/jsoncontract/providers/gemini.lua",
       ["jsoncontract.providers"] = "lua/jsoncontract/providers/init.lua",
       ["jsoncontract.providers.llamacpp"] = "lua/jsoncontract/providers/llamacpp.lua",
@@ -58,18 +83,32 @@ build = {
       ["jsoncontract.providers.ollama"] = "lua/jsoncontract/providers/ollama.lua",
       ["jsoncontract.providers.openai"] = "lua/jsoncontract/providers/openai.lua",
       ["jsoncontract.providers.openai_responses"] = "lua/jsoncontract/providers/openai_responses.lua",
+      ["jsoncontract.providers.schema_subset"] = "lua/jsoncontract/providers/schema_subset.lua",
       ["jsoncontract.providers.sse"] = "lua/jsoncontract/providers/sse.lua",
       ["jsoncontract.providers.streaming"] = "lua/jsoncontract/providers/streaming.lua",
-      ["jsoncontract.run"] = "lua/jsoncontract/run.lua",
+      ["jsoncontract.run.exchange"] = "lua/jsoncontract/run/exchange.lua",
+      ["jsoncontract.run"] = "lua/jsoncontract/run/init.lua",
+      ["jsoncontract.run.policy"] = "lua/jsoncontract/run/policy.lua",
+      ["jsoncontract.standin.conversation"] = "lua/jsoncontract/standin/conversation.lua",
+      ["jsoncontract.standin.faults"] = "lua/jsoncontract/standin/faults.lua",
+      ["jsoncontract.standin.generate"] = "lua/jsoncontract/standin/generate.lua",
+      ["jsoncontract.standin.hash"] = "lua/jsoncontract/standin/hash.lua",
       ["jsoncontract.standin.model"] = "lua/jsoncontract/standin/model.lua",
       ["jsoncontract.standin.server"] = "lua/jsoncontract/standin/server.lua",
+      ["jsoncontract.standin.text"] = "lua/jsoncontract/standin/text.lua",
+      ["jsoncontract.standin.wire"] = "lua/jsoncontract/standin/wire.lua",
       ["jsoncontract.transport.curl"] = "lua/jsoncontract/transport/curl.lua",
       ["jsoncontract.transport.default"] = "lua/jsoncontract/transport/default.lua",
+      ["jsoncontract.transport.http_status"] = "lua/jsoncontract/transport/http_status.lua",
       ["jsoncontract.transport.openresty"] = "lua/jsoncontract/transport/openresty.lua",
+      ["jsoncontract.utf8"] = "lua/jsoncontract/utf8.lua",
    },
    install = {
       bin = { "bin/jsoncontract", "bin/jsoncontract-standin" },
    },
+   -- The examples (contracts, inputs, the stand-in's knowledge of them) are the commands' data:
+   -- installed in the rock's folder, where bin/jsoncontract finds them beside its bin/.
+   copy_directories = { "examples" },
 }
 test = {
    type = "busted",

@@ -32,7 +32,7 @@
 local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
 local run = require "jsoncontract.run"
-local messages = require "jsoncontract.messages"
+local messages = require "jsoncontract.feedback"
 local openresty = require "jsoncontract.transport.openresty"
 local contracts = require "jsoncontract.nginx.contracts"
 local metrics = require "jsoncontract.nginx.metrics"

@@ -17,7 +17,7 @@
 -- the worker.
 -- @module jsoncontract.transport.default
 -- luacheck: read globals ngx
-local type, error, format, os_execute = type, error, string.format, os.execute
+local type, error, format = type, error, string.format
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -28,13 +28,7 @@ _M.YIELDABLE = {
     ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true, preread = true,
 }
 
-local has_socket, socket = pcall(require, "socket")
-
-local function blocking_sleep(seconds)
-    if seconds <= 0 then return end
-    if has_socket then return socket.sleep(seconds) end
-    os_execute(format("sleep %.3f", seconds))
-end
+local blocking_sleep = require("jsoncontract.compat").block
 
 local function ngx_sleep(seconds)
     if seconds <= 0 then return end
