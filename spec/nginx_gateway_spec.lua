@@ -100,6 +100,7 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
                         "  location = /bumped { content_by_lua_block { " .. gw .. '.serve("bumped") } }',
                         "  location = /hup { content_by_lua_block { " .. app .. '.gw.hup:serve("hup") } }',
                         "  location = /loads { content_by_lua_block { " .. app .. ".loads() } }",
+                        "  location = /handover { content_by_lua_block { " .. app .. ".handover() } }",
                         "  location = /rules { content_by_lua_block { " .. app .. '.gw.rules:serve("support_ticket") } }',
                         "  location = /slow { content_by_lua_block { " .. app .. '.gw.slow:serve("slow_ticket") } }',
                         "  location = /pooled { content_by_lua_block { " .. app .. '.gw.pool:serve("pooled_ticket") } }',
@@ -170,10 +171,13 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
             assert.equal(res.headers["x-request-id"], v.request_id)
         end)
 
-        it("is 202 when a business rule sends the ticket to a person", function()
-            local res = post("/rules", MAIL_1187)
+        it("is 202 when a business rule sends the ticket to a person, and calls on_handover", function()
+            local res = post("/rules", MAIL_1187, { ["X-Request-Id"] = "spec-rules-1" })
             assert.equal(202, res.status, res.body)
             assert.same({ "handed_over", PERSON }, { json(res).status, json(res).message })
+            local item = json(http("GET", "/handover"))
+            assert.same({ json(res).item_id, "spec-rules-1", "support_ticket", "rules", "rule_failed", MAIL_1187 },
+                { item.item_id, item.request_id, item.contract, item.category, item.kind, item.input })
         end)
 
         it("is 502 no_valid_answer with user-safe words for a truncated reply", function()

@@ -52,7 +52,12 @@ function M.init(c)
     local no_orders = { exists = function() return false end, customer = function() return nil end }
     -- Its evidence goes to the error log (ngx.log, NOTICE) instead of a file.
     M.gw.rules = make { base_url = "http://127.0.0.1:" .. c.standin, contracts = { support_ticket = ticket },
-        context = function() return { orders = no_orders } end, evidence = { path = "log" } }
+        context = function() return { orders = no_orders } end, evidence = { path = "log" },
+        on_handover = function(item)
+            ngx.shared.jc_spec:set("handover", jc.encode({ item_id = item.item_id, request_id = item.request_id,
+                contract = item.contract.name, category = item.reason.category, kind = item.reason.kind,
+                input = item.input }))
+        end }
     M.gw.slow = make { base_url = "http://127.0.0.1:" .. c.slow, contracts = { slow_ticket = ticket } }
     M.gw.pool = make { base_url = "http://127.0.0.1:" .. c.pool, contracts = { pooled_ticket = ticket } }
     -- A provider that answers 401 and echoes the Authorization header, as real ones have.
@@ -69,6 +74,12 @@ local function say_json(v)
 end
 
 local MAIL = "I want to return order 1187, the shoes do not fit."
+
+--- GET /handover: the last item on_handover got (as JSON), or null.
+function M.handover()
+    ngx.header["Content-Type"] = "application/json"
+    ngx.say(ngx.shared.jc_spec:get("handover") or "null")
+end
 
 --- GET /loads: how often this worker's default gateway loaded (compiled) a contract.
 function M.loads()
