@@ -8,10 +8,11 @@
 --      and the schema gate (validate) alone show where check's time goes.
 --   2. the gateway (jsoncontract.nginx) in front of the stand-in model answering after 200 ms:
 --      wrk with 1,000 connections against one worker; requests/s, latency percentiles, errors,
---      and the worker's RSS before, after each of three rounds and its peak (VmHWM).
+--      and the worker's RSS (and its Lua heap) before, after each round and its peak (VmHWM).
 -- Not a test: nothing asserts a time. Skipped with a message when nginx, its lua module or
 -- wrk is missing. Environment: BENCH_NGINX_ROUNDS (default 5), BENCH_NGINX_SECONDS (default 3),
--- BENCH_GATEWAY_SECONDS (default 10), BENCH_GATEWAY_CONNECTIONS (default 1000).
+-- BENCH_GATEWAY_SECONDS (default 10), BENCH_GATEWAY_CONNECTIONS (default 1000),
+-- BENCH_GATEWAY_ROUNDS (default 3).
 --   lua5.4 bench/nginx_bench.lua      (after make and make LUA=luajit)
 package.path = "lua/?.lua;lua/?/init.lua;spec/?.lua;bench/?.lua;" .. package.path
 package.cpath = "build/lua5.4/?.so;" .. package.cpath
@@ -23,6 +24,7 @@ local ROUNDS = tonumber(os.getenv("BENCH_NGINX_ROUNDS")) or 5
 local SECONDS = tonumber(os.getenv("BENCH_NGINX_SECONDS")) or 3
 local GW_SECONDS = tonumber(os.getenv("BENCH_GATEWAY_SECONDS")) or 10
 local GW_CONNS = tonumber(os.getenv("BENCH_GATEWAY_CONNECTIONS")) or 1000
+local GW_ROUNDS = tonumber(os.getenv("BENCH_GATEWAY_ROUNDS")) or 3
 local fmt = string.format
 
 local function say(...) io.stdout:write(fmt(...), "\n") io.stdout:flush() end
@@ -85,9 +87,9 @@ local function rss_kb(pid, field)
 end
 
 ------------------------------------------------------------------------------
--- 1. contract:check vs fixed strings
+-- 1. contract:check vs fixed strings (BENCH_NGINX_ROUNDS=0 skips it)
 ------------------------------------------------------------------------------
-do
+if ROUNDS > 0 then
     local srv = nginx.start {
         ready = "/fixed_return",
         http = function(port)
@@ -187,6 +189,7 @@ do
                     '  location = /fixed { return 200 "ok"; }',
                     '  location = /triage { content_by_lua_block { require("jsoncontract.nginx").serve("support_ticket") } }',
                     '  location = /metrics { content_by_lua_block { require("jsoncontract.nginx").metrics() } }',
+                    '  location = /lua_heap { content_by_lua_block { ngx.say(collectgarbage("count")) } }',
                     "}" }, "\n")
             end,
         }
@@ -197,15 +200,20 @@ do
         local worker = srv:workers()[1]
         say("nginx: the gateway in front of the stand-in (200 ms per answer, pool_size 256, backlog 4096);"
             .. " 1 worker, wrk -t2 -c%d -d%ds", GW_CONNS, GW_SECONDS)
-        say("  worker RSS at start       %6.1f MiB", rss_kb(worker) / 1024)
-        for round = 1, 3 do
+        local curl = require "jsoncontract.transport.curl"
+        local function lua_heap_mib()
+            local res = curl.request { url = srv.base .. "/lua_heap", timeout_ms = 5000 }
+            return res and (tonumber(res.body) or 0) / 1024 or -1
+        end
+        say("  worker at start: RSS %5.1f MiB, Lua heap %5.1f MiB", rss_kb(worker) / 1024, lua_heap_mib())
+        for round = 1, GW_ROUNDS do
             local r = wrk(fmt("-t2 -c%d -d%ds --timeout 30s --latency -s %s", GW_CONNS, GW_SECONDS, script),
                 srv.base .. "/triage")
             say("  round %d: %7.0f req/s, %d requests, latency p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, "
-                .. "%d non-2xx, %d socket errors; worker RSS %6.1f MiB", round, r.rps, r.requests, r.p[50] or -1,
-                r.p[90] or -1, r.p[99] or -1, r.non2xx, r.errors, rss_kb(worker) / 1024)
+                .. "%d non-2xx, %d socket errors; worker RSS %5.1f MiB, Lua heap %5.1f MiB", round, r.rps, r.requests,
+                r.p[50] or -1, r.p[90] or -1, r.p[99] or -1, r.non2xx, r.errors, rss_kb(worker) / 1024, lua_heap_mib())
         end
-        local stats = require("jsoncontract.transport.curl").request { url = "http://127.0.0.1:" .. sport .. "/stats",
+        local stats = curl.request { url = "http://127.0.0.1:" .. sport .. "/stats",
             timeout_ms = 5000 }
         say("  worker RSS peak (VmHWM)   %6.1f MiB", rss_kb(worker, "VmHWM") / 1024)
         say("  stand-in: %s (connections accepted from the pool: keep-alive)", stats and stats.body or "?")
