@@ -3,7 +3,7 @@
 -- luacheck: read globals ngx
 local tonumber, io_open = tonumber, io.open
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = require("jsoncontract.core")._VERSION }
 
 --- Read the request body of the current request.
 -- Refuses a `Content-Length` over `max_bytes` before reading anything; reads a body nginx

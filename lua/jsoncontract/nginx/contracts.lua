@@ -18,7 +18,7 @@ local type, pairs, error, tostring, setmetatable, pcall, loadfile = type, pairs,
     pcall, loadfile
 local io_open, format = io.open, string.format
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = require("jsoncontract.core")._VERSION }
 local mt = { __index = _M }
 
 local has_socket, socket = pcall(require, "socket")

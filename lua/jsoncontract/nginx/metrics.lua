@@ -35,7 +35,7 @@ local type, pairs, ipairs, tostring, tonumber, error, setmetatable = type, pairs
 local format, gsub, find, sub, match = string.format, string.gsub, string.find, string.sub, string.match
 local concat, sort = table.concat, table.sort
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = require("jsoncontract.core")._VERSION }
 local mt = { __index = _M }
 
 --- Bucket upper bounds per histogram (the `+Inf` bucket is implied).

@@ -19,7 +19,7 @@
 -- luacheck: read globals ngx
 local type, error, format = type, error, string.format
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = require("jsoncontract.core")._VERSION }
 
 --- Phases in which cosockets and `ngx.sleep` work.
 -- @table YIELDABLE
