@@ -207,11 +207,13 @@ do
         end
         say("  worker at start: RSS %5.1f MiB, Lua heap %5.1f MiB", rss_kb(worker) / 1024, lua_heap_mib())
         for round = 1, GW_ROUNDS do
+            local c0 = cpu_seconds(worker)
             local r = wrk(fmt("-t2 -c%d -d%ds --timeout 30s --latency -s %s", GW_CONNS, GW_SECONDS, script),
                 srv.base .. "/triage")
             say("  round %d: %7.0f req/s, %d requests, latency p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, "
-                .. "%d non-2xx, %d socket errors; worker RSS %5.1f MiB, Lua heap %5.1f MiB", round, r.rps, r.requests,
-                r.p[50] or -1, r.p[90] or -1, r.p[99] or -1, r.non2xx, r.errors, rss_kb(worker) / 1024, lua_heap_mib())
+                .. "%d non-2xx, %d socket errors; worker CPU %.0f us/request, RSS %5.1f MiB, Lua heap %5.1f MiB",
+                round, r.rps, r.requests, r.p[50] or -1, r.p[90] or -1, r.p[99] or -1, r.non2xx, r.errors,
+                (cpu_seconds(worker) - c0) * 1e6 / math.max(r.requests, 1), rss_kb(worker) / 1024, lua_heap_mib())
         end
         local stats = curl.request { url = "http://127.0.0.1:" .. sport .. "/stats",
             timeout_ms = 5000 }
