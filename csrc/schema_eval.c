@@ -464,6 +464,12 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
       if (p != NULL) {
         c->stk[slots + (size_t)p->sidx] = j + 1;
         known++;
+        if (!(t->v[j].flags & JC_TF_ESC) && t->text != NULL) {
+          /* its Lua string is kept: the builder reuses it (check) */
+          jc_tv *key = (jc_tv *)&t->v[j];
+          key->n = (unsigned)p->name_ref;
+          key->flags |= JC_TF_NAME;
+        }
       }
     }
   }

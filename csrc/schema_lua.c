@@ -389,7 +389,11 @@ static int jc_schema_check(lua_State *L) {
   if (r == 0) {
     r = jc_run(L, v, t, &o, 0);
     if (r == 0) {
-      jc_tape_push_lua(L, t, 0, ov[4].set && ov[4].b);
+      /* member names the walk matched to declared properties come from
+      ** the keep table, already interned */
+      lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);
+      jc_tape_push_lua(L, t, 0, ov[4].set && ov[4].b, lua_gettop(L));
+      lua_remove(L, -2);
       r = 1;
     }
   }

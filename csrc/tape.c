@@ -237,7 +237,14 @@ static void jc_push_scalar(lua_State *L, const jc_tv *v) {
   }
 }
 
-void jc_tape_push_lua(lua_State *L, jc_tape *t, size_t i, int keep_order) {
+/* Push the member name at entry 'k'. [-0, +1, m] */
+static void jc_push_name(lua_State *L, const jc_tv *k, int names) {
+  if (names != 0 && (k->flags & JC_TF_NAME)) lua_rawgeti(L, names, (int)k->n);
+  else lua_pushlstring(L, k->s, k->u.len);
+}
+
+void jc_tape_push_lua(lua_State *L, jc_tape *t, size_t i, int keep_order,
+                      int names) {
   jc_bframe *fr;
   size_t nf = 0, cap = t->depth + 1;
   int amt;
@@ -291,7 +298,7 @@ void jc_tape_push_lua(lua_State *L, jc_tape *t, size_t i, int keep_order) {
       }
       i++;
       if (f->is_object) {
-        lua_pushlstring(L, t->v[i].s, t->v[i].u.len);
+        jc_push_name(L, &t->v[i], names);
         if (f->order) {
           lua_pushvalue(L, -1);
           lua_rawseti(L, f->order, ++f->count);
@@ -314,7 +321,7 @@ store:
         goto store;
       }
       if (f->is_object) {
-        lua_pushlstring(L, t->v[i].s, t->v[i].u.len);
+        jc_push_name(L, &t->v[i], names);
         if (f->order) {
           lua_pushvalue(L, -1);
           lua_rawseti(L, f->order, ++f->count);

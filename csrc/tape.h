@@ -34,6 +34,9 @@ enum { JT_NULL, JT_BOOLEAN, JT_OBJECT, JT_ARRAY, JT_NUMBER, JT_STRING,
                            'n'), 'u.d' its nearest double */
 #define JC_TF_ESC 16u   /* string: had escapes, 's' is in the arena and 'n'
                            its offset in the text (0xffffffff: unknown) */
+#define JC_TF_NAME 32u  /* member name (not escaped) whose Lua string is kept
+                           at index 'n' of a names table (see
+                           'jc_tape_push_lua') */
 #define JC_NOOFF ((size_t)-1)   /* no offset: written from Lua */
 
 /* 24 bytes. The byte offset of a value in the text is not stored but
@@ -136,9 +139,14 @@ void jc_tape_free(jc_tape *t, void *p, size_t size);
 ** tables (with 'keep_order', each gets a metatable { __order = { keys in
 ** document order } }), arrays as tables with core.array_mt, null as
 ** core.null, numbers as on decode (Lua 5.3+: int64 exact integers).
+** 'names' is 0 or the stack index of a table whose integer keys hold the
+** Lua strings of member names marked JC_TF_NAME (the validator marks the
+** names it found among declared properties, with their keep index): those
+** are pushed from it instead of being interned again.
 ** Not recursive. [-0, +1, m]
 */
-void jc_tape_push_lua(lua_State *L, jc_tape *t, size_t i, int keep_order);
+void jc_tape_push_lua(lua_State *L, jc_tape *t, size_t i, int keep_order,
+                      int names);
 
 /*
 ** Append the Lua value at stack index 'idx' to the tape in one walk
