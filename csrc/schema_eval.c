@@ -190,7 +190,10 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i) {
   const char *s = x->s;
   size_t len = x->u.len, chars;
   int ok = 1;
-  if (n->min_len != ABSENT || n->max_len != ABSENT) {
+  /* a UTF-8 character is 1 to 4 bytes: len/4 <= chars <= len decides
+  ** most bounds without counting */
+  if ((n->min_len != ABSENT && (len + 3) / 4 < n->min_len) ||
+      (n->max_len != ABSENT && len > n->max_len)) {
     chars = jc_utf8_chars(s, len);
     if (n->min_len != ABSENT && chars < n->min_len) {
       ok = 0;
@@ -841,6 +844,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
   lua_State *L = c->L;
   const jc_tv *x;
   int ok = 1, jt, pushed = 0, memo = 0;
+  unsigned kw;
   size_t saved;
   if (n->boolean == 1) return 1;
   if (c->abort) return 0;
@@ -865,25 +869,31 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
   }
   x = &c->t->v[i];
   jt = x->kind;
+  kw = n->kw;
   if (c->quiet && !c->v->dynamic &&
-      (jt == JT_OBJECT || jt == JT_ARRAY || n->ref != NULL ||
-       n->nanyof > 0 || n->noneof > 0 || n->nallof > 0 || n->not_ != NULL ||
-       n->if_ != NULL)) {
-    int r = jc_memo_get(c, n, i);
-    if (r >= 0) {
-      c->edepth--;
-      c->cur = saved;
-      return r;
+      (jt == JT_OBJECT || jt == JT_ARRAY || (kw & KW_INPLACE) != 0)) {
+    /* the first JC_MEMO_LAZY quiet evaluations are not remembered: most
+    ** validations never repeat one, and the bound stays polynomial (at
+    ** most JC_MEMO_LAZY more evaluations than with every one kept) */
+    if (c->memo_skip < JC_MEMO_LAZY) {
+      c->memo_skip++;
+    } else {
+      int r = jc_memo_get(c, n, i);
+      if (r >= 0) {
+        c->edepth--;
+        c->cur = saved;
+        return r;
+      }
+      memo = 1;
     }
-    memo = 1;
   }
   if (c->v->dynamic) pushed = jc_scope_push(c, n);
 
-  if (n->ref != NULL && !jc_eval_ref(c, n, n->ref, "$ref", i)) {
+  if ((kw & KW_REF) && !jc_eval_ref(c, n, n->ref, "$ref", i)) {
     ok = 0;
     if (JC_STOP(c)) goto done;
   }
-  if (n->dynref != NULL &&
+  if ((kw & KW_DYNREF) &&
       !jc_eval_ref(c, n, jc_dyn_target(c, n), "$dynamicRef", i)) {
     ok = 0;
     if (JC_STOP(c)) goto done;
@@ -902,7 +912,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
     }
     goto done;
   }
-  if (n->enum_ref != 0 && !jc_enum_has(c, n, i)) {
+  if ((kw & KW_ENUM) && !jc_enum_has(c, n, i)) {
     ok = 0;
     if (!c->quiet) {
       jc_keep_get(c, n->enum_ref);
@@ -911,7 +921,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
     }
     if (JC_STOP(c)) goto done;
   }
-  if (n->const_ref != 0 && !jc_tv_equal(c->t, i, n->const_tape, 0)) {
+  if ((kw & KW_CONST) && !jc_tv_equal(c->t, i, n->const_tape, 0)) {
     ok = 0;
     if (!c->quiet) {
       int cv;
@@ -933,17 +943,17 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
     int r = 1;
     switch (jt) {
       case JT_OBJECT:
-        r = jc_eval_object(c, n, i);
-        if ((n->ndeps > 0 || n->pnames != NULL) && (r || !JC_STOP(c)))
+        if (kw & KW_OBJ) r = jc_eval_object(c, n, i);
+        if ((kw & KW_OBJ_MORE) && (r || !JC_STOP(c)))
           r = jc_eval_object_more(c, n, i) && r;
         break;
       case JT_ARRAY:
-        r = jc_eval_array(c, n, i);
-        if (n->contains != NULL && (r || !JC_STOP(c)))
+        if (kw & KW_ARR) r = jc_eval_array(c, n, i);
+        if ((kw & KW_CONTAINS) && (r || !JC_STOP(c)))
           r = jc_eval_contains(c, n, i) && r;
         break;
-      case JT_STRING: r = jc_eval_string(c, n, i); break;
-      case JT_NUMBER: r = jc_eval_number(c, n, i); break;
+      case JT_STRING: if (kw & KW_STR) r = jc_eval_string(c, n, i); break;
+      case JT_NUMBER: if (kw & KW_NUM) r = jc_eval_number(c, n, i); break;
       default: break;
     }
     if (!r) {
@@ -951,7 +961,8 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
       if (JC_STOP(c)) goto done;
     }
   }
-  if (n->nallof > 0) {
+  if (!(kw & KW_TAIL)) goto done;
+  if (kw & KW_ALLOF) {
     size_t k;
     for (k = 0; k < n->nallof; k++) {
       if (!jc_eval(c, n->allof[k], i)) {
@@ -960,7 +971,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
       }
     }
   }
-  if (n->nanyof > 0) {
+  if (kw & KW_ANYOF) {
     size_t which[2];
     if (jc_count_matches(c, n->anyof, n->nanyof, i, 1, which) == 0) {
       ok = 0;
@@ -970,7 +981,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
       if (JC_STOP(c)) goto done;
     }
   }
-  if (n->noneof > 0) {
+  if (kw & KW_ONEOF) {
     size_t which[2];
     size_t hits = jc_count_matches(c, n->oneof, n->noneof, i, 2, which);
     if (c->abort) { ok = 0; goto done; }
@@ -987,7 +998,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
       if (JC_STOP(c)) goto done;
     }
   }
-  if (n->not_ != NULL) {
+  if (kw & KW_NOT) {
     int matched;
     c->quiet++;
     matched = jc_eval(c, n->not_, i);
@@ -999,7 +1010,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
       if (JC_STOP(c)) goto done;
     }
   }
-  if (n->if_ != NULL) {
+  if (kw & KW_IF) {
     int cond = jc_quiet_ok(c, n->if_, i);
     const jc_node *branch = cond ? n->then_ : n->else_;
     if (c->abort) { ok = 0; goto done; }
@@ -1008,8 +1019,8 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
       if (JC_STOP(c)) goto done;
     }
   }
-  if ((n->uprops != NULL && jt == JT_OBJECT) ||
-      (n->uitems != NULL && jt == JT_ARRAY)) {
+  if (((kw & KW_UPROPS) && jt == JT_OBJECT) ||
+      ((kw & KW_UITEMS) && jt == JT_ARRAY)) {
     if (!jc_eval_unevaluated(c, n, i)) ok = 0;
   }
 done:
