@@ -302,6 +302,8 @@ typedef struct jc_memo {
   int r;
 } jc_memo;
 
+/* Every field is set one by one in jc_run (no memset): a new field needs
+** its line there. */
 typedef struct jc_vctx {
   lua_State *L;
   jc_validator *v;
