@@ -109,6 +109,8 @@ static int jc_match(jc_vctx *c, const jc_node *n, const jc_pattern *re,
 
 static int jc_type_ok(const jc_tv *x, unsigned types);
 static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i);
+static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
+static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i);
 
 /* Evaluate 'n' on the child entry 'i' (member 'key' or array 'index'),
 ** one level deeper. */
@@ -116,22 +118,7 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
                          const char *key, size_t len, size_t index) {
   int ok;
   jc_seg *s;
-  /* a schema with at most 'type' on a scalar (most leaves of real
-  ** schemas): decided here, without a call; the same work unit as
-  ** jc_eval charges. Anything else, or a failure (to be reported), goes
-  ** the whole way. */
-  if ((n->kw & ~KW_ENUM) == 0 && n->boolean < 0 &&
-      c->depth < c->v->max_depth &&
-      c->work >= 1.0 && !c->abort && !c->v->dynamic) {
-    const jc_tv *x = &c->t->v[i];
-    if (((1u << x->kind) & ((1u << JT_NULL) | (1u << JT_BOOLEAN) |
-                            (1u << JT_NUMBER) | (1u << JT_STRING))) != 0 &&
-        (n->types == 0 || jc_type_ok(x, n->types)) &&
-        (n->kw == 0 || jc_enum_has(c, n, i))) {
-      c->work -= 1.0;
-      return 1;
-    }
-  }
+  const jc_tv *x;
   if (c->depth >= c->v->max_depth) {
     size_t saved = c->cur;
     s = &c->v->segs[c->depth];
@@ -146,6 +133,32 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
   s = &c->v->segs[c->depth];
   s->key = key; s->len = len; s->index = index;
   c->depth++;
+  x = &c->t->v[i];
+  /* A scalar under a schema of only type, enum and its type's keywords
+  ** (most leaves of real schemas): decided here, quietly, without the
+  ** interpreter's call; the same work unit as jc_eval charges. A failure
+  ** goes the whole way below, which reports it (the position is set as
+  ** jc_eval sets it, for a budget error inside a regex). */
+  if ((n->kw & ~(KW_ENUM | KW_STR | KW_NUM)) == 0 && n->boolean < 0 &&
+      ((1u << x->kind) & ((1u << JT_NULL) | (1u << JT_BOOLEAN) |
+                          (1u << JT_NUMBER) | (1u << JT_STRING))) != 0 &&
+      c->work >= 1.0 && !c->abort && !c->v->dynamic) {
+    unsigned kw = n->kw;
+    size_t saved = c->cur;
+    c->cur = i;
+    c->quiet++;
+    ok = (n->types == 0 || jc_type_ok(x, n->types)) &&
+         (!(kw & KW_ENUM) || jc_enum_has(c, n, i)) &&
+         (!(kw & KW_STR) || x->kind != JT_STRING || jc_eval_string(c, n, i)) &&
+         (!(kw & KW_NUM) || x->kind != JT_NUMBER || jc_eval_number(c, n, i));
+    c->quiet--;
+    c->cur = saved;
+    if (ok || c->abort) {
+      if (ok) c->work -= 1.0;
+      c->depth--;
+      return ok;
+    }
+  }
   ok = jc_eval(c, n, i);
   c->depth--;
   return ok;
@@ -408,8 +421,10 @@ static int jc_key_cmp(const void *x, const void *y) {
 }
 
 /* patternProperties and additionalProperties of 'n' on member name entry
-** 'k' (value k + 1). Returns 1 valid, 0 invalid. */
-static int jc_eval_member(jc_vctx *c, const jc_node *n, size_t k) {
+** 'k' (value k + 1); 'declared' 0: not in 'properties' (known), -1: look
+** it up. Returns 1 valid, 0 invalid. */
+static int jc_eval_member(jc_vctx *c, const jc_node *n, size_t k,
+                          int declared) {
   const jc_tv *key = &c->t->v[k];
   size_t p;
   int ok = 1, matched = 0, r;
@@ -444,7 +459,8 @@ static int jc_eval_member(jc_vctx *c, const jc_node *n, size_t k) {
     }
   }
   if (!matched && n->addl != NULL &&
-      jc_find_prop(n, key->s, key->u.len) == NULL) {
+      (declared == 0 ||
+       (declared < 0 && jc_find_prop(n, key->s, key->u.len) == NULL))) {
     if (n->addl->boolean == 0) {
       r = 0;
       if (!c->quiet) {
@@ -477,10 +493,15 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
   const jc_tape *t = c->t;
   const jc_tv *x = &t->v[i];
   size_t j, k, count = x->n, end = x->u.end, slots = 0, known = 0;
+  size_t unk = (size_t)-1, nunk = 0;
   int ok = 1;
 
   if (n->nprops > 0) {   /* one pass: each member's slot in props_sorted */
     slots = jc_stk_push(c, n->nprops);
+    /* members not declared, listed for additionalProperties (no second
+    ** lookup per member below) */
+    if (n->addl != NULL && n->npprops == 0 && count > 0)
+      unk = jc_stk_push(c, count);
     for (j = i + 1; j < end; j = jc_tv_next(t, j + 1)) {
       const jc_prop *p = jc_find_prop(n, t->v[j].s, t->v[j].u.len);
       if (p != NULL) {
@@ -492,6 +513,8 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
           key->n = (unsigned)p->name_ref;
           key->flags |= JC_TF_NAME;
         }
+      } else if (unk != (size_t)-1) {
+        c->stk[unk + nunk++] = j;
       }
     }
   }
@@ -513,19 +536,25 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
       if (JC_STOP(c)) goto out;
     }
   }
-  if (n->nprops > 0) jc_stk_pop(c, slots);
-  slots = (size_t)-1;
 
   /* every member named in 'properties' and no patternProperties: nothing
   ** is left for additionalProperties */
   if (n->npprops > 0 || (n->addl != NULL && known < count)) {
-    /* first a quiet pass in document order; the sorted pass below runs
-    ** only to report what failed, in a stable order */
+    /* first a quiet pass (document order, or the undeclared members
+    ** listed above); the sorted pass below runs only to report what
+    ** failed, in a stable order */
     int fast = 1;
     c->quiet++;
-    for (j = i + 1; j < end && fast; j = jc_tv_next(t, j + 1))
-      fast = jc_eval_member(c, n, j);
+    if (unk != (size_t)-1) {
+      for (k = 0; k < nunk && fast; k++)
+        fast = jc_eval_member(c, n, c->stk[unk + k], 0);
+    } else {
+      for (j = i + 1; j < end && fast; j = jc_tv_next(t, j + 1))
+        fast = jc_eval_member(c, n, j, -1);
+    }
     c->quiet--;
+    if (n->nprops > 0) jc_stk_pop(c, slots);
+    slots = (size_t)-1;
     if (c->abort) return 0;
     if (!fast) {
       ok = 0;
@@ -540,7 +569,7 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
         }
         qsort(keys, k, sizeof(jc_key), jc_key_cmp);
         for (j = 0; j < k; j++) {
-          if (!jc_eval_member(c, n, keys[j].e) && JC_STOP(c)) break;
+          if (!jc_eval_member(c, n, keys[j].e, -1) && JC_STOP(c)) break;
         }
         lua_pop(L, 1);
         if (JC_STOP(c)) return 0;
@@ -549,6 +578,7 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
       }
     }
   }
+  if (slots != (size_t)-1 && n->nprops > 0) jc_stk_pop(c, slots);
   if (n->min_props != ABSENT && count < n->min_props) {
     ok = 0;
     jc_report_count(c, n, "minProperties", count, "properties", "minimum",
