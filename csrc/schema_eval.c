@@ -107,7 +107,16 @@ static int jc_match(jc_vctx *c, const jc_node *n, const jc_pattern *re,
   return rc;
 }
 
-static int jc_type_ok(const jc_tv *x, unsigned types);
+/* Does the value (entry 'x') satisfy the 'type' bits? A table by kind;
+** 'integer' asks the number. */
+static JC_INLINE int jc_type_ok(const jc_tv *x, unsigned types) {
+  static const unsigned char bit[8] = {
+    TB_NULL, TB_BOOLEAN, TB_OBJECT, TB_ARRAY, TB_NUMBER, TB_STRING, 0, 0
+  };
+  if ((types & bit[x->kind & 7]) != 0) return 1;
+  return x->kind == JT_NUMBER && (types & TB_INTEGER) != 0 &&
+         jc_tv_integral(x);
+}
 static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i);
@@ -595,21 +604,6 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
 out:
   if (slots != (size_t)-1 && n->nprops > 0) jc_stk_pop(c, slots);
   return 0;
-}
-
-/* Does the value (entry 'x') satisfy the 'type' bits? */
-static int jc_type_ok(const jc_tv *x, unsigned types) {
-  switch (x->kind) {
-    case JT_NULL: return (types & TB_NULL) != 0;
-    case JT_BOOLEAN: return (types & TB_BOOLEAN) != 0;
-    case JT_OBJECT: return (types & TB_OBJECT) != 0;
-    case JT_ARRAY: return (types & TB_ARRAY) != 0;
-    case JT_STRING: return (types & TB_STRING) != 0;
-    case JT_NUMBER:
-      return (types & TB_NUMBER) != 0 ||
-             ((types & TB_INTEGER) != 0 && jc_tv_integral(x));
-    default: return 0;
-  }
 }
 
 /* Evaluate applicator lists quietly; returns how many matched and the
