@@ -6,7 +6,6 @@
 -- @module jsoncontract.cli
 local core = require "jsoncontract.core"
 local run = require "jsoncontract.run"
-local batch = require "jsoncontract.batch"
 local evidence = require "jsoncontract.evidence"
 local errors = require "jsoncontract.errors"
 
@@ -34,6 +33,16 @@ commands:
       --seed N                 stand-in model seed (default 1)
       --delay-ms N             stand-in model delay per answer (default 20)
       --record-text            keep raw model text and mail text in the evidence log
+      --resume DIR             continue the job in DIR (committed items are never asked again;
+                               the mailbox must be the same, by id and digest)
+      --retry-review           with --resume: send the review items to the model again, as a new pass
+      --store URL              job store (default: DIR/job.sqlite; or postgresql://...)
+      --rpm N, --tpm N         requests / tokens per minute for the provider lane (default: provider's)
+      --grace N                seconds in-flight items get after SIGINT/SIGTERM (default 30)
+  enqueue --store URL --input FILE   create a job in a shared store (options as triage); prints its id
+  worker --store URL [--job ID]      work on a shared job with others (leases; --parallel, --lease-seconds)
+  status DIR | --store URL [--job ID] [--json]   progress and per-gate counts of a job
+  export DIR | --store URL --out DIR [--job ID]  write tickets/review/evidence/summary from the store
   check --contract FILE [REPLY]  run format, schema and rules gates on one reply (file or stdin);
       --adapter NAME           allow one adapter (e.g. unwrap-one-json-fence); exit 0 accepted, 1 rejected
   diff OLD NEW                 classify each schema change between two contract versions (.lua
@@ -163,38 +172,6 @@ local function read_mailbox(path, limit)
     return items
 end
 
-local function prepare_out_dir(dir)
-    local r = os.execute("test -e " .. shell_quote(dir) .. " -a ! -d " .. shell_quote(dir))
-    if r == true or r == 0 then
-        return nil, "output path " .. dir .. " exists and is not a folder (nothing was overwritten)"
-    end
-    local p = io.popen("ls -A " .. shell_quote(dir) .. " 2>/dev/null")
-    local listing = p:read("*a")
-    p:close()
-    if listing ~= "" then
-        return nil, "output folder " .. dir .. " is not empty; choose a new one (nothing was overwritten)"
-    end
-    r = os.execute("mkdir -p " .. shell_quote(dir))
-    if r ~= true and r ~= 0 then
-        return nil, "cannot create output folder " .. dir
-    end
-    return true
-end
-
--- The default output folder: out/triage-<UTC time>, with -2, -3, ... when that one is taken.
-local function default_out_dir()
-    local base = "out/triage-" .. os.date("!%Y%m%d-%H%M%S")
-    local dir, n = base, 1
-    while true do
-        local p = io.popen("ls -A " .. shell_quote(dir) .. " 2>/dev/null; test -e " .. shell_quote(dir) .. " && echo x")
-        local taken = p:read("*a") ~= ""
-        p:close()
-        if not taken then return dir end
-        n = n + 1
-        dir = base .. "-" .. n
-    end
-end
-
 -- Start the stand-in model server; returns base_url and a stop function.
 local function start_standin(bindir, seed, delay_ms)
     -- --idle-seconds: should we die without saying /shutdown, the server follows soon.
@@ -251,153 +228,41 @@ local function choose_provider(o)
     return { provider = name, model = o.model or "standin-1", standin = true }
 end
 
-local function isatty(fd)
-    local r = os.execute("test -t " .. fd)
-    return r == true or r == 0
-end
+local BATCH_FLAGS = {
+    input = "string", out = "string", contract = "string", provider = "string", model = "string",
+    ["base-url"] = "string", parallel = "number", ["max-attempts"] = "number", ["token-budget"] = "number",
+    limit = "number", seed = "number", ["delay-ms"] = "number", ["record-text"] = "flag",
+    resume = "string", store = "string", ["retry-review"] = "flag", rpm = "number", tpm = "number",
+    grace = "number", ["lease-seconds"] = "number", latency = "string", job = "string", json = "flag",
+}
 
---- `jsoncontract triage`: see USAGE. Returns the exit status (0 when every item ended in
--- exactly one of accepted or review, whatever the split).
+--- `jsoncontract triage`: see USAGE. The job itself lives in `jsoncontract.jobs.commands`.
+-- Returns the exit status (0 when every item ended in exactly one of accepted or review).
 function _M.triage(argv, env)
-    local o, rest = parse_args(argv, 2, {
-        input = "string", out = "string", contract = "string", provider = "string", model = "string",
-        ["base-url"] = "string", parallel = "number", ["max-attempts"] = "number", ["token-budget"] = "number",
-        limit = "number", seed = "number", ["delay-ms"] = "number", ["record-text"] = "flag",
-    })
+    local o, rest = parse_args(argv, 2, BATCH_FLAGS)
     if not o then return die(rest) end
     if #rest > 0 then return die("unexpected argument " .. rest[1]) end
-    local root = env.root
-    local shared = os.getenv("JC_SHARED") or (root == "." and "../shared" or (root .. "/../shared"))
-    local input = o.input
-    if not input then
-        input = shared .. "/corpora/support-emails/emails.jsonl"
-        if not file_exists(input) then input = root .. "/examples/mailbox.jsonl" end
+    if o.parallel and (o.parallel < 1 or o.parallel > 256) then
+        return die("option --parallel must be from 1 to 256")
     end
-    local parallel, max_attempts = o.parallel or 8, o["max-attempts"] or 3
-    if parallel < 1 or parallel > 256 then return die("option --parallel must be from 1 to 256") end
-    if max_attempts < 1 then return die("option --max-attempts must be at least 1") end
-    local p, perr = choose_provider(o)
-    if not p then return die(perr) end
-    local mod, err = load_contract(o.contract or (root .. "/examples/support_ticket.lua"))
-    if not mod then return die(err) end
-    local contract = mod.contract
-    local items
-    items, err = read_mailbox(input, o.limit)
-    if not items then return die("cannot read mailbox: " .. tostring(err)) end
-
-    -- Everything is checked; only now is anything created.
-    local out = o.out or default_out_dir()
-    local ok
-    ok, err = prepare_out_dir(out)
-    if not ok then return die(err) end
-
-    -- The shop's orders: the orders the mailbox refers to, plus the examples' own.
-    local orders_mod = dofile(root .. "/examples/orders.lua")
-    local db
-    db, err = orders_mod.open(out .. "/orders.sqlite")
-    if not db then return die("cannot open orders database: " .. tostring(err)) end
-    for _, id in ipairs { "1042", "1187", "2001", "2002", "2003", "2004", "2005" } do db:add(id, "example") end
-    for _, item in ipairs(items) do
-        local meta = type(item.meta) == "table" and item.meta or {}
-        for _, id in ipairs(type(meta.inserted_order_numbers) == "table" and meta.inserted_order_numbers or {}) do
-            if type(id) == "string" then db:add(id, item.id) end
-        end
-    end
-
-    local stop_standin
-    if p.standin then
-        p.base_url, stop_standin = start_standin(env.bindir, o.seed or 1, o["delay-ms"] or 20)
-        if not p.base_url then db:close() return die(stop_standin) end
-    end
-
-    local log = assert(evidence.open(out .. "/evidence.jsonl", { record_text = o["record-text"] }))
-    if p.api_key then log:add_secret(p.api_key) end
-    local tickets = assert(io.open(out .. "/tickets.jsonl", "w"))
-    local review = assert(io.open(out .. "/review.jsonl", "w"))
-    local metrics = evidence.metrics()
-    local tty = isatty(2)
-    local done, n_accepted, n_review = 0, 0, 0
-
-    stderr:write(format("triage: %d messages from %s, provider %s (%s), model %s, output %s\n", #items, input,
-        p.provider, p.standin and ("stand-in at " .. p.base_url) or "live", p.model, out))
-
-    local function no_attempt(item, category, kind, message)
-        return { status = "human_review", attempts = setmetatable({}, core.array_mt),
-            usage = { input_tokens = 0, output_tokens = 0 }, item_id = item.id,
-            reason = errors.new(category, kind, message) }
-    end
-
-    local function work(item)
-        if item.input_error then return no_attempt(item, "input", "invalid_input", item.input_error) end
-        -- One item's failure (a bug in a rule, say) is that item's review reason, never the
-        -- end of the whole run.
-        local asked, outcome = pcall(run.ask, contract, item.text, {
-            provider = p.provider, model = p.model, api_key = p.api_key, base_url = p.base_url,
-            transport = batch.send, sleep = batch.sleep, evidence = log, context = { orders = db },
-            item_id = item.id, policy = { max_attempts = max_attempts, token_budget = o["token-budget"] },
-            max_tokens = 300, timeout_ms = 120000,
-        })
-        if asked then return outcome end
-        local msg = tostring(outcome)
-        msg = errors.redact(msg, p.api_key)
-        return no_attempt(item, "internal", "item_error", "this item could not be processed: " .. msg)
-    end
-
-    local function on_done(i, outcome)
-        local item = items[i]
-        done = done + 1
-        metrics:observe_outcome(outcome)
-        local attempts = setmetatable({}, core.array_mt)
-        for k, a in ipairs(outcome.attempts) do
-            attempts[k] = { gate = a.gate, kind = a.kind, finish = a.finish, http_status = a.http_status }
-        end
-        local base = { id = item.id, request_id = outcome.request_id, contract = contract:identity(),
-            attempts = attempts, usage = outcome.usage, elapsed_ms = outcome.elapsed_ms }
-        if outcome.status == "accepted" then
-            n_accepted = n_accepted + 1
-            base.ticket = outcome.value
-            base.adapters = outcome.adapters
-            tickets:write(core.encode(base), "\n")
-        else
-            n_review = n_review + 1
-            local r = outcome.reason
-            local errs = setmetatable({}, core.array_mt)
-            for k, e in ipairs(r.errors or {}) do
-                errs[k] = { pointer = e.pointer, keyword = e.keyword, message = e.message }
-            end
-            base.reason = { category = r.category, kind = r.kind, message = r.message, errors = errs }
-            review:write(core.encode(base), "\n")
-        end
-        if tty then
-            stderr:write(format("\r%d/%d done: %d accepted, %d to review", done, #items, n_accepted, n_review))
-        end
-    end
-
-    local okrun, runerr = pcall(batch.run, items, work, { parallel = parallel, on_done = on_done })
-    if tty then stderr:write("\n") end
-    tickets:close()
-    review:close()
-    log:close()
-    db:close()
-    if stop_standin then stop_standin() end
-    if not okrun then return die("triage stopped: " .. tostring(runerr)) end
-
-    local summary = metrics:summary()
-    local f = assert(io.open(out .. "/summary.json", "w"))
-    f:write(core.encode({ input = input, items = #items, accepted = n_accepted, human_review = n_review,
-        provider = p.provider, model = p.model, standin = p.standin or false, contract = contract:identity(),
-        metrics = summary }, { indent = 2 }), "\n")
-    f:close()
-
-    stdout:write(metrics:format(), "\n")
-    stdout:write(format("%d messages: %d accepted (%s/tickets.jsonl), %d to review (%s/review.jsonl); " ..
-        "evidence in %s/evidence.jsonl\n", #items, n_accepted, out, n_review, out, out))
-    if n_accepted + n_review ~= #items then
-        stderr:write("jsoncontract: counts do not add up\n")
-        return 1
-    end
-    return 0
+    if o["max-attempts"] and o["max-attempts"] < 1 then return die("option --max-attempts must be at least 1") end
+    return require("jsoncontract.jobs.commands").triage(o, env)
 end
+
+-- `worker`, `enqueue`, `status`, `export`: the batch job's other commands (jsoncontract.jobs.commands).
+local function batch_command(name)
+    return function(argv, env)
+        local o, rest = parse_args(argv, 2, BATCH_FLAGS)
+        if not o then return die(rest) end
+        if #rest > 1 then return die("unexpected argument " .. rest[2]) end
+        o.dir = rest[1]
+        return require("jsoncontract.jobs.commands")[name](o, env)
+    end
+end
+_M.worker = batch_command("worker")
+_M.enqueue = batch_command("enqueue")
+_M.status = batch_command("status")
+_M.export = batch_command("export")
 
 --- `jsoncontract check --contract FILE [REPLY]`: one reply through format, schema and rules.
 function _M.check(argv, env)
@@ -1135,6 +1000,7 @@ end
 function _M.main(argv, env)
     local cmd = argv[1]
     if cmd == "triage" then return _M.triage(argv, env) end
+    if cmd == "worker" or cmd == "enqueue" or cmd == "status" or cmd == "export" then return _M[cmd](argv, env) end
     if cmd == "check" then return _M.check(argv, env) end
     if cmd == "diff" then return _M.diff(argv, env) end
     if cmd == "replay" then return _M.replay(argv, env) end

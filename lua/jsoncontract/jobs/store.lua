@@ -533,6 +533,19 @@ function _M.items(self, job_id, filter)
     return rows
 end
 
+--- Ids and input digests of a job's items, in input order (to match a mailbox on resume).
+-- @tparam string job_id
+-- @treturn[1] {table,...} `{item_id, seq, input_digest}`
+-- @return[2] nil
+-- @treturn[2] table err
+function _M.item_digests(self, job_id)
+    local rows, err = self:query("SELECT item_id, seq, input_digest FROM items WHERE job_id = ? ORDER BY seq",
+        { job_id })
+    if not rows then return nil, store_error("read_failed", err) end
+    for _, r in ipairs(rows) do r.seq = tonumber(r.seq) end
+    return rows
+end
+
 --- One item with every recorded outcome.
 -- @tparam string job_id
 -- @tparam string item_id

@@ -1130,6 +1130,24 @@ local function is_vague(t, low)
     return count_words(low, VAGUE_WORDS) > 0
 end
 
+--- Share of ticket answers with an order number where that number is misread by one digit.
+_M.MISREAD_RATE = 0.06
+
+--- An order number with one digit changed (position and new digit from `u` in [0, 1)).
+-- @tparam string digits
+-- @tparam number u
+-- @treturn string the same length, exactly one digit different
+function _M.misread(digits, u)
+    local n = #digits
+    local pos = floor(u * n) + 1
+    local old = tonumber(digits:sub(pos, pos)) or 0
+    local delta = floor(u * 1000) % 9 + 1
+    local new = (old + delta) % 10
+    if pos == 1 and new == 0 then new = (old % 9) + 1 end -- never a leading zero
+    if new == old then new = (old + 1) % 10 end
+    return digits:sub(1, pos - 1) .. tostring(new) .. digits:sub(pos + 1)
+end
+
 local function pick_first(u)
     local acc = 1
     for _, f in ipairs(FAULTS_FIRST) do acc = acc - f[2] end
@@ -1771,6 +1789,13 @@ function _M.answer(request, opts)
 
     local fault = fault_for(seed, mail, attempt)
     local r = _M.draw(seed, mail, attempt, "style")
+    -- Real models misread a number now and then ("1043" for "1042"): the value passes the
+    -- schema; only the shop's orders table (the order_exists rule) can tell. A draw of its own,
+    -- so every other fault stays where it was for a given seed.
+    if t.order_id and _M.draw(seed, mail, attempt, "misread") < _M.MISREAD_RATE then
+        t.order_id = _M.misread(t.order_id, _M.draw(seed, mail, attempt, "digit"))
+        ans.misread = true
+    end
     local clean = ticket_json(t, nil, r)
     ans.fault = fault
     if fault == nil then
