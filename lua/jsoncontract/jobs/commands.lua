@@ -143,6 +143,10 @@ function _M.start_standin(o)
     local cmd = format("exec %s %s --port 0 --seed %d --delay-ms %d --max-seconds 86400 --idle-seconds 600 "
         .. "--exit-with-parent%s", shell_quote(interpreter()), shell_quote(o.bindir .. "/jsoncontract-standin"),
         o.seed or 1, o.delay_ms or 20, o.latency and (" --latency " .. shell_quote(o.latency)) or "")
+    -- JC_STANDIN_LOG: the stand-in logs every request it answers there (the crash specs use it
+    -- to prove that nothing committed is asked again).
+    local log = os.getenv("JC_STANDIN_LOG")
+    if log and log ~= "" then cmd = cmd .. " --log " .. shell_quote(log) end
     local proc = io.popen(cmd, "r")
     local line = proc and proc:read("*l")
     local port = line and line:match("^listening 127%.0%.0%.1:(%d+)")

@@ -186,7 +186,9 @@ end
 -- Run a statement; returns rows-affected (number) or nil, message.
 function _M.exec(self, sql, args)
     if not self.conn then return nil, "closed" end
-    local r, err = self.conn:execute(fill(self, sql, args))
+    -- A connection the server dropped raises in some drivers: that is data, not misuse.
+    local okx, r, err = pcall(self.conn.execute, self.conn, fill(self, sql, args))
+    if not okx then r, err = nil, r end
     if r == nil then return nil, tostring(err):gsub("^LuaSQL: ", "") end
     if type(r) == "userdata" then r:close() return 0 end
     return floor(tonumber(r) or 0)
@@ -195,7 +197,8 @@ end
 -- Run a query; returns an array of rows (tables by column name) or nil, message.
 function _M.query(self, sql, args)
     if not self.conn then return nil, "closed" end
-    local cur, err = self.conn:execute(fill(self, sql, args))
+    local okx, cur, err = pcall(self.conn.execute, self.conn, fill(self, sql, args))
+    if not okx then cur, err = nil, cur end
     if cur == nil then return nil, tostring(err):gsub("^LuaSQL: ", "") end
     if type(cur) ~= "userdata" then return {} end
     local rows = {}

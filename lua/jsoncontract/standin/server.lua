@@ -304,7 +304,7 @@ local function handle(st, req)
             (code == 429 or code == 503 or code == 529) and { ["Retry-After"] = "1" } or nil
     end
     if st.log then
-        st.log:write(cjson.encode(ans.mail or ""), "\n")
+        st.log:write(cjson.encode({ gettime(), ans.mail or "" }), "\n")
         st.log:flush()
     end
     local delay = st.latency and st.latency() or st.delay
@@ -391,8 +391,8 @@ end
 --   does not linger), `on_ready` (function(port) called once
 --   the socket listens), `latency` (string spec for `latency`: each answer waits a draw instead
 --   of `delay_ms`), `exit_with_parent` (boolean: stop once the parent process is gone, checked
---   twice a second; Linux /proc), `log` (file path: one JSON string line per model request, the
---   mail asked about)
+--   twice a second; Linux /proc), `log` (file path: one line per model request, the JSON array
+--   `[seconds since the epoch, the mail asked about]`)
 -- @treturn[1] table stats {served = integer requests answered}
 -- @return[2] nil
 -- @treturn[2] string why the socket could not be opened
@@ -442,7 +442,7 @@ function _M.run(opts)
             if parent_pid() ~= ppid then break end
         end
         if opts.idle_seconds and st.open == 0 and now - last_accept >= opts.idle_seconds then break end
-        local timeout = 1
+        local timeout = ppid and 0.5 or 1
         for t in pairs(sched.timers) do
             if t.at - now < timeout then timeout = t.at - now end
         end
