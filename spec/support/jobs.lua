@@ -127,8 +127,8 @@ function M.start_postgres()
     end
     local dir = os.tmpname()
     os.remove(dir)
-    os.execute("mkdir -p " .. q(dir) .. " && chmod 700 " .. q(dir))
-    if as ~= "" then os.execute("chown nobody " .. q(dir)) end
+    os.execute("env -u LD_PRELOAD sh -c " .. q("mkdir -p " .. q(dir) .. " && chmod 700 " .. q(dir)))
+    if as ~= "" then os.execute("env -u LD_PRELOAD chown nobody " .. q(dir)) end
     local s = assert(socket.bind("127.0.0.1", 0))
     local _, port = s:getsockname()
     s:close()
