@@ -17,9 +17,65 @@ local type, ipairs, pairs, tostring, pcall = type, ipairs, pairs, tostring, pcal
 local format, concat = string.format, table.concat
 local stderr, stdout = io.stderr, io.stdout
 
+-- Commands write through `env.stdout` / `env.stderr` when given (specs call them in-process).
+local function use_env(env)
+    stdout, stderr = env.stdout or io.stdout, env.stderr or io.stderr
+end
+
 local _M = { _VERSION = core._VERSION }
 
 local SIGNAL_EXIT = { SIGINT = 130, SIGTERM = 143 }
+
+--- The options of a parsed command line (argparse: `args.base_url`) as this module names them
+-- (`o["base-url"]`).
+-- @tparam table args
+-- @treturn table o
+function _M.options(args)
+    local o = {}
+    for k, v in pairs(args) do
+        if type(k) == "string" then o[(k:gsub("_", "-"))] = v end
+    end
+    return o
+end
+
+--- Add the options that define a job (the mailbox, contract, provider, model and the stand-in's)
+-- to an argparse parser.
+-- @tparam table parser
+-- @tparam table util `jsoncontract.cli.util` (its `whole` and `provider_name` converters)
+function _M.configure_job(parser, util)
+    parser:option("--input", "JSONL mailbox (default: $JC_SHARED/corpora/support-emails/emails.jsonl "
+        .. "when present, else examples/mailbox.jsonl).")
+    parser:option("--contract", "Lua file returning {contract=...} (default: examples/support_ticket.lua).")
+    parser:option("--provider", "Provider: " .. concat(require("jsoncontract.providers").names, ", ")
+        .. " (default: from the API key set, else the stand-in speaking openai).")
+        :convert(util.provider_name)
+    parser:option("--model", "Model name (default: OPENAI_MODEL / ANTHROPIC_MODEL or a stand-in name).")
+    parser:option("--base-url", "Provider base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL).")
+    parser:option("--max-attempts", "Model answers per item (default 3)."):convert(util.whole("--max-attempts"))
+    parser:option("--token-budget", "Stop retrying when the history would exceed N estimated tokens.")
+        :convert(util.whole("--token-budget"))
+    parser:option("--limit", "Only the first N messages."):convert(util.whole("--limit"))
+    parser:option("--seed", "Stand-in model seed (default 1)."):convert(util.whole("--seed"))
+    parser:option("--delay-ms", "Stand-in model delay per answer (default 20)."):convert(util.whole("--delay-ms"))
+    parser:option("--latency", "Stand-in answer latency instead of --delay-ms: heavy, or "
+        .. "lognormal:MED_MS:SIGMA:TAIL_SHARE:TAIL_MIN_MS:TAIL_MAX_MS.")
+    parser:flag("--record-text", "Keep raw model text and mail text in the evidence log.")
+end
+
+--- Add the options of one run (parallelism, limits, signals, leases) to an argparse parser.
+-- @tparam table parser
+-- @tparam table util `jsoncontract.cli.util`
+function _M.configure_run(parser, util)
+    parser:option("--parallel", "Items in flight at once (default 8)."):convert(util.whole("--parallel"))
+    parser:option("--rpm", "Requests per minute for the provider lane (default: the provider's; "
+        .. "0 = none)."):convert(util.whole("--rpm"))
+    parser:option("--tpm", "Estimated tokens per minute for the provider lane (default: the provider's; "
+        .. "0 = none)."):convert(util.whole("--tpm"))
+    parser:option("--grace", "Seconds in-flight items get after SIGINT/SIGTERM (default 30).")
+        :convert(util.whole("--grace"))
+    parser:option("--lease-seconds", "How long a leased item stays ours without renewal (default 120).")
+        :convert(util.whole("--lease-seconds"))
+end
 
 local function die(msg)
     stderr:write("jsoncontract: ", msg, "\n")
@@ -245,6 +301,7 @@ local function job_context(job, env, o)
     return { mod = mod, contract = mod.contract, p = p, jo = jo }
 end
 
+
 local function lane_for(p, o, jo)
     local d = ratelimit.DEFAULTS[p.provider] or {}
     local rpm, tpm = o.rpm or jo.rpm, o.tpm or jo.tpm
@@ -351,6 +408,7 @@ end
 -- @tparam table env `{root, bindir}`
 -- @treturn integer exit status
 function _M.triage(o, env)
+    use_env(env)
     local ok, err = check_numbers(o)
     if not ok then return die(err) end
     if o.resume then return _M.resume(o, env) end
@@ -410,6 +468,7 @@ end
 -- @tparam table env
 -- @treturn integer exit status
 function _M.resume(o, env)
+    use_env(env)
     local out = o.resume
     local url = o.store or (out .. "/job.sqlite")
     if not o.store and not file_exists(url) then
@@ -485,6 +544,7 @@ end
 -- @tparam table env
 -- @treturn integer exit status (prints the job id on stdout)
 function _M.enqueue(o, env)
+    use_env(env)
     if not o.input then return die("enqueue needs --input FILE") end
     local p, perr = choose_provider(o)
     if not p then return die(perr) end
@@ -522,6 +582,7 @@ end
 -- @tparam table env
 -- @treturn integer exit status
 function _M.worker(o, env)
+    use_env(env)
     local ok, err = check_numbers(o)
     if not ok then return die(err) end
     local st
@@ -556,7 +617,7 @@ end
 -- @tparam table env
 -- @treturn integer exit status
 function _M.status(o, env)
-    local _ = env
+    use_env(env)
     local st, err = open_named(o, false)
     if not st then return die(err) end
     local job
@@ -587,7 +648,7 @@ end
 -- @tparam table env
 -- @treturn integer exit status
 function _M.export(o, env)
-    local _ = env
+    use_env(env)
     local out = o.out or o.dir
     if not out then return die("export needs a folder: export DIR, or --store URL --out DIR") end
     local st, err = open_named(o, false)

@@ -8,6 +8,7 @@ local run = require "jsoncontract.run"
 local errors = require "jsoncontract.errors"
 local evidence = require "jsoncontract.evidence"
 local scheduler = require "jsoncontract.jobs.scheduler"
+local compat = require "jsoncontract.compat"
 
 local type, ipairs, pairs, tostring, pcall, error, setmetatable = type, ipairs, pairs, tostring, pcall, error,
     setmetatable
@@ -129,7 +130,7 @@ function _M.run(store, job_id, ctx)
         for k, v in pairs(ctx.ask) do opts[k] = v end
         opts.transport, opts.sleep, opts.evidence, opts.item_id = scheduler.send, scheduler.sleep, log, item.id
         -- One item's failure (a bug in a rule, say) is that item's review reason, never the run's end.
-        local asked, outcome = pcall(run.ask, contract, item.text, opts)
+        local asked, outcome = compat.pcall(run.ask, contract, item.text, opts)
         if not asked then
             outcome = no_attempt(item, "internal", "item_error", "this item could not be processed: "
                 .. errors.redact(tostring(outcome), ctx.ask.api_key))

@@ -19,8 +19,8 @@ local min, max, huge, floor = math.min, math.max, math.huge, math.floor
 
 local _M = { _VERSION = core._VERSION }
 
-local has_socket, socket = pcall(require, "socket")
-local function now() return has_socket and socket.gettime() or os.time() end
+local compat = require "jsoncontract.compat"
+local now = compat.now
 _M.now = now
 
 --- Inside an item: send one HTTP request through the loop.
