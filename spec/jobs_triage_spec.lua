@@ -195,6 +195,21 @@ describe("triage as a job", function()
         st:close()
         assert.equal(2, #passes)
         assert.equal(2, #first.outcomes)   -- both passes' outcomes are kept
+
+        -- a fixed contract (here: a new version) for a third pass over what is still in review
+        local fixed = os.tmpname()
+        finally(function() os.remove(fixed) end)
+        local f = assert(io.open(fixed, "wb"))
+        f:write((util.read("examples/support_ticket.lua"):gsub('version = "1%.0%.0"', 'version = "1.0.1"', 1)))
+        f:close()
+        o, code = util.sh(triage_cmd("--resume " .. q(dir) .. " --retry-review --contract " .. q(fixed)))
+        assert.equal(0, code, o)
+        st = assert(store.open(dir .. "/job.sqlite", { create = false }))
+        local reason = st:query("SELECT reason FROM passes WHERE job_id = ? AND pass = 3", { job.id })[1].reason
+        local version = st:job(job.id).contract_version
+        st:close()
+        assert.truthy(reason:find("1.0.1", 1, true), reason)
+        assert.equal("1.0.1", version)
     end)
 
     it("stops with a clear message and a non-zero exit when the disk is full, never a success line", function()

@@ -280,16 +280,22 @@ end
 -- Everything a worker needs to ask, from a job row (plus this host's environment).
 local function job_context(job, env, o)
     local jo = core.decode(job.options_json or "{}") or {}
-    local contract_path = jo.contract or (env.root .. "/examples/support_ticket.lua")
+    -- --retry-review may bring a fixed contract (--contract FILE): that is what a new pass is for.
+    local new_pass = o["retry-review"] == true
+    local contract_path = (new_pass and o.contract) or jo.contract or (env.root .. "/examples/support_ticket.lua")
     local mod, err = load_contract(contract_path)
     if not mod then return nil, err end
     local ident = mod.contract:identity()
-    if ident.schema_hash ~= job.schema_hash or ident.name ~= job.contract_name then
+    local changed = ident.schema_hash ~= job.schema_hash or ident.name ~= job.contract_name
+        or ident.version ~= job.contract_version
+    if changed and not new_pass then
         return nil, format("the contract %s is %s %s (schema %s), the job was started with %s %s (schema %s); "
-            .. "run the job with the contract it started with", contract_path, ident.name, tostring(ident.version),
+            .. "run the job with the contract it started with, or send its review items through the new one "
+            .. "with --retry-review --contract FILE", contract_path, ident.name, tostring(ident.version),
             tostring(ident.schema_hash):sub(1, 12), tostring(job.contract_name), tostring(job.contract_version),
             tostring(job.schema_hash):sub(1, 12))
     end
+    if changed then jo.contract = contract_path end
     local p = { provider = job.provider, model = job.model, base_url = o["base-url"] or jo["base-url"],
         standin = jo.standin == true }
     local key_name = job.provider == "anthropic" and "ANTHROPIC_API_KEY" or "OPENAI_API_KEY"
@@ -298,7 +304,7 @@ local function job_context(job, env, o)
         if key and key ~= "" then p.api_key = key end
         p.base_url = p.base_url or os.getenv(job.provider == "anthropic" and "ANTHROPIC_BASE_URL" or "OPENAI_BASE_URL")
     end
-    return { mod = mod, contract = mod.contract, p = p, jo = jo }
+    return { mod = mod, contract = mod.contract, p = p, jo = jo, changed = changed and ident or nil }
 end
 
 
@@ -504,7 +510,18 @@ function _M.resume(o, env)
     -- We are the job's only process (SQLite, one folder): whatever was leased died with the last run.
     if st.engine == "sqlite" then st:release(job.id, nil) end
     if o["retry-review"] then
-        local pass, n = st:new_review_pass(job.id, "review items sent again (--retry-review)")
+        local why = "review items sent again (--retry-review)"
+        if c.changed then
+            why = format("review items sent again with contract %s %s (--retry-review)", c.changed.name,
+                tostring(c.changed.version))
+            local ok, uerr = st:tx(function()
+                return st:exec("UPDATE jobs SET contract_name = ?, contract_version = ?, schema_hash = ?, "
+                    .. "options_json = ? WHERE id = ?", { c.changed.name, c.changed.version, c.changed.schema_hash,
+                    core.encode(c.jo), job.id })
+            end)
+            if not ok then st:close() return fail(uerr.message) end
+        end
+        local pass, n = st:new_review_pass(job.id, why)
         if not pass then st:close() return fail(n.message) end
         stderr:write(format("triage: pass %d sends %d review items back to the model\n", pass, n))
     end
