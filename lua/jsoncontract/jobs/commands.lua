@@ -348,7 +348,7 @@ local function work_on(st, job, c, o, env, progress)
     if stop_standin then stop_standin() end
     db:close()
     local stats = res.stats
-    st:record_run(job.id, { worker = res.owner, started_at = nil, exchanges = stats.exchanges,
+    st:record_run(job.id, { worker = res.owner, started_at = res.started_at, exchanges = stats.exchanges,
         limit_wait_ms = (stats.limit_wait_s or 0) * 1000,
         stop_reason = res.store_error and "store_error" or res.signal or "done",
         stats_json = core.encode({ max_in_flight = stats.max_in_flight, duplicates = res.duplicates,
