@@ -1,6 +1,7 @@
 -- make bench: the tape (issue 11's numbers), side by side with lua-cjson in one run.
---   1. 1 KB-class ticket reply: bytes -> validated Lua value (validator:check) against
---      lua-cjson's decode alone (no validation): ratio jc/cjson
+--   1. the support-ticket reply (239 B) and a 1 KB reply of the same kind (bench/ticket_1k.lua):
+--      bytes -> validated Lua value (validator:check) against lua-cjson's decode alone (no
+--      validation): ratio jc/cjson
 --   2. 1 MB document: core.decode against cjson.decode
 --   3. cost against size, 1 KB .. 10 MB: ns per byte of core.decode and validator:check
 --      (a flat column means linear)

@@ -4,7 +4,8 @@
 --         into bench/node_modules on first run (npm); skipped when npm or node
 --         is unavailable
 --   lua   a straightforward pure-Lua validator (below) on lua-cjson values
--- on the support-ticket contract's instance (examples/support_ticket.lua) and a
+-- on the support-ticket contract's instance (examples/support_ticket.lua), a 1 KB reply of
+-- the same kind (bench/ticket_1k.lua) and a
 -- few SchemaStore schemas with their own valid instances (../shared/corpora).
 -- "validation alone" is validator:validate(value): the Lua value written to a tape in one
 -- walk, then validated on the tape; "decode + validation" is validator:check(text), bytes
