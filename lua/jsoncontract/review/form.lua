@@ -151,9 +151,11 @@ function _M.render(schema, value, errs)
         local p = e.pointer or ""
         while p ~= "" and not fields[p] do p = match(p, "^(.*)/[^/]*$") or "" end
         -- The root object's own errors (a missing required property) name the property.
-        if p == "" and e.keyword == "required" and type(e.message) == "string" then
-            local prop = match(e.message, "'([^']+)'") or match(e.message, '"([^"]+)"')
-            if prop and fields["/" .. ptr_escape(prop)] then p = "/" .. ptr_escape(prop) end
+        -- An object's own errors (a missing required property) go to the property's field;
+        -- the validator words them "missing required field /a/b".
+        if e.keyword == "required" and type(e.message) == "string" then
+            local target = match(e.message, "required field (/%S*)$")
+            if target and fields[target] then p = target end
         end
         if fields[p] and (p ~= "" or kind_of(schema, 0) ~= "object") then
             by_field[p] = by_field[p] or {}
