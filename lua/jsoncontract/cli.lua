@@ -55,6 +55,9 @@ commands:
       --standin                the stand-in model over HTTP instead of the recorded replies
       --verbose                also print each accepted value
   lint ...                     lint contracts (when jsoncontract.cli_lint is installed)
+  review DIR_OR_STORE_URL      serve the review desk of a job through nginx on 127.0.0.1:8470
+      --listen HOST:PORT       another address (beyond 127.0.0.1 only with --auth FILE of name:secret)
+      --auth FILE              reviewers, one name:secret per line; --contract FILE, --job ID
   help                         this text
 
 With OPENAI_API_KEY or ANTHROPIC_API_KEY set, triage calls that provider; otherwise it starts the
@@ -1142,6 +1145,7 @@ function _M.main(argv, env)
     if cmd == "probe" then return _M.probe(argv, env) end
     if cmd == "examples" then return _M.examples(argv, env) end
     if cmd == "_fault-server" then return _M.fault_server() end
+    if cmd == "review" then return require("jsoncontract.review.serve").main(argv, env) end
     if cmd == "lint" then
         -- Written separately (jsoncontract.cli_lint, run(argv, env)); absent in some builds.
         local ok, lint = pcall(require, "jsoncontract.cli_lint")

@@ -109,6 +109,14 @@ local function reason_key(r)
     return tostring(r.category or "?") .. "/" .. tostring(r.kind or "?")
 end
 
+-- An error's message without its leading instance location (the list shows it apart).
+local function bare(e)
+    local m = tostring(e.message or e.keyword or "")
+    local p = e.pointer
+    if type(p) == "string" and p ~= "" and sub(m, 1, #p + 1) == p .. " " then m = sub(m, #p + 2) end
+    return m
+end
+
 local function keys_help(list)
     local out = {}
     for i, k in ipairs(list) do out[i] = "<kbd>" .. esc(k[1]) .. "</kbd> " .. esc(k[2]) end
@@ -223,11 +231,13 @@ local function render_attempt(self, rec, i)
             local ok, s = pcall(core.encode, rec.value)
             w('<pre class="text">' .. esc(ok and s or "?") .. "</pre>")
         end
-        if type(rec.note) == "string" and rec.note ~= "" then w('<div class="meta">note: ' .. esc(rec.note) .. "</div>") end
+        if type(rec.note) == "string" and rec.note ~= "" then
+            w('<div class="meta">note: ' .. esc(rec.note) .. "</div>")
+        end
         if type(rec.errors) == "table" and #rec.errors > 0 then
             w('<ul class="errs">')
             for _, e in ipairs(rec.errors) do
-                w(format("<li><code>%s</code> %s</li>", esc(e.pointer == "" and "/" or e.pointer), esc(e.message)))
+                w(format("<li><code>%s</code> %s</li>", esc(e.pointer == "" and "/" or e.pointer), esc(bare(e))))
             end
             w("</ul>")
         end
@@ -242,7 +252,9 @@ local function render_attempt(self, rec, i)
         rec.kind and (" <code>" .. esc(rec.category) .. "/" .. esc(rec.kind) .. "</code>") or ""))
     local meta = {}
     if rec.finish or rec.finish_reason then
-        meta[#meta + 1] = "finish " .. esc(rec.finish) .. (rec.finish_reason and (" (" .. esc(rec.finish_reason) .. ")") or "")
+        meta[#meta + 1] = "finish " .. esc(rec.finish)
+            .. ((rec.finish_reason and rec.finish_reason ~= rec.finish)
+                and (" (" .. esc(rec.finish_reason) .. ")") or "")
     end
     if rec.http_status then meta[#meta + 1] = "HTTP " .. esc(rec.http_status) end
     if type(rec.usage) == "table" then
@@ -278,7 +290,7 @@ local function render_attempt(self, rec, i)
         w('<ul class="errs">')
         for _, e in ipairs(errs) do
             w(format("<li><code>%s</code> %s</li>", esc((e.pointer == "" or e.pointer == nil) and "/" or e.pointer),
-                esc(e.message or e.keyword)))
+                esc(bare(e))))
         end
         w("</ul>")
     end
@@ -333,7 +345,10 @@ local function item_page(self, req, item_id, state, status)
         end
     end
     w('<pre class="text mail" id="mail">' .. esc(text_of_input(input)) .. "</pre>")
-    w(format("<h2>Attempts (%d)</h2>", #records))
+    local by_model = 0
+    for _, rec in ipairs(records) do if rec.decided_by ~= "human" then by_model = by_model + 1 end end
+    w(format("<h2>Attempts: %d by the model%s</h2>", by_model, #records > by_model
+        and format(", %d by a person", #records - by_model) or ""))
     if #records == 0 then w('<p class="muted">No attempt was recorded for this item.</p>') end
     for i, rec in ipairs(records) do w(render_attempt(self, rec, i)) end
     w('</section><section class="right">')
@@ -361,15 +376,16 @@ local function item_page(self, req, item_id, state, status)
         esc(query(nav))))
     w(format('<input type="hidden" name="csrf" value="%s">', self:csrf_token(req.reviewer)))
     w(fields)
-    w('<div class="field"><label class="name" for="note">note (kept with the decision, never sent to a model)</label>')
-    w(format('<textarea id="note" name="note" rows="2">%s</textarea></div>', esc(state and state.note or "")))
     w('<div class="buttons">')
     for _, name in ipairs { "accept", "not_a_ticket", "needs_customer" } do
         local act = ACTIONS[name]
         w(format('<button type="submit" name="action" value="%s"%s>%s <kbd>%s</kbd></button>', name,
             name == "accept" and ' class="primary"' or "", esc(act.label), act.key))
     end
-    w("</div></form>")
+    w("</div>")
+    w('<div class="field"><label class="name" for="note">note (kept with the decision, never sent to a model)</label>')
+    w(format('<textarea id="note" name="note" rows="1">%s</textarea></div>', esc(state and state.note or "")))
+    w("</form>")
     w('<p class="pager">')
     if nxt then
         w(format('<a rel="next" href="/item/%s%s">skip to next &rarr;</a>', esc(urlenc(nxt)), esc(query(nav))))
@@ -424,7 +440,8 @@ local function decide(self, req, item_id)
     local note = type(post.note) == "string" and post.note or ""
     local a = req.args or {}
     local nav = { status = a.status, reason = a.reason ~= "" and a.reason or nil }
-    local rec = { reviewer = req.reviewer, ts = self.now(), decision = action, note = note ~= "" and note or nil }
+    local rec = { reviewer = req.reviewer, ts = self.now(), decision = action, note = note ~= "" and note or nil,
+        contract = self.contract:identity() }
     if action == "accept" then
         local value, problems = form.read(self.contract.schema, post)
         local errs, gate, checked = gate_errors(self, value, problems)
@@ -442,7 +459,8 @@ local function decide(self, req, item_id)
         rec.gate = "accepted"
     end
     local ok, err = self.q.record_decision(self.store, self.job.id, item_id, {
-        status = act.status, value = rec.value, reviewer = req.reviewer, decided_at = rec.ts, record = rec })
+        status = act.status, value = rec.value, reviewer = req.reviewer, decided_at = rec.ts, record = rec,
+        contract = rec.contract })
     if not ok then
         return response(500, "could not record the decision: " .. tostring(err) .. "\n", "text/plain; charset=utf-8")
     end
@@ -466,7 +484,9 @@ end
 -- @treturn table response `{status = integer, headers = table, body = string}`
 function _M.handle(self, req)
     local path, method = req.path or "/", req.method or "GET"
-    if path == "/desk.css" then
+    if path == "/favicon.ico" then
+        return response(204, "", "image/x-icon", { ["Cache-Control"] = "max-age=86400" })
+    elseif path == "/desk.css" then
         return response(200, html.CSS, "text/css; charset=utf-8", { ["Cache-Control"] = "max-age=3600" })
     elseif path == "/desk.js" then
         return response(200, html.JS, "text/javascript; charset=utf-8", { ["Cache-Control"] = "max-age=3600" })

@@ -1,0 +1,305 @@
+--- The review desk's queries over the job store (`jsoncontract.jobs.store`): the queue of
+-- items a model sent to a person, with counts per reason, filters and keyset paging (a queue
+-- of 10,000 items costs one indexed range read per page, never an OFFSET walk); one item with
+-- its input, outcomes and evidence; and a person's decision, recorded like a model's outcome:
+-- an outcome row with `decided_by = 'human'` under the item's next pass, and its evidence
+-- record, in one transaction (`store:record_outcome`).
+--
+-- The queue's words: an item is "open" when its latest outcome is the model's and says
+-- `human_review` (and the item is not being asked again); "decided" when its latest outcome is
+-- a person's. Its reason is the category/kind of its latest model outcome.
+-- @module jsoncontract.jobs.review_queries
+local core = require "jsoncontract.core"
+
+local type, tostring, tonumber, ipairs, pcall, setmetatable =
+    type, tostring, tonumber, ipairs, pcall, setmetatable
+local format, match = string.format, string.match
+
+local _M = { _VERSION = core._VERSION }
+
+-- The latest outcome of the item (any author) and the latest outcome written by the model.
+local LATEST = "o.pass = (SELECT max(pass) FROM outcomes x WHERE x.job_id = i.job_id AND x.item_id = i.item_id)"
+local LATEST_MODEL = "m.pass = (SELECT max(pass) FROM outcomes y WHERE y.job_id = i.job_id "
+    .. "AND y.item_id = i.item_id AND y.decided_by = 'model')"
+
+local FROM = " FROM items i JOIN outcomes o ON o.job_id = i.job_id AND o.item_id = i.item_id AND " .. LATEST
+    .. " JOIN outcomes m ON m.job_id = i.job_id AND m.item_id = i.item_id AND " .. LATEST_MODEL
+    .. " WHERE i.job_id = ?"
+
+local OPEN = " AND o.decided_by = 'model' AND o.status = 'human_review' AND i.state = 'done'"
+local DECIDED = " AND o.decided_by = 'human'"
+local ALL = " AND m.status = 'human_review'"
+
+local function where_status(status)
+    if status == "decided" then return DECIDED end
+    if status == "all" then return ALL end
+    return OPEN
+end
+
+-- "category/kind" -> category, kind (kind may hold a slash: only the first one splits).
+local function split_reason(reason)
+    local c, k = match(reason, "^([^/]*)/(.*)$")
+    return c or reason, k
+end
+
+local function fail(store, err)
+    return nil, store.error("read_failed", tostring(err))
+end
+
+--- Counts for the queue's header.
+-- @tparam table store an open store
+-- @tparam string job_id
+-- @treturn[1] table `open` (integer), `decided` (integer), `by_reason` (list of `{reason = "category/kind",
+--   n = integer}` over the open items, most frequent first)
+-- @return[2] nil
+-- @treturn[2] table err (`store`/`read_failed`)
+function _M.queue_counts(store, job_id)
+    local rows, err = store:query("SELECT m.reason_category AS c, m.reason_kind AS k, count(*) AS n" .. FROM
+        .. OPEN .. " GROUP BY m.reason_category, m.reason_kind", { job_id })
+    if not rows then return fail(store, err) end
+    local out = { open = 0, decided = 0, by_reason = {} }
+    for _, r in ipairs(rows) do
+        local n = tonumber(r.n)
+        out.open = out.open + n
+        out.by_reason[#out.by_reason + 1] = { reason = tostring(r.c or "?") .. "/" .. tostring(r.k or "?"), n = n }
+    end
+    table.sort(out.by_reason, function(a, b)
+        if a.n ~= b.n then return a.n > b.n end
+        return a.reason < b.reason
+    end)
+    rows, err = store:query("SELECT count(*) AS n" .. FROM .. DECIDED, { job_id })
+    if not rows then return fail(store, err) end
+    out.decided = tonumber(rows[1].n) or 0
+    return out
+end
+
+local function filters(status, reason, args)
+    local sql = where_status(status)
+    if reason then
+        local c, k = split_reason(reason)
+        sql = sql .. " AND m.reason_category = ?"
+        args[#args + 1] = c
+        if k then
+            sql = sql .. " AND m.reason_kind = ?"
+            args[#args + 1] = k
+        end
+    end
+    return sql
+end
+
+--- One page of the queue, in input order, by keyset on the items' `seq`.
+-- @tparam table store
+-- @tparam string job_id
+-- @tparam[opt] table opts `status` ("open" default, "decided", "all"), `reason` ("category/kind"
+--   or "category"), `after` (seq: the page after it), `before` (seq: the page before it),
+--   `limit` (integer, default 50)
+-- @treturn[1] table rows, each `item_id`, `seq` (integer), `input` (decoded input JSON),
+--   `reason` ("category/kind" of the model's outcome), `status` and `decided_by` of the latest outcome
+-- @treturn[1] boolean more: another page lies beyond this one in the paging direction
+-- @return[2] nil
+-- @treturn[2] table err
+function _M.queue(store, job_id, opts)
+    opts = opts or {}
+    local limit = opts.limit or 50
+    local args = { job_id }
+    local sql = "SELECT i.item_id, i.seq, i.input_json, o.status, o.decided_by, m.reason_category AS c, "
+        .. "m.reason_kind AS k" .. FROM .. filters(opts.status, opts.reason, args)
+    local backwards = opts.before ~= nil and opts.after == nil
+    if backwards then
+        sql = sql .. " AND i.seq < ? ORDER BY i.seq DESC"
+        args[#args + 1] = opts.before
+    else
+        if opts.after then
+            sql = sql .. " AND i.seq > ?"
+            args[#args + 1] = opts.after
+        end
+        sql = sql .. " ORDER BY i.seq"
+    end
+    sql = sql .. format(" LIMIT %d", limit + 1)
+    local rows, err = store:query(sql, args)
+    if not rows then return fail(store, err) end
+    local more = #rows > limit
+    if more then rows[#rows] = nil end
+    local out = {}
+    for i, r in ipairs(rows) do
+        out[backwards and (#rows - i + 1) or i] = {
+            item_id = r.item_id, seq = tonumber(r.seq), input = r.input_json and core.decode(r.input_json),
+            reason = tostring(r.c or "?") .. "/" .. tostring(r.k or "?"), status = r.status, decided_by = r.decided_by,
+        }
+    end
+    return out, more
+end
+
+--- The item after `seq` in the same view of the queue.
+-- @tparam table store
+-- @tparam string job_id
+-- @tparam number seq
+-- @tparam[opt] table opts `status`, `reason` as for `queue`
+-- @treturn string|nil the next item's id (nil at the end or on a read error)
+function _M.next_item(store, job_id, seq, opts)
+    opts = opts or {}
+    local args = { job_id }
+    local sql = "SELECT i.item_id" .. FROM .. filters(opts.status, opts.reason, args) .. " AND i.seq > ? "
+        .. "ORDER BY i.seq LIMIT 1"
+    args[#args + 1] = seq
+    local rows = store:query(sql, args)
+    return rows and rows[1] and rows[1].item_id or nil
+end
+
+--- One item for the item page.
+-- @tparam table store
+-- @tparam string job_id
+-- @tparam string item_id
+-- @treturn[1] table `item_id`, `seq`, `state`, `input` (decoded input JSON), `outcomes` (every
+--   pass's outcome row, oldest first), `outcome` (the latest: `status`, `decided_by`, `decided_at`
+--   (UTC text), `reviewer`), `model_reason` (the reason of the latest model outcome: decoded
+--   `reason_json`, or nil), `human_value` (the value of the latest human acceptance, or nil),
+--   `evidence` (decoded records, oldest first; a person's records carry `decided_by = "human"`)
+-- @return[2] nil
+-- @treturn[2] table err (`not_found`, `read_failed`)
+function _M.item(store, job_id, item_id)
+    local row, err = store:item(job_id, item_id)
+    if not row then return nil, err end
+    local ev
+    ev, err = store:evidence_for(job_id, item_id)
+    if not ev then return nil, err end
+    local it = { item_id = row.item_id, seq = row.seq, state = row.state, outcomes = row.outcomes, evidence = ev,
+        input = row.input_json and core.decode(row.input_json) }
+    for _, o in ipairs(row.outcomes) do
+        if o.decided_by == "model" then
+            it.model_reason = o.reason_json and core.decode(o.reason_json) or nil
+            it.model_status = o.status
+        end
+    end
+    local last = row.outcomes[#row.outcomes]
+    if last then
+        local rec = last.record_json and core.decode(last.record_json) or {}
+        it.outcome = { status = last.status, decided_by = last.decided_by, pass = last.pass,
+            decided_at = last.decided_at and os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(last.decided_at)),
+            reviewer = type(rec) == "table" and rec.reviewer or nil }
+        if last.decided_by == "human" and last.status == "accepted" and last.value_json then
+            it.human_value = core.decode(last.value_json)
+        end
+    end
+    return it
+end
+
+-- The next evidence seq of an item's pass.
+local function next_seq(store, job_id, item_id, pass)
+    local rows, err = store:query("SELECT max(seq) AS s FROM evidence WHERE job_id = ? AND item_id = ? AND pass = ?",
+        { job_id, item_id, pass })
+    if not rows then return nil, err end
+    return (tonumber(rows[1] and rows[1].s) or 0) + 1
+end
+
+local function human_record(job_id, item_id, rec, pass, contract)
+    local out = {
+        ts = rec.ts, item_id = item_id, job_id = job_id, decided_by = "human", reviewer = rec.reviewer,
+        gate = rec.gate, decision = rec.decision, value = rec.value, note = rec.note, pass = pass,
+        contract = contract,
+    }
+    if rec.errors then
+        local list = setmetatable({}, core.array_mt)
+        for i, e in ipairs(rec.errors) do
+            list[i] = { pointer = e.pointer, keyword = e.keyword, message = e.message }
+        end
+        out.errors = list
+    end
+    if rec.errors_seen then out.errors_seen = rec.errors_seen end
+    return out
+end
+
+--- Record a submission the contract refused (a human attempt without a decision): one
+-- evidence record `{decided_by = "human", reviewer, ts, gate, value, errors}` under the item's
+-- current pass.
+-- @tparam table store
+-- @tparam string job_id
+-- @tparam string item_id
+-- @tparam table rec `reviewer`, `ts` (UTC text), `gate` ("form"|"schema"|"rules"|"format"),
+--   `decision` ("accept"), `value` (what was submitted), `errors` (list of `{pointer, keyword, message}`),
+--   `note`, `contract` (`{name, version, schema_hash}`)
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] table err (`write_failed`)
+function _M.record_human_attempt(store, job_id, item_id, rec)
+    return store:tx(function()
+        local rows, e = store:query("SELECT pass FROM items WHERE job_id = ? AND item_id = ?", { job_id, item_id })
+        if not rows then return nil, e end
+        if not rows[1] then return nil, store.error("not_found", "no item " .. tostring(item_id)) end
+        local pass = tonumber(rows[1].pass)
+        local seq
+        seq, e = next_seq(store, job_id, item_id, pass)
+        if not seq then return nil, e end
+        local ok, line = pcall(core.encode, human_record(job_id, item_id, rec, pass, rec.contract))
+        if not ok then return nil, line end
+        return store:exec("INSERT INTO evidence (job_id, item_id, pass, seq, record_json) VALUES (?, ?, ?, ?, ?)",
+            { job_id, item_id, pass, seq, line })
+    end)
+end
+
+-- The errors a person saw on this item since the last decision: the errors of the refused
+-- submissions recorded after the latest outcome.
+local function errors_seen(store, job_id, item_id)
+    local ev = store:evidence_for(job_id, item_id) or {}
+    local seen = setmetatable({}, core.array_mt)
+    for _, rec in ipairs(ev) do
+        if rec.decided_by == "human" then
+            if rec.gate == "accepted" then
+                seen = setmetatable({}, core.array_mt)
+            elseif type(rec.errors) == "table" then
+                for _, e in ipairs(rec.errors) do
+                    seen[#seen + 1] = { pointer = e.pointer, keyword = e.keyword, message = e.message, ts = rec.ts }
+                end
+            end
+        end
+    end
+    return seen
+end
+
+--- Record a person's decision: an outcome (`decided_by = 'human'`, pass = the item's highest
+-- recorded pass + 1) and its evidence record, in one transaction. The outcome's `record_json`
+-- is the line the exports write, marked `decided_by: "human"` with the reviewer.
+-- @tparam table store
+-- @tparam string job_id
+-- @tparam string item_id
+-- @tparam table d `status` ("accepted"|"not_a_ticket"|"needs_customer"), `value` (the checked value
+--   when accepted), `reviewer` (string), `decided_at` (UTC text), `record` (the desk's record:
+--   `decision`, `note`, `gate`), `contract` (`{name, version, schema_hash}`)
+-- @treturn[1] true
+-- @treturn[1] integer the pass it was recorded under
+-- @return[2] nil
+-- @treturn[2] table err (`duplicate` when another decision took that pass first, `write_failed`)
+function _M.record_decision(store, job_id, item_id, d)
+    local rows, e = store:query("SELECT max(pass) AS p FROM outcomes WHERE job_id = ? AND item_id = ?",
+        { job_id, item_id })
+    if not rows then return nil, store.error("read_failed", tostring(e)) end
+    local pass = (tonumber(rows[1] and rows[1].p) or 0) + 1
+    local rec = d.record or {}
+    rec.reviewer, rec.ts = d.reviewer, d.decided_at or rec.ts
+    rec.errors_seen = errors_seen(store, job_id, item_id)
+    local ev = human_record(job_id, item_id, rec, pass, d.contract)
+    local line = {
+        id = item_id, decided_by = "human", reviewer = d.reviewer, decided_at = rec.ts, status = d.status,
+        contract = d.contract, pass = pass, note = rec.note,
+    }
+    local reason_json, cat, kind
+    if d.status == "accepted" then
+        line.ticket = d.value
+    else
+        local reason = { category = "human", kind = d.status,
+            message = d.status == "not_a_ticket" and "a person decided this is not a ticket"
+                or "a person decided this needs the customer" }
+        line.reason = reason
+        reason_json, cat, kind = core.encode(reason), reason.category, reason.kind
+    end
+    local ok, err = store:record_outcome(job_id, item_id, {
+        pass = pass, status = d.status, decided_by = "human", worker = "review:" .. tostring(d.reviewer),
+        value_json = d.value ~= nil and core.encode(d.value) or nil, reason_json = reason_json,
+        reason_category = cat, reason_kind = kind, record_json = core.encode(line),
+        evidence = { core.encode(ev) },
+    })
+    if not ok then return nil, err end
+    return true, pass
+end
+
+return _M
