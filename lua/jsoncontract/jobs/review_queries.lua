@@ -94,7 +94,8 @@ end
 --   or "category"), `after` (seq: the page after it), `before` (seq: the page before it),
 --   `limit` (integer, default 50)
 -- @treturn[1] table rows, each `item_id`, `seq` (integer), `input` (decoded input JSON),
---   `reason` ("category/kind" of the model's outcome), `status` and `decided_by` of the latest outcome
+--   `reason` ("category/kind" of the model's outcome), `status` and `decided_by` of the latest outcome,
+--   `decision` (a person's: "accept", "not_a_ticket", "needs_customer"; nil when none)
 -- @treturn[1] boolean more: another page lies beyond this one in the paging direction
 -- @return[2] nil
 -- @treturn[2] table err
@@ -102,8 +103,8 @@ function _M.queue(store, job_id, opts)
     opts = opts or {}
     local limit = opts.limit or 50
     local args = { job_id }
-    local sql = "SELECT i.item_id, i.seq, i.input_json, o.status, o.decided_by, m.reason_category AS c, "
-        .. "m.reason_kind AS k" .. FROM .. filters(opts.status, opts.reason, args)
+    local sql = "SELECT i.item_id, i.seq, i.input_json, o.status, o.decided_by, o.reason_kind AS ok, "
+        .. "m.reason_category AS c, m.reason_kind AS k" .. FROM .. filters(opts.status, opts.reason, args)
     local backwards = opts.before ~= nil and opts.after == nil
     if backwards then
         sql = sql .. " AND i.seq < ? ORDER BY i.seq DESC"
@@ -125,6 +126,7 @@ function _M.queue(store, job_id, opts)
         out[backwards and (#rows - i + 1) or i] = {
             item_id = r.item_id, seq = tonumber(r.seq), input = r.input_json and core.decode(r.input_json),
             reason = tostring(r.c or "?") .. "/" .. tostring(r.k or "?"), status = r.status, decided_by = r.decided_by,
+            decision = r.decided_by == "human" and (r.status == "accepted" and "accept" or r.ok) or nil,
         }
     end
     return out, more
@@ -151,8 +153,8 @@ end
 -- @tparam string job_id
 -- @tparam string item_id
 -- @treturn[1] table `item_id`, `seq`, `state`, `input` (decoded input JSON), `outcomes` (every
---   pass's outcome row, oldest first), `outcome` (the latest: `status`, `decided_by`, `decided_at`
---   (UTC text), `reviewer`), `model_reason` (the reason of the latest model outcome: decoded
+--   pass's outcome row, oldest first), `outcome` (the latest: `status`, `decided_by`, `decision`,
+--   `decided_at` (UTC text), `reviewer`), `model_reason` (the reason of the latest model outcome: decoded
 --   `reason_json`, or nil), `human_value` (the value of the latest human acceptance, or nil),
 --   `evidence` (decoded records, oldest first; a person's records carry `decided_by = "human"`)
 -- @return[2] nil
@@ -175,6 +177,8 @@ function _M.item(store, job_id, item_id)
     if last then
         local rec = last.record_json and core.decode(last.record_json) or {}
         it.outcome = { status = last.status, decided_by = last.decided_by, pass = last.pass,
+            decision = last.decided_by == "human" and (last.status == "accepted" and "accept" or last.reason_kind)
+                or nil,
             decided_at = last.decided_at and os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(last.decided_at)),
             reviewer = type(rec) == "table" and rec.reviewer or nil }
         if last.decided_by == "human" and last.status == "accepted" and last.value_json then
@@ -258,11 +262,15 @@ end
 
 --- Record a person's decision: an outcome (`decided_by = 'human'`, pass = the item's highest
 -- recorded pass + 1) and its evidence record, in one transaction. The outcome's `record_json`
--- is the line the exports write, marked `decided_by: "human"` with the reviewer.
+-- is the line the exports write, marked `decided_by: "human"` with the reviewer. An accepted
+-- value is an `accepted` outcome (tickets.jsonl); "not a ticket" and "needs the customer" are
+-- `human_review` outcomes whose reason is the person's (`category = "human"`, `kind` the
+-- decision), so every item stays in exactly one of accepted / review, and a new review pass
+-- (`store:new_review_pass`, which re-asks only the model's review outcomes) leaves them alone.
 -- @tparam table store
 -- @tparam string job_id
 -- @tparam string item_id
--- @tparam table d `status` ("accepted"|"not_a_ticket"|"needs_customer"), `value` (the checked value
+-- @tparam table d `decision` ("accept"|"not_a_ticket"|"needs_customer"), `value` (the checked value
 --   when accepted), `reviewer` (string), `decided_at` (UTC text), `record` (the desk's record:
 --   `decision`, `note`, `gate`), `contract` (`{name, version, schema_hash}`)
 -- @treturn[1] true
@@ -278,22 +286,23 @@ function _M.record_decision(store, job_id, item_id, d)
     rec.reviewer, rec.ts = d.reviewer, d.decided_at or rec.ts
     rec.errors_seen = errors_seen(store, job_id, item_id)
     local ev = human_record(job_id, item_id, rec, pass, d.contract)
+    local status = d.decision == "accept" and "accepted" or "human_review"
     local line = {
-        id = item_id, decided_by = "human", reviewer = d.reviewer, decided_at = rec.ts, status = d.status,
+        id = item_id, decided_by = "human", reviewer = d.reviewer, decided_at = rec.ts, decision = d.decision,
         contract = d.contract, pass = pass, note = rec.note,
     }
     local reason_json, cat, kind
-    if d.status == "accepted" then
+    if status == "accepted" then
         line.ticket = d.value
     else
-        local reason = { category = "human", kind = d.status,
-            message = d.status == "not_a_ticket" and "a person decided this is not a ticket"
+        local reason = { category = "human", kind = d.decision,
+            message = d.decision == "not_a_ticket" and "a person decided this is not a ticket"
                 or "a person decided this needs the customer" }
         line.reason = reason
         reason_json, cat, kind = core.encode(reason), reason.category, reason.kind
     end
     local ok, err = store:record_outcome(job_id, item_id, {
-        pass = pass, status = d.status, decided_by = "human", worker = "review:" .. tostring(d.reviewer),
+        pass = pass, status = status, decided_by = "human", worker = "review:" .. tostring(d.reviewer),
         value_json = d.value ~= nil and core.encode(d.value) or nil, reason_json = reason_json,
         reason_category = cat, reason_kind = kind, record_json = core.encode(line),
         evidence = { core.encode(ev) },

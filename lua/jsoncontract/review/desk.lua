@@ -30,9 +30,9 @@ local SNIPPET = 140
 
 -- Decisions a person can take, in the order of the buttons.
 local ACTIONS = {
-    accept = { status = "accepted", label = "Accept", key = "a" },
-    not_a_ticket = { status = "not_a_ticket", label = "Not a ticket", key = "t" },
-    needs_customer = { status = "needs_customer", label = "Needs the customer", key = "c" },
+    accept = { label = "Accept", key = "a", done = "accepted" },
+    not_a_ticket = { label = "Not a ticket", key = "t", done = "not a ticket" },
+    needs_customer = { label = "Needs the customer", key = "c", done = "needs the customer" },
 }
 _M.ACTIONS = ACTIONS
 
@@ -166,7 +166,9 @@ local function queue_page(self, req)
             local snippet = text_of_input(r.input)
             snippet = gsub(snippet, "%s+", " ")
             if #snippet > SNIPPET then snippet = sub(snippet, 1, SNIPPET) .. "..." end
-            local state = r.decided_by == "human" and ("decided: " .. tostring(r.status)) or "to review"
+            local act = ACTIONS[r.decision or ""]
+            local state = r.decided_by == "human" and ("decided: " .. (act and act.done or tostring(r.decision)))
+                or "to review"
             w(format('<tr data-href="%s"><td>%s</td><td><a href="%s">%s</a></td><td><code>%s</code></td>'
                 .. '<td>%s</td><td class="snip">%s</td></tr>', esc(href), esc(r.seq), esc(href), esc(r.item_id),
                 esc(r.reason), esc(state), esc(snippet)))
@@ -321,7 +323,7 @@ local function item_page(self, req, item_id, state, status)
     if outcome.decided_by == "human" then
         w(format('<p class="notice good">Decided by <b>%s</b> at %s: <b>%s</b>. A new decision is recorded as '
             .. "another pass.</p>", esc(outcome.reviewer or outcome.decided_by), esc(outcome.decided_at),
-            esc(outcome.status)))
+            esc(ACTIONS[outcome.decision or ""] and ACTIONS[outcome.decision].done or outcome.decision)))
     end
     if type(model_reason) == "table" then
         w(format('<p class="notice bad">Sent to review: <code>%s</code> %s</p>', esc(reason_key(model_reason)),
@@ -459,7 +461,7 @@ local function decide(self, req, item_id)
         rec.gate = "accepted"
     end
     local ok, err = self.q.record_decision(self.store, self.job.id, item_id, {
-        status = act.status, value = rec.value, reviewer = req.reviewer, decided_at = rec.ts, record = rec,
+        decision = action, value = rec.value, reviewer = req.reviewer, decided_at = rec.ts, record = rec,
         contract = rec.contract })
     if not ok then
         return response(500, "could not record the decision: " .. tostring(err) .. "\n", "text/plain; charset=utf-8")
