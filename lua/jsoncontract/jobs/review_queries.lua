@@ -261,7 +261,7 @@ local function errors_seen(store, job_id, item_id)
 end
 
 --- Record a person's decision: an outcome (`decided_by = 'human'`, pass = the item's highest
--- recorded pass + 1) and its evidence record, in one transaction. The outcome's `record_json`
+-- recorded pass + 1), its evidence record and the item's pass, in one transaction. The outcome's `record_json`
 -- is the line the exports write, marked `decided_by: "human"` with the reviewer. An accepted
 -- value is an `accepted` outcome (tickets.jsonl); "not a ticket" and "needs the customer" are
 -- `human_review` outcomes whose reason is the person's (`category = "human"`, `kind` the
@@ -301,12 +301,30 @@ function _M.record_decision(store, job_id, item_id, d)
         line.reason = reason
         reason_json, cat, kind = core.encode(reason), reason.category, reason.kind
     end
-    local ok, err = store:record_outcome(job_id, item_id, {
-        pass = pass, status = status, decided_by = "human", worker = "review:" .. tostring(d.reviewer),
-        value_json = d.value ~= nil and core.encode(d.value) or nil, reason_json = reason_json,
-        reason_category = cat, reason_kind = kind, record_json = core.encode(line),
-        evidence = { core.encode(ev) },
-    })
+    local value_json = d.value ~= nil and core.encode(d.value) or nil
+    -- As store:record_outcome, plus the item's pass moved to the decision's: the store's
+    -- `new_review_pass` then sees a person's outcome, not the model's, and leaves the item alone.
+    local ok, err = store:tx(function()
+        local r, e = store:exec("INSERT INTO outcomes (job_id, item_id, pass, status, value_json, reason_json, "
+            .. "reason_category, reason_kind, record_json, decided_by, decided_at, worker) VALUES "
+            .. "(?, ?, ?, ?, ?, ?, ?, ?, ?, 'human', " .. store.d.now .. ", ?)",
+            { job_id, item_id, pass, status, value_json, reason_json, cat, kind, core.encode(line),
+              "review:" .. tostring(d.reviewer) })
+        if not r then
+            local msg = tostring(e)
+            if msg:find("UNIQUE", 1, true) or msg:find("unique", 1, true) or msg:find("duplicate key", 1, true) then
+                return nil, store.error("duplicate", format("item %s pass %d already has an outcome (another "
+                    .. "decision came first)", tostring(item_id), pass))
+            end
+            return nil, e
+        end
+        r, e = store:exec("INSERT INTO evidence (job_id, item_id, pass, seq, record_json) VALUES (?, ?, ?, 1, ?)",
+            { job_id, item_id, pass, core.encode(ev) })
+        if not r then return nil, e end
+        r, e = store:exec("UPDATE items SET pass = ? WHERE job_id = ? AND item_id = ?", { pass, job_id, item_id })
+        if not r then return nil, e end
+        return true
+    end)
     if not ok then return nil, err end
     return true, pass
 end
