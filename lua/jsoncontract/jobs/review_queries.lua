@@ -278,9 +278,9 @@ end
 -- @return[2] nil
 -- @treturn[2] table err (`duplicate` when another decision took that pass first, `write_failed`)
 function _M.record_decision(store, job_id, item_id, d)
-    local rows, e = store:query("SELECT max(pass) AS p FROM outcomes WHERE job_id = ? AND item_id = ?",
+    local rows, qerr = store:query("SELECT max(pass) AS p FROM outcomes WHERE job_id = ? AND item_id = ?",
         { job_id, item_id })
-    if not rows then return nil, store.error("read_failed", tostring(e)) end
+    if not rows then return nil, store.error("read_failed", tostring(qerr)) end
     local pass = (tonumber(rows[1] and rows[1].p) or 0) + 1
     local rec = d.record or {}
     rec.reviewer, rec.ts = d.reviewer, d.decided_at or rec.ts
