@@ -293,8 +293,9 @@ function _M.run(o, env)
         return 1
     end
     stdout:write(format("review desk for job %s (contract %s %s): %d to review, %d decided\n%s%s\n"
-        .. "Ctrl-C stops it.\n", d.job.id, tostring(d.job.contract_name), tostring(d.job.contract_version), d.open,
-        d.decided, d.url, d.auth and " (reviewers from the auth file)" or ""))
+        .. "nginx %s, files in %s (removed when it stops); Ctrl-C stops it.\n", d.job.id,
+        tostring(d.job.contract_name), tostring(d.job.contract_version), d.open, d.decided, d.url,
+        d.auth and " (reviewers from the auth file)" or "", pid, d.prefix))
     stdout:flush()
     local status
     while true do
