@@ -86,6 +86,8 @@ h1{font-size:1.25em;margin:.2em 0 .6em}
 h2{font-size:1.05em;margin:1em 0 .4em}
 table{border-collapse:collapse;width:100%;background:#fff}
 th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #e1e4e8;vertical-align:top}
+table.headers{width:auto;margin-bottom:.4em}
+table.headers th{padding-right:1.5em;color:#4a5561;font-weight:600}
 tr.sel{outline:2px solid #2f6fdf;outline-offset:-2px}
 td.snip{max-width:40em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .counts a,.filters a{margin-right:.8em}
