@@ -43,6 +43,16 @@ describe("jsoncontract.review.desk", function()
         util.sh("rm -rf '" .. dir .. "'")
     end)
 
+    it("sends nothing to a model: no desk module loads a provider, a transport or the attempt loop", function()
+        for _, f in ipairs(util.lines("ls lua/jsoncontract/review/*.lua lua/jsoncontract/jobs/review_queries.lua")) do
+            local src = util.slurp(f)
+            for _, m in ipairs { "jsoncontract.run", "jsoncontract.providers", "jsoncontract.transport",
+                "jsoncontract.batch" } do
+                assert.falsy(src:find('require%s*%(?%s*"' .. m:gsub("%.", "%%.")), f .. " requires " .. m)
+            end
+        end
+    end)
+
     describe("new()", function()
         it("refuses a short secret", function()
             assert.has_error(function()

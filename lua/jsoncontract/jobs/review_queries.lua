@@ -22,18 +22,21 @@ local LATEST = "o.pass = (SELECT max(pass) FROM outcomes x WHERE x.job_id = i.jo
 local LATEST_MODEL = "m.pass = (SELECT max(pass) FROM outcomes y WHERE y.job_id = i.job_id "
     .. "AND y.item_id = i.item_id AND y.decided_by = 'model')"
 
-local FROM = " FROM items i JOIN outcomes o ON o.job_id = i.job_id AND o.item_id = i.item_id AND " .. LATEST
-    .. " JOIN outcomes m ON m.job_id = i.job_id AND m.item_id = i.item_id AND " .. LATEST_MODEL
-    .. " WHERE i.job_id = ?"
+local FROM_LATEST = " FROM items i JOIN outcomes o ON o.job_id = i.job_id AND o.item_id = i.item_id AND " .. LATEST
+local FROM_BOTH = FROM_LATEST .. " JOIN outcomes m ON m.job_id = i.job_id AND m.item_id = i.item_id AND "
+    .. LATEST_MODEL
 
-local OPEN = " AND o.decided_by = 'model' AND o.status = 'human_review' AND i.state = 'done'"
-local DECIDED = " AND o.decided_by = 'human'"
-local ALL = " AND m.status = 'human_review'"
-
-local function where_status(status)
-    if status == "decided" then return DECIDED end
-    if status == "all" then return ALL end
-    return OPEN
+-- The rows of a view of the queue: FROM clause + WHERE, and the table alias that holds the
+-- model's reason. An open item's latest outcome IS its latest model outcome, so the open view
+-- (the one a reviewer lives in) needs no second join.
+local function source(status)
+    if status == "decided" then
+        return FROM_BOTH .. " WHERE i.job_id = ? AND o.decided_by = 'human'", "m"
+    elseif status == "all" then
+        return FROM_BOTH .. " WHERE i.job_id = ? AND m.status = 'human_review'", "m"
+    end
+    return FROM_LATEST .. " WHERE i.job_id = ? AND o.decided_by = 'model' AND o.status = 'human_review' "
+        .. "AND i.state = 'done'", "o"
 end
 
 -- "category/kind" -> category, kind (kind may hold a slash: only the first one splits).
@@ -54,8 +57,13 @@ end
 -- @return[2] nil
 -- @treturn[2] table err (`store`/`read_failed`)
 function _M.queue_counts(store, job_id)
-    local rows, err = store:query("SELECT m.reason_category AS c, m.reason_kind AS k, count(*) AS n" .. FROM
-        .. OPEN .. " GROUP BY m.reason_category, m.reason_kind", { job_id })
+    -- From the outcomes side (an outcome with no later one), which reads half what the
+    -- items-side join reads.
+    local rows, err = store:query("SELECT o.reason_category AS c, o.reason_kind AS k, count(*) AS n FROM outcomes o "
+        .. "JOIN items i ON i.job_id = o.job_id AND i.item_id = o.item_id WHERE o.job_id = ? AND "
+        .. "o.decided_by = 'model' AND o.status = 'human_review' AND i.state = 'done' AND NOT EXISTS (SELECT 1 "
+        .. "FROM outcomes x WHERE x.job_id = o.job_id AND x.item_id = o.item_id AND x.pass > o.pass) "
+        .. "GROUP BY o.reason_category, o.reason_kind", { job_id })
     if not rows then return fail(store, err) end
     local out = { open = 0, decided = 0, by_reason = {} }
     for _, r in ipairs(rows) do
@@ -67,24 +75,28 @@ function _M.queue_counts(store, job_id)
         if a.n ~= b.n then return a.n > b.n end
         return a.reason < b.reason
     end)
-    rows, err = store:query("SELECT count(*) AS n" .. FROM .. DECIDED, { job_id })
+    -- Decided items are few: count them from the outcomes side.
+    rows, err = store:query("SELECT count(*) AS n FROM outcomes o WHERE o.job_id = ? AND o.decided_by = 'human' "
+        .. "AND NOT EXISTS (SELECT 1 FROM outcomes x WHERE x.job_id = o.job_id AND x.item_id = o.item_id "
+        .. "AND x.pass > o.pass)", { job_id })
     if not rows then return fail(store, err) end
     out.decided = tonumber(rows[1].n) or 0
     return out
 end
 
-local function filters(status, reason, args)
-    local sql = where_status(status)
+-- FROM + WHERE of a view with its reason filter; the reason columns' alias.
+local function view(status, reason, args)
+    local sql, alias = source(status)
     if reason then
         local c, k = split_reason(reason)
-        sql = sql .. " AND m.reason_category = ?"
+        sql = sql .. " AND " .. alias .. ".reason_category = ?"
         args[#args + 1] = c
         if k then
-            sql = sql .. " AND m.reason_kind = ?"
+            sql = sql .. " AND " .. alias .. ".reason_kind = ?"
             args[#args + 1] = k
         end
     end
-    return sql
+    return sql, alias
 end
 
 --- One page of the queue, in input order, by keyset on the items' `seq`.
@@ -103,8 +115,9 @@ function _M.queue(store, job_id, opts)
     opts = opts or {}
     local limit = opts.limit or 50
     local args = { job_id }
+    local from, alias = view(opts.status, opts.reason, args)
     local sql = "SELECT i.item_id, i.seq, i.input_json, o.status, o.decided_by, o.reason_kind AS ok, "
-        .. "m.reason_category AS c, m.reason_kind AS k" .. FROM .. filters(opts.status, opts.reason, args)
+        .. alias .. ".reason_category AS c, " .. alias .. ".reason_kind AS k" .. from
     local backwards = opts.before ~= nil and opts.after == nil
     if backwards then
         sql = sql .. " AND i.seq < ? ORDER BY i.seq DESC"
@@ -141,8 +154,7 @@ end
 function _M.next_item(store, job_id, seq, opts)
     opts = opts or {}
     local args = { job_id }
-    local sql = "SELECT i.item_id" .. FROM .. filters(opts.status, opts.reason, args) .. " AND i.seq > ? "
-        .. "ORDER BY i.seq LIMIT 1"
+    local sql = "SELECT i.item_id" .. view(opts.status, opts.reason, args) .. " AND i.seq > ? ORDER BY i.seq LIMIT 1"
     args[#args + 1] = seq
     local rows = store:query(sql, args)
     return rows and rows[1] and rows[1].item_id or nil
