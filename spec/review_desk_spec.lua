@@ -234,6 +234,23 @@ describe("jsoncontract.review.desk", function()
             assert.equal(1, #st:item("job-spec", "m1").outcomes)
         end)
 
+        it("refuses a decision on a page that another reviewer's decision has overtaken (409)", function()
+            local seen = get("/item/m6").body:match('name="seen" value="(%d+)"')
+            assert.equal("1", seen)
+            assert.equal(303, post("/item/m6", { action = "needs_customer", seen = seen }, "bob").status)
+            local res = post("/item/m6", { action = "not_a_ticket", seen = seen }, "ann")
+            assert.equal(409, res.status)
+            assert.truthy(res.body:find("was decided by someone else meanwhile", 1, true))
+            local it = st:item("job-spec", "m6")
+            assert.same({ 2, "needs_customer", "bob" }, { #it.outcomes, it.reason_kind, jc.decode(it.record_json).reviewer })
+        end)
+
+        it("shows a mailbox line that is not JSON as its text", function()
+            assert(st:exec("UPDATE items SET input_json = ? WHERE item_id = 'm5'", { "not json <i>at all</i>" }))
+            local body = get("/item/m5").body
+            assert.truthy(body:find('<pre class="text mail" id="mail">not json &lt;i&gt;at all&lt;/i&gt;</pre>', 1, true))
+        end)
+
         it("answers 405 to other methods", function()
             assert.equal(405, desk:handle { method = "DELETE", path = "/item/m1", reviewer = "ann" }.status)
         end)

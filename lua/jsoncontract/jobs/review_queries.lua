@@ -137,7 +137,8 @@ function _M.queue(store, job_id, opts)
     local out = {}
     for i, r in ipairs(rows) do
         out[backwards and (#rows - i + 1) or i] = {
-            item_id = r.item_id, seq = tonumber(r.seq), input = r.input_json and core.decode(r.input_json),
+            item_id = r.item_id, seq = tonumber(r.seq),
+            input = r.input_json and (core.decode(r.input_json) or r.input_json),
             reason = tostring(r.c or "?") .. "/" .. tostring(r.k or "?"), status = r.status, decided_by = r.decided_by,
             decision = r.decided_by == "human" and (r.status == "accepted" and "accept" or r.ok) or nil,
         }
@@ -164,7 +165,8 @@ end
 -- @tparam table store
 -- @tparam string job_id
 -- @tparam string item_id
--- @treturn[1] table `item_id`, `seq`, `state`, `input` (decoded input JSON), `outcomes` (every
+-- @treturn[1] table `item_id`, `seq`, `state`, `input` (decoded input JSON, or its text when it is not
+--   JSON), `latest_pass` (integer, 0 when no outcome), `outcomes` (every
 --   pass's outcome row, oldest first), `outcome` (the latest: `status`, `decided_by`, `decision`,
 --   `decided_at` (UTC text), `reviewer`), `model_reason` (the reason of the latest model outcome: decoded
 --   `reason_json`, or nil), `human_value` (the value of the latest human acceptance, or nil),
@@ -177,8 +179,9 @@ function _M.item(store, job_id, item_id)
     local ev
     ev, err = store:evidence_for(job_id, item_id)
     if not ev then return nil, err end
+    -- A mailbox line that is not JSON is shown as the text it is.
     local it = { item_id = row.item_id, seq = row.seq, state = row.state, outcomes = row.outcomes, evidence = ev,
-        input = row.input_json and core.decode(row.input_json) }
+        input = row.input_json and (core.decode(row.input_json) or row.input_json) }
     for _, o in ipairs(row.outcomes) do
         if o.decided_by == "model" then
             it.model_reason = o.reason_json and core.decode(o.reason_json) or nil
@@ -186,6 +189,7 @@ function _M.item(store, job_id, item_id)
         end
     end
     local last = row.outcomes[#row.outcomes]
+    it.latest_pass = last and last.pass or 0
     if last then
         local rec = last.record_json and core.decode(last.record_json) or {}
         it.outcome = { status = last.status, decided_by = last.decided_by, pass = last.pass,
@@ -285,15 +289,24 @@ end
 -- @tparam table d `decision` ("accept"|"not_a_ticket"|"needs_customer"), `value` (the checked value
 --   when accepted), `reviewer` (string), `decided_at` (UTC text), `record` (the desk's record:
 --   `decision`, `note`, `gate`), `contract` (`{name, version, schema_hash}`)
+-- @tparam[opt] integer seen_pass the item's latest pass when the reviewer loaded the page: when
+--   another outcome was recorded since, nothing is written and the err is `duplicate`
 -- @treturn[1] true
 -- @treturn[1] integer the pass it was recorded under
 -- @return[2] nil
 -- @treturn[2] table err (`duplicate` when another decision took that pass first, `write_failed`)
-function _M.record_decision(store, job_id, item_id, d)
+function _M.record_decision(store, job_id, item_id, d, seen_pass)
     local rows, qerr = store:query("SELECT max(pass) AS p FROM outcomes WHERE job_id = ? AND item_id = ?",
         { job_id, item_id })
     if not rows then return nil, store.error("read_failed", tostring(qerr)) end
-    local pass = (tonumber(rows[1] and rows[1].p) or 0) + 1
+    local latest = tonumber(rows[1] and rows[1].p) or 0
+    -- The reviewer decided on what the page showed: a decision recorded since then (another
+    -- reviewer's) wins, and this one is refused rather than stacked on top unseen.
+    if seen_pass and latest ~= seen_pass then
+        return nil, store.error("duplicate", format("item %s was decided by someone else meanwhile (pass %d)",
+            tostring(item_id), latest))
+    end
+    local pass = latest + 1
     local rec = d.record or {}
     rec.reviewer, rec.ts = d.reviewer, d.decided_at or rec.ts
     rec.errors_seen = errors_seen(store, job_id, item_id)

@@ -319,6 +319,8 @@ local function item_page(self, req, item_id, state, status)
     w(format("<h1>Item <code>%s</code> <span class=\"muted\">#%s</span></h1>", esc(item_id), esc(it.seq)))
     if state and state.saved then
         w('<p class="notice good" role="status">' .. esc(state.saved) .. "</p>")
+    elseif state and state.conflict then
+        w('<p class="notice bad" role="alert" id="conflict">' .. esc(state.conflict) .. "</p>")
     end
     if outcome.decided_by == "human" then
         w(format('<p class="notice good">Decided by <b>%s</b> at %s: <b>%s</b>. A new decision is recorded as '
@@ -377,6 +379,7 @@ local function item_page(self, req, item_id, state, status)
     w(format('<form class="decide" method="post" action="/item/%s%s" novalidate>', esc(urlenc(item_id)),
         esc(query(nav))))
     w(format('<input type="hidden" name="csrf" value="%s">', self:csrf_token(req.reviewer)))
+    w(format('<input type="hidden" name="seen" value="%d">', it.latest_pass or 0))
     w(fields)
     w('<div class="buttons">')
     for _, name in ipairs { "accept", "not_a_ticket", "needs_customer" } do
@@ -462,8 +465,13 @@ local function decide(self, req, item_id)
     end
     local ok, err = self.q.record_decision(self.store, self.job.id, item_id, {
         decision = action, value = rec.value, reviewer = req.reviewer, decided_at = rec.ts, record = rec,
-        contract = rec.contract })
-    if not ok then
+        contract = rec.contract }, tonumber(post.seen))
+    if not ok and type(err) == "table" and err.kind == "duplicate" then
+        local page = item_page(self, req, item_id, { conflict = "Not saved: " .. tostring(err.message)
+            .. ". The page now shows that decision; decide again if it is wrong." })
+        page.status = 409
+        return page
+    elseif not ok then
         return response(500, "could not record the decision: " .. tostring(err) .. "\n", "text/plain; charset=utf-8")
     end
     local nxt = self.q.next_item(self.store, self.job.id, it.seq, {
