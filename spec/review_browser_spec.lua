@@ -12,6 +12,7 @@ local jc = require "jsoncontract"
 local curl = require "jsoncontract.transport.curl"
 local util = require "support.util"
 local review_job = require "support.review_job"
+local review_pg = require "support.review_pg"
 local store_mod = require "jsoncontract.jobs.store"
 
 local PYTHON = os.getenv("JC_PYTHON") or "/usr/bin/python3"
@@ -41,13 +42,13 @@ local function missing_browser()
 end
 
 -- Start `jsoncontract review` in the background; returns a handle {pid, port, base, log, rc, prefix}.
-local function start_desk(dir, extra)
+local function start_desk(dir, extra, target)
     local port = util.closed_port()
     local h = { port = port, base = "http://127.0.0.1:" .. port, log = dir .. "/desk-" .. port .. ".log",
         rcfile = dir .. "/desk-" .. port .. ".rc" }
     local pidfile = dir .. "/desk-" .. port .. ".pid"
     run(string.format("(%s bin/jsoncontract review %s --listen 127.0.0.1:%d %s >%s 2>&1 & echo $! >%s; wait $!; "
-        .. "echo $? >%s) >/dev/null 2>&1 &", q(util.LUA), q(dir), port, extra or "", q(h.log), q(pidfile),
+        .. "echo $? >%s) >/dev/null 2>&1 &", q(util.LUA), q(target or dir), port, extra or "", q(h.log), q(pidfile),
         q(h.rcfile)))
     for _ = 1, 200 do
         local log = util.read(h.log) or ""
@@ -266,6 +267,36 @@ describe("jsoncontract review (nginx + headless Chromium)", function()
             local it = st:item("job-spec", "m5")
             assert.same({ "human", "needs_customer", "ann" }, { it.decided_by, it.reason_kind,
                 jc.decode(it.record_json).reviewer })
+        end)
+
+        it("serves a job from a PostgreSQL store URL, with the rules' data from --context", function()
+            local pg, why_not = review_pg.start()
+            if not pg then return pending(why_not) end
+            local pgdir = run("mktemp -d"):match("^(%S+)")
+            local d4
+            finally(function()
+                if d4 then stop_desk(d4) end
+                review_pg.stop(pg)
+                run("rm -rf " .. q(pgdir))
+            end)
+            review_job.build(pgdir, ".", pg.url)
+            d4 = start_desk(pgdir, "--context " .. q(pgdir), pg.url)
+            local res = request("GET", d4.base .. "/")
+            assert.equal(200, res.status)
+            assert.truthy(res.body:find("Review queue: 5 to review", 1, true))
+            local page = request("GET", d4.base .. "/item/m3")
+            local form = { ["Content-Type"] = "application/x-www-form-urlencoded" }
+            local body = "csrf=" .. csrf_of(page.body) .. "&seen=1&action=accept&v%2Fintent=%22delivery%22"
+                .. "&v%2Forder_id=9999&v%2Furgent=false&v%2Fsummary=Late."
+            res = request("POST", d4.base .. "/item/m3", body, form)
+            assert.equal(422, res.status)
+            assert.truthy(res.body:find("order 9999 does not exist", 1, true))
+            res = request("POST", d4.base .. "/item/m3", body:gsub("9999", "2001"), form)
+            assert.equal(303, res.status)
+            local st = assert(store_mod.open(pg.url))
+            finally(function() st:close() end)
+            local it = st:item("job-spec", "m3")
+            assert.same({ "accepted", "human", "2001" }, { it.status, it.decided_by, jc.decode(it.value_json).order_id })
         end)
 
         for _, case in ipairs { { "TERM", 143 }, { "INT", 130 } } do

@@ -1,18 +1,26 @@
--- The review desk's pages and decisions over a real SQLite job store (no web server here; the
+-- The review desk's pages and decisions over a real SQLite job store, and the same over a real
+-- PostgreSQL server the spec starts (skipped by name when it cannot) (no web server here; the
 -- browser spec drives the same desk through nginx): the queue with counts per reason and keyset
 -- paging over 10,000 items, an item with its attempts, decisions held to the contract's schema
 -- and rules gates, recorded as human attempts and outcomes in one transaction, and CSRF.
 local jc = require "jsoncontract"
 local util = require "support.util"
 local review_job = require "support.review_job"
+local review_pg = require "support.review_pg"
 local store_mod = require "jsoncontract.jobs.store"
 local rq = require "jsoncontract.jobs.review_queries"
 local desk_mod = require "jsoncontract.review.desk"
 
 local ticket = dofile("examples/support_ticket.lua")
 
-describe("jsoncontract.review.desk", function()
-    local dir, st, desk, orders
+local function desk_specs(engine)
+    local dir, st, desk, orders, pg, pg_missing
+    local url
+
+    if engine == "postgresql" then
+        setup(function() pg, pg_missing = review_pg.start() end)
+        teardown(function() review_pg.stop(pg) end)
+    end
 
     local function get(path, args, who)
         return desk:handle { method = "GET", path = path, args = args or {}, reviewer = who or "ann" }
@@ -29,9 +37,14 @@ describe("jsoncontract.review.desk", function()
     end
 
     before_each(function()
+        if pg_missing then return pending(pg_missing) end
         dir = util.sh("mktemp -d"):match("^(%S+)")
-        review_job.build(dir, ".")
-        st = assert(store_mod.open(dir .. "/job.sqlite"))
+        if pg then
+            review_pg.reset(pg)
+            url = pg.url
+        end
+        review_job.build(dir, ".", url)
+        st = assert(store_mod.open(url or (dir .. "/job.sqlite")))
         orders = ticket.replay_context { evidence_dir = dir, root = "." }
         desk = desk_mod.new { store = st, queries = rq, job = assert(st:job("job-spec")), contract = ticket.contract,
             context = orders, secret = ("s"):rep(32), now = function() return "2026-01-02T03:04:05Z" end }
@@ -40,17 +53,8 @@ describe("jsoncontract.review.desk", function()
     after_each(function()
         if st then st:close() end
         if orders then orders.orders:close() end
-        util.sh("rm -rf '" .. dir .. "'")
-    end)
-
-    it("sends nothing to a model: no desk module loads a provider, a transport or the attempt loop", function()
-        for _, f in ipairs(util.lines("ls lua/jsoncontract/review/*.lua lua/jsoncontract/jobs/review_queries.lua")) do
-            local src = util.slurp(f)
-            for _, m in ipairs { "jsoncontract.run", "jsoncontract.providers", "jsoncontract.transport",
-                "jsoncontract.batch" } do
-                assert.falsy(src:find('require%s*%(?%s*"' .. m:gsub("%.", "%%.")), f .. " requires " .. m)
-            end
-        end
+        if dir then util.sh("rm -rf '" .. dir .. "'") end
+        st, orders, dir = nil, nil, nil
     end)
 
     describe("new()", function()
@@ -87,7 +91,7 @@ describe("jsoncontract.review.desk", function()
         end)
 
         it("pages 10,000 items by keyset, 50 a page, forwards and back", function()
-            review_job.add_many(dir, 10000)
+            review_job.add_many(dir, 10000, url)
             local counts = rq.queue_counts(st, "job-spec")
             assert.equal(10005, counts.open)
             local rows, more = rq.queue(st, "job-spec", { limit = 50 })
@@ -255,4 +259,20 @@ describe("jsoncontract.review.desk", function()
             assert.equal(405, desk:handle { method = "DELETE", path = "/item/m1", reviewer = "ann" }.status)
         end)
     end)
+end
+
+describe("jsoncontract.review.desk", function()
+    it("sends nothing to a model: no desk module loads a provider, a transport or the attempt loop", function()
+        for _, f in ipairs(util.lines("ls lua/jsoncontract/review/*.lua lua/jsoncontract/jobs/review_queries.lua")) do
+            local src = util.slurp(f)
+            for _, m in ipairs { "jsoncontract.run", "jsoncontract.providers", "jsoncontract.transport",
+                "jsoncontract.batch" } do
+                assert.falsy(src:find('require%s*%(?%s*"' .. m:gsub("%.", "%%.")), f .. " requires " .. m)
+            end
+        end
+    end)
+
+
+    describe("over SQLite", function() desk_specs("sqlite") end)
+    describe("over PostgreSQL", function() desk_specs("postgresql") end)
 end)

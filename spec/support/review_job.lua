@@ -66,16 +66,18 @@ local function line_of(item_id, contract, outcome)
     return base
 end
 
---- Build the job in `dir` (which must exist): `dir/job.sqlite` and `dir/orders.sqlite`.
+--- Build the job in `dir` (which must exist): `dir/job.sqlite` (or the store at `url`) and
+-- `dir/orders.sqlite`.
 -- @tparam string dir
 -- @tparam string root the repository root
+-- @tparam[opt] string url a store URL (postgresql://...) instead of `dir/job.sqlite`
 -- @treturn string the job id
-function M.build(dir, root)
+function M.build(dir, root, url)
     local ticket = dofile(root .. "/examples/support_ticket.lua")
     local contract = ticket.contract
     local orders = assert(dofile(root .. "/examples/orders.lua").open(dir .. "/orders.sqlite"))
     for _, id in ipairs { "1042", "2001", "2002" } do orders:add(id, "example") end
-    local st = assert(store_mod.open(dir .. "/job.sqlite"))
+    local st = assert(store_mod.open(url or (dir .. "/job.sqlite")))
     local id = contract:identity()
     local job_id = assert(st:create_job { id = "job-spec", contract_name = id.name, contract_version = id.version,
         schema_hash = id.schema_hash, provider = "openai", model = "spec-1", options_json = "{}",
@@ -109,8 +111,9 @@ end
 --- Add `n` more items to the job, each sent to review by a schema error (one transaction).
 -- @tparam string dir
 -- @tparam integer n
-function M.add_many(dir, n)
-    local st = assert(store_mod.open(dir .. "/job.sqlite"))
+-- @tparam[opt] string url the store, when not `dir/job.sqlite`
+function M.add_many(dir, n, url)
+    local st = assert(store_mod.open(url or (dir .. "/job.sqlite")))
     assert(st:tx(function()
         for i = 1, n do
             local id = string.format("bulk-%05d", i)

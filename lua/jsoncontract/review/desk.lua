@@ -46,6 +46,8 @@ local GATE_RANK = { accepted = 5, rules = 4, schema = 3, format = 2, protocol = 
 --   `jsoncontract.jobs.review_queries`, or a table with the same functions), `job` (the job row:
 --   `id`, `contract_name`, `contract_version`, `schema_hash`), `contract` (the contract object),
 --   `context` (the rules' context, e.g. `{orders = db}`; nil when the rules need none),
+--   `context_missing` (boolean: the rules want a context the desk could not find; the item
+--   page says their verdict is incomplete),
 --   `secret` (string, at least 16 bytes: keys the CSRF tokens), `page_size` (integer, default 50),
 --   `now` (function -> "YYYY-MM-DDTHH:MM:SSZ", default the clock)
 -- @treturn table desk
@@ -64,6 +66,7 @@ function _M.new(opts)
     return setmetatable({
         store = opts.store, q = opts.queries, job = opts.job, contract = opts.contract,
         context = opts.context, secret = opts.secret, page_size = opts.page_size or _M.PAGE_SIZE,
+        context_missing = opts.context_missing == true,
         now = opts.now or function() return os.date("!%Y-%m-%dT%H:%M:%SZ") end,
     }, mt)
 end
@@ -359,6 +362,10 @@ local function item_page(self, req, item_id, state, status)
     w(format("<h2>Decision <span class=\"muted\">contract %s %s</span></h2>", esc(self.contract.name),
         esc(self.contract.version)))
 
+    if self.context_missing then
+        w('<p class="notice bad">The rules that need the run\'s data (e.g. the orders table) cannot check here: '
+            .. "no context was found. Start the desk with <code>--context DIR</code>.</p>")
+    end
     local value, errs
     if state and state.errors then
         value, errs = state.value, state.errors

@@ -152,6 +152,7 @@ local function open_desk()
     desk = require("jsoncontract.review.desk").new {
         store = st, queries = require "jsoncontract.jobs.review_queries", job = job,
         contract = contract_mod.contract, context = context, secret = conf.secret,
+        context_missing = type(contract_mod.replay_context) == "function" and context == nil,
     }
     return desk
 end

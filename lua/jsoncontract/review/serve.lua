@@ -174,7 +174,8 @@ end
 
 --- Prepare a desk: check everything and write its prefix folder; nothing runs yet.
 -- @tparam table o `target` (folder, store file or URL), `listen` (string), `auth` (file), `contract`
---   (file), `job` (job id), `cpath` (LuaJIT cpath for the core), `local_reviewer` (string)
+--   (file), `job` (job id), `context` (folder the contract's `replay_context` reads the rules' data
+--   from; default the job folder), `cpath` (LuaJIT cpath for the core), `local_reviewer` (string)
 -- @tparam table env `{root = repository or install root}`
 -- @treturn[1] table desk `{prefix, conf_path, url, job, open, decided}`
 -- @return[2] nil
@@ -236,7 +237,8 @@ function _M.prepare(o, env)
     local pid = core.process_ids and core.process_ids() or nil
     local config = {
         store_url = url:match("^postgres") and url or abs(url), job_id = job.id, contract_file = abs(file),
-        context_dir = dir and abs(dir) or nil, root = abs(root), secret = secret, auth_file = o.auth and abs(o.auth),
+        context_dir = (o.context and abs(o.context)) or (dir and abs(dir)) or nil, root = abs(root),
+        secret = secret, auth_file = o.auth and abs(o.auth),
         local_reviewer = o.local_reviewer or ((os.getenv("USER") or "local") .. "@localhost"),
         prefix = prefix, parent_pid = pid,
     }
@@ -327,9 +329,12 @@ end
 
 local USAGE = [[
 usage: jsoncontract review DIR_OR_STORE_URL [--listen HOST:PORT] [--auth FILE] [--contract FILE] [--job ID]
+                          [--context DIR]
   Serve the review desk of a job (its output folder, its SQLite store file, or postgresql://...)
   through nginx. --listen defaults to 127.0.0.1:8470; any other address needs --auth FILE
   (one reviewer per line, name:secret). --contract defaults to examples/<the job's contract>.lua.
+  --context DIR: where the contract's rules find the run's data (e.g. orders.sqlite); default
+  the job folder (a store URL has none: name it).
 ]]
 _M.USAGE = USAGE
 
@@ -339,7 +344,7 @@ _M.USAGE = USAGE
 -- @treturn integer exit status
 function _M.main(argv, env)
     local o = {}
-    local known = { listen = true, auth = true, contract = true, job = true, cpath = true }
+    local known = { listen = true, auth = true, contract = true, job = true, cpath = true, context = true }
     local i = 2
     while argv[i] do
         local a = argv[i]
