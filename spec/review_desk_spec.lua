@@ -255,6 +255,12 @@ local function desk_specs(engine)
             assert.truthy(body:find('<pre class="text mail" id="mail">not json &lt;i&gt;at all&lt;/i&gt;</pre>', 1, true))
         end)
 
+        it("takes a repeated query parameter once", function()
+            local res = get("/", { reason = { "schema/schema_mismatch", "rules/rule_failed" }, status = true })
+            assert.equal(200, res.status)
+            assert.truthy(res.body:find('href="/item/m3?reason=rules%2Frule_failed"', 1, true))
+        end)
+
         it("answers 405 to other methods", function()
             assert.equal(405, desk:handle { method = "DELETE", path = "/item/m1", reviewer = "ann" }.status)
         end)

@@ -501,6 +501,13 @@ end
 -- @treturn table response `{status = integer, headers = table, body = string}`
 function _M.handle(self, req)
     local path, method = req.path or "/", req.method or "GET"
+    -- A repeated query parameter (?reason=a&reason=b) counts once, as its last value.
+    local args = {}
+    for k, v in pairs(req.args or {}) do
+        if type(v) == "table" then v = v[#v] end
+        if type(k) == "string" and type(v) == "string" then args[k] = v end
+    end
+    req.args = args
     if path == "/favicon.ico" then
         return response(204, "", "image/x-icon", { ["Cache-Control"] = "max-age=86400" })
     elseif path == "/desk.css" then
