@@ -10,7 +10,6 @@ local core = require "jsoncontract.core"
 
 local type, tostring, tonumber, pcall, ipairs, rawget = type, tostring, tonumber, pcall, ipairs, rawget
 local format, concat = string.format, table.concat
-local stderr, stdout = io.stderr, io.stdout
 
 local _M = { _VERSION = core._VERSION }
 
@@ -266,9 +265,10 @@ end
 
 --- Run the review command: prepare, start nginx in the foreground, wait for SIGINT/SIGTERM.
 -- @tparam table o as for `prepare`
--- @tparam table env `{root =}`
+-- @tparam table env `{root =, stdout =, stderr =}` (the streams default to io's)
 -- @treturn integer exit status (130 after SIGINT, 143 after SIGTERM, 1 when nginx failed)
 function _M.run(o, env)
+    local stdout, stderr = env.stdout or io.stdout, env.stderr or io.stderr
     local d, err = _M.prepare(o, env)
     if not d then
         stderr:write("jsoncontract: ", err, "\n")
@@ -298,7 +298,7 @@ function _M.run(o, env)
         .. "nginx %s, files in %s (removed when it stops); Ctrl-C stops it.\n", d.job.id,
         tostring(d.job.contract_name), tostring(d.job.contract_version), d.open, d.decided, d.url,
         d.auth and " (reviewers from the auth file)" or "", pid, d.prefix))
-    stdout:flush()
+    if stdout.flush then stdout:flush() end
     local status
     while true do
         local sig = catching and core.signal_take()
@@ -343,6 +343,7 @@ _M.USAGE = USAGE
 -- @tparam table env `{root =}`
 -- @treturn integer exit status
 function _M.main(argv, env)
+    local stdout, stderr = env.stdout or io.stdout, env.stderr or io.stderr
     local o = {}
     local known = { listen = true, auth = true, contract = true, job = true, cpath = true, context = true }
     local i = 2
