@@ -10,7 +10,7 @@ local core = require "jsoncontract.core"
 local html = require "jsoncontract.review.html"
 local form = require "jsoncontract.review.form"
 local spans = require "jsoncontract.review.spans"
-local adapters = require "jsoncontract.adapters"
+local adapters = require "jsoncontract.contract.adapters"
 
 local type, ipairs, pairs, tostring, tonumber, setmetatable, error, pcall =
     type, ipairs, pairs, tostring, tonumber, setmetatable, error, pcall

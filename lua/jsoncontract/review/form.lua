@@ -11,7 +11,7 @@
 local core = require "jsoncontract.core"
 local html = require "jsoncontract.review.html"
 local contract_mod = require "jsoncontract.contract"
-local spans = require "jsoncontract.review.spans"
+local json = require "jsoncontract.json"
 
 local type, ipairs, pairs, tostring, tonumber, setmetatable, getmetatable, pcall =
     type, ipairs, pairs, tostring, tonumber, setmetatable, getmetatable, pcall
@@ -22,7 +22,7 @@ local _M = { _VERSION = core._VERSION }
 
 local null = core.null
 local esc = html.esc
-local ptr_escape = spans.pointer_escape
+local ptr_escape = json.escape_token
 
 -- Nesting shown as fieldsets down to this depth; below it a value is edited as JSON text.
 local MAX_FORM_DEPTH = 4
@@ -88,6 +88,7 @@ local function kind_of(s, depth)
 end
 _M.kind_of = kind_of
 
+-- Decoded arrays only (a value from the decoder or from `read` carries the marker).
 local function is_array(v)
     return type(v) == "table" and getmetatable(v) == core.array_mt
 end
@@ -112,16 +113,7 @@ local function walk(s, ptr, label, optional, depth, visit)
     end
 end
 
--- The value at a pointer (nil when absent).
-local function at(root, ptr)
-    local v = root
-    for tok in ptr:gmatch("/([^/]*)") do
-        if type(v) ~= "table" then return nil end
-        tok = gsub(gsub(tok, "~1", "/"), "~0", "~")
-        if is_array(v) then v = v[(tonumber(tok) or -1) + 1] else v = v[tok] end
-    end
-    return v
-end
+local at = json.at
 
 -- A JSON value as the text of an option or input.
 local function show(v)

@@ -7,6 +7,8 @@
 -- `jsoncontract.review.nginx.init_worker`).
 -- @module jsoncontract.review.serve
 local core = require "jsoncontract.core"
+local compat = require "jsoncontract.compat"
+local lfs = require "lfs"
 
 local type, tostring, tonumber, pcall, ipairs, rawget = type, tostring, tonumber, pcall, ipairs, rawget
 local format, concat = string.format, table.concat
@@ -22,14 +24,11 @@ local STORE_FILES = { "job.sqlite", "jobs.sqlite", "store.sqlite", "job.db" }
 local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
 local function exists(path)
-    local f = io.open(path, "rb")
-    if f then f:close() end
-    return f ~= nil
+    return lfs.attributes(path, "mode") ~= nil
 end
 
 local function is_dir(path)
-    local r = os.execute("test -d " .. q(path))
-    return r == true or r == 0
+    return lfs.attributes(path, "mode") == "directory"
 end
 
 local function sh(cmd)
@@ -40,10 +39,7 @@ local function sh(cmd)
     return (out:gsub("exit=%d+%s*$", "")), code
 end
 
-local function sleep(s)
-    local ok, socket = pcall(require, "socket")
-    if ok then socket.sleep(s) else os.execute(format("sleep %.2f", s)) end
-end
+local sleep = compat.block
 
 --- Parse `--listen`: `HOST:PORT`, `PORT`, or `[V6]:PORT`.
 -- @tparam string s
@@ -325,62 +321,6 @@ function _M.run(o, env)
     if catching then core.signal_catch(false) end
     if status ~= 1 then stdout:write("review desk stopped\n") end
     return status
-end
-
-local USAGE = [[
-usage: jsoncontract review DIR_OR_STORE_URL [--listen HOST:PORT] [--auth FILE] [--contract FILE] [--job ID]
-                          [--context DIR]
-  Serve the review desk of a job (its output folder, its SQLite store file, or postgresql://...)
-  through nginx. --listen defaults to 127.0.0.1:8470; any other address needs --auth FILE
-  (one reviewer per line, name:secret). --contract defaults to examples/<the job's contract>.lua.
-  --context DIR: where the contract's rules find the run's data (e.g. orders.sqlite); default
-  the job folder (a store URL has none: name it).
-]]
-_M.USAGE = USAGE
-
---- `jsoncontract review ...` from the command line (argv[1] is "review").
--- @tparam table argv
--- @tparam table env `{root =}`
--- @treturn integer exit status
-function _M.main(argv, env)
-    local stdout, stderr = env.stdout or io.stdout, env.stderr or io.stderr
-    local o = {}
-    local known = { listen = true, auth = true, contract = true, job = true, cpath = true, context = true }
-    local i = 2
-    while argv[i] do
-        local a = argv[i]
-        local name, value = a:match("^%-%-([%w%-]+)=(.*)$")
-        if not name then name = a:match("^%-%-([%w%-]+)$") end
-        if a == "-h" or a == "--help" then
-            stdout:write(USAGE)
-            return 0
-        elseif name then
-            if not known[name] then
-                stderr:write("jsoncontract: unknown option --", name, "\n", USAGE)
-                return 2
-            end
-            if not value then
-                i = i + 1
-                value = argv[i]
-                if value == nil then
-                    stderr:write("jsoncontract: option --", name, " needs a value\n")
-                    return 2
-                end
-            end
-            o[name] = value
-        elseif o.target then
-            stderr:write("jsoncontract: unexpected argument ", a, "\n", USAGE)
-            return 2
-        else
-            o.target = a
-        end
-        i = i + 1
-    end
-    if not o.target then
-        stderr:write(USAGE)
-        return 2
-    end
-    return _M.run(o, env)
 end
 
 return _M

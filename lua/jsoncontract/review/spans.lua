@@ -4,9 +4,10 @@
 -- cut or broken text (it keeps the spans found before the break) and never raises.
 -- @module jsoncontract.review.spans
 local core = require "jsoncontract.core"
+local json = require "jsoncontract.json"
 local html = require "jsoncontract.review.html"
 
-local find, sub, byte, gsub = string.find, string.sub, string.byte, string.gsub
+local find, sub, byte = string.find, string.sub, string.byte
 local concat, sort = table.concat, table.sort
 local ipairs, type = ipairs, type
 
@@ -16,10 +17,7 @@ local _M = { _VERSION = core._VERSION }
 -- that deep help nobody).
 local MAX_DEPTH = 200
 
-local function ptr_escape(s)
-    return (gsub(gsub(s, "~", "~0"), "/", "~1"))
-end
-_M.pointer_escape = ptr_escape
+local ptr_escape = json.escape_token
 
 -- Decode a JSON string body (between the quotes) well enough to name a key.
 local function unquote(s)
