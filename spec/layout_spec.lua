@@ -30,6 +30,9 @@ local RULES = {
         "jsoncontract.contract.", "jsoncontract.providers" } },
     { "jsoncontract.run", { "jsoncontract.errors", "jsoncontract.feedback", "jsoncontract.providers",
         "jsoncontract.compat", "jsoncontract.run." } },
+    -- The review desk: nothing at the desk reaches a model (no run, providers, transport).
+    { "jsoncontract.review.", { "jsoncontract.json", "jsoncontract.compat", "jsoncontract.contract",
+        "jsoncontract.jobs.", "jsoncontract.review." } },
 }
 
 local function starts(s, prefix) return s:sub(1, #prefix) == prefix end
