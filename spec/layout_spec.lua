@@ -30,9 +30,11 @@ local RULES = {
         "jsoncontract.contract.", "jsoncontract.providers" } },
     { "jsoncontract.run", { "jsoncontract.errors", "jsoncontract.feedback", "jsoncontract.providers",
         "jsoncontract.compat", "jsoncontract.run." } },
+    { "jsoncontract.jobs.", { "jsoncontract.errors", "jsoncontract.evidence", "jsoncontract.compat",
+        "jsoncontract.run", "jsoncontract.providers", "jsoncontract.jobs." } },
     -- The review desk: nothing at the desk reaches a model (no run, providers, transport).
     { "jsoncontract.review.", { "jsoncontract.json", "jsoncontract.compat", "jsoncontract.contract",
-        "jsoncontract.jobs.", "jsoncontract.review." } },
+        "jsoncontract.jobs.store", "jsoncontract.jobs.review_queries", "jsoncontract.review." } },
 }
 
 local function starts(s, prefix) return s:sub(1, #prefix) == prefix end

@@ -186,7 +186,9 @@ end
 -- Run a statement; returns rows-affected (number) or nil, message.
 function _M.exec(self, sql, args)
     if not self.conn then return nil, "closed" end
-    local r, err = self.conn:execute(fill(self, sql, args))
+    -- A connection the server dropped raises in some drivers: that is data, not misuse.
+    local okx, r, err = pcall(self.conn.execute, self.conn, fill(self, sql, args))
+    if not okx then r, err = nil, r end
     if r == nil then return nil, tostring(err):gsub("^LuaSQL: ", "") end
     if type(r) == "userdata" then r:close() return 0 end
     return floor(tonumber(r) or 0)
@@ -195,7 +197,8 @@ end
 -- Run a query; returns an array of rows (tables by column name) or nil, message.
 function _M.query(self, sql, args)
     if not self.conn then return nil, "closed" end
-    local cur, err = self.conn:execute(fill(self, sql, args))
+    local okx, cur, err = pcall(self.conn.execute, self.conn, fill(self, sql, args))
+    if not okx then cur, err = nil, cur end
     if cur == nil then return nil, tostring(err):gsub("^LuaSQL: ", "") end
     if type(cur) ~= "userdata" then return {} end
     local rows = {}
@@ -530,6 +533,19 @@ function _M.items(self, job_id, filter)
         num_fields(row, OUTCOME_NUMS)
         row.item_pass = tonumber(row.item_pass)
     end
+    return rows
+end
+
+--- Ids and input digests of a job's items, in input order (to match a mailbox on resume).
+-- @tparam string job_id
+-- @treturn[1] {table,...} `{item_id, seq, input_digest}`
+-- @return[2] nil
+-- @treturn[2] table err
+function _M.item_digests(self, job_id)
+    local rows, err = self:query("SELECT item_id, seq, input_digest FROM items WHERE job_id = ? ORDER BY seq",
+        { job_id })
+    if not rows then return nil, store_error("read_failed", err) end
+    for _, r in ipairs(rows) do r.seq = tonumber(r.seq) end
     return rows
 end
 
