@@ -269,6 +269,33 @@ describe("jsoncontract review (nginx + headless Chromium)", function()
                 jc.decode(it.record_json).reviewer })
         end)
 
+        it("serves the output folder of a real triage run (stand-in model, --record-text)", function()
+            local tdir = run("mktemp -d"):match("^(%S+)")
+            local d5
+            finally(function()
+                if d5 then stop_desk(d5) end
+                run("rm -rf " .. q(tdir))
+            end)
+            local out, code = run(q(util.LUA) .. " bin/jsoncontract triage --input examples/mailbox.jsonl --out "
+                .. q(tdir .. "/run") .. " --record-text")
+            assert.equal(0, code, out)
+            local ids = {}
+            for line in (util.read(tdir .. "/run/review.jsonl") or ""):gmatch("[^\n]+") do
+                ids[#ids + 1] = jc.decode(line).id
+            end
+            assert.is_true(#ids > 0)
+            d5 = start_desk(tdir .. "/run")
+            local res = request("GET", d5.base .. "/")
+            assert.equal(200, res.status)
+            assert.truthy(res.body:find("Review queue: " .. #ids .. " to review", 1, true), res.body:sub(1, 2000))
+            for _, id in ipairs(ids) do
+                local page = request("GET", d5.base .. "/item/" .. id)
+                assert.equal(200, page.status)
+                assert.truthy(page.body:find('<form class="decide"', 1, true), id)
+                assert.truthy(page.body:find("Attempts: %d+ by the model"), id)
+            end
+        end)
+
         it("serves a job from a PostgreSQL store URL, with the rules' data from --context", function()
             local pg, why_not = review_pg.start()
             if not pg then return pending(why_not) end
