@@ -68,6 +68,8 @@ end
 -- Stop it with a signal; returns its exit status (nil when it did not stop within 10 s).
 local function stop_desk(h, sig)
     if not h or not h.pid then return nil end
+    local done = util.read(h.rcfile)
+    if done and done:match("%d+") then return tonumber(done:match("%d+")) end
     run("kill -" .. (sig or "TERM") .. " " .. h.pid)
     for _ = 1, 200 do
         local rc = util.read(h.rcfile)
@@ -240,8 +242,13 @@ describe("jsoncontract review (nginx + headless Chromium)", function()
             local f = assert(io.open(auth, "w"))
             f:write("# name:secret\nann:correct-horse-battery\nbob:staple-staple-staple\n")
             f:close()
-            local d2 = start_desk(dir, "--auth " .. q(auth))
-            finally(function() stop_desk(d2) end)
+            -- busted keeps one finally per test: it releases everything this test opens.
+            local d2, st
+            finally(function()
+                if st then st:close() end
+                stop_desk(d2)
+            end)
+            d2 = start_desk(dir, "--auth " .. q(auth))
             local res = request("GET", d2.base .. "/")
             assert.equal(401, res.status)
             assert.truthy(res.headers["www-authenticate"]:find('Basic realm="jsoncontract review"', 1, true))
@@ -262,8 +269,7 @@ describe("jsoncontract review (nginx + headless Chromium)", function()
             res = request("POST", d2.base .. "/item/m5", "action=needs_customer&csrf=" .. csrf_of(res.body),
                 { Cookie = cookie, ["Content-Type"] = "application/x-www-form-urlencoded" })
             assert.equal(303, res.status)
-            local st = assert(store_mod.open(dir .. "/job.sqlite"))
-            finally(function() st:close() end)
+            st = assert(store_mod.open(dir .. "/job.sqlite"))
             local it = st:item("job-spec", "m5")
             assert.same({ "human", "needs_customer", "ann" }, { it.decided_by, it.reason_kind,
                 jc.decode(it.record_json).reviewer })
@@ -300,8 +306,10 @@ describe("jsoncontract review (nginx + headless Chromium)", function()
             local pg, why_not = review_pg.start()
             if not pg then return pending(why_not) end
             local pgdir = run("mktemp -d"):match("^(%S+)")
-            local d4
+            local d4, st
+            -- busted keeps one finally per test: it releases everything this test opens.
             finally(function()
+                if st then st:close() end
                 if d4 then stop_desk(d4) end
                 review_pg.stop(pg)
                 run("rm -rf " .. q(pgdir))
@@ -320,8 +328,7 @@ describe("jsoncontract review (nginx + headless Chromium)", function()
             assert.truthy(res.body:find("order 9999 does not exist", 1, true))
             res = request("POST", d4.base .. "/item/m3", body:gsub("9999", "2001"), form)
             assert.equal(303, res.status)
-            local st = assert(store_mod.open(pg.url))
-            finally(function() st:close() end)
+            st = assert(store_mod.open(pg.url))
             local it = st:item("job-spec", "m3")
             assert.same({ "accepted", "human", "2001" }, { it.status, it.decided_by, jc.decode(it.value_json).order_id })
         end)
@@ -329,6 +336,7 @@ describe("jsoncontract review (nginx + headless Chromium)", function()
         for _, case in ipairs { { "TERM", 143 }, { "INT", 130 } } do
             it("stops nginx and removes its files on SIG" .. case[1] .. " (exit " .. case[2] .. ")", function()
                 local d3 = start_desk(dir)
+                finally(function() stop_desk(d3, "KILL") end) -- only when the signal did not stop it
                 assert.truthy(util.read(d3.prefix .. "/nginx.conf"))
                 assert.equal(case[2], stop_desk(d3, case[1]))
                 assert.is_nil(util.read(d3.prefix .. "/nginx.conf"))
