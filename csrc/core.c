@@ -9,34 +9,6 @@
 
 #include <openssl/evp.h>
 
-/* __tostring of an err table: "category/kind: message". [-0, +1, m] */
-static int jc_error_tostring(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_getfield(L, 1, "category");
-  lua_getfield(L, 1, "kind");
-  lua_getfield(L, 1, "message");
-  lua_pushfstring(L, "%s/%s: %s",
-                  luaL_optstring(L, 2, "?"), luaL_optstring(L, 3, "?"),
-                  luaL_optstring(L, 4, ""));
-  return 1;
-}
-
-void jc_push_error(lua_State *L, const char *category, const char *kind,
-                   const char *fmt, ...) {
-  va_list ap;
-  lua_createtable(L, 0, 6);
-  lua_pushstring(L, category);
-  lua_setfield(L, -2, "category");
-  lua_pushstring(L, kind);
-  lua_setfield(L, -2, "kind");
-  va_start(ap, fmt);
-  lua_pushvfstring(L, fmt, ap);
-  va_end(ap);
-  lua_setfield(L, -2, "message");
-  luaL_getmetatable(L, JC_ERROR_MT);
-  lua_setmetatable(L, -2);
-}
-
 /*
 ** core.sha256(data) -> hex
 ** SHA-256 (FIPS 180-4) of the byte string 'data', as 64 lowercase hex
@@ -69,7 +41,7 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 ** require "jsoncontract.core" -> module table with
 **   null        light userdata NULL: JSON null (equal to cjson.null)
 **   array_mt    metatable that marks a table as a JSON array (decode sets it)
-**   error_mt    metatable shared by every err table (__tostring)
+**   error_mt    metatable shared by every err table (__tostring, __concat)
 **   _VERSION    the project version (from the Makefile, -DJC_VERSION)
 **   sha256      sha256(data) -> 64 hex chars (see jc_sha256)
 ** and the functions of each area file.
@@ -80,6 +52,8 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
   if (luaL_newmetatable(L, JC_ERROR_MT)) {
     lua_pushcfunction(L, jc_error_tostring);
     lua_setfield(L, -2, "__tostring");
+    lua_pushcfunction(L, jc_error_concat);
+    lua_setfield(L, -2, "__concat");
     lua_pushliteral(L, JC_ERROR_MT);
     lua_setfield(L, -2, "__name");
   }

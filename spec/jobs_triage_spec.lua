@@ -16,7 +16,9 @@ local function tmpdir()
 end
 
 local function triage_cmd(args)
-    return ("env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY %s bin/jsoncontract triage %s"):format(LUA, args)
+    -- (subprocesses without the sanitizer preload of an ASan run: the C core runs under ASan in-process
+    -- in the store and scheduler specs)
+    return ("env -u LD_PRELOAD -u OPENAI_API_KEY -u ANTHROPIC_API_KEY %s bin/jsoncontract triage %s"):format(LUA, args)
 end
 
 -- Committed outcomes (item id -> decided_at) straight from the store.

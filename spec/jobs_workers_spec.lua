@@ -9,7 +9,7 @@ local LUA = util.LUA
 local q = jobs.q
 
 local function jc(args)
-    return ("env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY %s bin/jsoncontract %s"):format(LUA, args)
+    return ("env -u LD_PRELOAD -u OPENAI_API_KEY -u ANTHROPIC_API_KEY %s bin/jsoncontract %s"):format(LUA, args)
 end
 
 describe("jsoncontract worker over PostgreSQL", function()

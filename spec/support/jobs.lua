@@ -62,7 +62,8 @@ end
 --- Children of a pid.
 function M.children(pid)
     local out = {}
-    local p = io.popen("pgrep -P " .. pid .. " 2>/dev/null")
+    -- (without the sanitizer preload of an ASan run: pgrep under it can hang)
+    local p = io.popen("env -u LD_PRELOAD pgrep -P " .. pid .. " 2>/dev/null")
     for line in p:lines() do out[#out + 1] = tonumber(line) end
     p:close()
     return out
@@ -119,9 +120,9 @@ function M.start_postgres()
     if not io.open(PG_BIN .. "/initdb", "rb") then return nil, "postgresql skipped: no " .. PG_BIN .. "/initdb" end
     local okd = pcall(require, "luasql.postgres")
     if not okd then return nil, "postgresql skipped: lua-sql-postgres is not installed" end
-    local uid = util.sh("id -u")
+    local uid = util.sh("env -u LD_PRELOAD id -u")
     local as = ""
-    local user = util.sh("id -un"):gsub("%s+$", "")
+    local user = util.sh("env -u LD_PRELOAD id -un"):gsub("%s+$", "")
     if uid:match("^0%s*$") then
         as, user = "runuser -u nobody -- ", "nobody"
     end

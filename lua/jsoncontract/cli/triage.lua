@@ -15,7 +15,18 @@ local function run_triage(args, env)
     if args.max_attempts and args.max_attempts < 1 then
         return util.fail(env, "option --max-attempts must be at least 1")
     end
-    return commands.triage(commands.options(args), env)
+    if args.token_budget == 0 then return util.fail(env, "option --token-budget must be at least 1") end
+    local o = commands.options(args)
+    if not args.resume then
+        -- What the user named is checked here, with the command line's words; the job runs it.
+        local p, perr = util.choose_provider(args)
+        if not p then return util.fail(env, perr) end
+        local path = args.contract or (env.root .. "/examples/support_ticket.lua")
+        local mod, err = util.load_contract(path)
+        if not mod then return util.fail(env, err) end
+        o.chosen_provider, o.contract_module, o.contract = p, mod, path
+    end
+    return commands.triage(o, env)
 end
 
 return {

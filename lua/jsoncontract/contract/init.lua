@@ -17,12 +17,10 @@ local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
 
 local null = core.null
--- Values checked by `check` come straight from core.decode: JSON by construction.
-local DECODED = { decoded = true }
 
 local KNOWN_FIELDS = {
     name = true, version = true, schema = true, instructions = true, examples = true,
-    rules = true, adapters = true, format_assertion = true, messages = true,
+    rules = true, adapters = true, format_assertion = true, messages = true, work_budget = true,
 }
 
 -- Render a JSON value for the prompt (compact JSON).
@@ -137,6 +135,7 @@ end
 --   value passes, else a message string, one error `{pointer =, message =}` or a list of them),
 --   `adapters` (optional list of adapter names applied before parsing, see `jsoncontract.adapters`),
 --   `format_assertion` (boolean, default true),
+--   `work_budget` (integer, optional: work units per validation, see `jc.compile`),
 --   `messages` (optional map from a schema location, e.g. "/properties/order_id/pattern", to the
 --   words that replace the validator's for an error there: the message becomes
 --   `<pointer> <value> <words>`, e.g. `/order_id "10420" does not have 4 digits`).
@@ -163,7 +162,7 @@ function _M.new(def)
         error("contract field 'schema' must be a table or JSON text", 2)
     end
     local ok, validator = pcall(core.compile, schema,
-        { format_assertion = def.format_assertion ~= false })
+        { format_assertion = def.format_assertion ~= false, work_budget = def.work_budget })
     if not ok then error("contract '" .. def.name .. "': " .. tostring(validator), 2) end
 
     for _, f in ipairs { "rules", "examples", "adapters" } do
@@ -329,30 +328,32 @@ end
 -- @return[2] nil
 -- @treturn[2] table err with `category` format, schema or rules (see README); `err.adapters` lists
 --   the adapters that were applied
--- @raise when `text` is not a string
+-- @raise when `text` is not a string, `opts` not a table or `opts.adapters` not a list
 function _M.check(self, text, opts)
     if type(text) ~= "string" then error("check: text must be a string, got " .. type(text), 2) end
     if opts ~= nil and type(opts) ~= "table" then error("check: opts must be a table, got " .. type(opts), 2) end
     opts = opts or {}
     local applied = setmetatable({}, core.array_mt)
     local names = opts.adapters or self.adapters
+    if type(names) ~= "table" then
+        error("check: opts.adapters must be a list of adapter names, got " .. type(names), 2)
+    end
     if #names > 0 then
         local out, err = adapters.apply(text, names)
         if not out then return nil, err end
         text, applied = out, err
     end
-    local value, err = core.decode(text)
+    -- format and schema gates in one C call on the text (validator:check): the Lua value
+    -- is built only when the reply is valid
+    local value, err = self.validator:check(text)
     if value == nil then
+        if err.category == "schema" and self.messages then
+            feedback.apply_overrides(self.messages, err, core.decode(text))
+        end
         err.adapters = applied
         return nil, err
     end
     local ok
-    ok, err = self.validator:validate(value, DECODED)
-    if not ok then
-        if self.messages then feedback.apply_overrides(self.messages, err, value) end
-        err.adapters = applied
-        return nil, err
-    end
     ok, err = self:check_rules(value, opts.context)
     if not ok then
         err.adapters = applied
@@ -367,7 +368,17 @@ function _M.identity(self)
     return { name = self.name, version = self.version, schema_hash = self.schema_hash }
 end
 
+--- One line describing a (sub)schema for the prompt: types, allowed values and limits.
+-- @function describe
+-- @tparam table|boolean schema
+-- @treturn string e.g. `string, one of "a", "b"` or `integer, minimum 1`
 _M.describe = describe
+
+--- An object schema's property names in prompt order: `required` first, in its order, then
+-- the rest sorted (the validator reports errors in the same order).
+-- @function property_order
+-- @tparam table schema
+-- @treturn {string,...}
 _M.property_order = property_order
 
 --- Is `v` a contract made by `new`?

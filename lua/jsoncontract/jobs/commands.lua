@@ -43,8 +43,8 @@ end
 -- @tparam table parser
 -- @tparam table util `jsoncontract.cli.util` (its `whole` and `provider_name` converters)
 function _M.configure_job(parser, util)
-    parser:option("--input", "JSONL mailbox (default: $JC_SHARED/corpora/support-emails/emails.jsonl "
-        .. "when present, else examples/mailbox.jsonl).")
+    parser:option("--input", "JSONL mailbox, - for stdin (default: $JC_SHARED/corpora/support-emails/"
+        .. "emails.jsonl when present, else examples/mailbox.jsonl).")
     parser:option("--contract", "Lua file returning {contract=...} (default: examples/support_ticket.lua).")
     parser:option("--provider", "Provider: " .. concat(require("jsoncontract.providers").names, ", ")
         .. " (default: from the API key set, else the stand-in speaking openai).")
@@ -117,17 +117,21 @@ end
 -- `id` (else "line-N"), its input the line as written, its digest the line's SHA-256. A line that
 -- is not a JSON object with a string `text` stays an item (it ends in review, nothing is lost).
 -- Duplicate ids are an input error, named per line.
--- @tparam string path
+-- @tparam string path a file, or "-" for stdin
 -- @tparam[opt] integer limit only the first `limit` items
 -- @treturn[1] {table,...} items `{item_id, seq (line number), input_json, input_digest}`
 -- @treturn[1] string digest of the whole input (SHA-256 over the items' digests, in order)
 -- @return[2] nil
 -- @treturn[2] string message
 function _M.read_mailbox(path, limit)
-    local f, msg = io.open(path, "rb")
+    local f, msg
+    if path == "-" then f = io.stdin else f, msg = io.open(path, "rb") end
     if not f then return nil, msg end
     local items, first_line, dups, lineno = {}, {}, {}, 0
-    if limit == 0 then f:close() return items, core.sha256("") end
+    if limit == 0 then
+        if f ~= io.stdin then f:close() end
+        return items, core.sha256("")
+    end
     local ok, err = pcall(function()
         for line in f:lines() do
             lineno = lineno + 1
@@ -145,7 +149,7 @@ function _M.read_mailbox(path, limit)
             end
         end
     end)
-    f:close()
+    if f ~= io.stdin then f:close() end
     if not ok then return nil, path .. ": " .. tostring(err):gsub("^.-: ", "") end
     if #dups > 0 then
         return nil, "the mailbox " .. path .. " has duplicate ids (each message needs its own):\n  "
@@ -426,11 +430,12 @@ function _M.triage(o, env)
         input = shared .. "/corpora/support-emails/emails.jsonl"
         if not file_exists(input) then input = root .. "/examples/mailbox.jsonl" end
     end
-    local p, perr = choose_provider(o)
+    local p, perr = o.chosen_provider, nil
+    if not p then p, perr = choose_provider(o) end
     if not p then return die(perr) end
     local contract_path = o.contract or (root .. "/examples/support_ticket.lua")
-    local mod
-    mod, err = load_contract(contract_path)
+    local mod = o.contract_module
+    if not mod then mod, err = load_contract(contract_path) end
     if not mod then return die(err) end
     local items, digest = _M.read_mailbox(input, o.limit)
     if not items then return die("cannot read mailbox: " .. tostring(digest)) end
