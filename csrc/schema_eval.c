@@ -8,9 +8,20 @@
 /* 'n' zeroed entries on the scratch stack; returns their offset (valid
 ** until popped with 'jc_stk_pop'; the stack may move: use offsets).
 ** [-0, +0, m] */
-static size_t jc_stk_push(jc_vctx *c, size_t n) {
+static size_t jc_stk_grow(jc_vctx *c, size_t n);
+
+static JC_INLINE size_t jc_stk_push(jc_vctx *c, size_t n) {
+  size_t base = c->stk_n, k;
+  if (n > c->stk_cap - c->stk_n) return jc_stk_grow(c, n);
+  for (k = 0; k < n; k++) c->stk[base + k] = 0;   /* a few: no memset call */
+  c->stk_n += n;
+  return base;
+}
+
+/* jc_stk_push when the stack must grow. [-0, +0, m] */
+static JC_NOINLINE size_t jc_stk_grow(jc_vctx *c, size_t n) {
   size_t base = c->stk_n;
-  if (n > c->stk_cap - c->stk_n) {
+  {
     size_t cap = c->stk_cap;
     size_t *ns;
     while (cap - c->stk_n < n) {
