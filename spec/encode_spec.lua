@@ -248,8 +248,9 @@ describe("jsoncontract.core", function()
 
         it("keep_order = false writes byte order (a canonical text, for hashes)", function()
             assert.equal('{"a":2,"b":1}', core.encode(ord({ b = 1, a = 2 }, { "b" }), { keep_order = false }))
-            assert.has_error(function() core.encode({}, { keep_order = 1 }) end,
-                "bad argument #2 to 'jsoncontract.core.encode' (option 'keep_order' must be a boolean)")
+            local ok, msg = pcall(core.encode, {}, { keep_order = 1 })
+            assert.is_false(ok)
+            assert.truthy(msg:find("(option 'keep_order' must be a boolean)", 1, true))
         end)
 
         it("jc.ordered sets the order on a Lua-table schema, and raises on misuse", function()
