@@ -5,7 +5,8 @@
 --
 -- FILE is a Lua file returning `{contract = ...}` (as for `check`) or a `.json` file holding
 -- a JSON Schema. Exit status: 0 when every provider enforces the whole schema, 1 when some
--- keyword is not enforced (the findings are printed), 2 on a usage error.
+-- keyword is not enforced or a native request would fail as written (and is sent in a weaker
+-- mode; the findings are printed), 2 on a usage error.
 -- @module jsoncontract.cli_lint
 local core = require "jsoncontract.core"
 local lint = require "jsoncontract.lint"
@@ -13,12 +14,16 @@ local providers = require "jsoncontract.providers"
 
 local _M = { _VERSION = core._VERSION }
 
+-- JSON text keeps its property order when the decoder knows keep_order (see contract.lua).
+local KEEP_ORDER = pcall(core.decode, "{}", { keep_order = true }) and { keep_order = true } or nil
+
 _M.USAGE = [[
 usage: jsoncontract lint --contract FILE [--provider NAME] [--json]
   --contract FILE   Lua file returning {contract=...}, or a .json file with a JSON Schema
   --provider NAME   one of: ]] .. table.concat(providers.names, ", ") .. [[ (default: all)
   --json            print the report as JSON
-exit status: 0 every keyword enforced, 1 some keyword not enforced, 2 usage error
+exit status: 0 every keyword enforced, 1 some keyword not enforced or the native request
+would fail (it is then sent in the weaker mode shown), 2 usage error
 ]]
 
 local function load_schema(path)
@@ -28,7 +33,7 @@ local function load_schema(path)
         local text, rerr = f:read("*a")
         f:close()
         if not text then return nil, "cannot read " .. path .. ": " .. tostring(rerr) end
-        local v, err = core.decode(text)
+        local v, err = core.decode(text, KEEP_ORDER)
         if v == nil then return nil, path .. " is not JSON: " .. tostring(err) end
         -- Only what the validator accepts as a schema is linted.
         local ok, cerr = pcall(core.compile, v)
@@ -94,16 +99,31 @@ function _M.run(argv, env)
         return 2
     end
     local any = false
-    for _, r in ipairs(report) do any = any or #r.not_enforced > 0 end
+    for _, r in ipairs(report) do any = any or #r.not_enforced > 0 or r.fails end
     if as_json then
         out:write(core.encode(report), "\n")
     else
         for _, r in ipairs(report) do
-            out:write(string.format("%s (mode %s): %d keyword%s not enforced\n", r.provider, r.mode,
-                #r.not_enforced, #r.not_enforced == 1 and "" or "s"))
+            local rewritten = 0
+            for _, f in ipairs(r.findings) do
+                if f.action == "rewritten" then rewritten = rewritten + 1 end
+            end
+            out:write(string.format("%s (mode %s): %d keyword%s not enforced%s\n", r.provider, r.mode,
+                #r.not_enforced, #r.not_enforced == 1 and "" or "s",
+                rewritten > 0 and string.format(", %d rewritten", rewritten) or ""))
+            if r.fallback then
+                out:write(string.format("  would fail in mode native, sent in mode %s: %s %s\n", r.fallback.to,
+                    r.fallback.schema_pointer == "" and "/" or r.fallback.schema_pointer, r.fallback.reason))
+            end
             for _, f in ipairs(r.not_enforced) do
                 out:write(string.format("  %s %s: %s\n", f.schema_pointer == "" and "/" or f.schema_pointer,
                     f.keyword, f.reason))
+            end
+            for _, f in ipairs(r.findings) do
+                if f.action == "rewritten" then
+                    out:write(string.format("  %s %s: rewritten: %s\n",
+                        f.schema_pointer == "" and "/" or f.schema_pointer, f.keyword, f.reason))
+                end
             end
         end
     end

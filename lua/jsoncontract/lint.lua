@@ -5,19 +5,30 @@
 -- @module jsoncontract.lint
 local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
+local subset = require "jsoncontract.providers.subset"
 
-local type, ipairs, error = type, ipairs, error
+local type, ipairs, error, getmetatable, setmetatable, tostring, pcall =
+    type, ipairs, error, getmetatable, setmetatable, tostring, pcall
 
 local _M = { _VERSION = core._VERSION }
+
+-- JSON text keeps its property order when the decoder knows keep_order (see contract.lua).
+local KEEP_ORDER = pcall(core.decode, "{}", { keep_order = true }) and { keep_order = true } or nil
 
 --- Lint a schema (or a contract's schema) for one provider or for all of them.
 -- @tparam table contract_or_schema a contract (a table with a `schema` field) or a JSON Schema
 --   (Lua table, or JSON text)
 -- @tparam[opt] string provider_name one of `jsoncontract.providers.names`; nil: every provider
 -- @treturn table report array, one entry per provider in `names` order: { provider = string,
---   mode = string (the mode a native request uses: "native", or "native-nonstrict" for
---   OpenAI with optional properties), not_enforced = array of { schema_pointer = string (JSON
---   Pointer into the caller's schema), keyword = string, reason = string } }
+--   mode = string (the mode a native request goes out in: "native", or the weaker mode it is
+--   switched to: "native-nonstrict" (OpenAI strict false), "json", "prompt"), not_enforced =
+--   array of { schema_pointer = string (JSON Pointer into the caller's schema), keyword =
+--   string, action = "dropped"|"weakened"|"fails", reason = string, source = string|nil (the
+--   document or source file the rule comes from, see jsoncontract.providers.rules) },
+--   findings = array of the same, also holding what is "rewritten" (sent in another form,
+--   still enforced) or "narrowed" (the provider allows less than the schema),
+--   fails = boolean (a native request as written would be rejected, or run unconstrained),
+--   fallback = nil | { from = "native", to = mode, schema_pointer, keyword, reason, source } }
 -- @raise on a schema that is neither a table nor JSON text, on invalid JSON text, on an
 --   unknown provider name
 -- @usage for _, r in ipairs(lint(contract, "openai")) do print(r.provider, #r.not_enforced) end
@@ -28,7 +39,7 @@ function _M.lint(contract_or_schema, provider_name)
         schema = schema.schema
     end
     if type(schema) == "string" then
-        local v, err = core.decode(schema)
+        local v, err = core.decode(schema, KEEP_ORDER)
         if v == nil then error("schema is not JSON: " .. tostring(err), 2) end
         schema = v
     end
@@ -46,23 +57,26 @@ function _M.lint(contract_or_schema, provider_name)
     local report = setmetatable({}, core.array_mt)
     for _, name in ipairs(names) do
         local p = providers.get(name)
-        local dropped, mode
+        if name == "openai_responses" then p = providers.get("openai") end
+        local mode, findings, fallback
         if p.native_schema then
-            local _
-            _, dropped, _, mode = p.native_schema(schema)
-        elseif name == "openai_responses" then
-            local _
-            _, dropped, _, mode = providers.get("openai").native_schema(schema)
+            local _, plan
+            _, _, _, mode, plan = p.native_schema(schema)
+            findings, fallback = plan.findings, plan.fallback
         else
-            local _
-            _, dropped = p.provider_schema(schema)
-            mode = "native"
+            local plan = subset.plan(schema, p.rules.native)
+            mode, findings, fallback = plan.mode, plan.findings, plan.fallback
         end
-        local out = setmetatable({}, core.array_mt)
-        for i, d in ipairs(dropped) do
-            out[i] = { schema_pointer = d.schema_pointer, keyword = d.keyword, reason = d.reason }
+        local function strip(list)
+            local out = setmetatable({}, core.array_mt)
+            for i, d in ipairs(list) do
+                out[i] = { schema_pointer = d.schema_pointer, keyword = d.keyword, action = d.action,
+                    reason = d.reason, source = d.source }
+            end
+            return out
         end
-        report[#report + 1] = { provider = name, mode = mode, not_enforced = out }
+        report[#report + 1] = { provider = name, mode = mode, not_enforced = strip(subset.not_enforced(findings)),
+            findings = strip(findings), fails = fallback ~= nil, fallback = fallback }
     end
     return report
 end

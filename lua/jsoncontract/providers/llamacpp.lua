@@ -4,8 +4,11 @@
 -- @module jsoncontract.providers.llamacpp
 local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
+local subset = require "jsoncontract.providers.subset"
+local RULES = require "jsoncontract.providers.rules.llamacpp"
 local openai = require "jsoncontract.providers.openai"
 
+local type, error = type, error
 local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "llamacpp" }
@@ -15,17 +18,22 @@ _M.DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 
 local MODES = { native = true, json = true, prompt = true }
 
-local PROFILE = {
-    name = "llama.cpp grammar", keep = C.LLAMA_KEYWORDS, formats = C.LLAMA_FORMATS,
-    reject = C.llama_reject, close_objects = false,
-}
+--- The grammar converter's rules as data, each row with its source and the date checked
+-- (jsoncontract.providers.rules.llamacpp).
+_M.rules = RULES
 
---- The copy of a schema sent in `response_format.json_schema.schema`.
--- @tparam table schema the contract's full JSON Schema
+--- The copy of a schema sent in `response_format.json_schema.schema`: what llama.cpp's converter turns into grammar (a `$ref`
+-- with siblings inlined, keywords next to `anyOf` moved into its branches, `\d`/`\w`/`\s`
+-- in patterns written as classes, an `allOf` merged), the rest left out and reported.
+-- @tparam table schema
 -- @treturn table schema_sent
--- @treturn table dropped array of { schema_pointer, keyword, reason }
+-- @treturn table dropped array of { schema_pointer, keyword, action, reason, source }
 -- @raise when schema is not a table
-_M.provider_schema = C.schema_fn(PROFILE)
+function _M.provider_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local res = subset.adapt(schema, RULES.native)
+    return res.schema, subset.changed(res.findings)
+end
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt }
@@ -35,23 +43,31 @@ _M.provider_schema = C.schema_fn(PROFILE)
 --   base_url = string|nil (default "http://127.0.0.1:8080"), max_tokens = integer (sent as
 --   `max_tokens`), temperature, mode = "native" (response_format json_schema) | "json"
 --   (json_object) | "prompt", stream = boolean|nil }
--- @treturn table req { url, method = "POST", headers, body, mode, schema_sent, dropped }
+-- @treturn table req { url, method = "POST", headers, body, mode (the mode sent: a schema the
+--   converter would fail on goes out in mode "json"), schema_sent, dropped, findings, fallback
+--   (see jsoncontract.providers.subset.plan) }
 -- @raise on misuse
 function _M.build_request(contract, messages, opts)
     local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
     local body = { model = o.model, messages = C.with_system(contract.prompt, msgs), max_tokens = o.max_tokens,
         temperature = o.temperature }
     if o.stream then body.stream = true end
-    local schema_sent, dropped
+    local schema_sent, dropped, plan
+    local mode = o.mode
     if o.mode == "native" then
-        schema_sent, dropped = C.subset(contract.schema, PROFILE)
+        plan = subset.plan(contract.schema, RULES.native)
+        schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
+    end
+    if schema_sent then
         body.response_format = { type = "json_schema",
             json_schema = { name = openai.schema_name(contract.name), schema = schema_sent } }
-    elseif o.mode == "json" then
+    elseif mode == "json" then
         body.response_format = { type = "json_object" }
     end
-    return C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
-        "authorization", body, o.mode, schema_sent, dropped)
+    local req = C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
+        "authorization", body, mode, schema_sent, dropped)
+    if plan then req.findings, req.fallback = plan.findings, plan.fallback end
+    return req
 end
 
 --- Read the response (same gate as OpenAI Chat Completions; messages name llamacpp).
