@@ -250,6 +250,7 @@ function _M.ask(contract, input, opts)
 
     local function elapsed_ms() return floor((now() - started) * 1000 + 0.5) end
 
+    local fallback -- req.fallback of the current request (providers.subset.plan)
     local function record(att, try, fields)
         if not evidence then return end
         local rec = {
@@ -258,6 +259,8 @@ function _M.ask(contract, input, opts)
             attempt = att, try = try,
         }
         for k, v in pairs(fields) do rec[k] = v end
+        -- A native request the provider would have rejected went out weaker: say why.
+        if fallback then rec.mode_fallback = fallback end
         -- The input once per item, on its first exchange (the writer keeps it only on opt-in).
         if att == 1 and try == 1 then rec.input = input end
         evidence:write(rec)
@@ -286,6 +289,7 @@ function _M.ask(contract, input, opts)
         req.connect_timeout_ms = req.connect_timeout_ms or opts.connect_timeout_ms
         req.max_response_bytes = req.max_response_bytes or opts.max_response_bytes
         local mode = req.mode
+        fallback = req.fallback
         -- The transport sees only what it knows; `mode`/`schema_sent` are ours.
         local sent = { url = req.url, method = req.method, headers = req.headers, body = req.body,
             timeout_ms = req.timeout_ms, connect_timeout_ms = req.connect_timeout_ms,

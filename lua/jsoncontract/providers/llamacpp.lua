@@ -22,9 +22,10 @@ local MODES = { native = true, json = true, prompt = true }
 -- (jsoncontract.providers.rules.llamacpp).
 _M.rules = RULES
 
---- The copy of a schema sent in `response_format.json_schema.schema`: what llama.cpp's converter turns into grammar (a `$ref`
--- with siblings inlined, keywords next to `anyOf` moved into its branches, `\d`/`\w`/`\s`
--- in patterns written as classes, an `allOf` merged), the rest left out and reported.
+--- The copy of a schema sent in `response_format.json_schema.schema`: what llama.cpp's
+-- converter turns into grammar (a `$ref` with siblings inlined, keywords next to `anyOf`
+-- moved into its branches, `\d`/`\w`/`\s` in patterns written as classes, an `allOf`
+-- merged), the rest left out and reported.
 -- @tparam table schema
 -- @treturn table schema_sent
 -- @treturn table dropped array of { schema_pointer, keyword, action, reason, source }

@@ -104,6 +104,9 @@ function _M.native_schema(schema)
         source = RULES.nonstrict.strict_false.source }
     local all, findings = C.new_array(), C.new_array()
     all[1], findings[1] = first, first
+    for _, f in ipairs(res.fails) do
+        all[#all + 1], findings[#findings + 1] = f, f
+    end
     for _, d in ipairs(subset.changed(res2.findings)) do all[#all + 1] = d end
     for _, d in ipairs(res2.findings) do findings[#findings + 1] = d end
     local fallback = res.fallback or { from = "native", to = "native-nonstrict", schema_pointer = "",

@@ -659,7 +659,8 @@ function _M.adapt(schema, rules)
                     "the grammar asks for exactly the prefixItems: " .. g.prefix_items.why, g.prefix_items)
                 for _, kw in ipairs({ "minItems", "maxItems" }) do
                     if node[kw] ~= nil then
-                        add(ptr .. "/" .. kw, kw, "dropped", "next to prefixItems: " .. g.prefix_items.why, g.prefix_items)
+                        add(ptr .. "/" .. kw, kw, "dropped", "next to prefixItems: " .. g.prefix_items.why,
+                            g.prefix_items)
                         node[kw] = nil
                     end
                 end
@@ -674,7 +675,8 @@ function _M.adapt(schema, rules)
             local row = kept[kw]
             if kw == "oneOf" and rules.one_of and rules.one_of.action == "anyOf" and node.anyOf == nil then
                 out.anyOf = walk_value("oneOf", v, kptr, depth)
-                add(kptr, kw, "weakened", "sent as anyOf (one match is not checked): " .. rules.one_of.why, rules.one_of)
+                add(kptr, kw, "weakened", "sent as anyOf (one match is not checked): " .. rules.one_of.why,
+                    rules.one_of)
             elseif kw == "oneOf" and rules.one_of and rules.one_of.action == "as_anyOf" then
                 out.oneOf = walk_value("oneOf", v, kptr, depth)
                 add(kptr, kw, "weakened", "enforced as anyOf (one match is not checked): " .. rules.one_of.why,
@@ -923,7 +925,8 @@ local function count_limits(sent, rules, add)
     walk_depth(sent, 0, "")
     local function over(row, n, what)
         if row and n > row.max then
-            add("", row.keyword or "properties", "fails", format("%d %s, more than %d: %s", n, what, row.max, row.why), row)
+            add("", row.keyword or "properties", "fails", format("%d %s, more than %d: %s", n, what, row.max,
+                row.why), row)
         end
     end
     over(L.properties, props, "object properties in all")
@@ -939,7 +942,13 @@ end
 function _M.check_shape(sent, rules, add)
     local r = rules.root
     if r then
-        if r.object and sent.type ~= "object" then
+        -- a root union of objects is an object; its being a union is the second rule
+        local union = is_array(sent.anyOf) and sent.anyOf or (is_array(sent.oneOf) and sent.oneOf) or nil
+        local objects = union ~= nil and #union > 0
+        for _, b in ipairs(union or {}) do
+            if type(b) ~= "table" or b.type ~= "object" then objects = false end
+        end
+        if r.object and sent.type ~= "object" and not objects then
             add("", "type", "fails", "the root is not an object: " .. r.object.why, r.object)
         end
         if r.no_union and (sent.anyOf ~= nil or sent.oneOf ~= nil) then
