@@ -373,6 +373,16 @@ describe("jsoncontract.providers rules (issue 13)", function()
             end
         end)
 
+        it("a $ref into a keyword that is not sent is resolved before the keyword is dropped", function()
+            local s = obj({ a = { ["$ref"] = "#/patternProperties/x" } }, { "a" },
+                { patternProperties = { x = { type = "string" } } })
+            local req, _, sent = build("openai", s)
+            assert.equal("native", req.mode)
+            assert.same({ type = "string" }, sent.properties.a)
+            assert.equal("rewritten", finding("openai", s, "/properties/a", "$ref").action)
+            assert.equal("dropped", finding("openai", s, "/patternProperties", "patternProperties").action)
+        end)
+
         it("the author's property order reaches every provider's schema and the prompt", function()
             local props = jc.ordered({ answer = { type = "string" }, reasoning = { type = "string" } },
                 { "reasoning", "answer" })

@@ -790,6 +790,23 @@ function _M.adapt(schema, rules)
     end
 
     local sent = walk(schema, "", 0)
+    -- A $ref whose target is not sent (it sat under a keyword left out): resolve it before
+    -- the target is gone, by sending the target in its place (not for a target that refers
+    -- to itself: that stays, and fails below).
+    _M.each_schema(sent, function(node, ptr)
+        local ref = node["$ref"]
+        if type(ref) == "string" and ref:sub(1, 1) == "#" and resolve(sent, ref) == nil then
+            local target = resolve(schema, ref)
+            if is_object(target) and not core.encode(target, { keep_order = false }):find(
+                '"$ref":' .. core.encode(ref), 1, true) then
+                local w = walk(target, ptr, 0)
+                for k in pairs(node) do node[k] = nil end
+                for k, v in pairs(w) do node[k] = v end
+                setmetatable(node, getmetatable(w))
+                add(ptr, "$ref", "rewritten", "inlined: its target " .. ref .. " is not sent")
+            end
+        end
+    end)
     local res = { schema = sent, findings = findings, fails = fails, optional = optional }
     _M.check_shape(sent, rules, add)
     return res
