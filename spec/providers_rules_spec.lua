@@ -207,10 +207,20 @@ describe("jsoncontract.providers rules (issue 13)", function()
         end)
 
         it("drops an enum with non-primitive values", function()
-            local s = obj({ e = { enum = A { "a", { x = 1 } } } }, { "e" })
-            local _, _, sent = build("anthropic", s)
-            assert.is_nil(sent.properties.e.enum)
+            local s = obj({ e = { type = "array", items = { type = "integer" }, enum = A { A { 1, 2 }, A { 3 } } } },
+                { "e" })
+            local req, _, sent = build("anthropic", s)
+            assert.equal("native", req.mode)
+            assert.same({ type = "array", items = { type = "integer" } }, sent.properties.e)
             assert.equal("dropped", finding("anthropic", s, "/properties/e/enum", "enum").action)
+        end)
+
+        it("a node left without a type (the SDK's transform raises on it) goes out in mode prompt", function()
+            local s = obj({ e = { enum = A { "a", { x = 1 } } } }, { "e" })
+            local req = build("anthropic", s)
+            assert.equal("prompt", req.mode)
+            assert.equal("/properties/e", req.fallback.schema_pointer)
+            assert.truthy(req.fallback.source:find("_transform.py", 1, true))
         end)
 
         it("an assistant prefill goes out in mode prompt", function()

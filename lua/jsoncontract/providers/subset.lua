@@ -490,11 +490,14 @@ function _M.adapt(schema, rules)
                     node[k] = nil
                 end
                 for k in pairs(rest) do if ANNOTATION[k] then node[k] = nil end end
-            elseif siblings and not is_object(target) and target ~= true then
-                for k in pairs(node) do
+            elseif siblings then
+                -- not a local object target, or one being inlined already (a cycle)
+                for _, k in ipairs(keys_of(node)) do
                     if k ~= "$ref" and k:sub(1, 1) ~= "$" then
-                        add(ptr .. "/" .. esc(k), k, "dropped", "next to a $ref that cannot be inlined: "
-                            .. rules.ref_siblings.why, rules.ref_siblings)
+                        if not ANNOTATION[k] then
+                            add(ptr .. "/" .. esc(k), k, "dropped", "next to a $ref that cannot be inlined: "
+                                .. rules.ref_siblings.why, rules.ref_siblings)
+                        end
                         node[k] = nil
                     end
                 end

@@ -64,6 +64,8 @@ _M.native = {
     pattern = row(DOCS, "only a simple regex subset: no backreferences, lookaround or \\b; the bound of "
         .. "100 on {n,m} is jsoncontract's (a limit is not found in reference; issue 13 reports failures "
         .. "with large bounds)", { action = "simple", no_word_boundary = true, max_repeat = 100 }),
+    typeless = row(SDK .. "; whether the API itself rejects such a node is not found in reference",
+        "the SDK's transform raises on a schema without 'type', 'enum', 'anyOf', 'oneOf' or 'allOf'"),
     recursion = row(DOCS, "recursive schemas are not supported", { action = "fails" }),
     limits = {
         optional = row(DOCS, "at most 24 optional properties across the schema (\"schema is too "
