@@ -56,17 +56,10 @@ function _M.lint(contract_or_schema, provider_name)
     end
     local report = setmetatable({}, core.array_mt)
     for _, name in ipairs(names) do
-        local p = providers.get(name)
-        if name == "openai_responses" then p = providers.get("openai") end
-        local mode, findings, fallback
-        if p.native_schema then
-            local _, plan
-            _, _, _, mode, plan = p.native_schema(schema)
-            findings, fallback = plan.findings, plan.fallback
-        else
-            local plan = subset.plan(schema, p.rules.native)
-            mode, findings, fallback = plan.mode, plan.findings, plan.fallback
-        end
+        -- Each provider says what it enforces (its `native_schema`, built on its rules data);
+        -- nothing here knows a provider by name.
+        local _, _, _, mode, plan = providers.get(name).native_schema(schema)
+        local findings, fallback = plan.findings, plan.fallback
         local function strip(list)
             local out = setmetatable({}, core.array_mt)
             for i, d in ipairs(list) do

@@ -52,6 +52,26 @@ function _M.provider_schema(schema)
     return res.schema, subset.changed(res.findings)
 end
 
+--- What a native request sends for `schema` (the schema alone: see `build_request` for what
+-- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
+-- enforces it (true unless it falls back), the mode, and the plan (every finding, the
+-- fallback; see jsoncontract.providers.subset.plan).
+-- @tparam table schema
+-- @treturn table|nil schema_sent (nil when the mode sends no schema)
+-- @treturn table dropped
+-- @treturn boolean enforced
+-- @treturn string mode "native" or the fallback mode
+-- @treturn table plan
+-- @raise when schema is not a table
+function _M.native_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local plan = subset.plan(schema, RULES.native)
+    return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
+end
+
+--- The mode rules `native_schema` applies (data; see `rules`).
+_M.SUBSET = RULES.native
+
 --- Build the HTTP request for a contract and a conversation.
 -- @tparam table contract { name = string, version = string, schema = table, prompt =
 --   string (system instructions rendered from the schema) }

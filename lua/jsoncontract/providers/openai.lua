@@ -53,6 +53,9 @@ function _M.provider_schema(schema)
     return res.schema, subset.changed(res.findings)
 end
 
+--- The mode rules of strict mode (data; see `rules`).
+_M.SUBSET = RULES.native
+
 --- A contract name as OpenAI accepts it in `json_schema.name`: characters outside
 -- [a-zA-Z0-9_-] become "_", at most 64 characters.
 -- @tparam string name
@@ -82,6 +85,7 @@ end
 -- @treturn table plan { findings = every finding (rewritten and narrowed ones too), fallback =
 --   nil | { from, to, schema_pointer, keyword, reason, source } }
 function _M.native_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
     local res = subset.plan(schema, RULES.native)
     if res.mode == "native" and #res.optional == 0 then
         return res.schema, res.dropped, true, "native", res

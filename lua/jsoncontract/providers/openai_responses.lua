@@ -25,6 +25,12 @@ local MODES = { native = true, json = true, prompt = true }
 -- @raise when schema is not a table
 _M.provider_schema = openai.provider_schema
 
+--- As Chat Completions (see `jsoncontract.providers.openai.native_schema`).
+_M.native_schema = openai.native_schema
+--- As Chat Completions (see `jsoncontract.providers.openai.rules`).
+_M.rules = openai.rules
+_M.SUBSET = openai.SUBSET
+
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt (sent as `instructions`) }
 -- @tparam table messages array of { role, content } (sent as `input`)
