@@ -373,6 +373,65 @@ describe("jsoncontract.providers rules (issue 13)", function()
         end)
     end)
 
+    -- The remaining rows, as data: { provider, schema, pointer, keyword, action, check(sent, req) }.
+    describe("more rows", function()
+        local names = A {}
+        for i = 1, 2000 do names[i] = string.rep("n", 55) .. string.format("%05d", i) end
+        local CASES = {
+            { "openai: more than 120,000 characters of names and enum values fail", "openai",
+                obj({ e = { type = "string", enum = names } }, { "e" }), "", "properties", "fails",
+                function(_, req) assert.equal("native-nonstrict", req.mode) end },
+            { "openai: default is left out", "openai", obj({ a = { type = "string", default = "x" } }, { "a" }),
+                "/properties/a/default", "default", "dropped",
+                function(sent) assert.is_nil(sent.properties.a.default) end },
+            { "anthropic: a $ref with siblings is inlined", "anthropic",
+                obj({ a = { ["$ref"] = "#/$defs/A", title = "t" } }, { "a" }, { ["$defs"] = { A = { type = "string" } } }),
+                "/properties/a", "$ref", "rewritten",
+                function(sent) assert.same({ type = "string", title = "t" }, sent.properties.a) end },
+            { "anthropic: an allOf that cannot be merged is left out", "anthropic",
+                obj({ a = { type = "string", allOf = A { { type = "integer" } } } }, { "a" }),
+                "/properties/a/allOf", "allOf", "dropped",
+                function(sent) assert.same({ type = "string" }, sent.properties.a) end },
+            { "gemini: an allOf is merged", "gemini", obj({ a = { allOf = A { { type = "string" }, { format = "date" } } } },
+                { "a" }), "/properties/a/allOf", "allOf", "rewritten",
+                function(sent) assert.same({ type = "string", format = "date" }, sent.properties.a) end },
+            { "gemini: oneOf is sent, enforced as anyOf", "gemini",
+                obj({ a = { oneOf = A { { type = "string" }, { type = "integer" } } } }, { "a" }),
+                "/properties/a/oneOf", "oneOf", "weakened",
+                function(sent) assert.equal(2, #sent.properties.a.oneOf) end },
+            { "gemini: an unknown format is left out", "gemini", obj({ a = { type = "string", format = "email" } }, { "a" }),
+                "/properties/a/format", "format", "dropped",
+                function(sent) assert.is_nil(sent.properties.a.format) end },
+            { "llamacpp: oneOf is enforced as anyOf", "llamacpp",
+                obj({ a = { oneOf = A { { type = "string" }, { type = "integer" } } } }, { "a" }),
+                "/properties/a/oneOf", "oneOf", "weakened",
+                function(sent) assert.equal(2, #sent.properties.a.oneOf) end },
+            { "llamacpp: minLength without type string is left out", "llamacpp",
+                obj({ a = { minLength = 2 } }, { "a" }), "/properties/a/minLength", "minLength", "dropped",
+                function(sent) assert.is_nil(sent.properties.a.minLength) end },
+            { "llamacpp: uniqueItems is left out", "llamacpp",
+                obj({ a = { type = "array", uniqueItems = true } }, { "a" }), "/properties/a/uniqueItems",
+                "uniqueItems", "dropped", function(sent) assert.is_nil(sent.properties.a.uniqueItems) end },
+            { "llamacpp: the email format is left out", "llamacpp", obj({ a = { type = "string", format = "email" } },
+                { "a" }), "/properties/a/format", "format", "dropped",
+                function(sent) assert.is_nil(sent.properties.a.format) end },
+            { "ollama: keywords next to oneOf move into its branches", "ollama",
+                { type = "object", oneOf = A { { properties = { a = { type = "string" } } },
+                    { properties = { b = { type = "string" } } } } }, "/oneOf", "oneOf", "rewritten",
+                function(sent) assert.equal("object", sent.oneOf[1].type) end },
+        }
+        for _, c in ipairs(CASES) do
+            it(c[1], function()
+                local req, _, sent = build(c[2], c[3])
+                local f = finding(c[2], c[3], c[4], c[5])
+                assert.is_table(f, c[4] .. " " .. c[5])
+                assert.equal(c[6], f.action)
+                assert.is_string(f.source)
+                c[7](sent, req)
+            end)
+        end
+    end)
+
     describe("every provider", function()
         it("a $ref whose target is not sent is resolved, never left dangling", function()
             local s = obj({ a = { ["$ref"] = "#/definitions/A" } }, { "a" }, { definitions = { A = { type = "string" } } })
