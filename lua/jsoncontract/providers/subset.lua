@@ -648,6 +648,11 @@ function _M.adapt(schema, rules)
                     end
                 end
             end
+            if g.closed_by_default and is_object(node.properties) and node.additionalProperties == nil
+                and (node.type == "object" or node.type == nil) then
+                add(ptr, "additionalProperties", "narrowed", "no other properties are generated: "
+                    .. g.closed_by_default.why, g.closed_by_default)
+            end
             if is_array(node.prefixItems) then
                 if node.items == false then
                     node.items = nil

@@ -56,13 +56,14 @@ _M.native = {
         .. "into the grammar, lookaround is skipped", { action = "grammar" }),
     grammar = {
         length_next_to_pattern = row(CONV, "visit() checks pattern and format before minLength/maxLength"),
+        closed_by_default = row(README, "additionalProperties defaults to false in the grammar"),
         length_needs_type = row(CONV, "minLength/maxLength are read only on a schema with type string"),
         integer_bounds_only = row(README, "minimum/maximum bounds are enforced for type integer only"),
         prefix_items = row(CONV, "prefixItems becomes a fixed-length tuple; items next to it is read "
             .. "first (items: false breaks it), minItems/maxItems are not read"),
     },
-    --- Converter behaviours that make the grammar narrower than the schema (still valid).
-    closed_by_default = row(README, "additionalProperties defaults to false in the grammar"),
+    --- A converter behaviour that makes the grammar wider than the schema (the local gate
+    -- catches the difference).
     dot = row(CONV, "'.' is [^\\x0A\\x0D] (ECMA-262 also excludes U+2028, U+2029): the grammar allows "
         .. "two line separators the schema does not; the local gate catches them"),
     fallback = "json",
