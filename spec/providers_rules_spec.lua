@@ -4,7 +4,7 @@ local core = require "jsoncontract.core"
 local jc = require "jsoncontract"
 local providers = require "jsoncontract.providers"
 local lint = require "jsoncontract.lint"
-local subset = require "jsoncontract.providers.subset"
+local subset = require "jsoncontract.providers.schema_subset"
 local evidence = require "jsoncontract.evidence"
 
 local A = function(t) return setmetatable(t, core.array_mt) end

@@ -2,13 +2,12 @@
 -- response envelope through the protocol gate.
 -- @module jsoncontract.providers.anthropic
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
-local subset = require "jsoncontract.providers.subset"
+local C = require "jsoncontract.providers.envelope"
+local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.anthropic"
 
 local type, ipairs, pairs, error = type, ipairs, pairs, error
 local concat = table.concat
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "anthropic" }
 
@@ -55,7 +54,7 @@ end
 --- What a native request sends for `schema` (the schema alone: see `build_request` for what
 -- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
 -- enforces it (true unless it falls back), the mode, and the plan (every finding, the
--- fallback; see jsoncontract.providers.subset.plan).
+-- fallback; see jsoncontract.providers.schema_subset.plan).
 -- @tparam table schema
 -- @treturn table|nil schema_sent (nil when the mode sends no schema)
 -- @treturn table dropped
@@ -86,7 +85,7 @@ _M.SUBSET = RULES.native
 --   "application/json", ["anthropic-version"] = "2023-06-01", ["x-api-key"] = key (only
 --   with api_key) }, body = string (JSON), mode = string (the mode sent), schema_sent =
 --   table|nil, dropped = table|nil, findings = table|nil, fallback = table|nil (see
---   jsoncontract.providers.subset.plan) }
+--   jsoncontract.providers.schema_subset.plan) }
 -- @raise on misuse: a missing model, mode "json" (Anthropic has no JSON mode), an unknown
 --   mode, wrong types
 function _M.build_request(contract, messages, opts)
@@ -113,10 +112,10 @@ function _M.build_request(contract, messages, opts)
             body.output_config = { format = { type = "json_schema", schema = schema_sent } }
         end
     end
-    local req = C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/messages"), "x-api-key",
-        body, mode, schema_sent, dropped, { ["anthropic-version"] = _M.API_VERSION })
-    if plan then req.findings, req.fallback = plan.findings, plan.fallback end
-    return req
+    return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/messages"),
+        auth = "x-api-key", body = body, mode = mode, schema_sent = schema_sent, dropped = dropped,
+        headers = { ["anthropic-version"] = _M.API_VERSION },
+        findings = plan and plan.findings, fallback = plan and plan.fallback }
 end
 
 -- The text and name of a tool_use block: streamed, the JSON text as the model wrote it (for

@@ -4,14 +4,13 @@
 -- goes in the `x-goog-api-key` header, never in the URL.
 -- @module jsoncontract.providers.gemini
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
-local subset = require "jsoncontract.providers.subset"
+local C = require "jsoncontract.providers.envelope"
+local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.gemini"
 
 local type, ipairs, pairs, error = type, ipairs, pairs, error
 local concat = table.concat
 local format = string.format
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "gemini" }
 
@@ -51,7 +50,7 @@ end
 --- What a native request sends for `schema` (the schema alone: see `build_request` for what
 -- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
 -- enforces it (true unless it falls back), the mode, and the plan (every finding, the
--- fallback; see jsoncontract.providers.subset.plan).
+-- fallback; see jsoncontract.providers.schema_subset.plan).
 -- @tparam table schema
 -- @treturn table|nil schema_sent (nil when the mode sends no schema)
 -- @treturn table dropped
@@ -79,7 +78,7 @@ _M.SUBSET = RULES.native
 --   (`:streamGenerateContent?alt=sse`) }
 -- @treturn table req { url, method = "POST", headers, body, mode (the mode sent: a schema
 --   Gemini would reject, e.g. a cycle through required properties, goes out in mode "json"),
---   schema_sent, dropped, findings, fallback (see jsoncontract.providers.subset.plan) }
+--   schema_sent, dropped, findings, fallback (see jsoncontract.providers.schema_subset.plan) }
 -- @raise on misuse, a model name with other characters
 function _M.build_request(contract, messages, opts)
     local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
@@ -107,10 +106,9 @@ function _M.build_request(contract, messages, opts)
         contents = contents, generationConfig = gen }
     local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
     local path = o.stream and (":streamGenerateContent?alt=sse") or ":generateContent"
-    local req = C.post(o, base .. "/v1beta/models/" .. model .. path, "x-goog-api-key", body, mode,
-        schema_sent, dropped)
-    if plan then req.findings, req.fallback = plan.findings, plan.fallback end
-    return req
+    return C.post { opts = o, url = base .. "/v1beta/models/" .. model .. path, auth = "x-goog-api-key",
+        body = body, mode = mode, schema_sent = schema_sent, dropped = dropped,
+        findings = plan and plan.findings, fallback = plan and plan.fallback }
 end
 
 -- google.rpc status names, by what they mean here.

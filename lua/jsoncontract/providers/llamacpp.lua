@@ -3,13 +3,12 @@
 -- which the server turns into a grammar; the envelope is read like OpenAI Chat Completions.
 -- @module jsoncontract.providers.llamacpp
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
-local subset = require "jsoncontract.providers.subset"
+local C = require "jsoncontract.providers.envelope"
+local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.llamacpp"
 local openai = require "jsoncontract.providers.openai"
 
 local type, error = type, error
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "llamacpp" }
 
@@ -39,7 +38,7 @@ end
 --- What a native request sends for `schema` (the schema alone: see `build_request` for what
 -- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
 -- enforces it (true unless it falls back), the mode, and the plan (every finding, the
--- fallback; see jsoncontract.providers.subset.plan).
+-- fallback; see jsoncontract.providers.schema_subset.plan).
 -- @tparam table schema
 -- @treturn table|nil schema_sent (nil when the mode sends no schema)
 -- @treturn table dropped
@@ -66,7 +65,7 @@ _M.SUBSET = RULES.native
 --   (json_object) | "prompt", stream = boolean|nil }
 -- @treturn table req { url, method = "POST", headers, body, mode (the mode sent: a schema the
 --   converter would fail on goes out in mode "json"), schema_sent, dropped, findings, fallback
---   (see jsoncontract.providers.subset.plan) }
+--   (see jsoncontract.providers.schema_subset.plan) }
 -- @raise on misuse
 function _M.build_request(contract, messages, opts)
     local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
@@ -85,10 +84,10 @@ function _M.build_request(contract, messages, opts)
     elseif mode == "json" then
         body.response_format = { type = "json_object" }
     end
-    local req = C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
-        "authorization", body, mode, schema_sent, dropped)
-    if plan then req.findings, req.fallback = plan.findings, plan.fallback end
-    return req
+    return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL,
+        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode, schema_sent = schema_sent,
+        dropped = dropped,
+        findings = plan and plan.findings, fallback = plan and plan.fallback }
 end
 
 --- Read the response (same gate as OpenAI Chat Completions; messages name llamacpp).

@@ -2,13 +2,12 @@
 -- `format`, `stream: false` unless a stream is asked for (NDJSON then).
 -- @module jsoncontract.providers.ollama
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
-local subset = require "jsoncontract.providers.subset"
+local C = require "jsoncontract.providers.envelope"
+local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.ollama"
 
 local type, ipairs, error = type, ipairs, error
 local concat = table.concat
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "ollama" }
 
@@ -37,7 +36,7 @@ end
 --- What a native request sends for `schema` (the schema alone: see `build_request` for what
 -- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
 -- enforces it (true unless it falls back), the mode, and the plan (every finding, the
--- fallback; see jsoncontract.providers.subset.plan).
+-- fallback; see jsoncontract.providers.schema_subset.plan).
 -- @tparam table schema
 -- @treturn table|nil schema_sent (nil when the mode sends no schema)
 -- @treturn table dropped
@@ -74,7 +73,7 @@ end
 --   the schema) | "json" (`format` = "json") | "prompt", stream = boolean|nil (default false) }
 -- @treturn table req { url, method = "POST", headers, body, mode (the mode sent: a cloud model,
 --   which ignores `format`, gets mode "prompt"; a schema the converter would fail on, mode
---   "json"), schema_sent, dropped, findings, fallback (see jsoncontract.providers.subset.plan) }
+--   "json"), schema_sent, dropped, findings, fallback (see jsoncontract.providers.schema_subset.plan) }
 -- @raise on misuse
 function _M.build_request(contract, messages, opts)
     local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
@@ -98,9 +97,9 @@ function _M.build_request(contract, messages, opts)
     elseif mode == "json" then
         body.format = "json"
     end
-    local req = C.post(o, base .. "/api/chat", "authorization", body, mode, schema_sent, dropped)
-    if plan then req.findings, req.fallback = plan.findings, plan.fallback end
-    return req
+    return C.post { opts = o, url = base .. "/api/chat", auth = "authorization", body = body,
+        mode = mode, schema_sent = schema_sent, dropped = dropped,
+        findings = plan and plan.findings, fallback = plan and plan.fallback }
 end
 
 -- The text and name of an Ollama tool call: `function.arguments`, a string as it is or an
@@ -120,7 +119,7 @@ local TOOLS = {
 }
 
 --- The protocol gate over a decoded /api/chat (or /api/generate) reply.
--- Order: `error` (transport, see providers.common.error_object); `done` not true
+-- Order: `error` (transport, see jsoncontract.providers.envelope.error_object); `done` not true
 -- (protocol/stream_incomplete); done_reason "length" (truncated/max_tokens), a done_reason
 -- other than "stop" such as "load" (protocol/unknown_finish_reason; a missing done_reason
 -- with done true, as older servers send, counts as "stop"); one tool call (its `arguments`

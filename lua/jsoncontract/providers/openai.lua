@@ -2,13 +2,12 @@
 -- build the request for a contract, read the response envelope through the protocol gate.
 -- @module jsoncontract.providers.openai
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
-local subset = require "jsoncontract.providers.subset"
+local C = require "jsoncontract.providers.envelope"
+local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.openai"
 
 local ipairs, pairs, type, error = ipairs, pairs, type, error
 local format = string.format
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "openai" }
 
@@ -40,7 +39,7 @@ _M.STRICT_FORMATS = set_of(RULES.native.formats)
 -- "null", or it is wrapped as `anyOf: [<it>, {type: "null"}]`) and is reported, so the
 -- caller knows a null there stands for "absent". Unsupported keywords are left out; a `$ref`
 -- with siblings is inlined and an `allOf` merged where that keeps the meaning (see
--- jsoncontract.providers.subset).
+-- jsoncontract.providers.schema_subset).
 -- @tparam table schema the contract's full JSON Schema
 -- @treturn table schema_sent a deep copy in the strict subset
 -- @treturn table dropped array of { schema_pointer = string (JSON Pointer into the
@@ -135,7 +134,7 @@ end
 --   string (JSON), mode = "native"|"native-nonstrict"|"json"|"prompt" (the mode sent: a
 --   native request strict mode would reject goes out weaker, see `native_schema`),
 --   schema_sent = table|nil, dropped = table|nil (see provider_schema), findings =
---   table|nil (every finding, see jsoncontract.providers.subset), fallback = nil | { from =
+--   table|nil (every finding, see jsoncontract.providers.schema_subset), fallback = nil | { from =
 --   "native", to = mode, schema_pointer, keyword, reason, source } (recorded in the evidence) }
 -- @raise on misuse: a missing model, an unknown mode, wrong types
 -- @usage local req = openai.build_request(contract, {{role="user", content=text}},
@@ -164,10 +163,10 @@ function _M.build_request(contract, messages, opts)
     elseif mode == "json" then
         body.response_format = { type = "json_object" }
     end
-    local req = C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
-        "authorization", body, mode, schema_sent, dropped)
-    if plan then req.findings, req.fallback = plan.findings, plan.fallback end
-    return req
+    return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL,
+        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode, schema_sent = schema_sent,
+        dropped = dropped,
+        findings = plan and plan.findings, fallback = plan and plan.fallback }
 end
 
 -- The text and name of a Chat Completions tool call (its `function.arguments` string).
@@ -199,8 +198,9 @@ local FINISH = { stop = "stop", length = "length", content_filter = "content_fil
 --   string|nil, id = string|nil }
 -- @return[2] nil
 -- @treturn[2] table err { category, kind, message, status = integer (transport), retryable =
---   boolean (transport), retry_after = number|nil (seconds), refusal = string|nil,
---   reply = table|nil (the reply read so far, when an envelope was read) }
+--   boolean (transport), retry_after = number|nil (seconds), refusal = string|nil }
+-- @treturn[2] table|nil the reply read so far (text, finish, usage, ...), when an envelope was
+--   read: it travels beside the err, never inside it
 -- @raise when status is not an integer, headers not a table or body not a string
 function _M.read_response(status, headers, body)
     return _M.read_chat(_M.name, status, headers, body)

@@ -1,5 +1,5 @@
 --- What Anthropic structured outputs (`output_config.format`, type "json_schema") accept
--- and enforce, as data for jsoncontract.providers.subset. One row per rule, each with its
+-- and enforce, as data for jsoncontract.providers.schema_subset. One row per rule, each with its
 -- source and the date it was checked.
 -- @module jsoncontract.providers.rules.anthropic
 local CHECKED = "2026-12-01"

@@ -1,5 +1,5 @@
 --- What Gemini's `generationConfig.responseJsonSchema` accepts and enforces, as data for
--- jsoncontract.providers.subset. One row per rule, each with its source and the date checked.
+-- jsoncontract.providers.schema_subset. One row per rule, each with its source and the date checked.
 -- @module jsoncontract.providers.rules.gemini
 local CHECKED = "2026-12-01"
 

@@ -1,6 +1,6 @@
 --- What llama.cpp's JSON-Schema-to-grammar converter (used by llama-server's
 -- `response_format` / `json_schema`, and by Ollama's `format`) turns into grammar, as data
--- for jsoncontract.providers.subset. The converter skips what it does not know silently, so
+-- for jsoncontract.providers.schema_subset. The converter skips what it does not know silently, so
 -- every row here is either enforced, rewritten into a form it enforces, or reported.
 -- @module jsoncontract.providers.rules.llamacpp
 local CHECKED = "2026-12-01"

@@ -1,6 +1,6 @@
 --- What OpenAI structured outputs (Chat Completions `response_format` json_schema and the
 -- Responses API `text.format`) accept and enforce, as data for
--- jsoncontract.providers.subset. One row per rule, each with its source and the date it was
+-- jsoncontract.providers.schema_subset. One row per rule, each with its source and the date it was
 -- checked; a change of OpenAI's rules is a one-row edit here.
 -- @module jsoncontract.providers.rules.openai
 local CHECKED = "2026-12-01"

@@ -19,7 +19,7 @@
 --
 -- Limits (counts of properties, nesting, enum sizes, optional and union properties) are
 -- counted on the copy before anything is sent.
--- @module jsoncontract.providers.subset
+-- @module jsoncontract.providers.schema_subset
 local core = require "jsoncontract.core"
 
 local type, pairs, ipairs, tostring, tonumber, next, setmetatable, getmetatable, error =

@@ -1,0 +1,77 @@
+--- Lint a contract's schema per provider: which keywords each provider will not enforce
+-- (dropped, weakened or changed in the copy it is sent), before anything is sent. The full
+-- schema is always checked locally; lint says where the provider's constrained decoding
+-- gives no help, so those places are left to the local gates (and cost retries).
+-- @module jsoncontract.contract.lint
+local core = require "jsoncontract.core"
+local providers = require "jsoncontract.providers"
+local schema_subset = require "jsoncontract.providers.schema_subset"
+
+local type, ipairs, error, getmetatable, setmetatable, pcall = type, ipairs, error, getmetatable, setmetatable,
+    pcall
+
+local _M = { _VERSION = core._VERSION }
+
+-- JSON text keeps its property order when the decoder knows keep_order (see contract/init.lua).
+local KEEP_ORDER = pcall(core.decode, "{}", { keep_order = true }) and { keep_order = true } or nil
+
+--- Lint a schema (or a contract's schema) for one provider or for all of them.
+-- @tparam table contract_or_schema a contract (a table with a `schema` field) or a JSON Schema
+--   (Lua table, or JSON text)
+-- @tparam[opt] string provider_name one of `jsoncontract.providers.names`; nil: every provider
+-- @treturn table report array, one entry per provider in `names` order: { provider = string,
+--   mode = string (the mode a native request goes out in: "native", or the weaker mode it is
+--   switched to: "native-nonstrict" (OpenAI strict false), "json", "prompt"), not_enforced =
+--   array of { schema_pointer = string (JSON Pointer into the caller's schema), keyword =
+--   string, action = "dropped"|"weakened"|"fails", reason = string, source = string|nil (the
+--   document or source file the rule comes from, see jsoncontract.providers.rules) },
+--   findings = array of the same, also holding what is "rewritten" (sent in another form,
+--   still enforced) or "narrowed" (the provider allows less than the schema),
+--   fails = boolean (a native request as written would be rejected, or run unconstrained),
+--   fallback = nil | { from = "native", to = mode, schema_pointer, keyword, reason, source } }
+-- @raise on a schema that is neither a table nor JSON text, on invalid JSON text, on an
+--   unknown provider name
+-- @usage for _, r in ipairs(lint(contract, "openai")) do print(r.provider, #r.not_enforced) end
+function _M.lint(contract_or_schema, provider_name)
+    local schema = contract_or_schema
+    if type(schema) == "table" and type(schema.schema) == "table" and getmetatable(schema) ~= core.array_mt
+        and schema.type == nil and schema.properties == nil then
+        schema = schema.schema
+    end
+    if type(schema) == "string" then
+        local v, err = core.decode(schema, KEEP_ORDER)
+        if v == nil then error("schema is not JSON: " .. tostring(err), 2) end
+        schema = v
+    end
+    if type(schema) ~= "table" then
+        error("contract_or_schema must be a contract, a schema table or JSON text, got " .. type(schema), 2)
+    end
+    local names = providers.names
+    if provider_name ~= nil then
+        if type(provider_name) ~= "string" then
+            error("provider_name must be a string or nil", 2)
+        end
+        providers.get(provider_name) -- raises on an unknown name
+        names = { provider_name }
+    end
+    local report = setmetatable({}, core.array_mt)
+    for _, name in ipairs(names) do
+        -- Each provider says what it enforces (its `native_schema`, built on its `SUBSET`
+        -- data); nothing here knows a provider by name.
+        local _, _, _, mode, plan = providers.get(name).native_schema(schema)
+        local function strip(list)
+            local out = setmetatable({}, core.array_mt)
+            for i, d in ipairs(list) do
+                out[i] = { schema_pointer = d.schema_pointer, keyword = d.keyword, action = d.action,
+                    reason = d.reason, source = d.source }
+            end
+            return out
+        end
+        report[#report + 1] = { provider = name, mode = mode,
+            not_enforced = strip(schema_subset.not_enforced(plan.findings)), findings = strip(plan.findings),
+            fails = plan.fallback ~= nil, fallback = plan.fallback }
+    end
+    return report
+end
+
+return _M
