@@ -21,6 +21,7 @@
 -- counted on the copy before anything is sent.
 -- @module jsoncontract.providers.schema_subset
 local core = require "jsoncontract.core"
+local json = require "jsoncontract.json"
 
 local type, pairs, ipairs, tostring, tonumber, next, setmetatable, getmetatable, error =
     type, pairs, ipairs, tostring, tonumber, next, setmetatable, getmetatable, error
@@ -29,32 +30,16 @@ local format = string.format
 
 local _M = { _VERSION = core._VERSION }
 
-local array_mt = core.array_mt
-
 ------------------------------------------------------------------------------
 -- Values
 ------------------------------------------------------------------------------
 
-local function is_array(v)
-    if type(v) ~= "table" then return false end
-    if getmetatable(v) == array_mt then return true end
-    local n = 0
-    for _ in pairs(v) do n = n + 1 end
-    return n > 0 and n == #v
-end
-
-local function is_object(v)
-    return type(v) == "table" and getmetatable(v) ~= array_mt and (next(v) == nil or not is_array(v))
-end
-
-local function new_array()
-    return setmetatable({}, array_mt)
-end
+local is_array, is_object, new_array = json.is_array, json.is_object, json.new_array
 
 -- The `__order` list of an object (decode keep_order / jc.ordered), or nil.
 local function order_of(t)
     local m = getmetatable(t)
-    if type(m) == "table" and m ~= array_mt and type(m.__order) == "table" then return m.__order end
+    if type(m) == "table" and type(m.__order) == "table" then return m.__order end
     return nil
 end
 
@@ -65,15 +50,12 @@ local function new_object(like)
     return {}
 end
 
---- Deep copy of a JSON value that keeps array markers and `__order` metatables.
+--- Deep copy of a JSON value that keeps array markers and `__order` metatables
+-- (`jsoncontract.json.deepcopy`).
+-- @function copy
 -- @param v any JSON value as decoded or built in Lua
--- @return the copy (shares nothing with `v`)
-function _M.copy(v)
-    if type(v) ~= "table" then return v end
-    local out = getmetatable(v) == array_mt and new_array() or new_object(v)
-    for k, x in pairs(v) do out[k] = _M.copy(x) end
-    return out
-end
+-- @return the copy (shares no value with `v`)
+_M.copy = json.deepcopy
 local copy = _M.copy
 
 -- The keys of an object in the author's order when stated, the rest sorted.
@@ -108,13 +90,7 @@ local function same(a, b)
     return true
 end
 
-local function esc(s)
-    return (tostring(s):gsub("~", "~0"):gsub("/", "~1"))
-end
-
-local function unesc(s)
-    return (s:gsub("~1", "/"):gsub("~0", "~"))
-end
+local esc, unesc = json.escape_token, json.unescape_token
 
 --- Resolve a local JSON Pointer reference ("#", "#/$defs/x", ...) in `root`.
 -- @tparam table root
