@@ -53,7 +53,6 @@ describe("jsoncontract.json", function()
     end)
     describe("deepcopy()", function()
         it("keeps array markers and an object's __order, shares no value", function()
-            local core = require "jsoncontract.core"
             local inner = setmetatable({ b = 1, a = 2 }, { __order = { "b", "a" } })
             local v = { list = setmetatable({ inner }, core.array_mt) }
             local c = json.deepcopy(v)

@@ -178,15 +178,6 @@ function C.check_request_args(contract, messages, opts, modes, provider)
     }, msgs
 end
 
---- Raise (at the caller of build_request) unless the schema root has type "object", as
--- OpenAI strict mode needs.
-function C.check_object_root(schema)
-    if schema.type ~= "object" then
-        error("mode \"native\" needs a schema whose root has type \"object\" (OpenAI strict "
-            .. "mode); use mode \"json\" or \"prompt\"", 3)
-    end
-end
-
 --- The conversation with the contract's prompt as a leading system message.
 function C.with_system(prompt, msgs)
     local all = C.new_array()
