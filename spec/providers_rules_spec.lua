@@ -141,6 +141,31 @@ describe("jsoncontract.providers rules (issue 13)", function()
             assert.equal("weakened", finding("openai", s, "/properties/k/oneOf", "oneOf").action)
         end)
 
+        it("enum values with a newline or NUL go out with strict false", function()
+            local s = obj({ e = { type = "string", enum = A { "a\nb", "c" } } }, { "e" })
+            local req = build("openai", s)
+            assert.equal("native-nonstrict", req.mode)
+            assert.equal("fails", finding("openai", s, "/properties/e/enum", "enum").action)
+        end)
+
+        it("anyOf objects that start with the same property: one starts with a property of its own", function()
+            local function branch(tag, other, ordered)
+                local props = { kind = { const = tag }, [other] = { type = "string" } }
+                if ordered then props = jc.ordered(props, { "kind", other }) end
+                return obj(props, { "kind", other })
+            end
+            local s = obj({ v = { anyOf = A { branch("a", "x"), branch("b", "y") } } }, { "v" })
+            local req, _, sent = build("openai", s)
+            assert.equal("native", req.mode)
+            assert.truthy(req.body:find('"properties":{"x":{"type":"string"},"kind":', 1, true))
+            assert.is_table(sent.properties.v.anyOf[2].properties.kind)
+            assert.equal("rewritten", finding("openai", s, "/properties/v/anyOf/0/properties", "properties").action)
+            -- the author's order is kept: then strict mode would reject it
+            local t = obj({ v = { anyOf = A { branch("a", "x", true), branch("b", "y", true) } } }, { "v" })
+            assert.equal("native-nonstrict", (build("openai", t)).mode)
+            assert.equal("fails", finding("openai", t, "/properties/v/anyOf/0/properties", "properties").action)
+        end)
+
         local function limit_case(name, schema, ptr, kw)
             it("counts the limit before sending: " .. name, function()
                 local req = build("openai", schema)

@@ -941,6 +941,73 @@ end
 --- The whole-schema checks `adapt` runs after the walk: the root shape, recursion, limits.
 -- Adds "fails" findings through `add`. Internal.
 function _M.check_shape(sent, rules, add)
+    -- enum and const strings with characters the provider rejects
+    local ec = rules.enum_chars
+    if ec then
+        each_schema(sent, function(node, ptr)
+            local vals = is_array(node.enum) and node.enum or { node.const }
+            for _, v in ipairs(vals) do
+                local bad = false
+                for _, c in ipairs(ec.chars) do
+                    if type(v) == "string" and v:find(c, 1, true) then bad = true end
+                end
+                if bad then
+                    add(ptr .. (node.enum and "/enum" or "/const"), node.enum and "enum" or "const", "fails",
+                        "a value holds " .. ec.what .. ": " .. ec.why, ec)
+                    break
+                end
+            end
+        end)
+    end
+    -- anyOf branches (objects) must not start with the same property name: put a property
+    -- only that branch has first, unless the author stated the branch's order.
+    local fk = rules.union_first_keys
+    if fk then
+        each_schema(sent, function(node, ptr)
+            local branches = is_array(node.anyOf) and node.anyOf or nil
+            if not branches then return end
+            local firsts, owners = {}, {}
+            for i, b in ipairs(branches) do
+                if is_object(b) and is_object(b.properties) and next(b.properties) ~= nil then
+                    local first = keys_of(b.properties)[1]
+                    firsts[i] = first
+                    owners[first] = (owners[first] or 0) + 1
+                end
+            end
+            for i, b in ipairs(branches) do
+                local first = firsts[i]
+                if first and owners[first] > 1 then
+                    local unique
+                    for _, n in ipairs(keys_of(b.properties)) do
+                        local elsewhere = false
+                        for j, o in ipairs(branches) do
+                            if j ~= i and is_object(o) and is_object(o.properties) and o.properties[n] ~= nil then
+                                elsewhere = true
+                            end
+                        end
+                        if not elsewhere and not owners[n] then unique = n break end
+                    end
+                    local bptr = ptr .. "/anyOf/" .. (i - 1)
+                    if unique and not order_of(b.properties) then
+                        local order = { unique }
+                        for _, n in ipairs(keys_of(b.properties)) do
+                            if n ~= unique then order[#order + 1] = n end
+                        end
+                        setmetatable(b.properties, { __order = order })
+                        owners[first] = owners[first] - 1
+                        owners[unique] = 1
+                        add(bptr .. "/properties", "properties", "rewritten", "sent with " .. unique
+                            .. " first, since branches of an anyOf must not start with the same property ("
+                            .. first .. "): " .. fk.why, fk)
+                    else
+                        add(bptr .. "/properties", "properties", "fails", "starts with " .. first
+                            .. " like another branch of the anyOf" .. (unique and " (the author's order is "
+                            .. "kept)" or ", and has no property of its own to start with") .. ": " .. fk.why, fk)
+                    end
+                end
+            end
+        end)
+    end
     local r = rules.root
     if r then
         -- a root union of objects is an object; its being a union is the second rule

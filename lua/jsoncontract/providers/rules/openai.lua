@@ -68,6 +68,13 @@ _M.native = {
     pattern = row("not found in reference: the guide lists pattern as supported without naming a regex "
         .. "subset; jsoncontract leaves out lookaround, named groups and backreferences (not regular, so "
         .. "beyond a constrained decoder)", "regex construct beyond a regular grammar", { action = "simple" }),
+    enum_chars = row("not found in reference; from requests reported at community.openai.com/t/"
+        .. "limitations-on-enum-values-in-structured-outputs/984464 (a newline gives 400, NUL 500)",
+        "strict mode rejects enum values with a newline or NUL", { chars = { "\n", "\0" },
+            what = "a newline or NUL" }),
+    union_first_keys = row("not found in reference; from the 400 quoted at zenn.dev/nicopin/scraps/"
+        .. "a8d8f53f5faebb (\"Objects provided via 'anyOf' must not share identical first keys\")",
+        "objects in an anyOf must not share their first key"),
     typeless = row(OBSERVED, "every schema needs a type (or anyOf, enum, const, $ref)"),
     root = {
         object = row(GUIDE, "the root must be an object", { fallback = "prompt" }),
