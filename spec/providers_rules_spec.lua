@@ -117,6 +117,17 @@ describe("jsoncontract.providers rules (issue 13)", function()
             assert.is_true(r.fails)
         end)
 
+        it("a node without type whose keywords name one type is sent with that type", function()
+            local s = { properties = { a = { minLength = 1 }, n = { minimum = 0 } }, required = A { "a", "n" } }
+            local req, _, sent = build("openai", s)
+            assert.equal("native", req.mode)
+            assert.equal("object", sent.type)
+            assert.same({ type = "string" }, sent.properties.a)
+            assert.same({ type = "number", minimum = 0 }, sent.properties.n)
+            assert.equal("narrowed", finding("openai", s, "/properties/a", "type").action)
+            assert.equal("narrowed", finding("openai", s, "", "type").action)
+        end)
+
         it("a root anyOf goes out in mode json", function()
             local s = { anyOf = A { obj({ a = { type = "string" } }, { "a" }), obj({ b = { type = "string" } }, { "b" }) } }
             local req, body = build("openai", s)

@@ -306,6 +306,17 @@ end
 -- The walk
 ------------------------------------------------------------------------------
 
+-- Keywords that apply to one type only, by type (a schema without `type` whose keywords all
+-- name one type can be sent with that type).
+local IMPLIED = {
+    object = { "properties", "additionalProperties", "patternProperties", "minProperties", "maxProperties",
+        "propertyNames", "required" },
+    array = { "items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains" },
+    string = { "pattern", "format", "minLength", "maxLength" },
+    number = { "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf" },
+}
+local IMPLIED_ORDER = { "object", "array", "string", "number" }
+
 local ACTIONS = { rewritten = true, weakened = true, narrowed = true, dropped = true, fails = true }
 
 local function is_object_schema(node)
@@ -384,6 +395,7 @@ function _M.adapt(schema, rules)
     local root = schema
     local defs_key = rules.defs_key and rules.defs_key.key
     local inlining = {}
+    local orig_ref = setmetatable({}, { __mode = "k" }) -- sent $ref node -> the reference as written
     -- `definitions` sent as `$defs` (a name both use gets "_definitions" appended).
     local renamed = {}
     if defs_key == "$defs" and is_object(schema.definitions) then
@@ -679,6 +691,7 @@ function _M.adapt(schema, rules)
                 for k, s in pairs(w) do out["$defs"][k] = s end
             elseif kw == "$ref" then
                 out[kw] = moved_ref(v)
+                orig_ref[out] = v
             elseif not row then
                 local why = rules.unsupported and rules.unsupported[kw]
                 add(kptr, kw, "dropped", why and why.why or ("not supported by " .. name),
@@ -765,10 +778,24 @@ function _M.adapt(schema, rules)
             add(ptr .. "/required", "required", "dropped", "required outside an object schema; not sent")
         end
 
-        -- A node left without any type: the provider rejects it.
+        -- A node left without any type: the provider rejects it, unless its keywords apply to
+        -- one type only, which is then stated (an answer of another type passed the schema
+        -- vacuously there; the provider now asks for that type).
         if rules.typeless and out.type == nil and out.anyOf == nil and out["$ref"] == nil
             and out.enum == nil and out.const == nil and out.oneOf == nil and out.allOf == nil then
-            add(ptr, "type", "fails", "no type left in the schema sent: " .. rules.typeless.why, rules.typeless)
+            local kinds = {}
+            for _, k in ipairs(IMPLIED_ORDER) do
+                for _, kw in ipairs(IMPLIED[k]) do
+                    if out[kw] ~= nil or node[kw] ~= nil then kinds[#kinds + 1] = k break end
+                end
+            end
+            if #kinds == 1 then
+                out.type = kinds[1]
+                add(ptr, "type", "narrowed", "type " .. kinds[1] .. " stated (its keywords apply to "
+                    .. kinds[1] .. " only): " .. rules.typeless.why, rules.typeless)
+            else
+                add(ptr, "type", "fails", "no type left in the schema sent: " .. rules.typeless.why, rules.typeless)
+            end
         end
         return out
     end
@@ -780,6 +807,7 @@ function _M.adapt(schema, rules)
     _M.each_schema(sent, function(node, ptr)
         local ref = node["$ref"]
         if type(ref) == "string" and ref:sub(1, 1) == "#" and resolve(sent, ref) == nil then
+            ref = orig_ref[node] or ref
             local target = resolve(schema, ref)
             if is_object(target) and not core.encode(target, { keep_order = false }):find(
                 '"$ref":' .. core.encode(ref), 1, true) then
