@@ -293,6 +293,15 @@ describe("jsoncontract.providers rules (issue 13)", function()
             assert.equal("rewritten", finding("gemini", s, "/properties/a", "$ref").action)
         end)
 
+        it("a reference into nested definitions (not sent) is resolved from the reference as written", function()
+            local s = obj({ b = { ["$ref"] = "#/definitions/A/definitions/B" } }, { "b" },
+                { definitions = { A = { type = "object", definitions = { B = { type = "integer" } } } } })
+            local req, _, sent = build("gemini", s)
+            assert.equal("native", req.mode)
+            assert.same({ type = "integer" }, sent.properties.b)
+            assert.equal("rewritten", finding("gemini", s, "/properties/b", "$ref").action)
+        end)
+
         it("a cycle through required properties goes out in mode json; through optional ones it stays", function()
             local function tree(req)
                 return obj({ t = { ["$ref"] = "#/$defs/T" } }, { "t" },
