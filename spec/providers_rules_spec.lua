@@ -92,6 +92,16 @@ describe("jsoncontract.providers rules (issue 13)", function()
             assert.truthy(f.source:find("_pydantic.py", 1, true))
         end)
 
+        it("in a draft-07 schema, keywords next to $ref are left out (they are ignored there)", function()
+            local s = obj({ a = { ["$ref"] = "#/definitions/A", minLength = 3, description = "d" } }, { "a" },
+                { ["$schema"] = "http://json-schema.org/draft-07/schema#", definitions = { A = { type = "string" } } })
+            local _, _, sent = build("openai", s)
+            assert.same({ type = "string", description = "d" }, sent.properties.a)
+            local f = finding("openai", s, "/properties/a/minLength", "minLength")
+            assert.equal("rewritten", f.action)
+            assert.truthy(f.reason:find("ignored in draft-07", 1, true))
+        end)
+
         it("merges an allOf into one schema when that keeps its meaning", function()
             local s = obj({ o = { allOf = A { { type = "object", properties = { a = { type = "string" } },
                 required = A { "a" } }, { properties = { b = { type = "integer" } }, required = A { "b" } } } } },

@@ -393,6 +393,8 @@ function _M.adapt(schema, rules)
         return f
     end
     local root = schema
+    -- the draft the schema names: before 2019-09 a $ref's siblings are ignored
+    local old_ref_rule = type(schema["$schema"]) == "string" and schema["$schema"]:match("draft%-0[3467]") or nil
     local defs_key = rules.defs_key and rules.defs_key.key
     local inlining = {}
     local orig_ref = setmetatable({}, { __mode = "k" }) -- sent $ref node -> the reference as written
@@ -447,6 +449,17 @@ function _M.adapt(schema, rules)
         -- `_ensure_strict_json_schema` does the same), when the rules say the provider would
         -- reject or ignore the siblings.
         local ref = node["$ref"]
+        if type(ref) == "string" and old_ref_rule then
+            -- draft-07 and before: keywords next to $ref are ignored (so by the local validator
+            -- too); sending them would ask for more than the contract does
+            for _, k in ipairs(keys_of(node)) do
+                if k ~= "$ref" and k:sub(1, 1) ~= "$" and k ~= "definitions" and not ANNOTATION[k] then
+                    add(ptr .. "/" .. esc(k), k, "rewritten", "left out: next to $ref it is ignored in "
+                        .. old_ref_rule .. " (JSON Schema), as by the local validator")
+                    node[k] = nil
+                end
+            end
+        end
         if type(ref) == "string" and rules.ref_siblings then
             local siblings = false
             for k in pairs(node) do
