@@ -597,7 +597,6 @@ function _M.adapt(schema, rules)
                 end
             end
             if #bad == 0 and nulls and #keep > 0 and node.anyOf == nil and rules.keywords.anyOf then
-                local e = node.enum
                 node.enum = nil
                 local alt = new_object(node)
                 for k, v in pairs(node) do alt[k] = v; node[k] = nil end
@@ -605,7 +604,6 @@ function _M.adapt(schema, rules)
                 local any = new_array()
                 any[1], any[2] = alt, { type = "null" }
                 node.anyOf = any
-                local _ = e
                 add(ptr .. "/enum", "enum", "rewritten", "null taken out as an anyOf branch: "
                     .. rules.enum_types.why, rules.enum_types)
             elseif #bad > 0 or nulls then
