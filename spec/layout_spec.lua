@@ -26,8 +26,10 @@ local RULES = {
     { "jsoncontract.providers.", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.transport.http_status",
         "jsoncontract.providers." } },
     { "jsoncontract.standin.", { "jsoncontract.standin.", "jsoncontract.utf8" } },
-    { "jsoncontract.contract", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.feedback",
+    { "jsoncontract.contract.lint", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.feedback",
         "jsoncontract.contract.", "jsoncontract.providers" } },
+    { "jsoncontract.contract", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.feedback",
+        "jsoncontract.contract." } },
     { "jsoncontract.run", { "jsoncontract.errors", "jsoncontract.feedback", "jsoncontract.providers",
         "jsoncontract.compat", "jsoncontract.run." } },
 }
