@@ -524,11 +524,7 @@ describe("jsoncontract.providers rules (issue 13)", function()
             assert.truthy(prompt:find("- reasoning:", 1, true) < prompt:find("- answer:", 1, true))
         end)
 
-        it("a JSON-text schema keeps its order (once decode knows keep_order)", function()
-            if not pcall(core.decode, "{}", { keep_order = true }) then
-                pending("decode(text, {keep_order = true}) not available yet (tape, issue 11)")
-                return
-            end
+        it("a JSON-text schema keeps its order (decode keep_order)", function()
             local c = jc.contract { name = "o", version = "1", instructions = "x", schema =
                 '{"type":"object","properties":{"reasoning":{"type":"string"},"answer":{"type":"string"}},'
                 .. '"required":["reasoning","answer"],"additionalProperties":false}' }

@@ -7,13 +7,12 @@ local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
 local schema_subset = require "jsoncontract.providers.schema_subset"
 
-local type, ipairs, error, getmetatable, setmetatable, pcall = type, ipairs, error, getmetatable, setmetatable,
-    pcall
+local type, ipairs, error, getmetatable, setmetatable = type, ipairs, error, getmetatable, setmetatable
 
 local _M = { _VERSION = core._VERSION }
 
--- JSON text keeps its property order when the decoder knows keep_order (see contract/init.lua).
-local KEEP_ORDER = pcall(core.decode, "{}", { keep_order = true }) and { keep_order = true } or nil
+-- JSON text keeps its property order (see contract/init.lua).
+local KEEP_ORDER = { keep_order = true }
 
 --- Lint a schema (or a contract's schema) for one provider or for all of them.
 -- @tparam table contract_or_schema a contract (a table with a `schema` field) or a JSON Schema
