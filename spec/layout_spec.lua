@@ -32,6 +32,8 @@ local RULES = {
         "jsoncontract.contract." } },
     { "jsoncontract.run", { "jsoncontract.errors", "jsoncontract.feedback", "jsoncontract.providers",
         "jsoncontract.compat", "jsoncontract.run." } },
+    { "jsoncontract.jobs.", { "jsoncontract.errors", "jsoncontract.evidence", "jsoncontract.compat",
+        "jsoncontract.run", "jsoncontract.providers", "jsoncontract.jobs." } },
 }
 
 local function starts(s, prefix) return s:sub(1, #prefix) == prefix end
