@@ -80,6 +80,14 @@ bench:
 fuzz:
 	sh fuzz/run.sh
 
+# The review desk's item page, as README shows it (needs nginx + Lua module, chromium,
+# chromium-driver, python3-selenium).
+docs/review-desk.png: lua/jsoncontract/review/*.lua lua/jsoncontract/jobs/review_queries.lua \
+                      tools/review_browser.py tools/review_shot.sh spec/support/review_job.lua
+	$(MAKE) -s all && $(MAKE) -s LUA=luajit
+	@mkdir -p docs
+	LUA=$(LUA) sh tools/review_shot.sh $@
+
 triage:
 	sh tools/install-deps.sh
 	$(MAKE) all

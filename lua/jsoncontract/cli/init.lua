@@ -27,7 +27,7 @@ local _M = { _VERSION = core._VERSION }
 
 --- The command modules, in the order the usage lists them (`jsoncontract.cli.<name>`).
 _M.COMMANDS = { "triage", "check", "diff", "replay", "selftest", "probe", "examples", "lint",
-    "enqueue", "worker", "status", "export" }
+    "enqueue", "worker", "status", "export", "review" }
 
 local EPILOG = [[
 With OPENAI_API_KEY or ANTHROPIC_API_KEY set, triage and probe call that provider; otherwise

@@ -1,0 +1,222 @@
+--- The review desk inside nginx (lua-nginx-module): reviewer authentication, security headers
+-- and the bridge from `ngx` to `jsoncontract.review.desk`. Loaded by the nginx.conf that
+-- `jsoncontract review` writes (see `jsoncontract.review.serve`): `init(config_path)` runs in
+-- init_by_lua (the master reads the configuration and compiles the contract once),
+-- `init_worker()` in init_worker_by_lua (a timer that stops nginx when the command that
+-- started it is gone), `handle()` in content_by_lua. The store and the rules' context are
+-- opened per worker on first use: a database connection never crosses a fork.
+--
+-- Reviewers: with an auth file (lines `name:secret`), a request is identified by HTTP Basic
+-- auth (`name` / `secret`), by `Authorization: Bearer <secret>`, or by the session cookie that
+-- `GET /login?token=<secret>` sets (HttpOnly, SameSite=Strict); anything else gets 401. Without
+-- one (only allowed on a loopback address) the reviewer is the local user who started the desk.
+--
+-- SQLite and PostgreSQL calls through LuaSQL block the worker while they run; the desk is a
+-- tool for a few people at once, its pages read one indexed page of rows.
+-- @module jsoncontract.review.nginx
+-- luacheck: globals ngx
+local core = require "jsoncontract.core"
+
+local type, pairs, ipairs, tostring, tonumber, pcall, error = type, pairs, ipairs, tostring, tonumber, pcall, error
+local io_open = io.open
+
+local _M = { _VERSION = core._VERSION }
+
+local conf, users, contract_mod, desk
+local COOKIE = "jc_review"
+
+local SECURITY_HEADERS = {
+    ["Content-Security-Policy"] = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        .. "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ["X-Content-Type-Options"] = "nosniff",
+    ["X-Frame-Options"] = "DENY",
+    ["Referrer-Policy"] = "same-origin",
+    ["Cache-Control"] = "no-store",
+}
+
+local function read_file(path)
+    local f, err = io_open(path, "rb")
+    if not f then return nil, err end
+    local s = f:read("*a")
+    f:close()
+    return s
+end
+
+--- Read an auth file: one reviewer per line, `name:secret`; blank lines and lines starting
+-- with `#` are skipped.
+-- @tparam string path
+-- @treturn[1] table list of `{name =, secret =}` (at least one)
+-- @return[2] nil
+-- @treturn[2] string what is wrong (unreadable file, a malformed line, a secret under 12 bytes, no reviewer)
+function _M.read_auth(path)
+    local text, err = read_file(path)
+    if not text then return nil, "cannot read the auth file: " .. tostring(err) end
+    local list, n = {}, 0
+    for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+        n = n + 1
+        line = line:gsub("\r$", "")
+        if line:match("%S") and not line:match("^%s*#") then
+            local name, secret = line:match("^%s*([^:%s][^:]*):(.+)$")
+            if not name then return nil, "auth file line " .. n .. ": expected name:secret" end
+            name = name:gsub("%s+$", "")
+            if #secret < 12 then return nil, "auth file line " .. n .. ": the secret must be at least 12 characters" end
+            list[#list + 1] = { name = name, secret = secret }
+        end
+    end
+    if #list == 0 then return nil, "the auth file names no reviewer" end
+    return list
+end
+
+-- Constant-time comparison of two strings.
+local function same(a, b)
+    if type(a) ~= "string" or type(b) ~= "string" or #a ~= #b then return false end
+    local d = 0
+    for i = 1, #a do if a:byte(i) ~= b:byte(i) then d = d + 1 end end
+    return d == 0
+end
+
+local function session_value(user)
+    return user.name:gsub("[^%w%-%._]", "_") .. "." .. core.sha256(conf.secret .. "\0session\0" .. user.name
+        .. "\0" .. user.secret)
+end
+
+--- Master-side setup: read the configuration JSON written by `serve`.
+-- @tparam string config_path
+-- @raise when the configuration, the auth file or the contract cannot be read
+function _M.init(config_path)
+    local text = assert(read_file(config_path))
+    conf = assert(core.decode(text))
+    if conf.auth_file and conf.auth_file ~= core.null then
+        local err
+        users, err = _M.read_auth(conf.auth_file)
+        if not users then error(err, 0) end
+    end
+    local ok, mod = pcall(dofile, conf.contract_file)
+    if not ok then error("cannot load the contract " .. conf.contract_file .. ": " .. tostring(mod), 0) end
+    contract_mod = mod
+end
+
+--- Worker-side setup: stop nginx (QUIT to the master) once the process that started the desk
+-- is gone, so a desk never outlives its command, even after a SIGKILL of the command.
+function _M.init_worker()
+    local ppid = tonumber(conf.parent_pid)
+    if not ppid or ppid <= 1 or not read_file("/proc/1/stat") then return end
+    local function check(premature)
+        if premature then return end
+        local f = io_open("/proc/" .. ppid .. "/stat", "rb")
+        if f then f:close() return end
+        local pid = read_file(conf.prefix .. "/nginx.pid")
+        pid = pid and pid:match("%d+")
+        if pid then os.execute("kill -QUIT " .. pid) end
+    end
+    ngx.timer.every(1, check)
+end
+
+-- The reviewer of this request, or nil (the response then is 401).
+local function reviewer()
+    if not users then return conf.local_reviewer end
+    local h = ngx.var.http_authorization
+    if h then
+        local b64 = h:match("^[Bb]asic%s+(%S+)")
+        if b64 then
+            local pair = ngx.decode_base64(b64) or ""
+            local name, secret = pair:match("^([^:]*):(.*)$")
+            for _, u in ipairs(users) do
+                if u.name == name and same(u.secret, secret) then return u.name end
+            end
+        end
+        local token = h:match("^[Bb]earer%s+(%S+)")
+        if token then
+            for _, u in ipairs(users) do if same(u.secret, token) then return u.name end end
+        end
+    end
+    local cookie = ngx.var["cookie_" .. COOKIE]
+    if cookie then
+        for _, u in ipairs(users) do if same(session_value(u), cookie) then return u.name end end
+    end
+    return nil
+end
+
+local function open_desk()
+    if desk then return desk end
+    local store_mod = require "jsoncontract.jobs.store"
+    local st, err = store_mod.open(conf.store_url, { create = false })
+    if not st then error("cannot open the job store: " .. tostring(err), 0) end
+    local job
+    job, err = st:job(conf.job_id)
+    if not job then error(tostring(err), 0) end
+    local context
+    if type(contract_mod.replay_context) == "function" and conf.context_dir and conf.context_dir ~= core.null then
+        context = contract_mod.replay_context { evidence_dir = conf.context_dir, root = conf.root }
+    end
+    desk = require("jsoncontract.review.desk").new {
+        store = st, queries = require "jsoncontract.jobs.review_queries", job = job,
+        contract = contract_mod.contract, context = context, secret = conf.secret,
+        context_missing = type(contract_mod.replay_context) == "function" and context == nil,
+    }
+    return desk
+end
+
+local function send(status, headers, body)
+    ngx.status = status
+    for k, v in pairs(SECURITY_HEADERS) do ngx.header[k] = v end
+    for k, v in pairs(headers or {}) do ngx.header[k] = v end
+    if body and body ~= "" and ngx.req.get_method() ~= "HEAD" then ngx.print(body) end
+    return ngx.exit(status)
+end
+
+-- Does an Origin (or, without one, a Referer) header name this desk? Absent: yes.
+local function same_origin()
+    local host = ngx.var.http_host
+    local origin = ngx.var.http_origin
+    if origin then return origin == "http://" .. tostring(host) end
+    local ref = ngx.var.http_referer
+    if ref then return ref:sub(1, #("http://" .. tostring(host)) + 1) == "http://" .. tostring(host) .. "/" end
+    return true
+end
+
+--- The content handler of every location.
+function _M.handle()
+    local method = ngx.req.get_method()
+    local path = ngx.var.uri
+    if path == "/login" and users then
+        local token = ngx.req.get_uri_args().token
+        for _, u in ipairs(users) do
+            if type(token) == "string" and same(u.secret, token) then
+                return send(303, { Location = "/", ["Set-Cookie"] = COOKIE .. "=" .. session_value(u)
+                    .. "; Path=/; HttpOnly; SameSite=Strict" }, "")
+            end
+        end
+        return send(401, { ["Content-Type"] = "text/plain; charset=utf-8" }, "unknown token\n")
+    end
+    local who = reviewer()
+    if not who then
+        return send(401, { ["Content-Type"] = "text/plain; charset=utf-8",
+            ["WWW-Authenticate"] = 'Basic realm="jsoncontract review", charset="UTF-8"' },
+            "who are you? sign in with your reviewer name and secret, or open /login?token=<secret>\n")
+    end
+    local post
+    if method == "POST" then
+        ngx.req.read_body()
+        local args, err = ngx.req.get_post_args(500)
+        if not args then
+            return send(400, { ["Content-Type"] = "text/plain" }, "bad form: " .. tostring(err) .. "\n")
+        end
+        post = args
+    end
+    local ok, d = pcall(open_desk)
+    if not ok then
+        ngx.log(ngx.ERR, "review desk: ", tostring(d))
+        return send(500, { ["Content-Type"] = "text/plain; charset=utf-8" }, "the desk cannot start: " .. tostring(d)
+            .. "\n")
+    end
+    local okh, res = pcall(d.handle, d, { method = method, path = path, args = ngx.req.get_uri_args(100),
+        post = post, reviewer = who, origin_ok = same_origin() })
+    if not okh then
+        ngx.log(ngx.ERR, "review desk: ", tostring(res))
+        return send(500, { ["Content-Type"] = "text/plain; charset=utf-8" }, "internal error (see the error log)\n")
+    end
+    return send(res.status, res.headers, res.body)
+end
+
+return _M

@@ -1,0 +1,326 @@
+--- `jsoncontract review`: serve the review desk of a job through nginx (Debian's nginx with
+-- lua-nginx-module). It checks everything first (the store, the job, the contract the job ran
+-- with, the auth file, the address), then writes an nginx.conf and the desk's configuration
+-- into a fresh temporary prefix folder, runs nginx in the foreground (`daemon off`) and waits.
+-- SIGINT or SIGTERM stops nginx (fast shutdown), removes the prefix folder and exits 130 / 143;
+-- should the command itself be killed, nginx notices within a second and stops (see
+-- `jsoncontract.review.nginx.init_worker`).
+-- @module jsoncontract.review.serve
+local core = require "jsoncontract.core"
+local compat = require "jsoncontract.compat"
+local lfs = require "lfs"
+
+local type, tostring, tonumber, pcall, ipairs, rawget = type, tostring, tonumber, pcall, ipairs, rawget
+local format, concat = string.format, table.concat
+
+local _M = { _VERSION = core._VERSION }
+
+--- The default address: loopback only.
+_M.DEFAULT_LISTEN = "127.0.0.1:8470"
+local MODULES = "/usr/lib/nginx/modules"
+-- Job store files `jsoncontract triage` may leave in an output folder, in the order tried.
+local STORE_FILES = { "job.sqlite", "jobs.sqlite", "store.sqlite", "job.db" }
+
+local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+local function exists(path)
+    return lfs.attributes(path, "mode") ~= nil
+end
+
+local function is_dir(path)
+    return lfs.attributes(path, "mode") == "directory"
+end
+
+local function sh(cmd)
+    local p = io.popen(cmd .. " 2>&1; echo \"exit=$?\"")
+    local out = p:read("*a")
+    p:close()
+    local code = tonumber(out:match("exit=(%d+)%s*$"))
+    return (out:gsub("exit=%d+%s*$", "")), code
+end
+
+local sleep = compat.block
+
+--- Parse `--listen`: `HOST:PORT`, `PORT`, or `[V6]:PORT`.
+-- @tparam string s
+-- @treturn[1] string host
+-- @treturn[1] integer port
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.parse_listen(s)
+    if type(s) ~= "string" then return nil, "--listen needs HOST:PORT" end
+    local host, port = s:match("^%[([%x:]+)%]:(%d+)$")
+    if not host then host, port = s:match("^([%w%.%-]+):(%d+)$") end
+    if not host and s:match("^%d+$") then host, port = "127.0.0.1", s end
+    port = tonumber(port)
+    if not host or not port or port < 1 or port > 65535 then
+        return nil, "--listen: expected HOST:PORT (e.g. 127.0.0.1:8470), got " .. s
+    end
+    return host, port
+end
+
+--- Is the address loopback-only (127.0.0.0/8, ::1, localhost)?
+-- @tparam string host
+-- @treturn boolean
+function _M.is_loopback(host)
+    return host == "localhost" or host == "::1" or host:match("^127%.%d+%.%d+%.%d+$") ~= nil
+end
+
+--- Where the job store of `target` is: a folder (its store file), a store file, or a URL.
+-- @tparam string target
+-- @treturn[1] string store URL
+-- @treturn[1] string|nil the job folder (for the rules' context), nil for a URL
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.locate(target)
+    if target:match("^postgres[a-z]*://") then return target, nil end
+    local path = target:match("^sqlite:(.+)$") or target
+    if is_dir(path) then
+        for _, name in ipairs(STORE_FILES) do
+            if exists(path .. "/" .. name) then return path .. "/" .. name, path end
+        end
+        return nil, path .. " holds no job store (looked for " .. concat(STORE_FILES, ", ") .. ")"
+    end
+    if exists(path) then return path, path:match("^(.*)/[^/]*$") or "." end
+    return nil, "no such folder or store file: " .. path
+end
+
+-- The contract file for a job: --contract, else examples/<contract_name>.lua.
+local function contract_file(o, job, root)
+    if o.contract then return o.contract end
+    local name = job.contract_name
+    -- The store is data: a name never becomes a path outside examples/.
+    if type(name) ~= "string" or not name:match("^[%w_%-]+$") then
+        return nil, "the job names the contract " .. tostring(name) .. ", which is not an example name; "
+            .. "pass --contract FILE"
+    end
+    local file = root .. "/examples/" .. name .. ".lua"
+    if not exists(file) then return nil, "no contract file " .. file .. "; pass --contract FILE" end
+    return file
+end
+
+-- The module search paths nginx's LuaJIT needs: this checkout's lua/ (or wherever
+-- jsoncontract's Lua files were found) and the LuaJIT build of the core.
+local function lua_paths(root, o)
+    -- package.searchpath is 5.2+ (and LuaJIT); without it, the checkout's lua/.
+    local searchpath = rawget(package, "searchpath")
+    local desk = searchpath and searchpath("jsoncontract.review.desk", package.path)
+    local luadir = desk and desk:match("^(.*)/jsoncontract/review/desk%.lua$") or (root .. "/lua")
+    if luadir:sub(1, 1) ~= "/" then luadir = os.getenv("PWD") .. "/" .. luadir end
+    local cpath = o.cpath or os.getenv("JC_NGINX_CPATH")
+    if not cpath then
+        local abs = root:sub(1, 1) == "/" and root or (os.getenv("PWD") .. "/" .. root)
+        if exists(abs .. "/build/luajit/jsoncontract/core.so") then cpath = abs .. "/build/luajit/?.so" end
+    end
+    return luadir .. "/?.lua;" .. luadir .. "/?/init.lua;;", (cpath and (cpath .. ";") or "") .. ";"
+end
+
+local function abs(path)
+    if path:sub(1, 1) == "/" then return path end
+    return os.getenv("PWD") .. "/" .. path
+end
+
+--- Why nginx with the Lua module cannot run here, or nil.
+-- @treturn string|nil
+function _M.missing()
+    local _, code = sh("command -v nginx >/dev/null")
+    if code ~= 0 then return "nginx not found on PATH (Debian: apt-get install nginx libnginx-mod-http-lua)" end
+    for _, m in ipairs { "ndk_http_module.so", "ngx_http_lua_module.so" } do
+        if not exists(MODULES .. "/" .. m) then
+            return "nginx lua module not found at " .. MODULES .. "/" .. m .. " (Debian: libnginx-mod-http-lua)"
+        end
+    end
+    return nil
+end
+
+--- The nginx.conf of a desk.
+-- @tparam table c `prefix` (folder), `host`, `port`, `lua_path`, `lua_cpath`, `config` (path of
+--   the desk's configuration JSON), `user` (string or nil: "root" when running as root)
+-- @treturn string
+function _M.nginx_conf(c)
+    local listen = c.host:find(":", 1, true) and ("[" .. c.host .. "]:" .. c.port) or (c.host .. ":" .. c.port)
+    return concat({
+        "# written by jsoncontract review; removed when the desk stops",
+        "daemon off;", "master_process on;", "worker_processes 1;",
+        c.user and ("user " .. c.user .. ";") or "",
+        "pid " .. c.prefix .. "/nginx.pid;",
+        "error_log stderr warn;",
+        "load_module " .. MODULES .. "/ndk_http_module.so;",
+        "load_module " .. MODULES .. "/ngx_http_lua_module.so;",
+        "events { worker_connections 256; }",
+        "http {",
+        "  access_log off;",
+        "  server_tokens off;",
+        "  client_body_temp_path " .. c.prefix .. "/body; proxy_temp_path " .. c.prefix .. "/proxy;",
+        "  fastcgi_temp_path " .. c.prefix .. "/fcgi; uwsgi_temp_path " .. c.prefix .. "/uwsgi;",
+        "  scgi_temp_path " .. c.prefix .. "/scgi;",
+        "  client_max_body_size 1m; client_body_buffer_size 1m;",
+        "  merge_slashes off;",
+        format("  lua_package_path %q;", c.lua_path),
+        format("  lua_package_cpath %q;", c.lua_cpath),
+        format("  init_by_lua_block { require('jsoncontract.review.nginx').init(%q) }", c.config),
+        "  init_worker_by_lua_block { require('jsoncontract.review.nginx').init_worker() }",
+        "  server {",
+        "    listen " .. listen .. ";",
+        "    location / { content_by_lua_block { require('jsoncontract.review.nginx').handle() } }",
+        "  }",
+        "}", "" }, "\n")
+end
+
+--- Prepare a desk: check everything and write its prefix folder; nothing runs yet.
+-- @tparam table o `target` (folder, store file or URL), `listen` (string), `auth` (file), `contract`
+--   (file), `job` (job id), `context` (folder the contract's `replay_context` reads the rules' data
+--   from; default the job folder), `cpath` (LuaJIT cpath for the core), `local_reviewer` (string)
+-- @tparam table env `{root = repository or install root}`
+-- @treturn[1] table desk `{prefix, conf_path, url, job, open, decided}`
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.prepare(o, env)
+    local root = env.root or "."
+    if type(o.target) ~= "string" then return nil, "review needs a job folder or a store URL" end
+    local host, port = _M.parse_listen(o.listen or _M.DEFAULT_LISTEN)
+    if not host then return nil, port end
+    local users
+    if o.auth then
+        local err
+        users, err = require("jsoncontract.review.nginx").read_auth(o.auth)
+        if not users then return nil, err end
+    elseif not _M.is_loopback(host) then
+        return nil, "refusing to serve on " .. host .. " without reviewers: pass --auth FILE (lines name:secret); "
+            .. "without one the desk listens on 127.0.0.1 only"
+    end
+    local why = _M.missing()
+    if why then return nil, why end
+    local url, dir = _M.locate(o.target)
+    if not url then return nil, dir end
+    local store_mod = require "jsoncontract.jobs.store"
+    local st, err = store_mod.open(url, { create = false })
+    if not st then return nil, tostring(err.message or err) end
+    local job
+    if o.job then job, err = st:job(o.job) else job, err = st:latest_job() end
+    if not job then st:close() return nil, tostring(err.message or err) end
+    local counts = require("jsoncontract.jobs.review_queries").queue_counts(st, job.id)
+    st:close()
+    if not counts then return nil, "cannot read the job's queue" end
+    local file
+    file, err = contract_file(o, job, root)
+    if not file then return nil, err end
+    local ok, mod = pcall(dofile, file)
+    if not ok or type(mod) ~= "table" or type(mod.contract) ~= "table" then
+        return nil, "cannot load contract " .. file .. ": " .. tostring(ok and "it returns no 'contract'" or mod)
+    end
+    local c = mod.contract
+    if c.name ~= job.contract_name or c.version ~= job.contract_version
+        or (job.schema_hash and job.schema_hash ~= c.schema_hash) then
+        return nil, format("the job ran contract %s %s (schema %s) but %s is %s %s (schema %s); pass --contract "
+            .. "with the contract the job ran", tostring(job.contract_name), tostring(job.contract_version),
+            tostring(job.schema_hash):sub(1, 12), file, c.name, c.version, c.schema_hash:sub(1, 12))
+    end
+
+    local out, code = sh("mktemp -d -t jsoncontract-review.XXXXXX")
+    local prefix = code == 0 and out:match("^(%S+)")
+    if not prefix then return nil, "cannot make a temporary folder: " .. out end
+    sh("chmod 700 " .. q(prefix))
+    -- The key of the CSRF tokens and session cookies: new for every start of the desk.
+    local noise = ""
+    local rnd = io.open("/dev/urandom", "rb")
+    if rnd then
+        noise = rnd:read(32) or ""
+        rnd:close()
+    end
+    local secret = core.sha256(noise .. tostring(os.time()) .. tostring(os.clock()) .. prefix .. tostring({}))
+    local pid = core.process_ids and core.process_ids() or nil
+    local config = {
+        store_url = url:match("^postgres") and url or abs(url), job_id = job.id, contract_file = abs(file),
+        context_dir = (o.context and abs(o.context)) or (dir and abs(dir)) or nil, root = abs(root),
+        secret = secret, auth_file = o.auth and abs(o.auth),
+        local_reviewer = o.local_reviewer or ((os.getenv("USER") or "local") .. "@localhost"),
+        prefix = prefix, parent_pid = pid,
+    }
+    local f = io.open(prefix .. "/desk.json", "w")
+    if not f then return nil, "cannot write " .. prefix .. "/desk.json" end
+    f:write(core.encode(config))
+    f:close()
+    local lua_path, lua_cpath = lua_paths(root, o)
+    local user = sh("id -u"):match("^0%s") and "root" or nil
+    local conf = _M.nginx_conf { prefix = prefix, host = host, port = port, lua_path = lua_path,
+        lua_cpath = lua_cpath, config = prefix .. "/desk.json", user = user }
+    f = io.open(prefix .. "/nginx.conf", "w")
+    f:write(conf)
+    f:close()
+    local shown = host:find(":", 1, true) and ("[" .. host .. "]") or host
+    return { prefix = prefix, conf_path = prefix .. "/nginx.conf", url = "http://" .. shown .. ":" .. port .. "/",
+        job = job, open = counts.open, decided = counts.decided, auth = users ~= nil }
+end
+
+local function alive(pid)
+    if exists("/proc/1/stat") then return exists("/proc/" .. pid .. "/stat") end
+    local _, code = sh("kill -0 " .. pid)
+    return code == 0
+end
+
+--- Run the review command: prepare, start nginx in the foreground, wait for SIGINT/SIGTERM.
+-- @tparam table o as for `prepare`
+-- @tparam table env `{root =, stdout =, stderr =}` (the streams default to io's)
+-- @treturn integer exit status (130 after SIGINT, 143 after SIGTERM, 1 when nginx failed)
+function _M.run(o, env)
+    local stdout, stderr = env.stdout or io.stdout, env.stderr or io.stderr
+    local d, err = _M.prepare(o, env)
+    if not d then
+        stderr:write("jsoncontract: ", err, "\n")
+        return 1
+    end
+    local catching = core.signal_catch and core.signal_catch(true)
+    -- nginx stays in the foreground of its own shell line (daemon off); its errors go to our
+    -- stderr; its pid file says whom to stop.
+    os.execute(format("nginx -p %s -c %s -e stderr </dev/null &", q(d.prefix), q(d.conf_path)))
+    local pid
+    for _ = 1, 100 do
+        local text = io.open(d.prefix .. "/nginx.pid", "rb")
+        if text then
+            pid = text:read("*a"):match("%d+")
+            text:close()
+            if pid then break end
+        end
+        sleep(0.05)
+    end
+    if not pid then
+        stderr:write("jsoncontract: nginx did not start (see the messages above)\n")
+        sh("rm -rf " .. q(d.prefix))
+        if catching then core.signal_catch(false) end
+        return 1
+    end
+    stdout:write(format("review desk for job %s (contract %s %s): %d to review, %d decided\n%s%s\n"
+        .. "nginx %s, files in %s (removed when it stops); Ctrl-C stops it.\n", d.job.id,
+        tostring(d.job.contract_name), tostring(d.job.contract_version), d.open, d.decided, d.url,
+        d.auth and " (reviewers from the auth file)" or "", pid, d.prefix))
+    if stdout.flush then stdout:flush() end
+    local status
+    while true do
+        local sig = catching and core.signal_take()
+        if sig then
+            status = sig == "SIGINT" and 130 or 143
+            break
+        end
+        if not alive(pid) then
+            stderr:write("jsoncontract: nginx stopped\n")
+            status = 1
+            break
+        end
+        sleep(0.2)
+    end
+    if alive(pid) then
+        sh("kill -TERM " .. pid)
+        for _ = 1, 100 do
+            if not alive(pid) then break end
+            sleep(0.05)
+        end
+        if alive(pid) then sh("kill -KILL " .. pid) end
+    end
+    sh("rm -rf " .. q(d.prefix))
+    if catching then core.signal_catch(false) end
+    if status ~= 1 then stdout:write("review desk stopped\n") end
+    return status
+end
+
+return _M
