@@ -9,6 +9,7 @@ local run = require "jsoncontract.run"
 local batch = require "jsoncontract.batch"
 local evidence = require "jsoncontract.evidence"
 local errors = require "jsoncontract.errors"
+local secrets = require "jsoncontract.secrets"
 
 local format = string.format
 local stderr, stdout = io.stderr, io.stdout
@@ -61,8 +62,13 @@ With OPENAI_API_KEY or ANTHROPIC_API_KEY set, triage calls that provider; otherw
 embedded stand-in model on 127.0.0.1 and talks to it over real HTTP. Keys never reach any output.
 ]]
 
+-- The keys a run may hold: whatever goes to stderr or stdout is redacted of them.
+local function known_keys()
+    return { os.getenv("OPENAI_API_KEY"), os.getenv("ANTHROPIC_API_KEY"), os.getenv("GEMINI_API_KEY") }
+end
+
 local function die(msg)
-    stderr:write("jsoncontract: ", msg, "\n")
+    stderr:write("jsoncontract: ", secrets.clean(msg, known_keys(), 4000), "\n")
     return 2
 end
 
@@ -338,27 +344,43 @@ function _M.triage(argv, env)
             max_tokens = 300, timeout_ms = 120000,
         })
         if asked then return outcome end
-        local msg = tostring(outcome)
-        msg = errors.redact(msg, p.api_key)
+        local msg = secrets.clean(secrets.describe(outcome), p.api_key, 500)
         return no_attempt(item, "internal", "item_error", "this item could not be processed: " .. msg)
+    end
+
+    -- One item's line, checked before anything is written: the key redacted from every
+    -- string, and a line that cannot be encoded (a value no JSON can hold, nested too deep)
+    -- becomes that item's review line with the reason, so the run goes on.
+    local function line_for(base)
+        local encoded, line = pcall(core.encode, secrets.redact_value(base, p.api_key))
+        if encoded then return line end
+        return nil, secrets.clean(line, p.api_key, 300)
     end
 
     local function on_done(i, outcome)
         local item = items[i]
         done = done + 1
-        metrics:observe_outcome(outcome)
         local attempts = setmetatable({}, core.array_mt)
         for k, a in ipairs(outcome.attempts) do
             attempts[k] = { gate = a.gate, kind = a.kind, finish = a.finish, http_status = a.http_status }
         end
         local base = { id = item.id, request_id = outcome.request_id, contract = contract:identity(),
             attempts = attempts, usage = outcome.usage, elapsed_ms = outcome.elapsed_ms }
+        local line, why
         if outcome.status == "accepted" then
-            n_accepted = n_accepted + 1
             base.ticket = outcome.value
             base.adapters = outcome.adapters
-            tickets:write(core.encode(base), "\n")
-        else
+            line, why = line_for(base)
+            if line then
+                n_accepted = n_accepted + 1
+                tickets:write(line, "\n")
+            else
+                base.ticket, base.adapters = nil, nil
+                outcome = { status = "human_review", attempts = outcome.attempts, usage = outcome.usage,
+                    reason = errors.new("internal", "item_error", "this item's ticket could not be written: " .. why) }
+            end
+        end
+        if outcome.status ~= "accepted" then
             n_review = n_review + 1
             local r = outcome.reason
             local errs = setmetatable({}, core.array_mt)
@@ -366,8 +388,15 @@ function _M.triage(argv, env)
                 errs[k] = { pointer = e.pointer, keyword = e.keyword, message = e.message }
             end
             base.reason = { category = r.category, kind = r.kind, message = r.message, errors = errs }
-            review:write(core.encode(base), "\n")
+            line, why = line_for(base)
+            if not line then
+                base.reason = { category = "internal", kind = "item_error", errors = setmetatable({}, core.array_mt),
+                    message = "this item's review line could not be written: " .. why }
+                line = assert(line_for(base))
+            end
+            review:write(line, "\n")
         end
+        metrics:observe_outcome(outcome)
         if tty then
             stderr:write(format("\r%d/%d done: %d accepted, %d to review", done, #items, n_accepted, n_review))
         end
@@ -1036,8 +1065,7 @@ function _M.probe(argv, env)
         end
     end
     if stop then stop() end
-    local line = core.encode(rec)
-    line = errors.redact(line, p.api_key)
+    local line = secrets.redact(core.encode(rec), p.api_key)
     stdout:write(line, "\n")
     if o.out then
         local log = assert(evidence.open(o.out))

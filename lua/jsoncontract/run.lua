@@ -9,6 +9,7 @@
 -- @module jsoncontract.run
 local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
+local secrets = require "jsoncontract.secrets"
 local providers = require "jsoncontract.providers"
 
 local type, pairs, ipairs, tostring, tonumber, error = type, pairs, ipairs, tostring, tonumber, error
@@ -264,15 +265,16 @@ function _M.ask(contract, input, opts)
     end
 
     -- A provider may echo the key in an error body (real 401s do): it never leaves ask().
-    local function scrub(text) return errors.redact(text, opts.api_key) end
+    -- The key in any spelling (escaped, percent-encoded, in keys and values): see jsoncontract.secrets.
+    local function scrub(text) return secrets.redact(text, opts.api_key) end
 
     local function finish(status, value, reason, applied)
         if reason then
-            reason.message = scrub(reason.message)
-            reason.detail = scrub(reason.detail)
             reason.reply = nil -- usage is summed; raw envelopes stay out of outcomes
+            -- every string of the reason (messages, pointers, details, locations) and of the attempts
+            reason = secrets.redact_value(reason, opts.api_key)
         end
-        for _, a in ipairs(attempts) do a.message = scrub(a.message) end
+        attempts = secrets.redact_value(attempts, opts.api_key)
         return {
             status = status, value = value, reason = reason, attempts = attempts, usage = usage,
             elapsed_ms = elapsed_ms(), request_id = request_id, contract = identity, adapters = applied,
@@ -309,6 +311,11 @@ function _M.ask(contract, input, opts)
                 local headers = {}
                 for k, v in pairs(res.headers or {}) do headers[k] = scrub(v) end
                 reply, err = provider.read_response(res.status, headers, scrub(res.body))
+                -- What the envelope decoded (the content, a refusal) may spell the key anew.
+                if opts.api_key then
+                    reply = secrets.redact_value(reply, opts.api_key)
+                    err = secrets.redact_value(err, opts.api_key)
+                end
             elseif type(terr) ~= "table" or terr.category ~= "transport" or type(terr.kind) ~= "string" then
                 error("ask: the transport returned nil and " .. type(terr) .. " where an err table "
                     .. "{category = \"transport\", kind, message} was expected", 0)
@@ -321,8 +328,15 @@ function _M.ask(contract, input, opts)
                 and (err.retryable or (err.retryable == nil and TRANSIENT_TRANSPORT[err.kind]))
             local wait = retryable and backoff_seconds(policy, try, err.retry_after)
             local over_time = policy.time_budget_ms and (elapsed_ms() + (wait or 0) * 1000 > policy.time_budget_ms)
-            local give_up = not retryable or try > policy.transport_retries or over_time
-                or (err.retry_after and err.retry_after * 1000 > policy.retry_after_max_ms)
+            local over_cap = retryable and err.retry_after and err.retry_after * 1000 > policy.retry_after_max_ms
+            local give_up = not retryable or try > policy.transport_retries or over_time or over_cap
+            if over_cap then
+                -- Say why this retryable failure was not retried, and how long the server asked for.
+                err.message = format("%s; Retry-After asks for %g s, over the cap of %g s " ..
+                    "(policy.retry_after_max_ms), so it was not waited for", err.message,
+                    err.retry_after, policy.retry_after_max_ms / 1000)
+                err.retry_after_over_cap = true
+            end
             if err and err.category == "transport" then
                 record(att, try, { mode = mode, gate = "transport", category = err.category, kind = err.kind,
                     http_status = err.status or (res and res.status), elapsed_ms = floor((now() - t0) * 1000 + 0.5),

@@ -234,6 +234,12 @@ function C.http_error(provider, status, headers, body)
         if pmsg then
             detail = (detail ~= "" and detail .. ": " or "") .. C.snippet(pmsg)
         end
+    elseif status >= 300 and status < 400 then
+        -- Name the target (never followed), without credentials in it.
+        local location = headers["location"]
+        detail = type(location) == "string" and location ~= ""
+            and ("redirect to " .. require("jsoncontract.secrets").scrub_url(location) .. " (not followed)")
+            or "redirect without a Location (not followed)"
     elseif type(body) == "string" and body ~= "" then
         detail = "non-JSON error body: " .. C.snippet(body, 120)
     else
@@ -269,7 +275,7 @@ function C.http_error(provider, status, headers, body)
         kind = "client_error"
     elseif status >= 300 and status < 400 then
         kind = "redirect"
-        fields.location = headers["location"]
+        fields.location = headers["location"] and require("jsoncontract.secrets").scrub_url(headers["location"])
     else
         kind = "bad_status"
     end
