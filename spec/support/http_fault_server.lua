@@ -34,7 +34,8 @@
 --                     html (200 text/html), redirect (302 to http://localhost:<port>/steal),
 --                     auth401 (401 whose message echoes the auth headers), reset (half the
 --                     body, then close), rst (TCP reset mid-body), slow (drip, 200 ms a byte),
---                     big (20 MB), sse (an OpenAI chat stream), ssecut (the same without its
+--                     big (20 MB), deep (content nested 1000 levels), sse (an OpenAI chat stream),
+--                     ssecut (the same without its
 --                     finish chunk and [DONE])
 --   /hits/<id>        {"hits":<requests seen for /f/<id>/...>}
 --   /keyecho/<id>/... a hostile provider (spec/secrets_hostile_spec.lua): reads the key from
@@ -374,6 +375,11 @@ local function handle(sock)
             end
         elseif f == "big" then
             stream_big(sock, true)
+        elseif f == "deep" then
+            -- a reply nested 1000 levels deep: within the decoder's limit, too deep to be written
+            -- inside a ticket line
+            send_all(sock, response(200, JSON, OK_ENVELOPE:gsub('{\\"label\\":\\"bug\\"}',
+                '{\\"a\\":' .. string.rep("[", 999) .. string.rep("]", 999) .. "}", 1)))
         elseif f == "sse" or f == "ssecut" then
             local parts = {}
             local events = f == "sse" and #SSE_CHUNKS or #SSE_CHUNKS - 2
