@@ -207,7 +207,7 @@ end
 local VERDICT_HELP = "(nothing or true to pass; a message, {pointer=, message=} or a list of them to fail)"
 
 local function clean(s, limit)
-    return secrets.elide(secrets.utf8(s), limit)
+    return secrets.utf8(secrets.elide(s, limit))
 end
 
 -- Normalise what a rule returned into a list of error items, or nil when it passed.
