@@ -384,10 +384,13 @@ function _M.triage(argv, env)
             n_review = n_review + 1
             local r = outcome.reason
             local errs = setmetatable({}, core.array_mt)
+            -- Messages a person reads: long pointers and values in them elided in the middle.
             for k, e in ipairs(r.errors or {}) do
-                errs[k] = { pointer = e.pointer, keyword = e.keyword, message = e.message }
+                errs[k] = { pointer = e.pointer, keyword = e.keyword,
+                    message = secrets.clean(e.message, p.api_key, 1000) }
             end
-            base.reason = { category = r.category, kind = r.kind, message = r.message, errors = errs }
+            base.reason = { category = r.category, kind = r.kind, message = secrets.clean(r.message, p.api_key, 2000),
+                errors = errs }
             line, why = line_for(base)
             if not line then
                 base.reason = { category = "internal", kind = "item_error", errors = setmetatable({}, core.array_mt),
