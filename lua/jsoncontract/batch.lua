@@ -4,6 +4,7 @@
 -- in flight from one Lua state without threads. Items finish in any order; results keep theirs.
 -- @module jsoncontract.batch
 local core = require "jsoncontract.core"
+local secrets = require "jsoncontract.secrets"
 
 local type, error, ipairs = type, error, ipairs
 local co_create, co_resume, co_status = coroutine.create, coroutine.resume, coroutine.status
@@ -55,7 +56,8 @@ function _M.run(items, work, opts)
 
     local function step(task, ...)
         local ok, what, arg = co_resume(task.co, ...)
-        if not ok then error("batch item " .. task.index .. ": " .. tostring(what), 0) end
+        -- a raised table shows its fields or __tostring, never "table: 0x..."
+        if not ok then error("batch item " .. task.index .. ": " .. secrets.describe(what), 0) end
         if co_status(task.co) == "dead" then
             results[task.index] = what
             task.done = true
