@@ -33,6 +33,30 @@
 #endif
 
 /* OpenResty's LuaJIT (501) has luaL_setfuncs, luaL_testudata and
-** luaL_setmetatable; PUC Lua 5.1 does not and is not a target. */
+** luaL_setmetatable; PUC Lua 5.1 lacks the first and the last (the core
+** uses no luaL_testudata). LuaJIT's lauxlib.h is told apart by its
+** 'luaL_newlib', which PUC 5.1 does not define. The two are mapped to
+** static 'jc_' functions, as lua-compat-5.3 maps its names. */
+#if LUA_VERSION_NUM < 502 && !defined(luaL_newlib)
+/* Register 'l' into the table below 'nup' upvalues, which are popped.
+** [-nup, +0, m] (Lua 5.2 lauxlib.c 'luaL_setfuncs') */
+static inline void jc_setfuncs(lua_State *L, const luaL_Reg *l, int nup) {
+  luaL_checkstack(L, nup, "too many upvalues");
+  for (; l->name != NULL; l++) {
+    int i;
+    for (i = 0; i < nup; i++) lua_pushvalue(L, -nup);
+    lua_pushcclosure(L, l->func, nup);
+    lua_setfield(L, -(nup + 2), l->name);
+  }
+  lua_pop(L, nup);
+}
+/* Set the registry metatable 'tname' on the value on top. [-0, +0, -] */
+static inline void jc_setmetatable(lua_State *L, const char *tname) {
+  luaL_getmetatable(L, tname);
+  lua_setmetatable(L, -2);
+}
+#define luaL_setfuncs(L, l, n) jc_setfuncs((L), (l), (n))
+#define luaL_setmetatable(L, t) jc_setmetatable((L), (t))
+#endif
 
 #endif

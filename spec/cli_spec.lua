@@ -231,21 +231,63 @@ describe("bin/jsoncontract", function()
         end)
     end)
 
-    describe("lint", function()
+    describe("the command table", function()
         local cli = require "jsoncontract.cli"
+        local function sink()
+            local parts = {}
+            return { write = function(_, ...) for _, x in ipairs { ... } do parts[#parts + 1] = x end end,
+                text = function() return table.concat(parts) end }
+        end
         after_each(function()
-            package.loaded["jsoncontract.cli_lint"] = nil
-            package.preload["jsoncontract.cli_lint"] = nil
+            package.loaded["jsoncontract.cli.fake"] = nil
+            for i, name in ipairs(cli.COMMANDS) do
+                if name == "fake" then table.remove(cli.COMMANDS, i) end
+            end
         end)
-        it("dispatches to jsoncontract.cli_lint.run(argv, env)", function()
+        it("dispatches to a command module's run(args, env) with its parsed options", function()
             local seen
-            package.loaded["jsoncontract.cli_lint"] = { run = function(argv, env) seen = { argv[2], env.root } return 7 end }
-            assert.equal(7, cli.main({ "lint", "x.lua" }, { root = "." }))
-            assert.same({ "x.lua", "." }, seen)
+            package.loaded["jsoncontract.cli.fake"] = { name = "fake", summary = "a fake command",
+                configure = function(p) p:option("--contract") p:argument("file") end,
+                run = function(args, env) seen = { args.contract, args.file, env.root } return 7 end }
+            table.insert(cli.COMMANDS, "fake")
+            local out = sink()
+            assert.equal(7, cli.main({ "fake", "--contract=x.lua", "f" }, { root = ".", stdout = out }))
+            assert.same({ "x.lua", "f", "." }, seen)
+            assert.equal(0, cli.main({ "--help" }, { stdout = out }))
+            assert.truthy(out.text():find("a fake command", 1, true))
         end)
-        it("says lint is not available when the module cannot load", function()
-            package.preload["jsoncontract.cli_lint"] = function() error("not here") end
-            assert.equal(2, cli.main({ "lint" }, { root = "." }))
+        it("gives every command -h/--help and the program --version", function()
+            for _, name in ipairs(cli.COMMANDS) do
+                local out = sink()
+                assert.equal(0, cli.main({ name, "--help" }, { stdout = out }), name)
+                assert.truthy(out.text():find("Usage: jsoncontract " .. name, 1, true), out.text())
+            end
+            local out = sink()
+            assert.equal(0, cli.main({ "--version" }, { stdout = out }))
+            assert.equal("jsoncontract " .. core._VERSION .. "\n", out.text())
+        end)
+        it("lists every command and all six providers in the help", function()
+            local out = sink()
+            assert.equal(0, cli.main({ "help" }, { stdout = out }))
+            for _, name in ipairs(cli.COMMANDS) do assert.truthy(out.text():find("   " .. name, 1, true), name) end
+            out = sink()
+            assert.equal(0, cli.main({ "help", "triage" }, { stdout = out }))
+            for _, p in ipairs(require("jsoncontract.providers").names) do
+                assert.truthy(out.text():find(p, 1, true), p)
+            end
+        end)
+        it("reads --opt=value as the option, not as a file name", function()
+            local path = temp('{"intent":"delivery","order_id":"1042","urgent":true,"summary":"x."}')
+            local out, code = jcli("check --contract=examples/support_ticket.lua " .. path)
+            assert.equal(0, code, out)
+        end)
+        it("exits 2 with the command's usage on an unknown option or command", function()
+            local err = sink()
+            assert.equal(2, cli.main({ "check", "--bogus" }, { stdout = sink(), stderr = err }))
+            assert.truthy(err.text():find("Usage: jsoncontract check", 1, true), err.text())
+            assert.truthy(err.text():find("unknown option '--bogus'", 1, true), err.text())
+            assert.equal(2, cli.main({ "nosuch" }, { stdout = sink(), stderr = sink() }))
+            assert.equal(2, cli.main({}, { stdout = sink(), stderr = sink() }))
         end)
     end)
 
@@ -276,7 +318,8 @@ describe("bin/jsoncontract", function()
             { "--model ''", "option --model needs a name" },
             { "--base-url ftp://x", "option --base-url needs an http(s) URL" },
             { "--input /", "cannot read mailbox: /: Is a directory" },
-            { "--limit", "option --limit needs a value" },
+            { "--limit", "option '--limit' requires an argument" },
+            { "--limit=x", "option --limit needs a whole number" },
         }
         for _, c in ipairs(cases) do
             it(c[1], function()

@@ -1,5 +1,5 @@
 -- Transport and protocol gates under fault, through the attempt loop (jsoncontract.run.ask):
--- the fault server (spec/support/http_fault_server.lua, /f/<id>/<scenario>+...) on 127.0.0.1
+-- the fault server (jsoncontract.standin.faults, /f/<id>/<scenario>+...) on 127.0.0.1
 -- answers as a misbehaving provider; sleeps are injected and recorded, never slept. Each case
 -- ends in its category and kind, with the number of HTTP tries the policy allows.
 local core = require "jsoncontract.core"

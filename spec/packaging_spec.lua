@@ -68,3 +68,83 @@ describe("packaging", function()
         assert.truthy(rockspec:find('JC_VERSION=\\"' .. version .. '\\"', 1, true))
     end)
 end)
+
+-- The rock as a new user gets it: `luarocks make` into an empty tree, `luarocks pack` of what was
+-- installed, `luarocks install` of that rock into a second empty tree, and the installed command
+-- run from a folder outside the repository (issue 9 §6). No network: the dependencies are the
+-- Debian Lua packages on the default paths (--deps-mode=none).
+describe("the rock", function()
+    local sh = util.sh
+    local LUA = util.LUA
+    local CPATH = os.getenv("JC_TEST_CPATH") or ""
+    local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+    local rockspec_path = lines("ls rockspecs/jsoncontract-*.rockspec")[1]
+
+    -- make, pack, install, run: for interpreter `lua` (a LuaRocks tree of Lua `version`).
+    local function install_and_run(lua)
+        -- LuaJIT: LuaRocks' 5.1 tree with LuaJIT's headers, run by luajit.
+        local version = lua == "luajit" and "5.1" or lua:match("^lua(%d%.%d)$")
+        assert.is_string(version, "unknown interpreter " .. lua)
+        local extra = lua == "luajit" and " LUA_INCDIR=/usr/include/luajit-2.1" or ""
+        local base = os.tmpname()
+        os.remove(base)
+        local tree1, tree2, away = base .. "-make", base .. "-install", base .. "-away"
+        finally(function() sh("rm -rf " .. q(tree1) .. " " .. q(tree2) .. " " .. q(away)) end)
+        local lr = "luarocks --lua-version " .. version .. " "
+
+        local out, code = sh(lr .. "--tree " .. q(tree1) .. " make --deps-mode=none " .. rockspec_path .. extra)
+        assert.equal(0, code, out)
+        out, code = sh("mkdir -p " .. q(away) .. " && cd " .. q(away) .. " && " .. lr .. "--tree " .. q(tree1)
+            .. " pack jsoncontract")
+        assert.equal(0, code, out)
+        local rock = assert(lines("ls " .. q(away) .. "/jsoncontract-*.rock")[1], out)
+        out, code = sh(lr .. "--tree " .. q(tree2) .. " install --deps-mode=none " .. q(rock))
+        assert.equal(0, code, out)
+
+        -- The installed command, run from a folder that is not the repository, with the tree's
+        -- paths as `luarocks path` gives them.
+        local script = lines("ls " .. q(tree2) .. "/lib/luarocks/rocks-" .. version .. "/jsoncontract/*/bin/jsoncontract")[1]
+        assert.is_string(script, "the rock installed no bin/jsoncontract")
+        local run = "cd " .. q(away) .. " && eval \"$(" .. lr .. "--tree " .. q(tree2) .. " path)\" && "
+            .. "env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY -u LD_PRELOAD " .. lua .. " " .. q(script) .. " "
+        out, code = sh(run .. "--version")
+        assert.equal(0, code, out)
+        assert.equal("jsoncontract " .. require("jsoncontract.core")._VERSION, out:match("^[^\n]*"))
+        out, code = sh(run .. "selftest")
+        assert.equal(0, code, out)
+        assert.truthy(out:find("checks: %d+ ok, 0 failed"), out)
+        out, code = sh(run .. "triage --limit 2 --delay-ms 0 --out " .. q(away .. "/triage"))
+        assert.equal(0, code, out)
+        assert.truthy(out:find("2 messages: ", 1, true), out)
+        -- the examples are the rock's data, beside its bin/
+        local examples = script:match("^(.*)/bin/jsoncontract$") .. "/examples"
+        out, code = sh(run .. "check --contract=" .. q(examples .. "/blog_category.lua") .. " < /dev/null")
+        assert.equal(1, code, out)
+    end
+
+    local function skip_reason()
+        if not sh("command -v luarocks"):match("%S") then return "packaging skipped: luarocks not found" end
+        if CPATH:find("asan", 1, true) then return "packaging skipped under ASan: the lua5.4 run installs the rock" end
+        return nil
+    end
+
+    it("installs with luarocks make and from a packed rock, and its command works from any folder", function()
+        local why = skip_reason()
+        if why then
+            pending(why)
+            return
+        end
+        install_and_run(LUA)
+    end)
+
+    it("works on PUC Lua 5.1 too (the compat shim), checked from the lua5.4 run", function()
+        local why = skip_reason()
+            or (LUA ~= "lua5.4" and "Lua 5.1 rock skipped: checked in the lua5.4 run")
+            or (not sh("command -v lua5.1"):match("%S") and "Lua 5.1 rock skipped: lua5.1 not found")
+        if why then
+            pending(why)
+            return
+        end
+        install_and_run("lua5.1")
+    end)
+end)

@@ -397,24 +397,27 @@ describe("jsoncontract.providers", function()
         }
         for _, c in ipairs(CASES) do
             it(c[1] .. " -> " .. c[6] .. "/" .. c[7], function()
-                local reply, err = c[2].read_response(c[3], c[4], c[5])
+                local reply, err, partial = c[2].read_response(c[3], c[4], c[5])
                 assert.is_nil(reply)
                 assert.equal(c[6], err.category)
                 assert.equal(c[7], err.kind)
                 assert.equal(c[3], err.status)
                 assert.equal(core.error_mt, getmetatable(err))
                 for k, v in pairs(c[8] or {}) do assert.equal(v, err[k]) end
-                if c[6] ~= "transport" and c[7] ~= "invalid_envelope" and err.reply then
-                    assert.is_table(err.reply.usage)
+                assert.is_nil(rawget(err, "reply")) -- the reply travels beside the err
+                if c[6] ~= "transport" and c[7] ~= "invalid_envelope" and partial then
+                    assert.is_table(partial.usage)
                 end
             end)
         end
 
         it("keeps usage on a gate failure (anthropic sums cached input tokens)", function()
-            local _, err = anthropic.read_response(200, {}, an('[{"type":"text","text":"{"}]', "max_tokens"))
-            assert.same({ input_tokens = 13, output_tokens = 4 }, err.reply.usage)
-            assert.equal("{", err.reply.text)
-            assert.equal("length", err.reply.finish)
+            local _, err, partial = anthropic.read_response(200, {}, an('[{"type":"text","text":"{"}]', "max_tokens"))
+            assert.equal("truncated", err.category)
+            assert.is_nil(rawget(err, "reply"))
+            assert.same({ input_tokens = 13, output_tokens = 4 }, partial.usage)
+            assert.equal("{", partial.text)
+            assert.equal("length", partial.finish)
         end)
 
         it("names the provider's error type and message", function()
@@ -560,7 +563,7 @@ describe("jsoncontract.providers", function()
                         else
                             assert.equal(expect_word, d.category)
                         end
-                        local reply, err = provider.read_response(fx.http_status, headers, body)
+                        local reply, err, partial = provider.read_response(fx.http_status, headers, body)
                         if d.ok then
                             assert.is_nil(err)
                             assert.equal(d.finish, reply.finish)
@@ -594,14 +597,14 @@ describe("jsoncontract.providers", function()
                                 assert.equal(d.refusal, err.refusal)
                                 assert.equal(d.refusal_category, err.refusal_category)
                             end
-                            if d.reply_text then assert.equal(d.reply_text, err.reply.text) end
+                            if d.reply_text then assert.equal(d.reply_text, partial.text) end
                             if d.category == "transport" then
-                                assert.is_nil(err.reply)
+                                assert.is_nil(partial)
                                 assert.is_string(err.provider_type)
                             end
                         end
                         if d.usage then
-                            local r = reply or err.reply
+                            local r = reply or partial
                             assert.equal(d.usage.input_tokens, r.usage.input_tokens)
                             assert.equal(d.usage.output_tokens, r.usage.output_tokens)
                         end

@@ -1,5 +1,5 @@
 -- The key cannot leave through any decoding: bin/jsoncontract triage (with --record-text)
--- against a hostile provider (spec/support/http_fault_server.lua /keyecho) that echoes the
+-- against a hostile provider (lua/jsoncontract/standin/faults.lua, /keyecho) that echoes the
 -- API key in every spelling it can: plain, \u escapes, mixed, escapes inside the envelope,
 -- escapes of escapes, percent-encoded, as an object key, as an enum value, in a refusal, a
 -- 401 message, a redirect's Location, a header and a 500 body. Then every output file,

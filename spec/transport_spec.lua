@@ -1,5 +1,5 @@
 -- Specs of the libcurl transport (core.http_request, core.http_many and
--- jsoncontract.transport.curl) against spec/support/http_fault_server.lua,
+-- jsoncontract.transport.curl) against jsoncontract.standin.faults,
 -- started on 127.0.0.1 with a free port. No outside hosts, no timing assertions.
 local core = require "jsoncontract.core"
 local curl = require "jsoncontract.transport.curl"

@@ -41,7 +41,7 @@ describe("bin/jsoncontract triage", function()
         for _, t in ipairs(tickets) do seen[t.id] = (seen[t.id] or 0) + 1 end
         for _, r in ipairs(review) do seen[r.id] = (seen[r.id] or 0) + 1 end
         for _, m in ipairs(mailbox) do assert.equal(1, seen[m.id], m.id) end
-        local summary = core.decode(assert(io.open(dir .. "/summary.json")):read("a"))
+        local summary = core.decode(assert(io.open(dir .. "/summary.json")):read("*a"))
         assert.equal(#mailbox, summary.metrics.items)
         assert.equal(#tickets, summary.metrics.accepted)
         assert.equal(#review, summary.metrics.human_review)

@@ -13,12 +13,8 @@ local huge = math.huge
 
 local _M = { _VERSION = core._VERSION }
 
-local has_socket, socket = pcall(require, "socket")
-local function now() return has_socket and socket.gettime() or os.time() end
-local function sleep(s)
-    if s <= 0 then return end
-    if has_socket then socket.sleep(s) else os.execute(("sleep %.3f"):format(s)) end
-end
+local compat = require "jsoncontract.compat"
+local now, sleep = compat.now, compat.block
 
 --- Inside an item: send one HTTP request through the scheduler.
 -- @tparam table req a transport request (see `jsoncontract.transport.curl`)

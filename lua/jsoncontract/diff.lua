@@ -19,8 +19,9 @@
 -- they change: it says so rather than guess.
 -- @module jsoncontract.diff
 local core = require "jsoncontract.core"
+local json = require "jsoncontract.json"
 
-local type, pairs, ipairs, tostring, error = type, pairs, ipairs, tostring, error
+local type, pairs, ipairs, error = type, pairs, ipairs, error
 local format, concat, sort = string.format, table.concat, table.sort
 
 local _M = { _VERSION = core._VERSION }
@@ -47,7 +48,7 @@ local ALL_TYPES = { "array", "boolean", "integer", "null", "number", "object", "
 
 local function enc(v) return core.encode(v) end
 
-local function escape(token) return (tostring(token):gsub("~", "~0"):gsub("/", "~1")) end
+local escape = json.escape_token
 
 local function same(a, b)
     if a == b then return true end

@@ -118,10 +118,11 @@ function M.start_server(cmd, pattern)
     return pipe, port
 end
 
---- Start spec/support/http_fault_server.lua (without the sanitizer preload of an ASan run)
--- for `lifetime` seconds; returns the pipe and the port.
+--- Start the fault server (`jsoncontract.standin.faults`, through `bin/jsoncontract
+-- _fault-server`; without the sanitizer preload of an ASan run) for `lifetime` seconds;
+-- returns the pipe and the port.
 function M.start_fault_server(lifetime)
-    return M.start_server(string.format("env -u LD_PRELOAD %s spec/support/http_fault_server.lua %d",
+    return M.start_server(string.format("env -u LD_PRELOAD %s bin/jsoncontract _fault-server %d",
         M.LUA, lifetime), "^PORT (%d+)$")
 end
 

@@ -2,11 +2,11 @@
 -- response envelope through the protocol gate.
 -- @module jsoncontract.providers.anthropic
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
+local C = require "jsoncontract.providers.envelope"
+local schema_subset = require "jsoncontract.providers.schema_subset"
 
 local type, ipairs, pairs = type, ipairs, pairs
 local concat = table.concat
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "anthropic" }
 
@@ -47,15 +47,9 @@ local PROFILE = {
     force_required = false, max_min_items = 1,
 }
 
---- The copy of a schema sent in `output_config.format.schema`.
--- Never mutates `schema`. Every object gets `additionalProperties: false`; optional
--- properties stay optional (Anthropic allows them); unsupported keywords are left out.
--- @tparam table schema the contract's full JSON Schema
--- @treturn table schema_sent a deep copy in the subset
--- @treturn table dropped array of { schema_pointer = string, keyword = string, reason =
---   string } for every keyword not sent as it is
--- @raise when schema is not a table
-_M.provider_schema = C.schema_fn(PROFILE)
+-- What this provider enforces, as data: `SUBSET`, `provider_schema` and `native_schema` come
+-- from the profile (see `jsoncontract.providers.schema_subset.install`).
+schema_subset.install(_M, PROFILE)
 
 --- Build the HTTP request for a contract and a conversation.
 -- @tparam table contract { name = string, version = string, schema = table, prompt =
@@ -82,11 +76,12 @@ function _M.build_request(contract, messages, opts)
     }
     local schema_sent, dropped
     if o.mode == "native" then
-        schema_sent, dropped = C.subset(contract.schema, PROFILE)
+        schema_sent, dropped = schema_subset.subset(contract.schema, PROFILE)
         body.output_config = { format = { type = "json_schema", schema = schema_sent } }
     end
-    return C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/messages"), "x-api-key",
-        body, o.mode, schema_sent, dropped, { ["anthropic-version"] = _M.API_VERSION })
+    return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/messages"),
+        auth = "x-api-key", body = body, mode = o.mode, schema_sent = schema_sent, dropped = dropped,
+        headers = { ["anthropic-version"] = _M.API_VERSION } }
 end
 
 -- The text and name of a tool_use block: streamed, the JSON text as the model wrote it (for

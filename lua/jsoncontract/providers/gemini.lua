@@ -4,12 +4,12 @@
 -- goes in the `x-goog-api-key` header, never in the URL.
 -- @module jsoncontract.providers.gemini
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
+local C = require "jsoncontract.providers.envelope"
+local schema_subset = require "jsoncontract.providers.schema_subset"
 
 local type, ipairs, error = type, ipairs, error
 local concat = table.concat
 local format = string.format
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "gemini" }
 
@@ -35,12 +35,9 @@ _M.FORMATS = { ["date-time"] = true, date = true, time = true }
 local PROFILE = { name = "Gemini responseJsonSchema", keep = _M.KEYWORDS, formats = _M.FORMATS,
     close_objects = false }
 
---- The copy of a schema sent in `generationConfig.responseJsonSchema`.
--- @tparam table schema
--- @treturn table schema_sent
--- @treturn table dropped array of { schema_pointer, keyword, reason }
--- @raise when schema is not a table
-_M.provider_schema = C.schema_fn(PROFILE)
+-- What this provider enforces, as data: `SUBSET`, `provider_schema` and `native_schema` come
+-- from the profile (see `jsoncontract.providers.schema_subset.install`).
+schema_subset.install(_M, PROFILE)
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt (sent as `systemInstruction`) }
@@ -66,7 +63,7 @@ function _M.build_request(contract, messages, opts)
     local gen = { maxOutputTokens = o.max_tokens, temperature = o.temperature }
     local schema_sent, dropped
     if o.mode == "native" then
-        schema_sent, dropped = C.subset(contract.schema, PROFILE)
+        schema_sent, dropped = schema_subset.subset(contract.schema, PROFILE)
         gen.responseMimeType, gen.responseJsonSchema = "application/json", schema_sent
     elseif o.mode == "json" then
         gen.responseMimeType = "application/json"
@@ -75,8 +72,8 @@ function _M.build_request(contract, messages, opts)
         contents = contents, generationConfig = gen }
     local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
     local path = o.stream and (":streamGenerateContent?alt=sse") or ":generateContent"
-    return C.post(o, base .. "/v1beta/models/" .. model .. path, "x-goog-api-key", body, o.mode,
-        schema_sent, dropped)
+    return C.post { opts = o, url = base .. "/v1beta/models/" .. model .. path, auth = "x-goog-api-key",
+        body = body, mode = o.mode, schema_sent = schema_sent, dropped = dropped }
 end
 
 -- google.rpc status names, by what they mean here.

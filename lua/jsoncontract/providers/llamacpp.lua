@@ -3,10 +3,10 @@
 -- which the server turns into a grammar; the envelope is read like OpenAI Chat Completions.
 -- @module jsoncontract.providers.llamacpp
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
+local C = require "jsoncontract.providers.envelope"
+local schema_subset = require "jsoncontract.providers.schema_subset"
 local openai = require "jsoncontract.providers.openai"
 
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "llamacpp" }
 
@@ -16,16 +16,13 @@ _M.DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 local MODES = { native = true, json = true, prompt = true }
 
 local PROFILE = {
-    name = "llama.cpp grammar", keep = C.LLAMA_KEYWORDS, formats = C.LLAMA_FORMATS,
-    reject = C.llama_reject, close_objects = false,
+    name = "llama.cpp grammar", keep = schema_subset.LLAMA_KEYWORDS, formats = schema_subset.LLAMA_FORMATS,
+    reject = schema_subset.llama_reject, close_objects = false,
 }
 
---- The copy of a schema sent in `response_format.json_schema.schema`.
--- @tparam table schema the contract's full JSON Schema
--- @treturn table schema_sent
--- @treturn table dropped array of { schema_pointer, keyword, reason }
--- @raise when schema is not a table
-_M.provider_schema = C.schema_fn(PROFILE)
+-- What this provider enforces, as data: `SUBSET`, `provider_schema` and `native_schema` come
+-- from the profile (see `jsoncontract.providers.schema_subset.install`).
+schema_subset.install(_M, PROFILE)
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt }
@@ -44,14 +41,14 @@ function _M.build_request(contract, messages, opts)
     if o.stream then body.stream = true end
     local schema_sent, dropped
     if o.mode == "native" then
-        schema_sent, dropped = C.subset(contract.schema, PROFILE)
+        schema_sent, dropped = schema_subset.subset(contract.schema, PROFILE)
         body.response_format = { type = "json_schema",
             json_schema = { name = openai.schema_name(contract.name), schema = schema_sent } }
     elseif o.mode == "json" then
         body.response_format = { type = "json_object" }
     end
-    return C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
-        "authorization", body, o.mode, schema_sent, dropped)
+    return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
+        auth = "authorization", body = body, mode = o.mode, schema_sent = schema_sent, dropped = dropped }
 end
 
 --- Read the response (same gate as OpenAI Chat Completions; messages name llamacpp).

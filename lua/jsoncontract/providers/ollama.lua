@@ -2,11 +2,11 @@
 -- `format`, `stream: false` unless a stream is asked for (NDJSON then).
 -- @module jsoncontract.providers.ollama
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
+local C = require "jsoncontract.providers.envelope"
+local schema_subset = require "jsoncontract.providers.schema_subset"
 
 local type, ipairs = type, ipairs
 local concat = table.concat
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "ollama" }
 
@@ -16,16 +16,14 @@ _M.DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 local MODES = { native = true, json = true, prompt = true }
 
 local PROFILE = {
-    name = "Ollama format (llama.cpp grammar)", keep = C.LLAMA_KEYWORDS, formats = C.LLAMA_FORMATS,
-    reject = C.llama_reject, close_objects = false,
+    name = "Ollama format (llama.cpp grammar)", keep = schema_subset.LLAMA_KEYWORDS,
+    formats = schema_subset.LLAMA_FORMATS,
+    reject = schema_subset.llama_reject, close_objects = false,
 }
 
---- The copy of a schema sent in `format`.
--- @tparam table schema
--- @treturn table schema_sent
--- @treturn table dropped array of { schema_pointer, keyword, reason }
--- @raise when schema is not a table
-_M.provider_schema = C.schema_fn(PROFILE)
+-- What this provider enforces, as data: `SUBSET`, `provider_schema` and `native_schema` come
+-- from the profile (see `jsoncontract.providers.schema_subset.install`).
+schema_subset.install(_M, PROFILE)
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt (sent as the system message) }
@@ -42,13 +40,14 @@ function _M.build_request(contract, messages, opts)
         stream = o.stream and true or false, options = { num_predict = o.max_tokens, temperature = o.temperature } }
     local schema_sent, dropped
     if o.mode == "native" then
-        schema_sent, dropped = C.subset(contract.schema, PROFILE)
+        schema_sent, dropped = schema_subset.subset(contract.schema, PROFILE)
         body.format = schema_sent
     elseif o.mode == "json" then
         body.format = "json"
     end
     local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
-    return C.post(o, base .. "/api/chat", "authorization", body, o.mode, schema_sent, dropped)
+    return C.post { opts = o, url = base .. "/api/chat", auth = "authorization", body = body, mode = o.mode,
+        schema_sent = schema_sent, dropped = dropped }
 end
 
 -- The text and name of an Ollama tool call: `function.arguments`, a string as it is or an
@@ -68,7 +67,7 @@ local TOOLS = {
 }
 
 --- The protocol gate over a decoded /api/chat (or /api/generate) reply.
--- Order: `error` (transport, see providers.common.error_object); `done` not true
+-- Order: `error` (transport, see jsoncontract.providers.envelope.error_object); `done` not true
 -- (protocol/stream_incomplete); done_reason "length" (truncated/max_tokens), a done_reason
 -- other than "stop" such as "load" (protocol/unknown_finish_reason; a missing done_reason
 -- with done true, as older servers send, counts as "stop"); one tool call (its `arguments`

@@ -2,11 +2,11 @@
 -- build the request for a contract, read the response envelope through the protocol gate.
 -- @module jsoncontract.providers.openai
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
+local C = require "jsoncontract.providers.envelope"
+local schema_subset = require "jsoncontract.providers.schema_subset"
 
 local ipairs = ipairs
 local format = string.format
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "openai" }
 
@@ -57,7 +57,11 @@ local PROFILE = {
 --   caller's schema), keyword = string, reason = string } for every keyword that is not
 --   sent as it is (dropped, weakened or changed)
 -- @raise when schema is not a table
-_M.provider_schema = C.schema_fn(PROFILE)
+_M.provider_schema = schema_subset.schema_fn(PROFILE)
+
+--- The schema subsets this provider enforces, as data: strict mode, and the non-strict
+-- fallback used when optional properties cannot be sent strict (see `native_schema`).
+_M.SUBSET = PROFILE
 
 --- A contract name as OpenAI accepts it in `json_schema.name`: characters outside
 -- [a-zA-Z0-9_-] become "_", at most 64 characters.
@@ -89,7 +93,7 @@ local PROFILE_NONSTRICT = {
 -- @treturn boolean strict
 -- @treturn string mode "native" | "native-nonstrict"
 function _M.native_schema(schema)
-    local sent, dropped = C.subset(schema, PROFILE)
+    local sent, dropped = schema_subset.subset(schema, PROFILE)
     local optional = {}
     for _, d in ipairs(dropped) do
         if d.optional then optional[#optional + 1] = d.schema_pointer end
@@ -97,7 +101,7 @@ function _M.native_schema(schema)
     if #optional == 0 then
         return sent, dropped, true, "native"
     end
-    local sent2, dropped2 = C.subset(schema, PROFILE_NONSTRICT)
+    local sent2, dropped2 = schema_subset.subset(schema, PROFILE_NONSTRICT)
     local all = C.new_array()
     all[1] = { schema_pointer = "", keyword = "strict", reason = format(
         "sent with strict false: %d optional propert%s (%s) cannot be sent in strict mode without "
@@ -149,8 +153,8 @@ function _M.build_request(contract, messages, opts)
     elseif o.mode == "json" then
         body.response_format = { type = "json_object" }
     end
-    return C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
-        "authorization", body, mode, schema_sent, dropped)
+    return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
+        auth = "authorization", body = body, mode = mode, schema_sent = schema_sent, dropped = dropped }
 end
 
 -- The text and name of a Chat Completions tool call (its `function.arguments` string).
@@ -182,8 +186,9 @@ local FINISH = { stop = "stop", length = "length", content_filter = "content_fil
 --   string|nil, id = string|nil }
 -- @return[2] nil
 -- @treturn[2] table err { category, kind, message, status = integer (transport), retryable =
---   boolean (transport), retry_after = number|nil (seconds), refusal = string|nil,
---   reply = table|nil (the reply read so far, when an envelope was read) }
+--   boolean (transport), retry_after = number|nil (seconds), refusal = string|nil }
+-- @treturn[2] table|nil the reply read so far (text, finish, usage, ...), when an envelope was
+--   read: it travels beside the err, never inside it
 -- @raise when status is not an integer, headers not a table or body not a string
 function _M.read_response(status, headers, body)
     return _M.read_chat(_M.name, status, headers, body)

@@ -2,13 +2,12 @@
 -- "json_schema"); the envelope's `output` items are read through the protocol gate.
 -- @module jsoncontract.providers.openai_responses
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
+local C = require "jsoncontract.providers.envelope"
 local openai = require "jsoncontract.providers.openai"
 
 local type, ipairs = type, ipairs
 local concat = table.concat
 local format = string.format
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION, name = "openai_responses" }
 
@@ -24,6 +23,10 @@ local MODES = { native = true, json = true, prompt = true }
 -- @treturn table dropped
 -- @raise when schema is not a table
 _M.provider_schema = openai.provider_schema
+--- As Chat Completions (see `jsoncontract.providers.openai.native_schema`).
+_M.native_schema = openai.native_schema
+--- As Chat Completions (see `jsoncontract.providers.openai.SUBSET`).
+_M.SUBSET = openai.SUBSET
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt (sent as `instructions`) }
@@ -51,8 +54,8 @@ function _M.build_request(contract, messages, opts)
     elseif o.mode == "json" then
         body.text = { format = { type = "json_object" } }
     end
-    return C.post(o, C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/responses"), "authorization",
-        body, mode, schema_sent, dropped)
+    return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/responses"),
+        auth = "authorization", body = body, mode = mode, schema_sent = schema_sent, dropped = dropped }
 end
 
 -- The text and name of a function_call item: its `arguments` string.

@@ -13,12 +13,11 @@
 -- chunk), is protocol/invalid_event.
 -- @module jsoncontract.providers.streaming
 local core = require "jsoncontract.core"
-local providers = require "jsoncontract.providers"
+local C = require "jsoncontract.providers.envelope"
 local sse = require "jsoncontract.providers.sse"
 local ndjson = require "jsoncontract.providers.ndjson"
 
 local type, error, setmetatable, ipairs = type, error, setmetatable, ipairs
-local C = providers.common
 
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }

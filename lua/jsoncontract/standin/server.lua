@@ -1,5 +1,5 @@
 --- The stand-in model server: OpenAI Chat Completions and Anthropic Messages over HTTP/1.1 on
--- 127.0.0.1, answering with `jsoncontract.standin.model`. One process, many connections at once:
+-- 127.0.0.1, answering with `jsoncontract.standin.conversation`. One process, many connections at once:
 -- one coroutine per connection, non-blocking luasocket sockets and `socket.select`; the answer
 -- delay is a timer in the scheduler, never a blocking sleep. A test double: it uses lua-cjson for
 -- the wire JSON, not the product's parser.
@@ -7,7 +7,9 @@
 
 local socket = require "socket"
 local cjson = require "cjson"
-local model = require "jsoncontract.standin.model"
+local conversation = require "jsoncontract.standin.conversation"
+local stext = require "jsoncontract.standin.text"
+local wire_in = require "jsoncontract.standin.wire"
 
 local gettime, select_ = socket.gettime, socket.select
 local create, resume, yield, status, running =
@@ -218,8 +220,8 @@ local function openai_reply(st, body, ans, request)
     st.ids = st.ids + 1
     local refused = ans.kind == "refusal"
     local text = ans.text
-    local out_tokens = model.tokens(refused and model.REFUSAL_TEXT or text)
-    local in_tokens = model.input_tokens(request)
+    local out_tokens = stext.tokens(refused and conversation.REFUSAL_TEXT or text)
+    local in_tokens = wire_in.input_tokens(request)
     return {
         id = format("chatcmpl-standin%06d", st.ids), object = "chat.completion", created = os.time(),
         model = type(body.model) == "string" and body.model or "standin-1",
@@ -228,7 +230,7 @@ local function openai_reply(st, body, ans, request)
             message = {
                 role = "assistant",
                 content = refused and cjson.null or text,
-                refusal = refused and model.REFUSAL_TEXT or cjson.null,
+                refusal = refused and conversation.REFUSAL_TEXT or cjson.null,
             },
             logprobs = cjson.null,
             finish_reason = ans.kind == "truncated" and "length" or "stop",
@@ -252,8 +254,8 @@ local function anthropic_reply(st, body, ans, request)
         model = type(body.model) == "string" and body.model or "standin-1",
         content = content, stop_reason = stop, stop_sequence = cjson.null,
         usage = {
-            input_tokens = model.input_tokens(request),
-            output_tokens = ans.text and model.tokens(ans.text) or 5,
+            input_tokens = wire_in.input_tokens(request),
+            output_tokens = ans.text and stext.tokens(ans.text) or 5,
         },
     }
 end
@@ -265,9 +267,9 @@ local function encode(t)
 end
 
 local ROUTES = {
-    ["/v1/chat/completions"] = { wire = "openai", from = model.from_openai, reply = openai_reply },
-    ["/chat/completions"] = { wire = "openai", from = model.from_openai, reply = openai_reply },
-    ["/v1/messages"] = { wire = "anthropic", from = model.from_anthropic, reply = anthropic_reply },
+    ["/v1/chat/completions"] = { wire = "openai", from = wire_in.from_openai, reply = openai_reply },
+    ["/chat/completions"] = { wire = "openai", from = wire_in.from_openai, reply = openai_reply },
+    ["/v1/messages"] = { wire = "anthropic", from = wire_in.from_anthropic, reply = anthropic_reply },
 }
 
 -- Returns status, body, extra headers, shutdown?
@@ -293,7 +295,7 @@ local function handle(st, req)
         return 400, error_body(route.wire, 400, "messages: field required")
     end
     local request = route.from(body)
-    local ok2, ans = pcall(model.answer, request, { seed = st.seed })
+    local ok2, ans = pcall(conversation.answer, request, { seed = st.seed })
     if not ok2 then
         return 500, error_body(route.wire, 500, "stand-in model failed: " .. tostring(ans))
     end
@@ -345,7 +347,9 @@ local MAX_OPEN = 900
 --   or nil: stop after answering this many requests), `idle_seconds` (number or nil: stop after
 --   this long with no connection open and none accepted, so a server whose client died
 --   does not linger), `on_ready` (function(port) called once
---   the socket listens)
+--   the socket listens), `examples_dir` (string or nil: the folder whose <name>_standin.lua
+--   files teach the model the example contracts; see
+--   `jsoncontract.standin.conversation.load_examples`)
 -- @treturn[1] table stats {served = integer requests answered}
 -- @return[2] nil
 -- @treturn[2] string why the socket could not be opened
@@ -358,6 +362,10 @@ function _M.run(opts)
         if opts[k] ~= nil and type(opts[k]) ~= "number" then error(k .. " must be a number", 2) end
     end
     if opts.on_ready ~= nil and type(opts.on_ready) ~= "function" then error("on_ready must be a function", 2) end
+    if opts.examples_dir ~= nil then
+        if type(opts.examples_dir) ~= "string" then error("examples_dir must be a string", 2) end
+        conversation.load_examples(opts.examples_dir)
+    end
     local host = opts.host or "127.0.0.1"
     local server, err = socket.bind(host, opts.port or 0, 128)
     if not server then return nil, err end

@@ -3,11 +3,12 @@
 -- model is told and what is checked cannot drift apart.
 -- @module jsoncontract.contract
 local core = require "jsoncontract.core"
-local adapters = require "jsoncontract.adapters"
+local adapters = require "jsoncontract.contract.adapters"
+local feedback = require "jsoncontract.feedback"
 local rules_gate = require "jsoncontract.contract.rules"
 
-local type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, pcall, error =
-    type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, pcall, error
+local type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error =
+    type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error
 local concat, sort = table.concat, table.sort
 local format, rep = string.format, string.rep
 
@@ -175,8 +176,9 @@ function _M.new(def)
     local rules, rules_budget = rules_gate.normalize(def.rules, def.rules_budget)
     for i, name in ipairs(def.adapters or {}) do
         if type(name) ~= "string" then error("contract adapter " .. i .. " must be a name (string)", 2) end
-        local known, msg = pcall(adapters.apply, "", { name })
-        if not known then error("contract: " .. tostring(msg), 2) end
+        if not adapters.known(name) then
+            error("contract: unknown adapter '" .. name .. "' (known: " .. concat(adapters.names, ", ") .. ")", 2)
+        end
     end
     for i, ex in ipairs(def.examples or {}) do
         if type(ex) ~= "table" or type(ex.input) ~= "string" or ex.output == nil then
@@ -246,40 +248,6 @@ function _M.check_rules(self, value, ctx)
     return rules_gate.run(self.rules, value, ctx, self.rules_budget)
 end
 
--- The value at a JSON Pointer inside `root` (nil when absent).
-local function at_pointer(root, pointer)
-    local v = root
-    for token in pointer:gmatch("/([^/]*)") do
-        if type(v) ~= "table" then return nil end
-        token = token:gsub("~1", "/"):gsub("~0", "~")
-        local key = token
-        if getmetatable(v) == core.array_mt then key = (tonumber(token) or -1) + 1 end
-        v = v[key]
-    end
-    return v
-end
-
--- Replace the validator's words with the contract's own for the schema locations it names
--- (`def.messages`), and rebuild the joined message.
-local function apply_messages(messages, err, value)
-    local changed = false
-    for _, e in ipairs(err.errors or {}) do
-        local words = messages[e.schema_pointer]
-        if words then
-            local v = at_pointer(value, e.pointer)
-            local shown = ""
-            if v ~= nil and type(v) ~= "table" then shown = " " .. core.encode(v) end
-            e.message = e.pointer .. shown .. " " .. words
-            changed = true
-        end
-    end
-    if changed then
-        local msgs = {}
-        for i, e in ipairs(err.errors) do msgs[i] = e.message end
-        err.message = concat(msgs, "; ")
-    end
-end
-
 --- Run the format, schema and rules gates on a reply's content string.
 -- @tparam string text the content string (the inner JSON)
 -- @tparam[opt] table opts `adapters` (list of names, default the contract's), `context` (passed to rules)
@@ -308,7 +276,7 @@ function _M.check(self, text, opts)
     local ok
     ok, err = self.validator:validate(value, DECODED)
     if not ok then
-        if self.messages then apply_messages(self.messages, err, value) end
+        if self.messages then feedback.apply_overrides(self.messages, err, value) end
         err.adapters = applied
         return nil, err
     end

@@ -1,0 +1,50 @@
+--- `jsoncontract lint`: print, per provider, the schema keywords the provider will not
+-- enforce (see `jsoncontract.contract.lint`).
+--
+--     jsoncontract lint --contract FILE [--provider NAME] [--json]
+--
+-- FILE is a Lua file returning `{contract = ...}` (as for `check`) or a JSON Schema file.
+-- Exit status: 0 when every provider enforces the whole schema, 1 when some keyword is not
+-- enforced (the findings are printed), 2 on a usage error.
+-- @module jsoncontract.cli.lint
+local core = require "jsoncontract.core"
+local lint = require "jsoncontract.contract.lint"
+local providers = require "jsoncontract.providers"
+local util = require "jsoncontract.cli.util"
+
+local format = string.format
+
+return {
+    name = "lint",
+    summary = "Say, per provider, which schema keywords its constrained decoding will not enforce.",
+    configure = function(parser)
+        parser:option("--contract", "Lua file returning {contract=...}, or a JSON Schema file (required).")
+        parser:option("--provider", "One of: " .. table.concat(providers.names, ", ") .. " (default: all).")
+            :convert(util.provider_name)
+        parser:flag("--json", "Print the report as JSON.")
+        parser:epilog("Exit status: 0 every keyword enforced, 1 some keyword not enforced, 2 usage error.")
+    end,
+    run = function(args, env)
+        local out = env.stdout
+        if not args.contract then return util.fail(env, "lint: --contract FILE is required") end
+        local schema, msg = util.load_schema(args.contract)
+        if schema == nil then return util.fail(env, "lint: " .. msg) end
+        local ok, report = pcall(lint.lint, schema, args.provider)
+        if not ok then return util.fail(env, "lint: " .. tostring(report)) end
+        local any = false
+        for _, r in ipairs(report) do any = any or #r.not_enforced > 0 end
+        if args.json then
+            out:write(core.encode(report), "\n")
+        else
+            for _, r in ipairs(report) do
+                out:write(format("%s (mode %s): %d keyword%s not enforced\n", r.provider, r.mode,
+                    #r.not_enforced, #r.not_enforced == 1 and "" or "s"))
+                for _, f in ipairs(r.not_enforced) do
+                    out:write(format("  %s %s: %s\n", f.schema_pointer == "" and "/" or f.schema_pointer,
+                        f.keyword, f.reason))
+                end
+            end
+        end
+        return any and 1 or 0
+    end,
+}

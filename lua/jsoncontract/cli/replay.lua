@@ -1,0 +1,167 @@
+--- `jsoncontract replay EVIDENCE`: re-run the contract on recorded replies, offline.
+-- EVIDENCE is an evidence log (JSONL; records written with --record-text carry the model's text)
+-- or one saved provider response body (`--provider`, default openai, or anthropic for a Messages
+-- body). Exit 0 when every replayed verdict matches the recorded one (or, for a saved response,
+-- when it is accepted), 1 otherwise, 2 on a usage error.
+-- @module jsoncontract.cli.replay
+local core = require "jsoncontract.core"
+local adapters = require "jsoncontract.contract.adapters"
+local providers = require "jsoncontract.providers"
+local util = require "jsoncontract.cli.util"
+
+local format = string.format
+
+local function verdict_of(value, err)
+    if value ~= nil then return "accepted", nil end
+    return err.category, err.kind
+end
+
+local function show_verdict(gate, kind)
+    return kind and (gate .. "/" .. kind) or gate
+end
+
+-- The contract a record names, loaded once per file (with its offline rules context, when the
+-- contract module knows how to find it). The evidence is data: a name never becomes a path
+-- outside examples/.
+local function contract_loader(args, env, evidence_dir)
+    local contracts, contexts = {}, {}
+    return function(name)
+        if not args.contract and name ~= nil and (type(name) ~= "string" or not name:match("^[%w_%-]+$")) then
+            return nil, "the record names the contract " .. core.encode(name) .. ", which is not an example name; "
+                .. "pass --contract FILE"
+        end
+        local file = args.contract or (name and (env.root .. "/examples/" .. name .. ".lua"))
+        if not file then return nil, "the record names no contract; pass --contract FILE" end
+        if contracts[file] == nil then
+            if util.kind(file) == nil then
+                contracts[file] = false
+                return nil, "no contract file " .. file .. "; pass --contract FILE"
+            end
+            local mod, lerr = util.load_contract(file)
+            if not mod then return nil, lerr end
+            contracts[file] = mod
+            if type(mod.replay_context) == "function" then
+                contexts[file] = mod.replay_context { evidence_dir = evidence_dir, root = env.root }
+            end
+        end
+        if not contracts[file] then return nil, "no contract file " .. file end
+        return contracts[file].contract, contexts[file]
+    end
+end
+
+-- One saved provider response (the outer JSON envelope).
+local function replay_response(args, env, bytes, doc, contract_for, extra)
+    local out = env.stdout
+    local provider = providers.get(args.provider or (doc.type == "message" and "anthropic" or "openai"))
+    local contract, cerr = contract_for(nil)
+    if not contract then return util.fail(env, cerr) end
+    local reply, perr = provider.read_response(200, {}, bytes)
+    if not reply then
+        out:write(format("saved response: rejected at the protocol gate: %s\n", tostring(perr)))
+        return 1
+    end
+    local value, report = contract:check(reply.text, { adapters = extra })
+    if value ~= nil then
+        out:write(format("saved response: accepted by %s %s%s\n", contract.name, contract.version,
+            #report.adapters > 0 and (" with adapter " .. table.concat(report.adapters, ", ")) or ""))
+        return 0
+    end
+    out:write(format("saved response: rejected by %s %s: %s\n", contract.name, contract.version, tostring(report)))
+    return 1
+end
+
+local function run_replay(args, env)
+    local out = env.stdout
+    local path = args.evidence
+    local bytes, err = util.read_file(path)
+    if not bytes then return util.fail(env, err) end
+    out:write(format("replay %s sha256 %s (%d bytes)\n", path, core.sha256(bytes), #bytes))
+    local contract_for = contract_loader(args, env, path:match("^(.*)/[^/]*$") or ".")
+    local extra = args.adapter and { args.adapter } or {}
+
+    local doc = core.decode(bytes)
+    if type(doc) == "table" and (doc.choices ~= nil or doc.type == "message") then
+        return replay_response(args, env, bytes, doc, contract_for, extra)
+    end
+
+    local n, same, differ, skipped, unknown, lineno = 0, 0, 0, 0, 0, 0
+    for line in (bytes .. "\n"):gmatch("([^\n]*)\n") do
+        lineno = lineno + 1
+        if line:match("%S") then
+            local rec = core.decode(line)
+            if type(rec) ~= "table" then
+                out:write(format("line %d: not an evidence record, skipped\n", lineno))
+                skipped = skipped + 1
+            elseif type(rec.text) ~= "string" or (rec.gate ~= "accepted" and rec.gate ~= "format"
+                and rec.gate ~= "schema" and rec.gate ~= "rules") then
+                -- Transport and protocol records carry no model text to re-check; anything
+                -- else without a string text is named, not skipped silently.
+                if rec.gate ~= "transport" and rec.gate ~= "protocol" then
+                    out:write(format("line %d: no model text to re-check (gate %s), skipped\n", lineno,
+                        core.encode(rec.gate == nil and core.null or rec.gate)))
+                end
+                skipped = skipped + 1
+            else
+                local name = type(rec.contract) == "table" and rec.contract.name or nil
+                local contract, ctx = contract_for(name)
+                if not contract then return util.fail(env, "line " .. lineno .. ": " .. ctx) end
+                local names = {}
+                for _, a in ipairs(type(rec.adapters) == "table" and rec.adapters or {}) do
+                    if not adapters.known(a) then
+                        return util.fail(env, "line " .. lineno .. ": the record names an unknown adapter "
+                            .. core.encode(a))
+                    end
+                    names[#names + 1] = a
+                end
+                for _, a in ipairs(extra) do names[#names + 1] = a end
+                local value, cres = contract:check(rec.text, { adapters = names, context = ctx })
+                local gate, kind = verdict_of(value, cres)
+                local rgate = rec.gate
+                local rkind = rgate ~= "accepted" and rec.kind or nil
+                local where = format("line %d%s attempt %s", lineno,
+                    type(rec.item_id) == "string" and (" (" .. rec.item_id .. ")") or "", tostring(rec.attempt))
+                n = n + 1
+                local note = ""
+                if type(rec.contract) == "table" and rec.contract.schema_hash
+                    and rec.contract.schema_hash ~= contract.schema_hash then
+                    note = format(" (recorded with %s %s, replayed with %s %s)", tostring(rec.contract.name),
+                        tostring(rec.contract.version), contract.name, contract.version)
+                end
+                if gate == rgate and kind == rkind then
+                    same = same + 1
+                    out:write(format("%s: %s, same as recorded%s\n", where, show_verdict(gate, kind), note))
+                elseif rgate == "rules" and gate == "accepted" and ctx == nil then
+                    unknown = unknown + 1
+                    out:write(format("%s: recorded %s; the format and schema gates agree, the rules need the "
+                        .. "run's context, not available offline: not compared%s\n",
+                        where, show_verdict(rgate, rkind), note))
+                else
+                    differ = differ + 1
+                    out:write(format("%s: DIFFERS: recorded %s, replayed %s%s\n", where,
+                        show_verdict(rgate, rkind), show_verdict(gate, kind), note))
+                end
+            end
+        end
+    end
+    out:write(format("%d replayed: %d same, %d differ%s; %d record(s) without text or outside the contract " ..
+        "gates skipped\n", n, same, differ, unknown > 0 and format(", %d not comparable offline", unknown) or "",
+        skipped))
+    if n == 0 then
+        env.stderr:write("jsoncontract: no record carries the model's text (record it with --record-text)\n")
+        return 1
+    end
+    return differ == 0 and 0 or 1
+end
+
+return {
+    name = "replay",
+    summary = "Re-run the contract offline on the replies of an evidence log or one saved response.",
+    configure = function(parser)
+        parser:argument("evidence", "Evidence log (JSONL, written with --record-text) or one saved response body.")
+        parser:option("--contract", "Contract to replay with (default: examples/<recorded name>.lua).")
+        parser:option("--adapter", "Also allow this adapter."):choices(adapters.names)
+        parser:option("--provider", "Provider of a saved response (default: openai, or anthropic for a "
+            .. "Messages body)."):convert(util.provider_name)
+    end,
+    run = run_replay,
+}

@@ -1,0 +1,337 @@
+--- What the commands of `jsoncontract` share: failing with a usage error, reading files,
+-- folders (through LuaFileSystem, never the shell), loading contracts and schemas, reading a
+-- mailbox, choosing a provider, starting the stand-in, and the OpenAI envelope of a recorded
+-- reply.
+-- @module jsoncontract.cli.util
+local core = require "jsoncontract.core"
+local secrets = require "jsoncontract.secrets"
+local lfs = require "lfs"
+
+local type, tostring, pcall, dofile, ipairs = type, tostring, pcall, dofile, ipairs
+local format = string.format
+local concat = table.concat
+
+local _M = { _VERSION = core._VERSION }
+
+--- Write "jsoncontract: <msg>" to the error stream; the exit status of a usage error.
+-- @tparam table env the command's environment (`stderr`)
+-- @tparam string msg
+-- @treturn integer 2
+function _M.fail(env, msg)
+    -- The keys a run may hold never reach the terminal, in any spelling.
+    local keys = { os.getenv("OPENAI_API_KEY"), os.getenv("ANTHROPIC_API_KEY"), os.getenv("GEMINI_API_KEY") }
+    env.stderr:write("jsoncontract: ", secrets.clean(msg, keys, 4000), "\n")
+    return 2
+end
+
+----------------------------------------------------------------------------
+-- Files and folders
+----------------------------------------------------------------------------
+
+--- The whole file, or nil and a message ("<path>: Is a directory" for a folder).
+-- @tparam string path
+-- @treturn[1] string bytes
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.read_file(path)
+    local f, msg = io.open(path, "rb")
+    if not f then return nil, msg end
+    local s, rerr = f:read("*a")
+    f:close()
+    if not s then return nil, path .. ": " .. tostring(rerr) end -- e.g. a folder
+    return s
+end
+
+--- What is at `path`: "file", "directory", another lfs mode, or nil when nothing is.
+-- @tparam string path
+-- @treturn string|nil
+function _M.kind(path)
+    return lfs.attributes(path, "mode")
+end
+
+--- Is the folder empty (no entry besides "." and "..")?
+-- @tparam string dir an existing folder
+-- @treturn boolean
+function _M.is_empty_dir(dir)
+    local ok, iter, state = pcall(lfs.dir, dir)
+    if not ok then return false end
+    for name in iter, state do
+        if name ~= "." and name ~= ".." then return false end
+    end
+    return true
+end
+
+--- Create a folder and its parents (as `mkdir -p` does).
+-- @tparam string dir
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.mkdir_p(dir)
+    local path = dir:sub(1, 1) == "/" and "/" or ""
+    for part in dir:gmatch("[^/]+") do
+        path = path .. part
+        local mode = lfs.attributes(path, "mode")
+        if mode == nil then
+            local ok, msg = lfs.mkdir(path)
+            if not ok and lfs.attributes(path, "mode") ~= "directory" then return nil, msg end
+        elseif mode ~= "directory" then
+            return nil, path .. " is not a folder"
+        end
+        path = path .. "/"
+    end
+    return true
+end
+
+--- Make `dir` ready for a run's output: it must be a new or empty folder. Nothing is
+-- overwritten.
+-- @tparam string dir
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.prepare_out_dir(dir)
+    local mode = _M.kind(dir)
+    if mode ~= nil and mode ~= "directory" then
+        return nil, "output path " .. dir .. " exists and is not a folder (nothing was overwritten)"
+    end
+    if mode == "directory" and not _M.is_empty_dir(dir) then
+        return nil, "output folder " .. dir .. " is not empty; choose a new one (nothing was overwritten)"
+    end
+    local ok, msg = _M.mkdir_p(dir)
+    if not ok then return nil, "cannot create output folder " .. dir .. ": " .. tostring(msg) end
+    return true
+end
+
+--- A folder name that is not taken: `base`, else `base-2`, `base-3`, ...
+-- @tparam string base
+-- @treturn string
+function _M.free_name(base)
+    local dir, n = base, 1
+    while _M.kind(dir) ~= nil do
+        n = n + 1
+        dir = base .. "-" .. n
+    end
+    return dir
+end
+
+--- Is the stream a terminal? (lua-term when installed; else no.)
+-- @param stream an io file
+-- @treturn boolean
+function _M.isatty(stream)
+    local ok, term = pcall(require, "term")
+    return ok and type(term.isatty) == "function" and term.isatty(stream) or false
+end
+
+----------------------------------------------------------------------------
+-- Contracts, schemas, mailboxes
+----------------------------------------------------------------------------
+
+--- Load a contract file: a Lua file returning `{contract = ..., ...}`.
+-- @tparam string path
+-- @treturn[1] table the module
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.load_contract(path)
+    local ok, mod = pcall(dofile, path)
+    if not ok then return nil, "cannot load contract " .. path .. ": " .. tostring(mod) end
+    if type(mod) ~= "table" or type(mod.contract) ~= "table" then
+        return nil, path .. " must return a table with a 'contract' field"
+    end
+    return mod
+end
+
+--- A schema from a contract Lua file (its `contract.schema`, or `schema`) or a JSON Schema file.
+-- Only a schema the validator accepts is returned: no verdicts about non-schemas.
+-- @tparam string path
+-- @treturn[1] table|boolean schema
+-- @treturn[1] string|nil the contract's version, when a contract file
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.load_schema(path)
+    if path:match("%.lua$") then
+        local ok, mod = pcall(dofile, path)
+        if not ok then return nil, "cannot load " .. path .. ": " .. tostring(mod) end
+        if type(mod) == "table" and type(mod.contract) == "table" and mod.contract.schema ~= nil then
+            return mod.contract.schema, mod.contract.version
+        end
+        if type(mod) == "table" and mod.schema ~= nil then return mod.schema end
+        return nil, path .. " must return a table with a 'contract' or 'schema' field"
+    end
+    local text, err = _M.read_file(path)
+    if not text then return nil, err end
+    local v, derr = core.decode(text)
+    if v == nil then return nil, path .. " is not JSON: " .. derr.message end
+    if type(v) ~= "table" and type(v) ~= "boolean" then return nil, path .. " is not a JSON Schema" end
+    local ok, cerr = pcall(core.compile, v)
+    if not ok then return nil, path .. ": " .. tostring(cerr) end
+    return v
+end
+
+--- Read a JSONL mailbox. A line that is not a JSON object with a string `text` becomes an item
+-- with `input_error`, so it still ends in the review queue: nothing is lost.
+-- @tparam string path
+-- @tparam[opt] integer limit only the first `limit` messages
+-- @treturn[1] table items `{id, text, ...}` or `{id, input_error}`
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.read_mailbox(path, limit)
+    local bytes, msg = _M.read_file(path)
+    if not bytes then return nil, msg end
+    local items, lineno = {}, 0
+    if limit == 0 then return items end
+    for line in (bytes .. "\n"):gmatch("([^\n]*)\n") do
+        lineno = lineno + 1
+        if line:match("%S") then
+            local v, derr = core.decode(line)
+            local item
+            if v == nil then
+                item = { id = "line-" .. lineno, input_error = "line " .. lineno .. " is not JSON: " .. derr.message }
+            elseif type(v) ~= "table" or type(v.text) ~= "string" then
+                item = { id = "line-" .. lineno, input_error = "line " .. lineno .. " has no string field 'text'" }
+            else
+                item = v
+                if type(item.id) ~= "string" then item.id = "line-" .. lineno end
+            end
+            items[#items + 1] = item
+            if limit and #items >= limit then break end
+        end
+    end
+    return items
+end
+
+----------------------------------------------------------------------------
+-- Providers and the stand-in
+----------------------------------------------------------------------------
+
+--- Which provider, model, key and base URL. A key in the environment wins; a base URL
+-- without a key talks to that server without one (a local OpenAI-compatible server, say);
+-- otherwise the stand-in.
+-- @tparam table o `provider`, `model`, `base_url` (the command's options)
+-- @treturn[1] table `{provider, model, api_key, base_url, standin}`
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.choose_provider(o)
+    local env = os.getenv
+    if o.model == "" then return nil, "option --model needs a name" end
+    local base = o.base_url
+    if base and not base:match("^https?://[^/]") then return nil, "option --base-url needs an http(s) URL" end
+    local openai_key, anthropic_key = env("OPENAI_API_KEY"), env("ANTHROPIC_API_KEY")
+    if openai_key and openai_key ~= "" and (o.provider == nil or o.provider == "openai") then
+        return { provider = "openai", api_key = openai_key, model = o.model or env("OPENAI_MODEL") or "gpt-4o-mini",
+            base_url = base or env("OPENAI_BASE_URL") }
+    end
+    if anthropic_key and anthropic_key ~= "" and (o.provider == nil or o.provider == "anthropic") then
+        return { provider = "anthropic", api_key = anthropic_key,
+            model = o.model or env("ANTHROPIC_MODEL") or "claude-sonnet-4-5",
+            base_url = base or env("ANTHROPIC_BASE_URL") }
+    end
+    if base then
+        if not o.model then return nil, "option --base-url without an API key needs --model" end
+        return { provider = o.provider or "openai", model = o.model, base_url = base }
+    end
+    local name = o.provider or "openai"
+    if name ~= "openai" and name ~= "anthropic" then
+        return nil, "the stand-in model speaks openai and anthropic only; --provider " .. name
+            .. " needs its key (or --base-url and --model)"
+    end
+    return { provider = name, model = o.model or "standin-1", standin = true }
+end
+
+--- An argparse `convert` for `--provider`: the name when known, else nil and a message that
+-- lists all the providers.
+-- @tparam string name
+-- @treturn string|nil
+-- @treturn string|nil message
+function _M.provider_name(name)
+    local providers = require "jsoncontract.providers"
+    for _, n in ipairs(providers.names) do
+        if n == name then return name end
+    end
+    return nil, "unknown provider " .. name .. " (known: " .. concat(providers.names, ", ") .. ")"
+end
+
+--- An argparse `convert` for a whole number option (>= 0).
+-- @tparam string option the option's name, for the message
+-- @treturn function
+function _M.whole(option)
+    return function(v)
+        local n = tonumber(v)
+        if n and n >= 0 and n % 1 == 0 then return n end
+        return nil, "option " .. option .. " needs a whole number"
+    end
+end
+
+local function shell_quote(s)
+    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+--- The interpreter running us, to start helpers (the stand-in, the fault server) with the same Lua.
+-- @treturn string
+function _M.interpreter()
+    local i = -1
+    while arg and arg[i - 1] do i = i - 1 end
+    return arg and arg[i] or (jit and "luajit" or "lua5.4")
+end
+
+--- Start a helper program of ours (`bindir/<script> args...`) that prints a line with its port
+-- first; returns the pipe and the port.
+-- @tparam string script path of the script
+-- @tparam string args already quoted arguments
+-- @tparam string pattern captures the port in the first line
+-- @treturn[1] file the pipe
+-- @treturn[1] string port
+-- @return[2] nil
+-- @treturn[2] string the first line (for the message)
+function _M.start_helper(script, args, pattern)
+    -- The child finds our modules where we found them (an installed tree need not be on the
+    -- default paths: LuaRocks' wrapper sets them for us only).
+    local paths = format("package.path=%q package.cpath=%q", package.path, package.cpath)
+    local proc = io.popen(format("%s -e %s %s %s", shell_quote(_M.interpreter()), shell_quote(paths),
+        shell_quote(script), args), "r")
+    local line = proc and proc:read("*l")
+    local port = line and line:match(pattern)
+    if not port then
+        if proc then proc:close() end
+        return nil, tostring(line)
+    end
+    return proc, port
+end
+
+--- Start the stand-in model server; returns its base URL and a stop function.
+-- @tparam string bindir the folder of bin/jsoncontract-standin
+-- @tparam integer seed
+-- @tparam integer delay_ms per answer
+-- @treturn[1] string base URL
+-- @treturn[1] function stop
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.start_standin(bindir, seed, delay_ms)
+    -- --idle-seconds: should we die without saying /shutdown, the server follows soon.
+    local proc, port = _M.start_helper(bindir .. "/jsoncontract-standin",
+        format("--port 0 --seed %d --delay-ms %d --max-seconds 21600 --idle-seconds 120", seed, delay_ms),
+        "^listening 127%.0%.0%.1:(%d+)")
+    if not proc then return nil, "the stand-in model did not start (" .. port .. ")" end
+    local base = "http://127.0.0.1:" .. port
+    local function stop()
+        local curl = require "jsoncontract.transport.curl"
+        curl.request { url = base .. "/shutdown", method = "POST", body = "", timeout_ms = 2000 }
+        proc:close()
+    end
+    return base, stop
+end
+
+--- An OpenAI Chat Completions envelope around `content` (a recorded or scripted reply).
+-- @tparam string|nil content nil: JSON null
+-- @tparam[opt="stop"] string finish finish_reason
+-- @tparam[opt] string refusal
+-- @treturn string the JSON body
+function _M.openai_envelope(content, finish, refusal)
+    return core.encode {
+        id = "chatcmpl-recorded", object = "chat.completion", model = "recorded-1",
+        choices = setmetatable({ { index = 0, finish_reason = finish or "stop",
+            message = { role = "assistant", content = content == nil and core.null or content,
+                refusal = refusal or core.null } } }, core.array_mt),
+        usage = { prompt_tokens = 50, completion_tokens = 10, total_tokens = 60 },
+    }
+end
+
+return _M

@@ -1,0 +1,324 @@
+--- The envelope helpers every provider module shares: argument checks for
+-- `build_request`/`read_response`, the request table (`post`), the normalised reply and the
+-- protocol gate's err values. A gate that fails on a reply read so far returns
+-- `nil, err, reply`: the reply (its text, finish reason and token usage) travels beside the
+-- error, never inside it.
+--
+-- Every provider module `jsoncontract.providers.<name>` has the same shape:
+--
+--    req = provider.build_request(contract, messages, opts)
+--    reply, err, partial = provider.read_response(status, headers, body)
+--    schema_sent, dropped, subset, mode = provider.native_schema(schema)
+--
+-- These helpers are internal and may change.
+-- @module jsoncontract.providers.envelope
+local core = require "jsoncontract.core"
+local errors = require "jsoncontract.errors"
+local json = require "jsoncontract.json"
+local http_status = require "jsoncontract.transport.http_status"
+
+local type, pairs, ipairs, tostring, error, setmetatable = type, pairs, ipairs, tostring, error, setmetatable
+local concat, sort = table.concat, table.sort
+local floor, huge = math.floor, math.huge
+local format, lower = string.format, string.lower
+
+local C = { _VERSION = core._VERSION }
+
+--- Output token budget sent when the caller gives no `max_tokens`.
+C.DEFAULT_MAX_TOKENS = 1024
+
+--- Longest provider message copied into an err message, in bytes.
+C.MAX_DETAIL = errors.MAX_DETAIL
+
+--- Make an err table with the shared metatable; the message has credentials masked.
+-- A `reply` among `fields` does not go into the err: it is returned beside it, so
+-- `return nil, C.err(..., {reply = reply})` gives read_response's `nil, err, reply`.
+-- @treturn table err
+-- @treturn table|nil reply
+function C.err(category, kind, message, fields)
+    local reply = fields and fields.reply
+    if reply ~= nil then
+        local f = {}
+        for k, v in pairs(fields) do
+            if k ~= "reply" then f[k] = v end
+        end
+        fields = f
+    end
+    return errors.new(category, kind, errors.scrub(message), fields), reply
+end
+
+-- JSON helpers, under the names the provider modules use.
+C.is_array, C.is_object, C.new_array, C.deepcopy = json.is_array, json.is_object, json.new_array, json.deepcopy
+C.snippet, C.scrub = errors.snippet, errors.scrub
+-- The transport gate's classification of an HTTP status or an error object (see
+-- `jsoncontract.transport.http_status`).
+C.http_error, C.error_object, C.retry_after, C.parse_duration =
+    http_status.http_error, http_status.error_object, http_status.retry_after, http_status.parse_duration
+
+--- `v` if it is a string, else nil (JSON null and other types give nil).
+function C.str(v)
+    if type(v) == "string" then return v end
+    return nil
+end
+
+--- `v` when it is a whole, finite, non-negative number (a token count), else nil.
+-- @param v any value
+-- @treturn integer|nil
+function C.int(v)
+    if type(v) == "number" and v == v and v >= 0 and v < huge and floor(v) == v then
+        return v
+    end
+    return nil
+end
+
+--- Join a base URL (with or without a trailing /v1 and slash) and an API path that
+-- starts with "/v1/".
+function C.join_url(base, path)
+    base = base:gsub("/+$", "")
+    if base:sub(-3) == "/v1" then
+        return base .. path:sub(4)
+    end
+    return base .. path
+end
+
+--- Check the arguments of read_response (raises at the caller's caller).
+function C.check_response_args(status, headers, body)
+    if type(status) ~= "number" or floor(status) ~= status then
+        error("status must be an integer, got " .. type(status), 3)
+    end
+    if headers ~= nil and type(headers) ~= "table" then
+        error("headers must be a table or nil, got " .. type(headers), 3)
+    end
+    if type(body) ~= "string" then
+        error("body must be a string, got " .. type(body), 3)
+    end
+    -- normalise header names to lower case (callers should already have done so)
+    local h = {}
+    if headers then
+        for k, v in pairs(headers) do
+            if type(k) ~= "string" or type(v) ~= "string" then
+                error("headers must map names to strings, got " .. type(k) .. " -> " .. type(v), 3)
+            end
+            h[lower(k)] = v
+        end
+    end
+    return h
+end
+
+--- Check the arguments of build_request; returns the checked options with defaults.
+-- `modes` is the set of modes the provider supports. Raises at the caller's caller.
+function C.check_request_args(contract, messages, opts, modes, provider)
+    if type(contract) ~= "table" then
+        error("contract must be a table, got " .. type(contract), 3)
+    end
+    if type(contract.name) ~= "string" or contract.name == "" then
+        error("contract.name must be a non-empty string", 3)
+    end
+    if type(contract.prompt) ~= "string" then
+        error("contract.prompt must be a string (the rendered instructions)", 3)
+    end
+    if type(messages) ~= "table" then
+        error("messages must be an array of {role=, content=}, got " .. type(messages), 3)
+    end
+    local msgs = C.new_array()
+    for i = 1, #messages do
+        local m = messages[i]
+        if type(m) ~= "table" or (m.role ~= "user" and m.role ~= "assistant") then
+            error(format("messages[%d].role must be \"user\" or \"assistant\"", i), 3)
+        end
+        if type(m.content) ~= "string" then
+            error(format("messages[%d].content must be a string", i), 3)
+        end
+        msgs[i] = { role = m.role, content = m.content }
+    end
+    if #msgs == 0 then
+        error("messages must hold at least one message", 3)
+    end
+    if type(opts) ~= "table" then
+        error("opts must be a table with at least 'model', got " .. type(opts), 3)
+    end
+    if type(opts.model) ~= "string" or opts.model == "" then
+        error("opts.model must be a non-empty string", 3)
+    end
+    if opts.api_key ~= nil and type(opts.api_key) ~= "string" then
+        error("opts.api_key must be a string or nil", 3)
+    end
+    if opts.base_url ~= nil and (type(opts.base_url) ~= "string" or not opts.base_url:match("^https?://")) then
+        error("opts.base_url must be an http(s) URL", 3)
+    end
+    local max_tokens = opts.max_tokens
+    if max_tokens == nil then
+        max_tokens = C.DEFAULT_MAX_TOKENS
+    elseif type(max_tokens) ~= "number" or floor(max_tokens) ~= max_tokens or max_tokens < 1 then
+        error("opts.max_tokens must be a positive integer", 3)
+    end
+    if opts.temperature ~= nil and type(opts.temperature) ~= "number" then
+        error("opts.temperature must be a number or nil", 3)
+    end
+    local mode = opts.mode
+    if mode == nil then mode = "native" end
+    if not modes[mode] then
+        local known = {}
+        for k in pairs(modes) do known[#known + 1] = k end
+        sort(known)
+        error(format("opts.mode %s is not supported by %s (supported: %s)",
+            type(mode) == "string" and format("%q", mode) or tostring(mode), provider,
+            concat(known, ", ")), 3)
+    end
+    if mode == "native" and type(contract.schema) ~= "table" then
+        error("contract.schema must be a table in mode \"native\"", 3)
+    end
+    if opts.stream ~= nil and type(opts.stream) ~= "boolean" then
+        error("opts.stream must be a boolean or nil", 3)
+    end
+    return {
+        model = opts.model, api_key = opts.api_key, base_url = opts.base_url,
+        max_tokens = max_tokens, temperature = opts.temperature, mode = mode,
+        stream = opts.stream or nil,
+    }, msgs
+end
+
+--- Raise (at the caller of build_request) unless the schema root has type "object", as
+-- OpenAI strict mode needs.
+function C.check_object_root(schema)
+    if schema.type ~= "object" then
+        error("mode \"native\" needs a schema whose root has type \"object\" (OpenAI strict "
+            .. "mode); use mode \"json\" or \"prompt\"", 3)
+    end
+end
+
+--- The conversation with the contract's prompt as a leading system message.
+function C.with_system(prompt, msgs)
+    local all = C.new_array()
+    all[1] = { role = "system", content = prompt }
+    for i, m in ipairs(msgs) do all[i + 1] = m end
+    return all
+end
+
+--- The request table build_request returns: a JSON POST of `r.body` to `r.url`, ready for a
+-- transport as it is. Its own fields are the transport's (`url`, `method`, `headers`, `body`;
+-- the caller may add timeouts); what the request means (`mode`, `schema_sent`, `dropped`) is
+-- readable as `req.mode` ... through its metatable, so a transport never sees it and nobody
+-- copies the request to drop it.
+-- @tparam table r `opts` (the checked options; `opts.api_key` when given goes in header
+--   `auth`: "authorization" sends "Bearer <key>", any other name the key as it is), `url`,
+--   `auth` (header name), `body` (table, encoded here), `mode`, `schema_sent`, `dropped`,
+--   `headers` (table of further headers, optional)
+-- @treturn table `{url, method = "POST", headers, body}` with `mode`, `schema_sent`, `dropped`
+function C.post(r)
+    local headers = { ["content-type"] = "application/json" }
+    for k, v in pairs(r.headers or {}) do headers[k] = v end
+    local key = r.opts.api_key
+    if key then
+        headers[r.auth] = r.auth == "authorization" and "Bearer " .. key or key
+    end
+    return setmetatable({ url = r.url, method = "POST", headers = headers, body = core.encode(r.body) },
+        { __index = { mode = r.mode, schema_sent = r.schema_sent, dropped = r.dropped } })
+end
+
+--- The sum of the token counts given (each a non-negative integer, or counted as 0).
+function C.tokens(a, b, c)
+    return (C.int(a) or 0) + (C.int(b) or 0) + (C.int(c) or 0)
+end
+
+--- A new reply with its usage, model and id (strings, or nil).
+function C.new_reply(input_tokens, output_tokens, model, id)
+    return {
+        usage = { input_tokens = input_tokens, output_tokens = output_tokens },
+        model = C.str(model), id = C.str(id),
+    }
+end
+
+--- The err of a gate that failed on a reply read so far, and that reply: callers write
+-- `return nil, C.reply_err(...)`, so read_response returns `nil, err, reply`.
+-- @treturn table err
+-- @treturn table reply (text, finish, usage, ... as read so far)
+function C.reply_err(category, kind, message, status, reply, fields)
+    local f = { status = status }
+    if fields then
+        for k, v in pairs(fields) do f[k] = v end
+    end
+    f.reply = reply
+    return C.err(category, kind, message, f)
+end
+
+--- truncated/max_tokens; `why` names the field that said so, e.g. "finish_reason length".
+function C.truncated(status, reply, why)
+    return C.reply_err("truncated", "max_tokens", "the reply was cut at the output token limit ("
+        .. why .. ")", status, reply)
+end
+
+--- filtered/content_filter; `why` as for `truncated`.
+function C.filtered(status, reply, why)
+    return C.reply_err("filtered", "content_filter", "the reply was withheld by a content filter ("
+        .. why .. ")", status, reply)
+end
+
+--- protocol/unknown_finish_reason: "<what> <raw, quoted, or missing> is not <expected>".
+function C.unknown_finish(status, reply, what, raw, expected)
+    return C.reply_err("protocol", "unknown_finish_reason", what .. " "
+        .. (raw and format("%q", C.snippet(raw, 40)) or "missing") .. " is not " .. expected,
+        status, reply)
+end
+
+--- The last gate steps, shared by every provider: more than one tool call
+-- (protocol/ambiguous_content); one tool call (`args(call)` -> text|nil, name|nil gives the
+-- text; nil is protocol/no_content; finish becomes "tool_use"); otherwise the text already in
+-- `reply` (protocol/no_content when nil or ""), and protocol/no_content when the finish
+-- reason said tool_use without a call. `w` = { many = format with one %d for the count,
+-- no_args = message, no_text = message, no_call = message|nil }.
+function C.tool_or_text(status, reply, calls, args, w)
+    if #calls > 1 then
+        return nil, C.reply_err("protocol", "ambiguous_content", format(w.many, #calls), status, reply)
+    end
+    if #calls == 1 then
+        local text, name = args(calls[1])
+        if text == nil then
+            return nil, C.reply_err("protocol", "no_content", w.no_args, status, reply)
+        end
+        reply.text, reply.finish, reply.tool_name = text, "tool_use", name
+        return reply
+    end
+    if not reply.text or reply.text == "" then
+        return nil, C.reply_err("protocol", "no_content", w.no_text, status, reply)
+    end
+    if w.no_call and reply.finish == "tool_use" then
+        return nil, C.reply_err("protocol", "no_content", w.no_call, status, reply)
+    end
+    return reply
+end
+
+--- The shape of read_response, shared by every provider: check the arguments (raises at
+-- the caller of read_response, so call this as a tail call), a non-2xx status (transport,
+-- see `http_error`), a 2xx stream body (content-type containing `p.stream`) read through
+-- `p.reader(status)`, an envelope that is not a JSON object (protocol/invalid_envelope), then
+-- `p.doc(status, h, body, doc)`, the provider's gate. `p` = { name = string, stream = string,
+-- reader = function, doc = function, http_error = function(status, h, body)|nil }.
+function C.read_envelope(p, status, headers, body)
+    local h = C.check_response_args(status, headers, body)
+    if status < 200 or status > 299 then
+        if p.http_error then return nil, p.http_error(status, h, body) end
+        return nil, C.http_error(p.name, status, h, body)
+    end
+    if (h["content-type"] or ""):find(p.stream, 1, true) then
+        local acc = p.reader(status)
+        local ok, err = acc:feed(body)
+        if not ok then return nil, err end
+        return acc:finish()
+    end
+    local doc = core.decode(body)
+    if not C.is_object(doc) then
+        return nil, C.err("protocol", "invalid_envelope",
+            p.name .. " response body is not a JSON object (content-type "
+            .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
+    end
+    return p.doc(status, h, body, doc)
+end
+
+--- protocol/invalid_event for a stream event whose data is not a JSON object; `what` names it,
+-- e.g. "stream chunk".
+function C.not_object_event(pname, what)
+    return C.err("protocol", "invalid_event", pname .. " " .. what .. " is not a JSON object")
+end
+
+return C

@@ -1,0 +1,99 @@
+--- One HTTP exchange of the attempt loop, with its retries: send the request, check what the
+-- transport returned, scrub the key from the answer, read it through the provider's protocol
+-- gate, and retry a transient transport failure with backoff and `Retry-After` within the
+-- policy. Nothing here decides about the reply's content (that is the contract's gates).
+-- @module jsoncontract.run.exchange
+local core = require "jsoncontract.core"
+local policy_mod = require "jsoncontract.run.policy"
+local compat = require "jsoncontract.compat"
+
+local type, pairs, tonumber, error = type, pairs, tonumber, error
+local floor = math.floor
+local format = string.format
+local now = compat.now
+
+local _M = { _VERSION = core._VERSION }
+
+local function ms_since(t0) return floor((now() - t0) * 1000 + 0.5) end
+
+-- A response must be {status = integer, headers = table|nil, body = string}: anything else is a
+-- transport written wrong, which raises (misuse), never a gate failure.
+local function check_response(res)
+    if type(res) ~= "table" or type(res.status) ~= "number" or type(res.body) ~= "string"
+        or (res.headers ~= nil and type(res.headers) ~= "table") then
+        error("ask: the transport returned " .. type(res) .. " where a response "
+            .. "{status = integer, headers = table, body = string} was expected", 0)
+    end
+end
+
+local function check_transport_err(terr)
+    if type(terr) ~= "table" or terr.category ~= "transport" or type(terr.kind) ~= "string" then
+        error("ask: the transport returned nil and " .. type(terr) .. " where an err table "
+            .. "{category = \"transport\", kind, message} was expected", 0)
+    end
+end
+
+--- Send one request, retrying transient transport failures.
+-- @tparam table x fields:
+--   `send` (function(req) -> res | nil, err: the transport),
+--   `request` (the transport request: url, method, headers, body, timeouts),
+--   `provider` (the provider module: its `read_response` is the protocol gate),
+--   `policy` (from `jsoncontract.run.policy.merge`), `sleep` (function(seconds)),
+--   `scrub` (function(text) -> text: removes the API key from what the server sent),
+--   `time_left_ms` (function() -> number|nil: what the time budget leaves, nil when none),
+--   `on_transport_failure` (function(fields): called for every try that failed at the transport
+--   gate, with `{try, gate, category, kind, http_status, elapsed_ms, usage, retry}`)
+-- @treturn table result `{tries = integer, status = integer|nil (HTTP), reply = table|nil,
+--   err = table|nil, partial = table|nil (the reply read so far beside a protocol err),
+--   elapsed_ms = integer (the last try), usage = {input_tokens, output_tokens} (every try)}`
+-- @raise when the transport returns something that is not a response or a transport err
+function _M.exchange(x)
+    local policy = x.policy
+    local usage = { input_tokens = 0, output_tokens = 0 }
+    local try = 0
+    while true do
+        try = try + 1
+        local t0 = now()
+        local res, terr = x.send(x.request)
+        local reply, err, partial
+        if res ~= nil then
+            check_response(res)
+            -- A server may echo the key (in a body, a Location header): it goes no further.
+            local headers = {}
+            for k, v in pairs(res.headers or {}) do headers[k] = x.scrub(v) end
+            reply, err, partial = x.provider.read_response(res.status, headers, x.scrub(res.body))
+        else
+            check_transport_err(terr)
+            err = terr
+        end
+        local r = reply or partial
+        if r and r.usage then
+            usage.input_tokens = usage.input_tokens + (tonumber(r.usage.input_tokens) or 0)
+            usage.output_tokens = usage.output_tokens + (tonumber(r.usage.output_tokens) or 0)
+        end
+        local elapsed = ms_since(t0)
+        local result = { tries = try, status = res and res.status, reply = reply, err = err,
+            partial = partial, elapsed_ms = elapsed, usage = usage }
+        if not (err and err.category == "transport") then return result end
+
+        local retry = policy_mod.transient(err) and try <= policy.transport_retries
+        local wait = retry and policy_mod.backoff(policy, try, err.retry_after)
+        if policy_mod.transient(err) and err.retry_after and err.retry_after * 1000 > policy.retry_after_max_ms then
+            -- Say why this retryable failure is not retried, and how long the server asked for.
+            retry = false
+            err.message = format("%s; Retry-After asks for %g s, over the cap of %g s " ..
+                "(policy.retry_after_max_ms), so it was not waited for", err.message,
+                err.retry_after, policy.retry_after_max_ms / 1000)
+            err.retry_after_over_cap = true
+        end
+        local left = x.time_left_ms()
+        if retry and left and wait * 1000 > left then retry = false end
+        x.on_transport_failure { try = try, gate = "transport", category = err.category, kind = err.kind,
+            http_status = err.status or (res and res.status), elapsed_ms = elapsed,
+            usage = r and r.usage, retry = retry }
+        if not retry then return result end
+        x.sleep(wait)
+    end
+end
+
+return _M

@@ -1,0 +1,240 @@
+--- The attempt loop (DESIGN.md "The chain of gates").
+-- One call of `ask` sends the contract and the input to a provider, runs every gate on the
+-- reply, and on a format, schema or (retryable) rules failure appends the model's answer and
+-- one user message listing the errors, then asks again, up to `policy.max_attempts`. Refusals,
+-- content filters and truncated replies are never repaired and never accepted. Transient
+-- transport failures (429, 5xx, 529, timeout, reset, connect) are retried unchanged with backoff
+-- and `Retry-After`, within `policy.transport_retries`. Whatever cannot be accepted goes to
+-- `human_review` with the reason. Every HTTP exchange writes one evidence record.
+--
+-- Data flows one way: build (provider.build_request) -> send and read (`jsoncontract.run.exchange`:
+-- transport and protocol gates, with retries) -> the contract's gates (format, schema, rules) ->
+-- record (the attempt record, which is what the evidence log gets). The retry and budget policy is
+-- `jsoncontract.run.policy`; the feedback wording is `jsoncontract.feedback`.
+-- @module jsoncontract.run
+local core = require "jsoncontract.core"
+local errors = require "jsoncontract.errors"
+local secrets = require "jsoncontract.secrets"
+local providers = require "jsoncontract.providers"
+local feedback = require "jsoncontract.feedback"
+local policy_mod = require "jsoncontract.run.policy"
+local exchange = require "jsoncontract.run.exchange"
+local compat = require "jsoncontract.compat"
+
+local type, pairs, ipairs, tostring, error, setmetatable = type, pairs, ipairs, tostring, error, setmetatable
+local floor, random = math.floor, math.random
+local format = string.format
+local now = compat.now
+
+local _M = { _VERSION = core._VERSION }
+
+--- The default policy (see `jsoncontract.run.policy.DEFAULT`); `opts.policy` fields override it.
+_M.DEFAULT_POLICY = policy_mod.DEFAULT
+
+--- Estimate tokens as words x 1.3, rounded up (see `jsoncontract.run.policy.estimate_tokens`).
+-- @function estimate_tokens
+_M.estimate_tokens = policy_mod.estimate_tokens
+
+--- The feedback message sent to the model (see `jsoncontract.feedback.for_model`).
+-- @function feedback_message
+_M.feedback_message = feedback.for_model
+
+local ASK_OPTS = {
+    provider = true, model = true, api_key = true, base_url = true, max_tokens = true, temperature = true,
+    mode = true, transport = true, sleep = true, evidence = true, context = true, adapters = true,
+    request_id = true, item_id = true, policy = true, timeout_ms = true, connect_timeout_ms = true,
+    max_response_bytes = true,
+}
+
+-- Kinds and pointers only: messages may quote the model's text, which stays out of
+-- evidence unless the caller opted in (the writer drops `text`/`feedback`).
+local function error_summary(list)
+    if not list then return nil end
+    local out = setmetatable({}, core.array_mt)
+    for i, e in ipairs(list) do
+        out[i] = { pointer = e.pointer, keyword = e.keyword, schema_pointer = e.schema_pointer }
+    end
+    return out
+end
+
+local request_counter = 0
+local function new_request_id()
+    request_counter = request_counter + 1
+    return format("jc-%x-%d-%04d", floor(now() * 1000), request_counter, random(0, 9999))
+end
+
+-- The misuse checks of `ask`; returns the provider module.
+local function check_args(contract, input, opts)
+    if type(contract) ~= "table" or type(contract.check) ~= "function" then
+        error("ask: contract expected (from jsoncontract.contract)", 3)
+    end
+    if type(input) ~= "string" then error("ask: input must be a string, got " .. type(input), 3) end
+    if type(opts) ~= "table" then error("ask: opts must be a table", 3) end
+    for k in pairs(opts) do
+        if not ASK_OPTS[k] then error("ask: unknown option '" .. tostring(k) .. "'", 3) end
+    end
+    local provider = opts.provider
+    if type(provider) == "string" then provider = providers.get(provider) end
+    if type(provider) ~= "table" or type(provider.build_request) ~= "function" then
+        error("ask: opts.provider must be a provider name or module", 3)
+    end
+    if type(opts.model) ~= "string" then error("ask: opts.model must be a string", 3) end
+    return provider
+end
+
+--- Ask a model for a value by `contract`, check it, and retry with feedback within the policy.
+-- @tparam table contract from `jsoncontract.contract.new`
+-- @tparam string input the user input (e.g. the mail text), sent as the first user message
+-- @tparam table opts
+--   `provider` (a name from `jsoncontract.providers.names`: "openai", "openai_responses", "anthropic",
+--   "gemini", "ollama", "llamacpp"; or a provider module; required), `model` (string, required),
+--   `api_key`, `base_url`, `max_tokens`, `temperature`, `mode` ("native"|"json"|"prompt"),
+--   `transport` (function(req) -> res | nil, err; default `jsoncontract.transport.curl`.request),
+--   `timeout_ms`, `connect_timeout_ms`, `max_response_bytes` (passed to the transport),
+--   `sleep` (function(seconds), default `ngx.sleep` under OpenResty, else luasocket's),
+--   `evidence` (a writer from `jsoncontract.evidence`),
+--   `context` (passed to rules), `adapters` (list of adapter names; default the contract's),
+--   `request_id`, `item_id` (strings for evidence), `policy` (table overriding `DEFAULT_POLICY`)
+-- @treturn table outcome: `status` ("accepted"|"human_review"), `value` (when accepted),
+--   `reason` (err table when not accepted: category, kind, message, errors), `attempts` (list of
+--   `{attempt, tries, gate, category, kind, message, errors, http_status, finish, usage, elapsed_ms,
+--   adapters}`), `usage` (`{input_tokens, output_tokens}` summed over every HTTP exchange),
+--   `elapsed_ms`, `request_id`, `contract` (`{name, version, schema_hash}`), `adapters` (applied to the
+--   accepted reply)
+-- @raise on misuse: a missing contract, input that is not a string, unknown options
+function _M.ask(contract, input, opts)
+    local provider = check_args(contract, input, opts)
+    local policy = policy_mod.merge(opts.policy, 2)
+    local send = opts.transport or require("jsoncontract.transport.curl").request
+    local sleep = opts.sleep or compat.sleep
+    local evidence = opts.evidence
+    if evidence and opts.api_key then evidence:add_secret(opts.api_key) end
+
+    local started = now()
+    local function elapsed_ms() return floor((now() - started) * 1000 + 0.5) end
+    -- A provider may echo the key in an error body (real 401s do), in any spelling (escaped,
+    -- percent-encoded, in keys and values): it never leaves ask(). See jsoncontract.secrets.
+    local function scrub(text) return secrets.redact(text, opts.api_key) end
+
+    local item = {
+        request_id = opts.request_id or new_request_id(), item_id = opts.item_id,
+        contract = contract:identity(), provider = provider.name or tostring(opts.provider), model = opts.model,
+    }
+    local usage = { input_tokens = 0, output_tokens = 0 }
+    local attempts = {}
+    local messages = { { role = "user", content = input } }
+    local reasked = false
+    -- What the provider needs, built once: the contract as the prompt and schema it sends.
+    local contract_view = { name = contract.name, version = contract.version, schema = contract.schema,
+        prompt = contract:prompt() }
+    local popts = { model = opts.model, api_key = opts.api_key, base_url = opts.base_url,
+        max_tokens = opts.max_tokens, temperature = opts.temperature, mode = opts.mode }
+
+    -- One evidence record per HTTP exchange: the item's identity, then the attempt's fields.
+    -- `private` (model text, feedback, the input) is kept by the writer only on opt-in.
+    local function record(att, try, fields, private)
+        if not evidence then return end
+        local rec = { ts = os.date("!%Y-%m-%dT%H:%M:%SZ"), attempt = att, try = try }
+        for k, v in pairs(item) do rec[k] = v end
+        for k, v in pairs(fields) do rec[k] = v end
+        for k, v in pairs(private or {}) do rec[k] = v end
+        rec.message = nil -- may quote the model's text; kinds and pointers say what failed
+        rec.errors = error_summary(fields.errors)
+        rec.tries = nil
+        -- The input once per item, on its first exchange.
+        if att == 1 and try == 1 then rec.input = input end
+        evidence:write(rec)
+    end
+
+    local function finish(status, value, reason, applied)
+        -- every string of the reason (messages, pointers, details, locations) and of the attempts
+        reason = secrets.redact_value(reason, opts.api_key)
+        attempts = secrets.redact_value(attempts, opts.api_key)
+        return {
+            status = status, value = value, reason = reason, attempts = attempts, usage = usage,
+            elapsed_ms = elapsed_ms(), request_id = item.request_id, contract = item.contract,
+            adapters = applied, item_id = opts.item_id,
+        }
+    end
+
+    for att = 1, policy.max_attempts do
+        -- build
+        -- (the request's own fields are the transport's; `req.mode` is read through its metatable)
+        local req = provider.build_request(contract_view, messages, popts)
+        local mode = req.mode
+        req.timeout_ms, req.connect_timeout_ms, req.max_response_bytes =
+            opts.timeout_ms, opts.connect_timeout_ms, opts.max_response_bytes
+
+        -- send and read (transport and protocol gates)
+        local x = exchange.exchange {
+            send = send, request = req, provider = provider, policy = policy, sleep = sleep, scrub = scrub,
+            time_left_ms = function()
+                return policy.time_budget_ms and policy.time_budget_ms - elapsed_ms() or nil
+            end,
+            on_transport_failure = function(fields)
+                fields.mode = mode
+                record(att, fields.try, fields)
+            end,
+        }
+        -- What the envelope decoded (the content, a refusal, an error's message) may spell the
+        -- key anew: it is redacted before any gate sees it.
+        if opts.api_key then
+            x.reply = secrets.redact_value(x.reply, opts.api_key)
+            x.partial = secrets.redact_value(x.partial, opts.api_key)
+            x.err = secrets.redact_value(x.err, opts.api_key)
+        end
+        usage.input_tokens = usage.input_tokens + x.usage.input_tokens
+        usage.output_tokens = usage.output_tokens + x.usage.output_tokens
+        local reply = x.reply or x.partial or {}
+
+        -- The attempt record: what this attempt did, in the outcome and (with the item's
+        -- identity) in the evidence log.
+        local a = { attempt = att, tries = x.tries, mode = mode, http_status = x.status, finish = reply.finish,
+            finish_reason = reply.finish_reason, usage = reply.usage, elapsed_ms = x.elapsed_ms }
+        attempts[#attempts + 1] = a
+
+        local err = x.err
+        if err then
+            -- transport, protocol, refused, filtered or truncated: never repaired.
+            a.gate = (err.category == "transport") and "transport" or "protocol"
+            a.category, a.kind, a.message = err.category, err.kind, err.message
+            -- (a transport failure was recorded try by try by the exchange)
+            if err.category ~= "transport" then record(att, x.tries, a, { text = reply.text }) end
+            if err.category ~= "truncated" or not policy.reask_on_truncation or reasked
+                or att == policy.max_attempts then
+                return finish("human_review", nil, err)
+            end
+            reasked = true
+            popts.max_tokens = (popts.max_tokens or providers.DEFAULT_MAX_TOKENS) * 2
+        else
+            -- the contract's gates: format, schema, rules
+            local value, cerr = contract:check(reply.text, { adapters = opts.adapters, context = opts.context })
+            if value ~= nil then
+                a.gate, a.adapters = "accepted", cerr.adapters
+                record(att, x.tries, a, { text = reply.text })
+                return finish("accepted", value, nil, cerr.adapters)
+            end
+            a.gate, a.category, a.kind, a.message = cerr.category, cerr.category, cerr.kind, cerr.message
+            a.errors, a.offset, a.adapters = cerr.errors, cerr.offset, cerr.adapters
+            local fb = feedback.for_model(cerr)
+            record(att, x.tries, a, { text = reply.text, feedback = fb })
+
+            if cerr.category == "rules" and cerr.retry == false then
+                return finish("human_review", nil, cerr)
+            end
+            if att == policy.max_attempts then
+                return finish("human_review", nil, errors.new(cerr.category, cerr.kind,
+                    format("no valid answer after %d attempts; last: %s", att, cerr.message),
+                    { errors = cerr.errors, attempts_exhausted = true, offset = cerr.offset }))
+            end
+            messages[#messages + 1] = { role = "assistant", content = reply.text }
+            messages[#messages + 1] = { role = "user", content = fb }
+            local over = policy_mod.over_budget(policy,
+                { messages = messages, usage = usage, elapsed_ms = elapsed_ms() }, cerr)
+            if over then return finish("human_review", nil, over) end
+        end
+    end
+    -- not reached: the last attempt always returns
+end
+
+return _M

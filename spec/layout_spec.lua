@@ -1,0 +1,83 @@
+-- The house's rooms (README "Layout"): no require cycle among the Lua modules, and each room
+-- imports only what the map allows.
+local util = require "support.util"
+
+-- module name -> the jsoncontract modules it requires at load time (top-level `local x = require`)
+local function module_deps()
+    local deps = {}
+    for _, f in ipairs(util.lines("find lua -name '*.lua' | sort")) do
+        local m = f:gsub("^lua/", ""):gsub("%.lua$", ""):gsub("/init$", ""):gsub("/", ".")
+        deps[m] = {}
+        for line in util.slurp(f):gmatch("[^\n]+") do
+            local r = line:match('^local [%w_]+ = require[%s%(]*"(jsoncontract[%w%._]*)"')
+            if r then deps[m][#deps[m] + 1] = r end
+        end
+    end
+    return deps
+end
+
+-- A room (module prefix) and the prefixes it may import (the C core always).
+local RULES = {
+    { "jsoncontract.secrets", {} },
+    { "jsoncontract.errors", { "jsoncontract.json", "jsoncontract.utf8", "jsoncontract.secrets" } },
+    { "jsoncontract.json", { "jsoncontract.utf8" } },
+    { "jsoncontract.utf8", {} },
+    { "jsoncontract.compat", {} },
+    { "jsoncontract.transport.", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.compat",
+        "jsoncontract.secrets" } },
+    { "jsoncontract.providers.", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.transport.http_status",
+        "jsoncontract.providers.", "jsoncontract.secrets" } },
+    { "jsoncontract.standin.", { "jsoncontract.standin.", "jsoncontract.utf8" } },
+    { "jsoncontract.contract", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.feedback",
+        "jsoncontract.contract.", "jsoncontract.providers", "jsoncontract.secrets" } },
+    { "jsoncontract.run", { "jsoncontract.errors", "jsoncontract.feedback", "jsoncontract.providers",
+        "jsoncontract.compat", "jsoncontract.run.", "jsoncontract.secrets" } },
+}
+
+local function starts(s, prefix) return s:sub(1, #prefix) == prefix end
+
+describe("the Lua layout", function()
+    local deps = module_deps()
+
+    it("has no require cycle", function()
+        local state, cycles = {}, {}
+        local function visit(m, stack)
+            if state[m] == 1 then cycles[#cycles + 1] = table.concat(stack, " -> ") .. " -> " .. m return end
+            if state[m] == 2 or not deps[m] then return end
+            state[m] = 1
+            stack[#stack + 1] = m
+            for _, d in ipairs(deps[m]) do visit(d, stack) end
+            stack[#stack] = nil
+            state[m] = 2
+        end
+        for m in pairs(deps) do visit(m, {}) end
+        assert.same({}, cycles)
+    end)
+
+    it("keeps each room's imports to what the map allows", function()
+        local bad = {}
+        for m, list in pairs(deps) do
+            for _, rule in ipairs(RULES) do
+                if m == rule[1] or starts(m, rule[1]) or (rule[1]:sub(-1) ~= "." and starts(m, rule[1] .. ".")) then
+                    for _, d in ipairs(list) do
+                        local ok = d == "jsoncontract.core" and not starts(m, "jsoncontract.standin.")
+                            and m ~= "jsoncontract.utf8"
+                        for _, allowed in ipairs(rule[2]) do ok = ok or d == allowed or starts(d, allowed) end
+                        if not ok then bad[#bad + 1] = m .. " requires " .. d end
+                    end
+                    break
+                end
+            end
+        end
+        table.sort(bad)
+        assert.same({}, bad)
+    end)
+
+    it("has no provider module requiring the registry", function()
+        for m, list in pairs(deps) do
+            if starts(m, "jsoncontract.providers.") then
+                for _, d in ipairs(list) do assert.not_equal("jsoncontract.providers", d, m) end
+            end
+        end
+    end)
+end)
