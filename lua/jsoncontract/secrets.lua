@@ -142,10 +142,18 @@ local function redact_one(text, secret)
     -- from one such byte to the next (string.find runs in C).
     local starts = "[%" .. sub(secret, 1, 1) .. "\\%%~]"
     if sub(secret, 1, 1):match("%w") then starts = "[" .. sub(secret, 1, 1) .. "\\%%~]" end
+    local first = byte(secret, 1)
     local parts, from = {}, 1
     local i = find(text, starts)
     while i do
-        local j = match_secret(text, i, secret, n)
+        local j
+        local b, c = byte(text, i, i + 1)
+        -- Most candidates are ordinary escapes (`\"`, `\n`) or a '%' or '~' that cannot
+        -- spell the first character: skip those without the full match.
+        if b == first or (b == B_BACKSLASH and (c == B_U or c == B_BACKSLASH or SHORT[c] == first))
+            or (b == B_PERCENT and c and HEX[c]) or (b == B_TILDE and (first == 47 or first == B_TILDE)) then
+            j = match_secret(text, i, secret, n)
+        end
         if j then
             parts[#parts + 1] = sub(text, from, i - 1)
             parts[#parts + 1] = _M.REDACTED
