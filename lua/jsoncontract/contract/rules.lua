@@ -434,14 +434,21 @@ local function run_light_thread(rule, value, ctx, state)
     return true, a, b
 end
 
+-- 10000000 -> "10,000,000"
+local function thousands(n)
+    local s = format("%d", floor(n + 0.5))
+    local out = s:reverse():gsub("(%d%d%d)", "%1,"):reverse()
+    return (out:gsub("^,", ""):gsub("^%-,", "-"))
+end
+
 local function over_message(rule, state)
     if state.over == "steps" then
-        return format("rule %s ran over its budget of %d steps (VM instructions)", rule.name, state.max_steps)
+        return format("rule %s ran over its budget of %s steps (VM instructions)", rule.name,
+            state.max_steps < 1e15 and thousands(state.max_steps) or tostring(state.max_steps))
     elseif state.over == "stack" then
         return format("rule %s ran out of stack (a recursion too deep)", rule.name)
     end
-    return format("rule %s ran over its budget of %d ms (wall time)", rule.name,
-        floor(state.ms + 0.5))
+    return format("rule %s ran over its budget of %s ms (wall time)", rule.name, thousands(state.ms))
 end
 
 -- Run one rule: ok, list-or-nil; or nil, err (rule_error / rule_timeout).
