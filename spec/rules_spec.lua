@@ -95,6 +95,9 @@ describe("jsoncontract.contract.rules", function()
                 error(setmetatable({}, { __tostring = function() return "OrderDbError: timeout" end }))
             end, "rule_error", "raised: OrderDbError: timeout" },
             { "a yield", function() coroutine.yield("hello") end, "rule_error", "yielded" },
+            { "a returned table whose reading raises", function()
+                return setmetatable({}, { __index = function() error("no such field") end })
+            end, "rule_error", "returned a value that raised when read: " },
         }
         for _, case in ipairs(CASES) do
             it("turns " .. case[1] .. " into rules/" .. case[3], function()
@@ -171,6 +174,13 @@ describe("jsoncontract.contract.rules", function()
             assert.equal("rule_timeout", err.kind)
             assert.equal("ms", err.limit)
             assert.equal("spin", err.rule)
+        end)
+
+        it("stops a raised table whose __tostring never returns (it runs under the budget)", function()
+            local _, err = check(function()
+                error(setmetatable({}, { __tostring = function() while true do end end }))
+            end)
+            assert.equal("rule_timeout", err.kind)
         end)
 
         it("stops a deep recursion that runs out of stack", function()

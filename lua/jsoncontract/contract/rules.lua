@@ -346,19 +346,36 @@ end
 
 local function pack(...) return { n = select("#", ...), ... } end
 
+-- Run inside the rule's coroutine, so under its budget: call the rule, then read what it
+-- raised (a __tostring runs here too) or returned (a metamethod of a returned table too).
+-- Returns "ok", list-or-nil | "raised", text, is-stack-overflow | "bad", problem | "over".
+local function guarded(state, rule, value, ctx)
+    local r = pack(pcall(rule.check, value, ctx))
+    -- Over budget, nothing of the rule's is read (and code outside this module would raise).
+    if state.over then return "over" end
+    if not r[1] then
+        return "raised", secrets.describe(r[2]), is_stack_overflow(r[2])
+    end
+    local ok, list, problem = pcall(verdict, rule, r[2], r[3])
+    if not ok then return "bad", "returned a value that raised when read: " .. secrets.describe(list) end
+    if problem then return "bad", problem end
+    return "ok", list
+end
+
 -- Outside nginx: the rule as a coroutine; waits it yields through `batch.sleep` /
 -- `batch.send` go to the batch scheduler (or are done here), cut to the budget.
+-- Returns what `guarded` returns, or "over".
 local function run_coroutine(rule, value, ctx, state)
-    local co = co_create(rule.check)
+    local co = co_create(guarded)
     state.co = co
     hook_on(state, co)
-    local r = pack(co_resume(co, value, ctx))
+    local r = pack(co_resume(co, state, rule, value, ctx))
     while r[1] and co_status(co) == "suspended" and not state.over do
         local verb, arg = r[2], r[3]
         local left = state.deadline - clock()
         if verb ~= "sleep" and verb ~= "http" then
             hook_off(co)
-            return false, "yielded " .. secrets.describe(verb) .. "; rules must return their verdict "
+            return "bad", "yielded " .. secrets.describe(verb) .. "; rules must return their verdict "
                 .. "(waits go through batch.sleep / batch.send)"
         end
         if left <= 0 then
@@ -390,48 +407,45 @@ local function run_coroutine(rule, value, ctx, state)
         r = pack(co_resume(co, unpack(out, 1, 2)))
     end
     hook_off(co)
-    if state.over then return false, OVER end
-    if not r[1] then return false, r[2] end
-    if co_status(co) ~= "dead" then
-        return false, "yielded; rules must return their verdict"
-    end
-    return true, r[2], r[3]
+    if state.over then return "over" end
+    -- (the coroutine dies outside the rule's pcall only over budget, or out of C stack)
+    if not r[1] then return "raised", secrets.describe(r[2]), is_stack_overflow(r[2]) end
+    return r[2], r[3], r[4]
 end
 
 local NGX_THREAD_PHASES = { rewrite = true, server_rewrite = true, access = true, content = true, timer = true,
     ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true, preread = true }
 
--- Under nginx: the rule in a light thread, raced against a timer thread.
+-- Under nginx: the rule in a light thread, raced against a timer thread. Returns what
+-- `guarded` returns, "over", or nil when light threads are not allowed here.
 local function run_light_thread(rule, value, ctx, state)
     local function body()
         local co = co_running()
         state.co = co
         hook_on(state, co)
-        local r = pack(pcall(rule.check, value, ctx))
+        local r = pack(guarded(state, rule, value, ctx))
         hook_off(co)
-        if not r[1] then return "raised", r[2] end
-        return "rule", r[2], r[3]
+        return unpack(r, 1, r.n)
     end
     local ok, th = pcall(NGX.thread.spawn, body)
-    if not ok then return nil end -- light threads not allowed here: the caller falls back
+    if not ok then return nil end -- the caller falls back to a plain coroutine
     local left = state.deadline - clock()
     local timer = NGX.thread.spawn(function()
         if left > 0 then NGX.sleep(left) end
         return "timer"
     end)
-    local wok, what, a, b = NGX.thread.wait(th, timer)
-    if what == "timer" then
+    local wok, tag, a, b = NGX.thread.wait(th, timer)
+    if tag == "timer" then
         NGX.thread.kill(th)
         if state.co then hook_off(state.co) end
         state.over = state.over or "ms"
-        return false, OVER
+        return "over"
     end
     NGX.thread.kill(timer)
     if state.co then hook_off(state.co) end
-    if state.over then return false, OVER end
-    if not wok then return false, what end
-    if what == "raised" then return false, a end
-    return true, a, b
+    if state.over then return "over" end
+    if not wok then return "raised", secrets.describe(tag), is_stack_overflow(tag) end
+    return tag, a, b
 end
 
 -- 10000000 -> "10,000,000"
@@ -459,14 +473,14 @@ local function run_one(rule, value, ctx, budget, item)
     local state = { steps = 0, max_steps = steps, ms = ms, deadline = now + ms / 1000 }
     state.hook = make_hook(state)
     local view = _M.copy(value)
-    local ok, ret, ret2
+    local tag, a, b
     if NGX and NGX.thread and NGX_THREAD_PHASES[NGX.get_phase and NGX.get_phase() or ""] then
-        ok, ret, ret2 = run_light_thread(rule, view, ctx, state)
+        tag, a, b = run_light_thread(rule, view, ctx, state)
     end
-    if ok == nil then ok, ret, ret2 = run_coroutine(rule, view, ctx, state) end
+    if tag == nil then tag, a, b = run_coroutine(rule, view, ctx, state) end
     item.steps_left = item.steps_left - state.steps
     local elapsed = clock() - now
-    if not ok and not state.over and is_stack_overflow(ret) then state.over = "stack" end
+    if tag == "raised" and b and not state.over then state.over = "stack" end
     -- A blocking call cannot be interrupted; its time still counts, and the verdict of a
     -- rule over its budget is not trusted.
     if not state.over and elapsed * 1000 > ms then state.over = "ms" end
@@ -475,15 +489,13 @@ local function run_one(rule, value, ctx, budget, item)
         fields.limit = state.over
         return nil, errors.new("rules", "rule_timeout", over_message(rule, state), fields)
     end
-    if not ok then
-        return nil, errors.new("rules", "rule_error",
-            "rule " .. rule.name .. " raised: " .. clean(secrets.describe(ret), MAX_MESSAGE), fields)
+    if tag == "raised" then
+        return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " raised: " .. clean(a, MAX_MESSAGE),
+            fields)
+    elseif tag ~= "ok" then
+        return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " " .. clean(a, MAX_MESSAGE), fields)
     end
-    local list, problem = verdict(rule, ret, ret2)
-    if problem then
-        return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " " .. problem, fields)
-    end
-    return true, list
+    return true, a
 end
 
 --- Run the rules on a schema-valid value, each on its own copy, under the budgets.
