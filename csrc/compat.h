@@ -34,10 +34,11 @@
 
 /* OpenResty's LuaJIT (501) has luaL_setfuncs, luaL_testudata and
 ** luaL_setmetatable; PUC Lua 5.1 lacks the first and the last (the core
-** uses no luaL_testudata). LuaJIT's lauxlib.h is told apart by its
-** 'luaL_newlib', which PUC 5.1 does not define. The two are mapped to
-** static 'jc_' functions, as lua-compat-5.3 maps its names. */
-#if LUA_VERSION_NUM < 502 && !defined(luaL_newlib)
+** uses no luaL_testudata). The two are mapped to static 'jc_' functions,
+** as lua-compat-5.3 maps its names, for LuaJIT's headers too: a LuaRocks
+** 5.1 tree builds against LuaJIT's headers and may run the module with
+** PUC lua5.1, which would not find LuaJIT's two symbols. */
+#if LUA_VERSION_NUM < 502
 /* Register 'l' into the table below 'nup' upvalues, which are popped.
 ** [-nup, +0, m] (Lua 5.2 lauxlib.c 'luaL_setfuncs') */
 static inline void jc_setfuncs(lua_State *L, const luaL_Reg *l, int nup) {

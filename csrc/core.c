@@ -21,6 +21,22 @@ static int jc_error_tostring(lua_State *L) {
   return 1;
 }
 
+/*
+** __concat of an err table: tostring() of each side, joined, so that
+** "failed: " .. err works with the C core alone (jsoncontract.errors installs
+** the same only when it is loaded). Either side may be the err. [-0, +1, e]
+*/
+static int jc_error_concat(lua_State *L) {
+  int i;
+  for (i = 1; i <= 2; i++) {
+    lua_getglobal(L, "tostring");
+    lua_pushvalue(L, i);
+    lua_call(L, 1, 1);
+  }
+  lua_concat(L, 2);
+  return 1;
+}
+
 void jc_push_error(lua_State *L, const char *category, const char *kind,
                    const char *fmt, ...) {
   va_list ap;
@@ -69,7 +85,7 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 ** require "jsoncontract.core" -> module table with
 **   null        light userdata NULL: JSON null (equal to cjson.null)
 **   array_mt    metatable that marks a table as a JSON array (decode sets it)
-**   error_mt    metatable shared by every err table (__tostring)
+**   error_mt    metatable shared by every err table (__tostring, __concat)
 **   _VERSION    the project version (from the Makefile, -DJC_VERSION)
 **   sha256      sha256(data) -> 64 hex chars (see jc_sha256)
 ** and the functions of each area file.
@@ -80,6 +96,8 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
   if (luaL_newmetatable(L, JC_ERROR_MT)) {
     lua_pushcfunction(L, jc_error_tostring);
     lua_setfield(L, -2, "__tostring");
+    lua_pushcfunction(L, jc_error_concat);
+    lua_setfield(L, -2, "__concat");
     lua_pushliteral(L, JC_ERROR_MT);
     lua_setfield(L, -2, "__name");
   }

@@ -153,6 +153,15 @@ describe("bin/jsoncontract", function()
             assert.truthy(out:find("0 replayed", 1, true), out)
             assert.truthy(out:find("--record-text", 1, true), out)
         end)
+        it("names lines that are not records, and a record without an attempt number as such", function()
+            local ev = temp('[1,2]\n"x"\n{"gate":"schema","kind":"schema_mismatch","text":"{}",'
+                .. '"contract":{"name":"support_ticket","version":"1.0.0"}}\n')
+            local out, code = jcli("replay " .. ev)
+            assert.equal(0, code, out)
+            assert.truthy(out:find("line 1: not an evidence record, skipped", 1, true), out)
+            assert.truthy(out:find("line 2: not an evidence record, skipped", 1, true), out)
+            assert.truthy(out:find("line 3: schema/schema_mismatch, same as recorded", 1, true), out)
+        end)
         it("replays a triage run recorded with --record-text, rules included (its orders table)", function()
             local dir = os.tmpname()
             os.remove(dir)
@@ -276,10 +285,41 @@ describe("bin/jsoncontract", function()
                 assert.truthy(out.text():find(p, 1, true), p)
             end
         end)
+        it("runs from inside bin/ too (./jsoncontract found no modules there)", function()
+            for _, script in ipairs { "jsoncontract", "./jsoncontract" } do
+                local out, code = sh("cd bin && " .. NOKEY .. LUA .. " " .. script .. " examples blog_category")
+                assert.equal(0, code, out)
+                assert.truthy(out:find("== blog_category 1.0.0: 6 inputs", 1, true), out)
+            end
+            local out, code = sh("cd bin && " .. LUA .. " ./jsoncontract-standin --max-seconds 1")
+            assert.equal(0, code, out)
+            assert.truthy(out:find("^listening 127%.0%.0%.1:%d+"), out)
+        end)
+        it("says in one line when the checkout is not built for this Lua (a fresh clone before make)", function()
+            local dir = os.tmpname()
+            os.remove(dir)
+            finally(function() os.execute("rm -rf '" .. dir .. "'") end)
+            -- (without the ASan run's LD_PRELOAD: its leak check fails cp itself)
+            assert.equal(0, select(2, sh("env -u LD_PRELOAD sh -c 'mkdir -p " .. dir .. " && cp -R bin lua " .. dir .. "'")))
+            -- (the C core must not be on Lua's default paths either: an installed rock would be found)
+            local out, code = sh("cd " .. dir .. " && env -u LUA_CPATH -u LUA_CPATH_5_4 -u LD_PRELOAD " .. LUA
+                .. " -e \"package.cpath=''\" bin/jsoncontract --version")
+            assert.equal(1, code, out)
+            assert.truthy(out:find("^jsoncontract: the C core %(jsoncontract.core%) is not built for "), out)
+            assert.falsy(out:find("traceback", 1, true), out)
+        end)
         it("reads --opt=value as the option, not as a file name", function()
             local path = temp('{"intent":"delivery","order_id":"1042","urgent":true,"summary":"x."}')
             local out, code = jcli("check --contract=examples/support_ticket.lua " .. path)
             assert.equal(0, code, out)
+        end)
+        it("keeps the old entry points cli.<command>(argv, env), argv[1] being the command", function()
+            local path = temp('{"intent":"delivery","order_id":"1042","urgent":true,"summary":"x."}')
+            local out = sink()
+            assert.equal(0, cli.check({ "check", "--contract", "examples/support_ticket.lua", path },
+                { root = ".", stdout = out, stderr = sink() }))
+            assert.equal("accepted", core.decode(out.text()).verdict)
+            for _, name in ipairs(cli.COMMANDS) do assert.is_function(cli[name], name) end
         end)
         it("exits 2 with the command's usage on an unknown option or command", function()
             local err = sink()
@@ -314,6 +354,8 @@ describe("bin/jsoncontract", function()
             { "--parallel 0", "option --parallel must be from 1 to 256" },
             { "--parallel 100000", "option --parallel must be from 1 to 256" },
             { "--max-attempts 0", "option --max-attempts must be at least 1" },
+            { "--token-budget 0", "option --token-budget must be at least 1" },
+            { "--contract /nonexistent.lua", "cannot load contract /nonexistent.lua" },
             { "--provider foo", "unknown provider foo" },
             { "--model ''", "option --model needs a name" },
             { "--base-url ftp://x", "option --base-url needs an http(s) URL" },
@@ -405,6 +447,64 @@ describe("bin/jsoncontract", function()
             assert.equal(2, code)
             assert.truthy(out:find("the stand-in model speaks openai and anthropic only", 1, true), out)
             assert.falsy(out:find("traceback", 1, true))
+        end)
+
+        it("check tells a terminal that it waits for the reply (not a silent hang)", function()
+            if not sh("command -v script"):match("%S") then
+                pending("terminal check skipped: script (util-linux) not found")
+                return
+            end
+            -- script(1) gives the command a terminal; its own stdin at EOF ends the reply
+            local out = sh("script -qec " .. "'" .. NOKEY .. LUA .. " bin/jsoncontract check' /dev/null < /dev/null")
+            assert.truthy(out:find("reading the reply from the terminal; end it with Ctrl-D", 1, true), out)
+            out = sh("echo '{}' | " .. NOKEY .. LUA .. " bin/jsoncontract check")
+            assert.falsy(out:find("reading the reply from the terminal", 1, true), out)
+        end)
+
+        it("check reads the reply from stdin when it is - or not given", function()
+            local reply = temp('{"intent":"delivery","order_id":null,"urgent":true,"summary":"x."}')
+            for _, args in ipairs { "check - < ", "check < ", "check --contract=examples/support_ticket.lua - < " } do
+                local out, code = jcli(args .. reply)
+                assert.equal(0, code, args .. out)
+                assert.equal("accepted", core.decode(out).verdict)
+            end
+        end)
+
+        it("triage reads the mailbox from stdin with --input -", function()
+            local dir = os.tmpname()
+            os.remove(dir)
+            finally(function() os.execute("rm -rf '" .. dir .. "'") end)
+            local out, code = jcli("triage --input - --delay-ms 0 --out " .. dir .. " < examples/mailbox.jsonl")
+            assert.equal(0, code, out)
+            local n = #util.lines("cat examples/mailbox.jsonl")
+            assert.truthy(out:find(n .. " messages: ", 1, true), out)
+        end)
+
+        it("triage says once when OPENAI_BASE_URL is not a URL, and creates nothing", function()
+            local dir = os.tmpname()
+            os.remove(dir)
+            local out, code = sh("OPENAI_API_KEY=sk-test OPENAI_BASE_URL=not-a-url " .. LUA
+                .. " bin/jsoncontract triage --limit 1 --out " .. dir)
+            assert.equal(2, code, out)
+            assert.truthy(out:find("OPENAI_BASE_URL needs an http(s) URL, not not-a-url", 1, true), out)
+            assert.is_nil(io.open(dir, "rb"))
+        end)
+
+        it("check says a JSON Schema is not a contract file", function()
+            local schema = temp('{"type":"object"}')
+            os.rename(schema, schema .. ".json")
+            tmp[#tmp + 1] = schema .. ".json"
+            local out, code = jcli("check --contract " .. schema .. ".json " .. schema .. ".json")
+            assert.equal(2, code, out)
+            assert.truthy(out:find("a contract is a Lua file returning {contract = ...}", 1, true), out)
+        end)
+
+        it("probe says when --out cannot be written, before sending anything", function()
+            local out, code = jcli("probe --base-url http://127.0.0.1:9 --model m --out /")
+            assert.equal(2, code, out)
+            assert.truthy(out:find("probe: cannot write --out: /: Is a directory", 1, true), out)
+            assert.falsy(out:find("traceback", 1, true), out)
+            assert.falsy(out:find("capability", 1, true), out)
         end)
 
         it("check, diff and replay say when a file is a folder", function()

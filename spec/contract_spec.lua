@@ -163,6 +163,10 @@ describe("jsoncontract.contract", function()
             assert.is_nil(v)
             assert.equal("adapter_rejected", err.kind)
         end)
+        it("raise on opts.adapters given as one name instead of a list", function()
+            assert.has_error(function() ticket.contract:check("{}", { adapters = "unwrap-one-json-fence" }) end,
+                "check: opts.adapters must be a list of adapter names, got string")
+        end)
     end)
 
     describe("prompt()", function()

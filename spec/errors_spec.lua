@@ -1,6 +1,7 @@
 -- jsoncontract.errors: one constructor, errs that behave like Lua values (issue 9 §5).
 local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
+local util = require "support.util"
 
 describe("jsoncontract.errors", function()
     describe("new()", function()
@@ -28,6 +29,16 @@ describe("jsoncontract.errors", function()
         it("concatenates errs made by the C core", function()
             local _, derr = core.decode("[1,")
             assert.equal("format/" .. derr.kind .. ": " .. derr.message, "" .. derr)
+        end)
+        it("concatenates errs where only the C core is loaded (no jsoncontract.errors)", function()
+            local code = 'package.cpath = ' .. string.format("%q", package.cpath) .. ' '
+                .. 'local core = require "jsoncontract.core" '
+                .. 'local _, e = core.decode("[1,") local r = core.stream_new() r:feed("{") '
+                .. 'local _, e2 = r:finish() '
+                .. 'io.write("failed: " .. e, "|", e2 .. "!", "|", tostring(package.loaded["jsoncontract.errors"]))'
+            local out, status = util.sh(util.LUA .. " -e '" .. code:gsub("'", "'\\''") .. "'")
+            assert.equal(0, status, out)
+            assert.matches("^failed: format/unexpected_end: [^|]+|format/unexpected_end: [^|]+!|nil$", out)
         end)
         it("concatenates two errs", function()
             assert.equal(tostring(err) .. tostring(err), err .. err)

@@ -28,8 +28,10 @@ local RULES = {
     { "jsoncontract.providers.", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.transport.http_status",
         "jsoncontract.providers.", "jsoncontract.secrets" } },
     { "jsoncontract.standin.", { "jsoncontract.standin.", "jsoncontract.utf8" } },
-    { "jsoncontract.contract", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.feedback",
+    { "jsoncontract.contract.lint", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.feedback",
         "jsoncontract.contract.", "jsoncontract.providers", "jsoncontract.secrets" } },
+    { "jsoncontract.contract", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.feedback",
+        "jsoncontract.contract.", "jsoncontract.secrets" } },
     { "jsoncontract.run", { "jsoncontract.errors", "jsoncontract.feedback", "jsoncontract.providers",
         "jsoncontract.compat", "jsoncontract.run.", "jsoncontract.secrets" } },
 }

@@ -120,6 +120,12 @@ describe("the rock", function()
         local examples = script:match("^(.*)/bin/jsoncontract$") .. "/examples"
         out, code = sh(run .. "check --contract=" .. q(examples .. "/blog_category.lua") .. " < /dev/null")
         assert.equal(1, code, out)
+        -- and without `luarocks path`: the script finds its tree's modules itself
+        local v_ = (version:gsub("%.", "_"))
+        out, code = sh("cd " .. q(away) .. " && env -u LUA_PATH -u LUA_CPATH -u LUA_PATH_" .. v_ .. " -u LUA_CPATH_"
+            .. v_ .. " -u LD_PRELOAD " .. lua .. " " .. q(script) .. " check < /dev/null")
+        assert.equal(1, code, out)
+        assert.truthy(out:find('"verdict": "rejected"', 1, true), out)
     end
 
     local function skip_reason()
@@ -135,6 +141,23 @@ describe("the rock", function()
             return
         end
         install_and_run(LUA)
+    end)
+
+    it("builds one 5.1 module: the core built against LuaJIT's headers loads in PUC lua5.1 too", function()
+        -- (a LuaRocks 5.1 tree given LuaJIT's headers writes a lua5.1 wrapper for the command)
+        if not CPATH:find("luajit", 1, true) then
+            pending("LuaJIT core in lua5.1 skipped: checked in the luajit run")
+            return
+        end
+        if not sh("command -v lua5.1"):match("%S") then
+            pending("LuaJIT core in lua5.1 skipped: lua5.1 not found")
+            return
+        end
+        local out, code = sh("lua5.1 -e " .. q("package.cpath = " .. string.format("%q", CPATH)
+            .. " local core = require 'jsoncontract.core' io.write(core.decode('[1,2]')[2], ' ', "
+            .. "core.sha256('x'):sub(1, 8))"))
+        assert.equal(0, code, out)
+        assert.equal("2 2d711642", out)
     end)
 
     it("works on PUC Lua 5.1 too (the compat shim), checked from the lua5.4 run", function()

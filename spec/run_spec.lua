@@ -305,5 +305,19 @@ describe("jsoncontract.run", function()
         it("raises when input is not a string", function()
             assert.has_error(function() jc.ask(ticket.contract, 42, {}) end, "ask: input must be a string, got number")
         end)
+        it("raises on an evidence that is not a writer and on adapters that are not a list, before sending", function()
+            local sent = false
+            local function send() sent = true end
+            for _, bad in ipairs { {}, "evidence.jsonl" } do
+                assert.has_error(function()
+                    jc.ask(ticket.contract, "x", { provider = "openai", model = "m", transport = send, evidence = bad })
+                end, "ask: opts.evidence must be a writer from jsoncontract.evidence (open or memory)")
+            end
+            assert.has_error(function()
+                jc.ask(ticket.contract, "x", { provider = "openai", model = "m", transport = send,
+                    adapters = "unwrap-one-json-fence" })
+            end, "ask: opts.adapters must be a list of adapter names, got string")
+            assert.is_false(sent)
+        end)
     end)
 end)

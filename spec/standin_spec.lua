@@ -622,6 +622,16 @@ describe("jsoncontract.standin.server", function()
         if proc then proc:close() end
     end)
 
+    it("answers JSON mode (response_format json_object, no schema) with an object", function()
+        local code, body = request("POST", "/v1/chat/completions", cjson.encode({
+            model = "m", max_tokens = 50, response_format = { type = "json_object" },
+            messages = { { role = "user", content = "Reply with the JSON object {\"ok\": true}." } },
+        }))
+        assert.equal(200, code)
+        local content = cjson.decode(body).choices[1].message.content
+        assert.equal("table", type(cjson.decode(content)), content)
+    end)
+
     it("answers GET /health", function()
         local code, body = request("GET", "/health")
         assert.same({ 200, { ok = true } }, { code, cjson.decode(body) })
@@ -759,5 +769,18 @@ describe("jsoncontract.standin.server", function()
         local code = request("POST", "/v1/messages", nil, { ["transfer-encoding"] = "chunked" })
         assert.equal(411, code)
         assert.equal(200, (request("GET", "/health")))
+    end)
+end)
+
+describe("bin/jsoncontract-standin's options", function()
+    local util = require "support.util"
+    local lua = os.getenv("JC_TEST_LUA") or "lua5.4"
+    it("refuses a port outside 0..65535 (it wrapped around) and an --examples folder that is not there", function()
+        for _, args in ipairs { "--port 99999", "--port 1.5", "--port=abc", "--examples /nonexistent/x" } do
+            local out, code = util.sh("env -u LD_PRELOAD " .. lua .. " bin/jsoncontract-standin --max-seconds 1 " .. args)
+            assert.equal(2, code, args .. ": " .. out)
+            assert.falsy(out:find("listening", 1, true), out)
+            assert.truthy(out:find("jsoncontract-standin: --", 1, true), out)
+        end
     end)
 end)

@@ -1,7 +1,7 @@
 --- Alias kept for callers of the old name: the lint command is `jsoncontract.cli.lint`, run
 -- through `jsoncontract.cli.main`.
 -- @module jsoncontract.cli_lint
-local _M = {}
+local _M = { _VERSION = require("jsoncontract.core")._VERSION }
 
 --- Run `jsoncontract lint` with these arguments (with or without the leading "lint").
 -- @tparam table argv strings
@@ -13,4 +13,10 @@ function _M.run(argv, env)
     return require("jsoncontract.cli").main(list, env)
 end
 
-return _M
+--- The old `USAGE` text: the lint command's help, from its parser.
+-- @field USAGE
+return setmetatable(_M, { __index = function(_, k)
+    if k ~= "USAGE" then return nil end
+    local _, _, _, parsers = require("jsoncontract.cli").parser()
+    return parsers.lint:get_help() .. "\n"
+end })

@@ -306,7 +306,10 @@ end
 -- @raise when a schema is neither a table nor a boolean
 -- @usage local findings, breaking = diff.diff(v1.schema, v2.schema)
 function _M.diff(old_schema, new_schema)
-    for i, s in ipairs { old_schema, new_schema } do
+    -- (not ipairs: it would stop at a nil old_schema and check nothing)
+    local both = { old_schema, new_schema }
+    for i = 1, 2 do
+        local s = both[i]
         if type(s) ~= "table" and type(s) ~= "boolean" then
             error("diff: schema " .. i .. " must be a table or a boolean, got " .. type(s), 2)
         end

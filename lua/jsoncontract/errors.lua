@@ -1,10 +1,11 @@
 --- Error values shared by the Lua layers (see DESIGN.md "Errors").
 -- There is one err constructor, `new`. Every err table carries the metatable of
 -- `jsoncontract.core` (`core.error_mt`), so errors made in C and in Lua look and print the
--- same: `__tostring` renders `category/kind: message`, and `__concat` (added here, once, on
--- that shared metatable) lets `"failed: " .. err` and `err .. "\n"` build text instead of
--- raising. Under OpenResty write `ngx.say(tostring(err))`: `ngx.say` takes strings and arrays
--- of strings only, never an object with a `__tostring`.
+-- same: `__tostring` renders `category/kind: message`, and `__concat` (set by the C core on
+-- that shared metatable, so it works where only `jsoncontract.core` is loaded) lets
+-- `"failed: " .. err` and `err .. "\n"` build text instead of raising. Under OpenResty write
+-- `ngx.say(tostring(err))`: `ngx.say` takes strings and arrays of strings only, never an
+-- object with a `__tostring`.
 -- @module jsoncontract.errors
 local core = require "jsoncontract.core"
 local json = require "jsoncontract.json"
@@ -16,11 +17,6 @@ local find, gsub = string.find, string.gsub
 local _M = { _VERSION = core._VERSION }
 
 local ERROR_MT = core.error_mt
-
--- `..` on an err renders it as `tostring` does; both operands may be errs.
-if ERROR_MT.__concat == nil then
-    ERROR_MT.__concat = function(a, b) return tostring(a) .. tostring(b) end
-end
 
 --- The metatable every err table carries (the C core's `error_mt`).
 _M.mt = ERROR_MT

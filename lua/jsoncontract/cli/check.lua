@@ -9,7 +9,7 @@ return {
     name = "check",
     summary = "Run the format, schema and rules gates on one reply (a file or stdin).",
     configure = function(parser)
-        parser:argument("reply", "File holding the reply's content string (default: stdin)."):args("?")
+        parser:argument("reply", "File holding the reply's content string (- or none: stdin)."):args("?")
         parser:option("--contract", "Lua file returning {contract=...} (default: examples/support_ticket.lua).")
         parser:option("--adapter", "Allow one adapter."):choices(adapters.names)
     end,
@@ -17,10 +17,15 @@ return {
         local mod, err = util.load_contract(args.contract or (env.root .. "/examples/support_ticket.lua"))
         if not mod then return util.fail(env, err) end
         local text
-        if args.reply then
+        if args.reply and args.reply ~= "-" then
             text, err = util.read_file(args.reply)
             if not text then return util.fail(env, err) end
         else
+            -- typed at a terminal, the wait would look like a hang: say what it waits for
+            if util.isatty(io.stdin) then
+                env.stderr:write("jsoncontract: reading the reply from the terminal; end it with Ctrl-D "
+                    .. "(or give REPLY, a file)\n")
+            end
             text = io.read("*a")
         end
         local value, report = mod.contract:check(text, { adapters = args.adapter and { args.adapter } or nil })

@@ -101,4 +101,16 @@ function _M.main(argv, env)
     return commands[args.command].run(args, env)
 end
 
+-- The old entry points of the one-file cli, `cli.triage(argv, env)`, `cli.check(argv, env)`,
+-- ... (argv[1] is the command's word, as before), kept for callers: each runs through `main`.
+for _, name in ipairs(_M.COMMANDS) do
+    if _M[name] == nil then
+        _M[name] = function(argv, env)
+            local list = { name }
+            for i = 2, #(argv or {}) do list[i] = argv[i] end
+            return _M.main(list, env)
+        end
+    end
+end
+
 return _M

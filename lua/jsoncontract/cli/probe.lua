@@ -48,10 +48,21 @@ local function run_probe(args, env)
         return util.fail(env, "probe: " .. p.provider
             .. " has no JSON mode to probe (only openai-compatible providers do)")
     end
+    -- The log opens before anything is sent: a path that cannot take it is a usage error.
+    local log
+    if args.out then
+        local lerr
+        log, lerr = evidence.open(args.out)
+        if not log then return util.fail(env, "probe: cannot write --out: " .. tostring(lerr)) end
+        if p.api_key then log:add_secret(p.api_key) end
+    end
     local stop
     if p.standin then
         p.base_url, stop = util.start_standin(env.bindir, 1, 0)
-        if not p.base_url then return util.fail(env, stop) end
+        if not p.base_url then
+            if log then log:close() end
+            return util.fail(env, stop)
+        end
     end
     local view = { name = "json_mode_probe", version = "1", schema = { type = "object" },
         prompt = "Answer with one JSON object and nothing else: {\"ok\": true}." }
@@ -67,9 +78,7 @@ local function run_probe(args, env)
     local status = judge(rec, res, terr)
     if stop then stop() end
     env.stdout:write(secrets.redact(core.encode(rec), p.api_key), "\n")
-    if args.out then
-        local log = assert(evidence.open(args.out))
-        if p.api_key then log:add_secret(p.api_key) end
+    if log then
         log:write(rec)
         log:close()
     end

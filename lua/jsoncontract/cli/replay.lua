@@ -89,7 +89,7 @@ local function run_replay(args, env)
         lineno = lineno + 1
         if line:match("%S") then
             local rec = core.decode(line)
-            if type(rec) ~= "table" then
+            if type(rec) ~= "table" or getmetatable(rec) == core.array_mt then
                 out:write(format("line %d: not an evidence record, skipped\n", lineno))
                 skipped = skipped + 1
             elseif type(rec.text) ~= "string" or (rec.gate ~= "accepted" and rec.gate ~= "format"
@@ -118,8 +118,9 @@ local function run_replay(args, env)
                 local gate, kind = verdict_of(value, cres)
                 local rgate = rec.gate
                 local rkind = rgate ~= "accepted" and rec.kind or nil
-                local where = format("line %d%s attempt %s", lineno,
-                    type(rec.item_id) == "string" and (" (" .. rec.item_id .. ")") or "", tostring(rec.attempt))
+                local where = format("line %d%s%s", lineno,
+                    type(rec.item_id) == "string" and (" (" .. rec.item_id .. ")") or "",
+                    rec.attempt ~= nil and (" attempt " .. tostring(rec.attempt)) or "")
                 n = n + 1
                 local note = ""
                 if type(rec.contract) == "table" and rec.contract.schema_hash

@@ -50,6 +50,7 @@ local function run_triage(args, env)
     local parallel, max_attempts = args.parallel or 8, args.max_attempts or 3
     if parallel < 1 or parallel > 256 then return util.fail(env, "option --parallel must be from 1 to 256") end
     if max_attempts < 1 then return util.fail(env, "option --max-attempts must be at least 1") end
+    if args.token_budget == 0 then return util.fail(env, "option --token-budget must be at least 1") end
     local p, perr = util.choose_provider(args)
     if not p then return util.fail(env, perr) end
     local mod, err = util.load_contract(args.contract or (root .. "/examples/support_ticket.lua"))
@@ -187,8 +188,8 @@ return {
     name = "triage",
     summary = "Triage a mailbox with the support-ticket contract into tickets and a review queue.",
     configure = function(parser)
-        parser:option("--input", "JSONL mailbox (default: $JC_SHARED/corpora/support-emails/emails.jsonl "
-            .. "when present, else examples/mailbox.jsonl).")
+        parser:option("--input", "JSONL mailbox, - for stdin (default: $JC_SHARED/corpora/support-emails/"
+            .. "emails.jsonl when present, else examples/mailbox.jsonl).")
         parser:option("--out", "Output folder, must be new or empty (default: out/triage-<UTC time>).")
         parser:option("--contract", "Lua file returning {contract=...} (default: examples/support_ticket.lua).")
         parser:option("--provider", "Provider: " .. table.concat(require("jsoncontract.providers").names, ", ")

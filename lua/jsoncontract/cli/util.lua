@@ -113,12 +113,16 @@ function _M.free_name(base)
     return dir
 end
 
---- Is the stream a terminal? (lua-term when installed; else no.)
+--- Is the stream a terminal? (lua-term when installed; else, for the three standard streams,
+-- what /proc/self/fd/<n> points at, as on Linux; else no.)
 -- @param stream an io file
 -- @treturn boolean
 function _M.isatty(stream)
     local ok, term = pcall(require, "term")
-    return ok and type(term.isatty) == "function" and term.isatty(stream) or false
+    if ok and type(term.isatty) == "function" then return term.isatty(stream) and true or false end
+    local fd = (stream == io.stdin and 0) or (stream == io.stdout and 1) or (stream == io.stderr and 2)
+    local target = fd and lfs.symlinkattributes("/proc/self/fd/" .. fd, "target")
+    return type(target) == "string" and (target:find("^/dev/pts/") or target:find("^/dev/tty")) ~= nil
 end
 
 ----------------------------------------------------------------------------
@@ -131,6 +135,10 @@ end
 -- @return[2] nil
 -- @treturn[2] string message
 function _M.load_contract(path)
+    if path:match("%.json$") then
+        return nil, "cannot load contract " .. path .. ": a contract is a Lua file returning {contract = ...} "
+            .. "(a JSON Schema alone has no instructions or rules; lint and diff take one)"
+    end
     local ok, mod = pcall(dofile, path)
     if not ok then return nil, "cannot load contract " .. path .. ": " .. tostring(mod) end
     if type(mod) ~= "table" or type(mod.contract) ~= "table" then
@@ -168,13 +176,14 @@ end
 
 --- Read a JSONL mailbox. A line that is not a JSON object with a string `text` becomes an item
 -- with `input_error`, so it still ends in the review queue: nothing is lost.
--- @tparam string path
+-- @tparam string path a file, or "-" for stdin
 -- @tparam[opt] integer limit only the first `limit` messages
 -- @treturn[1] table items `{id, text, ...}` or `{id, input_error}`
 -- @return[2] nil
 -- @treturn[2] string message
 function _M.read_mailbox(path, limit)
-    local bytes, msg = _M.read_file(path)
+    local bytes, msg
+    if path == "-" then bytes = io.read("*a") else bytes, msg = _M.read_file(path) end
     if not bytes then return nil, msg end
     local items, lineno = {}, 0
     if limit == 0 then return items end
@@ -214,15 +223,27 @@ function _M.choose_provider(o)
     if o.model == "" then return nil, "option --model needs a name" end
     local base = o.base_url
     if base and not base:match("^https?://[^/]") then return nil, "option --base-url needs an http(s) URL" end
+    -- A base URL from the environment is checked here too: a bad one is one usage error, not
+    -- an internal error on every item. Empty means unset.
+    local function env_base(name)
+        local v = base or env(name)
+        if v == "" then v = nil end
+        if v and not v:match("^https?://[^/]") then return nil, name .. " needs an http(s) URL, not " .. v end
+        return v or false
+    end
     local openai_key, anthropic_key = env("OPENAI_API_KEY"), env("ANTHROPIC_API_KEY")
     if openai_key and openai_key ~= "" and (o.provider == nil or o.provider == "openai") then
+        local url, uerr = env_base("OPENAI_BASE_URL")
+        if url == nil then return nil, uerr end
         return { provider = "openai", api_key = openai_key, model = o.model or env("OPENAI_MODEL") or "gpt-4o-mini",
-            base_url = base or env("OPENAI_BASE_URL") }
+            base_url = url or nil }
     end
     if anthropic_key and anthropic_key ~= "" and (o.provider == nil or o.provider == "anthropic") then
+        local url, uerr = env_base("ANTHROPIC_BASE_URL")
+        if url == nil then return nil, uerr end
         return { provider = "anthropic", api_key = anthropic_key,
             model = o.model or env("ANTHROPIC_MODEL") or "claude-sonnet-4-5",
-            base_url = base or env("ANTHROPIC_BASE_URL") }
+            base_url = url or nil }
     end
     if base then
         if not o.model then return nil, "option --base-url without an API key needs --model" end

@@ -256,13 +256,16 @@ end
 -- @return[2] nil
 -- @treturn[2] table err with `category` format, schema or rules (see README); `err.adapters` lists
 --   the adapters that were applied
--- @raise when `text` is not a string
+-- @raise when `text` is not a string, `opts` not a table or `opts.adapters` not a list
 function _M.check(self, text, opts)
     if type(text) ~= "string" then error("check: text must be a string, got " .. type(text), 2) end
     if opts ~= nil and type(opts) ~= "table" then error("check: opts must be a table, got " .. type(opts), 2) end
     opts = opts or {}
     local applied = setmetatable({}, core.array_mt)
     local names = opts.adapters or self.adapters
+    if type(names) ~= "table" then
+        error("check: opts.adapters must be a list of adapter names, got " .. type(names), 2)
+    end
     if #names > 0 then
         local out, err = adapters.apply(text, names)
         if not out then return nil, err end
@@ -294,7 +297,17 @@ function _M.identity(self)
     return { name = self.name, version = self.version, schema_hash = self.schema_hash }
 end
 
+--- One line describing a (sub)schema for the prompt: types, allowed values and limits.
+-- @function describe
+-- @tparam table|boolean schema
+-- @treturn string e.g. `string, one of "a", "b"` or `integer, minimum 1`
 _M.describe = describe
+
+--- An object schema's property names in prompt order: `required` first, in its order, then
+-- the rest sorted (the validator reports errors in the same order).
+-- @function property_order
+-- @tparam table schema
+-- @treturn {string,...}
 _M.property_order = property_order
 
 --- Is `v` a contract made by `new`?

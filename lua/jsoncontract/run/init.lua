@@ -79,6 +79,13 @@ local function check_args(contract, input, opts)
         error("ask: opts.provider must be a provider name or module", 3)
     end
     if type(opts.model) ~= "string" then error("ask: opts.model must be a string", 3) end
+    local ev = opts.evidence
+    if ev ~= nil and (type(ev) ~= "table" or type(ev.write) ~= "function") then
+        error("ask: opts.evidence must be a writer from jsoncontract.evidence (open or memory)", 3)
+    end
+    if opts.adapters ~= nil and type(opts.adapters) ~= "table" then
+        error("ask: opts.adapters must be a list of adapter names, got " .. type(opts.adapters), 3)
+    end
     return provider
 end
 
@@ -101,7 +108,8 @@ end
 --   adapters}`), `usage` (`{input_tokens, output_tokens}` summed over every HTTP exchange),
 --   `elapsed_ms`, `request_id`, `contract` (`{name, version, schema_hash}`), `adapters` (applied to the
 --   accepted reply)
--- @raise on misuse: a missing contract, input that is not a string, unknown options
+-- @raise on misuse: a missing contract, input that is not a string, unknown options, an
+--   evidence that is not a writer, adapters that are not a list
 function _M.ask(contract, input, opts)
     local provider = check_args(contract, input, opts)
     local policy = policy_mod.merge(opts.policy, 2)

@@ -247,6 +247,7 @@ end
 -- @tparam table request the conversation, provider-neutral:
 --   `messages` (list of {role="user"|"assistant", content=string or text parts}; the first user
 --   message is the mail, verbatim), `system` (string or nil), `schema` (decoded JSON Schema or nil),
+--   `json_object` (true: JSON mode without a schema, the answer is an object),
 --   `max_tokens` (integer output budget in tokens, or nil)
 -- @tparam[opt] table opts `seed` (integer, default 1)
 -- @treturn table answer: `kind` ("json" = valid, "invalid" = JSON that breaks the schema,
@@ -279,7 +280,7 @@ function _M.answer(request, opts)
     local name = _M.recognise(schema, stext.text_of(request.system))
     if name then return _M.known(name).answer(ans, seed, request) end
     if schema == nil then
-        ans.kind, ans.text = "json", generate.minimal_json({})
+        ans.kind, ans.text = "json", generate.minimal_json(request.json_object and { type = "object" } or {})
     else
         ans.kind, ans.text = "json", generate.instance_json(type(schema) == "table" and schema or {})
     end

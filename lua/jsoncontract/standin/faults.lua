@@ -50,9 +50,9 @@
 --                     and in a 500 body
 -- A connection whose first byte is 0x16 (a TLS ClientHello) gets a plain
 -- "400 Bad Request", as real HTTP servers answer TLS on a plain port.
+-- @module jsoncontract.standin.faults
 local socket = require "socket"
 local mime = require "mime"
-
 
 local _M = {}
 local GZIP_OK = mime.unb64("H4sIAAAAAAAAA6tWys9WsiopKk2tBQCQX9SnCwAAAA==")

@@ -28,6 +28,8 @@ function _M.from_openai(body)
     return {
         messages = messages, system = concat(system, "\n"),
         schema = type(schema) == "table" and schema or nil,
+        -- JSON mode: no schema, but the answer is an object (as OpenAI's json_object promises)
+        json_object = type(rf) == "table" and rf.type == "json_object" or nil,
         max_tokens = tonumber(body.max_completion_tokens) or tonumber(body.max_tokens),
     }
 end
