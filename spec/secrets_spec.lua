@@ -114,3 +114,23 @@ describe("jsoncontract.secrets", function()
         end)
     end)
 end)
+
+describe("jsoncontract.evidence with secrets", function()
+    local evidence = require "jsoncontract.evidence"
+
+    it("redacts every spelling of a registered key from each line", function()
+        local log = evidence.memory { record_text = true }
+        log:add_secret(KEY)
+        log:write { item_id = "m-1", text = u(KEY), errors = { { pointer = "/" .. pct(KEY) } } }
+        assert.falsy(log.lines[1]:find("SENTINEL", 1, true), log.lines[1])
+        assert.truthy(log.lines[1]:find("[redacted]", 1, true))
+    end)
+
+    it("writes a record no JSON can hold as a trace of what failed, and goes on", function()
+        local log = evidence.memory()
+        assert.is_true(log:write { item_id = "m-2", attempt = 1, gate = "rules", usage = { n = 0 / 0 } })
+        local rec = assert(core.decode(log.lines[1]))
+        assert.equal("m-2", rec.item_id)
+        assert.truthy(rec.evidence_error:find("cannot encode NaN at /usage/n", 1, true), rec.evidence_error)
+    end)
+end)
