@@ -104,6 +104,7 @@ describe("jsoncontract.transport.openresty in nginx", function()
             '    location = /ask { content_by_lua_block { require("support.nginx_app").ask() } }',
             '    location = /raw { content_by_lua_block { require("support.nginx_app").raw() } }',
             '    location = /many { content_by_lua_block { require("support.nginx_app").many() } }',
+            '    location = /pool { content_by_lua_block { require("support.nginx_app").pool() } }',
             '    location = /sock { content_by_lua_block { require("support.nginx_app").sock() } }',
             '    location = /big { return 200 "0123456789abcdefghij"; }',
             "  }",
@@ -302,6 +303,33 @@ describe("jsoncontract.transport.openresty in nginx", function()
             local out = call("/raw?url=" .. esc("https://127.0.0.1:" .. tls_bad .. "/"))
             assert.same({ "transport", "tls" }, { out.err.category, out.err.kind })
             assert.equal("TLS failure with 127.0.0.1:" .. tls_bad, out.err.message)
+        end)
+
+        it("keeps a completely framed HTTP/1.1 response's connection and reuses it", function()
+            local out = call("/pool?a=" .. esc(base .. "/big") .. "&b=" .. esc(base .. "/big"))
+            assert.same({ { 200, 0, true }, { 200, 1, true } },
+                { { out[1].status, out[1].reused, out[1].pooled }, { out[2].status, out[2].reused, out[2].pooled } })
+        end)
+
+        for _, c in ipairs {
+            { "close", "a body that runs until the server closes" },
+            { "connclose", "Connection: close" },
+            { "http10", "an HTTP/1.0 response" },
+            { "short", "a body shorter than its Content-Length" },
+        } do
+            it("does not pool the connection after " .. c[2], function()
+                local out = call("/pool?a=" .. esc(base .. "/sock?mode=" .. c[1]) .. "&b=" .. esc(base .. "/big"))
+                assert.is_not_true(out[1].pooled)
+                assert.same({ 200, 0 }, { out[2].status, out[2].reused })
+            end)
+        end
+
+        it("retries on a new connection when a pooled one was closed by the server", function()
+            -- the server closes 0.2 s after its answer: the client has pooled the connection and
+            -- sends the next request on it, which the closing server never reads
+            local out = call("/pool?a=" .. esc(base .. "/sock?mode=keepclose&after=0.2") .. "&b=" .. esc(base .. "/big"))
+            assert.same({ true, 200, "0123456789abcdefghij", 0 }, { out[1].pooled, out[2].status, out[2].body,
+                out[2].reused })
         end)
 
         it("request_many returns results in request order, errors in place", function()

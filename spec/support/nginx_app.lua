@@ -68,6 +68,19 @@ function M.raw()
     return reply(200, { err = show_err(err) })
 end
 
+--- GET /pool?a=<url>&b=<url>: two exchanges one after the other (keep-alive on); answers
+-- each one's status, body, reuse count and whether it went back to the pool, or its err.
+function M.pool()
+    local args = ngx.req.get_uri_args()
+    local out = {}
+    for i, url in ipairs { args.a, args.b } do
+        local res, err = openresty.request { url = url, timeout_ms = 5000, pool_size = 4 }
+        out[i] = res and { status = res.status, body = res.body, reused = res.reused, pooled = res.pooled }
+            or { err = show_err(err) }
+    end
+    return reply(200, setmetatable(out, jc.array_mt))
+end
+
 --- GET /many?a=<url>&b=<url>: openresty.request_many on both, one at a time; answers the
 -- statuses and bodies, or the errs' kinds, in order.
 function M.many()
@@ -114,14 +127,21 @@ local RAW = {
     status099 = "HTTP/1.1 099 OK\r\nContent-Length: 0\r\n\r\n",
     status600 = "HTTP/1.1 600 OK\r\nContent-Length: 0\r\n\r\n",
     barecr = "HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 2\r\n\r\nok",
+    -- Framed completely, but not to be kept: the server says close, or speaks HTTP/1.0.
+    connclose = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+    http10 = "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    -- Looks keep-alive, then the server closes the connection anyway.
+    keepclose = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
 }
 
---- GET /sock?mode=<name>[&sleep=<s>]: after an optional pause, write RAW[mode] and close.
+--- GET /sock?mode=<name>[&sleep=<s>][&after=<s>]: after an optional pause, write RAW[mode],
+-- optionally wait again (the client may pool the connection meanwhile), and close.
 function M.sock()
     local args = ngx.req.get_uri_args()
     local sock = assert(ngx.req.socket(true))
     if args.sleep then ngx.sleep(tonumber(args.sleep)) end
     sock:send(RAW[args.mode])
+    if args.after then ngx.sleep(tonumber(args.after)) end
     ngx.exit(444)
 end
 

@@ -43,7 +43,7 @@ local ASK_OPTS = {
     provider = true, model = true, api_key = true, base_url = true, max_tokens = true, temperature = true,
     mode = true, transport = true, sleep = true, evidence = true, context = true, adapters = true,
     request_id = true, item_id = true, policy = true, timeout_ms = true, connect_timeout_ms = true,
-    max_response_bytes = true,
+    max_response_bytes = true, allow_blocking = true,
 }
 
 -- Kinds and pointers only: messages may quote the model's text, which stays out of
@@ -96,9 +96,11 @@ end
 --   `provider` (a name from `jsoncontract.providers.names`: "openai", "openai_responses", "anthropic",
 --   "gemini", "ollama", "llamacpp"; or a provider module; required), `model` (string, required),
 --   `api_key`, `base_url`, `max_tokens`, `temperature`, `mode` ("native"|"json"|"prompt"),
---   `transport` (function(req) -> res | nil, err; default `jsoncontract.transport.curl`.request),
+--   `transport` (function(req) -> res | nil, err; default `jsoncontract.transport.curl`.request, and under
+--   nginx the cosocket transport where cosockets work, see `jsoncontract.transport.default`),
+--   `allow_blocking` (boolean: accept the blocking curl transport inside an nginx worker),
 --   `timeout_ms`, `connect_timeout_ms`, `max_response_bytes` (passed to the transport),
---   `sleep` (function(seconds), default `ngx.sleep` under OpenResty, else luasocket's),
+--   `sleep` (function(seconds), default `ngx.sleep` where nginx allows it, else luasocket's),
 --   `evidence` (a writer from `jsoncontract.evidence`),
 --   `context` (passed to rules), `adapters` (list of adapter names; default the contract's),
 --   `request_id`, `item_id` (strings for evidence), `policy` (table overriding `DEFAULT_POLICY`)
@@ -109,12 +111,14 @@ end
 --   `elapsed_ms`, `request_id`, `contract` (`{name, version, schema_hash}`), `adapters` (applied to the
 --   accepted reply)
 -- @raise on misuse: a missing contract, input that is not a string, unknown options, an
---   evidence that is not a writer, adapters that are not a list
+--   evidence that is not a writer, adapters that are not a list; under nginx in a phase without
+--   cosockets when no transport is given, or the curl transport without `allow_blocking`
 function _M.ask(contract, input, opts)
     local provider = check_args(contract, input, opts)
     local policy = policy_mod.merge(opts.policy, 2)
-    local send = opts.transport or require("jsoncontract.transport.curl").request
-    local sleep = opts.sleep or compat.sleep
+    -- Under nginx: cosockets and ngx.sleep where they work, never a silent blocking default.
+    local send, sleep = require("jsoncontract.transport.default").choose(opts.transport, opts.sleep,
+        opts.allow_blocking, 2)
     local evidence = opts.evidence
     if evidence and opts.api_key then evidence:add_secret(opts.api_key) end
 

@@ -277,6 +277,10 @@ local function handle(st, req)
     if req.path == "/health" and req.method == "GET" then
         return 200, '{"ok":true}'
     end
+    -- Connections accepted so far: how a client's keep-alive pool shows from this side.
+    if req.path == "/stats" and req.method == "GET" then
+        return 200, format('{"accepted":%d,"served":%d,"open":%d}', st.accepted, st.served, st.open)
+    end
     if req.path == "/shutdown" and req.method == "POST" then
         return 200, '{"ok":true}', nil, true
     end
@@ -375,7 +379,7 @@ function _M.run(opts)
     local sched = new_sched()
     local st = {
         sched = sched, seed = opts.seed or 1, delay = (opts.delay_ms or 0) / 1000, ids = 0,
-        served = 0, open = 0, max_requests = opts.max_requests,
+        served = 0, open = 0, accepted = 0, max_requests = opts.max_requests,
     }
     local stop_at = opts.max_seconds and gettime() + opts.max_seconds or nil
     local last_accept = gettime()
@@ -406,6 +410,7 @@ function _M.run(opts)
                     client:settimeout(0)
                     client:setoption("tcp-nodelay", true)
                     st.open = st.open + 1
+                    st.accepted = st.accepted + 1
                     spawn(serve_conn, st, client)
                 end
             else

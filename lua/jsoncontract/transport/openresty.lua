@@ -1,13 +1,21 @@
 --- The non-blocking HTTP transport of jsoncontract for OpenResty / nginx + lua-nginx-module:
 -- HTTP/1.1 over cosockets (`ngx.socket.tcp`), the same shapes as
 -- `jsoncontract.transport.curl`, so `jc.ask(contract, input, { transport = openresty.request })`
--- runs inside a request handler without blocking the worker.
+-- runs inside a request handler without blocking the worker (under nginx `jc.ask` picks it
+-- by itself, see `jsoncontract.transport.default`).
 --
--- Only what an LLM API call needs: one connection per exchange (`Connection: close`, no
--- keep-alive pool), `Content-Length`, chunked and read-until-close response bodies, TLS
--- verified for `https://` (the CA store is nginx's `lua_ssl_trusted_certificate`, with
--- `lua_ssl_verify_depth`), redirects never followed (a 3xx is a response), no compression
--- asked for (a compressed body is a `protocol` error), the body cap enforced while reading.
+-- Only what an LLM API call needs: keep-alive connections kept in nginx's per-worker cosocket
+-- pool (one pool per scheme://host:port, `pool_size` idle connections at most, closed after
+-- `keepalive_timeout_ms` idle; `backlog` also bounds the open connections and queues the
+-- rest), TLS sessions reused on new connections, `Content-Length`, chunked and
+-- read-until-close response bodies, TLS verified for `https://` (the CA store is nginx's
+-- `lua_ssl_trusted_certificate`, with `lua_ssl_verify_depth`), redirects never followed (a 3xx
+-- is a response), no compression asked for (a compressed body is a `protocol` error), the body
+-- cap enforced while reading. A connection goes back to the pool only after an HTTP/1.1
+-- response that was read completely by its framing (Content-Length or chunked up to the last
+-- trailer, or a status without a body) and did not say `Connection: close`; everything else,
+-- every error included, closes it. A reused connection that the server closed while idle
+-- (nothing read back, nothing but a failed send) is retried once on a new connection.
 -- Every line is read with a bound: the status line and headers (1xx heads included) at most
 -- 64 KiB together (else `too_large`), a chunk-size line at most 1 KiB (else `protocol`),
 -- trailers counted in `max_response_bytes`. Framing is strict, anything else is `protocol`:
@@ -22,16 +30,24 @@
 -- `method` (default `"POST"` with a body, else `"GET"`), `headers` `{ [name] = value }`
 -- (values never appear in messages; `Host` may be given, `Connection`, `Content-Length` and
 -- `Transfer-Encoding` are the transport's), `body` string or nil, `connect_timeout_ms`
--- (>= 1, default 10000), `timeout_ms` (>= 0, whole exchange, 0 = none, default 90000),
--- `read_timeout_ms` (>= 1 or nil: fail when no byte arrives for that long),
--- `max_response_bytes` (>= 1, default 8 MiB), `ca_file` (raises: cosockets take the CA store
--- from nginx's configuration only).
+-- (>= 1, default 10000; also the longest wait in the backlog queue), `timeout_ms` (>= 0, whole
+-- exchange, 0 = none, default 90000), `read_timeout_ms` (>= 1 or nil: fail when no byte arrives
+-- for that long), `max_response_bytes` (>= 1, default 8 MiB), `keepalive` (boolean, default
+-- true; false sends `Connection: close`), `pool_size` (>= 1, default 32: idle connections kept
+-- per pool), `keepalive_timeout_ms` (>= 1, default 60000: idle time before nginx closes a
+-- pooled connection), `backlog` (>= 0 or nil: when set, nginx keeps the open connections of the
+-- pool near `pool_size` (measured here: up to about 1.5 x `pool_size` in a burst) and up to
+-- `backlog` exchanges wait for one; more fail as `connect`), `pool` (string, default
+-- `"<scheme>://<host>:<port>"`), `ca_file` (raises: cosockets take the CA store from nginx's
+-- `lua_ssl_trusted_certificate` only).
 --
 -- A response `res`: `status` integer, `headers` (lower-case names, last value wins), `body`
--- string, `elapsed_ms` number. An error `err` (shared error metatable): `category =
--- "transport"`, `kind` one of `"timeout"`, `"connect"`, `"tls"`, `"too_large"`, `"reset"`,
--- `"protocol"`; `message` names host:port, never headers or the URL path; `detail` the
--- cosocket's own words; `elapsed_ms` number.
+-- string, `elapsed_ms` number, `reused` integer (how often the connection had been used
+-- before: 0 for a new one), `pooled` boolean (the connection went back to the pool).
+-- An error `err` (shared error metatable): `category = "transport"`, `kind` one of
+-- `"timeout"`, `"connect"`, `"tls"`, `"too_large"`, `"reset"`, `"protocol"`; `message` names
+-- host:port, never headers or the URL path; `detail` the cosocket's own words; `elapsed_ms`
+-- number.
 -- @module jsoncontract.transport.openresty
 -- luacheck: read globals ngx
 local core = require "jsoncontract.core"
@@ -52,11 +68,18 @@ local MAX_CHUNK_LINE = 1024            -- one chunk-size line, extensions includ
 local LINE_STEP = 4096                 -- read size while looking for the end of a line
 local CHUNK = 16 * 1024                -- read size when the body runs until close
 local NO_TIMEOUT_MS = 2 ^ 31 - 1       -- what `timeout_ms = 0` means to a cosocket
+local DEFAULT_POOL_SIZE = 32           -- idle keep-alive connections per pool
+local DEFAULT_IDLE_MS = 60000          -- a pooled connection is closed after this long idle
+
+-- TLS sessions by pool name, per worker: a new connection to the same host resumes the
+-- last session instead of a full handshake (a pooled connection needs no handshake at all).
+local SESSIONS = {}
 
 local FIELDS = {
     url = "string", method = "string", headers = "table", body = "string",
     connect_timeout_ms = "number", timeout_ms = "number", read_timeout_ms = "number",
-    max_response_bytes = "number", ca_file = "string",
+    max_response_bytes = "number", ca_file = "string", keepalive = "boolean", pool_size = "number",
+    keepalive_timeout_ms = "number", backlog = "number", pool = "string",
 }
 local OWN_HEADERS = { connection = true, ["content-length"] = true, ["transfer-encoding"] = true }
 
@@ -91,6 +114,9 @@ local function check(req, level)
     check_int(req, "timeout_ms", 0, level + 1)
     check_int(req, "read_timeout_ms", 1, level + 1)
     check_int(req, "max_response_bytes", 1, level + 1)
+    check_int(req, "pool_size", 1, level + 1)
+    check_int(req, "keepalive_timeout_ms", 1, level + 1)
+    check_int(req, "backlog", 0, level + 1)
     if not req.url then error("openresty transport: url is required", level) end
     local scheme, authority, path = req.url:match("^(%a+)://([^/?#]+)(.*)$")
     scheme = scheme and lower(scheme)
@@ -122,11 +148,15 @@ local function check(req, level)
         end
     end
     local hostport = (find(host, ":", 1, true) and "[" .. host .. "]" or host) .. ":" .. port
-    return { scheme = scheme, host = host, port = port, path = path, method = method, hostport = hostport }
+    return { scheme = scheme, host = host, port = port, path = path, method = method, hostport = hostport,
+        pool = req.pool or (scheme .. "://" .. hostport), keepalive = req.keepalive ~= false }
 end
 
--- One exchange on one socket. Returns res, or nil + kind + message + detail.
-local function exchange(sock, req, u, t0)
+-- One exchange on one socket. Returns res, or nil + kind + message + detail. Fills `st`:
+-- `reused` (times the connection was used before), `stale` (a reused connection failed before
+-- any byte came back: the server closed it while it was idle), `poolable` (the response was
+-- framed completely and the connection may carry the next exchange).
+local function exchange(sock, req, u, t0, st)
     local total = req.timeout_ms or DEFAULT_TIMEOUT_MS
     local deadline = total > 0 and t0 + total or nil
     local cap = req.max_response_bytes or DEFAULT_MAX_BYTES
@@ -187,18 +217,32 @@ local function exchange(sock, req, u, t0)
     sock:settimeout(min(req.connect_timeout_ms or DEFAULT_CONNECT_MS,
         deadline and total or NO_TIMEOUT_MS))
     -- nginx parses "host:port" out of the host string, so an IPv6 literal keeps its brackets.
-    local ok, err = sock:connect(find(u.host, ":", 1, true) and "[" .. u.host .. "]" or u.host, u.port)
+    local host = find(u.host, ":", 1, true) and "[" .. u.host .. "]" or u.host
+    local ok, err
+    if u.keepalive then
+        ok, err = sock:connect(host, u.port, { pool = u.pool,
+            pool_size = req.pool_size or DEFAULT_POOL_SIZE, backlog = req.backlog })
+    else
+        ok, err = sock:connect(host, u.port)
+    end
     if not ok then
         if err == "timeout" then return timed_out() end
+        if err == "too many waiting connect operations" then
+            return nil, "connect", format("too many exchanges waiting for a connection to %s", hp), err
+        end
         return nil, "connect", format("cannot connect to %s", hp), err
     end
-    if u.scheme == "https" then
+    st.reused = sock:getreusedtimes() or 0
+    -- A pooled connection is already past its handshake (the pool name holds the scheme).
+    if u.scheme == "https" and st.reused == 0 then
         if not arm() then return timed_out() end
-        ok, err = sock:sslhandshake(nil, u.host, true)
-        if not ok then
+        local session
+        session, err = sock:sslhandshake(SESSIONS[u.pool], u.host, true)
+        if not session then
             if err == "timeout" then return timed_out() end
             return nil, "tls", format("TLS failure with %s", hp), err
         end
+        if type(session) ~= "boolean" then SESSIONS[u.pool] = session end
     end
 
     local lines = { u.method .. " " .. u.path .. " HTTP/1.1" }
@@ -211,22 +255,26 @@ local function exchange(sock, req, u, t0)
         local default = (u.scheme == "https" and u.port == 443) or (u.scheme == "http" and u.port == 80)
         lines[#lines + 1] = "Host: " .. (default and hp:gsub(":%d+$", "") or hp)
     end
-    lines[#lines + 1] = "Connection: close"
+    lines[#lines + 1] = u.keepalive and "Connection: keep-alive" or "Connection: close"
     if req.body or u.method == "POST" or u.method == "PUT" or u.method == "PATCH" then
         lines[#lines + 1] = "Content-Length: " .. #(req.body or "")
     end
     lines[#lines + 1] = "\r\n"
     if not arm() then return timed_out() end
     ok, err = sock:send({ concat(lines, "\r\n"), req.body or "" })
-    if not ok then return failed(err, "send failed") end
+    if not ok then
+        st.stale = st.reused > 0 and err ~= "timeout"
+        return failed(err, "send failed")
+    end
 
     -- Status line and headers; 1xx interim responses are skipped.
     -- One budget of MAX_HEADER_BYTES for every head, interim ones included.
-    local status, headers, content_length, te
+    local status, headers, content_length, te, http11
     local header_bytes = 0
     repeat
         local line, rerr, got = read_line(MAX_HEADER_BYTES - header_bytes)
         if not line then
+            st.stale = st.reused > 0 and not status and got == "" and rerr ~= "timeout" and rerr ~= "deadline"
             local head = got:sub(1, 7)
             if got ~= "" and ("HTTP/1."):sub(1, #head) ~= head then
                 return bad("not an HTTP response")
@@ -241,6 +289,7 @@ local function exchange(sock, req, u, t0)
         end
         local code = line:match("^HTTP/1%.[01] (%d%d%d)$") or line:match("^HTTP/1%.[01] (%d%d%d) ")
         status = tonumber(code)
+        http11 = line:sub(1, 8) == "HTTP/1.1"
         if not status then
             return bad(line:match("^HTTP/") and "bad status line" or "not an HTTP response")
         end
@@ -277,7 +326,12 @@ local function exchange(sock, req, u, t0)
     end
     local too_large = format("response from %s is over %d bytes", hp, cap)
     local parts, size = {}, 0
+    -- Keep-alive only when HTTP/1.1 says so and the server did not say `close`; the framing
+    -- below must then also end exactly where the response does.
+    local persistent = u.keepalive and http11 and status ~= 101
+        and not find(lower(headers["connection"] or ""), "close", 1, true)
     if u.method == "HEAD" or status == 204 or status == 304 then
+        st.poolable = persistent
         return { status = status, headers = headers, body = "", elapsed_ms = now_ms() - t0 }
     end
     -- Exactly "chunked" or nothing: any other transfer coding is one this client cannot undo.
@@ -303,6 +357,7 @@ local function exchange(sock, req, u, t0)
                     size = size + #line
                     if size > cap then return nil, "too_large", too_large end
                 until line == ""
+                st.poolable = persistent
                 break
             end
             size = size + n
@@ -337,6 +392,7 @@ local function exchange(sock, req, u, t0)
             parts[#parts + 1] = data
             left = left - #data
         end
+        st.poolable = persistent
     else
         while true do  -- the body runs until the server closes
             if not arm(req.read_timeout_ms) then return timed_out() end
@@ -359,10 +415,31 @@ end
 local function request(req, level)
     local u = check(req, level)
     local t0 = now_ms()
-    local sock = ngx.socket.tcp()
-    local res, kind, message, detail = exchange(sock, req, u, t0)
-    sock:close()
-    if res then return res end
+    local res, kind, message, detail
+    -- A second try only when a pooled connection turned out to be closed by the server.
+    for _ = 1, 2 do
+        local sock = ngx.socket.tcp()
+        local st = { reused = 0 }
+        res, kind, message, detail = exchange(sock, req, u, t0, st)
+        if res then
+            res.reused, res.pooled = st.reused, false
+            -- TLS 1.3 tickets arrive after the handshake, with the first read: the session worth
+            -- keeping is the one the connection holds now (on a handshaken connection
+            -- sslhandshake only returns it).
+            if u.scheme == "https" and st.reused == 0 then
+                local session = sock:sslhandshake(nil, u.host, true)
+                if session and type(session) ~= "boolean" then SESSIONS[u.pool] = session end
+            end
+            if st.poolable then
+                res.pooled = sock:setkeepalive(req.keepalive_timeout_ms or DEFAULT_IDLE_MS,
+                    req.pool_size or DEFAULT_POOL_SIZE) == 1
+            end
+            if not res.pooled then sock:close() end
+            return res
+        end
+        sock:close()
+        if not st.stale then break end
+    end
     return nil, errors.new("transport", kind, message, { detail = detail, elapsed_ms = now_ms() - t0 })
 end
 

@@ -1,0 +1,226 @@
+-- make bench: jsoncontract in nginx, measured with wrk on loopback, in one run:
+--   1. requests/s of a location running contract:check on a 1 KB model reply
+--      (bench/nginx_bench_app.lua) against a location that only says "ok" from Lua
+--      (content_by_lua) and one that says it with nginx's `return 200` (goal: check/lua >= 0.8);
+--      and, for scale, contract:check on the 70-byte support-ticket reply;
+--      one worker, wrk -t2 -c50, BENCH_NGINX_ROUNDS rounds of BENCH_NGINX_SECONDS each,
+--      locations interleaved, ratios per round, the median round; the format gate (decode)
+--      and the schema gate (validate) alone show where check's time goes.
+--   2. the gateway (jsoncontract.nginx) in front of the stand-in model answering after 200 ms:
+--      wrk with 1,000 connections against one worker; requests/s, latency percentiles, errors,
+--      and the worker's RSS (and its Lua heap) before, after each round and its peak (VmHWM).
+-- Not a test: nothing asserts a time. Skipped with a message when nginx, its lua module or
+-- wrk is missing. Environment: BENCH_NGINX_ROUNDS (default 5), BENCH_NGINX_SECONDS (default 3),
+-- BENCH_GATEWAY_SECONDS (default 10), BENCH_GATEWAY_CONNECTIONS (default 1000),
+-- BENCH_GATEWAY_ROUNDS (default 3).
+--   lua5.4 bench/nginx_bench.lua      (after make and make LUA=luajit)
+package.path = "lua/?.lua;lua/?/init.lua;spec/?.lua;bench/?.lua;" .. package.path
+package.cpath = "build/lua5.4/?.so;" .. package.cpath
+
+local util = require "support.util"
+local nginx = require "support.nginx_server"
+
+local ROUNDS = tonumber(os.getenv("BENCH_NGINX_ROUNDS")) or 5
+local SECONDS = tonumber(os.getenv("BENCH_NGINX_SECONDS")) or 3
+local GW_SECONDS = tonumber(os.getenv("BENCH_GATEWAY_SECONDS")) or 10
+local GW_CONNS = tonumber(os.getenv("BENCH_GATEWAY_CONNECTIONS")) or 1000
+local GW_ROUNDS = tonumber(os.getenv("BENCH_GATEWAY_ROUNDS")) or 3
+local fmt = string.format
+
+local function say(...) io.stdout:write(fmt(...), "\n") io.stdout:flush() end
+
+local why = nginx.missing()
+if why and why:find("LuaJIT build", 1, true) then
+    nginx.run("make -s LUA=luajit >/dev/null")
+    why = nginx.missing()
+end
+if not why and select(2, nginx.run("command -v wrk")) ~= 0 then why = "wrk not found on PATH (apt-get install wrk)" end
+if why then
+    say("nginx_bench: skipped: %s", why)
+    return
+end
+
+-- wrk's summary: requests/s, latency percentiles (ms), non-2xx count, socket errors.
+local function unit_ms(n, u)
+    n = tonumber(n)
+    if u == "us" then return n / 1000 elseif u == "s" then return n * 1000 elseif u == "m" then return n * 60000 end
+    return n
+end
+local function parse_wrk(out)
+    local r = { rps = tonumber(out:match("Requests/sec:%s+([%d%.]+)")) or 0, non2xx = 0, errors = 0, p = {} }
+    r.non2xx = tonumber(out:match("Non%-2xx or 3xx responses: (%d+)")) or 0
+    local c, rd, w, t = out:match("Socket errors: connect (%d+), read (%d+), write (%d+), timeout (%d+)")
+    if c then r.errors = c + rd + w + t end
+    r.requests = tonumber(out:match("(%d+) requests in")) or 0
+    for pct, n, u in out:gmatch("%s(%d+)%%%s+([%d%.]+)(%a+)") do r.p[tonumber(pct)] = unit_ms(n, u) end
+    return r
+end
+
+local function wrk(args, url)
+    local out = nginx.run(fmt("wrk %s %s", args, url))
+    local r = parse_wrk(out)
+    if r.rps == 0 then say("wrk said: %s", out) end
+    return r
+end
+
+local function median(t)
+    local s = {}
+    for i, v in ipairs(t) do s[i] = v end
+    table.sort(s)
+    return s[math.floor((#s + 1) / 2)]
+end
+
+-- CPU seconds (user + system) a process has used: fields 14 and 15 of /proc/<pid>/stat, in
+-- clock ticks (100 per second on Linux).
+local function cpu_seconds(pid)
+    local stat = util.read("/proc/" .. pid .. "/stat") or ""
+    local rest = stat:match("%) (.*)$") or ""
+    local f = {}
+    for x in rest:gmatch("%S+") do f[#f + 1] = x end
+    -- after "pid (comm)" the fields start at 3: utime is field 14, stime 15
+    return ((tonumber(f[12]) or 0) + (tonumber(f[13]) or 0)) / 100
+end
+
+local function rss_kb(pid, field)
+    local status = util.read("/proc/" .. pid .. "/status") or ""
+    return tonumber(status:match((field or "VmRSS") .. ":%s+(%d+)")) or 0
+end
+
+------------------------------------------------------------------------------
+-- 1. contract:check vs fixed strings (BENCH_NGINX_ROUNDS=0 skips it)
+------------------------------------------------------------------------------
+if ROUNDS > 0 then
+    local srv = nginx.start {
+        ready = "/fixed_return",
+        http = function(port)
+            return table.concat({
+                'init_by_lua_block { require("nginx_bench_app") }',
+                "server { listen 127.0.0.1:" .. port .. " backlog=1024;",
+                '  location = /fixed_return { return 200 "ok\\n"; }',
+                '  location = /fixed_lua { content_by_lua_block { ngx.say("ok") } }',
+                '  location = /check { content_by_lua_block { require("nginx_bench_app").check() } }',
+                '  location = /check_ticket { content_by_lua_block { require("nginx_bench_app").check_ticket() } }',
+                '  location = /decode { content_by_lua_block { require("nginx_bench_app").decode() } }',
+                '  location = /validate { content_by_lua_block { require("nginx_bench_app").validate() } }',
+                "}" }, "\n")
+        end,
+    }
+    local ok, err = pcall(function()
+        local reply = #require("nginx_bench_app").REPLY
+        say("nginx: contract:check on a %d-byte reply vs fixed strings; 1 worker, wrk -t2 -c50 -d%ds, %d rounds",
+            reply, SECONDS, ROUNDS)
+        -- Every round measures each location once, back to back, so a ratio compares
+        -- neighbours in time (other processes on the machine come and go); the median round wins.
+        local names = { "fixed_return", "fixed_lua", "check", "check_ticket", "decode", "validate" }
+        local rps, ratios = {}, { check = {}, check_return = {}, check_ticket = {}, decode = {}, validate = {} }
+        -- The worker's CPU time per request: what a request costs nginx, whatever else runs on
+        -- the machine (wall-clock req/s on a shared machine move with the neighbours).
+        local cpu_us = {}
+        for _, name in ipairs(names) do rps[name], cpu_us[name] = {}, {} end
+        local worker = srv:workers()[1]
+        for _, name in ipairs(names) do wrk("-t2 -c50 -d1s", srv.base .. "/" .. name) end -- warm up
+        for round = 1, ROUNDS do
+            for _, name in ipairs(names) do
+                local c0 = cpu_seconds(worker)
+                local r = wrk(fmt("-t2 -c50 -d%ds", SECONDS), srv.base .. "/" .. name)
+                rps[name][round] = r.rps
+                cpu_us[name][round] = (cpu_seconds(worker) - c0) * 1e6 / math.max(r.requests, 1)
+                if r.non2xx > 0 or r.errors > 0 then say("  %s: %d non-2xx, %d socket errors", name, r.non2xx, r.errors) end
+            end
+            local fl = rps.fixed_lua[round]
+            ratios.check[round] = rps.check[round] / fl
+            ratios.check_return[round] = rps.check[round] / rps.fixed_return[round]
+            ratios.check_ticket[round] = rps.check_ticket[round] / fl
+            ratios.decode[round] = rps.decode[round] / fl
+            ratios.validate[round] = rps.validate[round] / fl
+        end
+        local function list(t, f)
+            local out = {}
+            for i, v in ipairs(t) do out[i] = fmt(f, v) end
+            return table.concat(out, " ")
+        end
+        for _, name in ipairs(names) do
+            say("  %-13s %9.0f req/s (median; rounds %s)", name, median(rps[name]), list(rps[name], "%.0f"))
+        end
+        say("  ratio check/fixed_lua        = %.2f  (goal >= 0.80; median of rounds %s)", median(ratios.check),
+            list(ratios.check, "%.2f"))
+        say("  ratio check/fixed_return     = %.2f", median(ratios.check_return))
+        say("  ratio check_ticket/fixed_lua = %.2f  (contract:check on the 70-byte support-ticket reply)",
+            median(ratios.check_ticket))
+        say("  parts of check: decode/fixed_lua = %.2f, validate/fixed_lua = %.2f  (each gate alone)",
+            median(ratios.decode), median(ratios.validate))
+        local cpu = {}
+        for _, name in ipairs(names) do cpu[name] = median(cpu_us[name]) end
+        say("  nginx worker CPU per request (median): %s", (function()
+            local out = {}
+            for i, name in ipairs(names) do out[i] = fmt("%s %.1f us", name, cpu[name]) end
+            return table.concat(out, ", ")
+        end)())
+        say("  ratio by worker CPU (the req/s ratio with a core to itself): check/fixed_lua = %.2f, "
+            .. "check_ticket/fixed_lua = %.2f", cpu.fixed_lua / cpu.check, cpu.fixed_lua / cpu.check_ticket)
+        say("  check costs %.1f us more than fixed_lua: decode %.1f us + validate %.1f us + the contract's Lua %.1f us",
+            cpu.check - cpu.fixed_lua, cpu.decode - cpu.fixed_lua, cpu.validate - cpu.fixed_lua,
+            (cpu.check - cpu.fixed_lua) - (cpu.decode - cpu.fixed_lua) - (cpu.validate - cpu.fixed_lua))
+    end)
+    srv:stop()
+    if not ok then error(err, 0) end
+end
+
+------------------------------------------------------------------------------
+-- 2. the gateway holding many concurrent requests in front of a 200 ms model
+------------------------------------------------------------------------------
+do
+    local standin, sport = nginx.start_standin("--delay-ms 200")
+    local srv
+    local ok, err = pcall(function()
+        srv = nginx.start {
+            worker_connections = 4096,
+            ready = "/fixed",
+            http = function(port, dir)
+                return table.concat({
+                    "lua_shared_dict jc_metrics 1m;",
+                    fmt('init_by_lua_block { require("jsoncontract.nginx").configure{ provider = "openai", '
+                        .. 'model = "standin-1", base_url = "http://127.0.0.1:%d", metrics_dict = "jc_metrics", '
+                        .. 'contracts = { support_ticket = %q }, pool_size = 256, backlog = 4096, '
+                        .. 'timeout_ms = 60000, connect_timeout_ms = 60000, '
+                        .. 'evidence = { path = %q } } }', sport, nginx.run("pwd"):match("^(%S+)")
+                        .. "/examples/support_ticket.lua", dir .. "/evidence.jsonl"),
+                    "server { listen 127.0.0.1:" .. port .. " backlog=4096;",
+                    '  location = /fixed { return 200 "ok"; }',
+                    '  location = /triage { content_by_lua_block { require("jsoncontract.nginx").serve("support_ticket") } }',
+                    '  location = /metrics { content_by_lua_block { require("jsoncontract.nginx").metrics() } }',
+                    '  location = /lua_heap { content_by_lua_block { ngx.say(collectgarbage("count")) } }',
+                    "}" }, "\n")
+            end,
+        }
+        local script = srv.dir .. "/post.lua"
+        local f = assert(io.open(script, "w"))
+        f:write('wrk.method = "POST"\nwrk.body = "I want to return order 1187, the shoes do not fit."\n')
+        f:close()
+        local worker = srv:workers()[1]
+        say("nginx: the gateway in front of the stand-in (200 ms per answer, pool_size 256, backlog 4096);"
+            .. " 1 worker, wrk -t2 -c%d -d%ds", GW_CONNS, GW_SECONDS)
+        local curl = require "jsoncontract.transport.curl"
+        local function lua_heap_mib()
+            local res = curl.request { url = srv.base .. "/lua_heap", timeout_ms = 5000 }
+            return res and (tonumber(res.body) or 0) / 1024 or -1
+        end
+        say("  worker at start: RSS %5.1f MiB, Lua heap %5.1f MiB", rss_kb(worker) / 1024, lua_heap_mib())
+        for round = 1, GW_ROUNDS do
+            local c0 = cpu_seconds(worker)
+            local r = wrk(fmt("-t2 -c%d -d%ds --timeout 30s --latency -s %s", GW_CONNS, GW_SECONDS, script),
+                srv.base .. "/triage")
+            say("  round %d: %7.0f req/s, %d requests, latency p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, "
+                .. "%d non-2xx, %d socket errors; worker CPU %.0f us/request, RSS %5.1f MiB, Lua heap %5.1f MiB",
+                round, r.rps, r.requests, r.p[50] or -1, r.p[90] or -1, r.p[99] or -1, r.non2xx, r.errors,
+                (cpu_seconds(worker) - c0) * 1e6 / math.max(r.requests, 1), rss_kb(worker) / 1024, lua_heap_mib())
+        end
+        local stats = curl.request { url = "http://127.0.0.1:" .. sport .. "/stats",
+            timeout_ms = 5000 }
+        say("  worker RSS peak (VmHWM)   %6.1f MiB", rss_kb(worker, "VmHWM") / 1024)
+        say("  stand-in: %s (connections accepted from the pool: keep-alive)", stats and stats.body or "?")
+    end)
+    if srv then srv:stop() end
+    util.stop_standin(standin, sport)
+    if not ok then error(err, 0) end
+end

@@ -1,0 +1,93 @@
+-- The nginx side of bench/nginx_bench.lua (not part of the library): a 1 KB model reply and
+-- its contract, compiled once in init_by_lua, and the handler that checks that reply.
+-- luacheck: globals ngx
+local jc = require "jsoncontract"
+
+local M = {}
+
+M.schema = {
+    type = "object",
+    required = { "order_id", "customer", "lines", "total", "currency", "urgent", "notes" },
+    additionalProperties = false,
+    properties = {
+        order_id = { type = "string", pattern = "^[0-9]{4,6}$" },
+        customer = {
+            type = "object", required = { "name", "email" }, additionalProperties = false,
+            properties = { name = { type = "string", minLength = 1, maxLength = 100 },
+                email = { type = "string", format = "email" } },
+        },
+        lines = {
+            type = "array", minItems = 1, maxItems = 50,
+            items = {
+                type = "object", required = { "sku", "title", "qty", "price" }, additionalProperties = false,
+                properties = {
+                    sku = { type = "string", pattern = "^[A-Z]{3}-[0-9]{4}$" },
+                    title = { type = "string", maxLength = 80 },
+                    qty = { type = "integer", minimum = 1, maximum = 100 },
+                    price = { type = "number", minimum = 0 },
+                },
+            },
+        },
+        total = { type = "number", minimum = 0 },
+        currency = { enum = { "EUR", "USD", "GBP" } },
+        urgent = { type = "boolean" },
+        notes = { type = "string", maxLength = 300 },
+    },
+}
+
+local lines = {}
+for i = 1, 8 do
+    lines[i] = string.format('{"sku":"ABC-%04d","title":"Running shoe model %d, size 42, colour blue","qty":%d,'
+        .. '"price":%d.95}', 1000 + i, i, i % 3 + 1, 40 + i)
+end
+--- The reply checked per request (about 1 KB).
+M.REPLY = '{"order_id":"104217","customer":{"name":"Erika Mustermann","email":"erika@example.com"},'
+    .. '"lines":[' .. table.concat(lines, ",") .. '],"total":612.6,"currency":"EUR","urgent":true,'
+    .. '"notes":"Customer asks for delivery before Friday; the parcel for the first order never arrived."}'
+
+M.contract = jc.contract {
+    name = "order_lines", version = "1.0.0", schema = M.schema,
+    instructions = "Read the order mail and fill in the order.",
+}
+assert(M.contract:check(M.REPLY), "the bench reply must pass its contract")
+
+--- The support-ticket contract and a 70-byte reply, for scale.
+local here = debug.getinfo(1, "S").source:match("^@(.*)/bench/[^/]*$") or "."
+M.ticket = dofile(here .. "/examples/support_ticket.lua").contract
+M.TICKET_REPLY = '{"intent":"delivery","order_id":"1042","urgent":true,"summary":"Late."}'
+
+--- GET /check_ticket: contract:check on the 70-byte ticket reply, answers "ok".
+function M.check_ticket()
+    local v, err = M.ticket:check(M.TICKET_REPLY)
+    if not v then
+        ngx.status = 500
+        return ngx.say(tostring(err))
+    end
+    ngx.say("ok")
+end
+
+local core = require "jsoncontract.core"
+local decoded = core.decode(M.REPLY)
+local DECODED = { decoded = true }
+
+--- GET /decode: the format gate alone on the 1 KB reply (jc.decode, building the Lua value).
+function M.decode()
+    ngx.say(core.decode(M.REPLY) and "ok" or "bad")
+end
+
+--- GET /validate: the schema gate alone on the decoded 1 KB reply (validator:validate).
+function M.validate()
+    ngx.say(M.contract.validator:validate(decoded, DECODED) and "ok" or "bad")
+end
+
+--- GET /check: contract:check on the 1 KB reply, answers "ok".
+function M.check()
+    local v, err = M.contract:check(M.REPLY)
+    if not v then
+        ngx.status = 500
+        return ngx.say(tostring(err))
+    end
+    ngx.say("ok")
+end
+
+return M

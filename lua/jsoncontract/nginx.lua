@@ -1,0 +1,371 @@
+--- A contract gateway for nginx (lua-nginx-module / OpenResty): one `content_by_lua_block`
+-- line per location turns a POSTed text into a checked value.
+--
+--     init_by_lua_block { require("jsoncontract.nginx").configure{ provider = "openai",
+--         model = "gpt-4o-mini", api_key_env = "OPENAI_API_KEY",
+--         contracts = { support_ticket = "/srv/app/examples/support_ticket.lua" },
+--         metrics_dict = "jsoncontract_metrics", evidence = { path = "/var/log/nginx/jc.jsonl" } } }
+--     location = /triage  { content_by_lua_block { require("jsoncontract.nginx").serve("support_ticket") } }
+--     location = /metrics { content_by_lua_block { require("jsoncontract.nginx").metrics() } }
+--
+-- Per request: the body (in memory or spooled to a file) is the input; `jc.ask` runs with
+-- the named contract over the cosocket transport (keep-alive pool per provider host, TLS
+-- sessions reused), `ngx.sleep` between retries, the request id (`X-Request-Id` when the
+-- client sent a usable one, else nginx's `$request_id`) in the evidence, the log and the
+-- request to the provider. The answer (`Content-Type: application/json`, headers
+-- `X-Request-Id`, `X-Contract`, `X-Contract-Version`, and `X-Attempts` once the model was asked):
+--
+--   * 200: the checked value itself;
+--   * 202: handed over to a person (refusal, content filter, a business rule):
+--     `{"status":"handed_over","message":<plain words for the end user>,"item_id":..,"request_id":..}`;
+--   * 400 `empty_body`, `not_utf8`; 405 `method_not_allowed`; 413 `body_too_large`;
+--   * 500 `internal_error`, `contract_unavailable`; 502 `model_unavailable` (the provider could
+--     not be reached or answered with an HTTP error), `no_valid_answer` (no answer passed the
+--     gates: format, schema, truncated, protocol, budget); 503 `model_busy` (rate limited or
+--     overloaded; `Retry-After` when the provider gave one); 504 `model_timeout`.
+--
+-- Errors are `{"error":{"code":..,"message":<plain words>},"request_id":..,"item_id":..}`;
+-- the technical reason (category/kind/message, already free of the API key) goes only to the
+-- error log (one line per non-200 answer) and to the evidence.
+-- @module jsoncontract.nginx
+-- luacheck: globals ngx
+local core = require "jsoncontract.core"
+local errors = require "jsoncontract.errors"
+local run = require "jsoncontract.run"
+local messages = require "jsoncontract.feedback"
+local openresty = require "jsoncontract.transport.openresty"
+local contracts = require "jsoncontract.nginx.contracts"
+local metrics = require "jsoncontract.nginx.metrics"
+local evidence = require "jsoncontract.nginx.evidence"
+local body = require "jsoncontract.nginx.body"
+
+local type, pairs, ipairs, tostring, error, pcall, xpcall, setmetatable, floor =
+    type, pairs, ipairs, tostring, error, pcall, xpcall, setmetatable, math.floor
+local format, match, getenv = string.format, string.match, os.getenv
+local encode = core.encode
+local traceback = debug.traceback
+
+local _M = { _VERSION = core._VERSION }
+local mt = { __index = _M }
+
+--- HTTP status and code per outcome that is not a 200.
+-- @table STATUS
+_M.STATUS = {
+    handed_over = 202, empty_body = 400, not_utf8 = 400, method_not_allowed = 405, body_too_large = 413,
+    internal_error = 500, contract_unavailable = 500, body_unreadable = 500,
+    model_unavailable = 502, no_valid_answer = 502, model_busy = 503, model_timeout = 504,
+}
+
+local SORRY = "Something went wrong on our side. Please try again later."
+
+--- Plain words per error code: what the end user (or the client's developer, for 4xx) sees.
+-- @table TEXT
+_M.TEXT = {
+    empty_body = "The request body is empty: send the text to process.",
+    not_utf8 = "The request body is not UTF-8 text.",
+    method_not_allowed = "Use POST with the text to process as the body.",
+    body_too_large = "The request body is too large.",
+    internal_error = SORRY, contract_unavailable = SORRY, body_unreadable = SORRY,
+    model_unavailable = messages.TEXT.retry_later, no_valid_answer = messages.TEXT.retry_later,
+    model_busy = messages.TEXT.retry_later, model_timeout = messages.TEXT.retry_later,
+}
+
+local BUSY = { rate_limited = true, overloaded = true }
+
+-- The `outcome` label of an error answer: refused before asking, broken inside the gateway,
+-- or the model's side failed (everything else).
+local OUTCOME_OF = {
+    empty_body = "rejected", not_utf8 = "rejected", method_not_allowed = "rejected", body_too_large = "rejected",
+    internal_error = "error", contract_unavailable = "error", body_unreadable = "error",
+}
+
+-- The error code for an outcome that was not accepted.
+local function failure_code(outcome)
+    local reason = outcome.reason or {}
+    if messages.user_message(outcome) == messages.TEXT.person then return "handed_over" end
+    if reason.category == "transport" then
+        if reason.kind == "timeout" then return "model_timeout" end
+        if BUSY[reason.kind] then return "model_busy" end
+        return "model_unavailable"
+    end
+    if reason.category == "budget" and reason.kind == "time_budget" then return "model_timeout" end
+    return "no_valid_answer"
+end
+_M.failure_code = failure_code
+
+local OPTS = {
+    provider = true, model = "string", api_key = "string", api_key_env = "string", base_url = "string",
+    max_tokens = "number", temperature = "number", mode = "string", policy = "table", timeout_ms = "number",
+    connect_timeout_ms = "number", max_response_bytes = "number", contracts = "table",
+    contract_check_ms = "number", max_body_bytes = "number", pool_size = "number",
+    keepalive_timeout_ms = "number", backlog = "number", metrics_dict = "string", evidence = "table",
+    propagate_request_id = "boolean", on_handover = "function", context = "function",
+}
+
+--- A gateway.
+-- @tparam table opts
+--   `provider` (provider name or module, required), `model` (string, required), `api_key`
+--   (string) or `api_key_env` (name of an environment variable, read in the worker: declare it
+--   with `env NAME;` in nginx.conf), `base_url`, `max_tokens`, `temperature`, `mode`, `policy`,
+--   `timeout_ms`, `connect_timeout_ms`, `max_response_bytes` (as for `jc.ask`);
+--   `contracts` (`{ [name] = contract | definition table | Lua file path }`, required; see
+--   `jsoncontract.nginx.contracts`), `contract_check_ms` (integer >= 0, default 2000: how often
+--   a contract file is looked at for a version bump; 0 never);
+--   `max_body_bytes` (integer >= 1, default 65536; keep nginx's `client_max_body_size` above it);
+--   `pool_size` (default 32), `keepalive_timeout_ms` (default 60000), `backlog` (default nil:
+--   no limit on open connections) for the provider's keep-alive pool (see
+--   `jsoncontract.transport.openresty`);
+--   `metrics_dict` (name of a `lua_shared_dict`, or nil for no metrics);
+--   `evidence` (`{ path = file | "log", record_text, flush_ms, max_lines }`, see
+--   `jsoncontract.nginx.evidence`; nil: none);
+--   `propagate_request_id` (boolean, default true: send `X-Request-Id` to the provider);
+--   `on_handover` (`function(item)` called for a 202 with `{item_id, request_id, contract =
+--   {name, version, schema_hash}, reason = {category, kind, message}, input}`; runs in the
+--   request, may use cosockets, must not block; errors are logged);
+--   `context` (`function(contract_name, input) -> table` for the contract's rules).
+-- @treturn table gateway
+-- @raise on a missing or mistyped option, a metrics dict nginx does not have
+-- @usage local gw = require("jsoncontract.nginx").new{ provider = "openai", model = "gpt-4o-mini",
+--     api_key_env = "OPENAI_API_KEY", contracts = { ticket = "/srv/ticket.lua" } }
+function _M.new(opts)
+    if type(opts) ~= "table" then error("nginx gateway: opts must be a table", 2) end
+    for k, v in pairs(opts) do
+        local want = OPTS[k]
+        if not want then error("nginx gateway: unknown option '" .. tostring(k) .. "'", 2) end
+        if want ~= true and type(v) ~= want then
+            error(format("nginx gateway: %s must be a %s, got %s", k, want, type(v)), 2)
+        end
+    end
+    if type(opts.provider) ~= "string" and type(opts.provider) ~= "table" then
+        error("nginx gateway: provider must be a provider name or module", 2)
+    end
+    if not opts.model then error("nginx gateway: model is required", 2) end
+    if not opts.contracts then error("nginx gateway: contracts is required", 2) end
+    for _, k in ipairs { "max_body_bytes", "pool_size", "keepalive_timeout_ms" } do
+        local v = opts[k]
+        if v ~= nil and (v < 1 or v ~= floor(v)) then error("nginx gateway: " .. k .. " must be an integer >= 1", 2) end
+    end
+    if opts.backlog ~= nil and (opts.backlog < 0 or opts.backlog ~= floor(opts.backlog)) then
+        error("nginx gateway: backlog must be an integer >= 0", 2)
+    end
+    local self = {
+        ask = { provider = opts.provider, model = opts.model, base_url = opts.base_url,
+            max_tokens = opts.max_tokens, temperature = opts.temperature, mode = opts.mode, policy = opts.policy,
+            timeout_ms = opts.timeout_ms, connect_timeout_ms = opts.connect_timeout_ms,
+            max_response_bytes = opts.max_response_bytes },
+        api_key = opts.api_key, api_key_env = opts.api_key_env,
+        cache = contracts.new(opts.contracts, { check_ms = opts.contract_check_ms }),
+        max_body_bytes = opts.max_body_bytes or 65536,
+        pool = { keepalive = true, pool_size = opts.pool_size or 32,
+            keepalive_timeout_ms = opts.keepalive_timeout_ms or 60000, backlog = opts.backlog },
+        meter = opts.metrics_dict and metrics.new(opts.metrics_dict) or nil,
+        sink = opts.evidence and evidence.new(opts.evidence) or nil,
+        propagate_request_id = opts.propagate_request_id ~= false,
+        on_handover = opts.on_handover, context = opts.context,
+    }
+    if self.sink then self.sink.meter = self.meter end
+    return setmetatable(self, mt)
+end
+
+local default
+
+--- Make the gateway that `serve` and `metrics` use, and compile its contracts now (in
+-- `init_by_lua` the workers inherit them).
+-- @tparam table opts as for `new`
+-- @treturn table gateway
+-- @raise as `new`, and when a contract cannot be loaded
+function _M.configure(opts)
+    local gw = _M.new(opts)
+    local ok, err = gw.cache:preload()
+    if not ok then error("nginx gateway: " .. err, 2) end
+    default = gw
+    return gw
+end
+
+local function the_default(what)
+    if not default then
+        error("jsoncontract.nginx: " .. what .. " before configure{...} (call it in init_by_lua)", 3)
+    end
+    return default
+end
+
+-- The API key for this worker (an env var is read once).
+local function api_key(self)
+    if self.api_key then return self.api_key end
+    if not self.api_key_env then return nil end
+    local v = getenv(self.api_key_env)
+    if v == nil or v == "" then
+        return nil, format("%s is not set in the worker (add `env %s;` to nginx.conf)", self.api_key_env,
+            self.api_key_env)
+    end
+    self.api_key = v
+    return v
+end
+
+local function request_id()
+    local h = ngx.var.http_x_request_id
+    if h and #h <= 200 and match(h, "^[%w%-%._:]+$") then return h end
+    return ngx.var.request_id
+end
+
+local function send_json(status, text)
+    ngx.status = status
+    ngx.header["Content-Type"] = "application/json"
+    ngx.header["Cache-Control"] = "no-store"
+    ngx.print(text, "\n")
+end
+
+local function observe_request(self, name, status, outcome_name, t0)
+    local m = self.meter
+    if not m then return end
+    m:inc("jsoncontract_requests_total", { "contract", name, "code", status, "outcome", outcome_name })
+    ngx.update_time()
+    m:observe("jsoncontract_request_duration_seconds", { "contract", name }, ngx.now() - t0)
+end
+
+-- An error answer; `detail` goes to the log only.
+local function fail(self, name, code, rid, item_id, t0, detail, level, extra_headers)
+    local status = _M.STATUS[code]
+    for k, v in pairs(extra_headers or {}) do ngx.header[k] = v end
+    send_json(status, encode({ error = { code = code, message = _M.TEXT[code] }, request_id = rid,
+        item_id = item_id }))
+    ngx.log(level or (status >= 500 and ngx.ERR or ngx.INFO), "jsoncontract: request_id=", rid, " item_id=",
+        item_id or "-", " contract=", name, " status=", status, " code=", code, ": ", detail or "")
+    observe_request(self, name, status, OUTCOME_OF[code] or "failed", t0)
+end
+
+-- The transport for one request: the cosocket transport with the gateway's pool, the request
+-- id sent along, every exchange counted.
+local function sender(self, rid)
+    local pool, m = self.pool, self.meter
+    return function(req)
+        for k, v in pairs(pool) do req[k] = v end
+        if self.propagate_request_id then
+            local h = {}
+            for k, v in pairs(req.headers or {}) do h[k] = v end
+            h["X-Request-Id"] = rid
+            req.headers = h
+        end
+        local res, err = openresty.request(req)
+        if m then
+            local upstream = match(req.url, "^%a+://([^/?#]+)") or "?"
+            m:inc("jsoncontract_upstream_requests_total", { "upstream", upstream,
+                "status", res and res.status or err.kind })
+            if res then
+                m:inc("jsoncontract_upstream_connections_total", { "upstream", upstream,
+                    "reused", res.reused > 0 and "true" or "false" })
+            end
+            local ms = res and res.elapsed_ms or err.elapsed_ms
+            if ms then m:observe("jsoncontract_upstream_duration_seconds", { "upstream", upstream }, ms / 1000) end
+        end
+        return res, err
+    end
+end
+
+local function observe_outcome(self, name, out)
+    local m = self.meter
+    if not m then return end
+    local reason = out.reason or {}
+    m:inc("jsoncontract_outcomes_total", { "contract", name, "status", out.status,
+        "category", reason.category or "none", "kind", reason.kind or "none" })
+    for _, a in ipairs(out.attempts) do
+        m:inc("jsoncontract_attempts_total", { "contract", name, "gate", a.gate or "unknown" })
+    end
+    local u = out.usage or {}
+    local tin, tout = u.input_tokens or 0, u.output_tokens or 0
+    if tin > 0 then m:inc("jsoncontract_tokens_total", { "contract", name, "direction", "input" }, tin) end
+    if tout > 0 then m:inc("jsoncontract_tokens_total", { "contract", name, "direction", "output" }, tout) end
+    m:observe("jsoncontract_request_attempts", { "contract", name }, #out.attempts)
+    m:observe("jsoncontract_request_tokens", { "contract", name }, tin + tout)
+end
+
+--- Serve one request with the contract `name` (a `content_by_lua` handler).
+-- @tparam string name a contract name from `opts.contracts`
+-- @raise when `name` is not a string (misuse in nginx.conf); everything else is an HTTP answer
+-- @usage location = /triage { content_by_lua_block { require("jsoncontract.nginx").serve("support_ticket") } }
+function _M.serve(self, name)
+    if type(self) == "string" and name == nil then self, name = the_default("serve"), self end
+    if type(name) ~= "string" then error("nginx gateway: serve needs a contract name", 2) end
+    local t0 = ngx.now()
+    local rid = request_id()
+    local item_id = ngx.var.request_id
+    ngx.header["X-Request-Id"] = rid
+
+    local c, key = self.cache:get(name)
+    if not c then return fail(self, name, "contract_unavailable", rid, nil, t0, key) end
+    ngx.header["X-Contract"] = c.name
+    ngx.header["X-Contract-Version"] = c.version
+    if ngx.req.get_method() ~= "POST" then
+        return fail(self, name, "method_not_allowed", rid, nil, t0, ngx.req.get_method(), nil, { Allow = "POST" })
+    end
+    local text, _, code, detail = body.read(self.max_body_bytes)
+    if not text then return fail(self, name, code, rid, nil, t0, detail) end
+    if not pcall(encode, text) then return fail(self, name, "not_utf8", rid, nil, t0, "body is not UTF-8") end
+    local key_value, kerr = api_key(self)
+    if kerr then return fail(self, name, "internal_error", rid, nil, t0, kerr) end
+
+    local opts = { transport = sender(self, rid), sleep = ngx.sleep, request_id = rid, item_id = item_id,
+        api_key = key_value, evidence = self.sink and self.sink:writer(key_value) or nil }
+    for k, v in pairs(self.ask) do opts[k] = v end
+    if self.context then
+        local ok, ctx = pcall(self.context, name, text)
+        if not ok then return fail(self, name, "internal_error", rid, item_id, t0, "context: " .. tostring(ctx)) end
+        opts.context = ctx
+    end
+
+    local m = self.meter
+    if m then m:inc("jsoncontract_in_flight", { "contract", name }, 1) end
+    local ok, out = xpcall(run.ask, traceback, c, text, opts)
+    if m then m:inc("jsoncontract_in_flight", { "contract", name }, -1) end
+    if not ok then
+        return fail(self, name, "internal_error", rid, item_id, t0, errors.redact(tostring(out), key_value))
+    end
+    observe_outcome(self, name, out)
+    ngx.header["X-Attempts"] = #out.attempts
+
+    if out.status == "accepted" then
+        send_json(200, encode(out.value))
+        observe_request(self, name, 200, "accepted", t0)
+        return
+    end
+    local reason = out.reason or {}
+    local why = format("%s/%s: %s (attempts %d, contract %s)", tostring(reason.category), tostring(reason.kind),
+        errors.redact(tostring(reason.message), key_value), #out.attempts, key)
+    code = failure_code(out)
+    if code ~= "handed_over" then
+        local headers
+        if code == "model_busy" and type(reason.retry_after) == "number" then
+            headers = { ["Retry-After"] = tostring(math.ceil(reason.retry_after)) }
+        end
+        return fail(self, name, code, rid, item_id, t0, why, ngx.WARN, headers)
+    end
+    send_json(202, encode({ status = "handed_over", message = messages.user_message(out), item_id = item_id,
+        request_id = rid }))
+    ngx.log(ngx.WARN, "jsoncontract: request_id=", rid, " item_id=", item_id, " contract=", name,
+        " status=202 handed over: ", why)
+    observe_request(self, name, 202, "handed_over", t0)
+    if self.on_handover then
+        local hok, herr = pcall(self.on_handover, { item_id = item_id, request_id = rid, contract = out.contract,
+            reason = { category = reason.category, kind = reason.kind, message = reason.message }, input = text })
+        if not hok then
+            ngx.log(ngx.ERR, "jsoncontract: on_handover failed for item ", item_id, ": ",
+                errors.redact(tostring(herr), key_value))
+        end
+    end
+end
+
+--- Serve the metrics as Prometheus text (a `content_by_lua` handler).
+-- @usage location = /metrics { content_by_lua_block { require("jsoncontract.nginx").metrics() } }
+function _M.metrics(self)
+    self = self or the_default("metrics")
+    ngx.header["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
+    ngx.header["Cache-Control"] = "no-store"
+    if not self.meter then
+        ngx.status = 404
+        ngx.print("# no metrics: configure the gateway with metrics_dict\n")
+        return
+    end
+    ngx.print(self.meter:render())
+end
+
+return _M

@@ -1,0 +1,219 @@
+--- Gateway metrics in a `lua_shared_dict`, shared by all workers, served in the Prometheus
+-- text exposition format (version 0.0.4).
+--
+-- Series (labels in braces; `contract` is the contract's name):
+--
+--   * `jsoncontract_requests_total{contract,code,outcome}` counter: gateway responses by HTTP
+--     status and outcome (`accepted`, `handed_over`, `failed`, `rejected` before asking,
+--     `error` inside the gateway)
+--   * `jsoncontract_outcomes_total{contract,status,category,kind}` counter: `jc.ask` outcomes
+--     (`status` accepted or human_review; `category`/`kind` of the reason, `none` when accepted)
+--   * `jsoncontract_attempts_total{contract,gate}` counter: model answers by the gate that
+--     decided them (`accepted`, `transport`, `protocol`, `format`, `schema`, `rules`)
+--   * `jsoncontract_tokens_total{contract,direction}` counter: provider-reported tokens,
+--     `direction` input or output
+--   * `jsoncontract_in_flight{contract}` gauge: requests between reading the body and answering
+--   * `jsoncontract_request_duration_seconds{contract}` histogram: whole request, seconds
+--   * `jsoncontract_request_attempts{contract}` histogram: model answers per request
+--   * `jsoncontract_request_tokens{contract}` histogram: input + output tokens per request
+--   * `jsoncontract_upstream_requests_total{upstream,status}` counter: HTTP exchanges with the
+--     provider by `host:port` and HTTP status, or the transport error kind
+--   * `jsoncontract_upstream_connections_total{upstream,reused}` counter: exchanges on a new
+--     (`reused="false"`) or pooled (`reused="true"`) connection
+--   * `jsoncontract_upstream_duration_seconds{upstream}` histogram: one HTTP exchange, seconds
+--   * `jsoncontract_evidence_dropped_total` counter: evidence lines dropped (buffer full, write
+--     failed)
+--   * `jsoncontract_metrics_errors_total` counter (per worker, not in the dict): updates the
+--     dict refused (full)
+--
+-- Histograms are stored per bucket (not cumulative) and summed when rendered, so one
+-- observation costs three dict operations.
+-- @module jsoncontract.nginx.metrics
+-- luacheck: read globals ngx
+local type, pairs, ipairs, tostring, tonumber, error, setmetatable = type, pairs, ipairs, tostring, tonumber,
+    error, setmetatable
+local format, gsub, find, sub, match = string.format, string.gsub, string.find, string.sub, string.match
+local concat, sort = table.concat, table.sort
+
+local _M = { _VERSION = require("jsoncontract.core")._VERSION }
+local mt = { __index = _M }
+
+--- Bucket upper bounds per histogram (the `+Inf` bucket is implied).
+-- @table BUCKETS
+_M.BUCKETS = {
+    jsoncontract_request_duration_seconds = { 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60 },
+    jsoncontract_request_attempts = { 1, 2, 3, 4, 5, 8 },
+    jsoncontract_request_tokens = { 250, 500, 1000, 2000, 4000, 8000, 16000, 32000 },
+    jsoncontract_upstream_duration_seconds = { 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60 },
+}
+
+local HELP = {
+    jsoncontract_requests_total = { "counter", "Gateway responses by HTTP status and outcome." },
+    jsoncontract_outcomes_total = { "counter", "jc.ask outcomes by status and reason category/kind." },
+    jsoncontract_attempts_total = { "counter", "Model answers by the gate that decided them." },
+    jsoncontract_tokens_total = { "counter", "Provider-reported tokens by direction." },
+    jsoncontract_in_flight = { "gauge", "Gateway requests in progress." },
+    jsoncontract_request_duration_seconds = { "histogram", "Gateway request duration in seconds." },
+    jsoncontract_request_attempts = { "histogram", "Model answers per gateway request." },
+    jsoncontract_request_tokens = { "histogram", "Input plus output tokens per gateway request." },
+    jsoncontract_upstream_requests_total = { "counter", "HTTP exchanges with the provider by status or error kind." },
+    jsoncontract_upstream_connections_total = { "counter", "Provider exchanges on new or pooled connections." },
+    jsoncontract_upstream_duration_seconds = { "histogram", "One HTTP exchange with the provider in seconds." },
+    jsoncontract_evidence_dropped_total = { "counter", "Evidence lines dropped (buffer full or write failed)." },
+    jsoncontract_metrics_errors_total = { "counter", "Metric updates the shared dict refused, this worker." },
+}
+
+-- A label value as the exposition format wants it: backslash, quote and newline escaped.
+local function esc(v)
+    v = tostring(v)
+    if find(v, '[\\"\n]') then v = gsub(gsub(gsub(v, "\\", "\\\\"), '"', '\\"'), "\n", "\\n") end
+    return v
+end
+
+-- `{a="x",b="y"}` from an array of alternating names and values; "" without labels.
+local function labels(list)
+    if not list or #list == 0 then return "" end
+    local parts = {}
+    for i = 1, #list, 2 do parts[#parts + 1] = list[i] .. '="' .. esc(list[i + 1]) .. '"' end
+    return "{" .. concat(parts, ",") .. "}"
+end
+_M.labels = labels
+
+--- Metrics kept in the shared dict `dict_name` (declare it: `lua_shared_dict <name> 1m;`).
+-- @tparam string dict_name
+-- @treturn table metrics
+-- @raise when nginx has no such shared dict
+-- @usage local m = metrics.new("jsoncontract_metrics")
+function _M.new(dict_name)
+    if type(dict_name) ~= "string" then error("metrics: dict name must be a string", 2) end
+    local dict = ngx.shared[dict_name]
+    if not dict then
+        error("metrics: no lua_shared_dict '" .. dict_name .. "' (add: lua_shared_dict " .. dict_name .. " 1m;)", 2)
+    end
+    return setmetatable({ dict = dict, errors = 0 }, mt)
+end
+
+local function incr(self, key, v)
+    local ok = self.dict:incr(key, v, 0)
+    if not ok then self.errors = self.errors + 1 end
+end
+
+--- Add `v` (default 1) to a counter or gauge.
+-- @tparam string name metric name
+-- @tparam[opt] table lbl alternating label names and values, e.g. `{"contract", "t", "gate", "schema"}`
+-- @tparam[opt=1] number v
+function _M.inc(self, name, lbl, v)
+    incr(self, "v|" .. name .. labels(lbl), v or 1)
+end
+
+--- Observe one value in a histogram (buckets from `BUCKETS[name]`).
+-- @tparam string name metric name
+-- @tparam table|nil lbl as for `inc`
+-- @tparam number v the value (seconds, count, tokens)
+function _M.observe(self, name, lbl, v)
+    local bounds = _M.BUCKETS[name]
+    local idx = #bounds + 1
+    for i = 1, #bounds do
+        if v <= bounds[i] then
+            idx = i
+            break
+        end
+    end
+    local series = name .. labels(lbl)
+    incr(self, "b|" .. series .. "|" .. idx, 1)
+    incr(self, "s|" .. series, v)
+    incr(self, "c|" .. series, 1)
+end
+
+-- `le` as Prometheus writes it.
+local function le(bound)
+    if bound == nil then return "+Inf" end
+    if bound == math.floor(bound) then return format("%d", bound) end
+    return format("%g", bound)
+end
+
+local function num(v)
+    if v == math.floor(v) and v < 2 ^ 53 then return format("%d", v) end
+    return format("%.17g", v)
+end
+
+-- `name{a="x"}` + `le` -> `name_bucket{a="x",le="..."}`
+local function with_le(series, suffix, bound)
+    local name, lbl = match(series, "^([^{]+)(.*)$")
+    local l = 'le="' .. le(bound) .. '"'
+    if lbl == "" then return name .. suffix .. "{" .. l .. "}" end
+    return name .. suffix .. sub(lbl, 1, -2) .. "," .. l .. "}"
+end
+
+local function with_suffix(series, suffix)
+    local name, lbl = match(series, "^([^{]+)(.*)$")
+    return name .. suffix .. lbl
+end
+
+--- Everything in the dict as Prometheus text (`# HELP`, `# TYPE`, then the samples; metric
+-- families sorted by name, histogram buckets cumulative with a `+Inf` bucket).
+-- @treturn string text, each line ending in "\n"
+function _M.render(self)
+    local families = {}  -- name -> { lines }
+    local hist = {}      -- series -> { buckets = {idx = n}, sum, count }
+    local keys = self.dict:get_keys(0)
+    for _, key in ipairs(keys) do
+        local v = self.dict:get(key)
+        if type(v) == "number" then
+            local kind, rest = sub(key, 1, 1), sub(key, 3)
+            if kind == "v" then
+                local name = match(rest, "^[^{]+")
+                local f = families[name] or {}
+                families[name] = f
+                f[#f + 1] = rest .. " " .. num(v)
+            else
+                local series, idx = rest, nil
+                if kind == "b" then series, idx = match(rest, "^(.*)|(%d+)$") end
+                local h = hist[series] or { buckets = {}, sum = 0, count = 0 }
+                hist[series] = h
+                if kind == "b" then
+                    h.buckets[tonumber(idx)] = v
+                elseif kind == "s" then
+                    h.sum = v
+                else
+                    h.count = v
+                end
+            end
+        end
+    end
+    for series, h in pairs(hist) do
+        local name = match(series, "^[^{]+")
+        local bounds = _M.BUCKETS[name]
+        if bounds then
+            local f = families[name] or {}
+            families[name] = f
+            local acc, lines = 0, {}
+            for i = 1, #bounds + 1 do
+                acc = acc + (h.buckets[i] or 0)
+                lines[i] = with_le(series, "_bucket", bounds[i]) .. " " .. num(acc)
+            end
+            lines[#lines + 1] = with_suffix(series, "_sum") .. " " .. num(h.sum)
+            lines[#lines + 1] = with_suffix(series, "_count") .. " " .. num(h.count)
+            f[#f + 1] = concat(lines, "\n")
+        end
+    end
+    if self.errors > 0 then
+        families.jsoncontract_metrics_errors_total = { "jsoncontract_metrics_errors_total " .. num(self.errors) }
+    end
+    local names = {}
+    for name in pairs(families) do names[#names + 1] = name end
+    sort(names)
+    local out = {}
+    for _, name in ipairs(names) do
+        local h = HELP[name] or { "untyped", name }
+        out[#out + 1] = "# HELP " .. name .. " " .. h[2]
+        out[#out + 1] = "# TYPE " .. name .. " " .. h[1]
+        local f = families[name]
+        sort(f)
+        for _, line in ipairs(f) do out[#out + 1] = line end
+    end
+    out[#out + 1] = ""
+    return concat(out, "\n")
+end
+
+return _M
