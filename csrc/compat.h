@@ -33,11 +33,10 @@
 #endif
 
 /* OpenResty's LuaJIT (501) has luaL_setfuncs, luaL_testudata and
-** luaL_setmetatable; PUC Lua 5.1 lacks the first and the last (the core
-** uses no luaL_testudata). The two are mapped to static 'jc_' functions,
-** as lua-compat-5.3 maps its names, for LuaJIT's headers too: a LuaRocks
-** 5.1 tree builds against LuaJIT's headers and may run the module with
-** PUC lua5.1, which would not find LuaJIT's two symbols. */
+** luaL_setmetatable; PUC Lua 5.1 lacks all three. The three are mapped to
+** static 'jc_' functions, as lua-compat-5.3 maps its names, for LuaJIT's
+** headers too: a LuaRocks 5.1 tree builds against LuaJIT's headers and may
+** run the module with PUC lua5.1, which would not find LuaJIT's symbols. */
 #if LUA_VERSION_NUM < 502
 /* Register 'l' into the table below 'nup' upvalues, which are popped.
 ** [-nup, +0, m] (Lua 5.2 lauxlib.c 'luaL_setfuncs') */
@@ -56,6 +55,19 @@ static inline void jc_setmetatable(lua_State *L, const char *tname) {
   luaL_getmetatable(L, tname);
   lua_setmetatable(L, -2);
 }
+/* The userdata at 'ud' if its metatable is the registry's 'tname', else
+** NULL. [-0, +0, m] (Lua 5.2 lauxlib.c 'luaL_testudata') */
+static inline void *jc_testudata(lua_State *L, int ud, const char *tname) {
+  void *p = lua_touserdata(L, ud);
+  if (p != NULL && lua_getmetatable(L, ud)) {
+    luaL_getmetatable(L, tname);
+    if (!lua_rawequal(L, -1, -2)) p = NULL;
+    lua_pop(L, 2);
+    return p;
+  }
+  return NULL;
+}
+#define luaL_testudata(L, u, t) jc_testudata((L), (u), (t))
 #define luaL_setfuncs(L, l, n) jc_setfuncs((L), (l), (n))
 #define luaL_setmetatable(L, t) jc_setmetatable((L), (t))
 #endif

@@ -8,7 +8,8 @@
 ** nothing.
 */
 #include "jc.h"
-#include "parse.h"
+#include "opts.h"
+#include "utf8.h"
 
 #include <locale.h>
 #include <math.h>
@@ -504,33 +505,19 @@ static void jc_enc_value(jc_enc *e, int idx, size_t depth, const jc_path *p) {
 /* encode()                                                              */
 /* ===================================================================== */
 
-static int jc_enc_opt_int(lua_State *L, const char *name, int lo, int hi) {
-  double v;
-  if (lua_type(L, -1) != LUA_TNUMBER
-      || (v = (double)lua_tonumber(L, -1), v != floor(v)) || v < lo || v > hi)
-    luaL_argerror(L, 2, lua_pushfstring(L,
-                  "option '%s' must be an integer from %d to %d", name, lo,
-                  hi));
-  return (int)lua_tonumber(L, -1);
-}
+static const jc_opt jc_encode_optspec[] = {
+  { "indent", JC_OPT_INT, 0, JC_ENCODE_MAX_INDENT,
+    "an integer from 0 to 16", NULL },
+  { "max_depth", JC_OPT_INT, 1, JC_ENCODE_DEPTH_LIMIT,
+    "an integer from 1 to 3000", NULL },
+  { NULL, 0, 0, 0, NULL, NULL }
+};
 
 static void jc_encode_opts(lua_State *L, jc_enc *e) {
-  const char *k;
-  if (lua_isnoneornil(L, 2)) return;
-  luaL_checktype(L, 2, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, 2)) {
-    if (lua_type(L, -2) != LUA_TSTRING)
-      luaL_argerror(L, 2, "option names must be strings");
-    k = lua_tostring(L, -2);
-    if (strcmp(k, "indent") == 0)
-      e->indent = jc_enc_opt_int(L, k, 0, JC_ENCODE_MAX_INDENT);
-    else if (strcmp(k, "max_depth") == 0)
-      e->max_depth = (size_t)jc_enc_opt_int(L, k, 1, JC_ENCODE_DEPTH_LIMIT);
-    else
-      luaL_argerror(L, 2, lua_pushfstring(L, "unknown option '%s'", k));
-    lua_pop(L, 1);
-  }
+  jc_optval v[2];
+  jc_opts_read(L, 2, jc_encode_optspec, v);
+  if (v[0].set) e->indent = (int)v[0].n;
+  if (v[1].set) e->max_depth = (size_t)v[1].n;
 }
 
 /* Free the kept output block 'k' (idempotent). [-0, +0, -] */

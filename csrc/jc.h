@@ -1,6 +1,6 @@
 /*
 ** jc.h: types, limits and the error helper shared by the C files of
-** jsoncontract.core. Each area file ('parse.c', 'encode.c', 'schema.c',
+** jsoncontract.core. Each area file ('parse.c', 'encode.c', 'schema_lua.c',
 ** 'pattern.c', 'transport.c') exposes one 'jc_<area>_open' that adds its
 ** functions to the module table; 'core.c' calls them in turn.
 */
@@ -34,6 +34,14 @@
 */
 void jc_push_error(lua_State *L, const char *category, const char *kind,
                    const char *fmt, ...);
+
+/* __tostring of the err metatable: "category/kind: message" (error.c).
+** [-0, +1, m] */
+int jc_error_tostring(lua_State *L);
+
+/* __concat of the err metatable: tostring() of each side, joined, so
+** "failed: " .. err works with the C core alone (error.c). [-0, +1, e] */
+int jc_error_concat(lua_State *L);
 
 /*
 ** Skip a run of plain JSON string bytes (0x20..0x7F other than '"' and

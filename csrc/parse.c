@@ -12,6 +12,9 @@
 */
 #include "jc.h"
 #include "parse.h"
+#include "opts.h"
+#include "tape.h"
+#include "utf8.h"
 
 #include <locale.h>
 #include <math.h>
@@ -29,39 +32,31 @@
 #define JC_MAX_BYTES (64 * 1024 * 1024) /* default 'max_bytes' (bytes) */
 #endif
 
-/* Fixed stack slots of a parse, above 'base' (the top on entry minus 2:
-** for decode() the text and the options); values are built above them. */
-#define JC_S_ARRMT 3    /* the array metatable */
-#define JC_S_FRAMES 4   /* userdata holding the frames once they outgrow C */
-#define JC_S_SCRATCH 5  /* userdata: decoded strings with escapes, numbers */
-
 #define JC_LOCAL_FRAMES 32
 
 typedef struct jc_frame {
-  int base;               /* stack index of the container table */
-  int is_object;
+  size_t at;              /* tape index of the container */
   size_t count;           /* elements / members stored so far */
-  size_t key_off;         /* raw text of the current member name, for */
-  size_t key_len;         /* messages */
+  size_t key;             /* tape index of the current member name, 0 */
+  int is_object;
 } jc_frame;
 
 typedef struct jc_parser {
   lua_State *L;
-  int base;                     /* the fixed slots are base + JC_S_* */
+  jc_tape *t;
   const unsigned char *start;
   const unsigned char *end;     /* start + len; *end == '\0' (Lua string) */
   jc_frame *frames;
   size_t nframes;               /* capacity of 'frames' */
   size_t depth;
   size_t max_depth;
-  unsigned char *scratch;
-  size_t scratch_cap;
-  char decpoint;                /* the locale's decimal point, for strtod */
+  char decpoint;                /* the locale's decimal point, for strtod
+                                   ('\0' until a number needs it) */
   /* the error, once one is found */
   const char *kind;
   const unsigned char *at;
   const char *tail;
-  int duplicate;                /* pointer and key pushed (slots 3, 4) */
+  int duplicate;                /* the error is a duplicate key */
   char head[400];
 } jc_parser;
 
@@ -85,62 +80,6 @@ static const unsigned char jc_strclass[256] = {
 #define JC_WS(c) ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t')
 #define JC_DIGIT(c) ((c) >= '0' && (c) <= '9')
 #define JC_SKIP_WS(s) while (JC_WS(*(s))) (s)++
-
-size_t jc_utf8_len(const unsigned char *s) {
-  unsigned char c = s[0];
-  if (c < 0x80) return 1;
-  if (c < 0xC2) return 0;                       /* continuation, overlong */
-  if (c < 0xE0) return (s[1] & 0xC0) == 0x80 ? 2 : 0;
-  if (c < 0xF0) {
-    if (c == 0xE0) { if (s[1] < 0xA0 || s[1] > 0xBF) return 0; }  /* overlong */
-    else if (c == 0xED) { if (s[1] < 0x80 || s[1] > 0x9F) return 0; } /* D800.. */
-    else if ((s[1] & 0xC0) != 0x80) return 0;
-    return (s[2] & 0xC0) == 0x80 ? 3 : 0;
-  }
-  if (c < 0xF5) {
-    if (c == 0xF0) { if (s[1] < 0x90 || s[1] > 0xBF) return 0; }  /* overlong */
-    else if (c == 0xF4) { if (s[1] < 0x80 || s[1] > 0x8F) return 0; } /* >10FFFF */
-    else if ((s[1] & 0xC0) != 0x80) return 0;
-    if ((s[2] & 0xC0) != 0x80) return 0;
-    return (s[3] & 0xC0) == 0x80 ? 4 : 0;
-  }
-  return 0;
-}
-
-/* Code point of the well-formed sequence of 'n' bytes at 's'. */
-static unsigned long jc_utf8_decode(const unsigned char *s, size_t n) {
-  switch (n) {
-    case 1: return s[0];
-    case 2: return ((unsigned long)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
-    case 3: return ((unsigned long)(s[0] & 0x0F) << 12)
-                   | ((unsigned long)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-    default: return ((unsigned long)(s[0] & 0x07) << 18)
-                    | ((unsigned long)(s[1] & 0x3F) << 12)
-                    | ((unsigned long)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
-  }
-}
-
-/* Write code point 'cp' (not a surrogate, <= 0x10FFFF) as UTF-8 at 'o';
-** returns the number of bytes written. */
-static size_t jc_utf8_encode(unsigned long cp, unsigned char *o) {
-  if (cp < 0x80) { o[0] = (unsigned char)cp; return 1; }
-  if (cp < 0x800) {
-    o[0] = (unsigned char)(0xC0 | (cp >> 6));
-    o[1] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    o[0] = (unsigned char)(0xE0 | (cp >> 12));
-    o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-    o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  o[0] = (unsigned char)(0xF0 | (cp >> 18));
-  o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-  o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-  o[3] = (unsigned char)(0x80 | (cp & 0x3F));
-  return 4;
-}
 
 /* ===================================================================== */
 /* Errors                                                                */
@@ -197,25 +136,31 @@ static int jc_fail_unexpected(jc_parser *p, const unsigned char *at,
   return jc_fail(p, "unexpected_character", at, tail);
 }
 
-/* Push the JSON Pointer of the member or element being parsed.
+/* Add 's' as a JSON Pointer token (~0, ~1). */
+static void jc_add_token(luaL_Buffer *b, const char *k, size_t len) {
+  size_t j;
+  for (j = 0; j < len; j++) {
+    if (k[j] == '~') luaL_addstring(b, "~0");
+    else if (k[j] == '/') luaL_addstring(b, "~1");
+    else luaL_addchar(b, k[j]);
+  }
+}
+
+/* Push the JSON Pointer of the innermost container being read ('full':
+** of the member whose name was just read, for duplicate keys).
 ** [-0, +1, m] */
-static void jc_push_pointer(jc_parser *p) {
+static void jc_push_pointer(jc_parser *p, int full) {
   lua_State *L = p->L;
   luaL_Buffer b;
-  size_t i, len, j;
-  const char *k;
+  size_t i;
   char num[32];
   luaL_buffinit(L, &b);
-  for (i = 0; i < p->depth; i++) {
+  for (i = 0; i + 1 < p->depth || (full && i < p->depth); i++) {
     const jc_frame *f = &p->frames[i];
     luaL_addchar(&b, '/');
     if (f->is_object) {
-      k = lua_tolstring(L, f->base + 1, &len);
-      for (j = 0; j < len; j++) {
-        if (k[j] == '~') luaL_addstring(&b, "~0");
-        else if (k[j] == '/') luaL_addstring(&b, "~1");
-        else luaL_addchar(&b, k[j]);
-      }
+      const jc_tv *k = &p->t->v[f->key];
+      if (f->key != 0) jc_add_token(&b, k->s, k->u.len);
     } else {
       snprintf(num, sizeof num, "%lu", (unsigned long)f->count);
       luaL_addstring(&b, num);
@@ -227,17 +172,6 @@ static void jc_push_pointer(jc_parser *p) {
 /* ===================================================================== */
 /* Scalars                                                               */
 /* ===================================================================== */
-
-/* Make 'scratch' hold at least 'n' bytes (contents not kept). [-0, +0, m] */
-static void jc_scratch(jc_parser *p, size_t n) {
-  size_t cap;
-  if (n <= p->scratch_cap) return;
-  cap = p->scratch_cap ? p->scratch_cap : 256;
-  while (cap < n) cap = cap > ((size_t)-1) / 2 ? n : cap * 2;
-  p->scratch = (unsigned char *)jc_newuserdata(p->L, cap);
-  p->scratch_cap = cap;
-  lua_replace(p->L, p->base + JC_S_SCRATCH);
-}
 
 /* Read 4 hex digits at 's'; returns the value, or -1 with '*bad' set to
 ** the first byte that is not a hex digit (never reads past it). */
@@ -275,29 +209,32 @@ static int jc_string_stop(jc_parser *p, const unsigned char *s) {
 }
 
 /* The slow path of 'jc_string': the string at 'run' has an escape at 's'.
-** Decodes into 'scratch' and pushes the result. [-0, +1, m] */
+** Decodes into the tape's arena; entry 'e' points there. [-0, +0, m] */
 static int jc_string_escaped(jc_parser *p, const unsigned char **ps,
                              const unsigned char *run,
-                             const unsigned char *s) {
+                             const unsigned char *s, size_t e) {
   const unsigned char *q = s, *end = p->end, *bad = NULL;
-  unsigned char *o;
+  unsigned char *o, *o0;
   long cp, lo;
   size_t n;
   /* The decoded string is never longer than its raw text. */
   while (q < end && *q != '"') q += (*q == '\\' && q + 1 < end) ? 2 : 1;
-  jc_scratch(p, (size_t)(q - run) + 1);
-  o = p->scratch;
+  o0 = o = (unsigned char *)jc_tape_bytes(p->L, p->t, (size_t)(q - run) + 1);
   memcpy(o, run, (size_t)(s - run));
   o += s - run;
   for (;;) {
     unsigned char c = *s;
     switch (jc_strclass[c]) {
       case 0: *o++ = c; s++; continue;
-      case 1:
-        lua_pushlstring(p->L, (const char *)p->scratch,
-                        (size_t)(o - p->scratch));
+      case 1: {
+        size_t off = (size_t)(run - 1 - p->start);
+        p->t->v[e].s = (const char *)o0;
+        p->t->v[e].u.len = (size_t)(o - o0);
+        p->t->v[e].flags = JC_TF_ESC;
+        p->t->v[e].n = off < 0xffffffffu ? (unsigned)off : 0xffffffffu;
         *ps = s + 1;
         return 0;
+      }
       case 4:
         n = jc_utf8_len(s);
         if (n == 0) return jc_string_stop(p, s);
@@ -377,9 +314,9 @@ static const unsigned char *jc_skip_plain(const unsigned char *s,
   return s;
 }
 
-/* Parse the string whose opening quote is at '*ps'; push it and move '*ps'
-** past the closing quote. [-0, +1, m] */
-static int jc_string(jc_parser *p, const unsigned char **ps) {
+/* Parse the string whose opening quote is at '*ps' into entry 'e' and
+** move '*ps' past the closing quote. [-0, +0, m] */
+static int jc_string(jc_parser *p, const unsigned char **ps, size_t e) {
   const unsigned char *s = *ps + 1, *run = s, *end = p->end;
   size_t n;
   for (;;) {
@@ -387,10 +324,11 @@ static int jc_string(jc_parser *p, const unsigned char **ps) {
     switch (jc_strclass[*s]) {
       case 0: s++; continue;
       case 1:
-        lua_pushlstring(p->L, (const char *)run, (size_t)(s - run));
+        p->t->v[e].s = (const char *)run;
+        p->t->v[e].u.len = (size_t)(s - run);
         *ps = s + 1;
         return 0;
-      case 2: return jc_string_escaped(p, ps, run, s);
+      case 2: return jc_string_escaped(p, ps, run, s, e);
       case 4:
         n = jc_utf8_len(s);
         if (n == 0) return jc_string_stop(p, s);
@@ -407,15 +345,16 @@ static int jc_bad_number(jc_parser *p, const unsigned char *at,
   return jc_fail(p, "invalid_number", at, why);
 }
 
-/* Parse the number at '*ps' (RFC 8259 §6), push it, advance '*ps'.
-** An integer lexeme that fits int64 becomes a Lua integer (5.3+);
-** everything else a double. [-0, +1, m] */
-static int jc_number(jc_parser *p, const unsigned char **ps) {
+/* Parse the number at '*ps' (RFC 8259 §6) into entry 'e', advance '*ps'.
+** An integer lexeme that fits int64 is exact (JC_TF_INT); beyond, or with
+** a fraction or exponent, the entry keeps the lexeme and its double. */
+static int jc_number(jc_parser *p, const unsigned char **ps, size_t e) {
   const unsigned char *b = *ps, *s = b, *digits;
   int neg = 0, isint = 1;
   size_t len;
-  char local[64], *buf, *e, *dp;
+  char local[64], *buf, *end, *dp;
   double d;
+  jc_tv *v;
   if (*s == '-') { neg = 1; s++; }
   digits = s;
   if (*s == '0') {
@@ -449,53 +388,53 @@ static int jc_number(jc_parser *p, const unsigned char **ps) {
     return jc_bad_number(p, s, "");
   *ps = s;
   len = (size_t)(s - b);
+  v = &p->t->v[e];
   if (isint && s - digits <= 18) {      /* < 10^18: exact in int64 */
-    long long v = 0;
-    for (; digits < s; digits++) v = v * 10 + (*digits - '0');
-    if (neg) v = -v;
-#if JC_HAVE_INTEGER
-    lua_pushinteger(p->L, (lua_Integer)v);
-#else
-    lua_pushnumber(p->L, (lua_Number)v);  /* correctly rounded */
-#endif
+    long long x = 0;
+    for (; digits < s; digits++) x = x * 10 + (*digits - '0');
+    v->flags = JC_TF_INT;
+    v->u.i = neg ? -x : x;
     return 0;
   }
-#if JC_HAVE_INTEGER
   if (isint) {                          /* 19 digits or more */
-    unsigned long long v = 0, lim = neg ? 9223372036854775808ULL
+    unsigned long long x = 0, lim = neg ? 9223372036854775808ULL
                                         : 9223372036854775807ULL;
     int fits = 1;
-    for (; digits < s; digits++) {
-      unsigned d1 = (unsigned)(*digits - '0');
-      if (v > (lim - d1) / 10) { fits = 0; break; }
-      v = v * 10 + d1;
+    const unsigned char *q;
+    for (q = digits; q < s; q++) {
+      unsigned d1 = (unsigned)(*q - '0');
+      if (x > (lim - d1) / 10) { fits = 0; break; }
+      x = x * 10 + d1;
     }
     if (fits) {
-      if (neg && v == 9223372036854775808ULL)
-        lua_pushinteger(p->L, (lua_Integer)(-9223372036854775807LL - 1));
+      v->flags = JC_TF_INT;
+      if (neg && x == 9223372036854775808ULL)
+        v->u.i = -9223372036854775807LL - 1;
       else
-        lua_pushinteger(p->L, neg ? -(lua_Integer)v : (lua_Integer)v);
+        v->u.i = neg ? -(long long)x : (long long)x;
       return 0;
     }
   }
-#endif
-  if (len < sizeof local) {
-    buf = local;
-  } else {
-    jc_scratch(p, len + 1);
-    buf = (char *)p->scratch;
-  }
+  if (len < sizeof local) buf = local;
+  else buf = jc_tape_bytes(p->L, p->t, len + 1);
   memcpy(buf, b, len);
   buf[len] = '\0';
+  if (p->decpoint == '\0')      /* once per parse, and only when needed */
+    p->decpoint = localeconv()->decimal_point[0];
   if (p->decpoint != '.' && (dp = strchr(buf, '.')) != NULL)
     *dp = p->decpoint;
-  d = strtod(buf, &e);
-  if (isinf(d) || e != buf + len) {
+  d = strtod(buf, &end);
+  if (isinf(d) || end != buf + len) {
     snprintf(p->head, sizeof p->head, "number out of range at ");
     return jc_fail(p, "number_out_of_range", b,
                    ": the magnitude must be below 1.8e308");
   }
-  lua_pushnumber(p->L, (lua_Number)d);
+  if (len > 0xffffffffu) return jc_bad_number(p, b, ": too long");
+  v = &p->t->v[e];
+  v->flags = isint ? JC_TF_BIG : JC_TF_LEX;
+  v->s = (const char *)b;
+  v->n = (unsigned)len;
+  v->u.d = d;
   return 0;
 }
 
@@ -520,45 +459,142 @@ static int jc_bad_literal(jc_parser *p, const unsigned char *s,
 /* Containers and the main loop                                          */
 /* ===================================================================== */
 
-/* Open a container at 'at': push its table and a frame. [-0, +1, m] */
+/* Open a container at 'at': add its entry and a frame. [-0, +0, m] */
 static int jc_open(jc_parser *p, const unsigned char *at, int is_object) {
-  lua_State *L = p->L;
   jc_frame *f;
-  if (p->depth >= p->max_depth || !lua_checkstack(L, 8)) {
+  size_t e;
+  if (p->depth >= p->max_depth) {
     snprintf(p->head, sizeof p->head,
              "nesting deeper than %lu levels at ", (unsigned long)p->max_depth);
     return jc_fail(p, "too_deep", at, "");
   }
   if (p->depth == p->nframes) {
     size_t cap = p->nframes * 2;
-    jc_frame *nf = (jc_frame *)jc_newuserdata(L, cap * sizeof(jc_frame));
-    memcpy(nf, p->frames, p->nframes * sizeof(jc_frame));
-    lua_replace(L, p->base + JC_S_FRAMES);
+    jc_frame *nf;
+    if (p->frames == p->t->aux) {
+      nf = (jc_frame *)jc_tape_aux(p->L, p->t, cap * sizeof(jc_frame));
+    } else {
+      nf = (jc_frame *)jc_tape_aux(p->L, p->t, cap * sizeof(jc_frame));
+      memcpy(nf, p->frames, p->nframes * sizeof(jc_frame));
+    }
     p->frames = nf;
     p->nframes = cap;
   }
-  /* A small preallocation saves the first rehashes of typical objects. */
-  if (is_object) {
-    lua_createtable(L, 0, 4);
-  } else {
-    lua_createtable(L, 4, 0);
-    lua_pushvalue(L, p->base + JC_S_ARRMT);
-    lua_setmetatable(L, -2);
-  }
+  e = jc_tape_add(p->L, p->t);
+  p->t->v[e].kind = (unsigned char)(is_object ? JT_OBJECT : JT_ARRAY);
+  p->t->v[e].s = (const char *)at;
   f = &p->frames[p->depth++];
-  f->base = lua_gettop(L);
+  if (p->depth > p->t->depth) p->t->depth = p->depth;
+  f->at = e;
   f->is_object = is_object;
   f->count = 0;
-  f->key_off = f->key_len = 0;
+  f->key = 0;
   return 0;
 }
 
-/* Parse the whole text; on success the value is on top. */
+/* Close the innermost container. */
+static int jc_close(jc_parser *p, const unsigned char *at) {
+  jc_frame *f = &p->frames[p->depth - 1];
+  jc_tv *v = &p->t->v[f->at];
+  if (f->count > 0xffffffffu) {
+    snprintf(p->head, sizeof p->head, "container too large at ");
+    return jc_fail(p, "too_big", at, "");
+  }
+  v->n = (unsigned)f->count;
+  v->u.end = p->t->n;
+  p->depth--;
+  return 0;
+}
+
+static jc_u64 jc_key_hash(const jc_tv *k, size_t obj) {
+  jc_u64 h = 0xcbf29ce484222325ULL ^ (jc_u64)obj;
+  size_t i;
+  for (i = 0; i < k->u.len; i++) {
+    h ^= (unsigned char)k->s[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h ^ (h >> 29);
+}
+
+/* Insert key 'k' of object 'obj' in the duplicate set; returns the index
+** of an equal key already there, else 0. [-0, +0, m] */
+static size_t jc_dset_put(jc_parser *p, size_t obj, size_t k) {
+  jc_tape *t = p->t;
+  size_t mask, pos;
+  if ((t->dn + 1) * 2 > t->dcap) {   /* grow and rehash */
+    jc_dslot *old = t->dset;
+    size_t ocap = t->dcap, i, ncap = ocap ? ocap * 2 : 256;
+    jc_dslot *ns;
+    if (ncap > ((size_t)-1) / 2 / sizeof(jc_dslot))
+      luaL_error(p->L, "not enough memory");
+    ns = (jc_dslot *)t->alloc(t->ud, NULL, 0, ncap * sizeof(jc_dslot));
+    if (ns == NULL) luaL_error(p->L, "not enough memory");
+    memset(ns, 0, ncap * sizeof(jc_dslot));
+    t->dset = ns;
+    t->dcap = ncap;
+    mask = ncap - 1;
+    for (i = 0; i < ocap && t->dn > 0; i++) {
+      if (old[i].key == 0) continue;
+      pos = (size_t)jc_key_hash(&t->v[old[i].key], old[i].obj) & mask;
+      while (ns[pos].key != 0) pos = (pos + 1) & mask;
+      ns[pos] = old[i];
+    }
+    jc_tape_free(t, old, ocap * sizeof(jc_dslot));
+  }
+  mask = t->dcap - 1;
+  pos = (size_t)jc_key_hash(&t->v[k], obj) & mask;
+  while (t->dset[pos].key != 0) {
+    const jc_tv *a = &t->v[t->dset[pos].key], *b = &t->v[k];
+    if (t->dset[pos].obj == obj && a->u.len == b->u.len &&
+        memcmp(a->s, b->s, a->u.len) == 0)
+      return t->dset[pos].key;
+    pos = (pos + 1) & mask;
+  }
+  t->dset[pos].obj = obj;
+  t->dset[pos].key = k;
+  t->dn++;
+  return 0;
+}
+
+/* The raw text of the member name at entry 'e' (parsed: its closing
+** quote is there), cut for a message into 'out' (80 bytes). */
+static void jc_raw_key(jc_parser *p, size_t e, char *out) {
+  size_t ko = jc_tv_off(p->t, e) + 1, kl = 0;
+  while (p->start[ko + kl] != '"') kl += p->start[ko + kl] == '\\' ? 2 : 1;
+  jc_excerpt((const char *)p->start + ko, kl, out, 60);
+}
+
+#define JC_DUP_LINEAR 16   /* members compared pairwise before the set */
+
+/* Is the member name at entry 'k' a repeat in the innermost object? */
+static int jc_is_dup(jc_parser *p, const jc_frame *f, size_t k) {
+  jc_tape *t = p->t;
+  const jc_tv *b = &t->v[k];
+  size_t j, m;
+  if (f->count < JC_DUP_LINEAR) {
+    for (j = f->at + 1, m = 0; m < f->count; m++, j = jc_tv_next(t, j + 1)) {
+      const jc_tv *a = &t->v[j];
+      if (a->u.len == b->u.len && memcmp(a->s, b->s, a->u.len) == 0)
+        return 1;
+    }
+    return 0;
+  }
+  if (f->count == JC_DUP_LINEAR) {   /* move the first ones into the set */
+    if (t->dn == 0 && t->dcap > 0)
+      memset(t->dset, 0, t->dcap * sizeof(jc_dslot));
+    for (j = f->at + 1, m = 0; m < f->count; m++, j = jc_tv_next(t, j + 1))
+      jc_dset_put(p, f->at, j);
+  }
+  return jc_dset_put(p, f->at, k) != 0;
+}
+
+/* Parse the whole text into the tape. */
 static int jc_parse_run(jc_parser *p) {
-  lua_State *L = p->L;
+  jc_tape *t = p->t;
   const unsigned char *s = p->start, *end = p->end;
   jc_frame *f;
   int after_comma = 0;
+  size_t e;
   char key[80];
 
   JC_SKIP_WS(s);
@@ -580,39 +616,51 @@ value:
       if (jc_open(p, s, 1)) return -1;
       s++;
       JC_SKIP_WS(s);
-      if (*s == '}') { s++; p->depth--; goto done; }
+      if (*s == '}') { s++; jc_close(p, s); goto done; }
       after_comma = 0;
       goto key;
     case '[':
       if (jc_open(p, s, 0)) return -1;
       s++;
       JC_SKIP_WS(s);
-      if (*s == ']') { s++; p->depth--; goto done; }
+      if (*s == ']') { s++; jc_close(p, s); goto done; }
       after_comma = 0;
       goto value;
     case '"':
-      if (jc_string(p, &s)) return -1;
+      e = jc_tape_add(p->L, t);
+      t->v[e].kind = JT_STRING;
+      if (jc_string(p, &s, e)) return -1;
       goto done;
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
-      if (jc_number(p, &s)) return -1;
+      e = jc_tape_add(p->L, t);
+      t->v[e].kind = JT_NUMBER;
+      t->v[e].s = (const char *)s;
+      if (jc_number(p, &s, e)) return -1;
       goto done;
     case 't':
       if (s[1] != 'r' || s[2] != 'u' || s[3] != 'e')
         return jc_bad_literal(p, s, "true");
-      lua_pushboolean(L, 1);
+      e = jc_tape_add(p->L, t);
+      t->v[e].kind = JT_BOOLEAN;
+      t->v[e].flags = JC_TF_TRUE;
+      t->v[e].s = (const char *)s;
       s += 4;
       goto done;
     case 'f':
       if (s[1] != 'a' || s[2] != 'l' || s[3] != 's' || s[4] != 'e')
         return jc_bad_literal(p, s, "false");
-      lua_pushboolean(L, 0);
+      e = jc_tape_add(p->L, t);
+      t->v[e].kind = JT_BOOLEAN;
+      t->v[e].s = (const char *)s;
       s += 5;
       goto done;
     case 'n':
       if (s[1] != 'u' || s[2] != 'l' || s[3] != 'l')
         return jc_bad_literal(p, s, "null");
-      jc_pushnull(L);
+      e = jc_tape_add(p->L, t);
+      t->v[e].kind = JT_NULL;
+      t->v[e].s = (const char *)s;
       s += 4;
       goto done;
     case '+':
@@ -637,6 +685,7 @@ value:
 
 key:
   f = &p->frames[p->depth - 1];
+  f->key = 0;
   if (*s != '"') {
     if (after_comma && *s == '}') {
       snprintf(p->head, sizeof p->head, "trailing comma before '}' at ");
@@ -644,31 +693,21 @@ key:
     }
     return jc_fail_unexpected(p, s, ": expected a member name in double quotes");
   }
-  f->key_off = (size_t)(s + 1 - p->start);
-  if (jc_string(p, &s)) return -1;
-  f->key_len = (size_t)(s - 1 - p->start) - f->key_off;
-  lua_pushvalue(L, -1);
-  lua_rawget(L, f->base);
-  if (!lua_isnil(L, -1)) {
-    char ptr[220];
-    size_t plen;
-    const char *pstr;
-    lua_pop(L, 1);
-    jc_push_pointer(p);
-    pstr = lua_tolstring(L, -1, &plen);
-    jc_excerpt(pstr, plen, ptr, 200);
-    jc_excerpt((const char *)p->start + f->key_off, f->key_len, key, 60);
-    snprintf(p->head, sizeof p->head, "duplicate key \"%s\" at %s (", key, ptr);
-    lua_replace(L, p->base + JC_S_ARRMT);   /* pointer */
-    lua_replace(L, p->base + JC_S_FRAMES);  /* key; frames not needed now */
+  e = jc_tape_add(p->L, t);
+  t->v[e].kind = JT_STRING;
+  if (jc_string(p, &s, e)) return -1;
+  f = &p->frames[p->depth - 1];
+  f->key = e;
+  if (jc_is_dup(p, f, e)) {
+    jc_raw_key(p, e, key);
     p->duplicate = 1;
-    return jc_fail(p, "duplicate_key", p->start + f->key_off - 1, ")");
+    snprintf(p->head, sizeof p->head, "duplicate key \"%s\" at ", key);
+    return jc_fail(p, "duplicate_key", p->start + jc_tv_off(t, e), ")");
   }
-  lua_pop(L, 1);
   JC_SKIP_WS(s);
   if (*s != ':') {
     char what[48];
-    jc_excerpt((const char *)p->start + f->key_off, f->key_len, key, 60);
+    jc_raw_key(p, e, key);
     if (s >= end) {
       snprintf(p->head, sizeof p->head,
                "unexpected end of text after member name \"%s\" at ", key);
@@ -686,9 +725,8 @@ key:
 done:
   if (p->depth == 0) goto finish;
   f = &p->frames[p->depth - 1];
+  f->count++;
   if (f->is_object) {
-    lua_rawset(L, f->base);
-    f->count++;
     JC_SKIP_WS(s);
     if (*s == ',') {
       s++;
@@ -696,16 +734,14 @@ done:
       after_comma = 1;
       goto key;
     }
-    if (*s == '}') { s++; p->depth--; goto done; }
-    jc_excerpt((const char *)p->start + f->key_off, f->key_len, key, 60);
+    if (*s == '}') { s++; if (jc_close(p, s)) return -1; goto done; }
+    jc_raw_key(p, f->key, key);
     snprintf(p->head, sizeof p->head,
              "expected ',' or '}' after member \"%s\" at ", key);
   } else {
-    f->count++;
-    lua_rawseti(L, f->base, (int)f->count);
     JC_SKIP_WS(s);
     if (*s == ',') { s++; after_comma = 1; goto value; }
-    if (*s == ']') { s++; p->depth--; goto done; }
+    if (*s == ']') { s++; if (jc_close(p, s)) return -1; goto done; }
     snprintf(p->head, sizeof p->head,
              "expected ',' or ']' after array element %lu at ",
              (unsigned long)f->count);
@@ -728,54 +764,21 @@ finish:
 /* decode()                                                              */
 /* ===================================================================== */
 
-/* The option value on top as an integer in [lo, hi], or raise. */
-static size_t jc_opt_int(lua_State *L, int arg, const char *name, double lo,
-                         double hi, const char *range) {
-  double v;
-  if (lua_type(L, -1) != LUA_TNUMBER)
-    luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be %s", name,
-                                          range));
-  v = (double)lua_tonumber(L, -1);
-  if (v != floor(v) || v < lo || v > hi)
-    luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be %s", name,
-                                          range));
-  return (size_t)v;
-}
+static const jc_opt jc_decode_opts[] = {
+  { "max_depth", JC_OPT_INT, 1, JC_MAX_DEPTH_LIMIT,
+    "an integer from 1 to 3000", NULL },
+  { "max_bytes", JC_OPT_INT, 0, 281474976710656.0, "an integer >= 0", NULL },
+  { "keep_order", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { NULL, 0, 0, 0, NULL, NULL }
+};
 
 void jc_parse_opts(lua_State *L, int arg, size_t *max_depth,
                    size_t *max_bytes) {
-  const char *k;
-  *max_depth = JC_MAX_DEPTH;
-  *max_bytes = JC_MAX_BYTES;
-  if (lua_isnoneornil(L, arg)) return;
-  luaL_checktype(L, arg, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, arg)) {
-    if (lua_type(L, -2) != LUA_TSTRING)
-      luaL_argerror(L, arg, "option names must be strings");
-    k = lua_tostring(L, -2);
-    if (strcmp(k, "max_depth") == 0)
-      *max_depth = jc_opt_int(L, arg, k, 1, JC_MAX_DEPTH_LIMIT,
-                              "an integer from 1 to 3000");
-    else if (strcmp(k, "max_bytes") == 0)
-      *max_bytes = jc_opt_int(L, arg, k, 0, 281474976710656.0,
-                              "an integer >= 0");
-    else
-      luaL_argerror(L, arg, lua_pushfstring(L, "unknown option '%s'", k));
-    lua_pop(L, 1);
-  }
-}
-
-/* Line and column (1-based, column in UTF-8 characters) of 'at'. */
-static void jc_locate(const unsigned char *s, const unsigned char *at,
-                      unsigned long *line, unsigned long *col) {
-  unsigned long ln = 1, c = 1;
-  for (; s < at; s++) {
-    if (*s == '\n') { ln++; c = 1; }
-    else if ((*s & 0xC0) != 0x80) c++;
-  }
-  *line = ln;
-  *col = c;
+  jc_optval v[3];
+  jc_opts_read(L, arg, jc_decode_opts, v);
+  luaL_argcheck(L, !v[2].set, arg, "option 'keep_order' is for decode");
+  *max_depth = v[0].set ? (size_t)v[0].n : JC_MAX_DEPTH;
+  *max_bytes = v[1].set ? (size_t)v[1].n : JC_MAX_BYTES;
 }
 
 /* Push nil and the err table of 'p'. [-0, +2, m] */
@@ -784,26 +787,78 @@ static int jc_push_parse_error(jc_parser *p) {
   unsigned long line, col;
   size_t offset = (size_t)(p->at - p->start);
   char pos[64];
-  lua_settop(L, p->base + (p->duplicate ? JC_S_FRAMES : 2));
-  jc_locate(p->start, p->at, &line, &col);
+  jc_locate((const char *)p->start, offset, &line, &col);
   snprintf(pos, sizeof pos, "line %lu, column %lu", line, col);
   lua_pushnil(L);
-  jc_push_error(L, "format", p->kind, "%s%s%s", p->head, pos, p->tail);
+  if (p->duplicate) {
+    const jc_tv *k = &p->t->v[p->frames[p->depth - 1].key];
+    char ptr[220];
+    size_t plen;
+    const char *pstr;
+    jc_push_pointer(p, 1);
+    pstr = lua_tolstring(L, -1, &plen);
+    jc_excerpt(pstr, plen, ptr, 200);
+    jc_push_error(L, "format", p->kind, "%s%s (%s%s", p->head, ptr, pos,
+                  p->tail);
+    lua_insert(L, -2);
+    lua_setfield(L, -2, "pointer");
+    lua_pushlstring(L, k->s, k->u.len);
+    lua_setfield(L, -2, "key");
+  } else {
+    jc_push_error(L, "format", p->kind, "%s%s%s", p->head, pos, p->tail);
+    jc_push_pointer(p, 0);
+    lua_setfield(L, -2, "pointer");
+  }
   lua_pushinteger(L, (lua_Integer)offset);
   lua_setfield(L, -2, "offset");
   lua_pushinteger(L, (lua_Integer)line);
   lua_setfield(L, -2, "line");
   lua_pushinteger(L, (lua_Integer)col);
   lua_setfield(L, -2, "column");
-  if (p->duplicate) {
-    lua_pushvalue(L, p->base + JC_S_FRAMES);
-    lua_setfield(L, -2, "key");
-    lua_pushvalue(L, p->base + JC_S_ARRMT);
-    lua_setfield(L, -2, "pointer");
-    lua_replace(L, p->base + 4);
-    lua_replace(L, p->base + 3);
-  }
   return 2;
+}
+
+int jc_parse_tape(lua_State *L, jc_tape *t, const char *text, size_t len,
+                  size_t max_depth, size_t max_bytes) {
+  jc_parser p;
+  jc_frame local[JC_LOCAL_FRAMES];
+  memset(&p, 0, offsetof(jc_parser, head));   /* 'head' is written on error */
+  p.head[0] = '\0';
+  p.L = L;
+  p.t = t;
+  p.start = (const unsigned char *)text;
+  p.end = p.start + len;
+  t->text = text;
+  t->len = len;
+  p.frames = local;
+  p.nframes = JC_LOCAL_FRAMES;
+  if (len > max_bytes) {
+    snprintf(p.head, sizeof p.head, "text longer than %lu bytes at ",
+             (unsigned long)max_bytes);
+    jc_fail(&p, "too_big", p.start + max_bytes, "");
+    return jc_push_parse_error(&p);
+  }
+  /* one entry per ~16 bytes of text is typical: fewer regrowths of a large
+  ** tape (each copies it) */
+  if (t->cap < len / 16)
+    jc_tape_grow(L, t, (void **)&t->v, &t->cap, len / 16, sizeof(jc_tv));
+  p.max_depth = max_depth;
+  if (jc_parse_run(&p) == 0) return 0;
+  return jc_push_parse_error(&p);
+}
+
+int jc_parse_text(lua_State *L, const char *text, size_t len,
+                  size_t max_depth, size_t max_bytes) {
+  int top = lua_gettop(L), r;
+  jc_tape *t = jc_tape_acquire(L, JC_DECODE_TAPE);
+  r = jc_parse_tape(L, t, text, len, max_depth, max_bytes);
+  if (r == 0) {
+    jc_tape_push_lua(L, t, 0, 0, 0);
+    r = 1;
+  }
+  jc_tape_release(t);
+  lua_remove(L, top + 1);
+  return r;
 }
 
 /*
@@ -811,77 +866,99 @@ static int jc_push_parse_error(jc_parser *p) {
 **
 ** The format gate: 'text' (string) must hold exactly one JSON value
 ** (RFC 8259 §2), with optional whitespace (space, tab, LF, CR) around it.
+** The text is parsed into a tape (tape.h), and the Lua value built from
+** the tape.
 ** opts (table, optional):
 **   max_depth  integer 1..3000, default 1000: deepest nesting of arrays
 **              and objects (levels; "[]" is 1)
 **   max_bytes  integer >= 0, default 64 MiB: longest text (bytes), checked
 **              before any parsing
-** Returns the Lua value: object -> table with string keys, no metatable;
-** array -> table 1..n with metatable core.array_mt (also when empty);
-** null -> core.null; strings as Lua strings (may hold "\0"); numbers: on
-** Lua 5.3+ an integer lexeme (no fraction, no exponent) that fits int64 is
-** an exact Lua integer ("-0" is integer 0), everything else a float; on
-** LuaJIT and Lua 5.1/5.2 every number is a double.
+**   keep_order boolean, default false: every object gets a metatable
+**              { __order = { its member names in document order } }
+**              (an array with core.array_mt)
+** Returns the Lua value: object -> table with string keys, no metatable
+** (unless keep_order); array -> table 1..n with metatable core.array_mt
+** (also when empty); null -> core.null; strings as Lua strings (may hold
+** "\0"); numbers: on Lua 5.3+ an integer lexeme (no fraction, no
+** exponent) that fits int64 is an exact Lua integer ("-0" is integer 0),
+** everything else a float; on LuaJIT and Lua 5.1/5.2 every number is a
+** double (the nearest one).
 ** Fails (nil, err) with err.category = "format" and err.kind one of:
 **   empty, unexpected_character, unexpected_end, trailing_content,
 **   control_character, invalid_utf8, invalid_escape, invalid_surrogate,
-**   invalid_number, number_out_of_range, duplicate_key (adds err.key and
-**   err.pointer, the JSON Pointer of the repeated member), too_deep,
+**   invalid_number, number_out_of_range, duplicate_key (err.key, and
+**   err.pointer is the JSON Pointer of the repeated member), too_deep,
 **   too_big;
 ** every err has offset (0-based byte), line and column (1-based, column
-** in UTF-8 characters). A leading byte order mark is rejected
-** (unexpected_character).
+** in UTF-8 characters) and pointer (the JSON Pointer of the innermost
+** container being read, "" at the top). A leading byte order mark is
+** rejected (unexpected_character).
 ** Raises: 'text' not a string, 'opts' not a table, unknown option, option
 ** out of range; memory errors.
 ** Stack: [-0, +1 or +2, m]
 */
 static int jc_decode(lua_State *L) {
-  size_t len, max_depth, max_bytes;
+  size_t len;
   const char *text;
+  jc_optval v[3];
+  jc_tape *t;
+  int r;
   luaL_checktype(L, 1, LUA_TSTRING);
   luaL_argcheck(L, lua_gettop(L) <= 2, 3, "no more than 2 arguments expected");
-  jc_parse_opts(L, 2, &max_depth, &max_bytes);
-  lua_settop(L, 2);
+  jc_opts_read(L, 2, jc_decode_opts, v);
+  lua_settop(L, 1);
   text = lua_tolstring(L, 1, &len);
-  return jc_parse_text(L, text, len, max_depth, max_bytes);
+  t = jc_tape_acquire_at(L, lua_upvalueindex(1));    /* 2: the tape */
+  r = jc_parse_tape(L, t, text, len,
+                    v[0].set ? (size_t)v[0].n : JC_MAX_DEPTH,
+                    v[1].set ? (size_t)v[1].n : JC_MAX_BYTES);
+  if (r == 0) {
+    jc_tape_push_lua(L, t, 0, v[2].set && v[2].b, 0);
+    r = 1;
+  }
+  jc_tape_release(t);
+  return r;
 }
 
-int jc_parse_text(lua_State *L, const char *text, size_t len,
-                  size_t max_depth, size_t max_bytes) {
-  jc_parser p;
-  jc_frame local[JC_LOCAL_FRAMES];
-  memset(&p, 0, sizeof p);
-  p.L = L;
-  p.base = lua_gettop(L) - 2;
-  p.start = (const unsigned char *)text;
-  p.end = p.start + len;
-  if (len > max_bytes) {
-    snprintf(p.head, sizeof p.head, "text longer than %lu bytes at ",
-             (unsigned long)max_bytes);
-    jc_fail(&p, "too_big", p.start + max_bytes, "");
-    return jc_push_parse_error(&p);
-  }
-  luaL_checkstack(L, 16, "jsoncontract.decode");
-  luaL_getmetatable(L, JC_ARRAY_MT);    /* JC_S_ARRMT */
-  lua_pushnil(L);                       /* JC_S_FRAMES */
-  lua_pushnil(L);                       /* JC_S_SCRATCH */
-  p.frames = local;
-  p.nframes = JC_LOCAL_FRAMES;
-  p.max_depth = max_depth;
-  p.decpoint = localeconv()->decimal_point[0];
-  if (jc_parse_run(&p) == 0) {
-    lua_replace(L, p.base + JC_S_ARRMT);
-    lua_settop(L, p.base + JC_S_ARRMT);
-    return 1;
-  }
-  return jc_push_parse_error(&p);
+/*
+** core.parse(text [, opts]) -> tape | nil, err
+** The format gate alone, keeping the tape: 'text' is parsed as core.decode
+** parses it (same opts but keep_order, same errs) into a new
+** "jsoncontract.Tape" userdata that holds its own copy of the text. A
+** tape can be validated by any number of validators
+** (validator:validate(tape)) without building Lua values; its memory is
+** freed by __gc. Raises as core.decode.
+** Stack: [-0, +1 or +2, m]
+*/
+static int jc_parse(lua_State *L) {
+  size_t len;
+  const char *text;
+  char *copy;
+  jc_optval v[3];
+  jc_tape *t;
+  int r;
+  luaL_checktype(L, 1, LUA_TSTRING);
+  luaL_argcheck(L, lua_gettop(L) <= 2, 3, "no more than 2 arguments expected");
+  jc_opts_read(L, 2, jc_decode_opts, v);
+  luaL_argcheck(L, !v[2].set, 2, "option 'keep_order' is for decode");
+  lua_settop(L, 1);
+  text = lua_tolstring(L, 1, &len);
+  t = jc_tape_new(L);                                  /* 2 */
+  copy = jc_tape_bytes(L, t, len + 1);
+  memcpy(copy, text, len + 1);
+  r = jc_parse_tape(L, t, copy, len,
+                    v[0].set ? (size_t)v[0].n : JC_MAX_DEPTH,
+                    v[1].set ? (size_t)v[1].n : JC_MAX_BYTES);
+  return r == 0 ? 1 : 2;
 }
 
 static const luaL_Reg jc_parse_funcs[] = {
   {"decode", jc_decode},
+  {"parse", jc_parse},
   {NULL, NULL}
 };
 
 void jc_parse_open(lua_State *L) {
-  luaL_setfuncs(L, jc_parse_funcs, 0);
+  lua_pushnil(L);      /* upvalue: the tape decode reuses, made on first use */
+  luaL_setfuncs(L, jc_parse_funcs, 1);
 }

@@ -2,6 +2,7 @@
 ** pattern.c: PCRE2 regular expressions for the schema gate. See pattern.h.
 */
 #include "pattern.h"
+#include "utf8.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -108,6 +109,12 @@ static const char *jc_pattern_translate(lua_State *L, const char *src,
               "groups are not allowed)";
         *erroff = i;
       }
+    }
+    if (ch == '(' && !in_class && i + 1 < len && src[i + 1] == '*' &&
+        err == NULL) {
+      err = "not ECMA-262 syntax (PCRE2 directives such as (*UTF), (*CR) "
+            "or (*LIMIT_MATCH=n) are not allowed)";
+      *erroff = i;
     }
     if (ch == '\\' && i + 1 < len) {
       char nx = src[i + 1];
@@ -232,54 +239,17 @@ jc_matcher *jc_matcher_new(lua_State *L) {
   return m;
 }
 
-/* Is s[0..len) well-formed UTF-8 (RFC 3629: no overlongs, no surrogates,
-** nothing above U+10FFFF)? Runs of ASCII go eight bytes at a time. */
-static int jc_utf8_ok(const unsigned char *s, size_t len) {
-  size_t i = 0;
-  while (i < len) {
-    unsigned c = s[i];
-    if (c < 0x80) {
-      while (i + 8 <= len) {
-        unsigned long long w;
-        memcpy(&w, s + i, 8);
-        if (w & 0x8080808080808080ULL) break;
-        i += 8;
-      }
-      if (i < len && s[i] < 0x80) i++;
-      continue;
-    }
-    if (c >= 0xC2 && c <= 0xDF) {
-      if (i + 1 >= len || (s[i + 1] & 0xC0) != 0x80) return 0;
-      i += 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      unsigned c1;
-      if (i + 2 >= len) return 0;
-      c1 = s[i + 1];
-      if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return 0;
-      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F)) return 0;
-      i += 3;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      unsigned c1;
-      if (i + 3 >= len) return 0;
-      c1 = s[i + 1];
-      if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 ||
-          (s[i + 3] & 0xC0) != 0x80)
-        return 0;
-      if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F)) return 0;
-      i += 4;
-    } else {
-      return 0;
-    }
-  }
-  return 1;
-}
-
 int jc_pattern_match(const jc_pattern *p, jc_matcher *m, const char *s,
                      size_t len) {
+  if (!jc_utf8_valid((const unsigned char *)s, len)) return JC_PATTERN_BADUTF;
+  return jc_pattern_match_utf8(p, m, s, len);
+}
+
+int jc_pattern_match_utf8(const jc_pattern *p, jc_matcher *m, const char *s,
+                          size_t len) {
   int rc;
   if (p->code == NULL || m->md == NULL || m->mc == NULL)
     return JC_PATTERN_ERROR;
-  if (!jc_utf8_ok((const unsigned char *)s, len)) return JC_PATTERN_BADUTF;
   if (p->jit)   /* no sanity checks: UTF-8 was checked just above */
     rc = pcre2_jit_match(p->code, (PCRE2_SPTR)s, (PCRE2_SIZE)len, 0, 0,
                          m->md, m->mc);

@@ -1,6 +1,7 @@
 /*
 ** pattern.h: regular expressions for the schema gate ('pattern',
-** 'patternProperties'), over PCRE2 8-bit. Only 'schema.c' calls these.
+** 'patternProperties'), over PCRE2 8-bit. Only the schema gate
+** (schema_compile.c, schema_eval.c) calls these.
 **
 ** Semantics (JSON Schema 2020-12 §6.3.3 says ECMA-262; PCRE2 is close):
 ** PCRE2_UTF (code points), PCRE2_DOLLAR_ENDONLY ('$' only at the very end,
@@ -66,5 +67,10 @@ jc_matcher *jc_matcher_new(lua_State *L);
 */
 int jc_pattern_match(const jc_pattern *p, jc_matcher *m, const char *s,
                      size_t len);
+
+/* 'jc_pattern_match' of a subject already known to be well-formed UTF-8
+** (a string the strict parser read): the UTF-8 check is skipped. */
+int jc_pattern_match_utf8(const jc_pattern *p, jc_matcher *m, const char *s,
+                          size_t len);
 
 #endif

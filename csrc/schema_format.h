@@ -2,7 +2,7 @@
 ** schema_format.h: helpers of the schema gate that need no Lua values:
 ** 'format' checks (RFC 3339 dates and durations, hostnames, addresses,
 ** URIs, UUIDs, JSON Pointers) and RFC 3986 reference resolution for '$id'
-** and '$ref'. Only 'schema.c' calls these.
+** and '$ref'. Only the schema gate calls these.
 */
 #ifndef JC_SCHEMA_FORMAT_H
 #define JC_SCHEMA_FORMAT_H
@@ -22,7 +22,7 @@ int jc_format_id(const char *name);
 
 /*
 ** Is 's' (length 'len' bytes) a valid instance of format 'id'? Returns 1 or
-** 0; JC_FMT_REGEX is not handled here (schema.c compiles it with PCRE2) and
+** 0; JC_FMT_REGEX is not handled here (the schema gate compiles it with PCRE2) and
 ** returns 1. Calls no Lua API. Stack: [-0, +0, -]
 */
 int jc_format_check(int id, const char *s, size_t len);

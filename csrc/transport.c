@@ -18,6 +18,7 @@
 ** return abort values; no longjmp ever crosses libcurl.
 */
 #include "jc.h"
+#include "opts.h"
 
 #include <curl/curl.h>
 #include <math.h>
@@ -813,29 +814,22 @@ static int jc_http_request(lua_State *L) {
 ** before any transfer starts, so misuse raises with nothing sent.
 ** Stack: [-1|2, +1, e]
 */
+static const jc_opt jc_http_many_opts[] = {
+  { "max_parallel", JC_OPT_INT, 1, JC_HTTP_MAX_PARALLEL_LIMIT,
+    "an integer from 1 to 1024", NULL },
+  { NULL, 0, 0, 0, NULL, NULL }
+};
+
 static int jc_http_many(lua_State *L) {
+  jc_optval ov[1];
   jc_http_batch *m;
   size_t n, i, next = 0, active = 0;
   long max_parallel = JC_HTTP_MAX_PARALLEL;
   int running = 0;
   char where[48];
   luaL_checktype(L, 1, LUA_TTABLE);
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, 2) != 0) {
-      if (lua_type(L, -2) != LUA_TSTRING)
-        return luaL_error(L, "http_many: option names must be strings");
-      if (strcmp(lua_tostring(L, -2), "max_parallel") != 0)
-        return luaL_error(L, "http_many: unknown option '%s'",
-                          lua_tostring(L, -2));
-      lua_pop(L, 1);
-    }
-    jc_http_check_ms(L, 2, "http_many", "max_parallel", 1,
-                     JC_HTTP_MAX_PARALLEL_LIMIT);
-    max_parallel = (long)jc_http_getnum(L, 2, "max_parallel",
-                                        JC_HTTP_MAX_PARALLEL);
-  }
+  jc_opts_read(L, 2, jc_http_many_opts, ov);
+  if (ov[0].set) max_parallel = (long)ov[0].n;
   if (lua_gettop(L) > 2)
     return luaL_error(L, "http_many: takes at most two arguments");
   lua_settop(L, 2);

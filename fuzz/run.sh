@@ -1,6 +1,7 @@
 #!/bin/sh
 # make fuzz: build the libFuzzer targets of jsoncontract.core (decode;
-# decode->encode->decode; stream_new feed/preview/finish vs decode) under
+# decode->encode->decode; stream_new feed/preview/finish vs decode;
+# validator:check(text) vs validator:validate(decode(text))) under
 # ASan+UBSan (clang, Lua 5.4 from Debian) and run each for FUZZ_SECONDS
 # (default 60), seeded from JSONTestSuite's test_parsing when present.
 # Exits non-zero when a target finds a crash, leak, sanitizer report or
@@ -12,7 +13,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"decode roundtrip stream"}
+TARGETS=${FUZZ_TARGETS:-"decode roundtrip stream differential"}
 OUT=${FUZZ_BUILD:-build/fuzz}
 CLANG=${CLANG:-clang}
 SHARED=${JC_SHARED:-../shared}

@@ -255,7 +255,7 @@ describe("jsoncontract.core", function()
             end, "http_many: request #2: unknown field 'nope'")
             assert.has_error(function()
                 core.http_many({ { url = base .. "/steal" } }, { parallel = 2 })
-            end, "http_many: unknown option 'parallel'")
+            end, "bad argument #2 to 'http_many' (unknown option 'parallel')")
             local stats = core.http_request { url = base .. "/stats" }
             assert.equal('{"steal":0}', stats.body)
         end)

@@ -29,10 +29,19 @@ ADAPTERS["unwrap-one-json-fence"] = function(text)
         body = match(text, "^%s*```[ \t]*\r?\n(.-)\r?\n```%s*$")
     end
     if not body then
-        return nil, "the code fence does not cover the whole content (text before or after it)"
+        -- where: the first text before the fence, else the first after its last ```
+        local at = match(text, "^%s*()[^`%s]")
+        if not at then
+            local last, pos = 1, find(text, "```", 1, true)
+            while pos do last = pos; pos = find(text, "```", pos + 3, true) end
+            at = match(text, "^```%s*()[^%s]", last) or find(text, "```", 1, true)
+        end
+        return nil, "the code fence does not cover the whole content (text before or after it)", at - 1
     end
     if find(body, "```", 1, true) then
-        return nil, "more than one code fence"
+        -- where the second block opens: the third ``` (the second closes the first block)
+        local second = find(text, "```", find(text, "```", 1, true) + 3, true)
+        return nil, "more than one code fence", (find(text, "```", second + 3, true) or second) - 1
     end
     return body, true
 end
@@ -46,12 +55,23 @@ ADAPTERS["strip-leading-think-block"] = function(text)
     end
     local close_s, close_e = find(text, "</think>", s, true)
     if not close_s then
-        return nil, "unclosed <think> block"
+        return nil, "unclosed <think> block", s - 1
     end
-    if find(sub(text, s + 7, close_s - 1), "<think>", 1, true) then
-        return nil, "nested <think> block"
+    local nested = find(sub(text, s + 7, close_s - 1), "<think>", 1, true)
+    if nested then
+        return nil, "nested <think> block", s + 6 + nested - 1
     end
     return (match(sub(text, close_e + 1), "^%s*(.*)$")), true
+end
+
+-- Line and column (1-based; the column counts UTF-8 characters, as core.decode's do) of
+-- the 0-based byte offset `off` in `text`.
+local function locate(text, off)
+    local before = sub(text, 1, off)
+    local line, last = 1, 0
+    for pos in string.gmatch(before, "()\n") do line = line + 1; last = pos end
+    local _, cont = string.gsub(sub(before, last + 1), "[\128-\191]", "")
+    return line, off - last - cont + 1
 end
 
 --- The names of the known adapters, sorted.
@@ -70,7 +90,9 @@ end
 -- @treturn[1] string the text after the adapters
 -- @treturn[1] {string,...} the names of the adapters that changed the text
 -- @return[2] nil
--- @treturn[2] table err, category "format", kind "adapter_rejected"
+-- @treturn[2] table err, category "format", kind "adapter_rejected", with `adapter`, and
+--   `offset` (0-based byte), `line` and `column` (1-based) of the rejected text in the
+--   text as that adapter saw it
 -- @raise on an unknown adapter name
 function _M.apply(text, names)
     local applied = setmetatable({}, core.array_mt)
@@ -80,10 +102,13 @@ function _M.apply(text, names)
         if not adapter then
             error("unknown adapter '" .. tostring(name) .. "' (known: " .. table.concat(_M.names, ", ") .. ")", 2)
         end
-        local out, changed = adapter(text)
+        local out, changed, off = adapter(text)
         if not out then
+            local line, column = locate(text, off)
             return nil, errors.new("format", "adapter_rejected",
-                name .. ": " .. changed .. "; return only one JSON value", { adapter = name })
+                name .. ": " .. changed .. " at line " .. line .. ", column " .. column
+                    .. "; return only one JSON value",
+                { adapter = name, offset = off, line = line, column = column })
         end
         if changed then
             applied[#applied + 1] = name

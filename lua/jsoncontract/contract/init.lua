@@ -16,12 +16,11 @@ local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
 
 local null = core.null
--- Values checked by `check` come straight from core.decode: JSON by construction.
-local DECODED = { decoded = true }
 
 local KNOWN_FIELDS = {
     name = true, version = true, schema = true, instructions = true, examples = true,
     rules = true, rules_budget = true, adapters = true, format_assertion = true, messages = true,
+    work_budget = true,
 }
 
 -- Render a JSON value for the prompt (compact JSON).
@@ -139,6 +138,7 @@ end
 --   milliseconds per rule and per item, defaults `jsoncontract.contract.rules.DEFAULT_BUDGET`),
 --   `adapters` (optional list of adapter names applied before parsing, see `jsoncontract.adapters`),
 --   `format_assertion` (boolean, default true),
+--   `work_budget` (integer, optional: work units per validation, see `jc.compile`),
 --   `messages` (optional map from a schema location, e.g. "/properties/order_id/pattern", to the
 --   words that replace the validator's for an error there: the message becomes
 --   `<pointer> <value> <words>`, e.g. `/order_id "10420" does not have 4 digits`).
@@ -165,7 +165,7 @@ function _M.new(def)
         error("contract field 'schema' must be a table or JSON text", 2)
     end
     local ok, validator = pcall(core.compile, schema,
-        { format_assertion = def.format_assertion ~= false })
+        { format_assertion = def.format_assertion ~= false, work_budget = def.work_budget })
     if not ok then error("contract '" .. def.name .. "': " .. tostring(validator), 2) end
 
     for _, f in ipairs { "rules", "examples", "adapters" } do
@@ -271,18 +271,17 @@ function _M.check(self, text, opts)
         if not out then return nil, err end
         text, applied = out, err
     end
-    local value, err = core.decode(text)
+    -- format and schema gates in one C call on the text (validator:check): the Lua value
+    -- is built only when the reply is valid
+    local value, err = self.validator:check(text)
     if value == nil then
+        if err.category == "schema" and self.messages then
+            feedback.apply_overrides(self.messages, err, core.decode(text))
+        end
         err.adapters = applied
         return nil, err
     end
     local ok
-    ok, err = self.validator:validate(value, DECODED)
-    if not ok then
-        if self.messages then feedback.apply_overrides(self.messages, err, value) end
-        err.adapters = applied
-        return nil, err
-    end
     ok, err = self:check_rules(value, opts.context)
     if not ok then
         err.adapters = applied

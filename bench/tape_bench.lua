@@ -1,0 +1,150 @@
+-- make bench: the tape (issue 11's numbers), side by side with lua-cjson in one run.
+--   1. 1 KB-class ticket reply: bytes -> validated Lua value (validator:check) against
+--      lua-cjson's decode alone (no validation): ratio jc/cjson
+--   2. 1 MB document: core.decode against cjson.decode
+--   3. cost against size, 1 KB .. 10 MB: ns per byte of core.decode and validator:check
+--      (a flat column means linear)
+--   4. peak memory (VmHWM, KiB) of one process decoding a 64 MB document, jc and cjson,
+--      each in its own child process (BENCH_NO_64MB=1 skips it)
+-- Time is CPU time (os.clock), best of BENCH_ROUNDS rounds alternating jc and cjson so
+-- both see the same load. Not a test: nothing asserts a time.
+--   lua5.4 bench/tape_bench.lua   /   luajit bench/tape_bench.lua   (after make)
+local is_jit = type(jit) == "table"
+local build = os.getenv("BUILD") or (is_jit and "build/luajit" or "build/lua5.4")
+package.cpath = build .. "/?.so;" .. package.cpath
+package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+
+local core = require "jsoncontract.core"
+local ok_cjson, cjson = pcall(require, "cjson")
+if not ok_cjson then
+    io.stderr:write("tape_bench: lua-cjson not installed (apt-get install lua-cjson)\n")
+    os.exit(1)
+end
+local ROUNDS = tonumber(os.getenv("BENCH_ROUNDS")) or 15
+local clock, fmt, concat = os.clock, string.format, table.concat
+
+-- the child process for the memory figure: decode the file with one library, print VmHWM
+if arg and arg[1] == "--peak" then
+    local f = assert(io.open(arg[3], "rb"))
+    local text = f:read("*a")
+    f:close()
+    local v
+    if arg[2] == "jc" then v = assert(core.decode(text, { max_bytes = 1e9 })) else v = cjson.decode(text) end
+    local st = assert(io.open("/proc/self/status")):read("*a")
+    print(st:match("VmHWM:%s*(%d+)"), #text, type(v))
+    os.exit(0)
+end
+
+local function calibrate(fn, secs)
+    local n = 1
+    while true do
+        local t0 = clock()
+        for _ = 1, n do fn() end
+        local dt = clock() - t0
+        if dt > secs / 2 then return math.max(1, math.floor(n * secs / dt)) end
+        n = n * 2
+    end
+end
+
+-- Best ns per call of fa and fb, rounds alternating.
+local function pair(fa, fb, secs)
+    secs = secs or 0.05
+    local na, nb = calibrate(fa, secs), calibrate(fb, secs)
+    local ba, bb = math.huge, math.huge
+    for _ = 1, ROUNDS do
+        collectgarbage("collect")
+        local t0 = clock()
+        for _ = 1, na do fa() end
+        ba = math.min(ba, (clock() - t0) / na)
+        collectgarbage("collect")
+        t0 = clock()
+        for _ = 1, nb do fb() end
+        bb = math.min(bb, (clock() - t0) / nb)
+    end
+    return ba * 1e9, bb * 1e9
+end
+
+print(fmt("tape bench, %s, %d rounds", is_jit and jit.version or _VERSION, ROUNDS))
+
+-- 1. the ticket
+local ticket = dofile("examples/support_ticket.lua")
+local TICKET = '{"intent":"delivery","order_id":"55310","urgent":true,"summary":"The customer\'s '
+    .. 'parcel for order 55310 has not arrived after two weeks and they need it before Friday for '
+    .. 'a birthday; they ask for a refund or a replacement sent by express."}'
+local v = core.compile(ticket.schema)
+assert(v:check(TICKET))
+local jc_ns, cj_ns = pair(function() return v:check(TICKET) end, function() return cjson.decode(TICKET) end)
+print(fmt("ticket (%d B): validator:check %.0f ns, cjson.decode %.0f ns: jc/cjson %.2f", #TICKET, jc_ns, cj_ns,
+    jc_ns / cj_ns))
+local tape = assert(core.parse(TICKET))
+local vt_ns, dec_ns = pair(function() return v:validate(tape) end, function() return core.decode(TICKET) end)
+print(fmt("ticket: validator:validate(tape) %.0f ns, core.decode %.0f ns (decode jc/cjson %.2f)", vt_ns, dec_ns,
+    dec_ns / cj_ns))
+
+-- 2./3. documents of growing size: ticket-like objects in an array
+local function document(bytes)
+    local parts, size, i = {}, 2, 0
+    local seed = 12345
+    local function rand(n)
+        seed = (seed * 1103515245 + 12345) % 2147483648
+        return seed % n
+    end
+    local WORDS = { "order", "parcel", "refund", "never", "arrived", "please", "urgent",
+        "Lieferung", "élément", "payé", "the", "my", "account", "was", "charged", "twice",
+        "return", "label", "by", "Friday", "invoice", "\\n", "\\\"quoted\\\"" }
+    while size < bytes do
+        i = i + 1
+        local words = {}
+        for w = 1, 6 + rand(18) do words[w] = WORDS[rand(#WORDS) + 1] end
+        local item = fmt('{"intent":"%s","order_id":%s,"urgent":%s,"summary":"%s","score":%d.%02d}',
+            ({ "delivery", "return", "payment", "other" })[rand(4) + 1],
+            rand(3) == 0 and "null" or ('"' .. tostring(1000 + rand(90000)) .. '"'),
+            rand(2) == 0 and "true" or "false", concat(words, " "), rand(100), rand(100))
+        parts[#parts + 1] = item
+        size = size + #item + 1
+    end
+    return "[" .. concat(parts, ",") .. "]"
+end
+local item_schema = {}
+for k, x in pairs(ticket.schema) do item_schema[k] = x end
+item_schema.properties = {}
+for k, x in pairs(ticket.schema.properties) do item_schema.properties[k] = x end
+item_schema.properties.score = { type = "number", minimum = 0 }
+local many = core.compile({ type = "array", items = item_schema })
+
+local mb = document(1000000)
+assert(many:check(mb))
+local jd, cd = pair(function() return core.decode(mb) end, function() return cjson.decode(mb) end, 0.3)
+print(fmt("1 MB document: core.decode %.2f ms, cjson.decode %.2f ms: jc/cjson %.2f", jd / 1e6, cd / 1e6, jd / cd))
+
+print("size        decode ns/B  check ns/B  cjson ns/B")
+for _, size in ipairs { 1000, 10000, 100000, 1000000, 10000000 } do
+    local doc = document(size)
+    local a, b = pair(function() return core.decode(doc) end, function() return cjson.decode(doc) end,
+        size >= 1e7 and 1 or 0.2)
+    local c = pair(function() return many:check(doc) end, function() end, size >= 1e7 and 1 or 0.2)
+    print(fmt("%-10d  %11.2f  %10.2f  %10.2f", #doc, a / #doc, c / #doc, b / #doc))
+end
+
+-- 4. peak memory for a 64 MB document, one child process per library
+if not os.getenv("BENCH_NO_64MB") then
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write(document(64 * 1024 * 1024 - 64))
+    f:close()
+    local interp = arg and arg[-1] or (is_jit and "luajit" or "lua5.4")
+    local function peak(lib)
+        local p = io.popen(fmt("BUILD=%s %s bench/tape_bench.lua --peak %s %s", build, interp, lib, path))
+        local out = p:read("*a")
+        p:close()
+        return tonumber(out:match("^(%d+)"))
+    end
+    local pj, pc = peak("jc"), peak("cjson")
+    os.remove(path)
+    if pj and pc then
+        print(fmt("64 MB document: peak RSS jc %d MiB, cjson %d MiB: jc/cjson %.2f", math.floor(pj / 1024),
+            math.floor(pc / 1024), pj / pc))
+    else
+        print("64 MB document: a child process failed (out of memory?)")
+    end
+end

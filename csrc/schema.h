@@ -1,0 +1,376 @@
+/*
+** schema.h: what the stages of the schema gate share (not a public
+** header). The schema gate is split by stage:
+**   schema_compile.c  a schema (Lua values) -> a tree of C nodes
+**   schema_ref.c      $id/$anchor indexing, $ref/$dynamicRef resolution,
+**                     remote documents through the loader, drafts
+**   schema_eval.c     the validator on the tape (tape.h), work budget, memo
+**   schema_report.c   error items, messages and the basic output
+**   schema_lua.c      the Lua bindings: compile, Validator methods
+**   schema_format.c   the 'format' checks
+*/
+#ifndef JC_SCHEMA_H
+#define JC_SCHEMA_H
+
+#include "jc.h"
+#include "opts.h"
+#include "parse.h"
+#include "pattern.h"
+#include "schema_format.h"
+#include "tape.h"
+#include "utf8.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JC_VALIDATOR_MT "jsoncontract.Validator"
+
+#if defined(__GNUC__)
+#define JC_NOINLINE __attribute__((noinline))
+#else
+#define JC_NOINLINE
+#endif
+
+#ifndef JC_SCHEMA_MAX_DEPTH
+#define JC_SCHEMA_MAX_DEPTH 1000      /* default instance depth bound */
+#endif
+#ifndef JC_SCHEMA_MAX_DEPTH_LIMIT
+#define JC_SCHEMA_MAX_DEPTH_LIMIT 10000   /* largest max_depth accepted */
+#endif
+#ifndef JC_SCHEMA_MAX_EVAL
+#define JC_SCHEMA_MAX_EVAL 8000       /* nested subschema evaluations (C stack) */
+#endif
+#ifndef JC_SCHEMA_MAX_NEST
+#define JC_SCHEMA_MAX_NEST 1000       /* nesting of the schema itself at compile */
+#endif
+#ifndef JC_ENUM_SHOW
+#define JC_ENUM_SHOW 10               /* allowed values listed in an enum message */
+#endif
+#ifndef JC_MESSAGE_JOIN
+#define JC_MESSAGE_JOIN 20            /* error messages joined in err.message */
+#endif
+#ifndef JC_MAX_ERRORS
+#define JC_MAX_ERRORS 100             /* default of validate's max_errors */
+#endif
+#define JC_COUNT_MAX (((size_t)-1) - 1)
+
+
+/* Bits of the 'type' keyword. */
+#define TB_NULL 0x01u
+#define TB_BOOLEAN 0x02u
+#define TB_OBJECT 0x04u
+#define TB_ARRAY 0x08u
+#define TB_NUMBER 0x10u
+#define TB_INTEGER 0x20u
+#define TB_STRING 0x40u
+
+enum { LIM_MIN, LIM_MAX, LIM_XMIN, LIM_XMAX, LIM_MULT, LIM_N };
+
+typedef struct jc_node jc_node;
+
+typedef struct jc_prop {       /* one member of 'properties' */
+  const char *name;
+  size_t len;
+  jc_node *node;
+  int name_ref;                /* keep index of the name as a Lua string */
+  long sidx;                   /* index in 'props_sorted', -1 = none */
+} jc_prop;
+
+typedef struct jc_patprop {    /* one member of 'patternProperties' */
+  const char *src;
+  size_t len;
+  jc_pattern *re;
+  jc_node *node;
+} jc_patprop;
+
+typedef struct jc_dep {       /* dependentRequired / dependentSchemas */
+  const char *kw;              /* the keyword it came from */
+  const char *name;
+  size_t len;
+  jc_prop *req;                /* required names, or NULL */
+  size_t nreq;
+  jc_node *node;               /* schema, or NULL */
+} jc_dep;
+
+typedef struct jc_res {        /* a schema resource (a document or $id) */
+  const char *uri;
+  size_t ndyn;                 /* its $dynamicAnchor names and targets */
+  const char **dyn_names;
+  jc_node **dyn_nodes;
+} jc_res;
+
+typedef struct jc_limit {      /* a numeric bound, exact for integers */
+  int set;
+  int isint;
+  lua_Integer i;
+  lua_Number d;
+} jc_limit;
+
+struct jc_node {
+  const char *path;            /* schema pointer of this subschema ("" root) */
+  const char *abs;             /* absolute location: "<base URI>#<pointer>" */
+  jc_res *res;                 /* the resource it belongs to */
+  int mark;                    /* cycle check at compile */
+  int boolean;                 /* -1 object schema, 0 false, 1 true */
+  unsigned types;              /* TB_* bits, 0 = no 'type' */
+  const char *types_text;      /* "string or null" */
+  int enum_ref, const_ref;     /* index in the keep table, 0 = absent */
+  int enum_tables;             /* the enum has array/object members */
+  jc_tape *enum_tape;          /* the enum members on one tape */
+  size_t nenum;
+  size_t *enum_roots;          /* entry of each member */
+  jc_u64 *enum_hash;           /* (hash, member) pairs sorted by hash */
+  jc_tape *const_tape;         /* 'const' at entry 0 */
+  const char *base;            /* base URI */
+  jc_node *ref;                /* '$ref' target */
+  jc_node *dynref;             /* '$dynamicRef' static target */
+  const char *dyn_name;        /* its anchor name when dynamic, else NULL */
+  /* objects */
+  jc_prop *required;           /* names only */
+  size_t nrequired;
+  jc_prop *props;              /* evaluation order: required order, then bytes */
+  jc_prop *props_sorted;       /* byte order, for lookup */
+  size_t nprops;
+  int props_set;               /* keep index: { name = index + 1 in sorted } */
+  unsigned *props_hash;        /* open addressing: sorted index + 1, 0 empty */
+  size_t props_mask;           /* its size - 1 (more than 8 properties) */
+  jc_patprop *pprops;          /* byte order of the source */
+  size_t npprops;
+  jc_node *addl;               /* 'additionalProperties' (NULL if true) */
+  int addl_true;               /* additionalProperties: true (annotation) */
+  size_t min_props, max_props; /* (size_t)-1 = absent */
+  jc_dep *deps;                /* dependentRequired, dependentSchemas */
+  size_t ndeps;
+  jc_node *pnames;             /* 'propertyNames' */
+  jc_node *uprops;             /* 'unevaluatedProperties' */
+  /* arrays */
+  jc_node **prefix;
+  size_t nprefix;
+  jc_node *items;
+  size_t min_items, max_items;
+  int unique;
+  jc_node *contains;
+  size_t min_contains, max_contains;
+  jc_node *uitems;             /* 'unevaluatedItems' */
+  /* strings */
+  size_t min_len, max_len;
+  jc_pattern *pattern;
+  const char *pattern_src;
+  int format;
+  const char *format_name;
+  /* numbers */
+  jc_limit lim[LIM_N];
+  /* applicators */
+  jc_node **allof, **anyof, **oneof;
+  size_t nallof, nanyof, noneof;
+  jc_node *not_;
+  jc_node *if_, *then_, *else_;
+};
+
+typedef struct jc_via {        /* one reference followed at validation */
+  const jc_node *from;         /* the node holding the reference */
+  const jc_node *to;           /* its target */
+  const char *kw;              /* "$ref" or "$dynamicRef" */
+} jc_via;
+
+typedef struct jc_validator {
+  int keep_ref;                /* registry ref of the keep table */
+  jc_node *root;
+  jc_matcher *matcher;
+  jc_seg *segs;                /* max_depth + 1 entries */
+  int max_depth;
+  int format_assertion;
+  int dynamic;                 /* uses $dynamicRef: keep the dynamic scope */
+  jc_res **scope;              /* dynamic scope stack, JC_SCHEMA_MAX_EVAL+2 */
+  const char *base;            /* base URI of the root */
+  const void *amt;             /* the JC_ARRAY_MT table (registry) */
+  jc_via *via;                 /* references being followed, for the
+                                  keyword location ("basic" output) */
+  double work_budget;          /* work units per validation, 0 = default */
+  jc_tape *tape;               /* reused by validate/check (keep.tape) */
+} jc_validator;
+
+#define ABSENT ((size_t)-1)
+
+/* Compile context (schema_compile.c, schema_ref.c). */
+typedef struct jc_cctx {
+  lua_State *L;
+  int keep;            /* abs index: keep table (array of owned values) */
+  int nkeep;
+  int cache;           /* abs index: schema table -> node userdata */
+  int root;            /* abs index: the root schema value */
+  int nest;
+  jc_validator *v;
+  int draft;           /* JC_D4, JC_D7, JC_D2019 or JC_D2020 */
+  int draftof;         /* abs index: schema table -> its draft */
+  int loader;          /* abs index of the loader function, 0 = none */
+  int reg;             /* abs index: document/resource URI -> schema */
+  int anchors;         /* abs index: "<uri>#<name>" -> schema */
+  int dyns;            /* abs index: URI -> { name -> schema } */
+  int loc;             /* abs index: schema table -> "<base>#<pointer>" */
+  int baseof;          /* abs index: schema table -> base URI */
+  int resof;           /* abs index: base URI -> jc_res (light) */
+  int nodes;           /* abs index: list of every node (light) */
+  int novalidation;    /* $vocabulary of the meta-schema lacks validation */
+  int nnodes;
+} jc_cctx;
+
+#define JC_D4 4
+#define JC_D7 7
+#define JC_D2019 2019
+#define JC_D2020 2020
+/* Validation context (schema_eval.c, schema_report.c). */
+/*
+** The walk reads only the tape: no Lua API call on its hot path. Lua is
+** used for what is rare: error items, the scratch stack and the memo
+** table growing (userdata at fixed stack slots), uniqueItems' hash table.
+**
+** Work budget: every subschema evaluation costs one unit, a regex search
+** one plus one per 16 subject bytes, and one that hits PCRE2's match
+** limit JC_WORK_REGEX_LIMIT more. Past the budget the walk stops with a
+** 'budget' error (err.kind budget_exceeded). Default: JC_WORK_BUDGET plus
+** JC_WORK_PER_ENTRY per tape entry (about a second of work on a small
+** reply, linear in a large one); compile's 'work_budget' option sets it.
+**
+** Memo: results of (subschema, tape entry) are remembered when the walk
+** is quiet (anyOf, oneOf, not, if, contains, unevaluated*) so
+** branches that re-evaluate the same subtree cost once: polynomial work
+** for recursive schemas whose alternatives all recurse. Not used with
+** $dynamicRef (the result depends on the dynamic scope).
+*/
+
+#ifndef JC_WORK_BUDGET
+#define JC_WORK_BUDGET 20000000.0     /* work units, fixed part */
+#endif
+#ifndef JC_WORK_PER_ENTRY
+#define JC_WORK_PER_ENTRY 16.0        /* work units per tape entry */
+#endif
+#ifndef JC_WORK_REGEX_LIMIT
+#define JC_WORK_REGEX_LIMIT 100000.0  /* a regex search that hit the limit */
+#endif
+#ifndef JC_MEMO_MAX
+#define JC_MEMO_MAX (1u << 22)        /* memo entries, at most */
+#endif
+#ifndef JC_UNIQUE_SMALL
+#define JC_UNIQUE_SMALL 16            /* up to this many items: pairwise */
+#endif
+#ifndef JC_HASH_BUDGET
+#define JC_HASH_BUDGET 4096L          /* entries hashed per item, at most */
+#endif
+
+#define JC_STK_LOCAL 64   /* scratch entries before a userdata is made */
+
+typedef struct jc_memo {
+  const jc_node *n;            /* NULL: empty */
+  size_t i;
+  int r;
+} jc_memo;
+
+typedef struct jc_vctx {
+  lua_State *L;
+  jc_validator *v;
+  const jc_tape *t;
+  int keep;            /* abs index of the keep table */
+  int errs;            /* abs index of the errors list */
+  int nerr;
+  int max_errors;      /* errors kept, 0 = no bound */
+  int truncated;       /* one more error was dropped: the walk unwinds */
+  int first;           /* stop at the first error */
+  int quiet;           /* > 0 inside anyOf/oneOf/not: record nothing */
+  int abort;           /* 1 too deep, 2 work budget: unwind */
+  int depth;           /* instance depth */
+  int edepth;          /* nested subschema evaluations */
+  int stop;            /* entries in the dynamic scope (v->scope) */
+  int nvia;            /* entries in v->via; -1: not tracked */
+  size_t cur;          /* tape entry being evaluated (error positions) */
+  double work;         /* work units left */
+  double budget;       /* the budget, for the message */
+  int stk_slot;        /* stack slot of the scratch userdata */
+  size_t *stk;         /* stk_local, then a userdata at stk_slot */
+  size_t stk_n, stk_cap;
+  int memo_slot;       /* stack slot of the memo userdata */
+  jc_memo *memo;
+  size_t memo_n, memo_cap;
+  size_t loc_off;      /* line/column cache for error positions */
+  unsigned long loc_line, loc_col;
+  size_t stk_local[JC_STK_LOCAL];   /* last: not cleared on entry */
+} jc_vctx;
+
+#define JC_STOP(c) ((c)->quiet || (c)->abort || (c)->truncated || \
+                   ((c)->first && (c)->nerr > 0))
+#define jc_stk_pop(c, base) ((c)->stk_n = (base))
+
+typedef struct jc_uslot {      /* uniqueItems' hash table */
+  jc_u64 h;
+  size_t item;                     /* 1-based; 0 = empty */
+} jc_uslot;
+
+typedef struct jc_key {
+  const char *s;
+  size_t len;
+  size_t e;            /* tape entry of the member name */
+} jc_key;
+
+
+typedef struct jc_vopts {
+  int first, basic, max_errors;
+} jc_vopts;
+
+extern const char *const jc_jt_names[];   /* by JT_* kind */
+
+/* schema_compile.c */
+int jc_is_array(lua_State *L, int idx);
+int jc_json_type(lua_State *L, int idx);
+int jc_schema_error(lua_State *L, const char *path, const char *kw, const char
+    *fmt, ...);
+int jc_keep(jc_cctx *c);
+const char *jc_keep_string(jc_cctx *c, size_t *len);
+void *jc_keep_block(jc_cctx *c, size_t n, size_t elem);
+void jc_add_token(luaL_Buffer *b, const char *s, size_t len);
+int jc_getkw(lua_State *L, int sidx, const char *kw);
+int jc_cmp_bytes(const char *a, size_t al, const char *b, size_t bl);
+const jc_prop *jc_find_prop(const jc_node *n, const char *s, size_t len);
+jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path, const char
+    *abs, const char *base);
+void jc_check_cycles(jc_cctx *c, jc_node *n);
+
+/* schema_ref.c */
+void jc_push_join(lua_State *L, const char *a, size_t al, char sep, const char
+    *b, size_t bl);
+void jc_setpair(lua_State *L, int t);
+void jc_index(jc_cctx *c, int idx, const char *base, size_t blen, const char
+    *ptr, size_t plen, int depth);
+jc_node *jc_compile_ref(jc_cctx *c, jc_node *n, const char *kw, const char
+    *ref, size_t reflen, int dyn);
+jc_res *jc_get_res(jc_cctx *c, const char *base);
+int jc_draft_name(const char *d);
+int jc_draft_uri(const char *u);
+int jc_meta_novalidation(lua_State *L, int uidx);
+
+/* schema_eval.c */
+int jc_eval(jc_vctx *c, const jc_node *n, size_t i);
+int jc_run(lua_State *L, jc_validator *v, const jc_tape *t, const jc_vopts *o,
+    int deep);
+
+/* schema_report.c */
+void jc_push_render(lua_State *L, int idx);
+const char *jc_err_begin(jc_vctx *c, const jc_node *n, const char *kw);
+void jc_err_end(jc_vctx *c);
+void jc_report(jc_vctx *c, const jc_node *n, const char *kw, const char *fmt,
+    ...);
+void jc_too_deep(jc_vctx *c, const jc_node *n, const char *what, int limit);
+void jc_over(jc_vctx *c, const jc_node *n);
+void jc_report_enum(jc_vctx *c, const jc_node *n, size_t cnt);
+void jc_report_required(jc_vctx *c, const jc_node *n, const jc_prop *p);
+void jc_report_limit(jc_vctx *c, const jc_node *n, const char *kw, const char
+    *text, const jc_limit *lim);
+void jc_report_count(jc_vctx *c, const jc_node *n, const char *kw, size_t
+    actual, const char *unit, const char *bound, size_t limit);
+void jc_report_extra(jc_vctx *c, const jc_node *n, const char *kw, const char
+    *key, size_t klen, size_t index, size_t e);
+int jc_push_basic(lua_State *L, int errs, int n, int truncated);
+
+#endif

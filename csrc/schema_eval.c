@@ -1,0 +1,1120 @@
+/*
+** schema_eval.c: the validator. It walks the tape (tape.h) of one instance
+** against the compiled nodes; no Lua API call on its hot path.
+*/
+#include "schema.h"
+
+
+/* 'n' zeroed entries on the scratch stack; returns their offset (valid
+** until popped with 'jc_stk_pop'; the stack may move: use offsets).
+** [-0, +0, m] */
+static size_t jc_stk_push(jc_vctx *c, size_t n) {
+  size_t base = c->stk_n;
+  if (n > c->stk_cap - c->stk_n) {
+    size_t cap = c->stk_cap;
+    size_t *ns;
+    while (cap - c->stk_n < n) {
+      if (cap > ((size_t)-1) / 4 / sizeof(size_t))
+        luaL_error(c->L, "not enough memory");
+      cap *= 2;
+    }
+    ns = (size_t *)jc_newuserdata(c->L, cap * sizeof(size_t));   /* boxed */
+    if (c->stk_n > 0) memcpy(ns, c->stk, c->stk_n * sizeof(size_t));
+    lua_replace(c->L, c->stk_slot);
+    c->stk = ns;
+    c->stk_cap = cap;
+  }
+  memset(c->stk + base, 0, n * sizeof(size_t));
+  c->stk_n += n;
+  return base;
+}
+
+/* Push value 'ref' of the keep table (fetched into its slot on first use:
+** only error reports need it). [-0, +1, m] */
+static void jc_keep_get(jc_vctx *c, int ref) {
+  if (lua_isnil(c->L, c->keep)) {
+    lua_rawgeti(c->L, LUA_REGISTRYINDEX, c->v->keep_ref);
+    lua_replace(c->L, c->keep);
+  }
+  lua_rawgeti(c->L, c->keep, ref);
+}
+
+static size_t jc_memo_pos(const jc_node *n, size_t i, size_t mask) {
+  jc_u64 h = (jc_u64)(size_t)n * 0x9E3779B97F4A7C15ULL ^
+             (jc_u64)i * 0xC2B2AE3D27D4EB4FULL;
+  h ^= h >> 29;
+  return (size_t)h & mask;
+}
+
+/* The remembered result of 'n' on entry 'i', or -1. */
+static int jc_memo_get(const jc_vctx *c, const jc_node *n, size_t i) {
+  size_t mask, pos;
+  if (c->memo_n == 0) return -1;
+  mask = c->memo_cap - 1;
+  pos = jc_memo_pos(n, i, mask);
+  while (c->memo[pos].n != NULL) {
+    if (c->memo[pos].n == n && c->memo[pos].i == i) return c->memo[pos].r;
+    pos = (pos + 1) & mask;
+  }
+  return -1;
+}
+
+/* Remember 'r' for 'n' on entry 'i'. [-0, +0, m] */
+static void jc_memo_put(jc_vctx *c, const jc_node *n, size_t i, int r) {
+  size_t mask, pos;
+  if (c->memo_n >= JC_MEMO_MAX) return;
+  if ((c->memo_n + 1) * 2 > c->memo_cap) {
+    size_t cap = c->memo_cap ? c->memo_cap * 2 : 64, k;
+    jc_memo *old = c->memo, *nm;
+    nm = (jc_memo *)jc_newuserdata(c->L, cap * sizeof(jc_memo));
+    memset(nm, 0, cap * sizeof(jc_memo));
+    mask = cap - 1;
+    for (k = 0; k < c->memo_cap; k++) {
+      if (old[k].n == NULL) continue;
+      pos = jc_memo_pos(old[k].n, old[k].i, mask);
+      while (nm[pos].n != NULL) pos = (pos + 1) & mask;
+      nm[pos] = old[k];
+    }
+    lua_replace(c->L, c->memo_slot);
+    c->memo = nm;
+    c->memo_cap = cap;
+  }
+  mask = c->memo_cap - 1;
+  pos = jc_memo_pos(n, i, mask);
+  while (c->memo[pos].n != NULL) {
+    if (c->memo[pos].n == n && c->memo[pos].i == i) {
+      c->memo[pos].r = r;
+      return;
+    }
+    pos = (pos + 1) & mask;
+  }
+  c->memo[pos].n = n;
+  c->memo[pos].i = i;
+  c->memo[pos].r = r;
+  c->memo_n++;
+}
+
+/* A regex search charged to the work budget. */
+static int jc_match(jc_vctx *c, const jc_node *n, const jc_pattern *re,
+                    const char *s, size_t len) {
+  int rc;
+  c->work -= 1.0 + (double)(len >> 4);
+  rc = c->t->text != NULL   /* parsed text: UTF-8 checked by the parser */
+       ? jc_pattern_match_utf8(re, c->v->matcher, s, len)
+       : jc_pattern_match(re, c->v->matcher, s, len);
+  if (rc == JC_PATTERN_LIMIT) c->work -= JC_WORK_REGEX_LIMIT;
+  if (c->work < 0) jc_over(c, n);
+  return rc;
+}
+
+/* Evaluate 'n' on the child entry 'i' (member 'key' or array 'index'),
+** one level deeper. */
+static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
+                         const char *key, size_t len, size_t index) {
+  int ok;
+  jc_seg *s;
+  if (c->depth >= c->v->max_depth) {
+    size_t saved = c->cur;
+    s = &c->v->segs[c->depth];
+    s->key = key; s->len = len; s->index = index;
+    c->depth++;
+    c->cur = i;
+    jc_too_deep(c, n, "value", c->v->max_depth);
+    c->cur = saved;
+    c->depth--;
+    return 0;
+  }
+  s = &c->v->segs[c->depth];
+  s->key = key; s->len = len; s->index = index;
+  c->depth++;
+  ok = jc_eval(c, n, i);
+  c->depth--;
+  return ok;
+}
+
+/* A numeric bound as a tape number. */
+static void jc_limit_tv(const jc_limit *lim, jc_tv *out) {
+  memset(out, 0, sizeof *out);
+  out->kind = JT_NUMBER;
+#if JC_HAVE_INTEGER
+  if (lim->isint) {
+    out->flags = JC_TF_INT;
+    out->u.i = (long long)lim->i;
+    return;
+  }
+#endif
+  out->u.d = (double)lim->d;
+}
+
+static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i) {
+  const jc_tv *x = &c->t->v[i];
+  jc_tv lim;
+  int ok = 1;
+  static const char *const kws[4] = {
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"
+  };
+  static const char *const texts[4] = {
+    "is less than minimum", "is greater than maximum",
+    "is not greater than exclusive minimum",
+    "is not less than exclusive maximum"
+  };
+  int k;
+  for (k = LIM_MIN; k <= LIM_XMAX; k++) {
+    int cmp, fail;
+    if (!n->lim[k].set) continue;
+    jc_limit_tv(&n->lim[k], &lim);
+    cmp = jc_tv_numcmp(x, &lim);    /* exact: int64 and digits as they are */
+    fail = k == LIM_MIN ? cmp < 0 : k == LIM_MAX ? cmp > 0
+         : k == LIM_XMIN ? cmp <= 0 : cmp >= 0;
+    if (fail) {
+      ok = 0;
+      jc_report_limit(c, n, kws[k], texts[k], &n->lim[k]);
+      if (JC_STOP(c)) return 0;
+    }
+  }
+  if (n->lim[LIM_MULT].set) {
+    jc_limit_tv(&n->lim[LIM_MULT], &lim);
+    if (!jc_tv_multiple(x, &lim)) {
+      ok = 0;
+      jc_report_limit(c, n, "multipleOf", "is not a multiple of",
+                      &n->lim[LIM_MULT]);
+      if (JC_STOP(c)) return 0;
+    }
+  }
+  return ok;
+}
+
+static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i) {
+  lua_State *L = c->L;
+  const jc_tv *x = &c->t->v[i];
+  const char *s = x->s;
+  size_t len = x->u.len, chars;
+  int ok = 1;
+  if (n->min_len != ABSENT || n->max_len != ABSENT) {
+    chars = jc_utf8_chars(s, len);
+    if (n->min_len != ABSENT && chars < n->min_len) {
+      ok = 0;
+      jc_report_count(c, n, "minLength", chars, "characters", "minimum",
+                      n->min_len);
+      if (JC_STOP(c)) return 0;
+    }
+    if (n->max_len != ABSENT && chars > n->max_len) {
+      ok = 0;
+      jc_report_count(c, n, "maxLength", chars, "characters", "maximum",
+                      n->max_len);
+      if (JC_STOP(c)) return 0;
+    }
+  }
+  if (n->pattern != NULL) {
+    int rc = jc_match(c, n, n->pattern, s, len);
+    if (c->abort) return 0;
+    if (rc != JC_PATTERN_MATCH) {
+      ok = 0;
+      if (!c->quiet) {
+        const char *where = jc_err_begin(c, n, "pattern");
+        lua_pushstring(L, n->pattern_src);
+        lua_setfield(L, -3, "pattern");
+        if (rc == JC_PATTERN_NOMATCH) {
+          jc_tv_push_render(L, c->t, i);
+          lua_pushfstring(L, "%s %s does not match pattern %s", where,
+                          lua_tostring(L, -1), n->pattern_src);
+          lua_remove(L, -2);
+        } else if (rc == JC_PATTERN_LIMIT) {
+          lua_pushfstring(L, "%s could not be checked against pattern %s: "
+                          "the match limit was hit", where, n->pattern_src);
+        } else if (rc == JC_PATTERN_BADUTF) {
+          lua_pushfstring(L, "%s is not valid UTF-8", where);
+        } else {
+          lua_pushfstring(L, "%s could not be checked against pattern %s",
+                          where, n->pattern_src);
+        }
+        jc_err_end(c);
+      }
+      if (JC_STOP(c)) return 0;
+    }
+  }
+  if (n->format != JC_FMT_NONE && c->v->format_assertion) {
+    int valid;
+    if (n->format == JC_FMT_REGEX) {
+      char msg[8];
+      size_t off;
+      c->work -= 1.0 + (double)len;
+      valid = jc_pattern_compile(L, s, len, msg, sizeof msg, &off) != NULL;
+      lua_pop(L, 1);
+    } else {
+      valid = jc_format_check(n->format, s, len);
+    }
+    if (!valid) {
+      ok = 0;
+      if (!c->quiet) {
+        const char *where = jc_err_begin(c, n, "format");
+        jc_tv_push_render(L, c->t, i);
+        lua_pushfstring(L, "%s %s is not a valid %s", where,
+                        lua_tostring(L, -1), n->format_name);
+        lua_remove(L, -2);
+        jc_err_end(c);
+      }
+      if (JC_STOP(c)) return 0;
+    }
+  }
+  return ok;
+}
+
+/* Find the first duplicate pair of the items of the array at entry 'a'
+** (offset 'items' on the scratch stack holds their entries), as a
+** pairwise scan would: the smallest 'i' whose value occurs again, then
+** the smallest 'j' > 'i' with it (0-based). Returns 1 if found. The slot
+** table is a userdata popped before return. [-0, +0, m] */
+static int jc_find_duplicate(jc_vctx *c, size_t items, size_t len,
+                             size_t *di, size_t *dj) {
+  lua_State *L = c->L;
+  const jc_tape *t = c->t;
+  size_t i, j, cap = 4, mask, best_i = 0, best_j = 0;
+  jc_uslot *slots;
+  if (len <= JC_UNIQUE_SMALL) {
+    for (i = 0; i + 1 < len; i++)
+      for (j = i + 1; j < len; j++)
+        if (jc_tv_equal(t, c->stk[items + i], t, c->stk[items + j])) {
+          *di = i;
+          *dj = j;
+          return 1;
+        }
+    return 0;
+  }
+  while (cap < len * 2) {
+    if (cap > ((size_t)-1) / 2 / sizeof(jc_uslot))
+      luaL_error(L, "not enough memory");
+    cap *= 2;
+  }
+  mask = cap - 1;
+  slots = (jc_uslot *)jc_newuserdata(L, cap * sizeof(jc_uslot));
+  memset(slots, 0, cap * sizeof(jc_uslot));
+  for (j = 0; j < len; j++) {
+    jc_u64 h;
+    size_t pos, rep = 0, e = c->stk[items + j];
+    long budget = JC_HASH_BUDGET;
+    h = jc_tv_hash(t, e, &budget);
+    if (budget < 0)
+      h = (jc_u64)t->v[jc_tv_deref(t, e)].kind * 0x9E3779B97F4A7C15ULL;
+    c->work -= (double)(JC_HASH_BUDGET - (budget < 0 ? 0 : budget));
+    pos = (size_t)(h & (jc_u64)mask);
+    while (slots[pos].item != 0) {
+      if (slots[pos].h == h &&
+          jc_tv_equal(t, c->stk[items + slots[pos].item - 1], t, e)) {
+        rep = slots[pos].item;
+        break;
+      }
+      pos = (pos + 1) & mask;
+    }
+    if (rep == 0) {
+      slots[pos].h = h;
+      slots[pos].item = j + 1;
+    } else if (best_i == 0 || rep < best_i) {
+      best_i = rep;
+      best_j = j + 1;
+      if (best_i == 1) break;   /* no smaller first item possible */
+    }
+  }
+  lua_pop(L, 1);
+  if (best_i == 0) return 0;
+  *di = best_i - 1;
+  *dj = best_j - 1;
+  return 1;
+}
+
+static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
+  lua_State *L = c->L;
+  const jc_tape *t = c->t;
+  const jc_tv *x = &t->v[i];
+  size_t len = x->n, k, j, end = x->u.end;
+  int ok = 1;
+  if (n->min_items != ABSENT && len < n->min_items) {
+    ok = 0;
+    jc_report_count(c, n, "minItems", len, "items", "minimum", n->min_items);
+    if (JC_STOP(c)) return 0;
+  }
+  if (n->max_items != ABSENT && len > n->max_items) {
+    ok = 0;
+    jc_report_count(c, n, "maxItems", len, "items", "maximum", n->max_items);
+    if (JC_STOP(c)) return 0;
+  }
+  if (n->unique && len > 1) {
+    size_t items = jc_stk_push(c, len), a, b;
+    int dup;
+    for (j = i + 1, k = 0; j < end; j = jc_tv_next(t, j), k++)
+      c->stk[items + k] = j;
+    dup = jc_find_duplicate(c, items, len, &a, &b);
+    jc_stk_pop(c, items);
+    if (dup) {
+      ok = 0;
+      if (!c->quiet) {
+        const char *where = jc_err_begin(c, n, "uniqueItems");
+        char sa[32], sb[32];
+        snprintf(sa, sizeof sa, "%lu", (unsigned long)a);
+        snprintf(sb, sizeof sb, "%lu", (unsigned long)b);
+        lua_pushfstring(L, "%s has duplicate items at %s and %s", where, sa,
+                        sb);
+        jc_err_end(c);
+      }
+      if (JC_STOP(c)) return 0;
+    }
+  }
+  for (j = i + 1, k = 0; j < end && (k < n->nprefix || n->items != NULL);
+       j = jc_tv_next(t, j), k++) {
+    const jc_node *sub = k < n->nprefix ? n->prefix[k] : n->items;
+    if (!jc_eval_child(c, sub, j, NULL, 0, k)) {
+      ok = 0;
+      if (JC_STOP(c)) return 0;
+    }
+  }
+  return ok;
+}
+
+/* The value entry of member 'name' of the object at entry 'i', or 0. */
+static size_t jc_obj_find(const jc_tape *t, size_t i, const char *name,
+                          size_t len) {
+  size_t j, end = t->v[i].u.end;
+  for (j = i + 1; j < end; j = jc_tv_next(t, j + 1))
+    if (t->v[j].u.len == len && memcmp(t->v[j].s, name, len) == 0)
+      return j + 1;
+  return 0;
+}
+
+static int jc_key_cmp(const void *x, const void *y) {
+  const jc_key *a = (const jc_key *)x, *b = (const jc_key *)y;
+  return jc_cmp_bytes(a->s, a->len, b->s, b->len);
+}
+
+/* patternProperties and additionalProperties of 'n' on member name entry
+** 'k' (value k + 1). Returns 1 valid, 0 invalid. */
+static int jc_eval_member(jc_vctx *c, const jc_node *n, size_t k) {
+  const jc_tv *key = &c->t->v[k];
+  size_t p;
+  int ok = 1, matched = 0, r;
+  for (p = 0; p < n->npprops; p++) {
+    int rc = jc_match(c, n, n->pprops[p].re, key->s, key->u.len);
+    if (c->abort) return 0;
+    if (rc == JC_PATTERN_MATCH) {
+      matched = 1;
+      r = jc_eval_child(c, n->pprops[p].node, k + 1, key->s, key->u.len, 0);
+    } else if (rc != JC_PATTERN_NOMATCH) {
+      r = 0;
+      if (!c->quiet) {
+        jc_seg *s = &c->v->segs[c->depth];
+        size_t saved = c->cur;
+        s->key = key->s; s->len = key->u.len;
+        c->depth++;
+        c->cur = k + 1;
+        jc_report(c, n, "patternProperties",
+                  " could not be checked against pattern %s: %s",
+                  n->pprops[p].src,
+                  rc == JC_PATTERN_LIMIT ? "the match limit was hit"
+                                         : "invalid UTF-8");
+        c->cur = saved;
+        c->depth--;
+      }
+    } else {
+      continue;
+    }
+    if (!r) {
+      ok = 0;
+      if (JC_STOP(c)) return 0;
+    }
+  }
+  if (!matched && n->addl != NULL &&
+      jc_find_prop(n, key->s, key->u.len) == NULL) {
+    if (n->addl->boolean == 0) {
+      r = 0;
+      if (!c->quiet) {
+        jc_seg *s = &c->v->segs[c->depth];
+        size_t saved = c->cur;
+        lua_State *L = c->L;
+        s->key = key->s; s->len = key->u.len;
+        c->depth++;
+        c->cur = k + 1;
+        jc_err_begin(c, n, "additionalProperties");
+        lua_pushlstring(L, key->s, key->u.len);
+        lua_setfield(L, -3, "property");
+        lua_getfield(L, -2, "pointer");
+        lua_pushfstring(L, "extra field %s is not allowed",
+                        lua_tostring(L, -1));
+        lua_remove(L, -2);
+        jc_err_end(c);
+        c->cur = saved;
+        c->depth--;
+      }
+    } else {
+      r = jc_eval_child(c, n->addl, k + 1, key->s, key->u.len, 0);
+    }
+    if (!r) ok = 0;
+  }
+  return ok;
+}
+
+static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
+  const jc_tape *t = c->t;
+  const jc_tv *x = &t->v[i];
+  size_t j, k, count = x->n, end = x->u.end, slots = 0, known = 0;
+  int ok = 1;
+
+  if (n->nprops > 0) {   /* one pass: each member's slot in props_sorted */
+    slots = jc_stk_push(c, n->nprops);
+    for (j = i + 1; j < end; j = jc_tv_next(t, j + 1)) {
+      const jc_prop *p = jc_find_prop(n, t->v[j].s, t->v[j].u.len);
+      if (p != NULL) {
+        c->stk[slots + (size_t)p->sidx] = j + 1;
+        known++;
+        if (!(t->v[j].flags & JC_TF_ESC) && t->text != NULL) {
+          /* its Lua string is kept: the builder reuses it (check) */
+          jc_tv *key = (jc_tv *)&t->v[j];
+          key->n = (unsigned)p->name_ref;
+          key->flags |= JC_TF_NAME;
+        }
+      }
+    }
+  }
+  for (k = 0; k < n->nrequired; k++) {
+    const jc_prop *p = &n->required[k];
+    int missing = p->sidx >= 0 ? c->stk[slots + (size_t)p->sidx] == 0
+                               : jc_obj_find(t, i, p->name, p->len) == 0;
+    if (missing) {
+      ok = 0;
+      jc_report_required(c, n, p);
+      if (JC_STOP(c)) goto out;
+    }
+  }
+  for (k = 0; k < n->nprops; k++) {
+    const jc_prop *p = &n->props[k];
+    size_t e = c->stk[slots + (size_t)p->sidx];
+    if (e != 0 && !jc_eval_child(c, p->node, e, p->name, p->len, 0)) {
+      ok = 0;
+      if (JC_STOP(c)) goto out;
+    }
+  }
+  if (n->nprops > 0) jc_stk_pop(c, slots);
+  slots = (size_t)-1;
+
+  /* every member named in 'properties' and no patternProperties: nothing
+  ** is left for additionalProperties */
+  if (n->npprops > 0 || (n->addl != NULL && known < count)) {
+    /* first a quiet pass in document order; the sorted pass below runs
+    ** only to report what failed, in a stable order */
+    int fast = 1;
+    c->quiet++;
+    for (j = i + 1; j < end && fast; j = jc_tv_next(t, j + 1))
+      fast = jc_eval_member(c, n, j);
+    c->quiet--;
+    if (c->abort) return 0;
+    if (!fast) {
+      ok = 0;
+      if (!c->quiet) {
+        lua_State *L = c->L;
+        jc_key *keys = (jc_key *)jc_newuserdata(L, (count ? count : 1) *
+                                                       sizeof(jc_key));
+        for (j = i + 1, k = 0; j < end; j = jc_tv_next(t, j + 1), k++) {
+          keys[k].s = t->v[j].s;
+          keys[k].len = t->v[j].u.len;
+          keys[k].e = j;
+        }
+        qsort(keys, k, sizeof(jc_key), jc_key_cmp);
+        for (j = 0; j < k; j++) {
+          if (!jc_eval_member(c, n, keys[j].e) && JC_STOP(c)) break;
+        }
+        lua_pop(L, 1);
+        if (JC_STOP(c)) return 0;
+      } else {
+        return 0;
+      }
+    }
+  }
+  if (n->min_props != ABSENT && count < n->min_props) {
+    ok = 0;
+    jc_report_count(c, n, "minProperties", count, "properties", "minimum",
+                    n->min_props);
+    if (JC_STOP(c)) return 0;
+  }
+  if (n->max_props != ABSENT && count > n->max_props) {
+    ok = 0;
+    jc_report_count(c, n, "maxProperties", count, "properties", "maximum",
+                    n->max_props);
+    if (JC_STOP(c)) return 0;
+  }
+  return ok;
+out:
+  if (slots != (size_t)-1 && n->nprops > 0) jc_stk_pop(c, slots);
+  return 0;
+}
+
+/* Does the value (entry 'x') satisfy the 'type' bits? */
+static int jc_type_ok(const jc_tv *x, unsigned types) {
+  switch (x->kind) {
+    case JT_NULL: return (types & TB_NULL) != 0;
+    case JT_BOOLEAN: return (types & TB_BOOLEAN) != 0;
+    case JT_OBJECT: return (types & TB_OBJECT) != 0;
+    case JT_ARRAY: return (types & TB_ARRAY) != 0;
+    case JT_STRING: return (types & TB_STRING) != 0;
+    case JT_NUMBER:
+      return (types & TB_NUMBER) != 0 ||
+             ((types & TB_INTEGER) != 0 && jc_tv_integral(x));
+    default: return 0;
+  }
+}
+
+/* Evaluate applicator lists quietly; returns how many matched and the
+** first two matching indexes. */
+static size_t jc_count_matches(jc_vctx *c, jc_node *const *list, size_t n,
+                               size_t i, size_t stop_at, size_t *which) {
+  size_t k, hits = 0;
+  c->quiet++;
+  for (k = 0; k < n && hits < stop_at && !c->abort; k++) {
+    if (jc_eval(c, list[k], i)) {
+      if (hits < 2) which[hits] = k;
+      hits++;
+    }
+  }
+  c->quiet--;
+  return hits;
+}
+
+/* Enter the resource of 'n' in the dynamic scope; returns 1 if pushed. */
+static int jc_scope_push(jc_vctx *c, const jc_node *n) {
+  if (c->stop > 0 && c->v->scope[c->stop - 1] == n->res) return 0;
+  c->v->scope[c->stop++] = n->res;
+  return 1;
+}
+
+/* The node a '$dynamicRef' evaluates: the outermost resource in the
+** dynamic scope with a '$dynamicAnchor' of its name, else the static
+** target. */
+static const jc_node *jc_dyn_target(jc_vctx *c, const jc_node *n) {
+  int i;
+  size_t k;
+  if (n->dyn_name == NULL) return n->dynref;
+  for (i = 0; i < c->stop; i++) {
+    const jc_res *r = c->v->scope[i];
+    for (k = 0; k < r->ndyn; k++)
+      if (strcmp(r->dyn_names[k], n->dyn_name) == 0) return r->dyn_nodes[k];
+  }
+  return n->dynref;
+}
+
+/* Evaluate reference target 'to' of 'from' (keyword 'kw'), recording the
+** step for the keyword location when it is tracked. */
+static int jc_eval_ref(jc_vctx *c, const jc_node *from, const jc_node *to,
+                       const char *kw, size_t i) {
+  int ok;
+  if (c->nvia < 0 || c->nvia >= JC_SCHEMA_MAX_EVAL) return jc_eval(c, to, i);
+  c->v->via[c->nvia].from = from;
+  c->v->via[c->nvia].to = to;
+  c->v->via[c->nvia].kw = kw;
+  c->nvia++;
+  ok = jc_eval(c, to, i);
+  c->nvia--;
+  return ok;
+}
+
+/* Quiet validity of 'n' on entry 'i'. */
+static int jc_quiet_ok(jc_vctx *c, const jc_node *n, size_t i) {
+  int ok;
+  c->quiet++;
+  ok = jc_eval(c, n, i);
+  c->quiet--;
+  return ok;
+}
+
+/*
+** Annotations for unevaluatedProperties/Items: mark on the scratch stack
+** at 'pb' the member ordinals and at 'ib' the item indexes that 'n' and
+** its in-place subschemas evaluated on entry 'i'; '*allp'/'*alli' when
+** all were. Subschemas that fail contribute nothing (anyOf, oneOf, if);
+** 'self' skips n's own unevaluated* keywords.
+*/
+static void jc_collect(jc_vctx *c, const jc_node *n, size_t i, size_t pb,
+                       size_t ib, int *allp, int *alli, int self) {
+  const jc_tape *t = c->t;
+  const jc_tv *x = &t->v[i];
+  size_t k, j, m;
+  int pushed = 0;
+  if (n->boolean >= 0 || c->abort) return;
+  if (c->edepth + 1 > JC_SCHEMA_MAX_EVAL) return;
+  c->edepth++;
+  if (c->v->dynamic) pushed = jc_scope_push(c, n);
+  if (n->ref != NULL)
+    jc_collect(c, n->ref, i, pb, ib, allp, alli, 0);
+  if (n->dynref != NULL)
+    jc_collect(c, jc_dyn_target(c, n), i, pb, ib, allp, alli, 0);
+  if (x->kind == JT_OBJECT) {
+    if (n->addl != NULL || n->addl_true || (!self && n->uprops != NULL))
+      *allp = 1;
+    if (!*allp && (n->nprops > 0 || n->npprops > 0)) {
+      for (j = i + 1, m = 0; j < x->u.end; j = jc_tv_next(t, j + 1), m++) {
+        const jc_tv *key = &t->v[j];
+        int hit = jc_find_prop(n, key->s, key->u.len) != NULL;
+        for (k = 0; !hit && k < n->npprops; k++)
+          hit = jc_match(c, n, n->pprops[k].re, key->s, key->u.len) ==
+                JC_PATTERN_MATCH;
+        if (hit) c->stk[pb + m] = 1;
+      }
+    }
+    for (k = 0; k < n->ndeps; k++) {
+      if (n->deps[k].node == NULL) continue;
+      if (jc_obj_find(t, i, n->deps[k].name, n->deps[k].len) != 0)
+        jc_collect(c, n->deps[k].node, i, pb, ib, allp, alli, 0);
+    }
+  } else if (x->kind == JT_ARRAY) {
+    if (n->items != NULL || (!self && n->uitems != NULL)) *alli = 1;
+    for (k = 0; k < n->nprefix && k < x->n; k++) c->stk[ib + k] = 1;
+    if (n->contains != NULL && !*alli) {
+      for (j = i + 1, k = 0; j < x->u.end; j = jc_tv_next(t, j), k++)
+        if (jc_quiet_ok(c, n->contains, j)) c->stk[ib + k] = 1;
+    }
+  }
+  for (k = 0; k < n->nallof; k++)
+    jc_collect(c, n->allof[k], i, pb, ib, allp, alli, 0);
+  for (k = 0; k < n->nanyof; k++)
+    if (jc_quiet_ok(c, n->anyof[k], i))
+      jc_collect(c, n->anyof[k], i, pb, ib, allp, alli, 0);
+  for (k = 0; k < n->noneof; k++)
+    if (jc_quiet_ok(c, n->oneof[k], i))
+      jc_collect(c, n->oneof[k], i, pb, ib, allp, alli, 0);
+  if (n->if_ != NULL) {
+    if (jc_quiet_ok(c, n->if_, i)) {
+      jc_collect(c, n->if_, i, pb, ib, allp, alli, 0);
+      if (n->then_ != NULL)
+        jc_collect(c, n->then_, i, pb, ib, allp, alli, 0);
+    } else if (n->else_ != NULL) {
+      jc_collect(c, n->else_, i, pb, ib, allp, alli, 0);
+    }
+  }
+  if (pushed) c->stop--;
+  c->edepth--;
+}
+
+/* unevaluatedProperties / unevaluatedItems of 'n' on entry 'i'. */
+static JC_NOINLINE int jc_eval_unevaluated(jc_vctx *c, const jc_node *n,
+                                           size_t i) {
+  const jc_tape *t = c->t;
+  const jc_tv *x = &t->v[i];
+  size_t cnt = x->n, base = jc_stk_push(c, cnt + 1), j, m;
+  int allp = 0, alli = 0, ok = 1, r;
+  jc_collect(c, n, i, base, base, &allp, &alli, 1);
+  if (x->kind == JT_OBJECT && n->uprops != NULL && !allp) {
+    for (j = i + 1, m = 0; j < x->u.end; j = jc_tv_next(t, j + 1), m++) {
+      const jc_tv *key = &t->v[j];
+      if (c->stk[base + m]) continue;
+      if (n->uprops->boolean == 0) {
+        r = 0;
+        jc_report_extra(c, n, "unevaluatedProperties", key->s, key->u.len, 0,
+                        j + 1);
+      } else {
+        r = jc_eval_child(c, n->uprops, j + 1, key->s, key->u.len, 0);
+      }
+      if (!r) {
+        ok = 0;
+        if (JC_STOP(c)) break;
+      }
+    }
+  }
+  if (x->kind == JT_ARRAY && n->uitems != NULL && !alli) {
+    for (j = i + 1, m = 0; j < x->u.end; j = jc_tv_next(t, j), m++) {
+      if (c->stk[base + m]) continue;
+      if (n->uitems->boolean == 0) {
+        r = 0;
+        jc_report_extra(c, n, "unevaluatedItems", NULL, 0, m, j);
+      } else {
+        r = jc_eval_child(c, n->uitems, j, NULL, 0, m);
+      }
+      if (!r) {
+        ok = 0;
+        if (JC_STOP(c)) break;
+      }
+    }
+  }
+  jc_stk_pop(c, base);
+  return ok && !c->abort;
+}
+
+/* dependentRequired / dependentSchemas / dependencies and propertyNames. */
+static JC_NOINLINE int jc_eval_object_more(jc_vctx *c, const jc_node *n,
+                                           size_t i) {
+  lua_State *L = c->L;
+  const jc_tape *t = c->t;
+  size_t k, j;
+  int ok = 1;
+  for (k = 0; k < n->ndeps; k++) {
+    const jc_dep *d = &n->deps[k];
+    if (jc_obj_find(t, i, d->name, d->len) == 0) continue;
+    for (j = 0; j < d->nreq; j++) {
+      if (jc_obj_find(t, i, d->req[j].name, d->req[j].len) == 0) {
+        ok = 0;
+        if (!c->quiet) {
+          luaL_Buffer b;
+          jc_err_begin(c, n, d->kw);
+          lua_pushlstring(L, d->req[j].name, d->req[j].len);
+          lua_setfield(L, -3, "property");
+          lua_getfield(L, -2, "pointer");
+          luaL_buffinit(L, &b);
+          luaL_addstring(&b, "missing field ");
+          luaL_addvalue(&b);
+          luaL_addchar(&b, '/');
+          jc_add_token(&b, d->req[j].name, d->req[j].len);
+          luaL_addstring(&b, ", required when ");
+          lua_pushlstring(L, d->name, d->len);
+          luaL_addvalue(&b);
+          luaL_addstring(&b, " is present");
+          luaL_pushresult(&b);
+          jc_err_end(c);
+        }
+        if (JC_STOP(c)) return 0;
+      }
+    }
+    if (d->node != NULL && !jc_eval(c, d->node, i)) {
+      ok = 0;
+      if (JC_STOP(c)) return 0;
+    }
+  }
+  if (n->pnames != NULL) {
+    for (j = i + 1; j < t->v[i].u.end; j = jc_tv_next(t, j + 1)) {
+      if (!jc_eval_child(c, n->pnames, j, t->v[j].s, t->v[j].u.len, 0)) {
+        ok = 0;
+        if (JC_STOP(c)) return 0;
+      }
+    }
+  }
+  return ok;
+}
+
+/* contains / minContains / maxContains. */
+static JC_NOINLINE int jc_eval_contains(jc_vctx *c, const jc_node *n,
+                                        size_t i) {
+  const jc_tape *t = c->t;
+  size_t j, hits = 0;
+  for (j = i + 1; j < t->v[i].u.end && !c->abort; j = jc_tv_next(t, j))
+    if (jc_quiet_ok(c, n->contains, j)) hits++;
+  if (c->abort) return 0;
+  if (hits < n->min_contains) {
+    if (n->min_contains == 1 && hits == 0)
+      jc_report(c, n, "contains", " has no item that matches \"contains\"");
+    else
+      jc_report_count(c, n, "minContains", hits, "items matching \"contains\"",
+                      "minimum", n->min_contains);
+    return 0;
+  }
+  if (n->max_contains != ABSENT && hits > n->max_contains) {
+    jc_report_count(c, n, "maxContains", hits, "items matching \"contains\"",
+                    "maximum", n->max_contains);
+    return 0;
+  }
+  return 1;
+}
+
+/* Is 'i' in the enum of 'n'? By hash first, every member when the value
+** is too big to hash whole. */
+static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i) {
+  long budget = JC_HASH_BUDGET;
+  jc_u64 h = jc_tv_hash(c->t, i, &budget);
+  size_t lo = 0, hi = n->nenum, k;
+  if (budget < 0) {
+    for (k = 0; k < n->nenum; k++)
+      if (jc_tv_equal(c->t, i, n->enum_tape, n->enum_roots[k])) return 1;
+    return 0;
+  }
+  while (lo < hi) {               /* first pair with hash >= h */
+    size_t mid = lo + (hi - lo) / 2;
+    if (n->enum_hash[2 * mid] < h) lo = mid + 1;
+    else hi = mid;
+  }
+  for (k = lo; k < n->nenum && n->enum_hash[2 * k] == h; k++)
+    if (jc_tv_equal(c->t, i, n->enum_tape,
+                    n->enum_roots[n->enum_hash[2 * k + 1]]))
+      return 1;
+  return 0;
+}
+
+/*
+** Evaluate node 'n' on tape entry 'i'. Keyword order is fixed: $ref,
+** type (a type failure ends the subschema), enum, const, the keywords of
+** the value's type, allOf, anyOf, oneOf, not, if, unevaluated*. Returns 1
+** when valid.
+*/
+int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
+  lua_State *L = c->L;
+  const jc_tv *x;
+  int ok = 1, jt, pushed = 0, memo = 0;
+  size_t saved;
+  if (n->boolean == 1) return 1;
+  if (c->abort) return 0;
+  i = jc_tv_deref(c->t, i);
+  saved = c->cur;
+  c->cur = i;
+  if (n->boolean == 0) {
+    jc_report(c, n, NULL, " is not allowed");
+    c->cur = saved;
+    return 0;
+  }
+  if (--c->work < 0) {
+    jc_over(c, n);
+    c->cur = saved;
+    return 0;
+  }
+  if (++c->edepth > JC_SCHEMA_MAX_EVAL) {
+    jc_too_deep(c, n, "schema evaluation", JC_SCHEMA_MAX_EVAL);
+    c->edepth--;
+    c->cur = saved;
+    return 0;
+  }
+  x = &c->t->v[i];
+  jt = x->kind;
+  if (c->quiet && !c->v->dynamic &&
+      (jt == JT_OBJECT || jt == JT_ARRAY || n->ref != NULL ||
+       n->nanyof > 0 || n->noneof > 0 || n->nallof > 0 || n->not_ != NULL ||
+       n->if_ != NULL)) {
+    int r = jc_memo_get(c, n, i);
+    if (r >= 0) {
+      c->edepth--;
+      c->cur = saved;
+      return r;
+    }
+    memo = 1;
+  }
+  if (c->v->dynamic) pushed = jc_scope_push(c, n);
+
+  if (n->ref != NULL && !jc_eval_ref(c, n, n->ref, "$ref", i)) {
+    ok = 0;
+    if (JC_STOP(c)) goto done;
+  }
+  if (n->dynref != NULL &&
+      !jc_eval_ref(c, n, jc_dyn_target(c, n), "$dynamicRef", i)) {
+    ok = 0;
+    if (JC_STOP(c)) goto done;
+  }
+  if (n->types != 0 && !jc_type_ok(x, n->types)) {
+    ok = 0;
+    if (!c->quiet) {
+      const char *where = jc_err_begin(c, n, "type");
+      lua_pushstring(L, n->types_text);
+      lua_setfield(L, -3, "expected");
+      lua_pushstring(L, jc_jt_names[jt]);
+      lua_setfield(L, -3, "actual");
+      lua_pushfstring(L, "%s is %s, expected %s", where, jc_jt_names[jt],
+                      n->types_text);
+      jc_err_end(c);
+    }
+    goto done;
+  }
+  if (n->enum_ref != 0 && !jc_enum_has(c, n, i)) {
+    ok = 0;
+    if (!c->quiet) {
+      jc_keep_get(c, n->enum_ref);
+      jc_report_enum(c, n, n->nenum);
+      lua_pop(L, 1);
+    }
+    if (JC_STOP(c)) goto done;
+  }
+  if (n->const_ref != 0 && !jc_tv_equal(c->t, i, n->const_tape, 0)) {
+    ok = 0;
+    if (!c->quiet) {
+      int cv;
+      const char *where;
+      jc_keep_get(c, n->const_ref);
+      cv = lua_gettop(L);
+      where = jc_err_begin(c, n, "const");
+      lua_pushvalue(L, cv);
+      lua_setfield(L, -3, "expected");
+      jc_push_render(L, cv);
+      lua_pushfstring(L, "%s must be %s", where, lua_tostring(L, -1));
+      lua_remove(L, -2);
+      jc_err_end(c);
+      lua_pop(L, 1);
+    }
+    if (JC_STOP(c)) goto done;
+  }
+  {
+    int r = 1;
+    switch (jt) {
+      case JT_OBJECT:
+        r = jc_eval_object(c, n, i);
+        if ((n->ndeps > 0 || n->pnames != NULL) && (r || !JC_STOP(c)))
+          r = jc_eval_object_more(c, n, i) && r;
+        break;
+      case JT_ARRAY:
+        r = jc_eval_array(c, n, i);
+        if (n->contains != NULL && (r || !JC_STOP(c)))
+          r = jc_eval_contains(c, n, i) && r;
+        break;
+      case JT_STRING: r = jc_eval_string(c, n, i); break;
+      case JT_NUMBER: r = jc_eval_number(c, n, i); break;
+      default: break;
+    }
+    if (!r) {
+      ok = 0;
+      if (JC_STOP(c)) goto done;
+    }
+  }
+  if (n->nallof > 0) {
+    size_t k;
+    for (k = 0; k < n->nallof; k++) {
+      if (!jc_eval(c, n->allof[k], i)) {
+        ok = 0;
+        if (JC_STOP(c)) goto done;
+      }
+    }
+  }
+  if (n->nanyof > 0) {
+    size_t which[2];
+    if (jc_count_matches(c, n->anyof, n->nanyof, i, 1, which) == 0) {
+      ok = 0;
+      if (c->abort) goto done;
+      jc_report(c, n, "anyOf", " does not match any of the %d alternatives",
+                (int)n->nanyof);
+      if (JC_STOP(c)) goto done;
+    }
+  }
+  if (n->noneof > 0) {
+    size_t which[2];
+    size_t hits = jc_count_matches(c, n->oneof, n->noneof, i, 2, which);
+    if (c->abort) { ok = 0; goto done; }
+    if (hits != 1) {
+      ok = 0;
+      if (hits == 0)
+        jc_report(c, n, "oneOf", " does not match any of the %d alternatives",
+                  (int)n->noneof);
+      else
+        jc_report(c, n, "oneOf",
+                  " matches more than one of the %d alternatives "
+                  "(%d and %d), expected exactly one",
+                  (int)n->noneof, (int)which[0], (int)which[1]);
+      if (JC_STOP(c)) goto done;
+    }
+  }
+  if (n->not_ != NULL) {
+    int matched;
+    c->quiet++;
+    matched = jc_eval(c, n->not_, i);
+    c->quiet--;
+    if (c->abort) { ok = 0; goto done; }
+    if (matched) {
+      ok = 0;
+      jc_report(c, n, "not", " must not match the schema in \"not\"");
+      if (JC_STOP(c)) goto done;
+    }
+  }
+  if (n->if_ != NULL) {
+    int cond = jc_quiet_ok(c, n->if_, i);
+    const jc_node *branch = cond ? n->then_ : n->else_;
+    if (c->abort) { ok = 0; goto done; }
+    if (branch != NULL && !jc_eval(c, branch, i)) {
+      ok = 0;
+      if (JC_STOP(c)) goto done;
+    }
+  }
+  if ((n->uprops != NULL && jt == JT_OBJECT) ||
+      (n->uitems != NULL && jt == JT_ARRAY)) {
+    if (!jc_eval_unevaluated(c, n, i)) ok = 0;
+  }
+done:
+  if (c->abort) ok = 0;
+  else if (memo) jc_memo_put(c, n, i, ok);
+  if (pushed) c->stop--;
+  c->edepth--;
+  c->cur = saved;
+  return ok;
+}
+
+/* Validate the value at entry 0 of tape 't' with 'v' ('deep' > 0: the
+** writer found it deeper than max_depth at v->segs[0..deep); 'deep' -1:
+** the writer ran out of budget). Returns 0 (valid, nothing pushed; the
+** basic output pushes { valid = true } and returns 1) or the number of
+** results pushed: nil, err (or the basic output table).
+** [-0, +0|1|2, m] */
+int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
+                  const jc_vopts *o, int deep) {
+  jc_vctx c;
+  int base = lua_gettop(L), i, valid = 0;
+  luaL_checkstack(L, 24, "jsoncontract.validate");
+  lua_pushnil(L);                 /* base + 1: keep, fetched on an error */
+  lua_pushnil(L);                 /* base + 2: errors, made on the first */
+  lua_pushnil(L);                 /* base + 3: scratch stack */
+  lua_pushnil(L);                 /* base + 4: memo */
+  memset(&c, 0, offsetof(jc_vctx, stk_local));
+  c.L = L;
+  c.v = v;
+  c.t = t;
+  c.keep = base + 1;
+  c.errs = base + 2;
+  c.stk_slot = base + 3;
+  c.memo_slot = base + 4;
+  c.max_errors = o->max_errors;
+  c.first = o->first;
+  c.nvia = o->basic ? 0 : -1;
+  c.loc_line = c.loc_col = 1;
+  c.stk = c.stk_local;        /* small objects never leave the C stack */
+  c.stk_cap = JC_STK_LOCAL;
+  c.budget = v->work_budget > 0 ? v->work_budget
+             : JC_WORK_BUDGET + JC_WORK_PER_ENTRY * (double)t->n;
+  c.work = c.budget;
+  if (deep > 0) {
+    c.depth = deep;
+    jc_too_deep(&c, v->root, "value", v->max_depth);
+    c.depth = 0;
+  } else if (deep < 0) {
+    jc_over(&c, v->root);
+  } else if (jc_eval(&c, v->root, 0) && c.nerr == 0) {
+    valid = 1;
+  }
+  if (valid) {
+    lua_settop(L, base);
+    if (!o->basic) return 0;
+    lua_createtable(L, 0, 1);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "valid");
+    return 1;
+  }
+  if (o->basic) {
+    jc_push_basic(L, c.errs, c.nerr, c.truncated);
+    lua_replace(L, base + 1);
+    lua_settop(L, base + 1);
+    return 1;
+  }
+  lua_settop(L, base + 2);
+  if (lua_isnil(L, c.errs)) {
+    lua_newtable(L);
+    lua_replace(L, c.errs);
+  }
+  lua_pushnil(L);                 /* base + 3 */
+  {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (i = 1; i <= c.nerr && i <= JC_MESSAGE_JOIN; i++) {
+      if (i > 1) luaL_addstring(&b, "; ");
+      lua_rawgeti(L, c.errs, i);
+      lua_getfield(L, -1, "message");
+      lua_remove(L, -2);
+      luaL_addvalue(&b);
+    }
+    if (c.nerr > JC_MESSAGE_JOIN) {
+      lua_pushfstring(L, "; and %d more errors", c.nerr - JC_MESSAGE_JOIN);
+      luaL_addvalue(&b);
+    }
+    if (c.truncated) {
+      lua_pushfstring(L, "; stopped after %d errors", c.nerr);
+      luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+  }
+  jc_push_error(L, "schema", c.abort == 1 ? "too_deep"
+                : c.abort == 2 ? "budget_exceeded" : "schema_mismatch", "%s",
+                lua_tostring(L, -1));
+  lua_remove(L, -2);
+  lua_pushvalue(L, c.errs);
+  lua_setfield(L, -2, "errors");
+  if (c.truncated) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "truncated");
+  }
+  lua_replace(L, base + 2);       /* base + 1: keep -> nil below */
+  lua_pushnil(L);
+  lua_replace(L, base + 1);
+  lua_settop(L, base + 2);
+  return 2;
+}

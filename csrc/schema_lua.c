@@ -1,0 +1,449 @@
+/*
+** schema_lua.c: the Lua bindings of the schema gate: core.compile and the
+** "jsoncontract.Validator" methods validate, check and close.
+**
+** The schema gate. A JSON Schema (draft 2020-12 keywords, as Lua
+** values) is compiled into a tree of C nodes owned by a userdata
+** "jsoncontract.Validator"; 'validate' and 'check' validate one instance
+** on its tape (tape.h: written by the parser from text, or from a Lua
+** value in one walk) in one C call and return every error as a list.
+**
+** Ownership: every compiled piece (nodes, arrays of nodes, kept strings,
+** PCRE2 patterns, the matcher, the path scratch, enum/const tapes, the
+** tape reused by validate/check) is a Lua value stored in
+** one "keep" table; the validator holds a registry reference to it, dropped
+** by its __gc. A compile that raises halfway leaves only garbage for the
+** collector. No C pointer outlives the keep table.
+**
+** Keywords (draft 2020-12, draft-07, draft-04; '$schema' or the 'draft'
+** option picks): type, enum, const, required, properties,
+** patternProperties, additionalProperties, propertyNames, min/maxProperties,
+** dependentRequired, dependentSchemas, dependencies, prefixItems, items,
+** additionalItems, contains, min/maxContains, min/maxItems, uniqueItems,
+** min/maxLength, pattern, format, minimum, maximum, exclusive* (numbers and
+** draft-04 booleans), multipleOf (exact in decimal), allOf, anyOf, oneOf,
+** not, if/then/else, unevaluatedProperties, unevaluatedItems, $ref, $defs,
+** definitions, $id / id (RFC 3986 base URIs), $anchor, $dynamicRef,
+** $dynamicAnchor, remote documents through a Lua 'loader' (at compile time,
+** under lua_pcall), custom meta-schemas' $vocabulary (validation on/off).
+** Draft 4/7: '$ref' ignores its siblings. Compile first indexes every
+** schema resource ('jc_index'), then compiles nodes ('jc_compile_node'),
+** then rejects reference cycles that never consume input.
+** unevaluated* are computed by 'jc_collect' (annotations of the in-place
+** subschemas that passed); $dynamicRef walks the dynamic scope of
+** resources kept during evaluation.
+** Writing a Lua value to the tape checks the whole instance is JSON (the
+** walk sees only what the schema looks at) and raises with the pointer;
+** uniqueItems, enum and const compare tape values exactly (int64 and
+** digits beyond, before any double); uniqueItems hashes items
+** ('jc_find_duplicate'); the walk has a work budget and a memo
+** (schema_eval.c); errors stop at
+** validate's max_errors and messages are bounded (JC_ENUM_SHOW values per
+** enum message, JC_MESSAGE_JOIN messages in err.message).
+*/
+#include "schema.h"
+
+/* ===================================================================== */
+/* Lua API                                                                 */
+/* ===================================================================== */
+
+/* __gc (and close) of "jsoncontract.Validator": drops the keep table once. */
+static int jc_validator_gc(lua_State *L) {
+  jc_validator *v = (jc_validator *)luaL_checkudata(L, 1, JC_VALIDATOR_MT);
+  if (v->keep_ref != LUA_NOREF) {
+    luaL_unref(L, LUA_REGISTRYINDEX, v->keep_ref);
+    v->keep_ref = LUA_NOREF;
+  }
+  v->root = NULL;
+  v->tape = NULL;
+  v->matcher = NULL;
+  v->segs = NULL;
+  return 0;
+}
+
+static int jc_validator_tostring(lua_State *L) {
+  jc_validator *v = (jc_validator *)luaL_checkudata(L, 1, JC_VALIDATOR_MT);
+  lua_pushfstring(L, "jsoncontract.Validator (%p)%s", (void *)v,
+                  v->root == NULL ? " (closed)" : "");
+  return 1;
+}
+
+static const char *const jc_draft_names[] = {
+  "2020-12", "draft2020-12", "2019-09", "draft7", "draft-07", "draft4",
+  "draft-04", NULL
+};
+
+static const jc_opt jc_compile_opts[] = {
+  { "format_assertion", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { "draft", JC_OPT_STRING, 0, 0, "\"2020-12\", \"draft7\" or \"draft4\"",
+    jc_draft_names },
+  { "loader", JC_OPT_FUNCTION, 0, 0, "a function", NULL },
+  { "max_depth", JC_OPT_INT, 1, JC_SCHEMA_MAX_DEPTH_LIMIT,
+    "an integer from 1 to 10000", NULL },
+  { "work_budget", JC_OPT_INT, 1, 1e15, "an integer from 1 to 1e15", NULL },
+  { NULL, 0, 0, 0, NULL, NULL }
+};
+
+/*
+** core.compile(schema [, opts]) -> validator
+**   schema  table (a JSON Schema as decoded) or boolean
+**   opts    table or nil: draft ("2020-12" default, "draft7", "draft4"; a
+**           known '$schema' wins), loader (function(uri) -> schema | nil,
+**           err: called at compile time, under lua_pcall, for each document
+**           a reference names that the schema does not hold),
+**           format_assertion (boolean, default false: 'format' is an
+**           annotation as in 2020-12 §7.2.1; true asserts date, time,
+**           date-time, duration, email, hostname, ipv4, ipv6, uri,
+**           uri-reference, iri, iri-reference, uri-template, uuid, regex,
+**           json-pointer, relative-json-pointer), max_depth (integer
+**           1..10000, default
+**           1000: instance depth bound, deeper values fail as "too_deep"),
+**           work_budget (integer 1..1e15 work units per validation;
+**           default 20,000,000 plus 16 per value of the instance: one
+**           unit per subschema evaluated, a regex search 1 + 1 per 16
+**           bytes, 100,000 more when it hits PCRE2's match limit; past it
+**           the instance fails as "budget_exceeded")
+** Returns a "jsoncontract.Validator" userdata (garbage collected).
+** Raises "invalid schema at <schema pointer>: <reason>" for a bad schema,
+** and on misuse (bad argument, unknown option).
+** Stack: [-0, +1, e]
+*/
+static int jc_schema_compile(lua_State *L) {
+  jc_validator *v;
+  jc_cctx c;
+  size_t len;
+  int i;
+  int t = lua_type(L, 1);
+  int fa = 0, maxd = JC_SCHEMA_MAX_DEPTH, draft = 0, loader = 0;
+  jc_optval ov[5];
+  luaL_argcheck(L, t == LUA_TTABLE || t == LUA_TBOOLEAN, 1,
+                "table or boolean expected");
+  luaL_argcheck(L, lua_gettop(L) <= 2, 3, "no more than 2 arguments expected");
+  jc_opts_read(L, 2, jc_compile_opts, ov);
+  fa = ov[0].set && ov[0].b;
+  if (ov[1].set) draft = jc_draft_name(ov[1].s);
+  loader = ov[2].set;
+  if (ov[3].set) maxd = (int)ov[3].n;
+  if (loader) lua_getfield(L, 2, "loader");
+  else lua_pushnil(L);
+  lua_replace(L, 2);                 /* 2: loader or nil */
+  lua_settop(L, 2);
+  /* '$schema' wins over the 'draft' option */
+  c.novalidation = 0;
+  if (t == LUA_TTABLE) {
+    if (jc_getkw(L, 1, "$schema") == LUA_TSTRING) {
+      int d = jc_draft_uri(lua_tostring(L, -1));
+      if (d != 0) draft = d;
+      else if (loader) c.novalidation = jc_meta_novalidation(L, lua_gettop(L));
+    }
+    lua_pop(L, 1);
+  }
+  if (draft == 0) draft = JC_D2020;
+  /* owner first: everything below hangs off its keep table */
+  v = (jc_validator *)jc_newuserdata(L, sizeof(jc_validator));
+  memset(v, 0, sizeof *v);
+  v->keep_ref = LUA_NOREF;
+  luaL_setmetatable(L, JC_VALIDATOR_MT);
+  v->max_depth = maxd;
+  v->format_assertion = fa;
+  v->work_budget = ov[4].set ? ov[4].n : 0;
+  luaL_getmetatable(L, JC_ARRAY_MT);
+  v->amt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  lua_newtable(L);                   /* 4: keep */
+  lua_pushvalue(L, -1);
+  v->keep_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_newtable(L);                   /* 5: cache */
+  c.L = L;
+  c.keep = 4;
+  c.nkeep = 0;
+  c.cache = 5;
+  c.root = 1;
+  c.nest = 0;
+  c.v = v;
+  c.draft = draft;
+  c.loader = loader ? 2 : 0;
+  lua_newtable(L); c.reg = lua_gettop(L);
+  lua_newtable(L); c.anchors = lua_gettop(L);
+  lua_newtable(L); c.dyns = lua_gettop(L);
+  lua_newtable(L); c.loc = lua_gettop(L);
+  lua_newtable(L); c.baseof = lua_gettop(L);
+  lua_newtable(L); c.resof = lua_gettop(L);
+  lua_newtable(L); c.nodes = lua_gettop(L);
+  lua_newtable(L); c.draftof = lua_gettop(L);
+  c.nnodes = 0;
+  v->scope = (jc_res **)jc_keep_block(&c, JC_SCHEMA_MAX_EVAL + 2,
+                                      sizeof(jc_res *));
+  v->via = (jc_via *)jc_keep_block(&c, JC_SCHEMA_MAX_EVAL + 2,
+                                   sizeof(jc_via));
+  v->matcher = jc_matcher_new(L);
+  jc_keep(&c);
+  v->segs = (jc_seg *)jc_keep_block(&c, (size_t)maxd + 1, sizeof(jc_seg));
+  lua_pushliteral(L, "");
+  lua_pushvalue(L, 1);
+  jc_setpair(L, c.reg);
+  v->base = "";
+  jc_index(&c, 1, "", 0, "", 0, 0);
+  if (t == LUA_TTABLE) {
+    lua_pushvalue(L, 1);
+    lua_rawget(L, c.baseof);
+    if (lua_isstring(L, -1)) v->base = jc_keep_string(&c, &len);
+    else lua_pop(L, 1);   /* not a schema: jc_compile_node raises */
+  }
+  lua_pushliteral(L, "");
+  {
+    const char *root = jc_keep_string(&c, &len);
+    const char *abs;
+    jc_push_join(L, v->base, strlen(v->base), '#', "", 0);
+    abs = jc_keep_string(&c, &len);
+    v->root = jc_compile_node(&c, 1, root, abs, v->base);
+  }
+  for (i = 1; i <= c.nnodes; i++) {
+    lua_rawgeti(L, c.nodes, i);
+    jc_check_cycles(&c, (jc_node *)lua_touserdata(L, -1));
+    lua_pop(L, 1);
+  }
+  lua_settop(L, 3);
+  return 1;
+}
+
+/* The validator's own tape (kept in its keep table), or a fresh one at
+** stack index 3 when that one is in use. [-0, +0, m] */
+static jc_tape *jc_v_tape(lua_State *L, jc_validator *v) {
+  jc_tape *t = v->tape;
+  if (t == NULL) {            /* first use: made and kept (keep.tape) */
+    t = jc_tape_new(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);
+    lua_pushvalue(L, -2);
+    lua_setfield(L, -2, "tape");
+    lua_pop(L, 1);
+    lua_replace(L, 3);
+    v->tape = t;
+  } else if (t->busy) {
+    /* in use (a reentrant call from a __gc, or a memory error skipped
+    ** its release): a fresh one, anchored at stack index 3 only; the
+    ** kept one is never replaced while a call may be using it */
+    t = jc_tape_new(L);
+    lua_replace(L, 3);
+  }
+  jc_tape_reset(t);
+  t->busy = 1;
+  return t;
+}
+
+static const char *const jc_output_names[] = { "basic", NULL };
+
+static const jc_opt jc_validate_opts[] = {
+  { "first", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { "output", JC_OPT_STRING, 0, 0, "\"basic\"", jc_output_names },
+  { "decoded", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { "max_errors", JC_OPT_INT, 0, 1e9, "an integer from 0 to 1e9", NULL },
+  { NULL, 0, 0, 0, NULL, NULL }
+};
+
+/*
+** validator:validate(value [, opts]) -> true | nil, err
+**   value  a JSON value as Lua (tables, strings, numbers, booleans, null),
+**          or a tape from core.parse (validated as it is, errors with
+**          offset/line/column as validator:check gives them)
+**   opts   table or nil: first (boolean: stop at the first error),
+**          output ("basic": return JSON Schema's basic output table
+**          { valid, errors = { {keywordLocation, absoluteKeywordLocation,
+**          instanceLocation, error}, ... } } instead, valid or not,
+**          with truncated = true when max_errors stopped the walk;
+**          keywordLocation runs through the references followed,
+**          "/properties/a/$ref/type", where schema_pointer names the
+**          keyword where it stands, "/$defs/id/type"),
+**          decoded (boolean, accepted and ignored: every value is written
+**          to a tape in one walk that checks it is JSON),
+**          max_errors (integer, default 100, 0 = no bound: errors kept;
+**          at one more the walk stops and err.truncated = true)
+** The value is written to a tape (tape.h) in one walk, then validated on
+** the tape: the same validator as validator:check on text.
+** err = { category = "schema",
+**         kind = "schema_mismatch" | "too_deep" | "budget_exceeded",
+**         message = <the first 20 messages joined by "; ", then
+**                    "; and N more errors", "; stopped after N errors">,
+**         truncated = true when max_errors stopped the walk,
+**         errors = { { pointer, keyword, schema_pointer,
+**                      absolute_schema_location, message, ...}, ...} }
+** Raises on misuse: a closed validator, an unknown option, a value that
+** is not JSON anywhere in it, whatever the schema checks: a function,
+** coroutine or userdata, NaN or +-infinity, an object key that is not a
+** string (number keys too, as 'core.encode' refuses them), a marked
+** array with keys other than 1..n: "value at /a/0 is NaN, not JSON"; a
+** table that contains itself: "value at /a is a table that contains
+** itself (a cycle), not JSON" (a table met twice on different branches
+** is fine, and written twice). An instance deeper than max_depth is
+** too_deep even for a 'true' schema.
+** Stack: [-0, +1|2, e]
+*/
+/* 'self' of a method whose upvalue 1 is the Validator metatable: compared
+** by identity (no registry lookup by name); luaL_checkudata's message
+** otherwise. */
+static jc_validator *jc_self(lua_State *L) {
+  void *p = lua_touserdata(L, 1);
+  if (p != NULL && lua_getmetatable(L, 1)) {
+    int same = lua_rawequal(L, -1, lua_upvalueindex(1));
+    lua_pop(L, 1);
+    if (same) return (jc_validator *)p;
+  }
+  return (jc_validator *)luaL_checkudata(L, 1, JC_VALIDATOR_MT);
+}
+
+static int jc_schema_validate(lua_State *L) {
+  jc_validator *v = jc_self(L);
+  jc_optval ov[4];
+  jc_vopts o;
+  jc_tape *t;
+  size_t depth = 0;
+  long budget;
+  int r, n;
+  luaL_argcheck(L, v->root != NULL, 1, "validator is closed");
+  luaL_argcheck(L, !lua_isnone(L, 2), 2, "value expected");
+  luaL_argcheck(L, lua_gettop(L) <= 3, 4, "no more than 2 arguments expected");
+  jc_opts_read(L, 3, jc_validate_opts, ov);
+  o.first = ov[0].set && ov[0].b;
+  o.basic = ov[1].set;
+  o.max_errors = ov[3].set ? (int)ov[3].n : JC_MAX_ERRORS;
+  if (lua_gettop(L) != 2) lua_settop(L, 2);
+  t = NULL;
+  if (lua_type(L, 2) == LUA_TUSERDATA && lua_getmetatable(L, 2)) {
+    if (lua_rawequal(L, -1, lua_upvalueindex(2)))
+      t = (jc_tape *)lua_touserdata(L, 2);
+    lua_pop(L, 1);
+  }
+  if (t != NULL) {            /* a tape from core.parse: validated as it is */
+    luaL_argcheck(L, t->n > 0, 2, "empty tape");
+    n = jc_run(L, v, t, &o, 0);
+    if (n == 0) {
+      lua_pushboolean(L, 1);
+      return 1;
+    }
+    return n;
+  }
+  lua_pushnil(L);                                      /* 3 */
+  t = jc_v_tape(L, v);
+  budget = v->work_budget > 0 && v->work_budget < (double)JC_WORK_BUDGET
+               ? (long)v->work_budget : (long)JC_WORK_BUDGET;
+  r = jc_tape_write_lua(L, t, 2, (size_t)v->max_depth, v->segs, &depth,
+                        &budget);
+  n = jc_run(L, v, t, &o, r == 1 ? (int)depth : r == 2 ? -1 : 0);
+  jc_tape_release(t);
+  lua_remove(L, 3);
+  if (n == 0) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  return n;
+}
+
+static const jc_opt jc_check_opts[] = {
+  { "first", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { "max_errors", JC_OPT_INT, 0, 1e9, "an integer from 0 to 1e9", NULL },
+  { "max_depth", JC_OPT_INT, 1, 3000, "an integer from 1 to 3000", NULL },
+  { "max_bytes", JC_OPT_INT, 0, 281474976710656.0, "an integer >= 0", NULL },
+  { "keep_order", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { NULL, 0, 0, 0, NULL, NULL }
+};
+
+/*
+** validator:check(text [, opts]) -> value | nil, err
+** The format and schema gates in one C call: 'text' is parsed strictly
+** into a tape (as core.decode does), validated on the tape, and only
+** when it is valid is the Lua value built (as core.decode builds it), so
+** a rejected reply never costs a Lua table.
+**   text   string: the JSON text
+**   opts   table or nil: first, max_errors (as validate), max_depth
+**          (integer 1..3000, default 1000) and max_bytes (integer >= 0,
+**          default 64 MiB) as core.decode, keep_order (boolean, as
+**          core.decode)
+** Returns the value, or nil and err: a format err exactly as core.decode
+** returns it, or a schema err as validate returns it whose error items
+** also carry offset (0-based byte), line and column (1-based, column in
+** UTF-8 characters) of the failing value in 'text'.
+** Raises on misuse: a closed validator, 'text' not a string, an unknown
+** option. Stack: [-0, +1|2, e]
+*/
+static int jc_schema_check(lua_State *L) {
+  jc_validator *v = jc_self(L);
+  jc_optval ov[5];
+  jc_vopts o;
+  jc_tape *t;
+  size_t len;
+  const char *text;
+  int r;
+  luaL_argcheck(L, v->root != NULL, 1, "validator is closed");
+  luaL_checktype(L, 2, LUA_TSTRING);
+  luaL_argcheck(L, lua_gettop(L) <= 3, 4, "no more than 2 arguments expected");
+  jc_opts_read(L, 3, jc_check_opts, ov);
+  o.first = ov[0].set && ov[0].b;
+  o.basic = 0;
+  o.max_errors = ov[1].set ? (int)ov[1].n : JC_MAX_ERRORS;
+  lua_settop(L, 2);
+  text = lua_tolstring(L, 2, &len);
+  lua_pushnil(L);                                      /* 3 */
+  t = jc_v_tape(L, v);
+  r = jc_parse_tape(L, t, text, len, ov[2].set ? (size_t)ov[2].n : 1000,
+                    ov[3].set ? (size_t)ov[3].n : 64 * 1024 * 1024);
+  if (r == 0) {
+    r = jc_run(L, v, t, &o, 0);
+    if (r == 0) {
+      /* member names the walk matched to declared properties come from
+      ** the keep table, already interned */
+      lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);
+      jc_tape_push_lua(L, t, 0, ov[4].set && ov[4].b, lua_gettop(L));
+      lua_remove(L, -2);
+      r = 1;
+    }
+  }
+  jc_tape_release(t);
+  lua_remove(L, 3);
+  return r;
+}
+
+/*
+** validator:close() -> nothing
+** Frees the compiled schema now (the keep table; __gc does the same);
+** idempotent. Later validate/check calls raise "validator is closed".
+** Stack: [-0, +0, -]
+*/
+static int jc_schema_close(lua_State *L) {
+  jc_self(L);
+  return jc_validator_gc(L);
+}
+
+static const luaL_Reg jc_validator_methods[] = {
+  { "validate", jc_schema_validate },
+  { "check", jc_schema_check },
+  { "close", jc_schema_close },
+  { NULL, NULL }
+};
+
+static const luaL_Reg jc_validator_meta[] = {
+  { "__gc", jc_validator_gc },
+  { "__tostring", jc_validator_tostring },
+  { NULL, NULL }
+};
+
+static const luaL_Reg jc_schema_funcs[] = {
+  { "compile", jc_schema_compile },
+  { NULL, NULL }
+};
+
+void jc_schema_open(lua_State *L) {
+  if (luaL_newmetatable(L, JC_VALIDATOR_MT)) {
+    luaL_setfuncs(L, jc_validator_meta, 0);
+    lua_pushliteral(L, JC_VALIDATOR_MT);
+    lua_setfield(L, -2, "__name");
+    lua_newtable(L);
+    lua_pushvalue(L, -2);   /* upvalue 1: the metatable, for jc_self */
+    jc_tape_new(L);         /* upvalue 2: the Tape metatable, by identity */
+    lua_getmetatable(L, -1);
+    lua_remove(L, -2);
+    luaL_setfuncs(L, jc_validator_methods, 2);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+  luaL_setfuncs(L, jc_schema_funcs, 0);
+}

@@ -1,0 +1,311 @@
+-- The tape (csrc/tape.c): validator:check(text) validates the tape the parser wrote and
+-- builds the Lua value only when it is valid; validator:validate(value) writes the Lua
+-- value to a tape and runs the same validator. Exact integers beyond 2^53 on Lua 5.4 and
+-- LuaJIT alike, positions on errors, keep_order, bounded work on hostile schemas.
+local core = require "jsoncontract.core"
+
+
+-- { pointer, keyword, schema_pointer, message } of each error item
+local function shape(err)
+    local out = {}
+    for i, e in ipairs(err.errors or {}) do
+        out[i] = { e.pointer, e.keyword, e.schema_pointer, e.message }
+    end
+    return out
+end
+
+describe("jsoncontract.core tape", function()
+    after_each(function() collectgarbage("collect") end)
+
+    describe("validator:check(text)", function()
+        it("returns the Lua value as decode builds it when valid", function()
+            local v = core.compile({ type = "object", required = { "a" } })
+            local value = assert(v:check('{"a":[1,{"b":null}],"c":"x"}'))
+            assert.same(core.decode('{"a":[1,{"b":null}],"c":"x"}'), value)
+            assert.equal(core.array_mt, getmetatable(value.a))
+            assert.equal(core.null, value.a[2].b)
+        end)
+
+        it("returns format errors exactly as decode does", function()
+            local v = core.compile(true)
+            local _, e1 = v:check('{"a":1,"a":2}')
+            local _, e2 = core.decode('{"a":1,"a":2}')
+            assert.same(e2, e1)
+            assert.equal("format", e1.category)
+            assert.equal("duplicate_key", e1.kind)
+        end)
+
+        it("puts offset, line and column of the failing value on schema errors", function()
+            local v = core.compile({ type = "object", properties = {
+                n = { type = "integer", maximum = 5 },
+                s = { type = "array", items = { type = "string" } } } })
+            local _, err = v:check('{\n  "n": 7,\n  "s": ["x", 2]\n}')
+            assert.equal("schema", err.category)
+            assert.equal(2, #err.errors)
+            assert.equal("/n", err.errors[1].pointer)
+            assert.same({ 9, 2, 8 }, { err.errors[1].offset, err.errors[1].line, err.errors[1].column })
+            assert.equal("/s/1", err.errors[2].pointer)
+            assert.same({ 25, 3, 14 }, { err.errors[2].offset, err.errors[2].line, err.errors[2].column })
+        end)
+
+        it("counts columns in UTF-8 characters", function()
+            local v = core.compile({ properties = { b = { type = "string" } } })
+            local _, err = v:check('{"a":"ää","b":1}')
+            assert.same({ 16, 1, 15 }, { err.errors[1].offset, err.errors[1].line, err.errors[1].column })
+        end)
+
+        it("knows where a string with escapes stands", function()
+            local v = core.compile({ properties = { b = { maxLength = 0 } } })
+            local _, err = v:check('{"a":"x\\ny",\n"b":"\\u00e4"}')
+            assert.same({ 17, 2, 5 }, { err.errors[1].offset, err.errors[1].line, err.errors[1].column })
+        end)
+
+        it("keeps document order when asked", function()
+            local v = core.compile(true)
+            local value = v:check('{"z":1,"a":{"y":2,"b":3}}', { keep_order = true })
+            assert.same({ "z", "a" }, getmetatable(value).__order)
+            assert.same({ "y", "b" }, getmetatable(value.a).__order)
+        end)
+
+        it("raises on misuse", function()
+            local v = core.compile(true)
+            assert.has_error(function() v:check(1) end)
+            assert.has_error(function() v:check("1", { nope = true }) end,
+                "bad argument #2 to 'check' (unknown option 'nope')")
+        end)
+    end)
+
+    describe("decode(text, {keep_order = true})", function()
+        it("gives each object a metatable with __order, arrays keep array_mt", function()
+            local value = core.decode('{"b":1,"a":[{"y":1,"x":2}],"c":{}}', { keep_order = true })
+            assert.same({ "b", "a", "c" }, getmetatable(value).__order)
+            assert.equal(core.array_mt, getmetatable(value.a))
+            assert.same({ "y", "x" }, getmetatable(value.a[1]).__order)
+            assert.same({}, getmetatable(value.c).__order)
+            assert.is_nil(getmetatable(core.decode('{"a":1}')))
+        end)
+    end)
+
+    describe("format errors carry the JSON Pointer of the innermost container", function()
+        local cases = {
+            { '{"skills":["a","b","c\\q"]}', "invalid_escape", "/skills" },
+            { '{"a":{"b":[1,2,}]}}', "unexpected_character", "/a/b" },
+            { '[1,{"x":tru}]', "unexpected_character", "/1" },
+            { '{"a" 1}', "unexpected_character", "" },
+            { '{"a":1,"a":2}', "duplicate_key", "/a" },
+        }
+        for _, case in ipairs(cases) do
+            it(case[1], function()
+                local _, err = core.decode(case[1])
+                assert.equal(case[2], err.kind)
+                assert.equal(case[3], err.pointer)
+            end)
+        end
+    end)
+
+    describe("exact verdicts beyond 2^53 (Lua 5.4 and LuaJIT)", function()
+        -- 2^53 and 2^64 are exact doubles; the instances are one above them
+        local cases = {
+            { { maximum = 9007199254740992 }, "9007199254740993", false },
+            { { maximum = 9007199254740992 }, "9007199254740992", true },
+            { { minimum = 18446744073709551616 }, "18446744073709551615", false },
+            { { exclusiveMaximum = 9007199254740992 }, "9007199254740992", false },
+            { { exclusiveMinimum = 9007199254740992 }, "9007199254740993", true },
+            { { multipleOf = 2 }, "9007199254740993", false },
+            { { multipleOf = 2 }, "9007199254740994", true },
+            { { multipleOf = 3 }, "18446744073709551617", false },
+            { { multipleOf = 7 }, "18446744073709551617", false },
+            { { multipleOf = 274177 }, "18446744073709551617", true },   -- 2^64+1 = 274177 * 67280421310721
+            { { const = 9007199254740992 }, "9007199254740993", false },
+            { { enum = { 9007199254740992, 1 } }, "9007199254740993", false },
+            { { maximum = 18446744073709551616 }, "18446744073709551617", false },
+            { { maximum = 18446744073709551616 }, "18446744073709551616", true },
+            { { maximum = 18446744073709551616 }, "-18446744073709551617", true },
+            { { minimum = -9223372036854775808 }, "-9223372036854775809", false },
+            { { uniqueItems = true }, "[9007199254740992, 9007199254740993]", true },
+            { { uniqueItems = true }, "[18446744073709551616, 18446744073709551617]", true },
+            { { uniqueItems = true }, "[18446744073709551617, 1, 18446744073709551617]", false },
+            { { type = "integer" }, "123456789012345678901234567890", true },
+        }
+        for _, case in ipairs(cases) do
+            local name = case[2] .. " against " .. core.encode(case[1])
+            it(name, function()
+                local v = core.compile(case[1])
+                local ok, err = v:check(case[2])
+                if case[3] then
+                    assert.is_not_nil(ok, err and tostring(err))
+                else
+                    assert.is_nil(ok)
+                    assert.equal("schema_mismatch", err.kind)
+                end
+            end)
+        end
+
+        it("says the exact number in the message", function()
+            local _, err = core.compile({ maximum = 9007199254740992 }):check("9007199254740993")
+            assert.truthy(err.errors[1].message:find("(root) 9007199254740993 is greater than maximum ", 1, true))
+        end)
+    end)
+
+    describe("bounded work", function()
+        it("a recursive anyOf whose branches both recurse: depth 30 in one pass (memo)", function()
+            local v = core.compile({ ["$defs"] = { n = { anyOf = {
+                { type = "array", items = { ["$ref"] = "#/$defs/n" } },
+                { type = "array", items = { ["$ref"] = "#/$defs/n" }, minItems = 0 } } } },
+                ["$ref"] = "#/$defs/n" })
+            local text = string.rep("[", 30) .. "1" .. string.rep("]", 30)
+            local ok, err = v:check(text)
+            assert.is_nil(ok)
+            assert.equal("schema_mismatch", err.kind)
+            assert.is_not_nil(v:check(string.rep("[", 30) .. string.rep("]", 30)))
+            -- oneOf with the same branch twice: exactly one never matches
+            local o = core.compile({ ["$defs"] = { n = { oneOf = {
+                { type = "array", items = { ["$ref"] = "#/$defs/n" } },
+                { type = "array", items = { ["$ref"] = "#/$defs/n" } } } } },
+                ["$ref"] = "#/$defs/n" })
+            assert.is_nil((o:check(text)))
+        end)
+
+        it("a catastrophic pattern under contains over 10,000 items ends as budget_exceeded", function()
+            local v = core.compile({ type = "array", contains = { type = "string", pattern = "^(a+)+$" } })
+            local items = {}
+            for i = 1, 10000 do items[i] = '"' .. string.rep("a", 30) .. 'b"' end
+            local ok, err = v:check("[" .. table.concat(items, ",") .. "]")
+            assert.is_nil(ok)
+            assert.equal("schema", err.category)
+            assert.equal("budget_exceeded", err.kind)
+            assert.equal("budget", err.errors[1].keyword)
+        end)
+
+        it("work_budget is a compile option", function()
+            local v = core.compile({ type = "array", items = { type = "integer" } }, { work_budget = 10 })
+            local _, err = v:check("[1,2,3,4,5,6,7,8,9,10,11,12]")
+            assert.equal("budget_exceeded", err.kind)
+            assert.is_not_nil(v:check("[1,2,3]"))
+            assert.has_error(function() core.compile(true, { work_budget = 0 }) end,
+                "bad argument #2 to 'compile' (option 'work_budget' must be an integer from 1 to 1e15)")
+        end)
+    end)
+
+    describe("pattern and format regex accept only ECMA-262", function()
+        for _, re in ipairs { "(*UTF)a", "(*CR)a", "(*LIMIT_MATCH=10)a", "x(*ACCEPT)" } do
+            it("rejects " .. re, function()
+                assert.has_error(function() core.compile({ pattern = re }) end)
+                local v = core.compile({ format = "regex" }, { format_assertion = true })
+                local ok, err = v:validate(re)
+                assert.is_nil(ok)
+                assert.equal("format", err.errors[1].keyword)
+            end)
+        end
+        it("still accepts an escaped \\(* and a class [(*]", function()
+            local v = core.compile({ pattern = "^\\(\\*x[(*]$" })
+            assert.is_true(v:validate("(*x*"))
+        end)
+    end)
+
+    describe("through contract:check", function()
+        local jc = require "jsoncontract"
+        local function contract(extra)
+            local def = { name = "t", version = "1", instructions = "x",
+                schema = { type = "object", properties = { n = { type = "integer", maximum = 5 } } } }
+            for k, v in pairs(extra or {}) do def[k] = v end
+            return jc.contract(def)
+        end
+        it("schema errors carry the position of the value in the reply", function()
+            local _, err = contract():check('{\n "n": 9}')
+            assert.equal("schema", err.category)
+            assert.same({ 8, 2, 7 }, { err.errors[1].offset, err.errors[1].line, err.errors[1].column })
+        end)
+        it("a work_budget past which the reply fails as budget_exceeded", function()
+            local _, err = contract({ work_budget = 1 }):check('{"n": 1}')
+            assert.equal("budget_exceeded", err.kind)
+        end)
+        it("adapter rejections carry offset, line and column", function()
+            local c = contract({ adapters = { "unwrap-one-json-fence" } })
+            local _, err = c:check('Here it is:\n```json\n{"n": 1}\n```')
+            assert.equal("adapter_rejected", err.kind)
+            assert.same({ 0, 1, 1 }, { err.offset, err.line, err.column })
+            _, err = c:check('```json\n{"n": 1}\n```\nThanks!')
+            assert.same({ 21, 4, 1 }, { err.offset, err.line, err.column })
+            _, err = c:check('```json\n{"n": 1}\n```\n```json\n{}\n```')
+            assert.equal("adapter_rejected", err.kind)
+            assert.same({ 21, 4, 1 }, { err.offset, err.line, err.column })
+        end)
+    end)
+
+    describe("reentrant calls (a __gc that validates while a tape is in use)", function()
+        it("give each call its own tape", function()
+            local v = core.compile({ type = "array", items = { type = "object" } })
+            local items = {}
+            for i = 1, 2000 do items[i] = '{"a":"' .. string.rep("x", i % 50) .. '","b":[1,2,3]}' end
+            local text = "[" .. table.concat(items, ",") .. "]"
+            local inner, arm = 0, nil
+            local function on_gc()
+                inner = inner + 1
+                assert(v:check(text))
+                assert(core.decode(text))
+                arm()
+            end
+            local proxy = rawget(_G, "newproxy")   -- LuaJIT / 5.1: __gc on a userdata
+            arm = function()
+                if proxy then
+                    getmetatable(proxy(true)).__gc = on_gc
+                else
+                    setmetatable({}, { __gc = on_gc })
+                end
+            end
+            local pause = collectgarbage("setpause", 10)
+            finally(function() collectgarbage("setpause", pause); arm = function() end end)
+            arm()
+            for _ = 1, 400 do   -- until finalizers ran inside our calls a few times
+                assert.equal(2000, #assert(v:check(text)))
+                local d = assert(core.decode(text))
+                assert.equal(2000, #d)
+                assert.is_true(v:validate(d))
+                if inner >= 3 then break end
+            end
+            assert.is_true(inner > 0)
+        end)
+    end)
+
+    describe("validator:close()", function()
+        it("frees now, is idempotent, and later calls raise", function()
+            local v = core.compile(true)
+            v:close()
+            v:close()
+            assert.has_error(function() v:validate(1) end, "calling 'validate' on bad self (validator is closed)")
+            assert.has_error(function() v:check("1") end, "calling 'check' on bad self (validator is closed)")
+        end)
+    end)
+
+    describe("one validator: text and Lua value give the same verdict and errors", function()
+        local schema = {
+            type = "object", required = { "id", "tags" }, additionalProperties = false,
+            properties = {
+                id = { type = "string", pattern = "^T-[0-9]+$" },
+                n = { type = "number", minimum = 0, multipleOf = 0.5 },
+                tags = { type = "array", items = { enum = { "a", "b" } }, uniqueItems = true },
+                sub = { oneOf = { { type = "null" }, { type = "object", required = { "k" } } } },
+            },
+        }
+        local docs = {
+            '{"id":"T-1","tags":["a"]}',
+            '{"id":"X","tags":["a","a","c"],"n":-1.25,"extra":true}',
+            '{"tags":[],"sub":{}}',
+            '{"id":"T-2","tags":["b"],"sub":null,"n":3.5}',
+            '[1,2]',
+        }
+        local v = core.compile(schema)
+        for _, text in ipairs(docs) do
+            it(text, function()
+                local a, ea = v:check(text)
+                local b, eb = v:validate(core.decode(text))
+                assert.equal(a ~= nil, b ~= nil)
+                if ea then
+                    assert.equal(ea.kind, eb.kind)
+                    assert.same(shape(eb), shape(ea))
+                end
+            end)
+        end
+    end)
+end)
