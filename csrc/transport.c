@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------------- */
 /* Limits and defaults                                                     */
@@ -390,11 +392,13 @@ static void jc_http_add_header(lua_State *L, jc_http_xfer *x,
 }
 
 /* Set up 'x' (zeroed, inside its box) from the checked request table at
-** 'idx'. The request 'body' string is not copied: it stays anchored by the
-** request table, an argument of the running call, for the whole transfer.
+** 'idx'. With 'copy_body' 0 the request 'body' string is not copied: it
+** stays anchored by the request table, an argument of the running call, for
+** the whole transfer; the event loop copies it (its transfers outlive the
+** call that starts them).
 ** Raises on out of memory or a URL curl cannot parse. [-0, +0, e] */
 static void jc_http_xfer_setup(lua_State *L, jc_http_xfer *x, int idx,
-                               const char *where) {
+                               const char *where, int copy_body) {
   CURL *e;
   CURLUcode uc;
   const char *method = NULL, *body = NULL;
@@ -513,7 +517,8 @@ static void jc_http_xfer_setup(lua_State *L, jc_http_xfer *x, int idx,
   if (body != NULL) {
     if (curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
                          (curl_off_t)body_len) != CURLE_OK ||
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body) != CURLE_OK)
+        curl_easy_setopt(e, copy_body ? CURLOPT_COPYPOSTFIELDS
+                                      : CURLOPT_POSTFIELDS, body) != CURLE_OK)
       jc_http_nomem(L);
     if (method != NULL && strcmp(method, "POST") != 0 &&
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method) != CURLE_OK)
@@ -789,7 +794,7 @@ static int jc_http_request(lua_State *L) {
   x = (jc_http_xfer *)jc_newuserdata(L, sizeof(jc_http_xfer));
   memset(x, 0, sizeof *x);
   luaL_setmetatable(L, JC_HTTP_REQUEST_MT);
-  jc_http_xfer_setup(L, x, 1, "http_request");
+  jc_http_xfer_setup(L, x, 1, "http_request", 0);
   jc_http_xfer_start(x);
   x->result = curl_easy_perform(x->easy);
   x->end_ms = jc_http_now_ms();
@@ -861,7 +866,7 @@ static int jc_http_many(lua_State *L) {
     snprintf(where, sizeof where, "http_many: request #%lu",
              (unsigned long)(i + 1));
     lua_rawgeti(L, 1, (int)(i + 1));
-    jc_http_xfer_setup(L, &m->xfers[i], -1, where);
+    jc_http_xfer_setup(L, &m->xfers[i], -1, where, 0);
     lua_pop(L, 1);
   }
 
@@ -924,6 +929,335 @@ static int jc_http_many(lua_State *L) {
   return 1;
 }
 
+/* ---------------------------------------------------------------------- */
+/* The event loop: core.http_loop()                                        */
+/* ---------------------------------------------------------------------- */
+
+/*
+** A batch job keeps C transfers in flight and resumes each item the moment
+** its transfer ends: 'add' starts a transfer at once, 'wait' drives the
+** multi handle until at least one transfer has finished (or the timeout,
+** which the Lua scheduler sets to its next timer, passes, or a caught signal
+** arrives) and returns only the finished ones. Nothing waits for the
+** slowest transfer of a group: there are no groups.
+**
+** Transfers are allocated one by one (their addresses are handed to libcurl
+** and must not move) and listed in 'slots'; a slot's index + 1 is the id
+** Lua sees. Bodies are copied (CURLOPT_COPYPOSTFIELDS): a transfer outlives
+** the call that started it.
+*/
+
+#define JC_HTTP_LOOP_MT "jsoncontract.HttpLoop"
+/* Longest single poll, ms: signals and timers are looked at this often. */
+#ifndef JC_HTTP_LOOP_POLL_MS
+#define JC_HTTP_LOOP_POLL_MS 200
+#endif
+/* Most transfers in flight in one loop. */
+#ifndef JC_HTTP_LOOP_MAX
+#define JC_HTTP_LOOP_MAX 65536
+#endif
+
+typedef struct jc_http_loop {
+  CURLM *multi;
+  jc_http_xfer **slots;      /* 'cap' pointers, NULL = free */
+  size_t cap, active;
+  lua_Alloc allocf;
+  void *allocud;
+} jc_http_loop;
+
+static volatile sig_atomic_t jc_sig_caught[3];   /* 0 unused, 1 INT, 2 TERM */
+
+/* Free the transfer in slot 'i' (removing it from the multi handle). */
+static void jc_http_loop_free(jc_http_loop *lp, size_t i) {
+  jc_http_xfer *x = lp->slots[i];
+  if (x == NULL) return;
+  if (x->added) lp->active--;
+  jc_http_xfer_cleanup(x, lp->multi);
+  lp->allocf(lp->allocud, x, sizeof *x, 0);
+  lp->slots[i] = NULL;
+}
+
+/* __gc / close of 'jsoncontract.HttpLoop'; idempotent. */
+static int jc_http_loop_gc(lua_State *L) {
+  jc_http_loop *lp = (jc_http_loop *)luaL_checkudata(L, 1, JC_HTTP_LOOP_MT);
+  size_t i;
+  if (lp->slots != NULL) {
+    for (i = 0; i < lp->cap; i++) jc_http_loop_free(lp, i);
+    lp->allocf(lp->allocud, lp->slots, lp->cap * sizeof(jc_http_xfer *), 0);
+    lp->slots = NULL;
+    lp->cap = 0;
+  }
+  if (lp->multi != NULL) {
+    curl_multi_cleanup(lp->multi);
+    lp->multi = NULL;
+  }
+  return 0;
+}
+
+static jc_http_loop *jc_http_loop_check(lua_State *L) {
+  jc_http_loop *lp = (jc_http_loop *)luaL_checkudata(L, 1, JC_HTTP_LOOP_MT);
+  if (lp->multi == NULL) luaL_error(L, "http_loop: the loop is closed");
+  return lp;
+}
+
+/*
+** core.http_loop() -> loop
+**
+** A new event loop (userdata 'jsoncontract.HttpLoop') with an empty libcurl
+** multi handle. Methods: add, wait, cancel, count, close. Freed by close()
+** or __gc (every transfer still in flight is dropped). Raises on out of
+** memory. Stack: [-0, +1, m]
+*/
+static int jc_http_loop_new(lua_State *L) {
+  jc_http_loop *lp;
+  if (lua_gettop(L) > 0) return luaL_error(L, "http_loop: takes no argument");
+  lp = (jc_http_loop *)jc_newuserdata(L, sizeof(jc_http_loop));
+  memset(lp, 0, sizeof *lp);
+  luaL_setmetatable(L, JC_HTTP_LOOP_MT);
+  lp->allocf = lua_getallocf(L, &lp->allocud);
+  lp->multi = curl_multi_init();
+  if (lp->multi == NULL) jc_http_nomem(L);
+  return 1;
+}
+
+/*
+** loop:add(req) -> id
+**
+** Check 'req' (as for core.http_request; misuse raises with nothing sent)
+** and start the transfer now. Returns its id, a positive integer that
+** 'wait' hands back with the result; an id is reused only after its result
+** was returned. Raises on misuse, out of memory, or more than
+** JC_HTTP_LOOP_MAX transfers in flight. Stack: [-0, +1, e]
+*/
+static int jc_http_loop_add(lua_State *L) {
+  jc_http_loop *lp = jc_http_loop_check(L);
+  jc_http_xfer *x;
+  size_t i;
+  CURLMcode mc;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (lua_gettop(L) > 2) return luaL_error(L, "http_loop:add: takes one request");
+  jc_http_check_req(L, 2, "http_loop:add");
+  /* A slot whose set-up raised holds a transfer never added: reclaim it. */
+  for (i = 0; i < lp->cap; i++)
+    if (lp->slots[i] != NULL && !lp->slots[i]->added && !lp->slots[i]->done)
+      jc_http_loop_free(lp, i);
+  for (i = 0; i < lp->cap && lp->slots[i] != NULL; i++) {}
+  if (i == lp->cap) {
+    size_t ncap = lp->cap ? lp->cap * 2 : 16;
+    jc_http_xfer **ns;
+    if (ncap > JC_HTTP_LOOP_MAX)
+      return luaL_error(L, "http_loop:add: more than %d transfers in flight",
+                        JC_HTTP_LOOP_MAX);
+    ns = (jc_http_xfer **)lp->allocf(lp->allocud, lp->slots,
+                                     lp->cap * sizeof *ns, ncap * sizeof *ns);
+    if (ns == NULL) jc_http_nomem(L);
+    memset(ns + lp->cap, 0, (ncap - lp->cap) * sizeof *ns);
+    lp->slots = ns;
+    lp->cap = ncap;
+  }
+  x = (jc_http_xfer *)lp->allocf(lp->allocud, NULL, 0, sizeof *x);
+  if (x == NULL) jc_http_nomem(L);
+  memset(x, 0, sizeof *x);
+  lp->slots[i] = x;                 /* owned by the loop from here on */
+  jc_http_xfer_setup(L, x, 2, "http_loop:add", 1);
+  mc = curl_multi_add_handle(lp->multi, x->easy);
+  if (mc == CURLM_OUT_OF_MEMORY) jc_http_nomem(L);
+  jc_http_xfer_start(x);
+  if (mc != CURLM_OK) {             /* cannot start: reported by 'wait' */
+    x->result = CURLE_FAILED_INIT;
+    x->end_ms = x->start_ms;
+    x->done = 1;
+  } else {
+    x->added = 1;
+    lp->active++;
+  }
+  lua_pushinteger(L, (lua_Integer)(i + 1));
+  return 1;
+}
+
+/* Push { id = i + 1, res = ... } or { id = i + 1, err = ... } for the
+** finished transfer in slot 'i', then free it. [-0, +1, m] */
+static void jc_http_loop_push_done(lua_State *L, jc_http_loop *lp, size_t i) {
+  int ok;
+  lua_createtable(L, 0, 2);
+  lua_pushinteger(L, (lua_Integer)(i + 1));
+  lua_setfield(L, -2, "id");
+  ok = jc_http_push_result(L, lp->slots[i]);
+  lua_setfield(L, -2, ok ? "res" : "err");
+  jc_http_loop_free(lp, i);
+}
+
+/*
+** loop:wait(timeout_ms) -> done
+**
+** Drive the transfers until at least one has finished, 'timeout_ms'
+** (number >= 0, milliseconds) has passed, or a signal caught by
+** core.signal_catch arrived. 'done' is an array (possibly empty) of
+** { id = integer, res = table } or { id = integer, err = table }, res/err
+** as for core.http_request; those transfers are freed. Raises on out of
+** memory or a broken multi handle. Stack: [-1|2, +1, e]
+*/
+static int jc_http_loop_wait(lua_State *L) {
+  jc_http_loop *lp = jc_http_loop_check(L);
+  lua_Number timeout = luaL_checknumber(L, 2);
+  double deadline;
+  int n = 0;
+  luaL_argcheck(L, timeout >= 0, 2, "timeout_ms must be >= 0");
+  if (timeout > JC_HTTP_MAX_MS) timeout = JC_HTTP_MAX_MS;
+  deadline = jc_http_now_ms() + (double)timeout;
+  lua_settop(L, 2);
+  lua_newtable(L);
+  for (;;) {
+    CURLMsg *msg;
+    CURLMcode mc;
+    int running = 0, queued;
+    size_t i;
+    double left;
+    for (i = 0; i < lp->cap; i++)   /* could not start: done already */
+      if (lp->slots[i] != NULL && lp->slots[i]->done && !lp->slots[i]->added) {
+        jc_http_loop_push_done(L, lp, i);
+        lua_rawseti(L, 3, ++n);
+      }
+    if (lp->active > 0) {
+      mc = curl_multi_perform(lp->multi, &running);
+      if (mc == CURLM_OUT_OF_MEMORY) jc_http_nomem(L);
+      if (mc != CURLM_OK)
+        return luaL_error(L, "http_loop:wait: curl_multi_perform failed (%s)",
+                          curl_multi_strerror(mc));
+      while ((msg = curl_multi_info_read(lp->multi, &queued)) != NULL) {
+        char *priv = NULL;
+        jc_http_xfer *x;
+        if (msg->msg != CURLMSG_DONE) continue;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+        x = (jc_http_xfer *)(void *)priv;
+        if (x == NULL || x->done) continue;
+        x->result = msg->data.result;
+        x->end_ms = jc_http_now_ms();
+        x->done = 1;
+        for (i = 0; i < lp->cap && lp->slots[i] != x; i++) {}
+        if (i < lp->cap) {
+          jc_http_loop_push_done(L, lp, i);
+          lua_rawseti(L, 3, ++n);
+        }
+      }
+    }
+    if (n > 0 || jc_sig_caught[1] || jc_sig_caught[2]) break;
+    left = deadline - jc_http_now_ms();
+    if (left <= 0) break;
+    if (left > JC_HTTP_LOOP_POLL_MS) left = JC_HTTP_LOOP_POLL_MS;
+    if (lp->active == 0) {
+      /* Nothing to drive: a plain timer wait (curl_multi_poll would return
+      ** at once with no handles on some versions). */
+      struct timespec ts;
+      ts.tv_sec = (time_t)(left / 1000);
+      ts.tv_nsec = (long)((left - (double)ts.tv_sec * 1000) * 1e6);
+      nanosleep(&ts, NULL);   /* EINTR (a signal) just ends the nap */
+    } else {
+      mc = curl_multi_poll(lp->multi, NULL, 0, (int)(left + 1), NULL);
+      if (mc == CURLM_OUT_OF_MEMORY) jc_http_nomem(L);
+      if (mc != CURLM_OK)
+        return luaL_error(L, "http_loop:wait: curl_multi_poll failed (%s)",
+                          curl_multi_strerror(mc));
+    }
+  }
+  return 1;
+}
+
+/*
+** loop:cancel(id) -> boolean
+**
+** Drop the transfer 'id' (integer from 'add') if it is still in flight;
+** its result is never returned. Returns true when one was dropped.
+** Stack: [-2, +1, e]
+*/
+static int jc_http_loop_cancel(lua_State *L) {
+  jc_http_loop *lp = jc_http_loop_check(L);
+  lua_Integer id = luaL_checkinteger(L, 2);
+  if (id < 1 || (size_t)id > lp->cap || lp->slots[id - 1] == NULL) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  jc_http_loop_free(lp, (size_t)(id - 1));
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/*
+** loop:count() -> integer: transfers added and not yet returned by 'wait'.
+** Stack: [-1, +1, e]
+*/
+static int jc_http_loop_count(lua_State *L) {
+  jc_http_loop *lp = jc_http_loop_check(L);
+  size_t i, c = 0;
+  for (i = 0; i < lp->cap; i++) if (lp->slots[i] != NULL) c++;
+  lua_pushinteger(L, (lua_Integer)c);
+  return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Signals and process ids, for the batch scheduler                        */
+/* ---------------------------------------------------------------------- */
+
+/* The handler only sets a flag (async-signal-safe); the loop's 'wait'
+** returns when it sees one and Lua decides what to do. */
+static void jc_sig_handler(int sig) {
+  if (sig == SIGINT) jc_sig_caught[1] = 1;
+  else if (sig == SIGTERM) jc_sig_caught[2] = 1;
+}
+
+/*
+** core.signal_catch(on) -> true
+**
+** With 'on' true, catch SIGINT and SIGTERM (the process-wide handler sets a
+** flag read by core.signal_take; no SA_RESTART, so a blocking poll wakes);
+** with 'on' false, restore the default actions. Process-wide by nature
+** (a signal disposition is). Returns nil, message when sigaction fails.
+** Stack: [-1, +1|2, -]
+*/
+static int jc_signal_catch(lua_State *L) {
+  struct sigaction sa;
+  int on = lua_toboolean(L, 1);
+  memset(&sa, 0, sizeof sa);
+  sigemptyset(&sa.sa_mask);
+  sa.sa_handler = on ? jc_sig_handler : SIG_DFL;
+  if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, "sigaction failed");
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/*
+** core.signal_take() -> "SIGINT" | "SIGTERM" | nil
+**
+** The first caught signal not taken yet (SIGTERM before SIGINT), cleared
+** as it is returned. Stack: [-0, +1, -]
+*/
+static int jc_signal_take(lua_State *L) {
+  if (jc_sig_caught[2]) {
+    jc_sig_caught[2] = 0;
+    lua_pushliteral(L, "SIGTERM");
+  } else if (jc_sig_caught[1]) {
+    jc_sig_caught[1] = 0;
+    lua_pushliteral(L, "SIGINT");
+  } else {
+    lua_pushnil(L);
+  }
+  return 1;
+}
+
+/*
+** core.process_ids() -> pid, ppid (integers): this process and its parent
+** (1 or a subreaper once the parent has died). Stack: [-0, +2, -]
+*/
+static int jc_process_ids(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)getpid());
+  lua_pushinteger(L, (lua_Integer)getppid());
+  return 2;
+}
+
 static const luaL_Reg jc_http_request_meta[] = {
   {"__gc", jc_http_request_gc},
   {"close", jc_http_request_gc},
@@ -936,9 +1270,23 @@ static const luaL_Reg jc_http_many_meta[] = {
   {NULL, NULL}
 };
 
+static const luaL_Reg jc_http_loop_meta[] = {
+  {"__gc", jc_http_loop_gc},
+  {"close", jc_http_loop_gc},
+  {"add", jc_http_loop_add},
+  {"wait", jc_http_loop_wait},
+  {"cancel", jc_http_loop_cancel},
+  {"count", jc_http_loop_count},
+  {NULL, NULL}
+};
+
 static const luaL_Reg jc_http_funcs[] = {
   {"http_request", jc_http_request},
   {"http_many", jc_http_many},
+  {"http_loop", jc_http_loop_new},
+  {"signal_catch", jc_signal_catch},
+  {"signal_take", jc_signal_take},
+  {"process_ids", jc_process_ids},
   {NULL, NULL}
 };
 
@@ -975,5 +1323,6 @@ void jc_transport_open(lua_State *L) {
   }
   jc_http_newmeta(L, JC_HTTP_REQUEST_MT, jc_http_request_meta);
   jc_http_newmeta(L, JC_HTTP_MANY_MT, jc_http_many_meta);
+  jc_http_newmeta(L, JC_HTTP_LOOP_MT, jc_http_loop_meta);
   luaL_setfuncs(L, jc_http_funcs, 0);
 }

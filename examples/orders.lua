@@ -1,5 +1,6 @@
 --- The shop's orders table, in a real SQLite database (Debian's lua-sql-sqlite3).
--- `orders.open(path)` creates the table when missing; `db:add(id, customer)`,
+-- `orders.open(path)` creates the table when missing; `orders.open_shipped(path, csv)` also loads
+-- the shop's orders (examples/orders.csv); `db:add(id, customer)`,
 -- `db:exists(id)`, `db:customer(id)`, `db:close()`.
 local driver = require "luasql.sqlite3"
 
@@ -23,6 +24,29 @@ function M.open(path)
         return nil, err
     end
     return setmetatable({ env = env, conn = conn }, mt)
+end
+
+--- Open the orders database at `path` and load the shop's shipped orders table into it
+-- (`examples/orders.csv`: `order_id,customer` lines, `#` comments), in one transaction.
+-- @tparam string path SQLite file
+-- @tparam string csv_path
+-- @treturn[1] table db
+-- @return[2] nil
+-- @treturn[2] string message
+function M.open_shipped(path, csv_path)
+    local db, err = M.open(path)
+    if not db then return nil, err end
+    local f, ferr = io.open(csv_path, "rb")
+    if not f then db:close() return nil, ferr end
+    db.conn:execute("BEGIN")
+    for line in f:lines() do
+        local id, customer = line:match("^(%d+),(.*)$")
+        if id then db:add(id, customer) end
+    end
+    f:close()
+    local ok, cerr = db.conn:execute("COMMIT")
+    if not ok then db:close() return nil, cerr end
+    return db
 end
 
 --- Add an order (ignored when it exists).

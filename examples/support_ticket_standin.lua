@@ -241,6 +241,23 @@ function _M.recognise(schema, system)
     return _M.is_ticket_schema(schema)
 end
 
+--- Share of ticket answers with an order number where that number is misread by one digit.
+_M.MISREAD_RATE = 0.06
+
+--- An order number with one digit changed (position and new digit from `u` in [0, 1)).
+-- @tparam string digits
+-- @tparam number u
+-- @treturn string the same length, exactly one digit different, never a leading zero
+function _M.misread(digits, u)
+    local n = #digits
+    local pos = math.floor(u * n) + 1
+    local old = tonumber(sub(digits, pos, pos)) or 0
+    local new = (old + math.floor(u * 1000) % 9 + 1) % 10
+    if pos == 1 and new == 0 then new = old % 9 + 1 end
+    if new == old then new = (old + 1) % 10 end
+    return sub(digits, 1, pos - 1) .. tostring(new) .. sub(digits, pos + 1)
+end
+
 --- The answer for a support-ticket request (the mail is `ans.mail`).
 -- @tparam table ans `attempt`, `mail`
 -- @tparam integer seed
@@ -277,6 +294,13 @@ function _M.answer(ans, seed, request)
     end
     local fault = conversation.fault_for(seed, { mail }, FAULTS_FIRST, attempt, true)
     local r = hash.draw(seed, mail, attempt, "style")
+    -- Real models misread a number now and then ("1043" for "1042"): the value passes the
+    -- schema; only the shop's orders table (the order_exists rule) can tell. A draw of its own,
+    -- so every other fault stays where it was for a given seed.
+    if t.order_id and hash.draw(seed, mail, attempt, "misread") < _M.MISREAD_RATE then
+        t.order_id = _M.misread(t.order_id, hash.draw(seed, mail, attempt, "digit"))
+        ans.misread = true
+    end
     return conversation.write(ans, fault, r, t, { json = ticket_json, prose = prose_of }, request.max_tokens)
 end
 

@@ -34,6 +34,8 @@ local RULES = {
         "jsoncontract.contract.", "jsoncontract.secrets" } },
     { "jsoncontract.run", { "jsoncontract.errors", "jsoncontract.feedback", "jsoncontract.providers",
         "jsoncontract.compat", "jsoncontract.run.", "jsoncontract.secrets" } },
+    { "jsoncontract.jobs.", { "jsoncontract.errors", "jsoncontract.evidence", "jsoncontract.compat",
+        "jsoncontract.run", "jsoncontract.providers", "jsoncontract.jobs.", "jsoncontract.secrets" } },
 }
 
 local function starts(s, prefix) return s:sub(1, #prefix) == prefix end

@@ -26,7 +26,8 @@ local type, ipairs, require, tostring = type, ipairs, require, tostring
 local _M = { _VERSION = core._VERSION }
 
 --- The command modules, in the order the usage lists them (`jsoncontract.cli.<name>`).
-_M.COMMANDS = { "triage", "check", "diff", "replay", "selftest", "probe", "examples", "lint" }
+_M.COMMANDS = { "triage", "check", "diff", "replay", "selftest", "probe", "examples", "lint",
+    "enqueue", "worker", "status", "export" }
 
 local EPILOG = [[
 With OPENAI_API_KEY or ANTHROPIC_API_KEY set, triage and probe call that provider; otherwise

@@ -309,7 +309,12 @@ local function handle(st, req)
         return code, error_body(route.wire, code, "stand-in error " .. code .. " as requested"),
             (code == 429 or code == 503 or code == 529) and { ["Retry-After"] = "1" } or nil
     end
-    if st.delay > 0 then sleep(st.sched, st.delay) end
+    if st.log then
+        st.log:write(cjson.encode({ gettime(), ans.mail or "" }), "\n")
+        st.log:flush()
+    end
+    local delay = st.latency and st.latency() or st.delay
+    if delay > 0 then sleep(st.sched, delay) end
     return 200, encode(route.reply(st, body, ans, request))
 end
 
@@ -343,6 +348,45 @@ end
 -- Open connections at most (select's descriptor sets hold 1024).
 local MAX_OPEN = 900
 
+--- A latency draw from a spec: `heavy` (= `lognormal:300:0.5:0.05:3000:5000`) or
+-- `lognormal:MEDIAN_MS:SIGMA:TAIL_SHARE:TAIL_MIN_MS:TAIL_MAX_MS`: a lognormal with that median
+-- and sigma, except a TAIL_SHARE of replies that take uniformly TAIL_MIN..TAIL_MAX ms (as real
+-- APIs do now and then).
+-- @tparam string spec
+-- @tparam[opt] function rand math.random-like, default math.random
+-- @treturn[1] function() -> seconds
+-- @treturn[1] number the distribution's mean, seconds
+-- @return[2] nil
+-- @treturn[2] string why the spec is not understood
+function _M.latency(spec, rand)
+    rand = rand or math.random
+    if spec == "heavy" then spec = "lognormal:300:0.5:0.05:3000:5000" end
+    local med, sigma, share, tmin, tmax = match(spec or "",
+        "^lognormal:([%d.]+):([%d.]+):([%d.]+):([%d.]+):([%d.]+)$")
+    med, sigma, share, tmin, tmax = tonumber(med), tonumber(sigma), tonumber(share), tonumber(tmin), tonumber(tmax)
+    if not (med and sigma and share and tmin and tmax) or share > 1 or tmin > tmax then
+        return nil, "latency must be 'heavy' or lognormal:MEDIAN_MS:SIGMA:TAIL_SHARE:TAIL_MIN_MS:TAIL_MAX_MS"
+    end
+    local mean = ((1 - share) * med * math.exp(sigma * sigma / 2) + share * (tmin + tmax) / 2) / 1000
+    return function()
+        if rand() < share then return (tmin + rand() * (tmax - tmin)) / 1000 end
+        -- Box-Muller: one standard normal draw
+        local u1, u2 = rand(), rand()
+        if u1 < 1e-12 then u1 = 1e-12 end
+        local z = math.sqrt(-2 * math.log(u1)) * math.cos(2 * math.pi * u2)
+        return med * math.exp(sigma * z) / 1000
+    end, mean
+end
+
+-- The parent's pid from /proc (Linux); nil elsewhere.
+local function parent_pid()
+    local f = io.open("/proc/self/stat", "rb")
+    if not f then return nil end
+    local s = f:read("*a")
+    f:close()
+    return tonumber(match(s or "", "%) %a (%d+)"))
+end
+
 --- Run the stand-in server until shutdown (blocks the caller; serves many clients at once).
 -- @tparam[opt] table opts
 --   `host` (string, default "127.0.0.1"), `port` (integer, 0 = any free port, default 0),
@@ -353,7 +397,10 @@ local MAX_OPEN = 900
 --   does not linger), `on_ready` (function(port) called once
 --   the socket listens), `examples_dir` (string or nil: the folder whose <name>_standin.lua
 --   files teach the model the example contracts; see
---   `jsoncontract.standin.conversation.load_examples`)
+--   `jsoncontract.standin.conversation.load_examples`), `latency` (string spec for `latency`: each answer
+--   waits a draw instead of `delay_ms`), `exit_with_parent` (boolean: stop once the parent process is
+--   gone, checked twice a second; Linux /proc), `log` (file path: one line per model request, the
+--   JSON array `[seconds since the epoch, the mail asked about]`)
 -- @treturn[1] table stats {served = integer requests answered}
 -- @return[2] nil
 -- @treturn[2] string why the socket could not be opened
@@ -381,6 +428,20 @@ function _M.run(opts)
         sched = sched, seed = opts.seed or 1, delay = (opts.delay_ms or 0) / 1000, ids = 0,
         served = 0, open = 0, accepted = 0, max_requests = opts.max_requests,
     }
+    if opts.latency then
+        local draw, lerr = _M.latency(opts.latency)
+        if not draw then server:close() return nil, lerr end
+        st.latency = draw
+    end
+    if opts.log then
+        local lf, lerr = io.open(opts.log, "ab")
+        if not lf then server:close() return nil, lerr end
+        st.log = lf
+    end
+    -- --exit-with-parent: leave once the process that started us is gone (even after its kill -9,
+    -- when no one says /shutdown): we are re-parented, so our parent pid changes.
+    local ppid = opts.exit_with_parent and parent_pid() or nil
+    local next_parent_check = 0
     local stop_at = opts.max_seconds and gettime() + opts.max_seconds or nil
     local last_accept = gettime()
     if opts.on_ready then opts.on_ready(port) end
@@ -388,8 +449,12 @@ function _M.run(opts)
     while not sched.stop do
         local now = gettime()
         if stop_at and now >= stop_at then break end
+        if ppid and now >= next_parent_check then
+            next_parent_check = now + 0.5
+            if parent_pid() ~= ppid then break end
+        end
         if opts.idle_seconds and st.open == 0 and now - last_accept >= opts.idle_seconds then break end
-        local timeout = 1
+        local timeout = ppid and 0.5 or 1
         for t in pairs(sched.timers) do
             if t.at - now < timeout then timeout = t.at - now end
         end
@@ -432,6 +497,7 @@ function _M.run(opts)
         end
     end
     sched.stop = true
+    if st.log then st.log:close() end
     server:close()
     for _, s in ipairs(sched.readers) do pcall(s.close, s) end
     for _, s in ipairs(sched.writers) do pcall(s.close, s) end

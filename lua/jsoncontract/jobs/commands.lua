@@ -1,0 +1,698 @@
+--- The batch commands behind bin/jsoncontract: `triage` (one machine, SQLite store in the output
+-- folder, `--resume DIR`), `enqueue`, `worker`, `status` and `export` (one job in a shared store,
+-- PostgreSQL for many hosts). Each takes a plain table of options (names as on the command line,
+-- e.g. `o["base-url"]`) and an `env` `{root = repository or install root, bindir = folder of
+-- bin/jsoncontract}`, and returns the exit status.
+-- Exit status: 0 done; 1 the job stopped on a store or export failure (nothing after it counts);
+-- 2 bad options or input (nothing created); 130 / 143 stopped by SIGINT / SIGTERM after
+-- committing and exporting what was finished.
+-- @module jsoncontract.jobs.commands
+local core = require "jsoncontract.core"
+local secrets = require "jsoncontract.secrets"
+local store_mod = require "jsoncontract.jobs.store"
+local export = require "jsoncontract.jobs.export"
+local runner = require "jsoncontract.jobs.runner"
+local ratelimit = require "jsoncontract.jobs.ratelimit"
+
+local type, ipairs, pairs, tostring, pcall = type, ipairs, pairs, tostring, pcall
+local format, concat = string.format, table.concat
+local stderr, stdout = io.stderr, io.stdout
+
+-- Commands write through `env.stdout` / `env.stderr` when given (specs call them in-process).
+local function use_env(env)
+    stdout, stderr = env.stdout or io.stdout, env.stderr or io.stderr
+end
+
+local _M = { _VERSION = core._VERSION }
+
+local SIGNAL_EXIT = { SIGINT = 130, SIGTERM = 143 }
+
+--- The options of a parsed command line (argparse: `args.base_url`) as this module names them
+-- (`o["base-url"]`).
+-- @tparam table args
+-- @treturn table o
+function _M.options(args)
+    local o = {}
+    for k, v in pairs(args) do
+        if type(k) == "string" then o[(k:gsub("_", "-"))] = v end
+    end
+    return o
+end
+
+--- Add the options that define a job (the mailbox, contract, provider, model and the stand-in's)
+-- to an argparse parser.
+-- @tparam table parser
+-- @tparam table util `jsoncontract.cli.util` (its `whole` and `provider_name` converters)
+function _M.configure_job(parser, util)
+    parser:option("--input", "JSONL mailbox, - for stdin (default: $JC_SHARED/corpora/support-emails/"
+        .. "emails.jsonl when present, else examples/mailbox.jsonl).")
+    parser:option("--contract", "Lua file returning {contract=...} (default: examples/support_ticket.lua).")
+    parser:option("--provider", "Provider: " .. concat(require("jsoncontract.providers").names, ", ")
+        .. " (default: from the API key set, else the stand-in speaking openai).")
+        :convert(util.provider_name)
+    parser:option("--model", "Model name (default: OPENAI_MODEL / ANTHROPIC_MODEL or a stand-in name).")
+    parser:option("--base-url", "Provider base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL).")
+    parser:option("--max-attempts", "Model answers per item (default 3)."):convert(util.whole("--max-attempts"))
+    parser:option("--token-budget", "Stop retrying when the history would exceed N estimated tokens.")
+        :convert(util.whole("--token-budget"))
+    parser:option("--limit", "Only the first N messages."):convert(util.whole("--limit"))
+    parser:option("--seed", "Stand-in model seed (default 1)."):convert(util.whole("--seed"))
+    parser:option("--delay-ms", "Stand-in model delay per answer (default 20)."):convert(util.whole("--delay-ms"))
+    parser:option("--latency", "Stand-in answer latency instead of --delay-ms: heavy, or "
+        .. "lognormal:MED_MS:SIGMA:TAIL_SHARE:TAIL_MIN_MS:TAIL_MAX_MS.")
+    parser:flag("--record-text", "Keep raw model text and mail text in the evidence log.")
+end
+
+--- Add the options of one run (parallelism, limits, signals, leases) to an argparse parser.
+-- @tparam table parser
+-- @tparam table util `jsoncontract.cli.util`
+function _M.configure_run(parser, util)
+    parser:option("--parallel", "Items in flight at once (default 8)."):convert(util.whole("--parallel"))
+    parser:option("--rpm", "Requests per minute for the provider lane (default: the provider's; "
+        .. "0 = none)."):convert(util.whole("--rpm"))
+    parser:option("--tpm", "Estimated tokens per minute for the provider lane (default: the provider's; "
+        .. "0 = none)."):convert(util.whole("--tpm"))
+    parser:option("--grace", "Seconds in-flight items get after SIGINT/SIGTERM (default 30).")
+        :convert(util.whole("--grace"))
+    parser:option("--lease-seconds", "How long a leased item stays ours without renewal (default 120).")
+        :convert(util.whole("--lease-seconds"))
+end
+
+-- The keys a run may hold never reach the terminal, in any spelling.
+local function clean(msg)
+    return secrets.clean(msg, { os.getenv("OPENAI_API_KEY"), os.getenv("ANTHROPIC_API_KEY"),
+        os.getenv("GEMINI_API_KEY") }, 4000)
+end
+
+local function die(msg)
+    stderr:write("jsoncontract: ", clean(msg), "\n")
+    return 2
+end
+
+local function fail(msg)
+    stderr:write("jsoncontract: ", clean(msg), "\n")
+    return 1
+end
+
+local function shell_quote(s)
+    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+local function file_exists(path)
+    local f = io.open(path, "rb")
+    if f then f:close() return true end
+    return false
+end
+
+-- The interpreter running us, to start the stand-in with the same Lua.
+local function interpreter()
+    local i = -1
+    while arg and arg[i - 1] do i = i - 1 end
+    return arg and arg[i] or (jit and "luajit" or "lua5.4")
+end
+
+local function load_contract(path)
+    local ok, mod = pcall(dofile, path)
+    if not ok then return nil, "cannot load contract " .. path .. ": " .. tostring(mod) end
+    if type(mod) ~= "table" or type(mod.contract) ~= "table" then
+        return nil, path .. " must return a table with a 'contract' field"
+    end
+    return mod
+end
+
+--- Read a JSONL mailbox into store items. Each non-blank line is an item: its id is the line's
+-- `id` (else "line-N"), its input the line as written, its digest the line's SHA-256. A line that
+-- is not a JSON object with a string `text` stays an item (it ends in review, nothing is lost).
+-- Duplicate ids are an input error, named per line.
+-- @tparam string path a file, or "-" for stdin
+-- @tparam[opt] integer limit only the first `limit` items
+-- @treturn[1] {table,...} items `{item_id, seq (line number), input_json, input_digest}`
+-- @treturn[1] string digest of the whole input (SHA-256 over the items' digests, in order)
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.read_mailbox(path, limit)
+    local f, msg
+    if path == "-" then f = io.stdin else f, msg = io.open(path, "rb") end
+    if not f then return nil, msg end
+    local items, first_line, dups, lineno = {}, {}, {}, 0
+    if limit == 0 then
+        if f ~= io.stdin then f:close() end
+        return items, core.sha256("")
+    end
+    local ok, err = pcall(function()
+        for line in f:lines() do
+            lineno = lineno + 1
+            line = line:gsub("\r$", "")
+            if line:match("%S") then
+                local v = core.decode(line)
+                local id = type(v) == "table" and type(v.id) == "string" and v.id or ("line-" .. lineno)
+                if first_line[id] then
+                    dups[#dups + 1] = format("line %d: id %q is already used on line %d", lineno, id, first_line[id])
+                else
+                    first_line[id] = lineno
+                end
+                items[#items + 1] = { item_id = id, seq = lineno, input_json = line, input_digest = core.sha256(line) }
+                if limit and #items >= limit then break end
+            end
+        end
+    end)
+    if f ~= io.stdin then f:close() end
+    if not ok then return nil, path .. ": " .. tostring(err):gsub("^.-: ", "") end
+    if #dups > 0 then
+        return nil, "the mailbox " .. path .. " has duplicate ids (each message needs its own):\n  "
+            .. concat(dups, "\n  ")
+    end
+    local all = {}
+    for i, it in ipairs(items) do all[i] = it.input_digest end
+    return items, core.sha256(concat(all, "\n"))
+end
+
+local function is_empty_dir(dir)
+    local p = io.popen("ls -A " .. shell_quote(dir) .. " 2>/dev/null")
+    local listing = p:read("*a")
+    p:close()
+    return listing == ""
+end
+
+local function prepare_out_dir(dir)
+    local r = os.execute("test -e " .. shell_quote(dir) .. " -a ! -d " .. shell_quote(dir))
+    if r == true or r == 0 then
+        return nil, "output path " .. dir .. " exists and is not a folder (nothing was overwritten)"
+    end
+    if not is_empty_dir(dir) then
+        return nil, "output folder " .. dir .. " is not empty; choose a new one, or continue its job with "
+            .. "--resume " .. dir .. " (nothing was overwritten)"
+    end
+    r = os.execute("mkdir -p " .. shell_quote(dir))
+    if r ~= true and r ~= 0 then return nil, "cannot create output folder " .. dir end
+    return true
+end
+
+local function default_out_dir()
+    local base = "out/triage-" .. os.date("!%Y%m%d-%H%M%S")
+    local dir, n = base, 1
+    while file_exists(dir) or not is_empty_dir(dir) do
+        n = n + 1
+        dir = base .. "-" .. n
+    end
+    return dir
+end
+
+--- Start the stand-in model server as our child. It exits when we do, even after kill -9:
+-- it is exec'd directly under us (`exec`, no shell in between) and `--exit-with-parent`
+-- makes it leave once its parent process is gone.
+-- @tparam table o `bindir`, `seed`, `delay_ms`, `latency` (stand-in --latency spec or nil)
+-- @treturn[1] string base URL
+-- @treturn[1] function stop()
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.start_standin(o)
+    local cmd = format("exec %s %s --port 0 --seed %d --delay-ms %d --max-seconds 86400 --idle-seconds 600 "
+        .. "--exit-with-parent%s", shell_quote(interpreter()), shell_quote(o.bindir .. "/jsoncontract-standin"),
+        o.seed or 1, o.delay_ms or 20, o.latency and (" --latency " .. shell_quote(o.latency)) or "")
+    -- JC_STANDIN_LOG: the stand-in logs every request it answers there (the crash specs use it
+    -- to prove that nothing committed is asked again).
+    local log = os.getenv("JC_STANDIN_LOG")
+    if log and log ~= "" then cmd = cmd .. " --log " .. shell_quote(log) end
+    local proc = io.popen(cmd, "r")
+    local line = proc and proc:read("*l")
+    local port = line and line:match("^listening 127%.0%.0%.1:(%d+)")
+    if not port then
+        if proc then proc:close() end
+        return nil, "the stand-in model did not start (" .. tostring(line) .. ")"
+    end
+    local base = "http://127.0.0.1:" .. port
+    local stopped = false
+    local function stop()
+        if stopped then return end
+        stopped = true
+        core.http_request { url = base .. "/shutdown", method = "POST", body = "", timeout_ms = 2000 }
+        proc:close()
+    end
+    return base, stop
+end
+
+-- Which provider, model, key and base URL (a key in the environment wins; else the stand-in).
+local function choose_provider(o)
+    local env = os.getenv
+    local providers = require "jsoncontract.providers"
+    if o.provider and not pcall(providers.get, o.provider) then
+        return nil, "unknown provider " .. o.provider .. " (known: " .. concat(providers.names, ", ") .. ")"
+    end
+    if o.model == "" then return nil, "option --model needs a name" end
+    local base = o["base-url"]
+    if base and not base:match("^https?://[^/]") then return nil, "option --base-url needs an http(s) URL" end
+    local openai_key, anthropic_key = env("OPENAI_API_KEY"), env("ANTHROPIC_API_KEY")
+    if openai_key and openai_key ~= "" and (o.provider == nil or o.provider == "openai") then
+        return { provider = "openai", api_key = openai_key, model = o.model or env("OPENAI_MODEL") or "gpt-4o-mini",
+            base_url = base or env("OPENAI_BASE_URL") }
+    end
+    if anthropic_key and anthropic_key ~= "" and (o.provider == nil or o.provider == "anthropic") then
+        return { provider = "anthropic", api_key = anthropic_key,
+            model = o.model or env("ANTHROPIC_MODEL") or "claude-sonnet-4-5",
+            base_url = base or env("ANTHROPIC_BASE_URL") }
+    end
+    if base then
+        if not o.model then return nil, "option --base-url without an API key needs --model" end
+        return { provider = o.provider or "openai", model = o.model, base_url = base }
+    end
+    local name = o.provider or "openai"
+    if name ~= "openai" and name ~= "anthropic" then
+        return nil, "the stand-in model speaks openai and anthropic only; --provider " .. name
+            .. " needs its key (or --base-url and --model)"
+    end
+    return { provider = name, model = o.model or "standin-1", standin = true }
+end
+
+local function isatty(fd)
+    local r = os.execute("test -t " .. fd)
+    return r == true or r == 0
+end
+
+-- The shop's orders (shipped example data, independent of any mailbox), as a SQLite table
+-- next to the outputs, so `replay` finds it too.
+local function open_orders(root, out)
+    local orders = dofile(root .. "/examples/orders.lua")
+    return orders.open_shipped(out .. "/orders.sqlite", root .. "/examples/orders.csv")
+end
+
+-- The options a job keeps, so `--resume` and workers ask exactly as the first run did.
+local JOB_OPTIONS = { "contract", "max-attempts", "token-budget", "limit", "seed", "delay-ms", "record-text",
+    "base-url", "rpm", "tpm", "latency" }
+
+local function check_numbers(o)
+    local parallel = o.parallel or 8
+    if parallel < 1 or parallel > 1024 then return nil, "option --parallel must be from 1 to 1024" end
+    if o["max-attempts"] and o["max-attempts"] < 1 then return nil, "option --max-attempts must be at least 1" end
+    if o["lease-seconds"] and o["lease-seconds"] < 1 then return nil, "option --lease-seconds must be at least 1" end
+    return true
+end
+
+-- Everything a worker needs to ask, from a job row (plus this host's environment).
+local function job_context(job, env, o)
+    local jo = core.decode(job.options_json or "{}") or {}
+    -- --retry-review may bring a fixed contract (--contract FILE): that is what a new pass is for.
+    local new_pass = o["retry-review"] == true
+    local contract_path = (new_pass and o.contract) or jo.contract or (env.root .. "/examples/support_ticket.lua")
+    local mod, err = load_contract(contract_path)
+    if not mod then return nil, err end
+    local ident = mod.contract:identity()
+    local changed = ident.schema_hash ~= job.schema_hash or ident.name ~= job.contract_name
+        or ident.version ~= job.contract_version
+    if changed and not new_pass then
+        return nil, format("the contract %s is %s %s (schema %s), the job was started with %s %s (schema %s); "
+            .. "run the job with the contract it started with, or send its review items through the new one "
+            .. "with --retry-review --contract FILE", contract_path, ident.name, tostring(ident.version),
+            tostring(ident.schema_hash):sub(1, 12), tostring(job.contract_name), tostring(job.contract_version),
+            tostring(job.schema_hash):sub(1, 12))
+    end
+    if changed then jo.contract = contract_path end
+    local p = { provider = job.provider, model = job.model, base_url = o["base-url"] or jo["base-url"],
+        standin = jo.standin == true }
+    local key_name = job.provider == "anthropic" and "ANTHROPIC_API_KEY" or "OPENAI_API_KEY"
+    local key = os.getenv(key_name)
+    if not p.standin then
+        if key and key ~= "" then p.api_key = key end
+        p.base_url = p.base_url or os.getenv(job.provider == "anthropic" and "ANTHROPIC_BASE_URL" or "OPENAI_BASE_URL")
+    end
+    return { mod = mod, contract = mod.contract, p = p, jo = jo, changed = changed and ident or nil }
+end
+
+
+local function lane_for(p, o, jo)
+    local d = ratelimit.DEFAULTS[p.provider] or {}
+    local rpm, tpm = o.rpm or jo.rpm, o.tpm or jo.tpm
+    if p.standin and rpm == nil and tpm == nil then return nil end
+    rpm, tpm = rpm or d.rpm, tpm or d.tpm
+    if (rpm or 0) == 0 and (tpm or 0) == 0 then return nil end
+    return ratelimit.new { rpm = rpm, tpm = tpm, name = p.provider }
+end
+
+-- Run this process as a worker over a job, then record the run. Returns the runner's result.
+local function work_on(st, job, c, o, env, progress)
+    local stop_standin
+    local p = c.p
+    if p.standin then
+        local base, stop = _M.start_standin { bindir = env.bindir, seed = c.jo.seed or 1,
+            delay_ms = c.jo["delay-ms"] or 20, latency = c.jo.latency }
+        if not base then return nil, stop end
+        p.base_url, stop_standin = base, stop
+    end
+    local db, derr = open_orders(env.root, o.orders_dir)
+    if not db then
+        if stop_standin then stop_standin() end
+        return nil, "cannot open orders database: " .. tostring(derr)
+    end
+    core.signal_catch(true)
+    local res = runner.run(st, job.id, {
+        contract = c.contract, record_text = c.jo["record-text"] == true,
+        ask = { provider = p.provider, model = p.model, api_key = p.api_key, base_url = p.base_url,
+            context = { orders = db }, max_tokens = 300, timeout_ms = 120000,
+            policy = { max_attempts = c.jo["max-attempts"] or 3, token_budget = c.jo["token-budget"] } },
+        parallel = o.parallel or 8, lease_seconds = o["lease-seconds"] or 120, grace = o.grace or 30,
+        lane = lane_for(p, o, c.jo), on_done = progress,
+        on_signal = function(sig)
+            stderr:write(format("\njsoncontract: %s: taking no new items; finishing those in flight "
+                .. "(up to %d s; again to stop now)\n", sig, o.grace or 30))
+        end,
+    })
+    if stop_standin then stop_standin() end
+    db:close()
+    local stats = res.stats
+    st:record_run(job.id, { worker = res.owner, started_at = res.started_at, exchanges = stats.exchanges,
+        limit_wait_ms = (stats.limit_wait_s or 0) * 1000,
+        stop_reason = res.store_error and "store_error" or res.signal or "done",
+        stats_json = core.encode({ max_in_flight = stats.max_in_flight, duplicates = res.duplicates,
+            lane_pauses = stats.lane_pauses }) })
+    core.signal_catch(false)
+    return res
+end
+
+local function print_summary(summary, out, n)
+    stdout:write(summary.metrics_text, "\n")
+    local caught = {}
+    for name, k in pairs(summary.rules_caught or {}) do caught[#caught + 1] = format("%s %d", name, k) end
+    table.sort(caught)
+    if #caught > 0 then stdout:write("rules caught (items handed to a person): ", concat(caught, ", "), "\n") end
+    if (summary.limit_wait_s or 0) > 0 then
+        stdout:write(format("waited %.1f s on rate limits\n", summary.limit_wait_s))
+    end
+    stdout:write(format("%d messages: %d accepted (%s/tickets.jsonl), %d to review (%s/review.jsonl)%s; "
+        .. "evidence in %s/evidence.jsonl\n", n, summary.accepted, out, summary.human_review, out,
+        summary.pending > 0 and format(", %d not done yet", summary.pending) or "", out))
+end
+
+-- Finish a run: export, summary, exit status.
+local function finish(st, job, res, out, extra)
+    if res.store_error then
+        export.write(st, job.id, out, extra) -- best effort: what was committed, never more
+        st:close()
+        return fail("the job stopped: cannot record an outcome in the job store (" .. tostring(res.store_error.message)
+            .. "); everything committed before is kept, continue with --resume " .. out)
+    end
+    extra.stopped_by = res.signal
+    local summary, err = export.write(st, job.id, out, extra)
+    st:close()
+    if not summary then
+        return fail("the job's results are in the store, but the export failed: " .. tostring(err.message)
+            .. "; run `jsoncontract export " .. out .. "` once there is room")
+    end
+    print_summary(summary, out, summary.items)
+    if res.signal then
+        stderr:write(format("jsoncontract: stopped by %s; continue with: jsoncontract triage --resume %s\n",
+            res.signal, out))
+        return SIGNAL_EXIT[res.signal]
+    end
+    if summary.accepted + summary.human_review ~= summary.items then
+        return fail(format("%d items are not decided (leased by another worker?); see jsoncontract status %s",
+            summary.pending, out))
+    end
+    return 0
+end
+
+local function progress_printer(total, already)
+    if not isatty(2) then return nil end
+    return function(r)
+        stderr:write(format("\r%d/%d done: %d accepted, %d to review", already + r.done, total, r.accepted,
+            r.human_review))
+    end
+end
+
+--- `jsoncontract triage`: a new job in a new folder, or `--resume DIR` (`o.resume`).
+-- @tparam table o options: input, out, resume, store, contract, provider, model, base-url, parallel,
+--   max-attempts, token-budget, limit, seed, delay-ms, record-text, retry-review, rpm, tpm, grace,
+--   latency
+-- @tparam table env `{root, bindir}`
+-- @treturn integer exit status
+function _M.triage(o, env)
+    use_env(env)
+    local ok, err = check_numbers(o)
+    if not ok then return die(err) end
+    if o.resume then return _M.resume(o, env) end
+    if o["retry-review"] then return die("option --retry-review goes with --resume DIR") end
+    local root = env.root
+    local shared = os.getenv("JC_SHARED") or (root == "." and "../shared" or (root .. "/../shared"))
+    local input = o.input
+    if not input then
+        input = shared .. "/corpora/support-emails/emails.jsonl"
+        if not file_exists(input) then input = root .. "/examples/mailbox.jsonl" end
+    end
+    local p, perr = o.chosen_provider, nil
+    if not p then p, perr = choose_provider(o) end
+    if not p then return die(perr) end
+    local contract_path = o.contract or (root .. "/examples/support_ticket.lua")
+    local mod = o.contract_module
+    if not mod then mod, err = load_contract(contract_path) end
+    if not mod then return die(err) end
+    local items, digest = _M.read_mailbox(input, o.limit)
+    if not items then return die("cannot read mailbox: " .. tostring(digest)) end
+
+    -- Everything is checked; only now is anything created.
+    local out = o.out or default_out_dir()
+    ok, err = prepare_out_dir(out)
+    if not ok then return die(err) end
+    local url = o.store or (out .. "/job.sqlite")
+    local st
+    st, err = store_mod.open(url)
+    if not st then return fail(err.message) end
+    local jo = { standin = p.standin or nil, contract = contract_path }
+    for _, k in ipairs(JOB_OPTIONS) do if o[k] ~= nil and jo[k] == nil then jo[k] = o[k] end end
+    local ident = mod.contract:identity()
+    local job_id
+    job_id, err = st:create_job { contract_name = ident.name, contract_version = ident.version,
+        schema_hash = ident.schema_hash, provider = p.provider, model = p.model, options_json = core.encode(jo),
+        input_digest = digest, input_path = input }
+    if not job_id then st:close() return fail(err.message) end
+    ok, err = st:add_items(job_id, items)
+    if not ok then st:close() return fail(err.message) end
+    local job = st:job(job_id)
+    stderr:write(format("triage: %d messages from %s, provider %s (%s), model %s, output %s\n", #items, input,
+        p.provider, p.standin and "stand-in" or "live", p.model, out))
+    local c = { mod = mod, contract = mod.contract, p = p, jo = jo }
+    if p.api_key then c.p.api_key = p.api_key end
+    o.orders_dir = out
+    local res
+    res, err = work_on(st, job, c, o, env, progress_printer(#items, 0))
+    if isatty(2) then stderr:write("\n") end
+    if not res then st:close() return fail(err) end
+    return finish(st, job, res, out, { input = input, provider = p.provider, model = p.model,
+        standin = p.standin or false, contract = ident })
+end
+
+--- `jsoncontract triage --resume DIR`: continue the folder's job. Committed items are never asked
+-- again; items in flight when it stopped are. The mailbox must be the one the job started with
+-- (ids and digests); `--retry-review` first opens a new pass over the items in review.
+-- @tparam table o options (as for `triage`; `resume` is the folder)
+-- @tparam table env
+-- @treturn integer exit status
+function _M.resume(o, env)
+    use_env(env)
+    local out = o.resume
+    local url = o.store or (out .. "/job.sqlite")
+    if not o.store and not file_exists(url) then
+        return die("nothing to resume in " .. out .. ": no job store " .. url)
+    end
+    local st, err = store_mod.open(url, { create = false })
+    if not st then return fail(err.message) end
+    local job
+    job, err = st:latest_job()
+    if not job then st:close() return die(err.message) end
+    local c
+    c, err = job_context(job, env, o)
+    if not c then st:close() return die(err) end
+    local input = o.input or job.input_path
+    local items, digest = _M.read_mailbox(input, c.jo.limit)
+    if not items then st:close() return die("cannot read mailbox: " .. tostring(digest)) end
+    if digest ~= job.input_digest then
+        local stored = st:item_digests(job.id) or {}
+        local why = format("%d messages now, %d when the job started", #items, #stored)
+        local by_id = {}
+        for _, it in ipairs(items) do by_id[it.item_id] = it end
+        for _, s in ipairs(stored) do
+            local now_item = by_id[s.item_id]
+            if not now_item then why = "message " .. s.item_id .. " is missing" break end
+            if now_item.input_digest ~= s.input_digest then
+                why = "message " .. s.item_id .. " (line " .. now_item.seq .. ") has changed" break
+            end
+        end
+        st:close()
+        return die("the mailbox " .. input .. " is not the one job " .. job.id .. " started with (" .. why
+            .. "); nothing was asked. Start a new job in a new folder for a new mailbox.")
+    end
+    -- We are the job's only process (SQLite, one folder): whatever was leased died with the last run.
+    if st.engine == "sqlite" then st:release(job.id, nil) end
+    if o["retry-review"] then
+        local why = "review items sent again (--retry-review)"
+        if c.changed then
+            why = format("review items sent again with contract %s %s (--retry-review)", c.changed.name,
+                tostring(c.changed.version))
+            local ok, uerr = st:tx(function()
+                return st:exec("UPDATE jobs SET contract_name = ?, contract_version = ?, schema_hash = ?, "
+                    .. "options_json = ? WHERE id = ?", { c.changed.name, c.changed.version, c.changed.schema_hash,
+                    core.encode(c.jo), job.id })
+            end)
+            if not ok then st:close() return fail(uerr.message) end
+        end
+        local pass, n = st:new_review_pass(job.id, why)
+        if not pass then st:close() return fail(n.message) end
+        stderr:write(format("triage: pass %d sends %d review items back to the model\n", pass, n))
+    end
+    local counts = st:counts(job.id)
+    stderr:write(format("triage: resuming job %s: %d of %d messages already decided, provider %s, model %s\n",
+        job.id, counts.done, counts.items, job.provider, job.model))
+    o.orders_dir = out
+    local res
+    res, err = work_on(st, job, c, o, env, progress_printer(counts.items, counts.done))
+    if isatty(2) then stderr:write("\n") end
+    if not res then st:close() return fail(err) end
+    return finish(st, job, res, out, { input = input, provider = job.provider, model = job.model,
+        standin = c.p.standin, contract = c.contract:identity() })
+end
+
+-- Open the store named by --store, or DIR/job.sqlite for a folder argument.
+local function open_named(o, create)
+    local url = o.store
+    if not url and o.dir then url = o.dir .. "/job.sqlite" end
+    if not url then return nil, "say which job store: --store URL (postgresql://... or a SQLite file) or a folder" end
+    if not url:match("^postgres") and not create and not file_exists((url:gsub("^sqlite:", ""))) then
+        return nil, "no job store at " .. url
+    end
+    local st, err = store_mod.open(url, { create = create })
+    if not st then return nil, err.message end
+    return st
+end
+
+local function pick_job(st, o)
+    if o.job then return st:job(o.job) end
+    return st:latest_job()
+end
+
+--- `jsoncontract enqueue --store URL --input FILE`: create a job and its items in a shared store.
+-- @tparam table o options: store, input, contract, provider, model, base-url, limit, max-attempts,
+--   token-budget, seed, delay-ms, record-text, rpm, tpm, latency
+-- @tparam table env
+-- @treturn integer exit status (prints the job id on stdout)
+function _M.enqueue(o, env)
+    use_env(env)
+    if not o.input then return die("enqueue needs --input FILE") end
+    local p, perr = choose_provider(o)
+    if not p then return die(perr) end
+    local contract_path = o.contract or (env.root .. "/examples/support_ticket.lua")
+    local mod, err = load_contract(contract_path)
+    if not mod then return die(err) end
+    local items, digest = _M.read_mailbox(o.input, o.limit)
+    if not items then return die("cannot read mailbox: " .. tostring(digest)) end
+    local st
+    st, err = open_named(o, true)
+    if not st then return fail(err) end
+    local jo = { standin = p.standin or nil, contract = contract_path }
+    for _, k in ipairs(JOB_OPTIONS) do if o[k] ~= nil and jo[k] == nil then jo[k] = o[k] end end
+    local ident = mod.contract:identity()
+    local job_id
+    job_id, err = st:create_job { contract_name = ident.name, contract_version = ident.version,
+        schema_hash = ident.schema_hash, provider = p.provider, model = p.model, options_json = core.encode(jo),
+        input_digest = digest, input_path = o.input }
+    if job_id then
+        local okadd
+        okadd, err = st:add_items(job_id, items)
+        if not okadd then job_id = nil end
+    end
+    st:close()
+    if not job_id then return fail(err.message) end
+    stdout:write(job_id, "\n")
+    stderr:write(format("enqueue: job %s with %d items; start workers with: jsoncontract worker --store URL\n",
+        job_id, #items))
+    return 0
+end
+
+--- `jsoncontract worker --store URL [--job ID]`: work on a shared job until no item is left.
+-- Several workers on several hosts share the job through leases.
+-- @tparam table o options: store, job, parallel, lease-seconds, grace, base-url, rpm, tpm
+-- @tparam table env
+-- @treturn integer exit status
+function _M.worker(o, env)
+    use_env(env)
+    local ok, err = check_numbers(o)
+    if not ok then return die(err) end
+    local st
+    st, err = open_named(o, false)
+    if not st then return fail(err) end
+    local job
+    job, err = pick_job(st, o)
+    if not job then st:close() return die(err.message) end
+    local c
+    c, err = job_context(job, env, o)
+    if not c then st:close() return die(err) end
+    -- Each host keeps its own orders file (the shipped table) in a temporary folder.
+    local tmp = os.tmpname()
+    os.remove(tmp)
+    os.execute("mkdir -p " .. shell_quote(tmp))
+    o.orders_dir = tmp
+    local res
+    res, err = work_on(st, job, c, o, env, nil)
+    os.execute("rm -rf " .. shell_quote(tmp))
+    st:close()
+    if not res then return fail(err) end
+    stdout:write(format("worker %s: %d items recorded (%d accepted, %d to review), %d already recorded by "
+        .. "another worker, %d exchanges, %.1f s waiting on rate limits\n", res.owner, res.done, res.accepted,
+        res.human_review, res.duplicates, res.stats.exchanges or 0, res.stats.limit_wait_s or 0))
+    if res.store_error then return fail("the worker stopped: " .. tostring(res.store_error.message)) end
+    if res.signal then return SIGNAL_EXIT[res.signal] end
+    return 0
+end
+
+--- `jsoncontract status [DIR | --store URL] [--job ID]`: progress and per-gate counts of a job.
+-- @tparam table o options: store, dir, job, json (flag)
+-- @tparam table env
+-- @treturn integer exit status
+function _M.status(o, env)
+    use_env(env)
+    local st, err = open_named(o, false)
+    if not st then return die(err) end
+    local job
+    job, err = pick_job(st, o)
+    if not job then st:close() return die(err.message) end
+    local summary
+    summary, err = export.summary(st, job.id)
+    local counts = st:counts(job.id)
+    st:close()
+    if not summary then return fail(err.message) end
+    if o.json then
+        summary.metrics_text = nil
+        summary.job_id, summary.leased, summary.waiting = job.id, counts.leased, counts.pending
+        stdout:write(core.encode(summary, { indent = 2 }), "\n")
+        return 0
+    end
+    stdout:write(format("job %s (%s %s, %s %s), pass %d\n", job.id, tostring(job.contract_name),
+        tostring(job.contract_version), tostring(job.provider), tostring(job.model), counts.pass or 1))
+    stdout:write(format("%d items: %d decided (%d accepted, %d to review), %d in flight, %d waiting\n",
+        counts.items, counts.done, summary.accepted, summary.human_review, counts.leased, counts.pending))
+    stdout:write(summary.metrics_text, "\n")
+    return 0
+end
+
+--- `jsoncontract export DIR` or `export --store URL --out DIR [--job ID]`: write tickets.jsonl,
+-- review.jsonl, evidence.jsonl and summary.json from the store (temp file + rename).
+-- @tparam table o options: dir, store, out, job
+-- @tparam table env
+-- @treturn integer exit status
+function _M.export(o, env)
+    use_env(env)
+    local out = o.out or o.dir
+    if not out then return die("export needs a folder: export DIR, or --store URL --out DIR") end
+    local st, err = open_named(o, false)
+    if not st then return die(err) end
+    local job
+    job, err = pick_job(st, o)
+    if not job then st:close() return die(err.message) end
+    os.execute("mkdir -p " .. shell_quote(out))
+    local summary
+    summary, err = export.write(st, job.id, out, { provider = job.provider, model = job.model, input = job.input_path })
+    st:close()
+    if not summary then return fail(err.message) end
+    stdout:write(format("exported job %s to %s: %d accepted, %d to review, %d not decided yet\n", job.id, out,
+        summary.accepted, summary.human_review, summary.pending))
+    return 0
+end
+
+return _M

@@ -1,0 +1,151 @@
+--- Exports of a job, written from the store: `tickets.jsonl` (accepted), `review.jsonl` (to a
+-- person), `evidence.jsonl` (every recorded exchange) and `summary.json`.
+-- Each file is written to a temporary file in the same folder, every write and the close are
+-- checked, and only then is it renamed over the old one: a reader sees the old file or the
+-- new one, never a torn line, and a full disk is an error, never a short file.
+-- @module jsoncontract.jobs.export
+local core = require "jsoncontract.core"
+local errors = require "jsoncontract.errors"
+local evidence = require "jsoncontract.evidence"
+
+local type, ipairs, pairs, tostring, tonumber = type, ipairs, pairs, tostring, tonumber
+local format = string.format
+
+local _M = { _VERSION = core._VERSION }
+
+local function export_error(message)
+    return errors.new("store", "export_failed", message)
+end
+
+--- Write a file by temp file + rename. `produce(write)` calls `write(s)` for each chunk.
+-- @tparam string path
+-- @tparam function produce function(write) -> true | nil, err
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] table err (`store`/`export_failed`)
+function _M.write_atomic(path, produce)
+    local tmp = format("%s.tmp-%d", path, (core.process_ids and core.process_ids()) or 0)
+    local f, msg = io.open(tmp, "wb")
+    if not f then return nil, export_error("cannot write " .. path .. ": " .. tostring(msg)) end
+    local failed
+    local function write(s)
+        if failed then return end
+        local ok, werr = f:write(s)
+        if not ok then failed = werr or "write failed" end
+    end
+    local okp, perr = produce(write)
+    local okf, ferr = f:flush()
+    if not okf and not failed then failed = ferr or "flush failed" end
+    local okc, cerr = f:close()
+    if not okc and not failed then failed = cerr or "close failed" end
+    if not okp then failed = failed or (perr and (perr.message or tostring(perr))) or "export failed" end
+    if failed then
+        os.remove(tmp)
+        return nil, export_error("cannot write " .. path .. ": " .. tostring(failed))
+    end
+    local okr, rerr = os.rename(tmp, path)
+    if not okr then
+        os.remove(tmp)
+        return nil, export_error("cannot rename " .. tmp .. " to " .. path .. ": " .. tostring(rerr))
+    end
+    return true
+end
+
+-- An outcome as the metrics want it, rebuilt from an exported line.
+local function outcome_of(line, status)
+    local rec = core.decode(line)
+    if type(rec) ~= "table" then return nil end
+    return { status = status, attempts = rec.attempts or {}, reason = rec.reason }, rec
+end
+
+--- Per-gate metrics, outcome counts and what the rules caught, from the store.
+-- @tparam table store
+-- @tparam string job_id
+-- @treturn[1] table summary fields: `items`, `accepted`, `human_review`, `pending` (not decided yet),
+--   `pass`, `metrics` (per gate, see `jsoncontract.evidence`), `rules_caught` ({[rule name] =
+--   items handed over by it}), `review_reasons` ({["category/kind"] = n}), `exchanges`,
+--   `limit_wait_s` (seconds requests waited on rate limits, summed over runs), `workers`
+-- @return[2] nil
+-- @treturn[2] table err
+function _M.summary(store, job_id)
+    local counts, err = store:counts(job_id)
+    if not counts then return nil, err end
+    local rows
+    rows, err = store:items(job_id)
+    if not rows then return nil, err end
+    local m = evidence.metrics()
+    local caught = {}
+    for _, row in ipairs(rows) do
+        if row.record_json then
+            local o, rec = outcome_of(row.record_json, row.status)
+            if o then m:observe_outcome(o) end
+            local reason = rec and rec.reason
+            if type(reason) == "table" and reason.category == "rules" and type(reason.errors) == "table" then
+                local seen = {}
+                for _, e in ipairs(reason.errors) do
+                    local name = type(e.keyword) == "string" and e.keyword:match("^rule:(.+)$")
+                    if name and not seen[name] then
+                        seen[name] = true
+                        caught[name] = (caught[name] or 0) + 1
+                    end
+                end
+            end
+        end
+    end
+    return {
+        items = counts.items, accepted = counts.accepted, human_review = counts.human_review,
+        pending = counts.items - counts.accepted - counts.human_review, pass = counts.pass,
+        metrics = m:summary(), metrics_text = m:format(), rules_caught = caught,
+        review_reasons = counts.by_reason, exchanges = counts.exchanges,
+        limit_wait_s = (tonumber(counts.limit_wait_ms) or 0) / 1000, workers = counts.workers,
+    }
+end
+
+--- Write the four exports of a job into `dir`.
+-- @tparam table store
+-- @tparam string job_id
+-- @tparam string dir existing folder
+-- @tparam[opt] table extra fields merged into summary.json (input, provider, stop reason, ...)
+-- @treturn[1] table summary (as `summary`, plus `extra`)
+-- @return[2] nil
+-- @treturn[2] table err (`store`/`export_failed` or a store error)
+function _M.write(store, job_id, dir, extra)
+    local rows, err = store:items(job_id)
+    if not rows then return nil, err end
+    local ok
+    ok, err = _M.write_atomic(dir .. "/tickets.jsonl", function(write)
+        for _, row in ipairs(rows) do
+            if row.status == "accepted" then write(row.record_json) write("\n") end
+        end
+        return true
+    end)
+    if not ok then return nil, err end
+    ok, err = _M.write_atomic(dir .. "/review.jsonl", function(write)
+        for _, row in ipairs(rows) do
+            if row.status == "human_review" then write(row.record_json) write("\n") end
+        end
+        return true
+    end)
+    if not ok then return nil, err end
+    ok, err = _M.write_atomic(dir .. "/evidence.jsonl", function(write)
+        return store:each_evidence(job_id, function(line) write(line) write("\n") end)
+    end)
+    if not ok then return nil, err end
+    local summary
+    summary, err = _M.summary(store, job_id)
+    if not summary then return nil, err end
+    local text = summary.metrics_text
+    summary.metrics_text = nil
+    summary.job_id = job_id
+    for k, v in pairs(extra or {}) do summary[k] = v end
+    ok, err = _M.write_atomic(dir .. "/summary.json", function(write)
+        write(core.encode(summary, { indent = 2 }))
+        write("\n")
+        return true
+    end)
+    if not ok then return nil, err end
+    summary.metrics_text = text
+    return summary
+end
+
+return _M

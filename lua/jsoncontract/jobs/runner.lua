@@ -1,0 +1,226 @@
+--- One worker's run over a job in the store: lease waiting items, ask the model for each
+-- through the event loop (`jsoncontract.jobs.scheduler`), and record every outcome with its
+-- evidence and state change in one transaction. Used by `triage` (one process, SQLite) and by
+-- `worker` (many processes on many hosts, PostgreSQL) alike.
+-- @module jsoncontract.jobs.runner
+local core = require "jsoncontract.core"
+local run = require "jsoncontract.run"
+local errors = require "jsoncontract.errors"
+local secrets = require "jsoncontract.secrets"
+local evidence = require "jsoncontract.evidence"
+local scheduler = require "jsoncontract.jobs.scheduler"
+local compat = require "jsoncontract.compat"
+
+local type, ipairs, pairs, tostring, pcall, error, setmetatable = type, ipairs, pairs, tostring, pcall, error,
+    setmetatable
+local format = string.format
+
+local _M = { _VERSION = core._VERSION }
+
+--- A worker name unique across hosts: host:pid:random.
+-- @treturn string
+function _M.owner_name()
+    local host = os.getenv("HOSTNAME")
+    if not host or host == "" then
+        local f = io.open("/etc/hostname", "rb")
+        host = f and f:read("*l") or "host"
+        if f then f:close() end
+    end
+    local pid = core.process_ids()
+    return format("%s:%d:%04d", host, pid, math.random(0, 9999))
+end
+
+-- The item's input as asked: the mailbox line, decoded; a bad line becomes an input error.
+local function item_of(leased)
+    local v, derr = core.decode(leased.input_json or "")
+    if v == nil then
+        return { id = leased.item_id, input_error = "line " .. tostring(leased.seq) .. " is not JSON: "
+            .. tostring(derr and derr.message) }
+    end
+    if type(v) ~= "table" or type(v.text) ~= "string" then
+        return { id = leased.item_id, input_error = "line " .. tostring(leased.seq) .. " has no string field 'text'" }
+    end
+    v.id = leased.item_id
+    return v
+end
+
+local function no_attempt(item, category, kind, message)
+    return { status = "human_review", attempts = setmetatable({}, core.array_mt),
+        usage = { input_tokens = 0, output_tokens = 0 }, item_id = item.id,
+        reason = errors.new(category, kind, message) }
+end
+
+-- The exported line of an outcome (tickets.jsonl / review.jsonl) and the store's columns.
+-- Everything is checked before it is written: the key (`key`) redacted from every string, and
+-- a line that cannot be encoded (a value no JSON can hold, nested too deep) becomes that
+-- item's review line with the reason (the pointer elided in the middle), so the run goes on.
+local function outcome_row(contract, item, outcome, pass, owner, key)
+    local attempts = setmetatable({}, core.array_mt)
+    for k, a in ipairs(outcome.attempts or {}) do
+        attempts[k] = { gate = a.gate, kind = a.kind, finish = a.finish, http_status = a.http_status }
+    end
+    local base = { id = item.id, request_id = outcome.request_id, contract = contract:identity(),
+        attempts = attempts, usage = outcome.usage, elapsed_ms = outcome.elapsed_ms }
+    if pass > 1 then base.pass = pass end
+    local row = { pass = pass, status = outcome.status, decided_by = "model", worker = owner }
+    local reason = outcome.reason
+    if outcome.status == "accepted" then
+        base.ticket = outcome.value
+        base.adapters = outcome.adapters
+        local ok1, value_json = pcall(core.encode, secrets.redact_value(outcome.value, key))
+        local ok2, record_json = pcall(core.encode, secrets.redact_value(base, key))
+        if ok1 and ok2 then
+            row.value_json, row.record_json = value_json, record_json
+            return row
+        end
+        base.ticket, base.adapters = nil, nil
+        row.status = "human_review"
+        reason = errors.new("internal", "item_error", "this item's ticket could not be written: "
+            .. secrets.clean(ok1 and record_json or value_json, key, 300))
+    end
+    local errs = setmetatable({}, core.array_mt)
+    -- Messages a person reads: long pointers and values in them elided in the middle.
+    for k, e in ipairs(reason.errors or {}) do
+        errs[k] = { pointer = e.pointer, keyword = e.keyword, message = secrets.clean(e.message, key, 1000) }
+    end
+    base.reason = { category = reason.category, kind = reason.kind, message = secrets.clean(reason.message, key, 2000),
+        errors = errs }
+    base = secrets.redact_value(base, key)
+    local ok1, reason_json = pcall(core.encode, base.reason)
+    local ok2, record_json = pcall(core.encode, base)
+    if not (ok1 and ok2) then
+        base.reason = { category = "internal", kind = "item_error", errors = setmetatable({}, core.array_mt),
+            message = "this item's review line could not be written: "
+                .. secrets.clean(ok1 and record_json or reason_json, key, 300) }
+        reason_json, record_json = core.encode(base.reason), core.encode(base)
+    end
+    row.reason_json, row.record_json = reason_json, record_json
+    row.reason_category, row.reason_kind = base.reason.category, base.reason.kind
+    return row
+end
+
+--- Run this worker over `job_id` until no item is left, or a signal or a store failure stops it.
+-- @tparam table store from `jsoncontract.jobs.store`
+-- @tparam string job_id
+-- @tparam table ctx `contract` (compiled contract), `ask` (table of `jsoncontract.run.ask` options:
+--   provider, model, api_key, base_url, policy, max_tokens, timeout_ms, context), `record_text`
+--   (boolean), `owner` (string, default `owner_name()`), `parallel` (integer, default 8),
+--   `lease_seconds` (number, default 120), `grace` (seconds in-flight items get after a signal,
+--   default 30), `lane` (ratelimit lane or nil), `on_done` (function(counts) after each item:
+--   `{done, accepted, human_review, duplicates}` of this run), `signals` (boolean: SIGINT/SIGTERM
+--   drain the run; default true)
+-- @treturn table result `stats` (scheduler stats), `done`, `accepted`, `human_review`, `duplicates`
+--   (outcomes another worker had recorded first), `signal` ("SIGINT"|"SIGTERM"|nil),
+--   `store_error` (err table when recording failed: the run stopped there), `released` (leases
+--   given back), `owner`, `started_at`
+function _M.run(store, job_id, ctx)
+    local contract = ctx.contract
+    local owner = ctx.owner or _M.owner_name()
+    local lease_s = ctx.lease_seconds or 120
+    local res = { done = 0, accepted = 0, human_review = 0, duplicates = 0, owner = owner,
+        started_at = scheduler.now() }
+    local held = {}          -- item_id -> true while leased by us and in flight
+    local last_renew = scheduler.now()
+    local take_error
+
+    local function take(n)
+        local rows, err = store:lease(job_id, owner, n, lease_s)
+        if not rows then
+            take_error = err
+            return {}
+        end
+        for _, r in ipairs(rows) do held[r.item_id] = true end
+        return rows
+    end
+
+    local function exhausted()
+        if take_error then return true end
+        local c = store:counts(job_id)
+        -- Items leased by others may come back when their leases expire: keep looking.
+        return c == nil or (c.pending == 0 and c.leased == 0)
+    end
+
+    local function work(leased)
+        local item = item_of(leased)
+        local log = evidence.memory({ record_text = ctx.record_text })
+        if ctx.ask.api_key then log:add_secret(ctx.ask.api_key) end
+        if item.input_error then
+            return { item = item, leased = leased, outcome = no_attempt(item, "input", "invalid_input",
+                item.input_error), evidence = log.lines }
+        end
+        local opts = {}
+        for k, v in pairs(ctx.ask) do opts[k] = v end
+        opts.transport, opts.sleep, opts.evidence, opts.item_id = scheduler.send, scheduler.sleep, log, item.id
+        -- One item's failure (a bug in a rule, say) is that item's review reason, never the run's end.
+        local asked, outcome = compat.pcall(run.ask, contract, item.text, opts)
+        if not asked then
+            -- a raised table shows its fields or __tostring; the key never shows
+            outcome = no_attempt(item, "internal", "item_error", "this item could not be processed: "
+                .. secrets.clean(secrets.describe(outcome), ctx.ask.api_key, 500))
+        end
+        return { item = item, leased = leased, outcome = outcome, evidence = log.lines }
+    end
+
+    local function on_done(w, result, ok)
+        held[w.item_id] = nil
+        if not ok then
+            result = { item = { id = w.item_id }, outcome = no_attempt({ id = w.item_id }, "internal", "item_error",
+                "this item could not be processed: " .. secrets.clean(secrets.describe(result), ctx.ask.api_key, 500)),
+                evidence = {} }
+        end
+        local row = outcome_row(contract, result.item, result.outcome, w.pass, owner, ctx.ask.api_key)
+        row.evidence = result.evidence
+        local recorded, err = store:record_outcome(job_id, w.item_id, row)
+        if not recorded then
+            if err.kind == "duplicate" then
+                res.duplicates = res.duplicates + 1
+                return
+            end
+            error(err, 0)  -- nothing after this counts: the run stops here
+        end
+        res.done = res.done + 1
+        if row.status == "accepted" then res.accepted = res.accepted + 1
+        else res.human_review = res.human_review + 1 end
+        if ctx.on_done then ctx.on_done(res) end
+    end
+
+    local function tick(t)
+        if take_error then return "abort" end
+        if ctx.signals ~= false then
+            local sig = core.signal_take()
+            if sig then
+                if res.signal then return "abort" end   -- a second signal: stop now
+                res.signal = sig
+                if ctx.on_signal then ctx.on_signal(sig) end
+                return "drain"
+            end
+        end
+        if t - last_renew >= lease_s / 3 then
+            last_renew = t
+            local ids = {}
+            for id in pairs(held) do ids[#ids + 1] = id end
+            if #ids > 0 then
+                local ok, err = store:renew(job_id, owner, ids, lease_s)
+                if not ok then take_error = err return "abort" end
+            end
+        end
+    end
+
+    local okrun, stats = pcall(scheduler.run, {
+        parallel = ctx.parallel or 8, take = take, exhausted = exhausted, work = work, on_done = on_done,
+        tick = tick, grace = ctx.grace or 30, lane = ctx.lane, idle_seconds = ctx.idle_seconds,
+    })
+    if not okrun then
+        res.store_error = errors.is_error(stats) and stats or errors.new("internal", "run_failed", tostring(stats))
+        stats = { exchanges = 0, limit_wait_s = 0, unfinished = {} }
+    end
+    res.store_error = res.store_error or take_error
+    res.stats = stats
+    -- Leases of items still in flight go back now, so a resume or another worker takes them at once.
+    local ids = {}
+    for id in pairs(held) do ids[#ids + 1] = id end
+    if #ids > 0 then res.released = store:release(job_id, owner, ids) end
+    return res
+end
+
+return _M

@@ -1,0 +1,689 @@
+--- The job store: where a batch job's state lives (issue 10).
+-- One schema and one code path over LuaSQL for SQLite (the default: a file in the output
+-- folder, WAL mode) and PostgreSQL (`postgresql://...`, for several workers on several hosts).
+-- The two engines differ only in the few SQL words of `DIALECTS` (how to take the write lock,
+-- how to read the clock, `FOR UPDATE SKIP LOCKED`).
+--
+-- Tables: `jobs`, `items`, `outcomes` (UNIQUE(job_id, item_id, pass): an outcome is recorded
+-- exactly once per pass, by the database, not by luck), `evidence`, `passes`, `runs`.
+-- An item's outcome, its evidence rows and its state change commit in ONE transaction
+-- (`record_outcome`); nothing counts as done before that commit.
+--
+-- Errors: methods return `nil, err` with `err.category = "store"` and `kind` one of
+-- `"open_failed"` (cannot connect or create the schema), `"write_failed"` (a statement or the
+-- commit failed: full disk, lost connection; the transaction was rolled back),
+-- `"read_failed"`, `"duplicate"` (the outcome of this item and pass is already recorded),
+-- `"not_found"`, `"closed"`. Misuse (wrong argument types) raises.
+--
+-- Times are seconds since the epoch (floating point), read from the database's clock, so
+-- workers on several hosts compare leases against one clock.
+-- @module jsoncontract.jobs.store
+local core = require "jsoncontract.core"
+local errors = require "jsoncontract.errors"
+
+local type, tostring, tonumber, error, ipairs, setmetatable, pcall =
+    type, tostring, tonumber, error, ipairs, setmetatable, pcall
+local format, concat, floor = string.format, table.concat, math.floor
+
+local _M = { _VERSION = core._VERSION }
+local mt = { __index = _M }
+
+-- The only words that differ between the engines.
+local DIALECTS = {
+    sqlite = {
+        begin = "BEGIN IMMEDIATE",  -- take the write lock now: no upgrade deadlock later
+        now = "((julianday('now') - 2440587.5) * 86400.0)",
+        skip_locked = "",           -- one writer at a time: the write lock is the lease lock
+    },
+    postgresql = {
+        begin = "BEGIN",
+        now = "extract(epoch from clock_timestamp())::double precision",
+        skip_locked = " FOR UPDATE SKIP LOCKED",
+    },
+}
+
+-- One schema for both engines (TEXT, INTEGER and DOUBLE PRECISION mean the same to both).
+local SCHEMA = {
+    [[CREATE TABLE IF NOT EXISTS jobs (
+        id TEXT PRIMARY KEY, contract_name TEXT, contract_version TEXT, schema_hash TEXT,
+        provider TEXT, model TEXT, options_json TEXT, input_digest TEXT, input_path TEXT,
+        items INTEGER NOT NULL DEFAULT 0, pass INTEGER NOT NULL DEFAULT 1,
+        created_at DOUBLE PRECISION, state TEXT NOT NULL)]],
+    [[CREATE TABLE IF NOT EXISTS items (
+        job_id TEXT NOT NULL, item_id TEXT NOT NULL, seq INTEGER NOT NULL, input_json TEXT,
+        input_digest TEXT, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+        lease_owner TEXT, lease_expires_at DOUBLE PRECISION, pass INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (job_id, item_id))]],
+    "CREATE INDEX IF NOT EXISTS items_by_state ON items (job_id, state, seq)",
+    [[CREATE TABLE IF NOT EXISTS outcomes (
+        job_id TEXT NOT NULL, item_id TEXT NOT NULL, pass INTEGER NOT NULL, status TEXT NOT NULL,
+        value_json TEXT, reason_json TEXT, reason_category TEXT, reason_kind TEXT, record_json TEXT,
+        decided_by TEXT NOT NULL, decided_at DOUBLE PRECISION, worker TEXT,
+        UNIQUE (job_id, item_id, pass))]],
+    [[CREATE TABLE IF NOT EXISTS evidence (
+        job_id TEXT NOT NULL, item_id TEXT NOT NULL, pass INTEGER NOT NULL, seq INTEGER NOT NULL,
+        record_json TEXT NOT NULL)]],
+    "CREATE INDEX IF NOT EXISTS evidence_by_item ON evidence (job_id, item_id, pass, seq)",
+    [[CREATE TABLE IF NOT EXISTS passes (
+        job_id TEXT NOT NULL, pass INTEGER NOT NULL, reason TEXT, created_at DOUBLE PRECISION,
+        UNIQUE (job_id, pass))]],
+    [[CREATE TABLE IF NOT EXISTS runs (
+        job_id TEXT NOT NULL, worker TEXT NOT NULL, started_at DOUBLE PRECISION,
+        ended_at DOUBLE PRECISION, exchanges INTEGER NOT NULL DEFAULT 0,
+        limit_wait_ms DOUBLE PRECISION NOT NULL DEFAULT 0, stop_reason TEXT, stats_json TEXT)]],
+}
+
+local ITEM_COLUMNS = "item_id, seq, input_json, input_digest, state, attempts, lease_owner, lease_expires_at, pass"
+local OUTCOME_COLUMNS = "item_id, pass, status, value_json, reason_json, reason_category, reason_kind, " ..
+    "record_json, decided_by, decided_at, worker"
+
+local function store_error(kind, message, fields)
+    return errors.new("store", kind, message, fields)
+end
+
+--- Parse a store URL.
+-- @tparam string url a SQLite file path, `sqlite:PATH`, or `postgresql://...` / `postgres://...`
+-- @treturn string engine "sqlite" or "postgresql"
+-- @treturn string what to connect to (a path or the URL)
+function _M.parse_url(url)
+    if type(url) ~= "string" or url == "" then error("store: url must be a non-empty string", 2) end
+    if url:match("^postgres[a-z]*://") then return "postgresql", url end
+    local path = url:match("^sqlite:(.+)$")
+    return "sqlite", path or url
+end
+
+-- Redact a password from a URL for messages.
+local function safe_url(url)
+    return (url:gsub("^(%a+://[^:/@]*):[^@]*@", "%1:***@"))
+end
+
+--- Open a store; with `opts.create` also create the schema when missing.
+-- @tparam string url see `parse_url`
+-- @tparam[opt] table opts `create` (boolean, default true: create missing tables; workers
+--   pass false so several hosts never race on DDL)
+-- @treturn[1] table store
+-- @return[2] nil
+-- @treturn[2] table err (`store`/`open_failed`)
+-- @raise when url is not a string
+-- @usage local st = assert(store.open("out/run-1/job.sqlite"))
+function _M.open(url, opts)
+    local engine, target = _M.parse_url(url)
+    opts = opts or {}
+    local okd, driver = pcall(require, engine == "sqlite" and "luasql.sqlite3" or "luasql.postgres")
+    if not okd then
+        return nil, store_error("open_failed", "the LuaSQL driver for " .. engine .. " is not installed ("
+            .. (engine == "sqlite" and "lua-sql-sqlite3" or "lua-sql-postgres") .. ")")
+    end
+    local env = engine == "sqlite" and driver.sqlite3() or driver.postgres()
+    local conn, msg = env:connect(target)
+    if not conn then
+        env:close()
+        return nil, store_error("open_failed", "cannot open the job store " .. safe_url(url) .. ": "
+            .. tostring(msg):gsub("^LuaSQL: ", ""))
+    end
+    local self = setmetatable({ engine = engine, url = url, env = env, conn = conn, d = DIALECTS[engine] }, mt)
+    local function fail(m)
+        self:close()
+        return nil, store_error("open_failed", "cannot prepare the job store " .. safe_url(url) .. ": " .. m)
+    end
+    if engine == "sqlite" then
+        -- WAL: readers (status, export) never block the writer; FULL: a commit survives a crash
+        -- of the machine, not only of the process.
+        for _, p in ipairs { "PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL",
+            "PRAGMA busy_timeout = 10000" } do
+            local cur, err = conn:execute(p)
+            if not cur then return fail(tostring(err)) end
+            if type(cur) == "userdata" then cur:close() end
+        end
+    else
+        local ok, err = conn:execute("SET client_min_messages = warning")
+        if not ok then return fail(tostring(err)) end
+    end
+    if opts.create ~= false then
+        local ok, err = self:tx(function()
+            for _, ddl in ipairs(SCHEMA) do
+                local r, e = conn:execute(ddl)
+                if not r then return nil, e end
+            end
+            return true
+        end)
+        if not ok then return fail(tostring(err.message)) end
+    end
+    return self
+end
+
+--- Close the store (idempotent).
+function _M.close(self)
+    if self.conn then pcall(self.conn.close, self.conn) end
+    if self.env then pcall(self.env.close, self.env) end
+    self.conn, self.env = nil, nil
+end
+
+--- A SQL string literal (NULL for nil).
+-- @param v string, number, boolean or nil
+-- @treturn string
+function _M.quote(self, v)
+    if v == nil then return "NULL" end
+    local t = type(v)
+    if t == "number" then
+        if v % 1 == 0 and v > -2^53 and v < 2^53 then return format("%d", v) end
+        return format("%.17g", v)
+    end
+    if t == "boolean" then return v and "1" or "0" end
+    -- A NUL cannot be stored in a TEXT literal; JSON text never holds a raw one.
+    return "'" .. self.conn:escape(tostring(v)) .. "'"
+end
+
+local function fill(self, sql, args)
+    if not args then return sql end
+    local i = 0
+    return (sql:gsub("%?", function()
+        i = i + 1
+        return self:quote(args[i])
+    end))
+end
+
+-- Run a statement; returns rows-affected (number) or nil, message.
+function _M.exec(self, sql, args)
+    if not self.conn then return nil, "closed" end
+    -- A connection the server dropped raises in some drivers: that is data, not misuse.
+    local okx, r, err = pcall(self.conn.execute, self.conn, fill(self, sql, args))
+    if not okx then r, err = nil, r end
+    if r == nil then return nil, tostring(err):gsub("^LuaSQL: ", "") end
+    if type(r) == "userdata" then r:close() return 0 end
+    return floor(tonumber(r) or 0)
+end
+
+-- Run a query; returns an array of rows (tables by column name) or nil, message.
+function _M.query(self, sql, args)
+    if not self.conn then return nil, "closed" end
+    local okx, cur, err = pcall(self.conn.execute, self.conn, fill(self, sql, args))
+    if not okx then cur, err = nil, cur end
+    if cur == nil then return nil, tostring(err):gsub("^LuaSQL: ", "") end
+    if type(cur) ~= "userdata" then return {} end
+    local rows = {}
+    local row = cur:fetch({}, "a")
+    while row do
+        rows[#rows + 1] = row
+        row = cur:fetch({}, "a")
+    end
+    cur:close()
+    return rows
+end
+
+--- Run `fn()` in one transaction: committed when it returns true, rolled back when it
+-- returns nil, message or raises.
+-- @tparam function fn returns true or nil, message (or nil, err table)
+-- @treturn[1] any what fn returned
+-- @return[2] nil
+-- @treturn[2] table err (`store`/`write_failed`, or the err table fn returned)
+function _M.tx(self, fn)
+    if not self.conn then return nil, store_error("closed", "the job store is closed") end
+    local ok, err = self:exec(self.d.begin)
+    if not ok then return nil, store_error("write_failed", "cannot begin a transaction: " .. err) end
+    local okc, r, e = pcall(fn)
+    if not okc or not r then
+        self:exec("ROLLBACK")
+        if okc and errors.is_error(e) then return nil, e end
+        local why = okc and e or r
+        if not okc and errors.is_error(r) then return nil, r end
+        return nil, store_error("write_failed", tostring(why))
+    end
+    ok, err = self:exec("COMMIT")
+    if not ok then
+        self:exec("ROLLBACK")
+        return nil, store_error("write_failed", "commit failed: " .. err)
+    end
+    return r, e
+end
+
+local function is_unique_violation(msg)
+    msg = tostring(msg)
+    return msg:find("UNIQUE constraint failed", 1, true) or msg:find("duplicate key value", 1, true)
+        or msg:find("unique constraint", 1, true)
+end
+
+local function new_job_id()
+    local pid = core.process_ids and core.process_ids() or 0
+    return format("job-%s-%d-%04d", os.date("!%Y%m%dT%H%M%S"), pid, math.random(0, 9999))
+end
+
+--- Create a job.
+-- @tparam table job fields: `contract_name`, `contract_version`, `schema_hash`, `provider`, `model`
+--   (strings), `options_json` (string, JSON), `input_digest` (hex SHA-256 of the input file),
+--   `input_path` (string), `id` (string, optional; generated when absent)
+-- @treturn[1] string job id
+-- @return[2] nil
+-- @treturn[2] table err
+function _M.create_job(self, job)
+    if type(job) ~= "table" then error("store:create_job: job must be a table", 2) end
+    local id = job.id or new_job_id()
+    local ok, err = self:tx(function()
+        local r, e = self:exec("INSERT INTO jobs (id, contract_name, contract_version, schema_hash, provider, "
+            .. "model, options_json, input_digest, input_path, created_at, state, pass) VALUES "
+            .. "(?, ?, ?, ?, ?, ?, ?, ?, ?, " .. self.d.now .. ", 'open', 1)",
+            { id, job.contract_name, job.contract_version, job.schema_hash, job.provider, job.model,
+              job.options_json, job.input_digest, job.input_path })
+        if not r then return nil, e end
+        r, e = self:exec("INSERT INTO passes (job_id, pass, reason, created_at) VALUES (?, 1, ?, "
+            .. self.d.now .. ")", { id, "first pass" })
+        if not r then return nil, e end
+        return true
+    end)
+    if not ok then return nil, err end
+    return id
+end
+
+local function num_fields(row, names)
+    for _, n in ipairs(names) do
+        if row[n] ~= nil then row[n] = tonumber(row[n]) end
+    end
+    return row
+end
+local JOB_NUMS = { "items", "pass", "created_at" }
+local ITEM_NUMS = { "seq", "attempts", "lease_expires_at", "pass" }
+local OUTCOME_NUMS = { "pass", "decided_at" }
+
+--- One job by id.
+-- @tparam string job_id
+-- @treturn[1] table job: the `jobs` row (`id`, `contract_name`, `contract_version`, `schema_hash`,
+--   `provider`, `model`, `options_json`, `input_digest`, `input_path`, `items`, `pass`, `created_at`, `state`)
+-- @return[2] nil
+-- @treturn[2] table err (`not_found`, `read_failed`)
+function _M.job(self, job_id)
+    local rows, err = self:query("SELECT * FROM jobs WHERE id = ?", { job_id })
+    if not rows then return nil, store_error("read_failed", err) end
+    if not rows[1] then return nil, store_error("not_found", "no job " .. tostring(job_id) .. " in the store") end
+    return num_fields(rows[1], JOB_NUMS)
+end
+
+--- The most recently created job.
+-- @treturn[1] table job (as `job`)
+-- @return[2] nil
+-- @treturn[2] table err (`not_found` when the store has no job)
+function _M.latest_job(self)
+    local rows, err = self:query("SELECT * FROM jobs ORDER BY created_at DESC, id DESC LIMIT 1")
+    if not rows then return nil, store_error("read_failed", err) end
+    if not rows[1] then return nil, store_error("not_found", "the store holds no job") end
+    return num_fields(rows[1], JOB_NUMS)
+end
+
+--- Add items to a job, all in one transaction.
+-- @tparam string job_id
+-- @tparam {table,...} items each `{item_id = string, seq = integer, input_json = string,
+--   input_digest = string}`
+-- @treturn[1] integer how many were added
+-- @return[2] nil
+-- @treturn[2] table err (`duplicate` when an item id is already in the job, `write_failed`)
+function _M.add_items(self, job_id, items)
+    if type(items) ~= "table" then error("store:add_items: items must be an array", 2) end
+    return self:tx(function()
+        for _, it in ipairs(items) do
+            local r, e = self:exec("INSERT INTO items (job_id, item_id, seq, input_json, input_digest, state, "
+                .. "attempts, pass) VALUES (?, ?, ?, ?, ?, 'pending', 0, "
+                .. "(SELECT pass FROM jobs WHERE id = ?))",
+                { job_id, it.item_id, it.seq, it.input_json, it.input_digest, job_id })
+            if not r then
+                if is_unique_violation(e) then
+                    return nil, store_error("duplicate", "item id " .. tostring(it.item_id) .. " is already in job "
+                        .. job_id)
+                end
+                return nil, e
+            end
+        end
+        local r, e = self:exec("UPDATE jobs SET items = (SELECT count(*) FROM items WHERE job_id = ?) WHERE id = ?",
+            { job_id, job_id })
+        if not r then return nil, e end
+        return #items
+    end)
+end
+
+--- Lease up to `n` items that are waiting (or whose lease expired) to `owner`.
+-- On PostgreSQL the rows are taken with `SELECT ... FOR UPDATE SKIP LOCKED`, so workers never
+-- wait on each other and never take the same row; on SQLite the write lock does the same.
+-- Each lease counts one in the item's `attempts`.
+-- @tparam string job_id
+-- @tparam string owner the worker's name (host:pid:random)
+-- @tparam integer n most items to take (>= 1)
+-- @tparam number lease_seconds how long the lease lasts unless renewed
+-- @treturn[1] {table,...} leased items (`item_id`, `seq`, `input_json`, `input_digest`, `pass`, `attempts`),
+--   in `seq` order; empty when nothing is waiting
+-- @return[2] nil
+-- @treturn[2] table err (`write_failed`)
+function _M.lease(self, job_id, owner, n, lease_seconds)
+    if type(owner) ~= "string" or type(n) ~= "number" or type(lease_seconds) ~= "number" then
+        error("store:lease: owner (string), n and lease_seconds (numbers) expected", 2)
+    end
+    local got
+    local ok, err = self:tx(function()
+        local rows, e = self:query("SELECT " .. ITEM_COLUMNS .. " FROM items WHERE job_id = ? AND (state = 'pending' "
+            .. "OR (state = 'leased' AND lease_expires_at < " .. self.d.now .. ")) ORDER BY seq LIMIT "
+            .. format("%d", n) .. self.d.skip_locked, { job_id })
+        if not rows then return nil, e end
+        if #rows == 0 then got = {} return true end
+        local ids = {}
+        for i, row in ipairs(rows) do ids[i] = self:quote(row.item_id) end
+        local r
+        r, e = self:exec("UPDATE items SET state = 'leased', lease_owner = ?, lease_expires_at = " .. self.d.now
+            .. " + ?, attempts = attempts + 1 WHERE job_id = ? AND item_id IN (" .. concat(ids, ", ") .. ")",
+            { owner, lease_seconds, job_id })
+        if not r then return nil, e end
+        for _, row in ipairs(rows) do
+            num_fields(row, ITEM_NUMS)
+            row.attempts = row.attempts + 1
+            row.state, row.lease_owner = "leased", owner
+        end
+        got = rows
+        return true
+    end)
+    if not ok then return nil, err end
+    return got
+end
+
+--- Extend the leases `owner` holds on `item_ids` (a heartbeat for long exchanges).
+-- @tparam string job_id
+-- @tparam string owner
+-- @tparam {string,...} item_ids
+-- @tparam number lease_seconds
+-- @treturn[1] integer leases extended
+-- @return[2] nil
+-- @treturn[2] table err
+function _M.renew(self, job_id, owner, item_ids, lease_seconds)
+    if #item_ids == 0 then return 0 end
+    local ids = {}
+    for i, id in ipairs(item_ids) do ids[i] = self:quote(id) end
+    return self:tx(function()
+        return self:exec("UPDATE items SET lease_expires_at = " .. self.d.now .. " + ? WHERE job_id = ? AND "
+            .. "lease_owner = ? AND state = 'leased' AND item_id IN (" .. concat(ids, ", ") .. ")",
+            { lease_seconds, job_id, owner })
+    end)
+end
+
+--- Give leases back at once (a worker stopping, or `--resume` after a crash of the only
+-- process): the items become waiting again. `owner` nil releases every lease of the job.
+-- @tparam string job_id
+-- @tparam string|nil owner
+-- @tparam[opt] {string,...} item_ids only these items
+-- @treturn[1] integer items released
+-- @return[2] nil
+-- @treturn[2] table err
+function _M.release(self, job_id, owner, item_ids)
+    local where = "job_id = ? AND state = 'leased'"
+    local args = { job_id }
+    if owner then where = where .. " AND lease_owner = ?" args[2] = owner end
+    if item_ids then
+        if #item_ids == 0 then return 0 end
+        local ids = {}
+        for i, id in ipairs(item_ids) do ids[i] = self:quote(id) end
+        where = where .. " AND item_id IN (" .. concat(ids, ", ") .. ")"
+    end
+    return self:tx(function()
+        return self:exec("UPDATE items SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL WHERE "
+            .. where, args)
+    end)
+end
+
+--- Record an item's outcome, its evidence rows and its new state in ONE transaction.
+-- @tparam string job_id
+-- @tparam string item_id
+-- @tparam table outcome `pass` (integer), `status` ("accepted"|"human_review"), `value_json`
+--   (string|nil), `reason_json` (string|nil), `reason_category`, `reason_kind` (strings|nil),
+--   `record_json` (string: the exported line), `decided_by` ("model"|"human"), `worker` (string),
+--   `evidence` ({string,...} JSON lines, optional)
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] table err: `duplicate` (this item and pass already has an outcome: another worker
+--   whose lease expired recorded it first; nothing was changed), `write_failed` (rolled back)
+function _M.record_outcome(self, job_id, item_id, outcome)
+    if type(outcome) ~= "table" or type(outcome.pass) ~= "number" or type(outcome.status) ~= "string" then
+        error("store:record_outcome: outcome {pass = integer, status = string, ...} expected", 2)
+    end
+    return self:tx(function()
+        local r, e = self:exec("INSERT INTO outcomes (job_id, " .. OUTCOME_COLUMNS .. ") VALUES "
+            .. "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " .. self.d.now .. ", ?)",
+            { job_id, item_id, outcome.pass, outcome.status, outcome.value_json, outcome.reason_json,
+              outcome.reason_category, outcome.reason_kind, outcome.record_json, outcome.decided_by or "model",
+              outcome.worker })
+        if not r then
+            if is_unique_violation(e) then
+                return nil, store_error("duplicate", format("item %s pass %d already has an outcome",
+                    tostring(item_id), outcome.pass))
+            end
+            return nil, e
+        end
+        for i, line in ipairs(outcome.evidence or {}) do
+            r, e = self:exec("INSERT INTO evidence (job_id, item_id, pass, seq, record_json) VALUES (?, ?, ?, ?, ?)",
+                { job_id, item_id, outcome.pass, i, line })
+            if not r then return nil, e end
+        end
+        r, e = self:exec("UPDATE items SET state = 'done', lease_owner = NULL, lease_expires_at = NULL "
+            .. "WHERE job_id = ? AND item_id = ? AND pass = ?", { job_id, item_id, outcome.pass })
+        if not r then return nil, e end
+        return true
+    end)
+end
+
+--- Start a new pass over the items whose latest outcome is `human_review` (after a contract
+-- fix, say): they become waiting again under pass+1; earlier outcomes stay recorded.
+-- @tparam string job_id
+-- @tparam string reason why (recorded in `passes`)
+-- @treturn[1] integer the new pass number
+-- @treturn[1] integer how many items it holds
+-- @return[2] nil
+-- @treturn[2] table err
+function _M.new_review_pass(self, job_id, reason)
+    local pass, count
+    local ok, err = self:tx(function()
+        local rows, e = self:query("SELECT pass FROM jobs WHERE id = ?", { job_id })
+        if not rows then return nil, e end
+        if not rows[1] then return nil, store_error("not_found", "no job " .. tostring(job_id)) end
+        pass = tonumber(rows[1].pass) + 1
+        local r
+        r, e = self:exec("UPDATE items SET state = 'pending', pass = ?, lease_owner = NULL, lease_expires_at = NULL "
+            .. "WHERE job_id = ? AND state = 'done' AND EXISTS (SELECT 1 FROM outcomes o WHERE o.job_id = items.job_id "
+            .. "AND o.item_id = items.item_id AND o.pass = items.pass AND o.status = 'human_review' "
+            .. "AND o.decided_by = 'model')", { pass, job_id })
+        if not r then return nil, e end
+        count = r
+        r, e = self:exec("UPDATE jobs SET pass = ? WHERE id = ?", { pass, job_id })
+        if not r then return nil, e end
+        r, e = self:exec("INSERT INTO passes (job_id, pass, reason, created_at) VALUES (?, ?, ?, " .. self.d.now
+            .. ")", { job_id, pass, reason })
+        if not r then return nil, e end
+        return true
+    end)
+    if not ok then return nil, err end
+    return pass, count
+end
+
+-- The latest outcome of each item: the outcome whose pass is the item's highest recorded one.
+local LATEST = "SELECT i.item_id, i.seq, i.state, i.attempts, i.pass AS item_pass, i.lease_owner, "
+    .. "i.lease_expires_at, o.pass, o.status, o.value_json, o.reason_json, o.reason_category, o.reason_kind, "
+    .. "o.record_json, o.decided_by, o.decided_at, o.worker FROM items i LEFT JOIN outcomes o "
+    .. "ON o.job_id = i.job_id AND o.item_id = i.item_id AND o.pass = (SELECT max(pass) FROM outcomes o2 "
+    .. "WHERE o2.job_id = i.job_id AND o2.item_id = i.item_id) WHERE i.job_id = ?"
+
+--- Items of a job with their latest outcome, in input order.
+-- @tparam string job_id
+-- @tparam[opt] table filter `state` ("pending"|"leased"|"done"), `status` ("accepted"|"human_review":
+--   latest outcome), `reason` (a reason kind, e.g. "order_exists" rule kinds or "schema"),
+--   `offset`, `limit` (integers)
+-- @treturn[1] {table,...} rows: `item_id`, `seq`, `state`, `attempts`, `item_pass`, `lease_owner`,
+--   `lease_expires_at`, and the latest outcome's `pass`, `status`, `value_json`, `reason_json`,
+--   `reason_category`, `reason_kind`, `record_json`, `decided_by`, `decided_at`, `worker` (nil when none)
+-- @return[2] nil
+-- @treturn[2] table err (`read_failed`)
+function _M.items(self, job_id, filter)
+    filter = filter or {}
+    local sql, args = LATEST, { job_id }
+    if filter.state then sql = sql .. " AND i.state = ?" args[#args + 1] = filter.state end
+    if filter.status then sql = sql .. " AND o.status = ?" args[#args + 1] = filter.status end
+    if filter.reason then
+        sql = sql .. " AND (o.reason_kind = ? OR o.reason_category = ?)"
+        args[#args + 1] = filter.reason
+        args[#args + 1] = filter.reason
+    end
+    sql = sql .. " ORDER BY i.seq"
+    if filter.limit then sql = sql .. format(" LIMIT %d", filter.limit) end
+    if filter.offset then sql = sql .. format(" OFFSET %d", filter.offset) end
+    local rows, err = self:query(sql, args)
+    if not rows then return nil, store_error("read_failed", err) end
+    for _, row in ipairs(rows) do
+        num_fields(row, ITEM_NUMS)
+        num_fields(row, OUTCOME_NUMS)
+        row.item_pass = tonumber(row.item_pass)
+    end
+    return rows
+end
+
+--- Ids and input digests of a job's items, in input order (to match a mailbox on resume).
+-- @tparam string job_id
+-- @treturn[1] {table,...} `{item_id, seq, input_digest}`
+-- @return[2] nil
+-- @treturn[2] table err
+function _M.item_digests(self, job_id)
+    local rows, err = self:query("SELECT item_id, seq, input_digest FROM items WHERE job_id = ? ORDER BY seq",
+        { job_id })
+    if not rows then return nil, store_error("read_failed", err) end
+    for _, r in ipairs(rows) do r.seq = tonumber(r.seq) end
+    return rows
+end
+
+--- One item with every recorded outcome.
+-- @tparam string job_id
+-- @tparam string item_id
+-- @treturn[1] table the row as in `items`, plus `input_json`, `input_digest` and `outcomes` (every
+--   pass's outcome, oldest first)
+-- @return[2] nil
+-- @treturn[2] table err (`not_found`, `read_failed`)
+function _M.item(self, job_id, item_id)
+    local rows, err = self:query(LATEST .. " AND i.item_id = ?", { job_id, item_id })
+    if not rows then return nil, store_error("read_failed", err) end
+    local row = rows[1]
+    if not row then return nil, store_error("not_found", "no item " .. tostring(item_id) .. " in job " .. job_id) end
+    num_fields(row, ITEM_NUMS)
+    num_fields(row, OUTCOME_NUMS)
+    row.item_pass = tonumber(row.item_pass)
+    local more
+    more, err = self:query("SELECT input_json, input_digest FROM items WHERE job_id = ? AND item_id = ?",
+        { job_id, item_id })
+    if not more then return nil, store_error("read_failed", err) end
+    row.input_json, row.input_digest = more[1].input_json, more[1].input_digest
+    local outs
+    outs, err = self:query("SELECT " .. OUTCOME_COLUMNS .. " FROM outcomes WHERE job_id = ? AND item_id = ? "
+        .. "ORDER BY pass", { job_id, item_id })
+    if not outs then return nil, store_error("read_failed", err) end
+    for _, o in ipairs(outs) do num_fields(o, OUTCOME_NUMS) end
+    row.outcomes = outs
+    return row
+end
+
+--- The evidence records of one item (every pass), decoded, in the order written.
+-- @tparam string job_id
+-- @tparam string item_id
+-- @treturn[1] {table,...} records (see `jsoncontract.evidence`), each with `pass` set
+-- @return[2] nil
+-- @treturn[2] table err (`read_failed`)
+function _M.evidence_for(self, job_id, item_id)
+    local rows, err = self:query("SELECT pass, record_json FROM evidence WHERE job_id = ? AND item_id = ? "
+        .. "ORDER BY pass, seq", { job_id, item_id })
+    if not rows then return nil, store_error("read_failed", err) end
+    local out = {}
+    for i, row in ipairs(rows) do
+        local rec = core.decode(row.record_json) or { undecodable = row.record_json }
+        rec.pass = rec.pass or tonumber(row.pass)
+        out[i] = rec
+    end
+    return out
+end
+
+--- Call `fn(record_json)` for every evidence line of a job, item by item in input order.
+-- @tparam string job_id
+-- @tparam function fn
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] table err
+function _M.each_evidence(self, job_id, fn)
+    if not self.conn then return nil, store_error("closed", "the job store is closed") end
+    local cur, err = self.conn:execute(fill(self, "SELECT e.record_json FROM evidence e JOIN items i ON "
+        .. "i.job_id = e.job_id AND i.item_id = e.item_id WHERE e.job_id = ? ORDER BY i.seq, e.pass, e.seq",
+        { job_id }))
+    if not cur then return nil, store_error("read_failed", tostring(err)) end
+    local line = cur:fetch()
+    while line do
+        fn(line)
+        line = cur:fetch()
+    end
+    cur:close()
+    return true
+end
+
+--- Progress and per-gate counts of a job.
+-- @tparam string job_id
+-- @treturn[1] table `items`, `pending`, `leased`, `done` (integers), `accepted`, `human_review`
+--   (latest outcomes), `by_reason` ({["category/kind"] = integer}), `pass` (the job's current pass),
+--   `limit_wait_ms` (summed over runs), `exchanges`, `workers` (distinct workers that ran)
+-- @return[2] nil
+-- @treturn[2] table err
+function _M.counts(self, job_id)
+    local c = { items = 0, pending = 0, leased = 0, done = 0, accepted = 0, human_review = 0, by_reason = {} }
+    local rows, err = self:query("SELECT state, count(*) AS n FROM items WHERE job_id = ? GROUP BY state",
+        { job_id })
+    if not rows then return nil, store_error("read_failed", err) end
+    for _, r in ipairs(rows) do
+        c[r.state] = tonumber(r.n)
+        c.items = c.items + tonumber(r.n)
+    end
+    rows, err = self:query("SELECT o.status, o.reason_category, o.reason_kind, count(*) AS n FROM ("
+        .. LATEST .. ") o GROUP BY o.status, o.reason_category, o.reason_kind", { job_id })
+    if not rows then return nil, store_error("read_failed", err) end
+    for _, r in ipairs(rows) do
+        if r.status then
+            c[r.status] = (c[r.status] or 0) + tonumber(r.n)
+            if r.status == "human_review" then
+                local key = tostring(r.reason_category) .. "/" .. tostring(r.reason_kind)
+                c.by_reason[key] = (c.by_reason[key] or 0) + tonumber(r.n)
+            end
+        end
+    end
+    rows, err = self:query("SELECT sum(limit_wait_ms) AS w, sum(exchanges) AS x, count(DISTINCT worker) AS n "
+        .. "FROM runs WHERE job_id = ?", { job_id })
+    if not rows then return nil, store_error("read_failed", err) end
+    c.limit_wait_ms = tonumber(rows[1] and rows[1].w) or 0
+    c.exchanges = tonumber(rows[1] and rows[1].x) or 0
+    c.workers = tonumber(rows[1] and rows[1].n) or 0
+    local job = self:job(job_id)
+    c.pass = job and job.pass
+    return c
+end
+
+--- Record one worker run of a job (for the summary: exchanges, time waiting on rate limits).
+-- @tparam string job_id
+-- @tparam table run `worker` (string), `started_at` (seconds), `exchanges` (integer),
+--   `limit_wait_ms` (number), `stop_reason` (string), `stats_json` (string)
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] table err
+function _M.record_run(self, job_id, run)
+    return self:tx(function()
+        return self:exec("INSERT INTO runs (job_id, worker, started_at, ended_at, exchanges, limit_wait_ms, "
+            .. "stop_reason, stats_json) VALUES (?, ?, ?, " .. self.d.now .. ", ?, ?, ?, ?)",
+            { job_id, run.worker, run.started_at, floor(run.exchanges or 0), run.limit_wait_ms or 0,
+              run.stop_reason, run.stats_json })
+    end)
+end
+
+--- The database clock, in seconds since the epoch.
+-- @treturn number|nil
+function _M.now(self)
+    local rows = self:query("SELECT " .. self.d.now .. " AS t")
+    return rows and rows[1] and tonumber(rows[1].t)
+end
+
+--- Make a `store` err table (for modules that add queries over this store's connection).
+-- @tparam string kind
+-- @tparam string message
+-- @treturn table err
+_M.error = store_error
+
+return _M

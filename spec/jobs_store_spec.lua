@@ -1,0 +1,189 @@
+-- The job store (jsoncontract.jobs.store) on a real SQLite file and on a real PostgreSQL
+-- server started here: one schema, one code path, the same expectations for both.
+local store = require "jsoncontract.jobs.store"
+local jobs = require "support.jobs"
+
+local function items(n)
+    local out = {}
+    for i = 1, n do
+        out[i] = { item_id = "m" .. i, seq = i, input_json = '{"id":"m' .. i .. '","text":"t"}', input_digest = "d" .. i }
+    end
+    return out
+end
+
+local function behaves_like_a_job_store(engine, get_url)
+    describe(engine, function()
+        local st, job
+
+        before_each(function()
+            local url, why = get_url()
+            if not url then return pending(why) end
+            st = assert(store.open(url))
+            job = assert(st:create_job { contract_name = "support_ticket", contract_version = "1.0.0",
+                schema_hash = "abc", provider = "openai", model = "m", options_json = "{}", input_digest = "x" })
+            assert.equal(5, st:add_items(job, items(5)))
+        end)
+        after_each(function()
+            if st then st:close() end
+            st = nil
+        end)
+
+        it("keeps the job and its items, and refuses an item id twice", function()
+            if not st then return end
+            local j = assert(st:job(job))
+            assert.equal("support_ticket", j.contract_name)
+            assert.equal(5, j.items)
+            assert.equal(job, st:latest_job().id)
+            local ok, err = st:add_items(job, { { item_id = "m3", seq = 9, input_json = "{}", input_digest = "z" } })
+            assert.is_nil(ok)
+            assert.equal("store", err.category)
+            assert.equal("duplicate", err.kind)
+            assert.equal(5, st:counts(job).items)
+            local none, nerr = st:job("no-such-job")
+            assert.is_nil(none)
+            assert.equal("not_found", nerr.kind)
+        end)
+
+        it("leases waiting items in input order, and takes an expired lease again", function()
+            if not st then return end
+            local a = assert(st:lease(job, "w1", 2, 0.3))
+            assert.same({ "m1", "m2" }, { a[1].item_id, a[2].item_id })
+            assert.equal(1, a[1].attempts)
+            local b = assert(st:lease(job, "w2", 10, 30))
+            assert.equal(3, #b)
+            assert.equal("m3", b[1].item_id)
+            assert.equal(0, #assert(st:lease(job, "w3", 10, 30)))
+            jobs.sleep(0.6)
+            local c = assert(st:lease(job, "w3", 10, 30))
+            assert.same({ "m1", "m2" }, { c[1].item_id, c[2].item_id })
+            assert.equal(2, c[1].attempts)
+            assert.equal(2, st:release(job, "w3"))
+            assert.equal(2, st:counts(job).pending)
+        end)
+
+        it("records an outcome exactly once, with its evidence and state, in one transaction", function()
+            if not st then return end
+            assert(st:lease(job, "w1", 5, 30))
+            local row = { pass = 1, status = "accepted", value_json = '{"intent":"other"}', record_json = '{"id":"m1"}',
+                decided_by = "model", worker = "w1", evidence = { '{"attempt":1}', '{"attempt":2}' } }
+            assert.is_true(st:record_outcome(job, "m1", row))
+            local ok, err = st:record_outcome(job, "m1", row)
+            assert.is_nil(ok)
+            assert.equal("duplicate", err.kind)
+            local it1 = assert(st:item(job, "m1"))
+            assert.equal("done", it1.state)
+            assert.equal("accepted", it1.status)
+            assert.equal(1, #it1.outcomes)
+            assert.equal(2, #st:evidence_for(job, "m1"))  -- the duplicate added none
+            assert.equal(2, st:evidence_for(job, "m1")[2].attempt)
+            assert.is_true(st:record_outcome(job, "m2", { pass = 1, status = "human_review",
+                reason_json = '{"category":"rules"}', reason_category = "rules", reason_kind = "rule_failed",
+                record_json = '{"id":"m2"}', worker = "w1" }))
+            local c = st:counts(job)
+            assert.same({ 2, 1, 1, 3 }, { c.done, c.accepted, c.human_review, c.leased })
+            assert.equal(1, c.by_reason["rules/rule_failed"])
+            assert.equal(1, #st:items(job, { status = "human_review" }))
+            assert.equal(1, #st:items(job, { reason = "rule_failed" }))
+            assert.equal(2, #st:items(job, { offset = 1, limit = 2 }))
+        end)
+
+        it("rolls a failed outcome back whole: no outcome, no evidence, no state change", function()
+            if not st then return end
+            -- the evidence row breaks NOT NULL after the outcome went in: the whole transaction goes
+            local bad, berr = st:tx(function()
+                assert(st:exec("INSERT INTO outcomes (job_id, item_id, pass, status, decided_by) VALUES (?, 'm2', 1, "
+                    .. "'accepted', 'model')", { job }))
+                return st:exec("INSERT INTO evidence (job_id, item_id, pass, seq, record_json) VALUES (?, 'm2', 1, 1, NULL)",
+                    { job })
+            end)
+            assert.is_nil(bad)
+            assert.equal("write_failed", berr.kind)
+            assert.is_nil(st:item(job, "m2").status)
+        end)
+
+        it("says write_failed (never raises) when the connection is gone", function()
+            if not st then return end
+            st.conn:close()
+            local ok, err = st:record_outcome(job, "m1", { pass = 1, status = "accepted", record_json = "{}" })
+            assert.is_nil(ok)
+            assert.equal("store", err.category)
+            assert.equal("write_failed", err.kind)
+            st.conn = nil
+        end)
+
+        it("opens a new pass over the review items only", function()
+            if not st then return end
+            assert(st:lease(job, "w1", 5, 30))
+            assert(st:record_outcome(job, "m1", { pass = 1, status = "accepted", record_json = '{"id":"m1"}' }))
+            assert(st:record_outcome(job, "m2", { pass = 1, status = "human_review", record_json = '{"id":"m2"}' }))
+            local pass, n = st:new_review_pass(job, "contract fixed")
+            assert.same({ 2, 1 }, { pass, n })
+            local again = assert(st:lease(job, "w1", 5, 30))
+            assert.equal(1, #again)
+            assert.same({ "m2", 2 }, { again[1].item_id, again[1].pass })
+            assert(st:record_outcome(job, "m2", { pass = 2, status = "accepted", record_json = '{"id":"m2","pass":2}' }))
+            local m2 = st:item(job, "m2")
+            assert.same({ "accepted", 2, 2 }, { m2.status, m2.pass, #m2.outcomes })
+        end)
+    end)
+end
+
+describe("jsoncontract.jobs.store", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. dir)
+    local n = 0
+    teardown(function() os.execute("rm -rf '" .. dir .. "'") end)
+
+    behaves_like_a_job_store("SQLite (WAL)", function()
+        n = n + 1
+        return dir .. "/job" .. n .. ".sqlite"
+    end)
+
+    it("puts SQLite in WAL mode", function()
+        local st = assert(store.open(dir .. "/wal.sqlite"))
+        finally(function() st:close() end)
+        assert.equal("wal", st:query("PRAGMA journal_mode")[1].journal_mode)
+    end)
+
+    it("says open_failed for a store it cannot open", function()
+        local st, err = store.open("/nonexistent/folder/job.sqlite")
+        assert.is_nil(st)
+        assert.equal("open_failed", err.kind)
+        st, err = store.open("postgresql://nobody:secret@127.0.0.1:1/none")
+        assert.is_nil(st)
+        assert.equal("open_failed", err.kind)
+        assert.falsy(err.message:find("secret", 1, true))
+    end)
+
+    local pg, why
+    local db = 0
+    lazy_setup(function() pg, why = jobs.start_postgres() end)
+    lazy_teardown(function() if pg then pg.stop() end end)
+
+    behaves_like_a_job_store("PostgreSQL", function()
+        if not pg then return nil, why end
+        -- a fresh schema per test: a new database
+        db = db + 1
+        local admin = assert(store.open(pg.url, { create = false }))
+        assert(admin:exec("CREATE DATABASE t" .. db))
+        admin:close()
+        return (pg.url:gsub("/postgres$", "/t" .. db))
+    end)
+
+    it("PostgreSQL: a worker skips rows another holds (FOR UPDATE SKIP LOCKED)", function()
+        if not pg then return pending(why) end
+        local a = assert(store.open(pg.url))
+        local b = assert(store.open(pg.url, { create = false }))
+        finally(function() a:close() b:close() end)
+        local job = assert(a:create_job { contract_name = "c", provider = "p", model = "m" })
+        assert(a:add_items(job, items(4)))
+        assert(a:exec("BEGIN"))
+        local held = assert(a:query("SELECT item_id FROM items WHERE job_id = ? ORDER BY seq LIMIT 2 "
+            .. "FOR UPDATE SKIP LOCKED", { job }))
+        assert.equal(2, #held)
+        local got = assert(b:lease(job, "w2", 10, 30))  -- does not wait for a's transaction
+        assert.same({ "m3", "m4" }, { got[1].item_id, got[2].item_id })
+        assert(a:exec("ROLLBACK"))
+    end)
+end)

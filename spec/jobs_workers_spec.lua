@@ -1,0 +1,101 @@
+-- Three workers on one job in a real PostgreSQL server (started here): one is killed -9 mid-run;
+-- the others take its leases once they expire, and every item's outcome is recorded exactly once.
+local core = require "jsoncontract.core"
+local util = require "support.util"
+local jobs = require "support.jobs"
+local store = require "jsoncontract.jobs.store"
+
+local LUA = util.LUA
+local q = jobs.q
+
+local function jc(args)
+    return ("env -u LD_PRELOAD -u OPENAI_API_KEY -u ANTHROPIC_API_KEY %s bin/jsoncontract %s"):format(LUA, args)
+end
+
+describe("jsoncontract worker over PostgreSQL", function()
+    local pg, why, mailbox, by_text, ids
+
+    lazy_setup(function()
+        mailbox, by_text, ids = jobs.mailbox(60)
+        if not mailbox then why = by_text return end
+        pg, why = jobs.start_postgres()
+    end)
+    lazy_teardown(function()
+        if pg then pg.stop() end
+        if mailbox then os.remove(mailbox) end
+    end)
+
+    it("3 workers, one killed mid-run: every mail decided exactly once, nothing asked after its commit", function()
+        if not pg then return pending(why) end
+        local tmp = os.tmpname()
+        os.remove(tmp)
+        os.execute("mkdir -p " .. q(tmp))
+        local pids = {}
+        finally(function()
+            for _, pid in ipairs(pids) do os.execute("kill -9 " .. pid .. " 2>/dev/null") end
+            os.execute("rm -rf " .. q(tmp))
+        end)
+        local o, code = util.sh(jc(("enqueue --store %s --input %s --delay-ms 40"):format(q(pg.url), q(mailbox))))
+        assert.equal(0, code, o)
+        local job_id = o:match("(job%-%S+)")
+        assert.truthy(job_id, o)
+        for w = 1, 3 do
+            pids[w] = jobs.spawn_status(jc(("worker --store %s --parallel 3 --lease-seconds 2"):format(q(pg.url))),
+                tmp .. "/worker-" .. w .. ".out", "JC_STANDIN_LOG=" .. q(tmp .. "/standin-" .. w .. ".log"))
+        end
+        -- once a dozen outcomes are in, kill worker 2 (the shell's child) and its stand-in follows
+        local st = assert(store.open(pg.url, { create = false }))
+        finally(function() st:close() end)
+        local deadline = jobs.now() + 60
+        while jobs.now() < deadline and (st:counts(job_id).done or 0) < 12 do jobs.sleep(0.05) end
+        local victim = jobs.children(pids[2])[1]
+        assert.truthy(victim, "worker 2 is running")
+        local standin = jobs.children(victim)
+        os.execute("kill -9 " .. victim)
+        for _, c in ipairs(standin) do assert.is_true(jobs.wait_gone(c, 5), "stand-in outlived its worker") end
+        assert.is_true(jobs.wait_gone(pids[1], 120))
+        assert.is_true(jobs.wait_gone(pids[3], 120))
+        for _, w in ipairs { 1, 3 } do
+            local text = util.read(tmp .. "/worker-" .. w .. ".out")
+            assert.equal(0, tonumber(text:match("exit=(%d+)")), text)
+        end
+
+        -- exactly one outcome per item (the UNIQUE constraint), all items decided
+        local rows = assert(st:query("SELECT item_id, count(*) AS n, min(decided_at) AS t FROM outcomes "
+            .. "WHERE job_id = ? GROUP BY item_id", { job_id }))
+        assert.equal(#ids, #rows)
+        local decided = {}
+        for _, r in ipairs(rows) do
+            assert.equal(1, tonumber(r.n))
+            decided[r.item_id] = tonumber(r.t)
+        end
+        -- no worker asked for an item after its outcome was committed (one clock: one host)
+        for w = 1, 3 do
+            for _, r in ipairs(jobs.standin_log(tmp .. "/standin-" .. w .. ".log")) do
+                local id = by_text[r.mail]
+                assert.is_true(r.t <= decided[id] + 0.05, ("worker %d asked %s %.3f s after its commit")
+                    :format(w, id, r.t - decided[id]))
+            end
+        end
+        -- worker 2's leases were taken over by the others
+        local took = 0
+        for _, r in ipairs(st:query("SELECT count(DISTINCT worker) AS n FROM outcomes WHERE job_id = ?", { job_id })) do
+            took = tonumber(r.n)
+        end
+        assert.is_true(took >= 2)
+
+        -- status and export work against the same store
+        o, code = util.sh(jc("status --store " .. q(pg.url) .. " --json"))
+        assert.equal(0, code, o)
+        local status = core.decode(o)
+        assert.same({ #ids, 0, 0 }, { status.items, status.pending, status.leased })
+        assert.equal(#ids, status.metrics.items)
+        o, code = util.sh(jc(("export --store %s --out %s"):format(q(pg.url), q(tmp .. "/export"))))
+        assert.equal(0, code, o)
+        local seen = {}
+        for _, f in ipairs { "tickets.jsonl", "review.jsonl" } do
+            for _, r in ipairs(jobs.jsonl(tmp .. "/export/" .. f)) do seen[r.id] = (seen[r.id] or 0) + 1 end
+        end
+        for _, id in ipairs(ids) do assert.equal(1, seen[id], id) end
+    end)
+end)
