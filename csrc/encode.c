@@ -24,6 +24,9 @@
 #ifndef JC_ENCODE_MAX_DEPTH
 #define JC_ENCODE_MAX_DEPTH 1000        /* default 'max_depth' (levels) */
 #endif
+#ifndef JC_ENCODE_POINTER_SHOWN
+#define JC_ENCODE_POINTER_SHOWN 120     /* bytes of a pointer shown in an error */
+#endif
 #ifndef JC_ENCODE_DEPTH_LIMIT
 #define JC_ENCODE_DEPTH_LIMIT 3000      /* largest 'max_depth' accepted */
 #endif
@@ -155,9 +158,21 @@ static int jc_enc_raise(jc_enc *e, const jc_path *p, const char *what) {
   ptr = lua_tolstring(L, -1, &len);
   if (len == 0)
     return luaL_error(L, "cannot encode %s at the root", what);
-  if (len > 200) {
-    lua_pushlstring(L, ptr, 200);
-    return luaL_error(L, "cannot encode %s at %s...", what,
+  if (len > JC_ENCODE_POINTER_SHOWN) {
+    /* A long pointer (a deep value) is elided in the middle with its length,
+    ** so the message stays short and still says where it starts and ends. The
+    ** cut points step back to a UTF-8 character start (member names are UTF-8
+    ** here: invalid ones raise before their path is shown). */
+    size_t head = JC_ENCODE_POINTER_SHOWN * 2 / 3, tail;
+    char n[32];
+    snprintf(n, sizeof n, "%lu", (unsigned long)len);
+    while (head > 0 && ((unsigned char)ptr[head] & 0xC0) == 0x80) head--;
+    tail = len - (JC_ENCODE_POINTER_SHOWN - JC_ENCODE_POINTER_SHOWN * 2 / 3);
+    while (tail < len && ((unsigned char)ptr[tail] & 0xC0) == 0x80) tail++;
+    lua_pushlstring(L, ptr, head);
+    lua_pushlstring(L, ptr + tail, len - tail);
+    return luaL_error(L, "cannot encode %s at %s\xe2\x80\xa6(%s bytes)"
+                      "\xe2\x80\xa6%s", what, lua_tostring(L, -2), n,
                       lua_tostring(L, -1));
   }
   return luaL_error(L, "cannot encode %s at %s", what, ptr);

@@ -199,6 +199,12 @@ describe("jsoncontract.core", function()
             t.a = { t }
             raises("cannot encode a table nested deeper than 1000 levels (or a cycle) at /a/0/a/0", core.encode, t)
             raises("deeper than 3 levels (or a cycle) at /a/0/a", core.encode, t, { max_depth = 3 })
+            -- the 2,000-byte pointer of a deep cycle is elided in the middle, with its length
+            local ok, msg = pcall(core.encode, t, { max_depth = 1000 })
+            assert.is_false(ok)
+            assert.truthy(msg:find("at " .. ("/a/0"):rep(20) .. "\226\128\166(2000 bytes)\226\128\166"
+                .. ("/a/0"):rep(10), 1, true), msg)
+            assert.truthy(#msg < 250, msg)
             assert.equal("[[[]]]", core.encode({ { {} } }, { max_depth = 3 }):gsub("{}", "[]"))
         end)
 

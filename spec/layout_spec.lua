@@ -18,25 +18,28 @@ end
 
 -- A room (module prefix) and the prefixes it may import (the C core always).
 local RULES = {
-    { "jsoncontract.errors", { "jsoncontract.json", "jsoncontract.utf8" } },
+    { "jsoncontract.secrets", {} },
+    { "jsoncontract.errors", { "jsoncontract.json", "jsoncontract.utf8", "jsoncontract.secrets" } },
     { "jsoncontract.json", { "jsoncontract.utf8" } },
     { "jsoncontract.utf8", {} },
     { "jsoncontract.compat", {} },
-    { "jsoncontract.transport.", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.compat" } },
+    { "jsoncontract.transport.", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.compat",
+        "jsoncontract.secrets" } },
     { "jsoncontract.providers.", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.transport.http_status",
-        "jsoncontract.providers." } },
+        "jsoncontract.providers.", "jsoncontract.secrets" } },
     { "jsoncontract.standin.", { "jsoncontract.standin.", "jsoncontract.utf8" } },
     { "jsoncontract.contract.lint", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.feedback",
-        "jsoncontract.contract.", "jsoncontract.providers" } },
+        "jsoncontract.contract.", "jsoncontract.providers", "jsoncontract.secrets" } },
     { "jsoncontract.contract", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.feedback",
-        "jsoncontract.contract." } },
+        "jsoncontract.contract.", "jsoncontract.secrets" } },
     { "jsoncontract.run", { "jsoncontract.errors", "jsoncontract.feedback", "jsoncontract.providers",
-        "jsoncontract.compat", "jsoncontract.run." } },
+        "jsoncontract.compat", "jsoncontract.run.", "jsoncontract.secrets" } },
     { "jsoncontract.jobs.", { "jsoncontract.errors", "jsoncontract.evidence", "jsoncontract.compat",
-        "jsoncontract.run", "jsoncontract.providers", "jsoncontract.jobs." } },
+        "jsoncontract.run", "jsoncontract.providers", "jsoncontract.jobs.", "jsoncontract.secrets" } },
     -- The review desk: nothing at the desk reaches a model (no run, providers, transport).
     { "jsoncontract.review.", { "jsoncontract.json", "jsoncontract.compat", "jsoncontract.contract",
-        "jsoncontract.jobs.store", "jsoncontract.jobs.review_queries", "jsoncontract.review." } },
+        "jsoncontract.jobs.store", "jsoncontract.jobs.review_queries", "jsoncontract.review.",
+        "jsoncontract.secrets" } },
 }
 
 local function starts(s, prefix) return s:sub(1, #prefix) == prefix end

@@ -9,9 +9,10 @@
 -- @module jsoncontract.errors
 local core = require "jsoncontract.core"
 local json = require "jsoncontract.json"
+local secrets = require "jsoncontract.secrets"
 
 local setmetatable, pairs, getmetatable, type, tostring = setmetatable, pairs, getmetatable, type, tostring
-local find, sub, concat, gsub = string.find, string.sub, table.concat, string.gsub
+local find, gsub = string.find, string.gsub
 
 local _M = { _VERSION = core._VERSION }
 
@@ -45,24 +46,13 @@ end
 --- Old name of `is`, kept for callers.
 _M.is_error = _M.is
 
---- Replace every occurrence of a secret (an API key) in a text by "[redacted]".
--- The one redaction used by the attempt loop, the evidence writer and the CLI.
+--- Alias of `jsoncontract.secrets.redact` (the one redaction: the key in plain bytes and in
+-- every escaped or percent-encoded spelling), kept for callers of the old name.
 -- @param text any value; only strings are changed
--- @tparam string|nil secret plain bytes, not a pattern; nil or shorter than 4 bytes: no change
--- @return the text without the secret (other values as given)
+-- @tparam string|table|nil secret plain bytes (not a pattern) or a list of them
+-- @return the text without the secret
 function _M.redact(text, secret)
-    if type(text) ~= "string" or type(secret) ~= "string" or #secret < 4 then return text end
-    local i, j = find(text, secret, 1, true)
-    if not i then return text end
-    local parts, from = {}, 1
-    while i do
-        parts[#parts + 1] = sub(text, from, i - 1)
-        parts[#parts + 1] = "[redacted]"
-        from = j + 1
-        i, j = find(text, secret, from, true)
-    end
-    parts[#parts + 1] = sub(text, from)
-    return concat(parts)
+    return secrets.redact(text, secret)
 end
 
 --- Mask what looks like a credential in text a provider sent back (error messages may echo

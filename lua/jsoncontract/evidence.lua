@@ -4,9 +4,9 @@
 -- defence, any registered secret found in an encoded line is replaced by "[redacted]".
 -- @module jsoncontract.evidence
 local core = require "jsoncontract.core"
-local errors = require "jsoncontract.errors"
+local secrets = require "jsoncontract.secrets"
 
-local type, setmetatable, pairs, ipairs, error = type, setmetatable, pairs, ipairs, error
+local type, setmetatable, pairs, ipairs, error, pcall = type, setmetatable, pairs, ipairs, error, pcall
 local io_open, format = io.open, string.format
 local concat = table.concat
 
@@ -47,10 +47,6 @@ function W.add_secret(self, secret)
     end
 end
 
-local function redact(line, secrets)
-    for _, s in ipairs(secrets) do line = errors.redact(line, s) end
-    return line
-end
 
 --- Write one record.
 -- `text` and `input` fields are dropped unless the writer records text.
@@ -62,7 +58,15 @@ function W.write(self, record)
     if not self.record_text then
         record.text, record.input, record.feedback = nil, nil, nil
     end
-    local line = redact(core.encode(record), self.secrets)
+    -- A record that cannot be encoded (a value no JSON can hold) still leaves a trace, and
+    -- never stops the run.
+    local encoded, line = pcall(core.encode, record)
+    if not encoded then
+        line = core.encode { ts = record.ts, request_id = record.request_id, item_id = record.item_id,
+            attempt = record.attempt, gate = record.gate, kind = record.kind,
+            evidence_error = secrets.clean(line, self.secrets, 300) }
+    end
+    line = secrets.redact(line, self.secrets)
     self.records = self.records + 1
     if self.lines then
         self.lines[#self.lines + 1] = line

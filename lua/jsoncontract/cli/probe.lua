@@ -5,7 +5,7 @@
 -- @module jsoncontract.cli.probe
 local core = require "jsoncontract.core"
 local evidence = require "jsoncontract.evidence"
-local errors = require "jsoncontract.errors"
+local secrets = require "jsoncontract.secrets"
 local openai = require "jsoncontract.providers.openai"
 local util = require "jsoncontract.cli.util"
 
@@ -77,7 +77,7 @@ local function run_probe(args, env)
         mode_switched = false, elapsed_s = os.time() - t0 }
     local status = judge(rec, res, terr)
     if stop then stop() end
-    env.stdout:write(errors.redact(core.encode(rec), p.api_key), "\n")
+    env.stdout:write(secrets.redact(core.encode(rec), p.api_key), "\n")
     if log then
         log:write(rec)
         log:close()

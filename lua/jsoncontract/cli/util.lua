@@ -4,6 +4,7 @@
 -- reply.
 -- @module jsoncontract.cli.util
 local core = require "jsoncontract.core"
+local secrets = require "jsoncontract.secrets"
 local lfs = require "lfs"
 
 local type, tostring, pcall, dofile, ipairs = type, tostring, pcall, dofile, ipairs
@@ -20,7 +21,9 @@ local KEEP_ORDER = { keep_order = true }
 -- @tparam string msg
 -- @treturn integer 2
 function _M.fail(env, msg)
-    env.stderr:write("jsoncontract: ", msg, "\n")
+    -- The keys a run may hold never reach the terminal, in any spelling.
+    local keys = { os.getenv("OPENAI_API_KEY"), os.getenv("ANTHROPIC_API_KEY"), os.getenv("GEMINI_API_KEY") }
+    env.stderr:write("jsoncontract: ", secrets.clean(msg, keys, 4000), "\n")
     return 2
 end
 

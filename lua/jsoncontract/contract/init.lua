@@ -3,13 +3,12 @@
 -- model is told and what is checked cannot drift apart.
 -- @module jsoncontract.contract
 local core = require "jsoncontract.core"
-local errors = require "jsoncontract.errors"
 local adapters = require "jsoncontract.contract.adapters"
 local feedback = require "jsoncontract.feedback"
+local rules_gate = require "jsoncontract.contract.rules"
 
-local type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error, next =
-    type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error, next
-local co_create, co_resume, co_status = coroutine.create, coroutine.resume, coroutine.status
+local type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error =
+    type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error
 local concat, sort = table.concat, table.sort
 local format, rep = string.format, string.rep
 
@@ -25,7 +24,8 @@ local null = core.null
 
 local KNOWN_FIELDS = {
     name = true, version = true, schema = true, instructions = true, examples = true,
-    rules = true, adapters = true, format_assertion = true, messages = true, work_budget = true,
+    rules = true, rules_budget = true, adapters = true, format_assertion = true, messages = true,
+    work_budget = true,
 }
 
 -- Render a JSON value for the prompt (compact JSON).
@@ -147,8 +147,11 @@ end
 --   `instructions` (string, required: what the model must do, in plain words),
 --   `examples` (optional list of `{input = string, output = value}`),
 --   `rules` (optional list of rules; a rule is a function `f(value, ctx)` or a table
---   `{name = string, check = f, retry = boolean (default true)}`; `f` returns nothing when the
---   value passes, else a message string, one error `{pointer =, message =}` or a list of them),
+--   `{name = string, check = f, retry = boolean (default true), budget = {steps =, ms =}}`; `f`
+--   gets its own copy of the value and returns nothing when it passes, else a message string, one
+--   error `{pointer =, message =}` or a list of them; see `jsoncontract.contract.rules`),
+--   `rules_budget` (optional `{steps =, ms =, item_steps =, item_ms =}`: VM instructions and
+--   milliseconds per rule and per item, defaults `jsoncontract.contract.rules.DEFAULT_BUDGET`),
 --   `adapters` (optional list of adapter names applied before parsing, see `jsoncontract.adapters`),
 --   `format_assertion` (boolean, default true),
 --   `work_budget` (integer, optional: work units per validation, see `jc.compile`),
@@ -187,19 +190,7 @@ function _M.new(def)
             error("contract field '" .. f .. "' must be a list (table)", 2)
         end
     end
-    local rules = {}
-    for i, r in ipairs(def.rules or {}) do
-        if type(r) == "function" then
-            rules[i] = { name = "rule" .. i, check = r, retry = true }
-        elseif type(r) == "table" and type(r.check) == "function" then
-            if r.name ~= nil and (type(r.name) ~= "string" or r.name == "") then
-                error("contract rule " .. i .. ": name must be a non-empty string", 2)
-            end
-            rules[i] = { name = r.name or ("rule" .. i), check = r.check, retry = r.retry ~= false }
-        else
-            error("contract rule " .. i .. " must be a function or {name=, check=function}", 2)
-        end
-    end
+    local rules, rules_budget = rules_gate.normalize(def.rules, def.rules_budget)
     for i, name in ipairs(def.adapters or {}) do
         if type(name) ~= "string" then error("contract adapter " .. i .. " must be a name (string)", 2) end
         if not adapters.known(name) then
@@ -227,6 +218,7 @@ function _M.new(def)
         instructions = def.instructions,
         examples = def.examples or {},
         rules = rules,
+        rules_budget = rules_budget,
         adapters = def.adapters or {},
         validator = validator,
         -- Canonical encoding (sorted keys, `__order` ignored) makes the hash independent of
@@ -260,85 +252,18 @@ function _M.prompt(self)
     return self._prompt
 end
 
--- Normalise what a rule returned into a list of error items, or nil when it passed.
--- A rule passes with nothing, `true` or an empty list; it fails with `false`, a message,
--- one `{pointer =, message =}`, a list of those, or Lua's `nil, message`. Anything else is
--- a bug in the rule: second result "unexpected" (the rule then fails closed as rule_error).
-local function rule_errors(rule, ret, ret2)
-    if ret == nil and ret2 ~= nil then ret = ret2 end
-    if ret == nil or ret == true then return nil end
-    if ret == false then ret = "rule " .. rule.name .. " failed" end
-    local list
-    if type(ret) == "string" then
-        list = { ret }
-    elseif type(ret) == "table" and (ret.message ~= nil or ret.pointer ~= nil) then
-        list = { ret }
-    elseif type(ret) == "table" and next(ret) ~= nil and #ret > 0 then
-        list = ret
-    elseif type(ret) == "table" and next(ret) == nil then
-        return nil
-    else
-        return nil, "unexpected"
-    end
-    local out = {}
-    for i = 1, #list do
-        local e = list[i]
-        if type(e) == "string" then e = { message = e } end
-        if type(e) ~= "table" or type(e.message) ~= "string"
-            or (e.pointer ~= nil and type(e.pointer) ~= "string") then
-            return nil, "unexpected"
-        end
-        out[i] = {
-            pointer = e.pointer or "",
-            keyword = "rule:" .. rule.name,
-            schema_pointer = "",
-            message = e.message,
-            rule = rule.name,
-        }
-    end
-    return out
-end
-
---- Run the business rules on a schema-valid value.
--- @param value the checked value
+--- Run the business rules on a schema-valid value (see `jsoncontract.contract.rules`):
+-- each rule sees its own copy, under the contract's budgets.
+-- @param value the checked value (never changed)
 -- @param ctx any context the rules need (database handle, sender, ...)
 -- @treturn[1] true
 -- @return[2] nil
 -- @treturn[2] table err, category "rules", kind "rule_failed" (err.retry says whether the model may
---   be asked again: false when any failing rule has `retry = false`) or kind "rule_error" (a rule raised;
---   never retried)
-local function rule_error(rule, what)
-    return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " " .. what,
-        { errors = setmetatable({}, core.array_mt), retry = false, rule = rule.name })
-end
-
+--   be asked again: false when any failing rule has `retry = false`), "rule_error" (a rule raised or
+--   returned something that is not a verdict) or "rule_timeout" (a rule ran over its budget); the
+--   last two are never retried
 function _M.check_rules(self, value, ctx)
-    local rules = self.rules
-    if #rules == 0 then return true end -- no rules: no list, no coroutine (per request in nginx)
-    local all, retry = {}, true
-    for _, rule in ipairs(rules) do
-        -- Each rule runs in a coroutine of its own, so a rule that yields cannot reach a
-        -- batch scheduler that may be running us.
-        local co = co_create(rule.check)
-        local ok, ret, ret2 = co_resume(co, value, ctx)
-        if not ok then return rule_error(rule, "raised: " .. tostring(ret)) end
-        if co_status(co) ~= "dead" then return rule_error(rule, "yielded; rules must return their verdict") end
-        local list, problem = rule_errors(rule, ret, ret2)
-        if problem then
-            return rule_error(rule, "returned a " .. type(ret) .. " that is not a verdict " ..
-                "(nothing or true to pass; a message, {pointer=, message=} or a list of them to fail)")
-        end
-        if list then
-            for _, e in ipairs(list) do all[#all + 1] = e end
-            if not rule.retry then retry = false end
-        end
-    end
-    if #all == 0 then return true end
-    local msgs = {}
-    for i, e in ipairs(all) do
-        msgs[i] = (e.pointer ~= "" and (e.pointer .. ": ") or "") .. e.message
-    end
-    return nil, errors.new("rules", "rule_failed", concat(msgs, "; "), { errors = all, retry = retry })
+    return rules_gate.run(self.rules, value, ctx, self.rules_budget)
 end
 
 local NO_OPTS = {} -- read only: check without opts allocates no table for them

@@ -8,6 +8,7 @@
 -- committing and exporting what was finished.
 -- @module jsoncontract.jobs.commands
 local core = require "jsoncontract.core"
+local secrets = require "jsoncontract.secrets"
 local store_mod = require "jsoncontract.jobs.store"
 local export = require "jsoncontract.jobs.export"
 local runner = require "jsoncontract.jobs.runner"
@@ -77,13 +78,19 @@ function _M.configure_run(parser, util)
         :convert(util.whole("--lease-seconds"))
 end
 
+-- The keys a run may hold never reach the terminal, in any spelling.
+local function clean(msg)
+    return secrets.clean(msg, { os.getenv("OPENAI_API_KEY"), os.getenv("ANTHROPIC_API_KEY"),
+        os.getenv("GEMINI_API_KEY") }, 4000)
+end
+
 local function die(msg)
-    stderr:write("jsoncontract: ", msg, "\n")
+    stderr:write("jsoncontract: ", clean(msg), "\n")
     return 2
 end
 
 local function fail(msg)
-    stderr:write("jsoncontract: ", msg, "\n")
+    stderr:write("jsoncontract: ", clean(msg), "\n")
     return 1
 end
 

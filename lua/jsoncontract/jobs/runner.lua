@@ -6,6 +6,7 @@
 local core = require "jsoncontract.core"
 local run = require "jsoncontract.run"
 local errors = require "jsoncontract.errors"
+local secrets = require "jsoncontract.secrets"
 local evidence = require "jsoncontract.evidence"
 local scheduler = require "jsoncontract.jobs.scheduler"
 local compat = require "jsoncontract.compat"
@@ -50,30 +51,51 @@ local function no_attempt(item, category, kind, message)
 end
 
 -- The exported line of an outcome (tickets.jsonl / review.jsonl) and the store's columns.
-local function outcome_row(contract, item, outcome, pass, owner)
+-- Everything is checked before it is written: the key (`key`) redacted from every string, and
+-- a line that cannot be encoded (a value no JSON can hold, nested too deep) becomes that
+-- item's review line with the reason (the pointer elided in the middle), so the run goes on.
+local function outcome_row(contract, item, outcome, pass, owner, key)
     local attempts = setmetatable({}, core.array_mt)
-    for k, a in ipairs(outcome.attempts) do
+    for k, a in ipairs(outcome.attempts or {}) do
         attempts[k] = { gate = a.gate, kind = a.kind, finish = a.finish, http_status = a.http_status }
     end
     local base = { id = item.id, request_id = outcome.request_id, contract = contract:identity(),
         attempts = attempts, usage = outcome.usage, elapsed_ms = outcome.elapsed_ms }
     if pass > 1 then base.pass = pass end
     local row = { pass = pass, status = outcome.status, decided_by = "model", worker = owner }
+    local reason = outcome.reason
     if outcome.status == "accepted" then
         base.ticket = outcome.value
         base.adapters = outcome.adapters
-        row.value_json = core.encode(outcome.value)
-    else
-        local r = outcome.reason
-        local errs = setmetatable({}, core.array_mt)
-        for k, e in ipairs(r.errors or {}) do
-            errs[k] = { pointer = e.pointer, keyword = e.keyword, message = e.message }
+        local ok1, value_json = pcall(core.encode, secrets.redact_value(outcome.value, key))
+        local ok2, record_json = pcall(core.encode, secrets.redact_value(base, key))
+        if ok1 and ok2 then
+            row.value_json, row.record_json = value_json, record_json
+            return row
         end
-        base.reason = { category = r.category, kind = r.kind, message = r.message, errors = errs }
-        row.reason_json = core.encode(base.reason)
-        row.reason_category, row.reason_kind = r.category, r.kind
+        base.ticket, base.adapters = nil, nil
+        row.status = "human_review"
+        reason = errors.new("internal", "item_error", "this item's ticket could not be written: "
+            .. secrets.clean(ok1 and record_json or value_json, key, 300))
     end
-    row.record_json = core.encode(base)
+    local errs = setmetatable({}, core.array_mt)
+    -- Messages a person reads: long pointers and values in them elided in the middle.
+    for k, e in ipairs(reason.errors or {}) do
+        errs[k] = { pointer = e.pointer, keyword = e.keyword, message = secrets.clean(e.message, key, 1000) }
+    end
+    base.reason = { category = reason.category, kind = reason.kind, message = secrets.clean(reason.message, key, 2000),
+        errors = errs }
+    base = secrets.redact_value(base, key)
+    local ok1, reason_json = pcall(core.encode, base.reason)
+    local ok2, record_json = pcall(core.encode, base)
+    if not (ok1 and ok2) then
+        base.reason = { category = "internal", kind = "item_error", errors = setmetatable({}, core.array_mt),
+            message = "this item's review line could not be written: "
+                .. secrets.clean(ok1 and record_json or reason_json, key, 300) }
+        reason_json, record_json = core.encode(base.reason), core.encode(base)
+    end
+    row.reason_json, row.record_json = reason_json, record_json
+    row.reason_category, row.reason_kind = base.reason.category, base.reason.kind
     return row
 end
 
@@ -132,8 +154,9 @@ function _M.run(store, job_id, ctx)
         -- One item's failure (a bug in a rule, say) is that item's review reason, never the run's end.
         local asked, outcome = compat.pcall(run.ask, contract, item.text, opts)
         if not asked then
+            -- a raised table shows its fields or __tostring; the key never shows
             outcome = no_attempt(item, "internal", "item_error", "this item could not be processed: "
-                .. errors.redact(tostring(outcome), ctx.ask.api_key))
+                .. secrets.clean(secrets.describe(outcome), ctx.ask.api_key, 500))
         end
         return { item = item, leased = leased, outcome = outcome, evidence = log.lines }
     end
@@ -142,9 +165,10 @@ function _M.run(store, job_id, ctx)
         held[w.item_id] = nil
         if not ok then
             result = { item = { id = w.item_id }, outcome = no_attempt({ id = w.item_id }, "internal", "item_error",
-                "this item could not be processed: " .. tostring(result)), evidence = {} }
+                "this item could not be processed: " .. secrets.clean(secrets.describe(result), ctx.ask.api_key, 500)),
+                evidence = {} }
         end
-        local row = outcome_row(contract, result.item, result.outcome, w.pass, owner)
+        local row = outcome_row(contract, result.item, result.outcome, w.pass, owner, ctx.ask.api_key)
         row.evidence = result.evidence
         local recorded, err = store:record_outcome(job_id, w.item_id, row)
         if not recorded then

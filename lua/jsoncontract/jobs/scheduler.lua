@@ -193,7 +193,10 @@ function _M.run(opts)
                 if res and res.status == 429 and lane then
                     local ra = retry_after_of(res)
                     if ra then
-                        lane:pause(now(), ra)
+                        -- A server's Retry-After pauses the whole lane: never longer than the
+                        -- attempt loop's cap (policy.retry_after_max_ms, 30 s), so a hostile
+                        -- "Retry-After: 86400" cannot stall every item for a day.
+                        lane:pause(now(), math.min(ra, 30))
                         stats.lane_pauses = lane.pauses
                     end
                 end

@@ -9,6 +9,7 @@ local compat = require "jsoncontract.compat"
 
 local type, pairs, tonumber, error = type, pairs, tonumber, error
 local floor = math.floor
+local format = string.format
 local now = compat.now
 
 local _M = { _VERSION = core._VERSION }
@@ -77,7 +78,14 @@ function _M.exchange(x)
 
         local retry = policy_mod.transient(err) and try <= policy.transport_retries
         local wait = retry and policy_mod.backoff(policy, try, err.retry_after)
-        if retry and err.retry_after and err.retry_after * 1000 > policy.retry_after_max_ms then retry = false end
+        if policy_mod.transient(err) and err.retry_after and err.retry_after * 1000 > policy.retry_after_max_ms then
+            -- Say why this retryable failure is not retried, and how long the server asked for.
+            retry = false
+            err.message = format("%s; Retry-After asks for %g s, over the cap of %g s " ..
+                "(policy.retry_after_max_ms), so it was not waited for", err.message,
+                err.retry_after, policy.retry_after_max_ms / 1000)
+            err.retry_after_over_cap = true
+        end
         local left = x.time_left_ms()
         if retry and left and wait * 1000 > left then retry = false end
         x.on_transport_failure { try = try, gate = "transport", category = err.category, kind = err.kind,

@@ -14,6 +14,7 @@
 -- @module jsoncontract.run
 local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
+local secrets = require "jsoncontract.secrets"
 local providers = require "jsoncontract.providers"
 local feedback = require "jsoncontract.feedback"
 local policy_mod = require "jsoncontract.run.policy"
@@ -123,8 +124,9 @@ function _M.ask(contract, input, opts)
 
     local started = now()
     local function elapsed_ms() return floor((now() - started) * 1000 + 0.5) end
-    -- A provider may echo the key in an error body (real 401s do): it never leaves ask().
-    local function scrub(text) return errors.redact(text, opts.api_key) end
+    -- A provider may echo the key in an error body (real 401s do), in any spelling (escaped,
+    -- percent-encoded, in keys and values): it never leaves ask(). See jsoncontract.secrets.
+    local function scrub(text) return secrets.redact(text, opts.api_key) end
 
     local item = {
         request_id = opts.request_id or new_request_id(), item_id = opts.item_id,
@@ -160,11 +162,9 @@ function _M.ask(contract, input, opts)
     end
 
     local function finish(status, value, reason, applied)
-        if reason then
-            reason.message = scrub(reason.message)
-            reason.detail = scrub(reason.detail)
-        end
-        for _, a in ipairs(attempts) do a.message = scrub(a.message) end
+        -- every string of the reason (messages, pointers, details, locations) and of the attempts
+        reason = secrets.redact_value(reason, opts.api_key)
+        attempts = secrets.redact_value(attempts, opts.api_key)
         return {
             status = status, value = value, reason = reason, attempts = attempts, usage = usage,
             elapsed_ms = elapsed_ms(), request_id = item.request_id, contract = item.contract,
@@ -192,6 +192,13 @@ function _M.ask(contract, input, opts)
                 record(att, fields.try, fields)
             end,
         }
+        -- What the envelope decoded (the content, a refusal, an error's message) may spell the
+        -- key anew: it is redacted before any gate sees it.
+        if opts.api_key then
+            x.reply = secrets.redact_value(x.reply, opts.api_key)
+            x.partial = secrets.redact_value(x.partial, opts.api_key)
+            x.err = secrets.redact_value(x.err, opts.api_key)
+        end
         usage.input_tokens = usage.input_tokens + x.usage.input_tokens
         usage.output_tokens = usage.output_tokens + x.usage.output_tokens
         local reply = x.reply or x.partial or {}

@@ -36,9 +36,18 @@
 --                     html (200 text/html), redirect (302 to http://localhost:<port>/steal),
 --                     auth401 (401 whose message echoes the auth headers), reset (half the
 --                     body, then close), rst (TCP reset mid-body), slow (drip, 200 ms a byte),
---                     big (20 MB), sse (an OpenAI chat stream), ssecut (the same without its
+--                     big (20 MB), deep (content nested 1000 levels), sse (an OpenAI chat stream),
+--                     ssecut (the same without its
 --                     finish chunk and [DONE])
 --   /hits/<id>        {"hits":<requests seen for /f/<id>/...>}
+--   /keyecho/<id>/... a hostile provider (spec/secrets_hostile_spec.lua): reads the key from
+--                     the Authorization header and echoes it in every spelling it can, one
+--                     form per request for <id>, in turn: in an accepted ticket's summary
+--                     (plain, \u escapes, mixed, escapes inside the envelope's string,
+--                     percent-encoded, escapes of escapes), as an object key, as an enum
+--                     value, in a refusal, in a 401 message, in a redirect's Location (user
+--                     info, query), in a header and a 429 whose Retry-After is over the cap,
+--                     and in a 500 body
 -- A connection whose first byte is 0x16 (a TLS ClientHello) gets a plain
 -- "400 Bad Request", as real HTTP servers answer TLS on a plain port.
 -- @module jsoncontract.standin.faults
@@ -168,6 +177,56 @@ function _M.serve(lifetime)
     end
 
     local JSON = { { "Content-Type", "application/json" } }
+
+    -- The hostile provider's forms (see /keyecho): each returns status, headers, body.
+    local function u_all(s) return (s:gsub(".", function(c) return string.format("\\u%04x", c:byte()) end)) end
+    local function u_mixed(s)
+        local i = 0
+        return (s:gsub(".", function(c)
+            i = i + 1
+            if i % 2 == 0 then return string.format("\\u%04X", c:byte()) end
+            return c
+        end))
+    end
+    local function pct(s) return (s:gsub(".", function(c) return string.format("%%%02X", c:byte()) end)) end
+    local function envelope(content_json_string, refusal)
+        return '{"id":"chatcmpl-echo","object":"chat.completion","model":"echo-model","choices":[{"index":0,'
+            .. '"message":{"role":"assistant","content":' .. content_json_string .. ',"refusal":'
+            .. (refusal or "null") .. '},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3}}'
+    end
+    local function ticket(summary_inner, intent_inner, extra_key_inner)
+        return '{"intent":"' .. (intent_inner or "other") .. '","order_id":null,"urgent":false,"summary":"Echo '
+            .. summary_inner .. '"' .. (extra_key_inner and (',"' .. extra_key_inner .. '":1') or "") .. '}'
+    end
+    local KEYECHO_FORMS = {
+        function(key) return 200, JSON, envelope(json_string(ticket(key))) end,
+        function(key) return 200, JSON, envelope(json_string(ticket(u_all(key)))) end,
+        function(key) return 200, JSON, envelope(json_string(ticket(u_mixed(key)))) end,
+        -- escapes at the envelope level: the content decodes to the plain key
+        function(key) return 200, JSON, envelope('"' .. u_all(ticket(key)) .. '"') end,
+        function(key) return 200, JSON, envelope(json_string(ticket(pct(key)))) end,
+        function(key) return 200, JSON, envelope(json_string(ticket(json_string(u_all(key)):sub(2, -2)))) end,
+        function(key) return 200, JSON, envelope(json_string(ticket("x", nil, u_all(key)))) end,
+        function(key) return 200, JSON, envelope(json_string(ticket("x", u_mixed(key)))) end,
+        function(key) return 200, JSON, envelope("null", json_string("I will not answer " .. key)) end,
+        function(key)
+            return 401, JSON, '{"error":{"message":"Incorrect API key provided: ' .. u_all(key)
+                .. '","type":"invalid_request_error","code":"invalid_api_key"}}'
+        end,
+        function(key)
+            return 302, { { "Location", "http://user:" .. pct(key) .. "@127.0.0.1:" .. port .. "/steal?api_key="
+                .. pct(key) .. "&note=" .. pct(u_all(key)) } }, ""
+        end,
+        function(key)
+            return 429, { { "Content-Type", "application/json" }, { "Retry-After", "86400" }, { "X-Echo", key } },
+                '{"error":{"message":"Rate limit for key ' .. u_mixed(key) .. '","type":"requests"}}'
+        end,
+        function(key)
+            return 500, JSON, '{"error":{"message":"server failure for ' .. pct(u_all(key))
+                .. '","type":"server_error"}}'
+        end,
+    }
+
 
     local function stream_big(sock, with_length)
         local total = 20 * 1024 * 1024
@@ -327,6 +386,11 @@ function _M.serve(lifetime)
                 end
             elseif f == "big" then
                 stream_big(sock, true)
+            elseif f == "deep" then
+                -- a reply nested 1000 levels deep: within the decoder's limit, too deep to be written
+                -- inside a ticket line
+                send_all(sock, response(200, JSON, OK_ENVELOPE:gsub('{\\"label\\":\\"bug\\"}',
+                    '{\\"a\\":' .. string.rep("[", 999) .. string.rep("]", 999) .. "}", 1)))
             elseif f == "sse" or f == "ssecut" then
                 local parts = {}
                 local events = f == "sse" and #SSE_CHUNKS or #SSE_CHUNKS - 2
@@ -335,6 +399,12 @@ function _M.serve(lifetime)
             else
                 send_all(sock, response(400, JSON, '{"error":"unknown fault"}'))
             end
+        elseif path:match("^/keyecho/") then
+            local id = path:match("^/keyecho/([%w_%-]+)") or "-"
+            fault_hits[id] = (fault_hits[id] or 0) + 1
+            local key = (headers["authorization"] or ""):match("^Bearer%s+(.+)$") or headers["x-api-key"] or ""
+            local status, hs, b = KEYECHO_FORMS[(fault_hits[id] - 1) % #KEYECHO_FORMS + 1](key)
+            send_all(sock, response(status, hs, b))
         elseif path:match("^/hits/") then
             send_all(sock, response(200, JSON, '{"hits":' .. (fault_hits[path:match("^/hits/(.*)$")] or 0) .. '}'))
         elseif path == "/quit" then

@@ -6,6 +6,7 @@
 local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
 local json = require "jsoncontract.json"
+local secrets = require "jsoncontract.secrets"
 
 local type, ipairs, tonumber = type, ipairs, tonumber
 local concat = table.concat
@@ -102,6 +103,12 @@ function C.http_error(provider, status, headers, body)
         if pmsg then
             detail = (detail ~= "" and detail .. ": " or "") .. snippet(pmsg)
         end
+    elseif status >= 300 and status < 400 then
+        -- Name the target (never followed), without credentials in it.
+        local location = headers["location"]
+        detail = type(location) == "string" and location ~= ""
+            and ("redirect to " .. secrets.scrub_url(location) .. " (not followed)")
+            or "redirect without a Location (not followed)"
     elseif type(body) == "string" and body ~= "" then
         detail = "non-JSON error body: " .. snippet(body, 120)
     else
@@ -137,7 +144,7 @@ function C.http_error(provider, status, headers, body)
         kind = "client_error"
     elseif status >= 300 and status < 400 then
         kind = "redirect"
-        fields.location = headers["location"]
+        fields.location = headers["location"] and secrets.scrub_url(headers["location"])
     else
         kind = "bad_status"
     end

@@ -1,0 +1,536 @@
+--- The rules gate (DESIGN.md gate 5): business rules in Lua, run so that they cannot hurt
+-- the run.
+--
+-- * A rule sees a deep copy of the schema-valid value: whatever it changes (at any depth,
+--   metatables included) is thrown away, so the value accepted is the value that passed
+--   the schema gate, byte for byte. Each rule gets its own copy, so one rule's changes
+--   never reach the next.
+-- * What a rule returns is checked: only a verdict (see `normalize`) is understood; any
+--   other value (a NaN, a function, a table of the wrong shape) is `rules/rule_error`.
+--   Messages and pointers become valid UTF-8 (U+FFFD for bad bytes) and are bounded.
+-- * A rule runs under a budget: VM steps (instructions, counted by a debug hook every
+--   `GRAIN` instructions) and wall time, per rule and for all rules of one item together.
+--   Over budget it fails closed as `rules/rule_timeout` (never retried: the item goes to a
+--   person with that reason). A rule that runs out of stack (an endless recursion) is
+--   over budget too.
+--   - Lua 5.4: the hook is set on the rule's coroutine (and inherited by coroutines the
+--     rule creates).
+--   - LuaJIT: a count hook does not fire inside compiled code, so `normalize` compiles the
+--     rule off (`jit.off(f, true)`: the function and every function defined inside it),
+--     together with the Lua functions it holds as upvalues and those defined in the same
+--     source file that it reaches through upvalue tables (its helpers). Code a rule reaches
+--     in other ways (a library's loop) may run compiled, and is bounded only when it
+--     returns. LuaJIT's hook is global: it is installed while a rule runs (or waits) and
+--     does nothing outside rule coroutines.
+--   - Under nginx (OpenResty) the rule runs in a light thread (`ngx.thread.spawn`) next to
+--     a timer thread: a rule waiting on a cosocket or `ngx.sleep` yields the worker to
+--     other requests, and when its wall budget runs out it is killed (`ngx.thread.kill`),
+--     so a slow database call never blocks the worker past its budget.
+--   - In a batch (`jsoncontract.batch`), a rule may wait through `batch.sleep` and
+--     `batch.send`: the wait is handed to the scheduler (other items go on), cut to what is
+--     left of the budget.
+--   - A single C call that does not return (a LuaSQL query, a pathological `string.find`)
+--     cannot be interrupted by any hook: its time is counted when it returns, and a rule
+--     that took longer than its budget fails as `rule_timeout` whatever it answered.
+-- @module jsoncontract.contract.rules
+local core = require "jsoncontract.core"
+local errors = require "jsoncontract.errors"
+local secrets = require "jsoncontract.secrets"
+
+local type, pairs, ipairs, next, tostring, setmetatable, getmetatable, pcall, error, select =
+    type, pairs, ipairs, next, tostring, setmetatable, getmetatable, pcall, error, select
+local co_create, co_resume, co_status, co_running, co_yield =
+    coroutine.create, coroutine.resume, coroutine.status, coroutine.running, coroutine.yield
+local concat = table.concat
+local unpack = table.unpack or unpack -- luacheck: ignore 113 143
+local floor, huge, min, max = math.floor, math.huge, math.min, math.max
+local format = string.format
+local sethook, gethook, getinfo, getupvalue = debug.sethook, debug.gethook, debug.getinfo, debug.getupvalue
+
+local _M = { _VERSION = core._VERSION }
+
+--- Budgets used when neither the rule nor the contract names one.
+-- @table DEFAULT_BUDGET
+-- @field steps VM instructions one rule may run (10,000,000; about 0.1 s of Lua 5.4)
+-- @field ms wall time of one rule, in milliseconds (1,000)
+-- @field item_steps VM instructions of all rules of one item together (50,000,000)
+-- @field item_ms wall time of all rules of one item together, in milliseconds (5,000)
+_M.DEFAULT_BUDGET = { steps = 10000000, ms = 1000, item_steps = 50000000, item_ms = 5000 }
+
+--- Instructions between two looks at the budget.
+_M.GRAIN = 1000
+
+-- Bounds on what a rule's verdict may put into an outcome.
+local MAX_ERRORS = 50        -- errors kept from one rule's verdict
+local MAX_MESSAGE = 500      -- bytes of one message
+local MAX_POINTER = 500      -- bytes of one pointer
+local MAX_JOINED = 2000      -- bytes of the joined message
+
+local IS_JIT = type(jit) == "table" and type(jit.off) == "function"
+local NGX = type(ngx) == "table" and ngx or nil
+
+----------------------------------------------------------------------------
+-- Clock
+----------------------------------------------------------------------------
+
+local has_socket, socket = pcall(require, "socket")
+
+-- Wall-clock seconds. Under nginx `ngx.now` is cached per event-loop turn, so it is
+-- refreshed first (a busy rule never lets the loop turn).
+local function clock()
+    if NGX and NGX.update_time then
+        NGX.update_time()
+        return NGX.now()
+    end
+    if has_socket then return socket.gettime() end
+    return os.clock()
+end
+
+local function blocking_sleep(seconds)
+    if seconds <= 0 then return end
+    if has_socket then return socket.sleep(seconds) end
+    os.execute(format("sleep %.3f", seconds))
+end
+
+----------------------------------------------------------------------------
+-- Definition time: checking rules and budgets
+----------------------------------------------------------------------------
+
+local BUDGET_FIELDS = { steps = true, ms = true, item_steps = true, item_ms = true }
+
+local function check_budget(b, where, allowed, level)
+    if b == nil then return {} end
+    if type(b) ~= "table" then error(where .. " must be a table", level + 1) end
+    local out = {}
+    for k, v in pairs(b) do
+        if not allowed[k] then error(where .. ": unknown field '" .. tostring(k) .. "'", level + 1) end
+        if type(v) ~= "number" or v ~= v or v <= 0 or v == huge then
+            error(where .. "." .. k .. " must be a positive number", level + 1)
+        end
+        out[k] = v
+    end
+    return out
+end
+
+-- On LuaJIT: compile the rule off, with its helpers (see the module doc).
+local function jit_off_rule(fn)
+    local src = getinfo(fn, "S").source
+    local seen, visited = {}, 0
+    local function walk(v, depth, direct)
+        if seen[v] or depth > 4 or visited > 4000 then return end
+        seen[v] = true
+        visited = visited + 1
+        if type(v) == "function" then
+            local info = getinfo(v, "S")
+            if info.what == "C" then return end
+            if direct or info.source == src then jit.off(v, true) end
+            for i = 1, 255 do
+                local name, up = getupvalue(v, i)
+                if not name then break end
+                if type(up) == "function" or type(up) == "table" then walk(up, depth + 1, v == fn) end
+            end
+        elseif type(v) == "table" then
+            for _, x in pairs(v) do
+                if type(x) == "function" or type(x) == "table" then walk(x, depth + 1, false) end
+            end
+        end
+    end
+    walk(fn, 0, true)
+end
+
+--- Check a contract's rules and budgets and put them in the form `run` takes.
+-- A rule is a function `f(value, ctx)` or a table `{name = string, check = f, retry = boolean
+-- (default true), budget = {steps =, ms =}}`.
+-- @tparam table|nil list the contract's `rules`
+-- @tparam table|nil budget the contract's `rules_budget`: `steps`, `ms` (per rule) and
+--   `item_steps`, `item_ms` (per item); missing fields from `DEFAULT_BUDGET`
+-- @treturn table rules list of `{name, check, retry, budget}`
+-- @treturn table budget the merged contract budget
+-- @raise on a rule or budget of the wrong shape (blaming the caller's caller)
+function _M.normalize(list, budget)
+    local merged = {}
+    for k, v in pairs(_M.DEFAULT_BUDGET) do merged[k] = v end
+    for k, v in pairs(check_budget(budget, "contract field 'rules_budget'", BUDGET_FIELDS, 3)) do merged[k] = v end
+    local out = {}
+    for i, r in ipairs(list or {}) do
+        local rule
+        if type(r) == "function" then
+            rule = { name = "rule" .. i, check = r, retry = true, budget = {} }
+        elseif type(r) == "table" and type(r.check) == "function" then
+            if r.name ~= nil and (type(r.name) ~= "string" or r.name == "") then
+                error("contract rule " .. i .. ": name must be a non-empty string", 3)
+            end
+            rule = { name = r.name or ("rule" .. i), check = r.check, retry = r.retry ~= false,
+                budget = check_budget(r.budget, "contract rule " .. i .. ": budget", { steps = true, ms = true }, 3) }
+        else
+            error("contract rule " .. i .. " must be a function or {name=, check=function}", 3)
+        end
+        if IS_JIT then jit_off_rule(rule.check) end
+        out[i] = rule
+    end
+    return out, merged
+end
+
+----------------------------------------------------------------------------
+-- The copy a rule sees
+----------------------------------------------------------------------------
+
+local function copy(v, depth, seen)
+    if type(v) ~= "table" then return v end
+    if seen[v] then return seen[v] end
+    if depth > 10000 then error("the value is nested too deep to copy for the rules", 0) end
+    local out = {}
+    seen[v] = out
+    for k, x in pairs(v) do out[copy(k, depth + 1, seen)] = copy(x, depth + 1, seen) end
+    local mt = getmetatable(v)
+    if mt == core.array_mt or mt == nil then
+        if mt then setmetatable(out, mt) end
+    elseif type(mt) == "table" then
+        -- A per-object metatable (key order): copied too, so changing it changes nothing.
+        setmetatable(out, copy(mt, depth + 1, seen))
+    end
+    return out
+end
+
+--- A deep copy of a value (tables and their per-object metatables; the shared array
+-- marker is kept as it is). Shared tables stay shared in the copy; cycles are kept.
+-- @param v any value
+-- @return the copy
+function _M.copy(v)
+    return copy(v, 0, {})
+end
+
+----------------------------------------------------------------------------
+-- What a rule returns
+----------------------------------------------------------------------------
+
+local VERDICT_HELP = "(nothing or true to pass; a message, {pointer=, message=} or a list of them to fail)"
+
+local function clean(s, limit)
+    return secrets.utf8(secrets.elide(s, limit))
+end
+
+-- Normalise what a rule returned into a list of error items, or nil when it passed.
+-- A rule passes with nothing, `true` or an empty list; it fails with `false`, a message,
+-- one `{pointer =, message =}`, a list of those, or Lua's `nil, message`. Anything else is
+-- a bug in the rule: nil and a description of what was wrong.
+local function verdict(rule, ret, ret2)
+    if ret == nil and ret2 ~= nil then ret = ret2 end
+    if ret == nil or ret == true then return nil end
+    if ret == false then ret = "rule " .. rule.name .. " failed" end
+    local list
+    if type(ret) == "string" then
+        list = { ret }
+    elseif type(ret) == "table" and (ret.message ~= nil or ret.pointer ~= nil) then
+        list = { ret }
+    elseif type(ret) == "table" and next(ret) ~= nil and #ret > 0 then
+        list = ret
+    elseif type(ret) == "table" and next(ret) == nil then
+        return nil
+    else
+        local what = type(ret)
+        if type(ret) == "number" then what = "number (" .. tostring(ret) .. ")" end
+        return nil, "returned a " .. what .. " that is not a verdict " .. VERDICT_HELP
+    end
+    local out, n = {}, #list
+    for i = 1, min(n, MAX_ERRORS) do
+        local e = list[i]
+        if type(e) == "string" then e = { message = e } end
+        if type(e) ~= "table" or type(e.message) ~= "string"
+            or (e.pointer ~= nil and type(e.pointer) ~= "string") then
+            local what = type(e) ~= "table" and ("a " .. type(e))
+                or (type(e.message) ~= "string" and ("a message of type " .. type(e.message)))
+                or ("a pointer of type " .. type(e.pointer))
+            return nil, format("returned %s in error %d, which is not a verdict %s", what, i, VERDICT_HELP)
+        end
+        out[i] = {
+            pointer = clean(e.pointer or "", MAX_POINTER),
+            keyword = "rule:" .. rule.name,
+            schema_pointer = "",
+            message = clean(e.message, MAX_MESSAGE),
+            rule = rule.name,
+        }
+    end
+    if n > MAX_ERRORS then
+        out[#out + 1] = { pointer = "", keyword = "rule:" .. rule.name, schema_pointer = "", rule = rule.name,
+            message = format("and %d more errors from rule %s", n - MAX_ERRORS, rule.name) }
+    end
+    return out
+end
+
+----------------------------------------------------------------------------
+-- Running one rule under its budget
+----------------------------------------------------------------------------
+
+-- The error raised from the hook; never shown (the state says what happened).
+local OWN_SOURCE = getinfo(1, "S").source
+local OVER = setmetatable({}, { __tostring = function() return "rule over budget" end })
+
+-- LuaJIT: rule coroutines being run or waited on, and the hook that was there before.
+local active, n_active, saved_hook = setmetatable({}, { __mode = "k" }), 0, nil
+
+local function over(state, what)
+    state.over = state.over or what
+    -- From now on every instruction raises, so a rule that catches the error (pcall in a
+    -- loop) cannot go on.
+    if state.co then sethook(state.co, state.hook, "", 1) end
+    error(OVER, 0)
+end
+
+local function make_hook(state)
+    return function()
+        if IS_JIT then
+            -- One hook for the whole VM: only rule coroutines are counted.
+            local st = active[co_running()]
+            if st ~= state then
+                if st then return st.hook() end
+                return
+            end
+        end
+        if state.over then
+            -- This module's own code (the light thread's wrapper, see run_light_thread) runs
+            -- on after the rule in the same coroutine.
+            if getinfo(2, "S").source == OWN_SOURCE then return end
+            error(OVER, 0)
+        end
+        state.steps = state.steps + _M.GRAIN
+        if state.steps > state.max_steps then return over(state, "steps") end
+        if clock() > state.deadline then return over(state, "ms") end
+    end
+end
+
+local function hook_on(state, co)
+    if IS_JIT then
+        if n_active == 0 then saved_hook = { gethook() } end
+        if not active[co] then n_active = n_active + 1 end
+        active[co] = state
+        sethook(co, state.hook, "", _M.GRAIN)
+    else
+        sethook(co, state.hook, "", _M.GRAIN)
+    end
+end
+
+local function hook_off(co)
+    if IS_JIT then
+        if active[co] then
+            active[co] = nil
+            n_active = n_active - 1
+        end
+        if n_active > 0 then
+            -- Another rule still runs or waits: keep the hook, at its usual pace (a rule over
+            -- budget raised it to every instruction).
+            local _, st = next(active)
+            sethook(st.co or co, st.hook, "", st.over and 1 or _M.GRAIN)
+        else
+            if saved_hook and saved_hook[1] then
+                sethook(saved_hook[1], saved_hook[2], saved_hook[3])
+            else
+                sethook()
+            end
+            saved_hook = nil
+        end
+    elseif co_status(co) ~= "dead" then
+        sethook(co)
+    end
+end
+
+local function is_stack_overflow(e)
+    return type(e) == "string" and (e:find("stack overflow", 1, true) ~= nil)
+end
+
+-- Is the caller running inside a coroutine (a batch item) that can hand waits on?
+local function in_coroutine()
+    local co, main = co_running()
+    return co ~= nil and not main
+end
+
+local function pack(...) return { n = select("#", ...), ... } end
+
+-- Run inside the rule's coroutine, so under its budget: call the rule, then read what it
+-- raised (a __tostring runs here too) or returned (a metamethod of a returned table too).
+-- Returns "ok", list-or-nil | "raised", text, is-stack-overflow | "bad", problem | "over".
+local function guarded(state, rule, value, ctx)
+    local r = pack(pcall(rule.check, value, ctx))
+    -- Over budget, nothing of the rule's is read (and code outside this module would raise).
+    if state.over then return "over" end
+    if not r[1] then
+        return "raised", secrets.describe(r[2]), is_stack_overflow(r[2])
+    end
+    local ok, list, problem = pcall(verdict, rule, r[2], r[3])
+    if not ok then return "bad", "returned a value that raised when read: " .. secrets.describe(list) end
+    if problem then return "bad", problem end
+    return "ok", list
+end
+
+-- Outside nginx: the rule as a coroutine; waits it yields through `batch.sleep` /
+-- `batch.send` go to the batch scheduler (or are done here), cut to the budget.
+-- Returns what `guarded` returns, or "over".
+local function run_coroutine(rule, value, ctx, state)
+    local co = co_create(guarded)
+    state.co = co
+    hook_on(state, co)
+    local r = pack(co_resume(co, state, rule, value, ctx))
+    while r[1] and co_status(co) == "suspended" and not state.over do
+        local verb, arg = r[2], r[3]
+        local left = state.deadline - clock()
+        if verb ~= "sleep" and verb ~= "http" then
+            hook_off(co)
+            return "bad", "yielded " .. secrets.describe(verb) .. "; rules must return their verdict "
+                .. "(waits go through batch.sleep / batch.send)"
+        end
+        if left <= 0 then
+            state.over = "ms"
+            break
+        end
+        local out
+        if verb == "sleep" then
+            local s = min(type(arg) == "number" and arg or 0, left)
+            if in_coroutine() then co_yield("sleep", s) else blocking_sleep(s) end
+            out = {}
+        else
+            local req = {}
+            for k, x in pairs(type(arg) == "table" and arg or {}) do req[k] = x end
+            req.timeout_ms = min(type(req.timeout_ms) == "number" and req.timeout_ms or huge, floor(left * 1000) + 1)
+            local res, err
+            if in_coroutine() then
+                res = co_yield("http", req)
+                if type(res) == "table" and res.category then res, err = nil, res end
+            else
+                res, err = require("jsoncontract.transport.curl").request(req)
+            end
+            out = { res, err }
+        end
+        if clock() > state.deadline then
+            state.over = "ms"
+            break
+        end
+        r = pack(co_resume(co, unpack(out, 1, 2)))
+    end
+    hook_off(co)
+    if state.over then return "over" end
+    -- (the coroutine dies outside the rule's pcall only over budget, or out of C stack)
+    if not r[1] then return "raised", secrets.describe(r[2]), is_stack_overflow(r[2]) end
+    return r[2], r[3], r[4]
+end
+
+local NGX_THREAD_PHASES = { rewrite = true, server_rewrite = true, access = true, content = true, timer = true,
+    ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true, preread = true }
+
+-- Under nginx: the rule in a light thread, raced against a timer thread. Returns what
+-- `guarded` returns, "over", or nil when light threads are not allowed here.
+local function run_light_thread(rule, value, ctx, state)
+    local function body()
+        local co = co_running()
+        state.co = co
+        hook_on(state, co)
+        local r = pack(guarded(state, rule, value, ctx))
+        hook_off(co)
+        return unpack(r, 1, r.n)
+    end
+    local ok, th = pcall(NGX.thread.spawn, body)
+    if not ok then return nil end -- the caller falls back to a plain coroutine
+    local left = state.deadline - clock()
+    local timer = NGX.thread.spawn(function()
+        if left > 0 then NGX.sleep(left) end
+        return "timer"
+    end)
+    local wok, tag, a, b = NGX.thread.wait(th, timer)
+    if tag == "timer" then
+        NGX.thread.kill(th)
+        if state.co then hook_off(state.co) end
+        state.over = state.over or "ms"
+        return "over"
+    end
+    NGX.thread.kill(timer)
+    if state.co then hook_off(state.co) end
+    if state.over then return "over" end
+    if not wok then return "raised", secrets.describe(tag), is_stack_overflow(tag) end
+    return tag, a, b
+end
+
+-- 10000000 -> "10,000,000"
+local function thousands(n)
+    local s = format("%d", floor(n + 0.5))
+    local out = s:reverse():gsub("(%d%d%d)", "%1,"):reverse()
+    return (out:gsub("^,", ""):gsub("^%-,", "-"))
+end
+
+local function over_message(rule, state)
+    if state.over == "steps" then
+        return format("rule %s ran over its budget of %s steps (VM instructions)", rule.name,
+            state.max_steps < 1e15 and thousands(state.max_steps) or tostring(state.max_steps))
+    elseif state.over == "stack" then
+        return format("rule %s ran out of stack (a recursion too deep)", rule.name)
+    end
+    return format("rule %s ran over its budget of %s ms (wall time)", rule.name, thousands(state.ms))
+end
+
+-- Run one rule: ok, list-or-nil; or nil, err (rule_error / rule_timeout).
+local function run_one(rule, value, ctx, budget, item)
+    local now = clock()
+    local steps = min(rule.budget.steps or budget.steps, item.steps_left)
+    local ms = max(0, min(rule.budget.ms or budget.ms, (item.deadline - now) * 1000))
+    local state = { steps = 0, max_steps = steps, ms = ms, deadline = now + ms / 1000 }
+    state.hook = make_hook(state)
+    local view = _M.copy(value)
+    local tag, a, b
+    if NGX and NGX.thread and NGX_THREAD_PHASES[NGX.get_phase and NGX.get_phase() or ""] then
+        tag, a, b = run_light_thread(rule, view, ctx, state)
+    end
+    if tag == nil then tag, a, b = run_coroutine(rule, view, ctx, state) end
+    item.steps_left = item.steps_left - state.steps
+    local elapsed = clock() - now
+    if tag == "raised" and b and not state.over then state.over = "stack" end
+    -- A blocking call cannot be interrupted; its time still counts, and the verdict of a
+    -- rule over its budget is not trusted.
+    if not state.over and elapsed * 1000 > ms then state.over = "ms" end
+    local fields = { errors = setmetatable({}, core.array_mt), retry = false, rule = rule.name }
+    if state.over then
+        fields.limit = state.over
+        return nil, errors.new("rules", "rule_timeout", over_message(rule, state), fields)
+    end
+    if tag == "raised" then
+        return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " raised: " .. clean(a, MAX_MESSAGE),
+            fields)
+    elseif tag ~= "ok" then
+        return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " " .. clean(a, MAX_MESSAGE), fields)
+    end
+    return true, a
+end
+
+--- Run the rules on a schema-valid value, each on its own copy, under the budgets.
+-- @tparam table list rules from `normalize`
+-- @param value the schema-valid value (never changed, never handed to a rule)
+-- @param ctx passed to every rule as its second argument
+-- @tparam table budget the merged contract budget from `normalize`
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] table err, category "rules": kind `rule_failed` (`errors` lists each failure;
+--   `retry` false when a failing rule has `retry = false`), `rule_error` (a rule raised,
+--   yielded, or returned something that is not a verdict; `rule` names it) or
+--   `rule_timeout` (a rule ran over its steps or wall time, or out of stack; `rule`
+--   names it and `limit` says which: "steps", "ms" or "stack"). The last two are never
+--   retried.
+function _M.run(list, value, ctx, budget)
+    if #list == 0 then return true end -- no rules: no copy, no clock, no coroutine (per request in nginx)
+    budget = budget or _M.DEFAULT_BUDGET
+    local item = { steps_left = budget.item_steps, deadline = clock() + budget.item_ms / 1000 }
+    local all, retry = {}, true
+    for _, rule in ipairs(list) do
+        local ok, res = run_one(rule, value, ctx, budget, item)
+        if not ok then return nil, res end
+        if res then
+            for _, e in ipairs(res) do all[#all + 1] = e end
+            if not rule.retry then retry = false end
+        end
+    end
+    if #all == 0 then return true end
+    local msgs = {}
+    for i, e in ipairs(all) do
+        msgs[i] = (e.pointer ~= "" and (secrets.elide(e.pointer, 120) .. ": ") or "") .. e.message
+    end
+    return nil, errors.new("rules", "rule_failed", secrets.elide(concat(msgs, "; "), MAX_JOINED),
+        { errors = all, retry = retry })
+end
+
+return _M

@@ -1,0 +1,383 @@
+--- What may leave a run: the one redaction of the API key and the text hygiene every
+-- string gets before it reaches an outcome, an error, a pointer, the evidence or stdout.
+--
+-- A server between us and the model (a proxy, a compromised gateway) can echo the key in
+-- any spelling that decodes back to it somewhere down the line: plain, JSON `\u` escapes
+-- (`\u0073k-...`, upper or lower hex, mixed with plain characters, one escape per
+-- character or several), JSON short escapes (`\/`), escapes of escapes (`\\u0073`, as a
+-- JSON string inside a JSON string carries them), percent-encoding (`%73k-...`, also
+-- `%5Cu0073`), JSON Pointer escapes (`~1`). `redact` finds the key in every such spelling,
+-- in raw bytes and in decoded text alike, and replaces the whole spelling by "[redacted]".
+-- Text is never decoded to find it, so what is not the key stays byte for byte.
+-- @module jsoncontract.secrets
+local core = require "jsoncontract.core"
+
+local type, pairs, next, tostring, setmetatable, getmetatable, pcall =
+    type, pairs, next, tostring, setmetatable, getmetatable, pcall
+local byte, sub, find, format, lower = string.byte, string.sub, string.find, string.format,
+    string.lower
+local concat = table.concat
+local floor = math.floor
+
+local _M = { _VERSION = core._VERSION }
+
+--- What replaces a secret.
+_M.REDACTED = "[redacted]"
+
+-- Shortest secret looked for: shorter "keys" would redact ordinary words.
+local MIN_SECRET = 4
+-- How many layers of encoding one character may hide under (`%5Cu0073` is two: percent
+-- over JSON). Three covers a JSON string in a JSON string in a URL.
+local MAX_LAYERS = 3
+
+local B_BACKSLASH, B_PERCENT, B_U, B_TILDE = 92, 37, 117, 126
+
+local HEX = {}
+for i = 0, 9 do HEX[48 + i] = i end
+for i = 0, 5 do HEX[65 + i] = 10 + i; HEX[97 + i] = 10 + i end
+
+local decode
+
+-- A hex digit spelled at `i` (plain, or encoded under `layers` layers): value, next index.
+local function hex_at(text, i, layers)
+    local v, j = decode(text, i, layers)
+    local d = v and HEX[v]
+    if d then return d, j end
+    return nil
+end
+
+-- `n` hex digits from `i`: their value and the index after them, or nil.
+local function hex_run(text, i, n, layers)
+    local v = 0
+    for _ = 1, n do
+        local d
+        d, i = hex_at(text, i, layers)
+        if not d then return nil end
+        v = v * 16 + d
+    end
+    return v, i
+end
+
+local SHORT = { [34] = 34, [47] = 47, [92] = 92, [98] = 8, [102] = 12, [110] = 10, [114] = 13, [116] = 9 }
+
+-- A character `v` that decoding one layer produced at `j`; when it is an introducer ('\'
+-- or '%') it starts an escape of the next layer out (`\\u0073`, `%5Cu0073`), whose
+-- remaining characters follow from `j`.
+local function resume(v, text, j, layers)
+    if layers <= 0 then return v, j end
+    if v == B_BACKSLASH then
+        local c, k = decode(text, j, layers - 1)
+        if c == B_U then
+            local w, e = hex_run(text, k, 4, layers - 1)
+            if w then return resume(w, text, e, layers - 1) end
+        elseif c and SHORT[c] and c ~= B_BACKSLASH then
+            return SHORT[c], k
+        end
+    elseif v == B_PERCENT then
+        local w, e = hex_run(text, j, 2, layers - 1)
+        if w then return resume(w, text, e, layers - 1) end
+    end
+    return v, j
+end
+
+-- The character spelled at `i`, decoding at most `layers` layers of JSON string escapes,
+-- percent-encoding and JSON Pointer escapes: its byte value and the index after it.
+function decode(text, i, layers)
+    local b = byte(text, i)
+    if b == nil then return nil end
+    if layers <= 0 then return b, i + 1 end
+    if b == B_PERCENT then
+        local v, j = hex_run(text, i + 1, 2, layers - 1)
+        if v then return resume(v, text, j, layers - 1) end
+    elseif b == B_BACKSLASH then
+        local c = byte(text, i + 1)
+        if c == B_U then
+            local v, j = hex_run(text, i + 2, 4, layers - 1)
+            if v then return resume(v, text, j, layers - 1) end
+        elseif c == B_BACKSLASH then
+            return resume(B_BACKSLASH, text, i + 2, layers - 1)
+        elseif c and SHORT[c] then
+            return SHORT[c], i + 2
+        end
+    elseif b == B_TILDE then
+        local c = byte(text, i + 1)
+        if c == 49 then return 47, i + 2 end
+        if c == 48 then return B_TILDE, i + 2 end
+    end
+    return b, i + 1
+end
+
+-- Does the text at `i` spell the byte `want`? The index after the spelling, or nil.
+local function match_byte(text, i, want, layers)
+    local b = byte(text, i)
+    if b == want then return i + 1 end
+    if b ~= B_BACKSLASH and b ~= B_PERCENT and b ~= B_TILDE then return nil end
+    local v, j = decode(text, i, layers)
+    if v == want then return j end
+    return nil
+end
+
+-- The end of a spelling of `secret` starting at `i`, or nil.
+local function match_secret(text, i, secret, n)
+    local j = i
+    for k = 1, n do
+        j = match_byte(text, j, byte(secret, k), MAX_LAYERS)
+        if not j then return nil end
+    end
+    return j
+end
+
+-- Could `text` hold an encoded spelling at all? (Saves the slow scan on clean text.)
+local function has_escapes(text)
+    return find(text, "[\\%%~]") ~= nil
+end
+
+-- Replace every spelling of one secret.
+local function redact_one(text, secret)
+    local n = #secret
+    if not has_escapes(text) then
+        if not find(text, secret, 1, true) then return text end
+    end
+    -- A spelling starts with the first byte or with an introducer of an encoding: jump
+    -- from one such byte to the next (string.find runs in C).
+    local starts = "[%" .. sub(secret, 1, 1) .. "\\%%~]"
+    if sub(secret, 1, 1):match("%w") then starts = "[" .. sub(secret, 1, 1) .. "\\%%~]" end
+    local first = byte(secret, 1)
+    local parts, from = {}, 1
+    local i = find(text, starts)
+    while i do
+        local j
+        local b, c = byte(text, i, i + 1)
+        -- Most candidates are ordinary escapes (`\"`, `\n`) or a '%' or '~' that cannot
+        -- spell the first character: skip those without the full match.
+        if b == first or (b == B_BACKSLASH and (c == B_U or c == B_BACKSLASH or SHORT[c] == first))
+            or (b == B_PERCENT and c and HEX[c]) or (b == B_TILDE and (first == 47 or first == B_TILDE)) then
+            j = match_secret(text, i, secret, n)
+        end
+        if j then
+            parts[#parts + 1] = sub(text, from, i - 1)
+            parts[#parts + 1] = _M.REDACTED
+            from = j
+            i = find(text, starts, j)
+        else
+            i = find(text, starts, i + 1)
+        end
+    end
+    if from == 1 then return text end
+    parts[#parts + 1] = sub(text, from)
+    return concat(parts)
+end
+
+--- Replace every spelling of a secret (an API key) in a text by "[redacted]".
+-- The one redaction used by the attempt loop, the evidence writer, the CLI and the
+-- errors module: plain bytes, JSON `\u`/short escapes (mixed, escapes of escapes),
+-- percent-encoding and JSON Pointer escapes, in any mix per character.
+-- @param text any value; only strings are changed
+-- @tparam string|table|nil secret plain bytes (not a pattern), or a list of them; nil or
+--   shorter than 4 bytes: no change
+-- @return the text without the secret (other values as given)
+-- @usage secrets.redact('{"k":"\\u0073k-abcd"}', "sk-abcd") --> '{"k":"[redacted]"}'
+function _M.redact(text, secret)
+    if type(text) ~= "string" then return text end
+    if type(secret) == "table" then
+        for _, s in pairs(secret) do text = _M.redact(text, s) end
+        return text
+    end
+    if type(secret) ~= "string" or #secret < MIN_SECRET then return text end
+    return redact_one(text, secret)
+end
+
+--- A copy of a value with the secret redacted from every string in it, keys included
+-- (a key that becomes equal to another gets a numbered suffix so nothing is lost).
+-- Metatables are kept. Tables met twice (or cycles) are copied once.
+-- @param v any value
+-- @tparam string|table|nil secret as for `redact`
+-- @return the redacted copy (the value itself when it holds no string with the secret)
+function _M.redact_value(v, secret, seen)
+    if type(v) == "string" then return _M.redact(v, secret) end
+    if type(v) ~= "table" or secret == nil then return v end
+    seen = seen or {}
+    if seen[v] then return seen[v] end
+    local out = {}
+    seen[v] = out
+    for k, x in pairs(v) do
+        local k2 = k
+        if type(k) == "string" then
+            k2 = _M.redact(k, secret)
+            if k2 ~= k then
+                local base, n = k2, 1
+                while v[k2] ~= nil or out[k2] ~= nil do n = n + 1; k2 = base .. "#" .. n end
+            end
+        end
+        out[k2] = _M.redact_value(x, secret, seen)
+    end
+    local mt = getmetatable(v)
+    if mt ~= nil then setmetatable(out, mt) end
+    return out
+end
+
+----------------------------------------------------------------------------
+-- Text hygiene: valid UTF-8, bounded, credentials out of URLs
+----------------------------------------------------------------------------
+
+local REPLACEMENT = "\239\191\189" -- U+FFFD
+
+--- The text as valid UTF-8: every byte that does not start a well-formed UTF-8 sequence
+-- (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF) becomes U+FFFD.
+-- @tparam string s
+-- @treturn string s itself when already valid
+function _M.utf8(s)
+    if type(s) ~= "string" then return s end
+    if not find(s, "[\128-\255]") then return s end
+    local out, from, i, n, bad = {}, 1, 1, #s, false
+    while i <= n do
+        local c = byte(s, i)
+        local len = 0
+        if c < 0x80 then len = 1
+        elseif c >= 0xC2 and c <= 0xDF then len = 2
+        elseif c >= 0xE0 and c <= 0xEF then len = 3
+        elseif c >= 0xF0 and c <= 0xF4 then len = 4
+        end
+        local ok = len > 0 and i + len - 1 <= n
+        if ok and len > 1 then
+            local c2 = byte(s, i + 1)
+            if (c == 0xE0 and c2 < 0xA0) or (c == 0xED and c2 > 0x9F)
+                or (c == 0xF0 and c2 < 0x90) or (c == 0xF4 and c2 > 0x8F) then
+                ok = false
+            end
+            for k = i + 1, i + len - 1 do
+                local ck = byte(s, k)
+                if ck < 0x80 or ck > 0xBF then ok = false end
+            end
+        end
+        if ok then
+            i = i + len
+        else
+            out[#out + 1] = sub(s, from, i - 1)
+            out[#out + 1] = REPLACEMENT
+            bad = true
+            i = i + 1
+            from = i
+        end
+    end
+    if not bad then return s end
+    out[#out + 1] = sub(s, from)
+    return concat(out)
+end
+
+-- Back `i` up to the start of a UTF-8 character (never past `lo`).
+local function char_start(s, i, lo)
+    while i > lo do
+        local c = byte(s, i)
+        if c == nil or c < 0x80 or c >= 0xC0 then break end
+        i = i - 1
+    end
+    return i
+end
+
+local function thousands(n)
+    local s = tostring(floor(n))
+    local out = s:reverse():gsub("(%d%d%d)", "%1,"):reverse()
+    if out:sub(1, 1) == "," then out = out:sub(2) end
+    return out
+end
+
+--- The text cut in the middle when longer than `max` bytes: its head and tail (whole
+-- UTF-8 characters) around "…(N bytes)…", N the full length, so a 2,000-byte pointer
+-- shows where it starts, where it ends and how long it is.
+-- @tparam string s
+-- @tparam[opt=300] integer max bytes kept (head and tail together; at least 16)
+-- @treturn string
+function _M.elide(s, max)
+    if type(s) ~= "string" then return s end
+    max = max or 300
+    if max < 16 then max = 16 end
+    local n = #s
+    if n <= max then return s end
+    local head = floor(max * 2 / 3)
+    local tail = max - head
+    local h = char_start(s, head + 1, 1) - 1
+    local t = char_start(s, n - tail + 1, h + 1)
+    return sub(s, 1, h) .. "\226\128\166(" .. thousands(n) .. " bytes)\226\128\166" .. sub(s, t)
+end
+
+--- Text fit for an outcome, a review line or a terminal: the secret redacted first (so a
+-- cut never leaves half a key), then elided to `max` bytes, then made valid UTF-8.
+-- @param s any value; non-strings go through `tostring`
+-- @tparam string|table|nil secret as for `redact`
+-- @tparam[opt=300] integer max
+-- @treturn string
+function _M.clean(s, secret, max)
+    if type(s) ~= "string" then s = tostring(s) end
+    return _M.utf8(_M.elide(_M.redact(s, secret), max))
+end
+
+-- Query parameters whose values are credentials.
+local SECRET_PARAMS = { key = true, api_key = true, apikey = true, ["api-key"] = true, token = true,
+    access_token = true, auth = true, password = true, secret = true, sig = true, signature = true,
+    code = true, session = true, client_secret = true }
+
+--- A URL fit to be shown: user and password removed, the values of credential-like query
+-- parameters (key, api_key, token, password, signature, ...) replaced by "[redacted]",
+-- the secret redacted, and the whole made valid UTF-8 and elided to 200 bytes.
+-- @tparam string url
+-- @tparam[opt] string|table secret
+-- @treturn string
+function _M.scrub_url(url, secret)
+    if type(url) ~= "string" then return url end
+    url = _M.redact(url, secret)
+    -- scheme://user:pass@host -> scheme://[redacted]@host
+    url = url:gsub("^(%a[%w+.-]*://)([^/?#]*)@", "%1" .. _M.REDACTED .. "@")
+    url = url:gsub("([?&;])([^=&;#]*)=([^&;#]*)", function(sep, name, value)
+        local plain = lower(name:gsub("%%2[dD]", "-"):gsub("%%5[fF]", "_"))
+        if SECRET_PARAMS[plain] or plain:find("key", 1, true) or plain:find("token", 1, true) then
+            return sep .. name .. "=" .. _M.REDACTED
+        end
+        return sep .. name .. "=" .. value
+    end)
+    return _M.elide(_M.utf8(url), 200)
+end
+
+--- What an error value raised by user code says, in words a person can act on: an err
+-- table or a table with `__tostring` as it prints itself, another table as its fields
+-- (`{code = 42, message = "db down"}`, at most 8, values elided), anything else through
+-- `tostring`. Never raises.
+-- @param e the raised value
+-- @treturn string
+function _M.describe(e)
+    if type(e) == "string" then return e end
+    if type(e) ~= "table" then return tostring(e) end
+    local mt = getmetatable(e)
+    if type(mt) == "table" and mt.__tostring ~= nil then
+        local ok, s = pcall(tostring, e)
+        if ok and type(s) == "string" then return s end
+        return "a table whose __tostring raised"
+    end
+    local keys = {}
+    for k in pairs(e) do
+        keys[#keys + 1] = k
+        if #keys > 64 then break end
+    end
+    table.sort(keys, function(a, b)
+        if type(a) == type(b) and (type(a) == "string" or type(a) == "number") then return a < b end
+        return type(a) < type(b)
+    end)
+    local parts = {}
+    for i = 1, #keys do
+        if i > 8 then
+            parts[#parts + 1] = "..."
+            break
+        end
+        local k, x = keys[i], e[keys[i]]
+        local ks = type(k) == "string" and k:match("^[%a_][%w_]*$") and k or ("[" .. tostring(k) .. "]")
+        local xs
+        if type(x) == "string" then xs = format("%q", _M.elide(x, 80)):gsub("\\\n", "\\n")
+        elseif type(x) == "table" then xs = next(x) == nil and "{}" or "{...}"
+        else xs = tostring(x) end
+        parts[#parts + 1] = ks .. " = " .. xs
+    end
+    if #parts == 0 then return "an empty table" end
+    return "{" .. concat(parts, ", ") .. "}"
+end
+
+return _M

@@ -1,0 +1,269 @@
+-- jsoncontract.contract.rules: the rules gate. A rule sees its own copy (mutation at every
+-- depth changes nothing that is accepted), what it returns is checked, and it runs under a
+-- step and wall-time budget (endless loop, deep recursion, slow SQLite query, a wait in a
+-- batch) that fails closed as rules/rule_timeout, on Lua 5.4 and LuaJIT alike.
+local jc = require "jsoncontract"
+local core = require "jsoncontract.core"
+local rules = require "jsoncontract.contract.rules"
+local batch = require "jsoncontract.batch"
+
+local SCHEMA = {
+    type = "object",
+    properties = {
+        intent = { type = "string", enum = { "delivery", "return" } },
+        order = { type = "object", properties = {
+            id = { type = "string" },
+            lines = { type = "array", items = { type = "object", properties = { sku = { type = "string" } } } },
+        } },
+        tags = { type = "array", items = { type = "string" } },
+    },
+    required = { "intent" },
+    additionalProperties = false,
+}
+local TEXT = '{"intent":"delivery","order":{"id":"1042","lines":[{"sku":"a-1"},{"sku":"b-2"}]},"tags":["x","y"]}'
+
+local function contract(rule, budget)
+    return jc.contract { name = "t", version = "1", instructions = "Sort the mail.", schema = SCHEMA,
+        rules = { rule }, rules_budget = budget }
+end
+
+local function check(rule, budget)
+    return contract(rule, budget):check(TEXT)
+end
+
+describe("jsoncontract.contract.rules", function()
+    after_each(function() collectgarbage("collect") end)
+
+    describe("the value a rule sees", function()
+        local MUTATIONS = {
+            { "sets a top-level field", function(v) v.intent = "HACKED" end },
+            { "adds a top-level field", function(v) v.extra = 1 end },
+            { "removes a required field", function(v) v.intent = nil end },
+            { "changes a nested field", function(v) v.order.id = "9999" end },
+            { "changes an array element at depth 3", function(v) v.order.lines[1].sku = "HACKED" end },
+            { "appends to an array", function(v) v.tags[#v.tags + 1] = "z" end },
+            { "replaces a nested table", function(v) v.order = { id = 1 } end },
+            { "turns an array into an object", function(v) setmetatable(v.tags, nil); v.tags.k = 1 end },
+            { "puts NaN and a function in", function(v) v.order.id = 0 / 0; v.tags[1] = print end },
+            { "changes the array marker's table", function(v)
+                local copy_mt = getmetatable(v.tags)
+                assert(copy_mt == core.array_mt) -- the shared marker is the same table...
+                setmetatable(v.order.lines, { __index = function() return "HACKED" end })
+            end },
+        }
+        for _, case in ipairs(MUTATIONS) do
+            it("accepts the schema gate's value byte for byte when a rule " .. case[1], function()
+                local v, report = check(case[2])
+                assert.is_table(v, tostring(report))
+                assert.equal(core.encode(core.decode(TEXT)), core.encode(v))
+                assert.equal("delivery", v.intent)
+            end)
+        end
+
+        it("gives each rule its own copy: a change by one rule never reaches the next", function()
+            local seen
+            local c = jc.contract { name = "t", version = "1", instructions = "x", schema = SCHEMA, rules = {
+                function(v) v.order.lines[2].sku = "HACKED" end,
+                function(v) seen = v.order.lines[2].sku end,
+            } }
+            assert.is_table(c:check(TEXT))
+            assert.equal("b-2", seen)
+        end)
+
+        it("copies shared tables once and keeps cycles", function()
+            local t = { a = {} }
+            t.b, t.a.self = t.a, t.a
+            local c = rules.copy(t)
+            assert.not_equal(t.a, c.a)
+            assert.equal(c.a, c.b)
+            assert.equal(c.a, c.a.self)
+        end)
+    end)
+
+    describe("what a rule returns", function()
+        local CASES = {
+            { "NaN", function() return 0 / 0 end, "rule_error", "returned a number" },
+            { "a function", function() return print end, "rule_error", "returned a function" },
+            { "a coroutine", function() return coroutine.create(print) end, "rule_error", "returned a thread" },
+            { "a message that is a number", function() return { { message = 42 } } end, "rule_error",
+                "a message of type number" },
+            { "a pointer that is a table", function() return { pointer = {}, message = "x" } end, "rule_error",
+                "a pointer of type table" },
+            { "a raised table", function() error({ code = 42, message = "db down" }) end, "rule_error",
+                'raised: {code = 42, message = "db down"}' },
+            { "a raised table with __tostring", function()
+                error(setmetatable({}, { __tostring = function() return "OrderDbError: timeout" end }))
+            end, "rule_error", "raised: OrderDbError: timeout" },
+            { "a yield", function() coroutine.yield("hello") end, "rule_error", "yielded" },
+            { "a returned table whose reading raises", function()
+                return setmetatable({}, { __index = function() error("no such field") end })
+            end, "rule_error", "returned a value that raised when read: " },
+        }
+        for _, case in ipairs(CASES) do
+            it("turns " .. case[1] .. " into rules/" .. case[3], function()
+                local v, err = check(case[2])
+                assert.is_nil(v)
+                assert.equal("rules", err.category)
+                assert.equal(case[3], err.kind)
+                assert.equal("rule1", err.rule)
+                assert.is_false(err.retry)
+                assert.truthy(err.message:find(case[4], 1, true), err.message)
+            end)
+        end
+
+        it("makes a Latin-1 message valid UTF-8 with replacement characters", function()
+            local v, err = check(function() return { pointer = "/intent", message = "Kunde M\252ller (\255)" } end)
+            assert.is_nil(v)
+            assert.equal("rule_failed", err.kind)
+            assert.equal("Kunde M\239\191\189ller (\239\191\189)", err.errors[1].message)
+            assert.truthy(core.encode(err.errors)) -- encodable
+        end)
+
+        it("bounds a long message and a long pointer, eliding the middle with the length", function()
+            local long = string.rep("x", 5000)
+            local _, err = check(function() return { pointer = "/" .. long, message = long } end)
+            local e = err.errors[1]
+            assert.truthy(#e.message < 600)
+            assert.truthy(e.message:find("(5,000 bytes)", 1, true), e.message)
+            assert.truthy(e.pointer:find("(5,001 bytes)", 1, true), e.pointer)
+            assert.truthy(#err.message < 2100)
+        end)
+
+        it("keeps at most 50 errors of one rule and counts the rest", function()
+            local _, err = check(function()
+                local out = {}
+                for i = 1, 1000 do out[i] = "bad " .. i end
+                return out
+            end)
+            assert.equal(51, #err.errors)
+            assert.equal("and 950 more errors from rule rule1", err.errors[51].message)
+        end)
+    end)
+
+    describe("budgets", function()
+        local function assert_timeout(v, err, limit)
+            assert.is_nil(v)
+            assert.equal("rules", err.category)
+            assert.equal("rule_timeout", err.kind)
+            assert.equal(limit, err.limit)
+            assert.is_false(err.retry)
+        end
+
+        it("stops an endless loop (steps)", function()
+            local v, err = check(function() while true do end end)
+            assert_timeout(v, err, "steps")
+            assert.truthy(err.message:find("rule rule1 ran over its budget of", 1, true))
+        end)
+
+        it("stops an endless loop in a helper defined outside the rule", function()
+            local function helper() local x = 0 while true do x = x + 1 end end
+            local _, err = check(function() helper() end)
+            assert.equal("rule_timeout", err.kind)
+        end)
+
+        it("stops an endless loop that catches the budget's error with pcall", function()
+            local _, err = check(function()
+                while true do pcall(function() while true do end end) end
+            end)
+            assert.equal("rule_timeout", err.kind)
+        end)
+
+        it("stops an endless loop by wall time when the step budget is large", function()
+            local _, err = check({ name = "spin", check = function() while true do end end,
+                budget = { steps = 1e15, ms = 50 } })
+            assert.equal("rule_timeout", err.kind)
+            assert.equal("ms", err.limit)
+            assert.equal("spin", err.rule)
+        end)
+
+        it("stops a raised table whose __tostring never returns (it runs under the budget)", function()
+            local _, err = check(function()
+                error(setmetatable({}, { __tostring = function() while true do end end }))
+            end)
+            assert.equal("rule_timeout", err.kind)
+        end)
+
+        it("stops a deep recursion that runs out of stack", function()
+            local _, err = check(function()
+                local function down(n) return 1 + down(n + 1) end
+                return down(1)
+            end)
+            assert.equal("rule_timeout", err.kind)
+            assert.equal("stack", err.limit)
+        end)
+
+        it("stops a deep exponential recursion (steps)", function()
+            local _, err = check(function()
+                local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
+                return fib(60)
+            end)
+            assert.equal("rule_timeout", err.kind)
+            assert.equal("steps", err.limit)
+        end)
+
+        it("fails a slow SQLite query closed, whatever the rule answered", function()
+            local ok, driver = pcall(require, "luasql.sqlite3")
+            if not ok then return pending("luasql.sqlite3 not installed") end
+            local env = driver.sqlite3()
+            local conn = assert(env:connect(":memory:"))
+            finally(function() conn:close(); env:close() end)
+            local _, err = check({ name = "order_in_db", budget = { ms = 100 }, check = function()
+                local cur = assert(conn:execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 " ..
+                    "FROM c WHERE x < 2000000) SELECT count(*) FROM c"))
+                cur:fetch()
+                cur:close()
+                return true -- passes, but too late to be trusted
+            end })
+            assert.equal("rule_timeout", err.kind)
+            assert.equal("ms", err.limit)
+            assert.equal("order_in_db", err.rule)
+        end)
+
+        it("cuts a rule's wait in a batch to its budget while the other items go on", function()
+            local c = contract({ name = "slow_lookup", budget = { ms = 200 }, check = function()
+                batch.sleep(30) -- a slow lookup that waits through the scheduler
+            end })
+            local quick = jc.contract { name = "q", version = "1", instructions = "x", schema = SCHEMA,
+                rules = { function() end } }
+            local order = {}
+            local results = batch.run({ c, quick }, function(k)
+                local v, err = k:check(TEXT)
+                return { v = v, err = err }
+            end, { on_done = function(i) order[#order + 1] = i end })
+            assert.same({ 2, 1 }, order)
+            assert.is_table(results[2].v)
+            assert.equal("rule_timeout", results[1].err.kind)
+            assert.equal("ms", results[1].err.limit)
+        end)
+
+        it("has a budget per item over all rules", function()
+            -- each rule runs 4 to 8 million instructions, under its own budget of 10 million
+            local spin = function() local x = 0 for _ = 1, 2000000 do x = x + 1 end end
+            local c = jc.contract { name = "t", version = "1", instructions = "x", schema = SCHEMA,
+                rules = { spin, spin, spin, spin }, rules_budget = { item_steps = 12000000 } }
+            local _, err = c:check(TEXT)
+            assert.equal("rule_timeout", err.kind)
+            assert.equal("steps", err.limit)
+            assert.not_equal("rule1", err.rule)
+        end)
+
+        it("leaves the interpreter's hook as it was", function()
+            local before = debug.gethook()
+            check(function() while true do end end)
+            assert.equal(before, (debug.gethook()))
+        end)
+
+        it("documents its defaults", function()
+            assert.same({ steps = 10000000, ms = 1000, item_steps = 50000000, item_ms = 5000 }, rules.DEFAULT_BUDGET)
+        end)
+
+        it("raises on a budget of the wrong shape", function()
+            assert.has_error(function() contract(function() end, { steps = -1 }) end,
+                "contract field 'rules_budget'.steps must be a positive number")
+            assert.has_error(function() contract(function() end, { seconds = 1 }) end,
+                "contract field 'rules_budget': unknown field 'seconds'")
+            assert.has_error(function() contract({ check = function() end, budget = { ms = 0 / 0 } }) end,
+                "contract rule 1: budget.ms must be a positive number")
+        end)
+    end)
+end)

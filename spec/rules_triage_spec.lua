@@ -1,0 +1,153 @@
+-- Rules that could hurt a run, inside a real triage batch: bin/jsoncontract triage over the
+-- example mailbox against the stand-in model, with a contract whose extra rule misbehaves
+-- for some mails (a Latin-1 message, NaN and a function put into the value, NaN or a
+-- function returned, a raised table, an endless loop, a wait in the batch, a slow SQLite
+-- query). The run ends with status 0, and every mail ends in exactly one of accepted or
+-- review, the hurt ones with the reason that names what happened.
+local core = require "jsoncontract.core"
+local util = require "support.util"
+
+local LUA = util.LUA
+
+-- The contract file: the support-ticket contract plus one rule keyed on the summary the
+-- stand-in writes for each mail.
+local CONTRACT = [=[
+local jc = require "jsoncontract"
+local batch = require "jsoncontract.batch"
+local M = dofile("examples/support_ticket.lua")
+local function hostile(v, ctx)
+    local s = v.summary
+    if s:find("Guten Tag", 1, true) then
+        return { pointer = "/summary", message = "Kunde M\252ller: Auftrag unbekannt" } -- Latin-1 from a database
+    elseif s:find("PayPal", 1, true) then
+        v.urgent = 0 / 0; v.summary = print; v.extra = { f = print } -- ignored: a copy
+    elseif s:find("Bonjour", 1, true) then
+        return 0 / 0
+    elseif s:find("Ol", 1, true) then
+        return { pointer = "/summary", message = print }
+    elseif s:find("Hola", 1, true) then
+        error({ code = "E42", message = "orders database is down" })
+    elseif s:find("jacket", 1, true) then
+        while true do end
+    elseif s:find("invoice", 1, true) then
+        batch.sleep(30) -- a slow lookup that waits through the batch
+    elseif s:find("password", 1, true) then
+        local cur = assert(ctx.orders.conn:execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL " ..
+            "SELECT x + 1 FROM c WHERE x < 2000000) SELECT count(*) FROM c"))
+        cur:fetch()
+        cur:close()
+    end
+end
+local rules = { { name = "hostile", check = hostile, retry = false, budget = { ms = 300 } } }
+for _, r in ipairs(M.rules) do rules[#rules + 1] = r end
+M.contract = jc.contract { name = "support_ticket", version = "1.0.0", schema = M.schema,
+    instructions = "You sort customer support mail into queues.", rules = rules }
+return M
+]=]
+
+local function read_lines(path)
+    local out = {}
+    for line in assert(io.open(path, "rb")):lines() do out[#out + 1] = assert(core.decode(line)) end
+    return out
+end
+
+describe("bin/jsoncontract triage with rules that misbehave", function()
+    local dir, out, code, by_ticket, by_review
+
+    setup(function()
+        dir = os.tmpname()
+        os.remove(dir)
+        assert(os.execute("mkdir -p '" .. dir .. "'"))
+        local f = assert(io.open(dir .. "/contract.lua", "w"))
+        f:write(CONTRACT)
+        f:close()
+        out, code = util.sh(("env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY %s bin/jsoncontract triage " ..
+            "--input examples/mailbox.jsonl --out %s/out --contract %s/contract.lua --seed 1 --delay-ms 0")
+            :format(LUA, dir, dir))
+        by_ticket, by_review = {}, {}
+        if code == 0 then
+            for _, t in ipairs(read_lines(dir .. "/out/tickets.jsonl")) do by_ticket[t.id] = t end
+            for _, r in ipairs(read_lines(dir .. "/out/review.jsonl")) do by_review[r.id] = r end
+        end
+    end)
+
+    teardown(function()
+        if dir then os.execute("rm -rf '" .. dir .. "'") end
+    end)
+
+    it("runs to the end, and every mail ends in exactly one of accepted or review", function()
+        assert.equal(0, code, out)
+        local mailbox = read_lines("examples/mailbox.jsonl")
+        for _, m in ipairs(mailbox) do
+            assert.is_true((by_ticket[m.id] ~= nil) ~= (by_review[m.id] ~= nil), m.id)
+        end
+        local n = 0
+        for _ in pairs(by_ticket) do n = n + 1 end
+        for _ in pairs(by_review) do n = n + 1 end
+        assert.equal(#mailbox, n)
+    end)
+
+    local REVIEW = {
+        { "m-2001", "rule_failed", "Kunde M\239\191\189ller: Auftrag unbekannt" },
+        { "m-2003", "rule_error", "rule hostile returned a number" },
+        { "m-2004", "rule_error", "rule hostile returned a message of type function in error 1" },
+        { "m-2002", "rule_error", 'rule hostile raised: {code = "E42", message = "orders database is down"}' },
+        { "m-1187", "rule_timeout", "rule hostile ran over its budget of" },
+        { "m-invoice", "rule_timeout", "rule hostile ran over its budget of 300 ms" },
+        { "m-pw", "rule_timeout", "rule hostile ran over its budget of 300 ms" },
+    }
+    for _, case in ipairs(REVIEW) do
+        it("sends " .. case[1] .. " to review as rules/" .. case[2], function()
+            local r = assert(by_review[case[1]], case[1] .. " in review")
+            assert.equal("rules", r.reason.category)
+            assert.equal(case[2], r.reason.kind)
+            local msg = r.reason.message .. " " .. ((r.reason.errors[1] or {}).message or "")
+            assert.truthy(msg:find(case[3], 1, true), msg)
+        end)
+    end
+
+    it("accepts the mail whose rule put NaN and a function into its copy, with the value unchanged", function()
+        local t = assert(by_ticket["m-paypal"], "m-paypal accepted")
+        assert.same({ intent = "payment", order_id = core.null, urgent = true,
+            summary = "Payment issue: My PayPal payment for order 2005 failed but the money left my account." },
+            t.ticket)
+    end)
+
+    it("leaves the other mails as the plain contract has them", function()
+        assert.is_table(by_ticket["m-1042"])
+        assert.equal("format", by_review["m-hallo"].reason.category)
+        assert.equal("rule_failed", by_review["m-9999"].reason.kind)
+    end)
+end)
+
+describe("bin/jsoncontract triage with a value no line can hold", function()
+    it("sends that item to review with the pointer elided, and the run goes on", function()
+        local pipe, port = util.start_fault_server(60)
+        local dir = os.tmpname()
+        os.remove(dir)
+        finally(function()
+            util.stop_fault_server(pipe, port)
+            os.execute("rm -rf '" .. dir .. "'")
+        end)
+        assert(os.execute("mkdir -p '" .. dir .. "'"))
+        local f = assert(io.open(dir .. "/any.lua", "w"))
+        f:write('return { contract = require("jsoncontract").contract { name = "any", version = "1", ' ..
+            'instructions = "Answer with a JSON object.", schema = { type = "object" } } }\n')
+        f:close()
+        local out, code = util.sh(("env -u ANTHROPIC_API_KEY OPENAI_API_KEY=sk-test-0000 " ..
+            "OPENAI_BASE_URL=http://127.0.0.1:%d/f/deep1/deep+ok OPENAI_MODEL=m %s bin/jsoncontract triage " ..
+            "--input examples/mailbox.jsonl --out %s/out --contract %s/any.lua --parallel 1")
+            :format(port, LUA, dir, dir))
+        assert.equal(0, code, out)
+        local review = read_lines(dir .. "/out/review.jsonl")
+        local tickets = read_lines(dir .. "/out/tickets.jsonl")
+        assert.equal(1, #review)
+        assert.equal(11, #tickets)
+        local r = review[1].reason
+        assert.same({ "internal", "item_error" }, { r.category, r.kind })
+        assert.truthy(r.message:find("this item's ticket could not be written: cannot encode a table nested deeper",
+            1, true), r.message)
+        assert.truthy(r.message:find("bytes)\226\128\166", 1, true), r.message)
+        assert.truthy(#r.message < 400, r.message)
+    end)
+end)
