@@ -442,12 +442,16 @@ function _M.triage(o, env)
 
     -- Everything is checked; only now is anything created.
     local out = o.out or default_out_dir()
+    local existed = os.rename(out, out) -- true when the folder was there before us
     ok, err = prepare_out_dir(out)
     if not ok then return die(err) end
     local url = o.store or (out .. "/job.sqlite")
     local st
     st, err = store_mod.open(url)
-    if not st then return fail(err.message) end
+    if not st then
+        if not existed then os.remove(out) end -- the empty folder we made: nothing is left behind
+        return fail(err.message)
+    end
     local jo = { standin = p.standin or nil, contract = contract_path }
     for _, k in ipairs(JOB_OPTIONS) do if o[k] ~= nil and jo[k] == nil then jo[k] = o[k] end end
     local ident = mod.contract:identity()
@@ -542,13 +546,16 @@ function _M.resume(o, env)
         standin = c.p.standin, contract = c.contract:identity() })
 end
 
--- Open the store named by --store, or DIR/job.sqlite for a folder argument.
+-- Open the store named by --store, or DIR/job.sqlite for a folder argument. The third value is
+-- true when the options are at fault (no store named, no such file): a usage error, exit 2.
 local function open_named(o, create)
     local url = o.store
     if not url and o.dir then url = o.dir .. "/job.sqlite" end
-    if not url then return nil, "say which job store: --store URL (postgresql://... or a SQLite file) or a folder" end
+    if not url then
+        return nil, "say which job store: --store URL (postgresql://... or a SQLite file) or a folder", true
+    end
     if not url:match("^postgres") and not create and not file_exists((url:gsub("^sqlite:", ""))) then
-        return nil, "no job store at " .. url
+        return nil, "no job store at " .. url, true
     end
     local st, err = store_mod.open(url, { create = create })
     if not st then return nil, err.message end
@@ -575,9 +582,9 @@ function _M.enqueue(o, env)
     if not mod then return die(err) end
     local items, digest = _M.read_mailbox(o.input, o.limit)
     if not items then return die("cannot read mailbox: " .. tostring(digest)) end
-    local st
-    st, err = open_named(o, true)
-    if not st then return fail(err) end
+    local st, usage
+    st, err, usage = open_named(o, true)
+    if not st then return (usage and die or fail)(err) end
     local jo = { standin = p.standin or nil, contract = contract_path }
     for _, k in ipairs(JOB_OPTIONS) do if o[k] ~= nil and jo[k] == nil then jo[k] = o[k] end end
     local ident = mod.contract:identity()
@@ -607,9 +614,9 @@ function _M.worker(o, env)
     use_env(env)
     local ok, err = check_numbers(o)
     if not ok then return die(err) end
-    local st
-    st, err = open_named(o, false)
-    if not st then return fail(err) end
+    local st, usage
+    st, err, usage = open_named(o, false)
+    if not st then return (usage and die or fail)(err) end
     local job
     job, err = pick_job(st, o)
     if not job then st:close() return die(err.message) end
