@@ -110,6 +110,7 @@ build = {
       ["jsoncontract.run.exchange"] = "lua/jsoncontract/run/exchange.lua",
       ["jsoncontract.run"] = "lua/jsoncontract/run/init.lua",
       ["jsoncontract.run.policy"] = "lua/jsoncontract/run/policy.lua",
+      ["jsoncontract.setup"] = "lua/jsoncontract/setup.lua",
       ["jsoncontract.standin.conversation"] = "lua/jsoncontract/standin/conversation.lua",
       ["jsoncontract.standin.faults"] = "lua/jsoncontract/standin/faults.lua",
       ["jsoncontract.standin.generate"] = "lua/jsoncontract/standin/generate.lua",

@@ -8,6 +8,7 @@
 -- committing and exporting what was finished.
 -- @module jsoncontract.jobs.commands
 local core = require "jsoncontract.core"
+local setup = require "jsoncontract.setup"
 local store_mod = require "jsoncontract.jobs.store"
 local export = require "jsoncontract.jobs.export"
 local runner = require "jsoncontract.jobs.runner"
@@ -97,21 +98,7 @@ local function file_exists(path)
     return false
 end
 
--- The interpreter running us, to start the stand-in with the same Lua.
-local function interpreter()
-    local i = -1
-    while arg and arg[i - 1] do i = i - 1 end
-    return arg and arg[i] or (jit and "luajit" or "lua5.4")
-end
-
-local function load_contract(path)
-    local ok, mod = pcall(dofile, path)
-    if not ok then return nil, "cannot load contract " .. path .. ": " .. tostring(mod) end
-    if type(mod) ~= "table" or type(mod.contract) ~= "table" then
-        return nil, path .. " must return a table with a 'contract' field"
-    end
-    return mod
-end
+local interpreter, load_contract = setup.interpreter, setup.load_contract
 
 --- Read a JSONL mailbox into store items. Each non-blank line is an item: its id is the line's
 -- `id` (else "line-N"), its input the line as written, its digest the line's SHA-256. A line that
@@ -225,37 +212,7 @@ function _M.start_standin(o)
     return base, stop
 end
 
--- Which provider, model, key and base URL (a key in the environment wins; else the stand-in).
-local function choose_provider(o)
-    local env = os.getenv
-    local providers = require "jsoncontract.providers"
-    if o.provider and not pcall(providers.get, o.provider) then
-        return nil, "unknown provider " .. o.provider .. " (known: " .. concat(providers.names, ", ") .. ")"
-    end
-    if o.model == "" then return nil, "option --model needs a name" end
-    local base = o["base-url"]
-    if base and not base:match("^https?://[^/]") then return nil, "option --base-url needs an http(s) URL" end
-    local openai_key, anthropic_key = env("OPENAI_API_KEY"), env("ANTHROPIC_API_KEY")
-    if openai_key and openai_key ~= "" and (o.provider == nil or o.provider == "openai") then
-        return { provider = "openai", api_key = openai_key, model = o.model or env("OPENAI_MODEL") or "gpt-4o-mini",
-            base_url = base or env("OPENAI_BASE_URL") }
-    end
-    if anthropic_key and anthropic_key ~= "" and (o.provider == nil or o.provider == "anthropic") then
-        return { provider = "anthropic", api_key = anthropic_key,
-            model = o.model or env("ANTHROPIC_MODEL") or "claude-sonnet-4-5",
-            base_url = base or env("ANTHROPIC_BASE_URL") }
-    end
-    if base then
-        if not o.model then return nil, "option --base-url without an API key needs --model" end
-        return { provider = o.provider or "openai", model = o.model, base_url = base }
-    end
-    local name = o.provider or "openai"
-    if name ~= "openai" and name ~= "anthropic" then
-        return nil, "the stand-in model speaks openai and anthropic only; --provider " .. name
-            .. " needs its key (or --base-url and --model)"
-    end
-    return { provider = name, model = o.model or "standin-1", standin = true }
-end
+local choose_provider = setup.choose_provider
 
 local function isatty(fd)
     local r = os.execute("test -t " .. fd)
