@@ -1,7 +1,11 @@
 /*
 ** encode.c: Lua values -> JSON text (RFC 8259), deterministic: object
 ** members in byte order of their names, so equal values give equal text
-** (contract schema hashes rely on it).
+** (contract schema hashes rely on it). An object whose metatable has an
+** '__order' array is written in that order instead (names listed there
+** first, the others after in byte order): the author's property order is
+** meaning to a model provider (it generates in schema order), and
+** 'decode(text, {keep_order = true})' / 'jc.ordered' set it.
 **
 ** The output starts in a C array and grows in a block owned by a userdata
 ** (the upvalue of encode, see 'jc_encbuf'), so a raise anywhere leaks
@@ -64,6 +68,7 @@ typedef struct jc_enc {
   size_t cap;
   int indent;               /* spaces per level; 0 = compact */
   size_t max_depth;
+  int sorted;               /* 1: ignore '__order' (option keep_order false) */
   char decpoint;
 } jc_enc;
 
@@ -358,12 +363,56 @@ static void jc_sort_keys(jc_key *keys, size_t n) {
   }
 }
 
+/* Find 'name' in the sorted 'keys'; its index or 'n' when absent. */
+static size_t jc_key_find(const jc_key *keys, size_t n, const jc_key *name) {
+  size_t lo = 0, hi = n, mid;
+  int c;
+  while (lo < hi) {
+    mid = lo + (hi - lo) / 2;
+    c = jc_key_cmp(&keys[mid], name);
+    if (c == 0) return mid;
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return n;
+}
+
+/* Reorder the sorted 'keys' (n names) by the array at 'ord': names listed
+** there first, in its order (names not in the object, repeats and values
+** that are not strings are skipped), the rest after in byte order. Uses
+** a userdata left on the stack as scratch. [-0, +1, m] */
+static void jc_order_keys(lua_State *L, jc_key *keys, size_t n, int ord) {
+  size_t m, i, at, out = 0;
+  jc_key name, *tmp;
+  unsigned char *used;
+  tmp = (jc_key *)jc_newuserdata(L, n * (sizeof(jc_key) + 1));
+  used = (unsigned char *)(tmp + n);
+  memset(used, 0, n);
+  m = (size_t)jc_rawlen(L, ord);
+  for (i = 1; i <= m && out < n; i++) {
+    lua_rawgeti(L, ord, (int)i);
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      name.s = lua_tolstring(L, -1, &name.len);
+      at = jc_key_find(keys, n, &name);
+      if (at < n && !used[at]) {
+        used[at] = 1;
+        tmp[out++] = keys[at];
+      }
+    }
+    lua_pop(L, 1);
+  }
+  for (i = 0; i < n; i++)
+    if (!used[i]) tmp[out++] = keys[i];
+  memcpy(keys, tmp, n * sizeof(jc_key));
+}
+
 /* Write the object at 'idx' with its 'n' string keys. 'keys' holds them
-** already when 'n' <= JC_LOCAL_KEYS, else NULL. The name pointers stay
-** valid while the names are keys of the table, which encode never
-** modifies (raw access, no metamethods run). */
+** already when 'n' <= JC_LOCAL_KEYS, else NULL. 'ord' is the stack index
+** of its '__order' array, or 0. The name pointers stay valid while the
+** names are keys of the table, which encode never modifies (raw access,
+** no metamethods run). */
 static void jc_enc_object(jc_enc *e, int idx, size_t n, size_t depth,
-                          const jc_path *p, jc_key *keys) {
+                          const jc_path *p, jc_key *keys, int ord) {
   lua_State *L = e->L;
   jc_path here;
   size_t j;
@@ -382,6 +431,8 @@ static void jc_enc_object(jc_enc *e, int idx, size_t n, size_t depth,
     lua_pushnil(L);                     /* same stack shape as above */
   }
   jc_sort_keys(keys, n);
+  if (ord != 0 && n > 1) jc_order_keys(L, keys, n, ord);
+  else lua_pushnil(L);                  /* same stack shape */
   here.up = p;
   here.index = 0;
   jc_enc_char(e, '{');
@@ -400,15 +451,16 @@ static void jc_enc_object(jc_enc *e, int idx, size_t n, size_t depth,
   }
   if (e->indent && n > 0) jc_enc_newline(e, depth);
   jc_enc_char(e, '}');
-  lua_pop(L, 1);
+  lua_pop(L, 2);
 }
 
 /* A table: an array when marked (our array_mt, cjson's array_mt or
 ** empty_array_mt) or when its keys are exactly 1..n (n >= 1); an object
-** when all keys are strings (an empty unmarked table is {}). */
+** when all keys are strings (an empty unmarked table is {}), in the order
+** of its metatable's '__order' array when it has one (read raw). */
 static void jc_enc_table(jc_enc *e, int idx, size_t depth, const jc_path *p) {
   lua_State *L = e->L;
-  int marked = 0, allstr = 1, allpos = 1;
+  int marked = 0, allstr = 1, allpos = 1, ord = 0;
   size_t n = 0;
   double maxk = 0, k;
   jc_key keys[JC_LOCAL_KEYS];
@@ -421,7 +473,18 @@ static void jc_enc_table(jc_enc *e, int idx, size_t depth, const jc_path *p) {
   }
   if (!lua_checkstack(L, 10))
     jc_enc_raise(e, p, "a table nested this deep (Lua stack full)");
-  if (lua_getmetatable(L, idx)) marked = jc_enc_marked(L);
+  if (lua_getmetatable(L, idx)) {
+    if (e->sorted) {
+      lua_pushnil(L);
+    } else {
+      lua_pushliteral(L, "__order");
+      lua_rawget(L, -2);
+    }
+    lua_insert(L, -2);                  /* keep __order below the mt */
+    marked = jc_enc_marked(L);
+    if (!marked && lua_istable(L, -1)) ord = lua_gettop(L);
+    else lua_pop(L, 1);
+  }
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
@@ -447,11 +510,13 @@ static void jc_enc_table(jc_enc *e, int idx, size_t depth, const jc_path *p) {
   } else if (marked) {
     jc_enc_raise(e, p, "an array whose keys are not exactly 1..n");
   } else if (allstr) {
-    jc_enc_object(e, idx, n, depth, p, n <= JC_LOCAL_KEYS ? keys : NULL);
+    jc_enc_object(e, idx, n, depth, p, n <= JC_LOCAL_KEYS ? keys : NULL,
+                  ord);
   } else {
     jc_enc_raise(e, p, "a table whose keys are neither all strings (object) "
                        "nor exactly 1..n (array)");
   }
+  if (ord != 0) lua_remove(L, ord);
 }
 
 /* Append the value at absolute index 'idx'. */
@@ -495,14 +560,16 @@ static const jc_opt jc_encode_optspec[] = {
     "an integer from 0 to 16", NULL },
   { "max_depth", JC_OPT_INT, 1, JC_ENCODE_DEPTH_LIMIT,
     "an integer from 1 to 3000", NULL },
+  { "keep_order", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
   { NULL, 0, 0, 0, NULL, NULL }
 };
 
 static void jc_encode_opts(lua_State *L, jc_enc *e) {
-  jc_optval v[2];
+  jc_optval v[3];
   jc_opts_read(L, 2, jc_encode_optspec, v);
   if (v[0].set) e->indent = (int)v[0].n;
   if (v[1].set) e->max_depth = (size_t)v[1].n;
+  if (v[2].set) e->sorted = !v[2].b;
 }
 
 /* Free the kept output block 'k' (idempotent). [-0, +0, -] */
@@ -536,8 +603,10 @@ static void jc_rawfield(lua_State *L, const char *name) {
 ** Compact JSON text (RFC 8259) for 'value'. Tables: an array when they
 ** carry core.array_mt (or lua-cjson's array_mt / empty_array_mt) or their
 ** keys are exactly 1..n (n >= 1); otherwise an object, whose keys must all
-** be strings, written in byte order of the names; an empty unmarked table
-** is {}. core.null (= cjson.null) is null; cjson.empty_array is [].
+** be strings, written in byte order of the names, or, when its metatable
+** has an '__order' array (read raw), the names listed there first in that
+** order (names absent from the object, repeats and non-strings skipped)
+** and the others after in byte order; an empty unmarked table is {}. core.null (= cjson.null) is null; cjson.empty_array is [].
 ** Numbers: Lua integers exactly; floats in the shortest form that reads
 ** back to the same double, integral floats with ".0" on Lua 5.3+ (so
 ** decode gives a float back), without on LuaJIT. Strings are written as
@@ -546,6 +615,9 @@ static void jc_rawfield(lua_State *L, const char *name) {
 ** opts (table, optional):
 **   indent     integer 0..16 (spaces per level), default 0 = compact;
 **              when > 0: one member or element per line, ": " after names
+**   keep_order boolean, default true; false: every object in byte order
+**              of its names, '__order' ignored (canonical text, e.g. for
+**              a hash)
 **   max_depth  integer 1..3000, default 1000 (levels; catches cycles)
 ** Returns the text (a new Lua string).
 ** Raises (with the JSON Pointer of the value): a function, thread,

@@ -218,4 +218,66 @@ describe("jsoncontract.core", function()
             assert.same({ b = { 1, 2 }, a = "x" }, t)
         end)
     end)
+    describe("encode() and __order (issue 13: the author's property order)", function()
+        local function ord(t, o) return setmetatable(t, { __order = o }) end
+        local ORDER_CASES = {
+            { "listed names first, in that order", ord({ b = 1, a = 2, answer = 3, reasoning = 4 },
+                { "reasoning", "answer" }), '{"reasoning":4,"answer":3,"a":2,"b":1}' },
+            { "names absent from the object, repeats and non-strings are skipped",
+                ord({ y = 1, x = 2 }, { "nope", "y", "y", 7, "x" }), '{"y":1,"x":2}' },
+            { "an empty __order keeps byte order", ord({ b = 1, a = 2 }, {}), '{"a":2,"b":1}' },
+            { "an empty object with __order is {}", ord({}, { "a" }), "{}" },
+            { "a sequence with __order is still an array", ord({ 1, 2 }, { "a" }), "[1,2]" },
+            { "nested objects keep their own order",
+                { p = ord({ z = ord({ n = 1, m = 2 }, { "n" }), a = 0 }, { "z", "a" }) },
+                '{"p":{"z":{"n":1,"m":2},"a":0}}' },
+        }
+        for _, c in ipairs(ORDER_CASES) do
+            it(c[1], function() assert.equal(c[3], core.encode(c[2])) end)
+        end
+
+        it("orders more names than fit on the C stack (40)", function()
+            local t, o, want = {}, {}, {}
+            for i = 1, 40 do
+                t["k" .. i] = i
+                o[#o + 1] = "k" .. (41 - i)
+                want[#want + 1] = string.format('"k%d":%d', 41 - i, 41 - i)
+            end
+            assert.equal("{" .. table.concat(want, ",") .. "}", core.encode(ord(t, o)))
+        end)
+
+        it("keep_order = false writes byte order (a canonical text, for hashes)", function()
+            assert.equal('{"a":2,"b":1}', core.encode(ord({ b = 1, a = 2 }, { "b" }), { keep_order = false }))
+            local ok, msg = pcall(core.encode, {}, { keep_order = 1 })
+            assert.is_false(ok)
+            assert.truthy(msg:find("(option 'keep_order' must be a boolean)", 1, true))
+        end)
+
+        it("jc.ordered sets the order on a Lua-table schema, and raises on misuse", function()
+            local jc = require "jsoncontract"
+            local props = jc.ordered({ answer = { type = "string" }, reasoning = { type = "string" } },
+                { "reasoning", "answer" })
+            assert.equal('{"reasoning":{"type":"string"},"answer":{"type":"string"}}', jc.encode(props))
+            assert.has_error(function() jc.ordered(setmetatable({}, core.array_mt), {}) end,
+                "ordered: tbl is marked as a JSON array")
+            assert.has_error(function() jc.ordered({}, { 1 }) end, "ordered: order[1] must be a string, got number")
+            assert.has_error(function() jc.ordered(setmetatable({}, {}), {}) end,
+                "ordered: tbl already has a metatable")
+        end)
+
+        it("a contract keeps its schema hash whatever the order", function()
+            local jc = require "jsoncontract"
+            local def = function(schema)
+                return jc.contract { name = "t", version = "1", instructions = "x", schema = schema }
+            end
+            local a = def({ type = "object", properties = { b = { type = "string" }, a = { type = "string" } } })
+            local b = def({ type = "object", properties = jc.ordered({ b = { type = "string" },
+                a = { type = "string" } }, { "b", "a" }) })
+            assert.equal(a.schema_hash, b.schema_hash)
+            local prompt = b:prompt()
+            assert.truthy(prompt:find("- b: ", 1, true) < prompt:find("- a: ", 1, true))
+            prompt = a:prompt()
+            assert.truthy(prompt:find("- a: ", 1, true) < prompt:find("- b: ", 1, true))
+        end)
+    end)
 end)

@@ -150,10 +150,16 @@ describe("jsoncontract.providers", function()
             assert.has_error(function()
                 openai.build_request(contract(), { { role = "system", content = "x" } }, { model = "m" })
             end, 'messages[1].role must be "user" or "assistant"')
-            assert.has_error(function()
-                openai.build_request(contract({ type = "array" }), MSGS, { model = "m" })
-            end, 'mode "native" needs a schema whose root has type "object" (OpenAI strict mode); '
-                .. 'use mode "json" or "prompt"')
+        end)
+
+        it("sends a root that is not an object in mode prompt, saying why (issue 13: no 400 known in advance)",
+            function()
+            local req = openai.build_request(contract({ type = "array" }), MSGS, { model = "m" })
+            assert.equal("prompt", req.mode)
+            assert.is_nil(core.decode(req.body).response_format)
+            assert.same({ from = "native", to = "prompt", schema_pointer = "", keyword = "type",
+                reason = "the root is not an object: the root must be an object",
+                source = openai.rules.native.root.object.source }, req.fallback)
         end)
     end)
 

@@ -6,7 +6,8 @@ local core = require "jsoncontract.core"
 local contract = require "jsoncontract.contract"
 local run = require "jsoncontract.run"
 
-local type, error = type, error
+local type, error, ipairs, getmetatable, setmetatable, tostring =
+    type, error, ipairs, getmetatable, setmetatable, tostring
 
 local _M = {
     _VERSION = core._VERSION,
@@ -25,13 +26,48 @@ local _M = {
 -- @treturn[2] table err, category "format", with `kind`, `offset` (0-based bytes), `line`, `column`
 _M.decode = core.decode
 
---- Encode a Lua value as compact JSON (object keys sorted).
+--- Encode a Lua value as compact JSON (object keys sorted, or in the order of an object's
+-- `__order` metatable field: see `ordered`).
 -- @function encode
 -- @param value
--- @tparam[opt] table opts `indent` (spaces)
+-- @tparam[opt] table opts `indent` (spaces), `keep_order` (boolean, default true; false:
+--   byte order of the names everywhere, `__order` ignored), `max_depth`
 -- @treturn string
 -- @raise on values JSON cannot hold (functions, NaN, cycles, mixed tables)
 _M.encode = core.encode
+
+--- State the order of an object's members: `encode` writes the names listed in `order`
+-- first, in that order, then any other names in byte order. Property order is meaning to a
+-- model provider (a model generates an object's members in the order its schema lists them,
+-- e.g. "reasoning" before "answer"), and a Lua table has no order of its own. Sets the
+-- metatable `{__order = order}` on `tbl` (a copy of `order`); a table decoded with
+-- `decode(text, {keep_order = true})` carries the same field.
+-- @tparam table tbl an object (a table with string keys, not marked as an array)
+-- @tparam table order array of names (strings); names that are not keys of `tbl` are skipped
+--   when encoding
+-- @treturn table `tbl`
+-- @raise when `tbl` is not a table, is marked as an array or has another metatable, or when
+--   `order` is not an array of strings
+-- @usage local schema = jc.ordered({ type = "object", properties = jc.ordered({
+--   reasoning = { type = "string" }, answer = { type = "string" } }, { "reasoning", "answer" }) },
+--   { "type", "properties" })
+function _M.ordered(tbl, order)
+    if type(tbl) ~= "table" then error("ordered: tbl must be a table, got " .. type(tbl), 2) end
+    local old = getmetatable(tbl)
+    if old == core.array_mt then error("ordered: tbl is marked as a JSON array", 2) end
+    if old ~= nil and (type(old) ~= "table" or old.__order == nil) then
+        error("ordered: tbl already has a metatable", 2)
+    end
+    if type(order) ~= "table" then error("ordered: order must be an array of names, got " .. type(order), 2) end
+    local copy = {}
+    for i, name in ipairs(order) do
+        if type(name) ~= "string" then
+            error("ordered: order[" .. i .. "] must be a string, got " .. tostring(type(name)), 2)
+        end
+        copy[i] = name
+    end
+    return setmetatable(tbl, { __order = copy })
+end
 
 --- Compile a JSON Schema.
 -- @tparam table|string|boolean schema a schema as a Lua table or as JSON text

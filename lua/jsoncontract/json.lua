@@ -60,14 +60,17 @@ function _M.new_array()
     return setmetatable({}, ARRAY_MT)
 end
 
---- Deep copy of a decoded JSON value; keeps the array marker, shares nothing.
+--- Deep copy of a decoded JSON value; keeps the array marker and an object's member order
+-- (a metatable with `__order`, see `jc.ordered` and decode's `keep_order`; the metatable is
+-- shared, it is read-only), shares no value.
 -- @param v any JSON value
 -- @return the copy
 function _M.deepcopy(v)
     if type(v) ~= "table" then return v end
     local out = {}
     for k, x in pairs(v) do out[k] = _M.deepcopy(x) end
-    if getmetatable(v) == ARRAY_MT then setmetatable(out, ARRAY_MT) end
+    local m = getmetatable(v)
+    if m == ARRAY_MT or (type(m) == "table" and type(m.__order) == "table") then setmetatable(out, m) end
     return out
 end
 

@@ -5,7 +5,8 @@
 --
 -- FILE is a Lua file returning `{contract = ...}` (as for `check`) or a JSON Schema file.
 -- Exit status: 0 when every provider enforces the whole schema, 1 when some keyword is not
--- enforced (the findings are printed), 2 on a usage error.
+-- enforced or a native request would fail as written (and is sent in a weaker mode; the
+-- findings are printed), 2 on a usage error.
 -- @module jsoncontract.cli.lint
 local core = require "jsoncontract.core"
 local lint = require "jsoncontract.contract.lint"
@@ -22,7 +23,8 @@ return {
         parser:option("--provider", "One of: " .. table.concat(providers.names, ", ") .. " (default: all).")
             :convert(util.provider_name)
         parser:flag("--json", "Print the report as JSON.")
-        parser:epilog("Exit status: 0 every keyword enforced, 1 some keyword not enforced, 2 usage error.")
+        parser:epilog("Exit status: 0 every keyword enforced, 1 some keyword not enforced or the native "
+            .. "request would fail (it is then sent in the weaker mode shown), 2 usage error.")
     end,
     run = function(args, env)
         local out = env.stdout
@@ -32,16 +34,31 @@ return {
         local ok, report = pcall(lint.lint, schema, args.provider)
         if not ok then return util.fail(env, "lint: " .. tostring(report)) end
         local any = false
-        for _, r in ipairs(report) do any = any or #r.not_enforced > 0 end
+        for _, r in ipairs(report) do any = any or #r.not_enforced > 0 or r.fails end
         if args.json then
             out:write(core.encode(report), "\n")
         else
             for _, r in ipairs(report) do
-                out:write(format("%s (mode %s): %d keyword%s not enforced\n", r.provider, r.mode,
-                    #r.not_enforced, #r.not_enforced == 1 and "" or "s"))
+                local rewritten = 0
+                for _, f in ipairs(r.findings) do
+                    if f.action == "rewritten" then rewritten = rewritten + 1 end
+                end
+                out:write(format("%s (mode %s): %d keyword%s not enforced%s\n", r.provider, r.mode,
+                    #r.not_enforced, #r.not_enforced == 1 and "" or "s",
+                    rewritten > 0 and format(", %d rewritten", rewritten) or ""))
+                if r.fallback then
+                    out:write(format("  would fail in mode native, sent in mode %s: %s %s\n", r.fallback.to,
+                        r.fallback.schema_pointer == "" and "/" or r.fallback.schema_pointer, r.fallback.reason))
+                end
                 for _, f in ipairs(r.not_enforced) do
                     out:write(format("  %s %s: %s\n", f.schema_pointer == "" and "/" or f.schema_pointer,
                         f.keyword, f.reason))
+                end
+                for _, f in ipairs(r.findings) do
+                    if f.action == "rewritten" then
+                        out:write(format("  %s %s: rewritten: %s\n",
+                            f.schema_pointer == "" and "/" or f.schema_pointer, f.keyword, f.reason))
+                    end
                 end
             end
         end

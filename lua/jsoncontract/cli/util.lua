@@ -13,6 +13,9 @@ local concat = table.concat
 
 local _M = { _VERSION = core._VERSION }
 
+-- JSON text keeps its property order (decode keep_order; see contract/init.lua).
+local KEEP_ORDER = { keep_order = true }
+
 --- Write "jsoncontract: <msg>" to the error stream; the exit status of a usage error.
 -- @tparam table env the command's environment (`stderr`)
 -- @tparam string msg
@@ -149,7 +152,8 @@ function _M.load_schema(path)
     end
     local text, err = _M.read_file(path)
     if not text then return nil, err end
-    local v, derr = core.decode(text)
+    -- the author's property order is kept (issue 13)
+    local v, derr = core.decode(text, KEEP_ORDER)
     if v == nil then return nil, path .. " is not JSON: " .. derr.message end
     if type(v) ~= "table" and type(v) ~= "boolean" then return nil, path .. " is not a JSON Schema" end
     local ok, cerr = pcall(core.compile, v)

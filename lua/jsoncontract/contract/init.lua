@@ -16,6 +16,11 @@ local format, rep = string.format, string.rep
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
 
+-- decode(text, {keep_order = true}) gives each object an `__order` metatable (the tape
+-- decoder, issue 11): a JSON-text schema keeps the author's property order.
+local KEEP_ORDER = { keep_order = true }
+local CANONICAL = { keep_order = false }
+
 local null = core.null
 
 local KNOWN_FIELDS = {
@@ -28,12 +33,23 @@ local function json(v)
     return core.encode(v)
 end
 
--- Property names in a stable order: `required` first, in its order, then the rest sorted.
--- The validator reports errors in the same order (see csrc/schema.c).
+-- Property names in a stable order: the author's (an `__order` metatable field on
+-- `properties`, see jc.ordered and decode's keep_order) when stated, else `required` first, in
+-- its order, then the rest sorted. The validator reports errors in the latter order (see
+-- csrc/schema.c).
 local function property_order(schema)
     local props = schema.properties
     if type(props) ~= "table" then return {} end
     local seen, order = {}, {}
+    local pmt = getmetatable(props)
+    if type(pmt) == "table" and type(pmt.__order) == "table" then
+        for _, name in ipairs(pmt.__order) do
+            if type(name) == "string" and props[name] ~= nil and not seen[name] then
+                seen[name] = true
+                order[#order + 1] = name
+            end
+        end
+    end
     if type(schema.required) == "table" then
         for _, name in ipairs(schema.required) do
             if props[name] ~= nil and not seen[name] then
@@ -154,7 +170,8 @@ function _M.new(def)
     end
     local schema = def.schema
     if type(schema) == "string" then
-        local v, err = core.decode(schema)
+        -- Keep the author's property order (it reaches the provider and the prompt).
+        local v, err = core.decode(schema, KEEP_ORDER)
         if v == nil then error("contract schema is not JSON: " .. err.message, 2) end
         schema = v
     end
@@ -212,8 +229,9 @@ function _M.new(def)
         rules = rules,
         adapters = def.adapters or {},
         validator = validator,
-        -- Canonical encoding (sorted keys) makes the hash independent of table order.
-        schema_hash = core.sha256(core.encode(schema)),
+        -- Canonical encoding (sorted keys, `__order` ignored) makes the hash independent of
+        -- table and property order.
+        schema_hash = core.sha256(core.encode(schema, CANONICAL)),
     }
     return setmetatable(self, mt)
 end

@@ -5,19 +5,29 @@
 -- @module jsoncontract.contract.lint
 local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
+local schema_subset = require "jsoncontract.providers.schema_subset"
 
 local type, ipairs, error, getmetatable, setmetatable = type, ipairs, error, getmetatable, setmetatable
 
 local _M = { _VERSION = core._VERSION }
+
+-- JSON text keeps its property order (see contract/init.lua).
+local KEEP_ORDER = { keep_order = true }
 
 --- Lint a schema (or a contract's schema) for one provider or for all of them.
 -- @tparam table contract_or_schema a contract (a table with a `schema` field) or a JSON Schema
 --   (Lua table, or JSON text)
 -- @tparam[opt] string provider_name one of `jsoncontract.providers.names`; nil: every provider
 -- @treturn table report array, one entry per provider in `names` order: { provider = string,
---   mode = string (the mode a native request uses: "native", or "native-nonstrict" for
---   OpenAI with optional properties), not_enforced = array of { schema_pointer = string (JSON
---   Pointer into the caller's schema), keyword = string, reason = string } }
+--   mode = string (the mode a native request goes out in: "native", or the weaker mode it is
+--   switched to: "native-nonstrict" (OpenAI strict false), "json", "prompt"), not_enforced =
+--   array of { schema_pointer = string (JSON Pointer into the caller's schema), keyword =
+--   string, action = "dropped"|"weakened"|"fails", reason = string, source = string|nil (the
+--   document or source file the rule comes from, see jsoncontract.providers.rules) },
+--   findings = array of the same, also holding what is "rewritten" (sent in another form,
+--   still enforced) or "narrowed" (the provider allows less than the schema),
+--   fails = boolean (a native request as written would be rejected, or run unconstrained),
+--   fallback = nil | { from = "native", to = mode, schema_pointer, keyword, reason, source } }
 -- @raise on a schema that is neither a table nor JSON text, on invalid JSON text, on an
 --   unknown provider name
 -- @usage for _, r in ipairs(lint(contract, "openai")) do print(r.provider, #r.not_enforced) end
@@ -28,7 +38,7 @@ function _M.lint(contract_or_schema, provider_name)
         schema = schema.schema
     end
     if type(schema) == "string" then
-        local v, err = core.decode(schema)
+        local v, err = core.decode(schema, KEEP_ORDER)
         if v == nil then error("schema is not JSON: " .. tostring(err), 2) end
         schema = v
     end
@@ -47,12 +57,18 @@ function _M.lint(contract_or_schema, provider_name)
     for _, name in ipairs(names) do
         -- Each provider says what it enforces (its `native_schema`, built on its `SUBSET`
         -- data); nothing here knows a provider by name.
-        local _, dropped, _, mode = providers.get(name).native_schema(schema)
-        local out = setmetatable({}, core.array_mt)
-        for i, d in ipairs(dropped) do
-            out[i] = { schema_pointer = d.schema_pointer, keyword = d.keyword, reason = d.reason }
+        local _, _, _, mode, plan = providers.get(name).native_schema(schema)
+        local function strip(list)
+            local out = setmetatable({}, core.array_mt)
+            for i, d in ipairs(list) do
+                out[i] = { schema_pointer = d.schema_pointer, keyword = d.keyword, action = d.action,
+                    reason = d.reason, source = d.source }
+            end
+            return out
         end
-        report[#report + 1] = { provider = name, mode = mode, not_enforced = out }
+        report[#report + 1] = { provider = name, mode = mode,
+            not_enforced = strip(schema_subset.not_enforced(plan.findings)), findings = strip(plan.findings),
+            fails = plan.fallback ~= nil, fallback = plan.fallback }
     end
     return report
 end

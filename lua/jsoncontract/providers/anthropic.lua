@@ -3,9 +3,10 @@
 -- @module jsoncontract.providers.anthropic
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
-local schema_subset = require "jsoncontract.providers.schema_subset"
+local subset = require "jsoncontract.providers.schema_subset"
+local RULES = require "jsoncontract.providers.rules.anthropic"
 
-local type, ipairs, pairs = type, ipairs, pairs
+local type, ipairs, pairs, error = type, ipairs, pairs, error
 local concat = table.concat
 
 local _M = { _VERSION = core._VERSION, name = "anthropic" }
@@ -19,37 +20,56 @@ _M.API_VERSION = "2023-06-01"
 -- Anthropic has no JSON mode: "json" raises.
 local MODES = { native = true, prompt = true }
 
---- JSON Schema keywords Anthropic structured outputs (`output_config.format`, type
--- "json_schema") enforce; every other keyword is dropped from the copy sent (the full
--- schema is still checked locally). Source: Anthropic docs, "Structured outputs", section
--- "JSON Schema limitations" (docs.claude.com/en/docs/build-with-claude/structured-outputs):
--- supported are the basic types, `enum`, `const`, `anyOf`, `$ref`/`$defs`/`definitions`,
--- `default`, `required`, `additionalProperties: false` (required on objects), string
--- `format` (the list below), array `minItems` of 0 or 1, simple regex `pattern`; not
--- supported are numeric constraints (`minimum`, `maximum`, `multipleOf`, ...), string
--- length constraints, other array constraints, recursive schemas. `allOf` is "limited"
--- there and is dropped here; `oneOf` is sent as the weaker `anyOf`.
-_M.KEYWORDS = {
-    type = true, enum = true, const = true, properties = true, required = true,
-    additionalProperties = true, items = true, anyOf = true, ["$defs"] = true,
-    definitions = true, ["$ref"] = true, title = true, description = true,
-    default = true, pattern = true, format = true, minItems = true,
-}
+--- Anthropic's structured-output rules as data, each row with its source and the date checked
+-- (jsoncontract.providers.rules.anthropic).
+_M.rules = RULES
 
---- String formats Anthropic structured outputs support (same source as KEYWORDS).
-_M.FORMATS = {
-    ["date-time"] = true, time = true, date = true, duration = true, email = true,
-    hostname = true, uri = true, ipv4 = true, ipv6 = true, uuid = true,
-}
+local function set_of(rows)
+    local t = {}
+    for k in pairs(rows) do t[k] = true end
+    return t
+end
 
-local PROFILE = {
-    name = "Anthropic structured outputs", keep = _M.KEYWORDS, formats = _M.FORMATS,
-    force_required = false, max_min_items = 1,
-}
+--- JSON Schema keywords Anthropic structured outputs enforce (from `rules.native.keywords`).
+_M.KEYWORDS = set_of(RULES.native.keywords)
 
--- What this provider enforces, as data: `SUBSET`, `provider_schema` and `native_schema` come
--- from the profile (see `jsoncontract.providers.schema_subset.install`).
-schema_subset.install(_M, PROFILE)
+--- String formats Anthropic structured outputs support (from `rules.native.formats`).
+_M.FORMATS = set_of(RULES.native.formats)
+
+--- The copy of a schema sent in `output_config.format.schema`.
+-- Never mutates `schema`. Every object gets `additionalProperties: false`; optional
+-- properties stay optional (Anthropic allows them); unsupported keywords are left out; a
+-- `$ref` with siblings is inlined and an `allOf` merged where that keeps the meaning.
+-- @tparam table schema the contract's full JSON Schema
+-- @treturn table schema_sent a deep copy in the subset
+-- @treturn table dropped array of { schema_pointer = string, keyword = string, action,
+--   reason = string, source } for every keyword not enforced as written
+-- @raise when schema is not a table
+function _M.provider_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local res = subset.adapt(schema, RULES.native)
+    return res.schema, subset.changed(res.findings)
+end
+
+--- What a native request sends for `schema` (the schema alone: see `build_request` for what
+-- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
+-- enforces it (true unless it falls back), the mode, and the plan (every finding, the
+-- fallback; see jsoncontract.providers.schema_subset.plan).
+-- @tparam table schema
+-- @treturn table|nil schema_sent (nil when the mode sends no schema)
+-- @treturn table dropped
+-- @treturn boolean enforced
+-- @treturn string mode "native" or the fallback mode
+-- @treturn table plan
+-- @raise when schema is not a table
+function _M.native_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local plan = subset.plan(schema, RULES.native)
+    return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
+end
+
+--- The mode rules `native_schema` applies (data; see `rules`).
+_M.SUBSET = RULES.native
 
 --- Build the HTTP request for a contract and a conversation.
 -- @tparam table contract { name = string, version = string, schema = table, prompt =
@@ -58,11 +78,14 @@ schema_subset.install(_M, PROFILE)
 -- @tparam table opts { model = string (required), api_key = string|nil, base_url =
 --   string|nil (default "https://api.anthropic.com", with or without "/v1"), max_tokens =
 --   integer (tokens, default 1024), temperature = number|nil, mode = "native" (default:
---   `output_config.format` json_schema) | "prompt" (schema only in the prompt) }
+--   `output_config.format` json_schema; a schema or conversation Anthropic would reject —
+--   recursion, too many optional or union properties, an assistant prefill — goes out in
+--   mode "prompt", with `req.fallback` saying why) | "prompt" (schema only in the prompt) }
 -- @treturn table req { url = string, method = "POST", headers = { ["content-type"] =
 --   "application/json", ["anthropic-version"] = "2023-06-01", ["x-api-key"] = key (only
---   with api_key) }, body = string (JSON), mode = string, schema_sent = table|nil,
---   dropped = table|nil }
+--   with api_key) }, body = string (JSON), mode = string (the mode sent), schema_sent =
+--   table|nil, dropped = table|nil, findings = table|nil, fallback = table|nil (see
+--   jsoncontract.providers.schema_subset.plan) }
 -- @raise on misuse: a missing model, mode "json" (Anthropic has no JSON mode), an unknown
 --   mode, wrong types
 function _M.build_request(contract, messages, opts)
@@ -74,14 +97,25 @@ function _M.build_request(contract, messages, opts)
         messages = msgs,
         temperature = o.temperature,
     }
-    local schema_sent, dropped
+    local schema_sent, dropped, plan
+    local mode = o.mode
     if o.mode == "native" then
-        schema_sent, dropped = schema_subset.subset(contract.schema, PROFILE)
-        body.output_config = { format = { type = "json_schema", schema = schema_sent } }
+        local forced
+        if msgs[#msgs].role == "assistant" then
+            local p = RULES.prefill
+            forced = { schema_pointer = "", keyword = "messages", reason = "the last message is an "
+                .. "assistant prefill: " .. p.why, source = p.source, fallback = p.fallback }
+        end
+        plan = subset.plan(contract.schema, RULES.native, forced)
+        schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
+        if schema_sent then
+            body.output_config = { format = { type = "json_schema", schema = schema_sent } }
+        end
     end
     return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/messages"),
-        auth = "x-api-key", body = body, mode = o.mode, schema_sent = schema_sent, dropped = dropped,
-        headers = { ["anthropic-version"] = _M.API_VERSION } }
+        auth = "x-api-key", body = body, mode = mode, schema_sent = schema_sent, dropped = dropped,
+        headers = { ["anthropic-version"] = _M.API_VERSION },
+        findings = plan and plan.findings, fallback = plan and plan.fallback }
 end
 
 -- The text and name of a tool_use block: streamed, the JSON text as the model wrote it (for

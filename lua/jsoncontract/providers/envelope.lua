@@ -178,15 +178,6 @@ function C.check_request_args(contract, messages, opts, modes, provider)
     }, msgs
 end
 
---- Raise (at the caller of build_request) unless the schema root has type "object", as
--- OpenAI strict mode needs.
-function C.check_object_root(schema)
-    if schema.type ~= "object" then
-        error("mode \"native\" needs a schema whose root has type \"object\" (OpenAI strict "
-            .. "mode); use mode \"json\" or \"prompt\"", 3)
-    end
-end
-
 --- The conversation with the contract's prompt as a leading system message.
 function C.with_system(prompt, msgs)
     local all = C.new_array()
@@ -197,14 +188,16 @@ end
 
 --- The request table build_request returns: a JSON POST of `r.body` to `r.url`, ready for a
 -- transport as it is. Its own fields are the transport's (`url`, `method`, `headers`, `body`;
--- the caller may add timeouts); what the request means (`mode`, `schema_sent`, `dropped`) is
--- readable as `req.mode` ... through its metatable, so a transport never sees it and nobody
--- copies the request to drop it.
+-- the caller may add timeouts); what the request means (`mode`, `schema_sent`, `dropped`,
+-- `findings`, `fallback`) is readable as `req.mode` ... through its metatable, so a transport
+-- never sees it and nobody copies the request to drop it.
 -- @tparam table r `opts` (the checked options; `opts.api_key` when given goes in header
 --   `auth`: "authorization" sends "Bearer <key>", any other name the key as it is), `url`,
 --   `auth` (header name), `body` (table, encoded here), `mode`, `schema_sent`, `dropped`,
---   `headers` (table of further headers, optional)
--- @treturn table `{url, method = "POST", headers, body}` with `mode`, `schema_sent`, `dropped`
+--   `findings`, `fallback` (see jsoncontract.providers.schema_subset.plan), `headers` (table
+--   of further headers, optional)
+-- @treturn table `{url, method = "POST", headers, body}` with `mode`, `schema_sent`, `dropped`,
+--   `findings`, `fallback`
 function C.post(r)
     local headers = { ["content-type"] = "application/json" }
     for k, v in pairs(r.headers or {}) do headers[k] = v end
@@ -213,7 +206,8 @@ function C.post(r)
         headers[r.auth] = r.auth == "authorization" and "Bearer " .. key or key
     end
     return setmetatable({ url = r.url, method = "POST", headers = headers, body = core.encode(r.body) },
-        { __index = { mode = r.mode, schema_sent = r.schema_sent, dropped = r.dropped } })
+        { __index = { mode = r.mode, schema_sent = r.schema_sent, dropped = r.dropped, findings = r.findings,
+            fallback = r.fallback } })
 end
 
 --- The sum of the token counts given (each a non-negative integer, or counted as 0).

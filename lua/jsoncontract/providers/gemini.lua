@@ -5,9 +5,10 @@
 -- @module jsoncontract.providers.gemini
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
-local schema_subset = require "jsoncontract.providers.schema_subset"
+local subset = require "jsoncontract.providers.schema_subset"
+local RULES = require "jsoncontract.providers.rules.gemini"
 
-local type, ipairs, error = type, ipairs, error
+local type, ipairs, pairs, error = type, ipairs, pairs, error
 local concat = table.concat
 local format = string.format
 
@@ -18,26 +19,53 @@ _M.DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 
 local MODES = { native = true, json = true, prompt = true }
 
---- JSON Schema keywords Gemini's `responseJsonSchema` enforces. Source: Gemini API docs,
--- "Structured output", section on JSON Schema support (ai.google.dev/gemini-api/docs/
--- structured-output): type (and type lists with "null"), title, description, enum, format
--- (date-time, date, time), properties, required, additionalProperties, items, prefixItems,
--- minItems, maxItems, minimum, maximum, anyOf, $ref, $defs. Everything else is dropped (the
--- full schema is still checked locally); `oneOf` is sent as the weaker `anyOf`.
-_M.KEYWORDS = {
-    type = true, title = true, description = true, enum = true, format = true,
-    properties = true, required = true, additionalProperties = true, items = true,
-    prefixItems = true, minItems = true, maxItems = true, minimum = true, maximum = true,
-    anyOf = true, ["$ref"] = true, ["$defs"] = true,
-}
-_M.FORMATS = { ["date-time"] = true, date = true, time = true }
+--- Gemini's responseJsonSchema rules as data, each row with its source and the date checked
+-- (jsoncontract.providers.rules.gemini).
+_M.rules = RULES
 
-local PROFILE = { name = "Gemini responseJsonSchema", keep = _M.KEYWORDS, formats = _M.FORMATS,
-    close_objects = false }
+local function set_of(rows)
+    local t = {}
+    for k in pairs(rows) do t[k] = true end
+    return t
+end
 
--- What this provider enforces, as data: `SUBSET`, `provider_schema` and `native_schema` come
--- from the profile (see `jsoncontract.providers.schema_subset.install`).
-schema_subset.install(_M, PROFILE)
+--- JSON Schema keywords Gemini's `responseJsonSchema` takes (from `rules.native.keywords`).
+_M.KEYWORDS = set_of(RULES.native.keywords)
+--- String formats sent (from `rules.native.formats`).
+_M.FORMATS = set_of(RULES.native.formats)
+
+--- The copy of a schema sent in `generationConfig.responseJsonSchema`: `definitions` moved to
+-- `$defs`, a `$ref` with siblings inlined, `const` as a one-value enum, null taken out of
+-- enums, `propertyOrdering` set where the author stated an order.
+-- @tparam table schema
+-- @treturn table schema_sent
+-- @treturn table dropped array of { schema_pointer, keyword, action, reason, source }
+-- @raise when schema is not a table
+function _M.provider_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local res = subset.adapt(schema, RULES.native)
+    return res.schema, subset.changed(res.findings)
+end
+
+--- What a native request sends for `schema` (the schema alone: see `build_request` for what
+-- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
+-- enforces it (true unless it falls back), the mode, and the plan (every finding, the
+-- fallback; see jsoncontract.providers.schema_subset.plan).
+-- @tparam table schema
+-- @treturn table|nil schema_sent (nil when the mode sends no schema)
+-- @treturn table dropped
+-- @treturn boolean enforced
+-- @treturn string mode "native" or the fallback mode
+-- @treturn table plan
+-- @raise when schema is not a table
+function _M.native_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local plan = subset.plan(schema, RULES.native)
+    return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
+end
+
+--- The mode rules `native_schema` applies (data; see `rules`).
+_M.SUBSET = RULES.native
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt (sent as `systemInstruction`) }
@@ -48,7 +76,9 @@ schema_subset.install(_M, PROFILE)
 --   max_tokens (sent as `maxOutputTokens`), temperature, mode = "native" (responseJsonSchema
 --   + responseMimeType) | "json" (responseMimeType only) | "prompt", stream = boolean|nil
 --   (`:streamGenerateContent?alt=sse`) }
--- @treturn table req { url, method = "POST", headers, body, mode, schema_sent, dropped }
+-- @treturn table req { url, method = "POST", headers, body, mode (the mode sent: a schema
+--   Gemini would reject, e.g. a cycle through required properties, goes out in mode "json"),
+--   schema_sent, dropped, findings, fallback (see jsoncontract.providers.schema_subset.plan) }
 -- @raise on misuse, a model name with other characters
 function _M.build_request(contract, messages, opts)
     local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
@@ -61,11 +91,15 @@ function _M.build_request(contract, messages, opts)
         contents[i] = { role = m.role == "assistant" and "model" or "user", parts = { { text = m.content } } }
     end
     local gen = { maxOutputTokens = o.max_tokens, temperature = o.temperature }
-    local schema_sent, dropped
+    local schema_sent, dropped, plan
+    local mode = o.mode
     if o.mode == "native" then
-        schema_sent, dropped = schema_subset.subset(contract.schema, PROFILE)
+        plan = subset.plan(contract.schema, RULES.native)
+        schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
+    end
+    if schema_sent then
         gen.responseMimeType, gen.responseJsonSchema = "application/json", schema_sent
-    elseif o.mode == "json" then
+    elseif mode == "json" then
         gen.responseMimeType = "application/json"
     end
     local body = { systemInstruction = { parts = { { text = contract.prompt } } },
@@ -73,7 +107,8 @@ function _M.build_request(contract, messages, opts)
     local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
     local path = o.stream and (":streamGenerateContent?alt=sse") or ":generateContent"
     return C.post { opts = o, url = base .. "/v1beta/models/" .. model .. path, auth = "x-goog-api-key",
-        body = body, mode = o.mode, schema_sent = schema_sent, dropped = dropped }
+        body = body, mode = mode, schema_sent = schema_sent, dropped = dropped,
+        findings = plan and plan.findings, fallback = plan and plan.fallback }
 end
 
 -- google.rpc status names, by what they mean here.

@@ -4,9 +4,11 @@
 -- @module jsoncontract.providers.llamacpp
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
-local schema_subset = require "jsoncontract.providers.schema_subset"
+local subset = require "jsoncontract.providers.schema_subset"
+local RULES = require "jsoncontract.providers.rules.llamacpp"
 local openai = require "jsoncontract.providers.openai"
 
+local type, error = type, error
 
 local _M = { _VERSION = core._VERSION, name = "llamacpp" }
 
@@ -15,14 +17,43 @@ _M.DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 
 local MODES = { native = true, json = true, prompt = true }
 
-local PROFILE = {
-    name = "llama.cpp grammar", keep = schema_subset.LLAMA_KEYWORDS, formats = schema_subset.LLAMA_FORMATS,
-    reject = schema_subset.llama_reject, close_objects = false,
-}
+--- The grammar converter's rules as data, each row with its source and the date checked
+-- (jsoncontract.providers.rules.llamacpp).
+_M.rules = RULES
 
--- What this provider enforces, as data: `SUBSET`, `provider_schema` and `native_schema` come
--- from the profile (see `jsoncontract.providers.schema_subset.install`).
-schema_subset.install(_M, PROFILE)
+--- The copy of a schema sent in `response_format.json_schema.schema`: what llama.cpp's
+-- converter turns into grammar (a `$ref` with siblings inlined, keywords next to `anyOf`
+-- moved into its branches, `\d`/`\w`/`\s` in patterns written as classes, an `allOf`
+-- merged), the rest left out and reported.
+-- @tparam table schema
+-- @treturn table schema_sent
+-- @treturn table dropped array of { schema_pointer, keyword, action, reason, source }
+-- @raise when schema is not a table
+function _M.provider_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local res = subset.adapt(schema, RULES.native)
+    return res.schema, subset.changed(res.findings)
+end
+
+--- What a native request sends for `schema` (the schema alone: see `build_request` for what
+-- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
+-- enforces it (true unless it falls back), the mode, and the plan (every finding, the
+-- fallback; see jsoncontract.providers.schema_subset.plan).
+-- @tparam table schema
+-- @treturn table|nil schema_sent (nil when the mode sends no schema)
+-- @treturn table dropped
+-- @treturn boolean enforced
+-- @treturn string mode "native" or the fallback mode
+-- @treturn table plan
+-- @raise when schema is not a table
+function _M.native_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local plan = subset.plan(schema, RULES.native)
+    return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
+end
+
+--- The mode rules `native_schema` applies (data; see `rules`).
+_M.SUBSET = RULES.native
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt }
@@ -32,23 +63,31 @@ schema_subset.install(_M, PROFILE)
 --   base_url = string|nil (default "http://127.0.0.1:8080"), max_tokens = integer (sent as
 --   `max_tokens`), temperature, mode = "native" (response_format json_schema) | "json"
 --   (json_object) | "prompt", stream = boolean|nil }
--- @treturn table req { url, method = "POST", headers, body, mode, schema_sent, dropped }
+-- @treturn table req { url, method = "POST", headers, body, mode (the mode sent: a schema the
+--   converter would fail on goes out in mode "json"), schema_sent, dropped, findings, fallback
+--   (see jsoncontract.providers.schema_subset.plan) }
 -- @raise on misuse
 function _M.build_request(contract, messages, opts)
     local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
     local body = { model = o.model, messages = C.with_system(contract.prompt, msgs), max_tokens = o.max_tokens,
         temperature = o.temperature }
     if o.stream then body.stream = true end
-    local schema_sent, dropped
+    local schema_sent, dropped, plan
+    local mode = o.mode
     if o.mode == "native" then
-        schema_sent, dropped = schema_subset.subset(contract.schema, PROFILE)
+        plan = subset.plan(contract.schema, RULES.native)
+        schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
+    end
+    if schema_sent then
         body.response_format = { type = "json_schema",
             json_schema = { name = openai.schema_name(contract.name), schema = schema_sent } }
-    elseif o.mode == "json" then
+    elseif mode == "json" then
         body.response_format = { type = "json_object" }
     end
-    return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
-        auth = "authorization", body = body, mode = o.mode, schema_sent = schema_sent, dropped = dropped }
+    return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL,
+        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode, schema_sent = schema_sent,
+        dropped = dropped,
+        findings = plan and plan.findings, fallback = plan and plan.fallback }
 end
 
 --- Read the response (same gate as OpenAI Chat Completions; messages name llamacpp).

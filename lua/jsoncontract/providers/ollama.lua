@@ -3,9 +3,10 @@
 -- @module jsoncontract.providers.ollama
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
-local schema_subset = require "jsoncontract.providers.schema_subset"
+local subset = require "jsoncontract.providers.schema_subset"
+local RULES = require "jsoncontract.providers.rules.ollama"
 
-local type, ipairs = type, ipairs
+local type, ipairs, error = type, ipairs, error
 local concat = table.concat
 
 local _M = { _VERSION = core._VERSION, name = "ollama" }
@@ -15,15 +16,53 @@ _M.DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 
 local MODES = { native = true, json = true, prompt = true }
 
-local PROFILE = {
-    name = "Ollama format (llama.cpp grammar)", keep = schema_subset.LLAMA_KEYWORDS,
-    formats = schema_subset.LLAMA_FORMATS,
-    reject = schema_subset.llama_reject, close_objects = false,
-}
+--- The grammar converter's rules as data, each row with its source and the date checked
+-- (jsoncontract.providers.rules.ollama).
+_M.rules = RULES
 
--- What this provider enforces, as data: `SUBSET`, `provider_schema` and `native_schema` come
--- from the profile (see `jsoncontract.providers.schema_subset.install`).
-schema_subset.install(_M, PROFILE)
+--- The copy of a schema sent in `format`: what llama.cpp's converter turns into grammar (a `$ref`
+-- with siblings inlined, keywords next to `anyOf` moved into its branches, `\d`/`\w`/`\s`
+-- in patterns written as classes, an `allOf` merged), the rest left out and reported.
+-- @tparam table schema
+-- @treturn table schema_sent
+-- @treturn table dropped array of { schema_pointer, keyword, action, reason, source }
+-- @raise when schema is not a table
+function _M.provider_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local res = subset.adapt(schema, RULES.native)
+    return res.schema, subset.changed(res.findings)
+end
+
+--- What a native request sends for `schema` (the schema alone: see `build_request` for what
+-- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
+-- enforces it (true unless it falls back), the mode, and the plan (every finding, the
+-- fallback; see jsoncontract.providers.schema_subset.plan).
+-- @tparam table schema
+-- @treturn table|nil schema_sent (nil when the mode sends no schema)
+-- @treturn table dropped
+-- @treturn boolean enforced
+-- @treturn string mode "native" or the fallback mode
+-- @treturn table plan
+-- @raise when schema is not a table
+function _M.native_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local plan = subset.plan(schema, RULES.native)
+    return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
+end
+
+--- The mode rules `native_schema` applies (data; see `rules`).
+_M.SUBSET = RULES.native
+
+--- Does `model` (at `base_url`) run on Ollama's cloud, which ignores `format`? Cloud models
+-- are named "<name>-cloud" or "<name>:cloud" (e.g. "gpt-oss:120b-cloud"); the host ollama.com
+-- serves only those.
+-- @tparam string model
+-- @tparam[opt] string base_url
+-- @treturn boolean
+function _M.is_cloud(model, base_url)
+    if type(model) == "string" and (model:match("[%-:]cloud$") ~= nil) then return true end
+    return type(base_url) == "string" and base_url:match("^https?://[^/]*ollama%.com") ~= nil
+end
 
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt (sent as the system message) }
@@ -32,22 +71,35 @@ schema_subset.install(_M, PROFILE)
 --   or Ollama's hosted API), base_url (default "http://127.0.0.1:11434"), max_tokens (sent as
 --   `options.num_predict`), temperature (`options.temperature`), mode = "native" (`format` =
 --   the schema) | "json" (`format` = "json") | "prompt", stream = boolean|nil (default false) }
--- @treturn table req { url, method = "POST", headers, body, mode, schema_sent, dropped }
+-- @treturn table req { url, method = "POST", headers, body, mode (the mode sent: a cloud model,
+--   which ignores `format`, gets mode "prompt"; a schema the converter would fail on, mode
+--   "json"), schema_sent, dropped, findings, fallback (see jsoncontract.providers.schema_subset.plan) }
 -- @raise on misuse
 function _M.build_request(contract, messages, opts)
     local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
     local body = { model = o.model, messages = C.with_system(contract.prompt, msgs),
         stream = o.stream and true or false, options = { num_predict = o.max_tokens, temperature = o.temperature } }
-    local schema_sent, dropped
+    local schema_sent, dropped, plan
+    local mode = o.mode
+    local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
     if o.mode == "native" then
-        schema_sent, dropped = schema_subset.subset(contract.schema, PROFILE)
+        local forced
+        if _M.is_cloud(o.model, base) then
+            local c = RULES.cloud
+            forced = { schema_pointer = "", keyword = "format", reason = "model " .. o.model
+                .. " runs on Ollama's cloud: " .. c.why, source = c.source, fallback = c.fallback }
+        end
+        plan = subset.plan(contract.schema, RULES.native, forced)
+        schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
+    end
+    if schema_sent then
         body.format = schema_sent
-    elseif o.mode == "json" then
+    elseif mode == "json" then
         body.format = "json"
     end
-    local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
-    return C.post { opts = o, url = base .. "/api/chat", auth = "authorization", body = body, mode = o.mode,
-        schema_sent = schema_sent, dropped = dropped }
+    return C.post { opts = o, url = base .. "/api/chat", auth = "authorization", body = body,
+        mode = mode, schema_sent = schema_sent, dropped = dropped,
+        findings = plan and plan.findings, fallback = plan and plan.fallback }
 end
 
 -- The text and name of an Ollama tool call: `function.arguments`, a string as it is or an

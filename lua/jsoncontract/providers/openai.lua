@@ -3,9 +3,10 @@
 -- @module jsoncontract.providers.openai
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
-local schema_subset = require "jsoncontract.providers.schema_subset"
+local subset = require "jsoncontract.providers.schema_subset"
+local RULES = require "jsoncontract.providers.rules.openai"
 
-local ipairs = ipairs
+local ipairs, pairs, type, error = ipairs, pairs, type, error
 local format = string.format
 
 local _M = { _VERSION = core._VERSION, name = "openai" }
@@ -15,53 +16,44 @@ _M.DEFAULT_BASE_URL = "https://api.openai.com"
 
 local MODES = { native = true, json = true, prompt = true }
 
---- JSON Schema keywords OpenAI strict mode (`response_format.json_schema.strict = true`)
--- enforces; every other keyword is dropped from the copy sent (the full schema is still
--- checked locally). Source: OpenAI platform docs, "Structured Outputs" guide, section
--- "Supported schemas" (platform.openai.com/docs/guides/structured-outputs): types string,
--- number, boolean, integer, object, array, enum, anyOf; string `pattern` and `format`;
--- number `multipleOf`, `maximum`, `exclusiveMaximum`, `minimum`, `exclusiveMinimum`; array
--- `minItems`, `maxItems`; `$defs`/`$ref` and `const`; objects need `additionalProperties:
--- false` and every property in `required`. Not supported there (dropped): `minLength`,
--- `maxLength`, `allOf`, `not`, `if`/`then`/`else`, `patternProperties`, `dependent*`,
--- `unevaluated*`, `minProperties`, `maxProperties`, `uniqueItems`, `contains`,
--- `prefixItems`, `default`, `examples`. `oneOf` is sent as the weaker `anyOf`.
-_M.STRICT_KEYWORDS = {
-    type = true, enum = true, const = true, properties = true, required = true,
-    additionalProperties = true, items = true, anyOf = true, ["$defs"] = true,
-    definitions = true, ["$ref"] = true, title = true, description = true,
-    pattern = true, format = true, multipleOf = true, maximum = true,
-    exclusiveMaximum = true, minimum = true, exclusiveMinimum = true,
-    minItems = true, maxItems = true,
-}
+--- OpenAI's structured-output rules as data, each row with its source and the date checked
+-- (jsoncontract.providers.rules.openai).
+_M.rules = RULES
 
---- String formats OpenAI strict mode supports (same source as STRICT_KEYWORDS).
-_M.STRICT_FORMATS = {
-    ["date-time"] = true, time = true, date = true, duration = true, email = true,
-    hostname = true, ipv4 = true, ipv6 = true, uuid = true,
-}
+local function set_of(rows)
+    local t = {}
+    for k in pairs(rows) do t[k] = true end
+    return t
+end
 
-local PROFILE = {
-    name = "OpenAI strict mode", keep = _M.STRICT_KEYWORDS, formats = _M.STRICT_FORMATS,
-    force_required = true,
-}
+--- JSON Schema keywords OpenAI strict mode enforces (from `rules.native.keywords`); every other
+-- keyword is left out of the copy sent (the full schema is still checked locally).
+_M.STRICT_KEYWORDS = set_of(RULES.native.keywords)
 
---- The copy of a schema sent in `response_format.json_schema.schema`.
+--- String formats OpenAI strict mode supports (from `rules.native.formats`).
+_M.STRICT_FORMATS = set_of(RULES.native.formats)
+
+--- The copy of a schema sent in `response_format.json_schema.schema` in strict mode.
 -- Never mutates `schema`. Every object gets `additionalProperties: false` and lists all its
 -- properties in `required`; a property that was optional becomes nullable (its type gains
 -- "null", or it is wrapped as `anyOf: [<it>, {type: "null"}]`) and is reported, so the
--- caller knows a null there stands for "absent". Unsupported keywords are left out.
+-- caller knows a null there stands for "absent". Unsupported keywords are left out; a `$ref`
+-- with siblings is inlined and an `allOf` merged where that keeps the meaning (see
+-- jsoncontract.providers.schema_subset).
 -- @tparam table schema the contract's full JSON Schema
 -- @treturn table schema_sent a deep copy in the strict subset
 -- @treturn table dropped array of { schema_pointer = string (JSON Pointer into the
---   caller's schema), keyword = string, reason = string } for every keyword that is not
---   sent as it is (dropped, weakened or changed)
+--   caller's schema), keyword = string, action = "dropped"|"weakened"|"narrowed"|"fails", reason =
+--   string, source = string|nil } for every keyword not sent as written (all but "rewritten")
 -- @raise when schema is not a table
-_M.provider_schema = schema_subset.schema_fn(PROFILE)
+function _M.provider_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local res = subset.adapt(schema, RULES.native)
+    return res.schema, subset.changed(res.findings)
+end
 
---- The schema subsets this provider enforces, as data: strict mode, and the non-strict
--- fallback used when optional properties cannot be sent strict (see `native_schema`).
-_M.SUBSET = PROFILE
+--- The mode rules of strict mode (data; see `rules`).
+_M.SUBSET = RULES.native
 
 --- A contract name as OpenAI accepts it in `json_schema.name`: characters outside
 -- [a-zA-Z0-9_-] become "_", at most 64 characters.
@@ -73,42 +65,57 @@ function _M.schema_name(name)
     return s
 end
 
-local PROFILE_NONSTRICT = {
-    name = "OpenAI (strict false)", keep = _M.STRICT_KEYWORDS, formats = _M.STRICT_FORMATS,
-    force_required = false,
-}
-
 --- The `response_format`-style schema part for a contract, shared with the Responses API.
--- OpenAI strict mode needs every property in `required`; an optional property can only be
--- sent as required-and-nullable, and then the model may answer null where the contract's
--- own schema (checked locally, unchanged) rejects null: a strict request would invite
--- answers the local gate must refuse. So a schema with any optional property is sent with
--- `strict: false` (mode "native-nonstrict": the provider is told the schema but does not
--- enforce it) and the dropped list starts with an entry { schema_pointer = "", keyword =
--- "strict", reason } saying so; a schema whose properties are all required is sent strict
--- (mode "native"). `lint` reports both.
+-- Strict mode (mode "native") when the strict copy is accepted as it is. Otherwise:
+-- * an optional property: strict mode needs every property in `required`; an optional one can
+--   only be sent as required-and-nullable, and then the model may answer null where the
+--   contract's own schema rejects null. So the schema is sent with `strict: false` (mode
+--   "native-nonstrict": shown to the model, not enforced), the dropped list starting with an
+--   entry { schema_pointer = "", keyword = "strict", reason };
+-- * something strict mode rejects with a 400 (a node left without a type, a limit exceeded,
+--   a root union): mode "native-nonstrict" likewise, the first entry naming the cause;
+-- * a root that is not an object: mode "prompt" (no schema field can carry it), a root anyOf:
+--   mode "json"; `schema_sent` is nil then.
 -- @tparam table schema
--- @treturn table schema_sent
+-- @treturn table|nil schema_sent
 -- @treturn table dropped
 -- @treturn boolean strict
--- @treturn string mode "native" | "native-nonstrict"
+-- @treturn string mode "native" | "native-nonstrict" | "json" | "prompt"
+-- @treturn table plan { findings = every finding (rewritten and narrowed ones too), fallback =
+--   nil | { from, to, schema_pointer, keyword, reason, source } }
 function _M.native_schema(schema)
-    local sent, dropped = schema_subset.subset(schema, PROFILE)
-    local optional = {}
-    for _, d in ipairs(dropped) do
-        if d.optional then optional[#optional + 1] = d.schema_pointer end
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local res = subset.plan(schema, RULES.native)
+    if res.mode == "native" and #res.optional == 0 then
+        return res.schema, res.dropped, true, "native", res
     end
-    if #optional == 0 then
-        return sent, dropped, true, "native"
+    if res.mode == "json" or res.mode == "prompt" then
+        return nil, res.dropped, false, res.mode, res
     end
-    local sent2, dropped2 = schema_subset.subset(schema, PROFILE_NONSTRICT)
-    local all = C.new_array()
-    all[1] = { schema_pointer = "", keyword = "strict", reason = format(
-        "sent with strict false: %d optional propert%s (%s) cannot be sent in strict mode without "
-        .. "making them nullable, which the local schema rejects; OpenAI does not enforce any keyword",
-        #optional, #optional == 1 and "y" or "ies", table.concat(optional, ", ")) }
-    for _, d in ipairs(dropped2) do all[#all + 1] = d end
-    return sent2, all, false, "native-nonstrict"
+    local res2 = subset.adapt(schema, RULES.nonstrict)
+    local reason
+    if res.fallback then
+        reason = "sent with strict false, which OpenAI does not enforce: strict mode would reject the "
+            .. "schema: " .. res.fallback.schema_pointer .. " " .. res.fallback.reason
+    else
+        local n = #res.optional
+        reason = format("sent with strict false: %d optional propert%s (%s) cannot be sent in strict mode "
+            .. "without making them nullable, which the local schema rejects; OpenAI does not enforce any "
+            .. "keyword", n, n == 1 and "y" or "ies", table.concat(res.optional, ", "))
+    end
+    local first = { schema_pointer = "", keyword = "strict", action = "weakened", reason = reason,
+        source = RULES.nonstrict.strict_false.source }
+    local all, findings = C.new_array(), C.new_array()
+    all[1], findings[1] = first, first
+    for _, f in ipairs(res.fails) do
+        all[#all + 1], findings[#findings + 1] = f, f
+    end
+    for _, d in ipairs(subset.changed(res2.findings)) do all[#all + 1] = d end
+    for _, d in ipairs(res2.findings) do findings[#findings + 1] = d end
+    local fallback = res.fallback or { from = "native", to = "native-nonstrict", schema_pointer = "",
+        keyword = "strict", reason = reason, source = first.source }
+    fallback.to = "native-nonstrict"
+    return res2.schema, all, false, "native-nonstrict", { findings = findings, fallback = fallback }
 end
 
 --- Build the HTTP request for a contract and a conversation.
@@ -124,10 +131,12 @@ end
 --   `stream_options.include_usage`) }
 -- @treturn table req { url = string, method = "POST", headers = { ["content-type"] =
 --   "application/json", authorization = "Bearer <key>" (only with api_key) }, body =
---   string (JSON), mode = "native"|"native-nonstrict"|"json"|"prompt", schema_sent =
---   table|nil, dropped = table|nil (see provider_schema) }
--- @raise on misuse: a missing model, an unknown mode, wrong types, a schema whose root is
---   not an object in mode "native" (strict mode needs an object root)
+--   string (JSON), mode = "native"|"native-nonstrict"|"json"|"prompt" (the mode sent: a
+--   native request strict mode would reject goes out weaker, see `native_schema`),
+--   schema_sent = table|nil, dropped = table|nil (see provider_schema), findings =
+--   table|nil (every finding, see jsoncontract.providers.schema_subset), fallback = nil | { from =
+--   "native", to = mode, schema_pointer, keyword, reason, source } (recorded in the evidence) }
+-- @raise on misuse: a missing model, an unknown mode, wrong types
 -- @usage local req = openai.build_request(contract, {{role="user", content=text}},
 --   { model = "gpt-4o-mini", api_key = key })
 function _M.build_request(contract, messages, opts)
@@ -141,20 +150,23 @@ function _M.build_request(contract, messages, opts)
     if o.stream then
         body.stream, body.stream_options = true, { include_usage = true }
     end
-    local schema_sent, dropped, strict
+    local schema_sent, dropped, strict, plan
     local mode = o.mode
     if o.mode == "native" then
-        C.check_object_root(contract.schema)
-        schema_sent, dropped, strict, mode = _M.native_schema(contract.schema)
+        schema_sent, dropped, strict, mode, plan = _M.native_schema(contract.schema)
+    end
+    if schema_sent then
         body.response_format = {
             type = "json_schema",
             json_schema = { name = _M.schema_name(contract.name), strict = strict, schema = schema_sent },
         }
-    elseif o.mode == "json" then
+    elseif mode == "json" then
         body.response_format = { type = "json_object" }
     end
-    return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions"),
-        auth = "authorization", body = body, mode = mode, schema_sent = schema_sent, dropped = dropped }
+    return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL,
+        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode, schema_sent = schema_sent,
+        dropped = dropped,
+        findings = plan and plan.findings, fallback = plan and plan.fallback }
 end
 
 -- The text and name of a Chat Completions tool call (its `function.arguments` string).

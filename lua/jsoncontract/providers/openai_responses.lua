@@ -28,6 +28,12 @@ _M.native_schema = openai.native_schema
 --- As Chat Completions (see `jsoncontract.providers.openai.SUBSET`).
 _M.SUBSET = openai.SUBSET
 
+--- As Chat Completions (see `jsoncontract.providers.openai.native_schema`).
+_M.native_schema = openai.native_schema
+--- As Chat Completions (see `jsoncontract.providers.openai.rules`).
+_M.rules = openai.rules
+_M.SUBSET = openai.SUBSET
+
 --- Build the HTTP request.
 -- @tparam table contract { name, version, schema, prompt (sent as `instructions`) }
 -- @tparam table messages array of { role, content } (sent as `input`)
@@ -38,24 +44,27 @@ _M.SUBSET = openai.SUBSET
 --   "json" (text.format json_object) | "prompt", stream = boolean|nil }
 -- @treturn table req { url, method = "POST", headers (authorization only with api_key),
 --   body, mode, schema_sent, dropped }
--- @raise on misuse, and in mode "native" when the schema root is not an object
+-- @raise on misuse (a native request strict mode would reject goes out in a weaker mode, as
+--   for Chat Completions: see jsoncontract.providers.openai.native_schema)
 function _M.build_request(contract, messages, opts)
     local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
     local body = { model = o.model, instructions = contract.prompt, input = msgs,
         max_output_tokens = o.max_tokens, temperature = o.temperature }
     if o.stream then body.stream = true end
-    local schema_sent, dropped, strict
+    local schema_sent, dropped, strict, plan
     local mode = o.mode
     if o.mode == "native" then
-        C.check_object_root(contract.schema)
-        schema_sent, dropped, strict, mode = openai.native_schema(contract.schema)
+        schema_sent, dropped, strict, mode, plan = openai.native_schema(contract.schema)
+    end
+    if schema_sent then
         body.text = { format = { type = "json_schema", name = openai.schema_name(contract.name),
             strict = strict, schema = schema_sent } }
-    elseif o.mode == "json" then
+    elseif mode == "json" then
         body.text = { format = { type = "json_object" } }
     end
     return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/responses"),
-        auth = "authorization", body = body, mode = mode, schema_sent = schema_sent, dropped = dropped }
+        auth = "authorization", body = body, mode = mode, schema_sent = schema_sent, dropped = dropped,
+        findings = plan and plan.findings, fallback = plan and plan.fallback }
 end
 
 -- The text and name of a function_call item: its `arguments` string.

@@ -142,11 +142,14 @@ function _M.ask(contract, input, opts)
 
     -- One evidence record per HTTP exchange: the item's identity, then the attempt's fields.
     -- `private` (model text, feedback, the input) is kept by the writer only on opt-in.
+    local fallback -- req.fallback of the current request (providers.schema_subset.plan)
     local function record(att, try, fields, private)
         if not evidence then return end
         local rec = { ts = os.date("!%Y-%m-%dT%H:%M:%SZ"), attempt = att, try = try }
         for k, v in pairs(item) do rec[k] = v end
         for k, v in pairs(fields) do rec[k] = v end
+        -- A native request the provider would have rejected went out weaker: say why.
+        if fallback then rec.mode_fallback = fallback end
         for k, v in pairs(private or {}) do rec[k] = v end
         rec.message = nil -- may quote the model's text; kinds and pointers say what failed
         rec.errors = error_summary(fields.errors)
@@ -174,6 +177,7 @@ function _M.ask(contract, input, opts)
         -- (the request's own fields are the transport's; `req.mode` is read through its metatable)
         local req = provider.build_request(contract_view, messages, popts)
         local mode = req.mode
+        fallback = req.fallback
         req.timeout_ms, req.connect_timeout_ms, req.max_response_bytes =
             opts.timeout_ms, opts.connect_timeout_ms, opts.max_response_bytes
 
