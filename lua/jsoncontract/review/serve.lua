@@ -129,7 +129,7 @@ end
 -- @treturn string|nil
 function _M.missing_core(root, o)
     if o.cpath or os.getenv("JC_NGINX_CPATH") then return nil end
-    local dir = abs(root)
+    local dir = abs(root):gsub("/%.$", "")
     if exists(dir .. "/csrc/core.c") and not exists(dir .. "/build/luajit/jsoncontract/core.so") then
         return "the desk runs in nginx's LuaJIT, which needs the LuaJIT build of the core: run `make LUA=luajit` in "
             .. dir .. " (or set JC_NGINX_CPATH to where a LuaJIT core.so is)"
