@@ -1,6 +1,7 @@
 -- make bench: the tape (issue 11's numbers), side by side with lua-cjson in one run.
---   1. 1 KB-class ticket reply: bytes -> validated Lua value (validator:check) against
---      lua-cjson's decode alone (no validation): ratio jc/cjson
+--   1. the support-ticket reply (239 B) and a 1 KB reply of the same kind (bench/ticket_1k.lua):
+--      bytes -> validated Lua value (validator:check) against lua-cjson's decode alone (no
+--      validation): ratio jc/cjson
 --   2. 1 MB document: core.decode against cjson.decode
 --   3. cost against size, 1 KB .. 10 MB: ns per byte of core.decode and validator:check
 --      (a flat column means linear)
@@ -80,6 +81,18 @@ local tape = assert(core.parse(TICKET))
 local vt_ns, dec_ns = pair(function() return v:validate(tape) end, function() return core.decode(TICKET) end)
 print(fmt("ticket: validator:validate(tape) %.0f ns, core.decode %.0f ns (decode jc/cjson %.2f)", vt_ns, dec_ns,
     dec_ns / cj_ns))
+
+-- 1b. a 1 KB ticket reply (bench/ticket_1k.lua): the ticket's fields and what a triage adds
+local t1k = dofile("bench/ticket_1k.lua")
+local v1k = core.compile(t1k.schema)
+assert(v1k:check(t1k.TEXT))
+jc_ns, cj_ns = pair(function() return v1k:check(t1k.TEXT) end, function() return cjson.decode(t1k.TEXT) end)
+print(fmt("ticket 1 KB (%d B): validator:check %.0f ns, cjson.decode %.0f ns: jc/cjson %.2f", #t1k.TEXT, jc_ns,
+    cj_ns, jc_ns / cj_ns))
+tape = assert(core.parse(t1k.TEXT))
+vt_ns, dec_ns = pair(function() return v1k:validate(tape) end, function() return core.decode(t1k.TEXT) end)
+print(fmt("ticket 1 KB: validator:validate(tape) %.0f ns, core.decode %.0f ns (decode jc/cjson %.2f)", vt_ns,
+    dec_ns, dec_ns / cj_ns))
 
 -- 2./3. documents of growing size: ticket-like objects in an array
 local function document(bytes)

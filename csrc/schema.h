@@ -30,8 +30,10 @@
 
 #if defined(__GNUC__)
 #define JC_NOINLINE __attribute__((noinline))
+#define JC_INLINE __inline__
 #else
 #define JC_NOINLINE
+#define JC_INLINE
 #endif
 
 #ifndef JC_SCHEMA_MAX_DEPTH
@@ -68,6 +70,31 @@
 #define TB_STRING 0x40u
 
 enum { LIM_MIN, LIM_MAX, LIM_XMIN, LIM_XMAX, LIM_MULT, LIM_N };
+
+/* Keyword groups of a node (jc_node.kw), set once after compile. */
+#define KW_REF 0x001u        /* $ref */
+#define KW_DYNREF 0x002u     /* $dynamicRef */
+#define KW_ENUM 0x004u
+#define KW_CONST 0x008u
+#define KW_OBJ 0x010u        /* properties, required, patternProperties,
+                                additionalProperties, min/maxProperties */
+#define KW_OBJ_MORE 0x020u   /* dependent*, propertyNames */
+#define KW_ARR 0x040u        /* prefixItems, items, min/maxItems, unique */
+#define KW_CONTAINS 0x080u
+#define KW_STR 0x100u        /* min/maxLength, pattern, format */
+#define KW_NUM 0x200u        /* minimum ... multipleOf */
+#define KW_ALLOF 0x400u
+#define KW_ANYOF 0x800u
+#define KW_ONEOF 0x1000u
+#define KW_NOT 0x2000u
+#define KW_IF 0x4000u
+#define KW_UPROPS 0x8000u
+#define KW_UITEMS 0x10000u
+/* in-place applicators: what makes a quiet result worth remembering */
+#define KW_INPLACE (KW_REF | KW_ALLOF | KW_ANYOF | KW_ONEOF | KW_NOT | KW_IF)
+/* what comes after the value's own keywords */
+#define KW_TAIL (KW_ALLOF | KW_ANYOF | KW_ONEOF | KW_NOT | KW_IF | \
+                 KW_UPROPS | KW_UITEMS)
 
 typedef struct jc_node jc_node;
 
@@ -116,6 +143,9 @@ struct jc_node {
   int mark;                    /* cycle check at compile */
   int boolean;                 /* -1 object schema, 0 false, 1 true */
   unsigned types;              /* TB_* bits, 0 = no 'type' */
+  unsigned kw;                 /* KW_* bits: which keyword groups are
+                                  present (jc_node_finish), so the walk
+                                  tests one word, not every field */
   const char *types_text;      /* "string or null" */
   int enum_ref, const_ref;     /* index in the keep table, 0 = absent */
   int enum_tables;             /* the enum has array/object members */
@@ -251,6 +281,9 @@ typedef struct jc_cctx {
 #ifndef JC_WORK_REGEX_LIMIT
 #define JC_WORK_REGEX_LIMIT 100000.0  /* a regex search that hit the limit */
 #endif
+#ifndef JC_MEMO_LAZY
+#define JC_MEMO_LAZY 32               /* first quiet evaluations not kept */
+#endif
 #ifndef JC_MEMO_MAX
 #define JC_MEMO_MAX (1u << 22)        /* memo entries, at most */
 #endif
@@ -269,6 +302,8 @@ typedef struct jc_memo {
   int r;
 } jc_memo;
 
+/* Every field is set one by one in jc_run (no memset): a new field needs
+** its line there. */
 typedef struct jc_vctx {
   lua_State *L;
   jc_validator *v;
@@ -294,6 +329,7 @@ typedef struct jc_vctx {
   int memo_slot;       /* stack slot of the memo userdata */
   jc_memo *memo;
   size_t memo_n, memo_cap;
+  size_t memo_skip;    /* quiet evaluations not remembered (JC_MEMO_LAZY) */
   size_t loc_off;      /* line/column cache for error positions */
   unsigned long loc_line, loc_col;
   size_t stk_local[JC_STK_LOCAL];   /* last: not cleared on entry */
@@ -332,10 +368,59 @@ void *jc_keep_block(jc_cctx *c, size_t n, size_t elem);
 void jc_add_token(luaL_Buffer *b, const char *s, size_t len);
 int jc_getkw(lua_State *L, int sidx, const char *kw);
 int jc_cmp_bytes(const char *a, size_t al, const char *b, size_t bl);
-const jc_prop *jc_find_prop(const jc_node *n, const char *s, size_t len);
+/* Equal bytes, 8 at a time (member names are short: no libc call). */
+static JC_INLINE int jc_bytes_eq(const char *a, const char *b, size_t len) {
+  while (len >= 8) {
+    jc_u64 x, y;
+    memcpy(&x, a, 8);
+    memcpy(&y, b, 8);
+    if (x != y) return 0;
+    a += 8; b += 8; len -= 8;
+  }
+  while (len > 0) {
+    if (*a++ != *b++) return 0;
+    len--;
+  }
+  return 1;
+}
+
+/* Hash of a member name for the properties table: its length and three
+** of its bytes (names of one schema rarely agree on all four; equal
+** hashes are told apart by the bytes). */
+static JC_INLINE size_t jc_name_hash(const char *s, size_t len) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t h = len * 0x9E3779B1u;
+  if (len > 0)
+    h ^= ((size_t)u[0] << 16) ^ ((size_t)u[len - 1] << 8) ^ u[len / 2];
+  return h ^ (h >> 15);
+}
+
+/* The declared property named 's', or NULL: by hash past 8 properties,
+** else by length, then bytes. Inline: the walk calls it per member. */
+static JC_INLINE const jc_prop *jc_find_prop(const jc_node *n, const char *s,
+                                             size_t len) {
+  size_t k;
+  if (n->props_hash != NULL) {
+    size_t pos = jc_name_hash(s, len) & n->props_mask;
+    unsigned e;
+    while ((e = n->props_hash[pos]) != 0) {
+      const jc_prop *p = &n->props_sorted[e - 1];
+      if (p->len == len && jc_bytes_eq(p->name, s, len)) return p;
+      pos = (pos + 1) & n->props_mask;
+    }
+    return NULL;
+  }
+  for (k = 0; k < n->nprops; k++) {
+    const jc_prop *p = &n->props_sorted[k];
+    if (p->len == len && jc_bytes_eq(p->name, s, len)) return p;
+  }
+  return NULL;
+}
 jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path, const char
     *abs, const char *base);
 void jc_check_cycles(jc_cctx *c, jc_node *n);
+/* Set n->kw from its fields (after compile and $ref resolution). */
+void jc_node_finish(jc_node *n);
 
 /* schema_ref.c */
 void jc_push_join(lua_State *L, const char *a, size_t al, char sep, const char

@@ -325,37 +325,6 @@ static int jc_patprop_cmp(const void *x, const void *y) {
   return jc_cmp_bytes(a->src, a->len, b->src, b->len);
 }
 
-/* A cheap hash of a property name for 'props_hash': its length and three
-** of its bytes (names of one schema rarely agree on all four; equal
-** hashes are told apart by the bytes). */
-static size_t jc_name_hash(const char *s, size_t len) {
-  const unsigned char *u = (const unsigned char *)s;
-  size_t h = len * 0x9E3779B1u;
-  if (len > 0)
-    h ^= ((size_t)u[0] << 16) ^ ((size_t)u[len - 1] << 8) ^ u[len / 2];
-  return h ^ (h >> 15);
-}
-
-const jc_prop *jc_find_prop(const jc_node *n, const char *s,
-                                   size_t len) {
-  size_t k;
-  if (n->props_hash != NULL) {   /* many: by hash */
-    size_t pos = jc_name_hash(s, len) & n->props_mask;
-    unsigned e;
-    while ((e = n->props_hash[pos]) != 0) {
-      const jc_prop *p = &n->props_sorted[e - 1];
-      if (p->len == len && memcmp(p->name, s, len) == 0) return p;
-      pos = (pos + 1) & n->props_mask;
-    }
-    return NULL;
-  }
-  for (k = 0; k < n->nprops; k++) {   /* a few: by length, then bytes */
-    const jc_prop *p = &n->props_sorted[k];
-    if (p->len == len && memcmp(p->name, s, len) == 0) return p;
-  }
-  return NULL;
-}
-
 /* Compile a regex at the top-of-stack string for 'kw'; keeps it. */
 static jc_pattern *jc_compile_regex(jc_cctx *c, const char *path,
                                     const char *kw, const char *src,
@@ -921,6 +890,35 @@ static jc_node *jc_compile_node_in(jc_cctx *c, int idx, const char *path,
   }
   c->nest--;
   return n;
+}
+
+void jc_node_finish(jc_node *n) {
+  unsigned kw = 0;
+  int k;
+  if (n->ref != NULL) kw |= KW_REF;
+  if (n->dynref != NULL) kw |= KW_DYNREF;
+  if (n->enum_ref != 0) kw |= KW_ENUM;
+  if (n->const_ref != 0) kw |= KW_CONST;
+  if (n->nprops > 0 || n->nrequired > 0 || n->npprops > 0 ||
+      n->addl != NULL || n->min_props != ABSENT || n->max_props != ABSENT)
+    kw |= KW_OBJ;
+  if (n->ndeps > 0 || n->pnames != NULL) kw |= KW_OBJ_MORE;
+  if (n->nprefix > 0 || n->items != NULL || n->min_items != ABSENT ||
+      n->max_items != ABSENT || n->unique)
+    kw |= KW_ARR;
+  if (n->contains != NULL) kw |= KW_CONTAINS;
+  if (n->min_len != ABSENT || n->max_len != ABSENT || n->pattern != NULL ||
+      n->format != JC_FMT_NONE)
+    kw |= KW_STR;
+  for (k = 0; k < LIM_N; k++) if (n->lim[k].set) kw |= KW_NUM;
+  if (n->nallof > 0) kw |= KW_ALLOF;
+  if (n->nanyof > 0) kw |= KW_ANYOF;
+  if (n->noneof > 0) kw |= KW_ONEOF;
+  if (n->not_ != NULL) kw |= KW_NOT;
+  if (n->if_ != NULL) kw |= KW_IF;
+  if (n->uprops != NULL) kw |= KW_UPROPS;
+  if (n->uitems != NULL) kw |= KW_UITEMS;
+  n->kw = kw;
 }
 
 /* Reject in-place reference cycles ($ref/allOf/... back to the same node

@@ -201,6 +201,7 @@ static int jc_schema_compile(lua_State *L) {
   for (i = 1; i <= c.nnodes; i++) {
     lua_rawgeti(L, c.nodes, i);
     jc_check_cycles(&c, (jc_node *)lua_touserdata(L, -1));
+    jc_node_finish((jc_node *)lua_touserdata(L, -1));
     lua_pop(L, 1);
   }
   lua_settop(L, 3);
@@ -292,6 +293,7 @@ static jc_validator *jc_self(lua_State *L) {
 }
 
 static int jc_schema_validate(lua_State *L) {
+  int top = lua_gettop(L);
   jc_validator *v = jc_self(L);
   jc_optval ov[4];
   jc_vopts o;
@@ -300,13 +302,17 @@ static int jc_schema_validate(lua_State *L) {
   long budget;
   int r, n;
   luaL_argcheck(L, v->root != NULL, 1, "validator is closed");
-  luaL_argcheck(L, !lua_isnone(L, 2), 2, "value expected");
-  luaL_argcheck(L, lua_gettop(L) <= 3, 4, "no more than 2 arguments expected");
-  jc_opts_read(L, 3, jc_validate_opts, ov);
+  luaL_argcheck(L, top >= 2, 2, "value expected");
+  luaL_argcheck(L, top <= 3, 4, "no more than 2 arguments expected");
+  if (top == 3) {             /* no options: nothing to read (per call) */
+    jc_opts_read(L, 3, jc_validate_opts, ov);
+    lua_settop(L, 2);
+  } else {
+    memset(ov, 0, sizeof ov);
+  }
   o.first = ov[0].set && ov[0].b;
   o.basic = ov[1].set;
   o.max_errors = ov[3].set ? (int)ov[3].n : JC_MAX_ERRORS;
-  if (lua_gettop(L) != 2) lua_settop(L, 2);
   t = NULL;
   if (lua_type(L, 2) == LUA_TUSERDATA && lua_getmetatable(L, 2)) {
     if (lua_rawequal(L, -1, lua_upvalueindex(2)))

@@ -307,13 +307,16 @@ end
 -- @treturn[2] table err, category "rules", kind "rule_failed" (err.retry says whether the model may
 --   be asked again: false when any failing rule has `retry = false`) or kind "rule_error" (a rule raised;
 --   never retried)
+local function rule_error(rule, what)
+    return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " " .. what,
+        { errors = setmetatable({}, core.array_mt), retry = false, rule = rule.name })
+end
+
 function _M.check_rules(self, value, ctx)
+    local rules = self.rules
+    if #rules == 0 then return true end -- no rules: no list, no coroutine (per request in nginx)
     local all, retry = {}, true
-    local function rule_error(rule, what)
-        return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " " .. what,
-            { errors = setmetatable({}, core.array_mt), retry = false, rule = rule.name })
-    end
-    for _, rule in ipairs(self.rules) do
+    for _, rule in ipairs(rules) do
         -- Each rule runs in a coroutine of its own, so a rule that yields cannot reach a
         -- batch scheduler that may be running us.
         local co = co_create(rule.check)
@@ -338,6 +341,8 @@ function _M.check_rules(self, value, ctx)
     return nil, errors.new("rules", "rule_failed", concat(msgs, "; "), { errors = all, retry = retry })
 end
 
+local NO_OPTS = {} -- read only: check without opts allocates no table for them
+
 --- Run the format, schema and rules gates on a reply's content string.
 -- @tparam string text the content string (the inner JSON)
 -- @tparam[opt] table opts `adapters` (list of names, default the contract's), `context` (passed to rules)
@@ -350,7 +355,7 @@ end
 function _M.check(self, text, opts)
     if type(text) ~= "string" then error("check: text must be a string, got " .. type(text), 2) end
     if opts ~= nil and type(opts) ~= "table" then error("check: opts must be a table, got " .. type(opts), 2) end
-    opts = opts or {}
+    opts = opts or NO_OPTS
     local applied = setmetatable({}, core.array_mt)
     local names = opts.adapters or self.adapters
     if type(names) ~= "table" then
