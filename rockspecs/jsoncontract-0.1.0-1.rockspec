@@ -117,6 +117,7 @@ build = {
       ["jsoncontract.run"] = "lua/jsoncontract/run/init.lua",
       ["jsoncontract.run.policy"] = "lua/jsoncontract/run/policy.lua",
       ["jsoncontract.secrets"] = "lua/jsoncontract/secrets.lua",
+      ["jsoncontract.setup"] = "lua/jsoncontract/setup.lua",
       ["jsoncontract.standin.conversation"] = "lua/jsoncontract/standin/conversation.lua",
       ["jsoncontract.standin.faults"] = "lua/jsoncontract/standin/faults.lua",
       ["jsoncontract.standin.generate"] = "lua/jsoncontract/standin/generate.lua",

@@ -172,6 +172,20 @@ describe("triage as a job", function()
         assert.is_nil(io.open(dir, "rb"))
     end)
 
+    it("leaves no empty folder when the store cannot be opened, and calls a missing store a usage error", function()
+        local dir = tmpdir()
+        local o, code = util.sh(triage_cmd(("--limit 2 --out %s --store /nonexistent-dir/x.sqlite"):format(q(dir))))
+        assert.equal(1, code, o)
+        assert.truthy(o:find("cannot open the job store", 1, true), o)
+        assert.is_nil(os.rename(dir, dir))
+        local env = "env -u LD_PRELOAD -u OPENAI_API_KEY -u ANTHROPIC_API_KEY " .. LUA .. " bin/jsoncontract "
+        for _, cmd in ipairs { "worker", "enqueue --input examples/mailbox.jsonl", "worker --store " .. q(dir) } do
+            o, code = util.sh(env .. cmd)
+            assert.equal(2, code, cmd .. ": " .. o)
+            assert.truthy(o:find("job store", 1, true), o)
+        end
+    end)
+
     it("sends the review items back as a new recorded pass with --retry-review", function()
         local dir = tmpdir()
         finally(function() os.execute("rm -rf " .. q(dir)) end)

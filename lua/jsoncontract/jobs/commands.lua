@@ -9,6 +9,7 @@
 -- @module jsoncontract.jobs.commands
 local core = require "jsoncontract.core"
 local secrets = require "jsoncontract.secrets"
+local setup = require "jsoncontract.setup"
 local store_mod = require "jsoncontract.jobs.store"
 local export = require "jsoncontract.jobs.export"
 local runner = require "jsoncontract.jobs.runner"
@@ -104,21 +105,7 @@ local function file_exists(path)
     return false
 end
 
--- The interpreter running us, to start the stand-in with the same Lua.
-local function interpreter()
-    local i = -1
-    while arg and arg[i - 1] do i = i - 1 end
-    return arg and arg[i] or (jit and "luajit" or "lua5.4")
-end
-
-local function load_contract(path)
-    local ok, mod = pcall(dofile, path)
-    if not ok then return nil, "cannot load contract " .. path .. ": " .. tostring(mod) end
-    if type(mod) ~= "table" or type(mod.contract) ~= "table" then
-        return nil, path .. " must return a table with a 'contract' field"
-    end
-    return mod
-end
+local interpreter, load_contract = setup.interpreter, setup.load_contract
 
 --- Read a JSONL mailbox into store items. Each non-blank line is an item: its id is the line's
 -- `id` (else "line-N"), its input the line as written, its digest the line's SHA-256. A line that
@@ -232,37 +219,7 @@ function _M.start_standin(o)
     return base, stop
 end
 
--- Which provider, model, key and base URL (a key in the environment wins; else the stand-in).
-local function choose_provider(o)
-    local env = os.getenv
-    local providers = require "jsoncontract.providers"
-    if o.provider and not pcall(providers.get, o.provider) then
-        return nil, "unknown provider " .. o.provider .. " (known: " .. concat(providers.names, ", ") .. ")"
-    end
-    if o.model == "" then return nil, "option --model needs a name" end
-    local base = o["base-url"]
-    if base and not base:match("^https?://[^/]") then return nil, "option --base-url needs an http(s) URL" end
-    local openai_key, anthropic_key = env("OPENAI_API_KEY"), env("ANTHROPIC_API_KEY")
-    if openai_key and openai_key ~= "" and (o.provider == nil or o.provider == "openai") then
-        return { provider = "openai", api_key = openai_key, model = o.model or env("OPENAI_MODEL") or "gpt-4o-mini",
-            base_url = base or env("OPENAI_BASE_URL") }
-    end
-    if anthropic_key and anthropic_key ~= "" and (o.provider == nil or o.provider == "anthropic") then
-        return { provider = "anthropic", api_key = anthropic_key,
-            model = o.model or env("ANTHROPIC_MODEL") or "claude-sonnet-4-5",
-            base_url = base or env("ANTHROPIC_BASE_URL") }
-    end
-    if base then
-        if not o.model then return nil, "option --base-url without an API key needs --model" end
-        return { provider = o.provider or "openai", model = o.model, base_url = base }
-    end
-    local name = o.provider or "openai"
-    if name ~= "openai" and name ~= "anthropic" then
-        return nil, "the stand-in model speaks openai and anthropic only; --provider " .. name
-            .. " needs its key (or --base-url and --model)"
-    end
-    return { provider = name, model = o.model or "standin-1", standin = true }
-end
+local choose_provider = setup.choose_provider
 
 local function isatty(fd)
     local r = os.execute("test -t " .. fd)
@@ -449,12 +406,16 @@ function _M.triage(o, env)
 
     -- Everything is checked; only now is anything created.
     local out = o.out or default_out_dir()
+    local existed = os.rename(out, out) -- true when the folder was there before us
     ok, err = prepare_out_dir(out)
     if not ok then return die(err) end
     local url = o.store or (out .. "/job.sqlite")
     local st
     st, err = store_mod.open(url)
-    if not st then return fail(err.message) end
+    if not st then
+        if not existed then os.remove(out) end -- the empty folder we made: nothing is left behind
+        return fail(err.message)
+    end
     local jo = { standin = p.standin or nil, contract = contract_path }
     for _, k in ipairs(JOB_OPTIONS) do if o[k] ~= nil and jo[k] == nil then jo[k] = o[k] end end
     local ident = mod.contract:identity()
@@ -549,13 +510,16 @@ function _M.resume(o, env)
         standin = c.p.standin, contract = c.contract:identity() })
 end
 
--- Open the store named by --store, or DIR/job.sqlite for a folder argument.
+-- Open the store named by --store, or DIR/job.sqlite for a folder argument. The third value is
+-- true when the options are at fault (no store named, no such file): a usage error, exit 2.
 local function open_named(o, create)
     local url = o.store
     if not url and o.dir then url = o.dir .. "/job.sqlite" end
-    if not url then return nil, "say which job store: --store URL (postgresql://... or a SQLite file) or a folder" end
+    if not url then
+        return nil, "say which job store: --store URL (postgresql://... or a SQLite file) or a folder", true
+    end
     if not url:match("^postgres") and not create and not file_exists((url:gsub("^sqlite:", ""))) then
-        return nil, "no job store at " .. url
+        return nil, "no job store at " .. url, true
     end
     local st, err = store_mod.open(url, { create = create })
     if not st then return nil, err.message end
@@ -582,9 +546,9 @@ function _M.enqueue(o, env)
     if not mod then return die(err) end
     local items, digest = _M.read_mailbox(o.input, o.limit)
     if not items then return die("cannot read mailbox: " .. tostring(digest)) end
-    local st
-    st, err = open_named(o, true)
-    if not st then return fail(err) end
+    local st, usage
+    st, err, usage = open_named(o, true)
+    if not st then return (usage and die or fail)(err) end
     local jo = { standin = p.standin or nil, contract = contract_path }
     for _, k in ipairs(JOB_OPTIONS) do if o[k] ~= nil and jo[k] == nil then jo[k] = o[k] end end
     local ident = mod.contract:identity()
@@ -614,9 +578,9 @@ function _M.worker(o, env)
     use_env(env)
     local ok, err = check_numbers(o)
     if not ok then return die(err) end
-    local st
-    st, err = open_named(o, false)
-    if not st then return fail(err) end
+    local st, usage
+    st, err, usage = open_named(o, false)
+    if not st then return (usage and die or fail)(err) end
     local job
     job, err = pick_job(st, o)
     if not job then st:close() return die(err.message) end

@@ -120,6 +120,23 @@ local function abs(path)
     return os.getenv("PWD") .. "/" .. path
 end
 
+--- Why nginx's LuaJIT would not find the core, or nil. A source checkout (it has `csrc/`) needs
+-- its LuaJIT build (`make LUA=luajit`; `make` alone builds Lua 5.4's); without the check, nginx
+-- fails at start with a "module 'jsoncontract.core' not found" traceback. An installed tree is
+-- left to LuaJIT's default paths.
+-- @tparam string root the repository or install root
+-- @tparam table o `cpath` (as for `prepare`)
+-- @treturn string|nil
+function _M.missing_core(root, o)
+    if o.cpath or os.getenv("JC_NGINX_CPATH") then return nil end
+    local dir = abs(root):gsub("/%.$", "")
+    if exists(dir .. "/csrc/core.c") and not exists(dir .. "/build/luajit/jsoncontract/core.so") then
+        return "the desk runs in nginx's LuaJIT, which needs the LuaJIT build of the core: run `make LUA=luajit` in "
+            .. dir .. " (or set JC_NGINX_CPATH to where a LuaJIT core.so is)"
+    end
+    return nil
+end
+
 --- Why nginx with the Lua module cannot run here, or nil.
 -- @treturn string|nil
 function _M.missing()
@@ -189,7 +206,7 @@ function _M.prepare(o, env)
         return nil, "refusing to serve on " .. host .. " without reviewers: pass --auth FILE (lines name:secret); "
             .. "without one the desk listens on 127.0.0.1 only"
     end
-    local why = _M.missing()
+    local why = _M.missing() or _M.missing_core(root, o)
     if why then return nil, why end
     local url, dir = _M.locate(o.target)
     if not url then return nil, dir end

@@ -1,0 +1,32 @@
+-- jsoncontract.setup: the one copy of what cli/ and jobs/ share (the contract file, the provider).
+local setup = require "jsoncontract.setup"
+local util = require "jsoncontract.cli.util"
+local commands_src = io.open("lua/jsoncontract/jobs/commands.lua"):read("*a")
+
+describe("jsoncontract.setup", function()
+    it("is what cli.util and jobs.commands use, not a copy", function()
+        assert.equal(setup.choose_provider, util.choose_provider)
+        assert.equal(setup.load_contract, util.load_contract)
+        assert.is_nil(commands_src:find("local function choose_provider", 1, true))
+        assert.is_nil(commands_src:find("local function load_contract", 1, true))
+    end)
+
+    it("checks the provider and the base URL under either spelling of the option", function()
+        local p, err = setup.choose_provider { provider = "nosuch" }
+        assert.is_nil(p)
+        assert.matches("unknown provider nosuch", err, 1, true)
+        for _, o in ipairs { { base_url = "ftp://x" }, { ["base-url"] = "ftp://x" } } do
+            p, err = setup.choose_provider(o)
+            assert.is_nil(p)
+            assert.matches("needs an http(s) URL", err, 1, true)
+        end
+        p = setup.choose_provider { ["base-url"] = "http://127.0.0.1:9/v1", model = "m" }
+        if p.api_key == nil then assert.equal("http://127.0.0.1:9/v1", p.base_url) end
+    end)
+
+    it("names a JSON Schema given as a contract", function()
+        local m, err = setup.load_contract("x.json")
+        assert.is_nil(m)
+        assert.matches("a contract is a Lua file", err, 1, true)
+    end)
+end)
