@@ -24,17 +24,11 @@ local MODES = { native = true, prompt = true }
 -- (jsoncontract.providers.rules.anthropic).
 _M.rules = RULES
 
-local function set_of(rows)
-    local t = {}
-    for k in pairs(rows) do t[k] = true end
-    return t
-end
-
 --- JSON Schema keywords Anthropic structured outputs enforce (from `rules.native.keywords`).
-_M.KEYWORDS = set_of(RULES.native.keywords)
+_M.KEYWORDS = subset.name_set(RULES.native.keywords)
 
 --- String formats Anthropic structured outputs support (from `rules.native.formats`).
-_M.FORMATS = set_of(RULES.native.formats)
+_M.FORMATS = subset.name_set(RULES.native.formats)
 
 --- The copy of a schema sent in `output_config.format.schema`.
 -- Never mutates `schema`. Every object gets `additionalProperties: false`; optional

@@ -8,7 +8,7 @@ local C = require "jsoncontract.providers.envelope"
 local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.gemini"
 
-local type, ipairs, pairs, error = type, ipairs, pairs, error
+local type, ipairs, error = type, ipairs, error
 local concat = table.concat
 local format = string.format
 
@@ -23,16 +23,10 @@ local MODES = { native = true, json = true, prompt = true }
 -- (jsoncontract.providers.rules.gemini).
 _M.rules = RULES
 
-local function set_of(rows)
-    local t = {}
-    for k in pairs(rows) do t[k] = true end
-    return t
-end
-
 --- JSON Schema keywords Gemini's `responseJsonSchema` takes (from `rules.native.keywords`).
-_M.KEYWORDS = set_of(RULES.native.keywords)
+_M.KEYWORDS = subset.name_set(RULES.native.keywords)
 --- String formats sent (from `rules.native.formats`).
-_M.FORMATS = set_of(RULES.native.formats)
+_M.FORMATS = subset.name_set(RULES.native.formats)
 
 --- The copy of a schema sent in `generationConfig.responseJsonSchema`: `definitions` moved to
 -- `$defs`, a `$ref` with siblings inlined, `const` as a one-value enum, null taken out of

@@ -6,7 +6,7 @@ local C = require "jsoncontract.providers.envelope"
 local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.openai"
 
-local ipairs, pairs, type, error = ipairs, pairs, type, error
+local ipairs, type, error = ipairs, type, error
 local format = string.format
 
 local _M = { _VERSION = core._VERSION, name = "openai" }
@@ -20,18 +20,12 @@ local MODES = { native = true, json = true, prompt = true }
 -- (jsoncontract.providers.rules.openai).
 _M.rules = RULES
 
-local function set_of(rows)
-    local t = {}
-    for k in pairs(rows) do t[k] = true end
-    return t
-end
-
 --- JSON Schema keywords OpenAI strict mode enforces (from `rules.native.keywords`); every other
 -- keyword is left out of the copy sent (the full schema is still checked locally).
-_M.STRICT_KEYWORDS = set_of(RULES.native.keywords)
+_M.STRICT_KEYWORDS = subset.name_set(RULES.native.keywords)
 
 --- String formats OpenAI strict mode supports (from `rules.native.formats`).
-_M.STRICT_FORMATS = set_of(RULES.native.formats)
+_M.STRICT_FORMATS = subset.name_set(RULES.native.formats)
 
 --- The copy of a schema sent in `response_format.json_schema.schema` in strict mode.
 -- Never mutates `schema`. Every object gets `additionalProperties: false` and lists all its

@@ -1100,6 +1100,16 @@ function _M.not_enforced(findings)
     return out
 end
 
+--- The set of names a rules table lists (its keys: keywords or formats, each mapped to the row
+-- that documents it), for `if SET[name]` tests.
+-- @tparam table rows map name -> row
+-- @treturn table map name -> true
+function _M.name_set(rows)
+    local t = {}
+    for k in pairs(rows) do t[k] = true end
+    return t
+end
+
 --- The findings where the copy sent does not say what the schema says (every action but
 -- "rewritten", which keeps the meaning): a request's `dropped` list.
 -- @tparam table findings as `adapt` returns them
