@@ -5,6 +5,32 @@
 #include "jc.h"
 
 #include <stdarg.h>
+#include <stdio.h>
+
+/* See jc.h. */
+void jc_add_token(luaL_Buffer *b, const char *s, size_t len) {
+  size_t i;
+  for (i = 0; i < len; i++) {
+    if (s[i] == '~') luaL_addstring(b, "~0");
+    else if (s[i] == '/') luaL_addstring(b, "~1");
+    else luaL_addchar(b, s[i]);
+  }
+}
+
+/* See jc.h. */
+void jc_add_child_path(luaL_Buffer *b, const char *kw, const char *token,
+                       size_t toklen, long index) {
+  luaL_addchar(b, '/');
+  luaL_addstring(b, kw);
+  if (token != NULL) {
+    luaL_addchar(b, '/');
+    jc_add_token(b, token, toklen);
+  } else if (index >= 0) {
+    char num[32];
+    snprintf(num, sizeof num, "/%ld", index);
+    luaL_addstring(b, num);
+  }
+}
 
 /* __tostring of an err table: "category/kind: message". [-0, +1, m] */
 int jc_error_tostring(lua_State *L) {

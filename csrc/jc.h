@@ -37,6 +37,13 @@ void jc_push_error(lua_State *L, const char *category, const char *kind,
 
 /* __tostring of the err metatable: "category/kind: message" (error.c).
 ** [-0, +1, m] */
+/* Pointers (RFC 6901), in error.c: jc_add_token adds 's' (len bytes, may
+** hold NUL) as one reference token, '~' as "~0" and '/' as "~1";
+** jc_add_child_path adds "/<kw>" and then "/<token>" when 'token' is not
+** NULL, else "/<index>" when 'index' >= 0. Both only add to 'b'. */
+void jc_add_token(luaL_Buffer *b, const char *s, size_t len);
+void jc_add_child_path(luaL_Buffer *b, const char *kw, const char *token,
+                       size_t toklen, long index);
 int jc_error_tostring(lua_State *L);
 
 /* __concat of the err metatable: tostring() of each side, joined, so

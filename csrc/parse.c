@@ -137,16 +137,6 @@ static int jc_fail_unexpected(jc_parser *p, const unsigned char *at,
   return jc_fail(p, "unexpected_character", at, tail);
 }
 
-/* Add 's' as a JSON Pointer token (~0, ~1). */
-static void jc_add_token(luaL_Buffer *b, const char *k, size_t len) {
-  size_t j;
-  for (j = 0; j < len; j++) {
-    if (k[j] == '~') luaL_addstring(b, "~0");
-    else if (k[j] == '/') luaL_addstring(b, "~1");
-    else luaL_addchar(b, k[j]);
-  }
-}
-
 /* Push the JSON Pointer of the innermost container being read ('full':
 ** of the member whose name was just read, for duplicate keys).
 ** [-0, +1, m] */

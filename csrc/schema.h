@@ -365,7 +365,6 @@ int jc_schema_error(lua_State *L, const char *path, const char *kw, const char
 int jc_keep(jc_cctx *c);
 const char *jc_keep_string(jc_cctx *c, size_t *len);
 void *jc_keep_block(jc_cctx *c, size_t n, size_t elem);
-void jc_add_token(luaL_Buffer *b, const char *s, size_t len);
 int jc_getkw(lua_State *L, int sidx, const char *kw);
 int jc_cmp_bytes(const char *a, size_t al, const char *b, size_t bl);
 /* Equal bytes, 8 at a time (member names are short: no libc call). */

@@ -105,16 +105,6 @@ void *jc_keep_block(jc_cctx *c, size_t n, size_t elem) {
   return p;
 }
 
-/* Add 'name' to a luaL_Buffer as a JSON Pointer token (~0, ~1). */
-void jc_add_token(luaL_Buffer *b, const char *s, size_t len) {
-  size_t i;
-  for (i = 0; i < len; i++) {
-    if (s[i] == '~') luaL_addstring(b, "~0");
-    else if (s[i] == '/') luaL_addstring(b, "~1");
-    else luaL_addchar(b, s[i]);
-  }
-}
-
 /* Keep and return "<base>/<kw>[/<token>]"; 'token' NULL with 'index' >= 0
 ** adds the index, both absent adds nothing. [-0, +0, m] */
 static const char *jc_child_path(jc_cctx *c, const char *base, const char *kw,
@@ -124,16 +114,7 @@ static const char *jc_child_path(jc_cctx *c, const char *base, const char *kw,
   size_t len;
   luaL_buffinit(c->L, &b);
   luaL_addstring(&b, base);
-  luaL_addchar(&b, '/');
-  luaL_addstring(&b, kw);
-  if (token != NULL) {
-    luaL_addchar(&b, '/');
-    jc_add_token(&b, token, toklen);
-  } else if (index >= 0) {
-    char num[32];
-    snprintf(num, sizeof num, "/%ld", index);
-    luaL_addstring(&b, num);
-  }
+  jc_add_child_path(&b, kw, token, toklen, index);
   luaL_pushresult(&b);
   return jc_keep_string(c, &len);
 }

@@ -74,16 +74,7 @@ static void jc_index_child(jc_cctx *c, const char *base, size_t blen,
   int child = lua_gettop(L);
   luaL_buffinit(L, &b);
   luaL_addlstring(&b, ptr, plen);
-  luaL_addchar(&b, '/');
-  luaL_addstring(&b, kw);
-  if (token != NULL) {
-    luaL_addchar(&b, '/');
-    jc_add_token(&b, token, toklen);
-  } else if (index >= 0) {
-    char num[32];
-    snprintf(num, sizeof num, "/%ld", index);
-    luaL_addstring(&b, num);
-  }
+  jc_add_child_path(&b, kw, token, toklen, index);
   luaL_pushresult(&b);
   cp = lua_tolstring(L, -1, &cl);
   jc_index(c, child, base, blen, cp, cl, depth + 1);

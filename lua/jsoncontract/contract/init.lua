@@ -67,6 +67,10 @@ local function property_order(schema)
     return order
 end
 
+--- The `type` keyword of a (sub)schema as a new list (JSON Schema 2020-12 validation §6.1.1:
+-- a string or an array of strings).
+-- @tparam table schema a schema object
+-- @treturn table array of type names, empty when `type` is absent
 local function type_list(schema)
     local t = schema.type
     if type(t) == "string" then return { t } end
@@ -77,6 +81,7 @@ local function type_list(schema)
     end
     return {}
 end
+_M.type_list = type_list
 
 -- One line describing a (sub)schema: types, allowed values and limits.
 local function describe(schema)

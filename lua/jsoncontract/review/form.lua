@@ -32,16 +32,7 @@ local TEXTAREA_FROM = 120
 local COMPLEX = { "anyOf", "oneOf", "allOf", "$ref", "not", "if", "then", "else", "dependentSchemas",
     "patternProperties", "prefixItems", "$dynamicRef" }
 
-local function types_of(s)
-    local t = s.type
-    if type(t) == "string" then return { t } end
-    if type(t) == "table" then
-        local out = {}
-        for i = 1, #t do out[i] = t[i] end
-        return out
-    end
-    return {}
-end
+local types_of = contract_mod.type_list
 
 local function contains_null(list)
     for _, v in ipairs(list) do if v == null then return true end end
