@@ -599,6 +599,49 @@ describe("jsoncontract.core", function()
             assert.equal("; and 130 more errors", err.message:sub(-21))
         end)
 
+        -- A 1 MB key from the model names the place in every message about it: the message
+        -- shows it clipped at a character boundary, the item's pointer and property keep it whole.
+        it("clips a huge key in the message (extra field, nested error, required), never in pointer", function()
+            local key = "k" .. string.rep("\195\164", 512 * 1024)   -- 1 MB: "k" then 2-byte characters
+            local function only_message(schema, value, kw)
+                local _, err = core.compile(schema):validate(value)
+                assert.equal(1, #err.errors)
+                local e = err.errors[1]
+                assert.equal(kw, e.keyword)
+                assert.equal("/" .. key, e.pointer:sub(1, #key + 1))
+                assert.is_true(#e.message < 300, #e.message)
+                assert.equal(e.message, err.message)
+                assert.truthy(e.message:find("/k\195\164\195\164", 1, true), e.message)
+                assert.truthy(e.message:find("...", 1, true))
+                assert.truthy(core.decode(core.encode(e.message))) -- still valid UTF-8
+                return e
+            end
+            local e = only_message({ type = "object", additionalProperties = false }, { [key] = 1 },
+                "additionalProperties")
+            assert.equal(key, e.property)
+            assert.truthy(e.message:find("^extra field /k"))
+            assert.truthy(e.message:find(" is not allowed$"))
+            e = only_message({ type = "object", unevaluatedProperties = false }, { [key] = 1 },
+                "unevaluatedProperties")
+            assert.equal(key, e.property)
+            e = only_message({ additionalProperties = { type = "string" } }, { [key] = 1 }, "type")
+            assert.truthy(e.message:find(" is number, expected string$"))
+            e = only_message({ additionalProperties = { required = A { "id" } } }, { [key] = {} }, "required")
+            assert.truthy(e.message:find("^missing required field /k"))
+            assert.equal("/" .. key, e.pointer)
+            -- a short pointer stays whole
+            local _, err = core.compile({ additionalProperties = false }):validate({ mood = 1 })
+            assert.equal("extra field /mood is not allowed", err.message)
+        end)
+
+        it("names the parent of a missing nested field (required, dependentRequired)", function()
+            local _, err = core.compile({ properties = { a = { required = A { "id" } } } }):validate({ a = { x = 1 } })
+            assert.equal("missing required field /a/id", err.message)
+            _, err = core.compile({ properties = { a = { dependentRequired = { x = A { "id" } } } } })
+                :validate({ a = { x = 1 } })
+            assert.equal("missing field /a/id, required when x is present", err.message)
+        end)
+
         it("raises on a bad max_errors", function()
             local v = core.compile(true)
             for _, bad in ipairs({ -1, 1.5, "3", true }) do
