@@ -104,6 +104,34 @@ describe("the batch event loop", function()
             assert.equal(2, stats.exchanges)
         end)
 
+        -- The fault server's 429 says "Retry-After: 2": the lane pauses 2 s under the default cap
+        -- (policy.retry_after_max_ms, 30 s) and only as long as a caller's cap allows.
+        for _, case in ipairs { { "the policy's default", nil, 2 }, { "a caller's 0.5 s", 500, 0.5 },
+            { "a caller's 0 (never)", 0, 0 } } do
+            it("caps the lane's pause for a Retry-After at retry_after_max_ms: " .. case[1], function()
+                local lane = ratelimit.new { rpm = 6000 }
+                local asked = {}
+                local pause = lane.pause
+                lane.pause = function(self, t, seconds)  -- the real pause, its argument noted
+                    asked[#asked + 1] = seconds
+                    return pause(self, t, seconds)
+                end
+                local list = { "/status/429", "/ok" }
+                scheduler.run {
+                    parallel = 1, lane = lane, retry_after_max_ms = case[2],
+                    take = function() local p = table.remove(list, 1) return p and { p } or {} end,
+                    work = function(path) return assert(scheduler.send { url = base .. path }).status end,
+                }
+                assert.same({ case[3] }, asked)
+            end)
+        end
+
+        it("raises on a bad retry_after_max_ms", function()
+            assert.has_error(function()
+                scheduler.run { retry_after_max_ms = -1, take = function() return {} end, work = print }
+            end, "scheduler.run: retry_after_max_ms must be a number >= 0")
+        end)
+
         it("token buckets: requests and tokens per minute, on the caller's clock", function()
             local lane = ratelimit.new { rpm = 60, tpm = 600, burst_seconds = 2 }
             assert.equal(0, lane:admit(100, 10))
