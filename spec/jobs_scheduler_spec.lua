@@ -86,6 +86,28 @@ describe("the batch event loop", function()
                 batch.run({ "a", "b" }, function(x) if x == "b" then error("boom", 0) end end)
             end, "batch item 2: boom")
         end)
+
+        it("says what a raised table says: an err by its message, another table by its fields", function()
+            assert.has_error(function()
+                batch.run({ "a" }, function() error(require("jsoncontract.errors").new("store", "write_failed", "disk full")) end)
+            end, "batch item 1: store/write_failed: disk full")
+            assert.has_error(function()
+                batch.run({ "a", "b" }, function(x) if x == "b" then error({ code = 42, message = "db down" }) end end)
+            end, 'batch item 2: {code = 42, message = "db down"}')
+            assert.has_error(function()
+                batch.run({ "a" }, function() error(setmetatable({}, { __tostring = function() return "DbError" end })) end)
+            end, "batch item 1: DbError")
+        end)
+
+        it("hands on_done the raised table's words, never an address", function()
+            local got
+            scheduler.run {
+                take = function() local w = got == nil and { "w" } or {} got = got or false return w end,
+                work = function() error({ code = 42 }) end,
+                on_done = function(_, result, ok) got = { result, ok } end,
+            }
+            assert.same({ "item raised: {code = 42}", false }, got)
+        end)
     end)
 
     describe("rate-limit lanes", function()

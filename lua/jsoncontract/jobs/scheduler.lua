@@ -12,6 +12,7 @@
 local core = require "jsoncontract.core"
 local ratelimit = require "jsoncontract.jobs.ratelimit"
 local policy = require "jsoncontract.run.policy"
+local secrets = require "jsoncontract.secrets"
 
 local type, error, ipairs, pairs, tostring, tonumber, pcall, setmetatable =
     type, error, ipairs, pairs, tostring, tonumber, pcall, setmetatable
@@ -55,8 +56,9 @@ end
 --   `exhausted` (function() -> boolean: no work will ever come again; called when `take` gave
 --   nothing and nothing is in flight; default: true),
 --   `work` (function(w) -> result, runs in a coroutine; required),
---   `on_done` (function(w, result, task_ok): after each item; raising stops the run at once
---   and the error propagates),
+--   `on_done` (function(w, result, task_ok): after each item; when `task_ok` is false, `result`
+--   is a string, "item raised: " and what was raised as `secrets.describe` words it; raising
+--   stops the run at once and the error propagates),
 --   `tick` (function(now) -> nil | "drain" | "abort": called every loop turn; "drain" stops taking
 --   new items and lets those in flight finish within `grace` seconds; "abort" stops at once),
 --   `grace` (seconds in-flight items get after "drain", default 30),
@@ -103,7 +105,8 @@ function _M.run(opts)
     local function step(task, ...)
         local ok, what, arg = co_resume(task.co, ...)
         if not ok then
-            return finish(task, false, "item raised: " .. tostring(what))
+            -- an err table as its message says, another table by its fields: never "table: 0x..."
+            return finish(task, false, "item raised: " .. secrets.describe(what))
         end
         if co_status(task.co) == "dead" then return finish(task, true, what) end
         if what == "http" then
