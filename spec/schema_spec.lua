@@ -131,8 +131,8 @@ describe("jsoncontract.core", function()
                   '/order_id "10420" does not match pattern ^[0-9]{4}$' } } },
             { "pattern $ does not match before a final newline", { pattern = "^ORD-[0-9]+$" }, "ORD-1\n",
               { { "", "pattern", "/pattern", '(root) "ORD-1\\n" does not match pattern ^ORD-[0-9]+$' } } },
-            { "pattern \\d is ASCII only", { pattern = "^\\d+$" }, "\u{661}\u{662}",
-              { { "", "pattern", "/pattern", '(root) "\u{661}\u{662}" does not match pattern ^\\d+$' } } },
+            { "pattern \\d is ASCII only", { pattern = "^\\d+$" }, "\217\161\217\162",
+              { { "", "pattern", "/pattern", '(root) "\217\161\217\162" does not match pattern ^\\d+$' } } },
             { "pattern . is one code point", { pattern = "^.$" }, "Ä", true },
             { "minimum", { properties = { qty = { minimum = 1 } } }, { qty = 0 },
               { { "/qty", "minimum", "/properties/qty/minimum", "/qty 0 is less than minimum 1" } } },
@@ -379,7 +379,7 @@ describe("jsoncontract.core", function()
     end)
 
     describe("validate(): the whole instance must be JSON, whatever the schema", function()
-        local co = coroutine.create(print)
+        local co = coroutine.create(function() end)
         local cases = {
             { "NaN at the root", { type = "number", maximum = 10 }, 0 / 0, "value is NaN, not JSON" },
             { "NaN in an array", true, { a = A { 0 / 0 } }, "value at /a/0 is NaN, not JSON" },
@@ -937,9 +937,9 @@ describe("jsoncontract.core", function()
         end)
         it("patterns follow ECMA-262: long property names, Unicode \\s, $ only at the end", function()
             check(core.compile({ pattern = "^\\p{Letter}+$" }), "Käse", true)
-            check(core.compile({ pattern = "^\\s$" }), "\u{a0}", true)
-            check(core.compile({ pattern = "^\\d$" }), "\u{663}", { errors = { { "", "pattern",
-                "/pattern", '(root) "\u{663}" does not match pattern ^\\d$' } } })
+            check(core.compile({ pattern = "^\\s$" }), "\194\160", true)
+            check(core.compile({ pattern = "^\\d$" }), "\217\163", { errors = { { "", "pattern",
+                "/pattern", '(root) "\217\163" does not match pattern ^\\d$' } } })
             check(core.compile({ pattern = "^(?<y>[0-9]{4})$" }), "2024", true)
         end)
         it("refuses at compile what is not ECMA-262 (inline flags, PCRE-only escapes)", function()
