@@ -2,7 +2,7 @@
 # Variables follow LuaRocks' names; override on the command line:
 #   make                      Lua 5.4 build into build/lua5.4/
 #   make LUA=luajit           OpenResty LuaJIT 2.1 build into build/luajit/
-#   make test                 specs on Lua 5.4, LuaJIT and under ASan+UBSan
+#   make test                 specs on Lua 5.4, LuaJIT, under ASan+UBSan, and the core's on Lua 5.1
 # The version is the rockspec's (rockspecs/jsoncontract-<version>-<rev>.rockspec).
 VERSION     := $(shell ls rockspecs | sed -n 's/^jsoncontract-\(.*\)-[0-9]*\.rockspec$$/\1/p' | tail -1)
 LUA         ?= lua5.4

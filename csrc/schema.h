@@ -443,6 +443,7 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t, const jc_vopts *o,
 void jc_push_render(lua_State *L, int idx);
 const char *jc_err_begin(jc_vctx *c, const jc_node *n, const char *kw);
 void jc_err_end(jc_vctx *c);
+const char *jc_push_item_pointer(jc_vctx *c, size_t *len);
 void jc_report(jc_vctx *c, const jc_node *n, const char *kw, const char *fmt,
     ...);
 void jc_too_deep(jc_vctx *c, const jc_node *n, const char *what, int limit);

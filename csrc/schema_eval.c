@@ -483,24 +483,8 @@ static int jc_eval_member(jc_vctx *c, const jc_node *n, size_t k,
        (declared < 0 && jc_find_prop(n, key->s, key->u.len) == NULL))) {
     if (n->addl->boolean == 0) {
       r = 0;
-      if (!c->quiet) {
-        jc_seg *s = &c->v->segs[c->depth];
-        size_t saved = c->cur;
-        lua_State *L = c->L;
-        s->key = key->s; s->len = key->u.len;
-        c->depth++;
-        c->cur = k + 1;
-        jc_err_begin(c, n, "additionalProperties");
-        lua_pushlstring(L, key->s, key->u.len);
-        lua_setfield(L, -3, "property");
-        lua_getfield(L, -2, "pointer");
-        lua_pushfstring(L, "extra field %s is not allowed",
-                        lua_tostring(L, -1));
-        lua_remove(L, -2);
-        jc_err_end(c);
-        c->cur = saved;
-        c->depth--;
-      }
+      jc_report_extra(c, n, "additionalProperties", key->s, key->u.len, 0,
+                      k + 1);
     } else {
       r = jc_eval_child(c, n->addl, k + 1, key->s, key->u.len, 0);
     }
@@ -806,13 +790,15 @@ static JC_NOINLINE int jc_eval_object_more(jc_vctx *c, const jc_node *n,
         ok = 0;
         if (!c->quiet) {
           luaL_Buffer b;
+          const char *at;
+          size_t len;
           jc_err_begin(c, n, d->kw);
           lua_pushlstring(L, d->req[j].name, d->req[j].len);
           lua_setfield(L, -3, "property");
-          lua_getfield(L, -2, "pointer");
+          at = jc_push_item_pointer(c, &len);
           luaL_buffinit(L, &b);
           luaL_addstring(&b, "missing field ");
-          luaL_addvalue(&b);
+          luaL_addlstring(&b, at, len);
           luaL_addchar(&b, '/');
           jc_add_token(&b, d->req[j].name, d->req[j].len);
           luaL_addstring(&b, ", required when ");
@@ -820,6 +806,7 @@ static JC_NOINLINE int jc_eval_object_more(jc_vctx *c, const jc_node *n,
           luaL_addvalue(&b);
           luaL_addstring(&b, " is present");
           luaL_pushresult(&b);
+          lua_remove(L, -2);
           jc_err_end(c);
         }
         if (JC_STOP(c)) return 0;

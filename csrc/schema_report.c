@@ -201,10 +201,23 @@ static void jc_err_pos(jc_vctx *c) {
   lua_setfield(L, -2, "column");
 }
 
+/* Push s[0..len) for a message as rendered values are: at most
+** JC_RENDER_MAX bytes, cut at a character boundary, "..." appended when
+** cut, so an instance's 1 MB key never makes a 1 MB message. [-0, +1, m] */
+static void jc_push_clipped(lua_State *L, const char *s, size_t len) {
+  jc_rbuf r;
+  r.n = 0;
+  r.full = 0;
+  jc_rb_add(&r, s, len);
+  lua_pushlstring(L, r.b, r.n);
+}
+
 /*
 ** Start an error item: pushes the item table (pointer, keyword,
 ** schema_pointer, and offset/line/column of the value when it came from
-** text) and the display location ("(root)" for ""), returns the latter.
+** text) and the display location ("(root)" for "", clipped as
+** 'jc_push_clipped' does; the item's pointer stays whole), returns the
+** latter.
 ** The caller may set extra fields on the item (at -2 then), pushes the
 ** message and calls 'jc_err_end'. [-0, +2, m]
 */
@@ -228,11 +241,37 @@ const char *jc_err_begin(jc_vctx *c, const jc_node *n,
   }
   lua_pushstring(L, kw != NULL ? kw : (n->boolean == 0 ? "false" : ""));
   lua_setfield(L, -3, "keyword");
-  if (*lua_tostring(L, -1) == '\0') {
-    lua_pop(L, 1);
-    lua_pushliteral(L, "(root)");
+  {
+    size_t len;
+    const char *where = lua_tolstring(L, -1, &len);
+    if (len == 0) {
+      lua_pop(L, 1);
+      lua_pushliteral(L, "(root)");
+    } else if (len > JC_RENDER_MAX) {
+      jc_push_clipped(L, where, len);
+      lua_replace(L, -2);
+    }
   }
   return lua_tostring(L, -1);
+}
+
+/* Between 'jc_err_begin' and the message: push the item's pointer (the
+** item is at -2) clipped as 'jc_push_clipped' does, "" at the root, for a
+** message that goes on with a child's token; returns it. A message built
+** in a luaL_Buffer adds it with luaL_addlstring and removes it after
+** luaL_pushresult: luaL_addvalue would take Lua 5.4's buffer placeholder,
+** which luaL_buffinit pushes, instead of it. [-0, +1, m] */
+const char *jc_push_item_pointer(jc_vctx *c, size_t *len) {
+  lua_State *L = c->L;
+  const char *at;
+  lua_getfield(L, -2, "pointer");
+  at = lua_tolstring(L, -1, len);
+  if (*len > JC_RENDER_MAX) {
+    jc_push_clipped(L, at, *len);
+    lua_replace(L, -2);
+    at = lua_tolstring(L, -1, len);
+  }
+  return at;
 }
 
 /* Finish the item started by 'jc_err_begin' with the message at the top:
@@ -344,17 +383,20 @@ JC_NOINLINE void jc_report_required(jc_vctx *c, const jc_node *n,
                                            const jc_prop *p) {
   lua_State *L = c->L;
   luaL_Buffer b;
+  const char *at;
+  size_t len;
   if (c->quiet) return;
   jc_err_begin(c, n, "required");
   lua_pushlstring(L, p->name, p->len);
   lua_setfield(L, -3, "property");
-  lua_getfield(L, -2, "pointer");
+  at = jc_push_item_pointer(c, &len);
   luaL_buffinit(L, &b);
   luaL_addstring(&b, "missing required field ");
-  luaL_addvalue(&b);
+  luaL_addlstring(&b, at, len);
   luaL_addchar(&b, '/');
   jc_add_token(&b, p->name, p->len);
   luaL_pushresult(&b);
+  lua_remove(L, -2);
   jc_err_end(c);
 }
 
@@ -405,21 +447,19 @@ void jc_report_extra(jc_vctx *c, const jc_node *n, const char *kw,
   lua_State *L = c->L;
   jc_seg *sg;
   size_t saved = c->cur;
+  const char *where;
   if (c->quiet) return;
   sg = &c->v->segs[c->depth];
   sg->key = key; sg->len = klen; sg->index = index;
   c->depth++;
   c->cur = e;
-  jc_err_begin(c, n, kw);
+  where = jc_err_begin(c, n, kw);   /* never "(root)": a child's segment */
   if (key != NULL) {
     lua_pushlstring(L, key, klen);
     lua_setfield(L, -3, "property");
   }
-  lua_getfield(L, -2, "pointer");
   lua_pushfstring(L, key != NULL ? "extra field %s is not allowed"
-                                 : "extra item %s is not allowed",
-                  lua_tostring(L, -1));
-  lua_remove(L, -2);
+                                 : "extra item %s is not allowed", where);
   jc_err_end(c);
   c->cur = saved;
   c->depth--;

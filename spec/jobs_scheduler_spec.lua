@@ -86,6 +86,28 @@ describe("the batch event loop", function()
                 batch.run({ "a", "b" }, function(x) if x == "b" then error("boom", 0) end end)
             end, "batch item 2: boom")
         end)
+
+        it("says what a raised table says: an err by its message, another table by its fields", function()
+            assert.has_error(function()
+                batch.run({ "a" }, function() error(require("jsoncontract.errors").new("store", "write_failed", "disk full")) end)
+            end, "batch item 1: store/write_failed: disk full")
+            assert.has_error(function()
+                batch.run({ "a", "b" }, function(x) if x == "b" then error({ code = 42, message = "db down" }) end end)
+            end, 'batch item 2: {code = 42, message = "db down"}')
+            assert.has_error(function()
+                batch.run({ "a" }, function() error(setmetatable({}, { __tostring = function() return "DbError" end })) end)
+            end, "batch item 1: DbError")
+        end)
+
+        it("hands on_done the raised table's words, never an address", function()
+            local got
+            scheduler.run {
+                take = function() local w = got == nil and { "w" } or {} got = got or false return w end,
+                work = function() error({ code = 42 }) end,
+                on_done = function(_, result, ok) got = { result, ok } end,
+            }
+            assert.same({ "item raised: {code = 42}", false }, got)
+        end)
     end)
 
     describe("rate-limit lanes", function()
@@ -102,6 +124,34 @@ describe("the batch event loop", function()
             assert.equal(1, stats.lane_pauses)
             assert.is_true(stats.limit_wait_s > 0)
             assert.equal(2, stats.exchanges)
+        end)
+
+        -- The fault server's 429 says "Retry-After: 2": the lane pauses 2 s under the default cap
+        -- (policy.retry_after_max_ms, 30 s) and only as long as a caller's cap allows.
+        for _, case in ipairs { { "the policy's default", nil, 2 }, { "a caller's 0.5 s", 500, 0.5 },
+            { "a caller's 0 (never)", 0, 0 } } do
+            it("caps the lane's pause for a Retry-After at retry_after_max_ms: " .. case[1], function()
+                local lane = ratelimit.new { rpm = 6000 }
+                local asked = {}
+                local pause = lane.pause
+                lane.pause = function(self, t, seconds)  -- the real pause, its argument noted
+                    asked[#asked + 1] = seconds
+                    return pause(self, t, seconds)
+                end
+                local list = { "/status/429", "/ok" }
+                scheduler.run {
+                    parallel = 1, lane = lane, retry_after_max_ms = case[2],
+                    take = function() local p = table.remove(list, 1) return p and { p } or {} end,
+                    work = function(path) return assert(scheduler.send { url = base .. path }).status end,
+                }
+                assert.same({ case[3] }, asked)
+            end)
+        end
+
+        it("raises on a bad retry_after_max_ms", function()
+            assert.has_error(function()
+                scheduler.run { retry_after_max_ms = -1, take = function() return {} end, work = print }
+            end, "scheduler.run: retry_after_max_ms must be a number >= 0")
         end)
 
         it("token buckets: requests and tokens per minute, on the caller's clock", function()

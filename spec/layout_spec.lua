@@ -84,6 +84,28 @@ describe("the Lua layout", function()
         assert.same({}, bad)
     end)
 
+    it("writes strings every Lua reads alike: no \\u{...} escape (Lua 5.1 reads it as u{...})", function()
+        local bad = {}
+        local esc = "\\" .. "u{"   -- spelled apart, so this line is not a hit
+        for _, f in ipairs(util.lines("find lua spec bin examples bench tools -name '*.lua' | sort")) do
+            local n = 0
+            for line in util.slurp(f):gmatch("[^\n]*") do
+                n = n + 1
+                -- an escape: the backslash is not itself escaped (an even run before it)
+                local at = 1
+                while true do
+                    local s = line:find(esc, at, true)
+                    if not s then break end
+                    local b = s - 1
+                    while b > 0 and line:sub(b, b) == "\\" do b = b - 1 end
+                    if (s - 1 - b) % 2 == 0 then bad[#bad + 1] = f .. ":" .. n break end
+                    at = s + 1
+                end
+            end
+        end
+        assert.same({}, bad)
+    end)
+
     it("has no provider module requiring the registry", function()
         for m, list in pairs(deps) do
             if starts(m, "jsoncontract.providers.") then

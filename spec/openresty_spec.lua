@@ -1,6 +1,6 @@
 -- jsoncontract.transport.openresty inside a real nginx: Debian's nginx with lua-nginx-module
--- runs as its own process (daemon, pid file, error log and temp paths in a temp prefix, one
--- worker, 127.0.0.1 on free ports), loads the repo's lua/ and build/luajit's core
+-- runs as its own process (spec/support/nginx_server.lua: daemon, pid file, error log and temp
+-- paths in a temp prefix, one worker, 127.0.0.1 on free ports), loads the repo's lua/ and build/luajit's core
 -- (JC_NGINX_CPATH overrides), trusts one of two throw-away certificates, and serves
 -- spec/support/nginx_app.lua: /check (contract:check of the body), /ask (jc.ask through the
 -- cosocket transport against bin/jsoncontract-standin), /raw and /many (the transport itself)
@@ -9,26 +9,14 @@
 local jc = require "jsoncontract"
 local curl = require "jsoncontract.transport.curl"
 local util = require "support.util"
-
-local CPATH = os.getenv("JC_NGINX_CPATH") or "build/luajit/?.so"
-local MODULES = "/usr/lib/nginx/modules"
-
-local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
--- A shell command without an ASan run's preload (mktemp leaks, and LSan would abort it).
-local function run(cmd) return util.sh("env -u LD_PRELOAD sh -c " .. q(cmd)) end
+local nginx = require "support.nginx_server"
 
 -- Why the spec cannot run here, or nil.
 local function missing()
-    local _, code = run("command -v nginx")
-    if code ~= 0 then return "nginx not found on PATH" end
-    _, code = run("command -v openssl")
+    local why = nginx.missing()
+    if why then return why end
+    local _, code = nginx.run("command -v openssl")
     if code ~= 0 then return "openssl (for the test certificates) not found on PATH" end
-    for _, m in ipairs { "ndk_http_module.so", "ngx_http_lua_module.so" } do
-        if not util.read(MODULES .. "/" .. m) then return "nginx lua module not found at " .. MODULES .. "/" .. m end
-    end
-    local core = CPATH:gsub("%?", "jsoncontract/core")
-    if not util.read(core) then return "LuaJIT build of the core not found at " .. core .. " (make LUA=luajit)" end
     return nil
 end
 
@@ -43,8 +31,7 @@ describe("jsoncontract.transport.openresty in nginx", function()
         return
     end
 
-    local root = run("pwd"):match("^(%S+)")
-    local dir, port, base, standin, standin_port, tls_good, tls_bad
+    local srv, port, base, standin_port, tls_good, tls_bad
     -- nginx also listens on [::1] when the loopback has IPv6.
     local ipv6 = (util.read("/proc/net/if_inet6") or ""):find("^0+1 ") ~= nil
         or (util.read("/proc/net/if_inet6") or ""):find("\n0+1 ") ~= nil
@@ -57,91 +44,51 @@ describe("jsoncontract.transport.openresty in nginx", function()
         return jc.decode(res.body)
     end
 
-    local function stop_nginx()
-        local pid = dir and util.read(dir .. "/nginx.pid")
-        if pid and pid:match("^%d+") then
-            pid = pid:match("^%d+")
-            -- TERM, then wait (up to 5 s) until the master is gone; its workers go with it.
-            run("kill -TERM " .. pid .. "; i=0; while kill -0 " .. pid ..
-                " 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done")
-        end
-        if dir then run("rm -rf " .. q(dir)) end
-        dir = nil
-    end
-
     setup(function()
-        dir = run("mktemp -d"):match("^(%S+)")
-        port = util.closed_port()
-        base = "http://127.0.0.1:" .. port
-        -- Two self-signed certificates for 127.0.0.1: "good" is in lua_ssl_trusted_certificate,
-        -- "bad" is not.
-        for _, name in ipairs { "good", "bad" } do
-            local out, code = run(string.format("openssl req -x509 -newkey rsa:2048 -nodes -days 1 "
-                .. "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout %s/%s.key -out %s/%s.pem",
-                q(dir), name, q(dir), name))
-            assert(code == 0, out)
-        end
         tls_good, tls_bad = util.closed_port(), util.closed_port()
-        local user = run("id -u"):match("^0%s") ~= nil and "user root;\n" or ""
-        local conf = table.concat({
-            "worker_processes 1;", user .. "pid " .. dir .. "/nginx.pid;",
-            "error_log " .. dir .. "/error.log warn;",
-            "load_module " .. MODULES .. "/ndk_http_module.so;",
-            "load_module " .. MODULES .. "/ngx_http_lua_module.so;",
-            "events { worker_connections 64; }",
-            "http {",
-            "  access_log off;",
-            "  client_body_temp_path " .. dir .. "/body; proxy_temp_path " .. dir .. "/proxy;",
-            "  fastcgi_temp_path " .. dir .. "/fcgi; uwsgi_temp_path " .. dir .. "/uwsgi;",
-            "  scgi_temp_path " .. dir .. "/scgi;",
-            string.format('  lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;;";', root, root, root),
-            string.format('  lua_package_cpath "%s/%s;;";', root, CPATH),
-            string.format('  init_by_lua_block { require("support.nginx_app").init("%s") }', root),
-            "  server {",
-            "    listen 127.0.0.1:" .. port .. ";",
-            ipv6 and "    listen [::1]:" .. port .. ";" or "",
-            '    location = /check { content_by_lua_block { require("support.nginx_app").check() } }',
-            '    location = /ask { content_by_lua_block { require("support.nginx_app").ask() } }',
-            '    location = /raw { content_by_lua_block { require("support.nginx_app").raw() } }',
-            '    location = /many { content_by_lua_block { require("support.nginx_app").many() } }',
-            '    location = /pool { content_by_lua_block { require("support.nginx_app").pool() } }',
-            '    location = /sock { content_by_lua_block { require("support.nginx_app").sock() } }',
-            '    location = /big { return 200 "0123456789abcdefghij"; }',
-            "  }",
-            "  lua_ssl_trusted_certificate " .. dir .. "/good.pem;",
-            "  server { listen 127.0.0.1:" .. tls_good .. " ssl; ssl_certificate " .. dir .. "/good.pem;",
-            "    ssl_certificate_key " .. dir .. "/good.key; location / { return 200 \"tls ok\"; } }",
-            "  server { listen 127.0.0.1:" .. tls_bad .. " ssl; ssl_certificate " .. dir .. "/bad.pem;",
-            "    ssl_certificate_key " .. dir .. "/bad.key; location / { return 200 \"tls ok\"; } }",
-            "}", "" }, "\n")
-        local f = assert(io.open(dir .. "/nginx.conf", "w"))
-        f:write(conf)
-        f:close()
-        -- Daemon mode: the command returns once the master runs; the pid file says whom to stop.
-        -- An ASan run's preload must not reach nginx.
-        local out, code = run(string.format("nginx -p %s -c %s/nginx.conf -e %s/error.log",
-            q(dir), q(dir), q(dir)))
-        if code ~= 0 then
-            local log = util.read(dir .. "/error.log") or ""
-            stop_nginx()
-            error("nginx did not start: " .. out .. log)
-        end
-        -- Wait until it answers (up to 5 s).
-        for _ = 1, 50 do
-            if curl.request { url = base .. "/big", timeout_ms = 1000 } then break end
-            run("sleep 0.1")
-        end
-        local ok, err = pcall(function() standin, standin_port = util.start_standin() end)
-        if not ok then
-            stop_nginx()
-            error(err, 0)
-        end
+        srv = nginx.start {
+            worker_connections = 64,
+            ready = "/big",
+            helper = function()
+                local pipe
+                pipe, standin_port = util.start_standin()
+                return function() util.stop_standin(pipe, standin_port) end
+            end,
+            http = function(p, dir)
+                -- Two self-signed certificates for 127.0.0.1: "good" is in
+                -- lua_ssl_trusted_certificate, "bad" is not.
+                for _, name in ipairs { "good", "bad" } do
+                    local out, code = nginx.run(string.format("openssl req -x509 -newkey rsa:2048 -nodes -days 1 "
+                        .. "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout %s/%s.key -out %s/%s.pem",
+                        nginx.q(dir), name, nginx.q(dir), name))
+                    assert(code == 0, out)
+                end
+                return table.concat({
+                    string.format('  init_by_lua_block { require("support.nginx_app").init("%s") }',
+                        nginx.run("pwd"):match("^(%S+)")),
+                    "  server {",
+                    "    listen 127.0.0.1:" .. p .. ";",
+                    ipv6 and "    listen [::1]:" .. p .. ";" or "",
+                    '    location = /check { content_by_lua_block { require("support.nginx_app").check() } }',
+                    '    location = /ask { content_by_lua_block { require("support.nginx_app").ask() } }',
+                    '    location = /raw { content_by_lua_block { require("support.nginx_app").raw() } }',
+                    '    location = /many { content_by_lua_block { require("support.nginx_app").many() } }',
+                    '    location = /pool { content_by_lua_block { require("support.nginx_app").pool() } }',
+                    '    location = /sock { content_by_lua_block { require("support.nginx_app").sock() } }',
+                    '    location = /big { return 200 "0123456789abcdefghij"; }',
+                    "  }",
+                    "  lua_ssl_trusted_certificate " .. dir .. "/good.pem;",
+                    "  server { listen 127.0.0.1:" .. tls_good .. " ssl; ssl_certificate " .. dir .. "/good.pem;",
+                    "    ssl_certificate_key " .. dir .. "/good.key; location / { return 200 \"tls ok\"; } }",
+                    "  server { listen 127.0.0.1:" .. tls_bad .. " ssl; ssl_certificate " .. dir .. "/bad.pem;",
+                    "    ssl_certificate_key " .. dir .. "/bad.key; location / { return 200 \"tls ok\"; } }",
+                }, "\n")
+            end,
+        }
+        port, base = srv.port, srv.base
     end)
 
-    teardown(function()
-        if standin then util.stop_standin(standin, standin_port) end
-        stop_nginx()
-    end)
+    teardown(function() if srv then srv:stop() end end)
 
     describe("/check: the contract compiled at module level", function()
         it("accepts a valid ticket", function()

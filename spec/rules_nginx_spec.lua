@@ -1,38 +1,21 @@
 -- The rules gate inside nginx (Debian's nginx with the lua module, one worker, started on
--- 127.0.0.1 as in spec/openresty_spec.lua): a rule with an endless loop is stopped by its
+-- 127.0.0.1 by spec/support/nginx_server.lua): a rule with an endless loop is stopped by its
 -- budget (the count hook fires: rules run compiled off), and a rule waiting on ngx.sleep or
 -- a slow cosocket read times out as rules/rule_timeout while the same worker answers other
 -- requests, so a slow database never blocks it. Handlers: spec/support/rules_nginx_app.lua.
 local jc = require "jsoncontract"
 local curl = require "jsoncontract.transport.curl"
 local util = require "support.util"
-
-local CPATH = os.getenv("JC_NGINX_CPATH") or "build/luajit/?.so"
-local MODULES = "/usr/lib/nginx/modules"
-
-local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-local function run(cmd) return util.sh("env -u LD_PRELOAD sh -c " .. q(cmd)) end
-
-local function missing()
-    local _, code = run("command -v nginx")
-    if code ~= 0 then return "nginx not found on PATH" end
-    for _, m in ipairs { "ndk_http_module.so", "ngx_http_lua_module.so" } do
-        if not util.read(MODULES .. "/" .. m) then return "nginx lua module not found at " .. MODULES .. "/" .. m end
-    end
-    local core = CPATH:gsub("%?", "jsoncontract/core")
-    if not util.read(core) then return "LuaJIT build of the core not found at " .. core .. " (make LUA=luajit)" end
-    return nil
-end
+local nginx = require "support.nginx_server"
 
 describe("the rules gate in nginx", function()
-    local why = missing()
+    local why = nginx.missing()
     if why then
         it("runs nginx", function() pending(why) end)
         return
     end
 
-    local root = run("pwd"):match("^(%S+)")
-    local dir, base, fault, fault_port
+    local srv, base, fault_port
 
     local function get(path)
         local res, err = curl.request { url = base .. path, timeout_ms = 30000 }
@@ -41,67 +24,31 @@ describe("the rules gate in nginx", function()
         return jc.decode(res.body)
     end
 
-    local function stop_nginx()
-        local pid = dir and util.read(dir .. "/nginx.pid")
-        if pid and pid:match("^%d+") then
-            pid = pid:match("^%d+")
-            run("kill -TERM " .. pid .. "; i=0; while kill -0 " .. pid ..
-                " 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done")
-        end
-        if dir then run("rm -rf " .. q(dir)) end
-        dir = nil
-    end
-
     setup(function()
-        dir = run("mktemp -d"):match("^(%S+)")
-        local port = util.closed_port()
-        base = "http://127.0.0.1:" .. port
-        local user = run("id -u"):match("^0%s") ~= nil and "user root;\n" or ""
-        local conf = table.concat({
-            "worker_processes 1;", user .. "pid " .. dir .. "/nginx.pid;",
-            "error_log " .. dir .. "/error.log warn;",
-            "load_module " .. MODULES .. "/ndk_http_module.so;",
-            "load_module " .. MODULES .. "/ngx_http_lua_module.so;",
-            "events { worker_connections 64; }",
-            "http {",
-            "  access_log off;",
-            "  client_body_temp_path " .. dir .. "/body; proxy_temp_path " .. dir .. "/proxy;",
-            "  fastcgi_temp_path " .. dir .. "/fcgi; uwsgi_temp_path " .. dir .. "/uwsgi;",
-            "  scgi_temp_path " .. dir .. "/scgi;",
-            "  lua_shared_dict rules 1m;",
-            string.format('  lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;;";', root, root, root),
-            string.format('  lua_package_cpath "%s/%s;;";', root, CPATH),
-            '  init_by_lua_block { require("support.rules_nginx_app").init() }',
-            "  server {",
-            "    listen 127.0.0.1:" .. port .. ";",
-            '    location = /rule { content_by_lua_block { require("support.rules_nginx_app").rule() } }',
-            '    location = /ping { content_by_lua_block { require("support.rules_nginx_app").ping() } }',
-            "  }",
-            "}", "" }, "\n")
-        local f = assert(io.open(dir .. "/nginx.conf", "w"))
-        f:write(conf)
-        f:close()
-        local out, code = run(string.format("nginx -p %s -c %s/nginx.conf -e %s/error.log", q(dir), q(dir), q(dir)))
-        if code ~= 0 then
-            local log = util.read(dir .. "/error.log") or ""
-            stop_nginx()
-            error("nginx did not start: " .. out .. log)
-        end
-        for _ = 1, 50 do
-            if curl.request { url = base .. "/ping", timeout_ms = 1000 } then break end
-            run("sleep 0.1")
-        end
-        local ok, err = pcall(function() fault, fault_port = util.start_fault_server(120) end)
-        if not ok then
-            stop_nginx()
-            error(err, 0)
-        end
+        srv = nginx.start {
+            worker_connections = 64,
+            ready = "/ping",
+            helper = function()
+                local pipe
+                pipe, fault_port = util.start_fault_server(120)
+                return function() util.stop_fault_server(pipe, fault_port) end
+            end,
+            http = function(port)
+                return table.concat({
+                    "  lua_shared_dict rules 1m;",
+                    '  init_by_lua_block { require("support.rules_nginx_app").init() }',
+                    "  server {",
+                    "    listen 127.0.0.1:" .. port .. ";",
+                    '    location = /rule { content_by_lua_block { require("support.rules_nginx_app").rule() } }',
+                    '    location = /ping { content_by_lua_block { require("support.rules_nginx_app").ping() } }',
+                    "  }",
+                }, "\n")
+            end,
+        }
+        base = srv.base
     end)
 
-    teardown(function()
-        if fault then util.stop_fault_server(fault, fault_port) end
-        stop_nginx()
-    end)
+    teardown(function() if srv then srv:stop() end end)
 
     it("passes a rule that returns", function()
         assert.is_true(get("/rule?kind=ok").ok)
@@ -135,7 +82,7 @@ describe("the rules gate in nginx", function()
     end
 
     it("leaves nothing in the error log but what nginx says itself", function()
-        local log = util.read(dir .. "/error.log") or ""
+        local log = srv:error_log()
         assert.falsy(log:find("[error]", 1, true), log)
     end)
 end)

@@ -84,7 +84,7 @@ describe("jsoncontract.contract.rules", function()
         local CASES = {
             { "NaN", function() return 0 / 0 end, "rule_error", "returned a number" },
             { "a function", function() return print end, "rule_error", "returned a function" },
-            { "a coroutine", function() return coroutine.create(print) end, "rule_error", "returned a thread" },
+            { "a coroutine", function() return coroutine.create(function() end) end, "rule_error", "returned a thread" },
             { "a message that is a number", function() return { { message = 42 } } end, "rule_error",
                 "a message of type number" },
             { "a pointer that is a table", function() return { pointer = {}, message = "x" } end, "rule_error",

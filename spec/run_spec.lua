@@ -180,7 +180,7 @@ describe("jsoncontract.run", function()
 
         it("clips one very long message at a character boundary", function()
             local fb = require("jsoncontract.run").feedback_message({ category = "format",
-                message = string.rep("\u{E4}", 1000) })
+                message = string.rep("\195\164", 1000) })
             assert.truthy(fb:find("...", 1, true))
             assert.is_true(#fb < 500)
             assert.truthy(jc.decode(jc.encode(fb))) -- still valid UTF-8

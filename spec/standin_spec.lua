@@ -775,6 +775,21 @@ end)
 describe("bin/jsoncontract-standin's options", function()
     local util = require "support.util"
     local lua = os.getenv("JC_TEST_LUA") or "lua5.4"
+    it("answers after its --delay-ms on every Lua (the wait yields outside the handler's pcall)", function()
+        local proc = io.popen("env -u LD_PRELOAD " .. lua
+            .. " bin/jsoncontract-standin --port 0 --max-seconds 60 --delay-ms 50", "r")
+        local port = (proc:read("*l") or ""):match("^listening 127%.0%.0%.1:(%d+)$")
+        assert(port, "the stand-in did not report its port")
+        local base = "http://127.0.0.1:" .. port
+        local res = require("jsoncontract.transport.curl").request { url = base .. "/v1/chat/completions",
+            method = "POST", headers = { ["content-type"] = "application/json" }, timeout_ms = 10000,
+            body = cjson.encode({ model = "m", messages = { { role = "user", content = "Where is order 1042?" } } }) }
+        require("jsoncontract.transport.curl").request { url = base .. "/shutdown", method = "POST", body = "" }
+        proc:close()
+        assert.equal(200, res and res.status, res and res.body)
+        assert.equal("string", type(cjson.decode(res.body).choices[1].message.content))
+    end)
+
     it("refuses a port outside 0..65535 (it wrapped around) and an --examples folder that is not there", function()
         for _, args in ipairs { "--port 99999", "--port 1.5", "--port=abc", "--examples /nonexistent/x" } do
             local out, code = util.sh("env -u LD_PRELOAD " .. lua .. " bin/jsoncontract-standin --max-seconds 1 " .. args)

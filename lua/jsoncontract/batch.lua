@@ -26,7 +26,9 @@ _M.sleep = scheduler.sleep
 -- @tparam table items array
 -- @tparam function work function(item, index) -> result
 -- @tparam[opt] table opts `parallel` (integer, default 16), `lane` (a `jsoncontract.jobs.ratelimit`
---   lane or nil), `on_done` (function(index, result), called as each item finishes)
+--   lane or nil), `retry_after_max_ms` (longest lane pause a 429's `Retry-After` causes; default
+--   `policy.retry_after_max_ms`'s default), `on_done` (function(index, result), called as each
+--   item finishes)
 -- @treturn table results, `results[i]` = what `work` returned for `items[i]`
 -- @raise when `work` raises (the error names the item index)
 function _M.run(items, work, opts)
@@ -36,7 +38,7 @@ function _M.run(items, work, opts)
     local results, next_item, n = {}, 1, #items
     local failure
     scheduler.run {
-        parallel = parallel, lane = opts.lane, idle_seconds = 0,
+        parallel = parallel, lane = opts.lane, retry_after_max_ms = opts.retry_after_max_ms, idle_seconds = 0,
         take = function(k)
             local out = {}
             while #out < k and next_item <= n do

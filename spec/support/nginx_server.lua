@@ -53,8 +53,12 @@ function S.error_log(self)
     return util.read(self.dir .. "/error.log") or ""
 end
 
---- Stop the master (TERM, wait up to 5 s) and remove the prefix; idempotent.
+--- Stop the helper (`opts.helper` of `start`), then the master (TERM, wait up to 5 s), and
+-- remove the prefix; idempotent.
 function S.stop(self, keep_dir)
+    local stop_helper = self.stop_helper
+    self.stop_helper = nil
+    if stop_helper then stop_helper() end
     local pid = self:pid()
     if pid then
         run("kill -TERM " .. pid .. "; i=0; while kill -0 " .. pid ..
@@ -68,9 +72,12 @@ end
 -- @tparam table opts `http` (function(port, dir) -> string: the lines inside `http {}` after
 --   the common ones; it must `listen 127.0.0.1:<port>`), `main` (string, lines of the main
 --   context, e.g. `env` directives), `workers` (default 1), `worker_connections` (default 256),
---   `error_level` (default "warn"), `ready` (path answered on the port once it serves, default "/")
+--   `error_level` (default "warn"), `ready` (path answered on the port once it serves, default "/"),
+--   `helper` (function() -> function: starts a server the spec talks to through nginx once nginx
+--   serves, and returns what stops it; `stop` calls that first)
 -- @treturn table server `{dir, port, base}` with `stop`, `pid`, `workers`, `error_log`
--- @raise when nginx does not start (the error log is in the message)
+-- @raise when nginx or the helper does not start (nginx is stopped again; the error log is in
+--   the message)
 function M.start(opts)
     local root = run("pwd"):match("^(%S+)")
     local dir = run("mktemp -d"):match("^(%S+)")
@@ -106,7 +113,17 @@ function M.start(opts)
     end
     local curl = require "jsoncontract.transport.curl"
     for _ = 1, 50 do
-        if curl.request { url = self.base .. (opts.ready or "/"), timeout_ms = 1000 } then return self end
+        if curl.request { url = self.base .. (opts.ready or "/"), timeout_ms = 1000 } then
+            if opts.helper then
+                local ok, stop = pcall(opts.helper)
+                if not ok then
+                    self:stop()
+                    error(stop, 0)
+                end
+                self.stop_helper = stop
+            end
+            return self
+        end
         run("sleep 0.1")
     end
     local log = self:error_log()

@@ -3,14 +3,6 @@
 -- @module jsoncontract.cli.status
 local commands = require "jsoncontract.jobs.commands"
 
-return {
-    name = "status",
-    summary = "Progress and per-gate counts of a job (a triage folder or a shared store).",
-    configure = function(parser)
-        parser:argument("dir", "A triage output folder (its job.sqlite)."):args("?")
-        parser:option("--store", "Job store: postgresql://... or a SQLite file.")
-        parser:option("--job", "Job id (default: the newest job in the store).")
-        parser:flag("--json", "The counts as JSON.")
-    end,
-    run = function(args, env) return commands.status(commands.options(args), env) end,
-}
+return commands.store_command("status", "Progress and per-gate counts of a job (a triage folder or a shared store).",
+    "A triage output folder (its job.sqlite).",
+    function(parser) parser:flag("--json", "The counts as JSON.") end)

@@ -274,6 +274,7 @@ local function over(state, what)
     -- From now on every instruction raises, so a rule that catches the error (pcall in a
     -- loop) cannot go on.
     if state.co then sethook(state.co, state.hook, "", 1) end
+    if state.inner and co_status(state.inner) ~= "dead" then sethook(state.inner, state.hook, "", 1) end
     error(OVER, 0)
 end
 
@@ -346,11 +347,29 @@ end
 
 local function pack(...) return { n = select("#", ...), ... } end
 
+-- PUC Lua 5.1 cannot yield across pcall (LuaJIT and 5.2+ can): there the rule runs in a
+-- coroutine of its own, every wait it yields is passed on to the rule's coroutine, and it
+-- gets the budget's hook itself (a 5.1 coroutine inherits the C hook but not the Lua function
+-- debug.sethook keeps per coroutine, so it would run uncounted).
+local YIELD_ACROSS_PCALL = not (_VERSION == "Lua 5.1" and not IS_JIT)
+local function pcall_rule(state, f, ...)
+    if YIELD_ACROSS_PCALL then return pcall(f, ...) end
+    local co = co_create(f)
+    state.inner = co
+    sethook(co, state.hook, "", state.over and 1 or _M.GRAIN)
+    local r = pack(co_resume(co, ...))
+    while true do
+        if not r[1] then return false, r[2] end
+        if co_status(co) == "dead" then return unpack(r, 1, r.n) end
+        r = pack(co_resume(co, co_yield(unpack(r, 2, r.n))))
+    end
+end
+
 -- Run inside the rule's coroutine, so under its budget: call the rule, then read what it
 -- raised (a __tostring runs here too) or returned (a metamethod of a returned table too).
 -- Returns "ok", list-or-nil | "raised", text, is-stack-overflow | "bad", problem | "over".
 local function guarded(state, rule, value, ctx)
-    local r = pack(pcall(rule.check, value, ctx))
+    local r = pack(pcall_rule(state, rule.check, value, ctx))
     -- Over budget, nothing of the rule's is read (and code outside this module would raise).
     if state.over then return "over" end
     if not r[1] then

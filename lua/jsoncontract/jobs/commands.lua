@@ -79,6 +79,27 @@ function _M.configure_run(parser, util)
         :convert(util.whole("--lease-seconds"))
 end
 
+--- A command over one job of a store, as `status` and `export` are: `[DIR] [--store URL]
+-- [--job ID]`, the command's own options after them, run by `commands[name]`.
+-- @tparam string name the command, also the function of this module that runs it
+-- @tparam string summary its line in the usage list
+-- @tparam string dir_help what DIR is for this command
+-- @tparam[opt] function more function(parser): the command's own options
+-- @treturn table a command module (see `jsoncontract.cli`)
+function _M.store_command(name, summary, dir_help, more)
+    return {
+        name = name,
+        summary = summary,
+        configure = function(parser)
+            parser:argument("dir", dir_help):args("?")
+            parser:option("--store", "Job store: postgresql://... or a SQLite file.")
+            parser:option("--job", "Job id (default: the newest job in the store).")
+            if more then more(parser) end
+        end,
+        run = function(args, env) return _M[name](_M.options(args), env) end,
+    }
+end
+
 -- The keys a run may hold never reach the terminal, in any spelling.
 local function clean(msg)
     return secrets.clean(msg, { os.getenv("OPENAI_API_KEY"), os.getenv("ANTHROPIC_API_KEY"),
@@ -636,7 +657,7 @@ function _M.status(o, env)
 end
 
 --- `jsoncontract export DIR` or `export --store URL --out DIR [--job ID]`: write tickets.jsonl,
--- review.jsonl, evidence.jsonl and summary.json from the store (temp file + rename).
+-- review.jsonl, evidence.jsonl and summary.json from the store (temp file, fsync, rename).
 -- @tparam table o options: dir, store, out, job
 -- @tparam table env
 -- @treturn integer exit status

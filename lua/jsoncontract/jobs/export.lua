@@ -1,8 +1,10 @@
 --- Exports of a job, written from the store: `tickets.jsonl` (accepted), `review.jsonl` (to a
 -- person), `evidence.jsonl` (every recorded exchange) and `summary.json`.
 -- Each file is written to a temporary file in the same folder, every write and the close are
--- checked, and only then is it renamed over the old one: a reader sees the old file or the
--- new one, never a torn line, and a full disk is an error, never a short file.
+-- checked, the file is fsync'd, and only then is it renamed over the old one, and the folder
+-- fsync'd after the rename: a reader sees the old file or the new one, never a torn line, a
+-- full disk is an error, never a short file, and after a power cut the export is the old one
+-- or the new one whole, never a renamed file whose data never reached the disk.
 -- @module jsoncontract.jobs.export
 local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
@@ -17,7 +19,13 @@ local function export_error(message)
     return errors.new("store", "export_failed", message)
 end
 
---- Write a file by temp file + rename. `produce(write)` calls `write(s)` for each chunk.
+-- The folder a path is in ("." for a bare name), to fsync after a rename into it.
+local function dir_of(path)
+    return path:match("^(.*[^/])/+[^/]*$") or (path:sub(1, 1) == "/" and "/" or ".")
+end
+
+--- Write a file by temp file + fsync + rename + fsync of the folder. `produce(write)` calls
+-- `write(s)` for each chunk.
 -- @tparam string path
 -- @tparam function produce function(write) -> true | nil, err
 -- @treturn[1] true
@@ -39,6 +47,10 @@ function _M.write_atomic(path, produce)
     local okc, cerr = f:close()
     if not okc and not failed then failed = cerr or "close failed" end
     if not okp then failed = failed or (perr and (perr.message or tostring(perr))) or "export failed" end
+    if not failed then
+        local synced, serr = core.fsync(tmp)
+        if not synced then failed = serr end
+    end
     if failed then
         os.remove(tmp)
         return nil, export_error("cannot write " .. path .. ": " .. tostring(failed))
@@ -48,6 +60,9 @@ function _M.write_atomic(path, produce)
         os.remove(tmp)
         return nil, export_error("cannot rename " .. tmp .. " to " .. path .. ": " .. tostring(rerr))
     end
+    -- The rename is in the folder's entries: without this a power cut may undo it.
+    local synced, serr = core.fsync(dir_of(path))
+    if not synced then return nil, export_error("renamed " .. path .. " but " .. serr) end
     return true
 end
 

@@ -209,6 +209,8 @@ function _M.run(store, job_id, ctx)
     local okrun, stats = pcall(scheduler.run, {
         parallel = ctx.parallel or 8, take = take, exhausted = exhausted, work = work, on_done = on_done,
         tick = tick, grace = ctx.grace or 30, lane = ctx.lane, idle_seconds = ctx.idle_seconds,
+        -- the lane waits no longer on a Retry-After than each item's attempt loop would
+        retry_after_max_ms = type(ctx.ask.policy) == "table" and ctx.ask.policy.retry_after_max_ms or nil,
     })
     if not okrun then
         res.store_error = errors.is_error(stats) and stats or errors.new("internal", "run_failed", tostring(stats))

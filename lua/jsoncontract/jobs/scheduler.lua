@@ -11,6 +11,8 @@
 -- @module jsoncontract.jobs.scheduler
 local core = require "jsoncontract.core"
 local ratelimit = require "jsoncontract.jobs.ratelimit"
+local policy = require "jsoncontract.run.policy"
+local secrets = require "jsoncontract.secrets"
 
 local type, error, ipairs, pairs, tostring, tonumber, pcall, setmetatable =
     type, error, ipairs, pairs, tostring, tonumber, pcall, setmetatable
@@ -54,13 +56,16 @@ end
 --   `exhausted` (function() -> boolean: no work will ever come again; called when `take` gave
 --   nothing and nothing is in flight; default: true),
 --   `work` (function(w) -> result, runs in a coroutine; required),
---   `on_done` (function(w, result, task_ok): after each item; raising stops the run at once
---   and the error propagates),
+--   `on_done` (function(w, result, task_ok): after each item; when `task_ok` is false, `result`
+--   is a string, "item raised: " and what was raised as `secrets.describe` words it; raising
+--   stops the run at once and the error propagates),
 --   `tick` (function(now) -> nil | "drain" | "abort": called every loop turn; "drain" stops taking
 --   new items and lets those in flight finish within `grace` seconds; "abort" stops at once),
 --   `grace` (seconds in-flight items get after "drain", default 30),
---   `lane` (a ratelimit lane or nil), `idle_seconds` (pause between `take` calls that found
---   nothing, default 0.25), `loop` (a `core.http_loop()`; default a new one)
+--   `lane` (a ratelimit lane or nil), `retry_after_max_ms` (longest pause of the lane a 429's
+--   `Retry-After` may cause, in milliseconds; default the attempt loop's
+--   `policy.retry_after_max_ms`, see `jsoncontract.run.policy`), `idle_seconds` (pause between
+--   `take` calls that found nothing, default 0.25), `loop` (a `core.http_loop()`; default a new one)
 -- @treturn table stats `exchanges` (HTTP exchanges finished), `limit_wait_s` (seconds items waited
 --   on the lane), `lane_pauses`, `stopped` (nil, "drain" or "abort"), `unfinished` (works still in
 --   flight when the run stopped: their results were never delivered), `max_in_flight`
@@ -76,6 +81,11 @@ function _M.run(opts)
     local lane = opts.lane
     local idle = opts.idle_seconds or 0.25
     local grace = opts.grace or 30
+    local retry_after_max = opts.retry_after_max_ms or policy.DEFAULT.retry_after_max_ms
+    if type(retry_after_max) ~= "number" or retry_after_max < 0 then
+        error("scheduler.run: retry_after_max_ms must be a number >= 0", 2)
+    end
+    retry_after_max = retry_after_max / 1000
     local stats = { exchanges = 0, limit_wait_s = 0, lane_pauses = 0, unfinished = {}, max_in_flight = 0 }
     local active, n_active = {}, 0      -- task -> true
     local by_id = {}                     -- transfer id -> task
@@ -95,7 +105,8 @@ function _M.run(opts)
     local function step(task, ...)
         local ok, what, arg = co_resume(task.co, ...)
         if not ok then
-            return finish(task, false, "item raised: " .. tostring(what))
+            -- an err table as its message says, another table by its fields: never "table: 0x..."
+            return finish(task, false, "item raised: " .. secrets.describe(what))
         end
         if co_status(task.co) == "dead" then return finish(task, true, what) end
         if what == "http" then
@@ -194,9 +205,9 @@ function _M.run(opts)
                     local ra = retry_after_of(res)
                     if ra then
                         -- A server's Retry-After pauses the whole lane: never longer than the
-                        -- attempt loop's cap (policy.retry_after_max_ms, 30 s), so a hostile
+                        -- attempt loop's cap (policy.retry_after_max_ms), so a hostile
                         -- "Retry-After: 86400" cannot stall every item for a day.
-                        lane:pause(now(), math.min(ra, 30))
+                        lane:pause(now(), min(ra, retry_after_max))
                         stats.lane_pauses = lane.pauses
                     end
                 end

@@ -272,7 +272,8 @@ local ROUTES = {
     ["/v1/messages"] = { wire = "anthropic", from = wire_in.from_anthropic, reply = anthropic_reply },
 }
 
--- Returns status, body, extra headers, shutdown?
+-- Returns status, body, extra headers, shutdown?, seconds to wait before answering. The wait
+-- is the caller's, outside its pcall: PUC Lua 5.1 cannot yield across one.
 local function handle(st, req)
     if req.path == "/health" and req.method == "GET" then
         return 200, '{"ok":true}'
@@ -314,8 +315,7 @@ local function handle(st, req)
         st.log:flush()
     end
     local delay = st.latency and st.latency() or st.delay
-    if delay > 0 then sleep(st.sched, delay) end
-    return 200, encode(route.reply(st, body, ans, request))
+    return 200, encode(route.reply(st, body, ans, request)), nil, nil, delay
 end
 
 local function serve_conn(st, sock)
@@ -330,9 +330,11 @@ local function serve_conn(st, sock)
         local conn_h = lower(req.headers["connection"] or "")
         if find(conn_h, "close", 1, true) then keep = false end
         if find(conn_h, "keep-alive", 1, true) then keep = true end
-        local ok, status_, body, extra, shutdown = pcall(handle, st, req)
+        local ok, status_, body, extra, shutdown, delay = pcall(handle, st, req)
         if not ok then
             status_, body, extra = 500, error_body("openai", 500, "internal error: " .. tostring(status_)), nil
+        elseif delay and delay > 0 then
+            sleep(st.sched, delay)
         end
         st.served = st.served + 1
         local max = st.max_requests and st.served >= st.max_requests
