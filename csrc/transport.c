@@ -814,7 +814,7 @@ static int jc_http_request(lua_State *L) {
 ** Runs the requests of the array 'reqs' (each as for http_request)
 ** concurrently on a libcurl multi handle, at most opts.max_parallel
 ** (integer 1..1024, default 16) at a time, and blocks until all end.
-** results[i] is the res table or the err table (metatable core.error_mt,
+** results[i] is the res table or the err (core.error_fields finds it,
 ** category "transport") of reqs[i]. Every request is checked and set up
 ** before any transfer starts, so misuse raises with nothing sent.
 ** Stack: [-1|2, +1, e]

@@ -14,10 +14,11 @@ local core = require "jsoncontract.core"
 
 local type, pairs, next, tostring, setmetatable, getmetatable, pcall =
     type, pairs, next, tostring, setmetatable, getmetatable, pcall
-local byte, sub, find, format, lower = string.byte, string.sub, string.find, string.format,
-    string.lower
+local byte, sub, find, format, lower, gsub = string.byte, string.sub, string.find, string.format,
+    string.lower, string.gsub
 local concat = table.concat
 local floor = math.floor
+local error_fields = core.error_fields
 
 local _M = { _VERSION = core._VERSION }
 
@@ -187,17 +188,50 @@ function _M.redact(text, secret)
     return redact_one(text, secret)
 end
 
+--- Text a server sent (a provider's error message, a body quoted in an err), made fit to
+-- show: the known secret redacted in every spelling (`redact`), then whatever looks like a
+-- credential masked, since a provider may echo a key we do not hold (another tenant's, an
+-- Authorization header from a proxy): "Bearer <token>", "sk-..." (OpenAI, Anthropic
+-- "sk-ant-..."), "AIza..." (Google), and any run of 24 or more letters, digits, "-" and "_"
+-- that mixes letters and digits. For foreign text only: on our own records (request ids,
+-- schema hashes) the last rule would mask what must stay; those get `redact`.
+-- @param text any value; only strings are changed
+-- @tparam[opt] string|table secret as for `redact`
+-- @return the text without the secret or anything credential-like
+-- @usage secrets.redact_credentials("Incorrect API key provided: sk-abc123", key)
+--   --> "Incorrect API key provided: sk-[redacted]"
+function _M.redact_credentials(text, secret)
+    if type(text) ~= "string" then return text end
+    text = _M.redact(text, secret)
+    text = gsub(text, "([Bb]earer)%s+%S+", "%1 " .. _M.REDACTED)
+    text = gsub(text, "sk%-[%w%-_%*%.]+", "sk-" .. _M.REDACTED)
+    text = gsub(text, "AIza[%w%-_]+", "AIza" .. _M.REDACTED)
+    text = gsub(text, "[%w%-_]+", function(w)
+        if #w >= 24 and find(w, "%d") and find(w, "%a") then return _M.REDACTED end
+        return nil
+    end)
+    return text
+end
+
 --- A copy of a value with the secret redacted from every string in it, keys included
 -- (a key that becomes equal to another gets a numbered suffix so nothing is lost).
--- Metatables are kept. Tables met twice (or cycles) are copied once.
+-- Metatables are kept; an err comes back as a new err made from its redacted fields (so its
+-- text, `err[1]`, is rendered anew). Tables met twice (or cycles) are copied once.
 -- @param v any value
 -- @tparam string|table|nil secret as for `redact`
--- @return the redacted copy (the value itself when it holds no string with the secret)
+-- @return the redacted copy (the value itself when it is not a string or a table, or no
+--   secret is given)
 function _M.redact_value(v, secret, seen)
     if type(v) == "string" then return _M.redact(v, secret) end
     if type(v) ~= "table" or secret == nil then return v end
     seen = seen or {}
     if seen[v] then return seen[v] end
+    local fields = error_fields(v)
+    if fields then
+        local out = core.error(_M.redact_value(fields, secret, seen))
+        seen[v] = out
+        return out
+    end
     local out = {}
     seen[v] = out
     for k, x in pairs(v) do
