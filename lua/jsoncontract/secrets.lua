@@ -250,6 +250,37 @@ function _M.redact_value(v, secret, seen)
     return out
 end
 
+--- The response headers a record may keep (lower-case names): the provider's request id (what
+-- its support asks for) and what it said about waiting. Every other header, and every request
+-- header (`authorization`, `x-api-key`, `x-goog-api-key`, cookies), is never recorded.
+_M.RECORDED_HEADERS = {
+    ["x-request-id"] = true, ["request-id"] = true, ["retry-after"] = true, ["retry-after-ms"] = true,
+    ["x-ratelimit-remaining-requests"] = true, ["x-ratelimit-remaining-tokens"] = true,
+    ["x-ratelimit-reset-requests"] = true, ["x-ratelimit-reset-tokens"] = true,
+}
+
+--- The one decision of which headers reach evidence or a log: those of a response named in
+-- `RECORDED_HEADERS` (names lower-cased), each value with the secret redacted, made valid
+-- UTF-8 and elided to 200 bytes. Used by the exchange as a response comes in and by both
+-- evidence writers on every record.
+-- @tparam table|nil headers name -> value (other types are skipped)
+-- @tparam[opt] string|table secret as for `redact`
+-- @treturn table|nil the headers to record, or nil when none is left
+function _M.recorded_headers(headers, secret)
+    if type(headers) ~= "table" then return nil end
+    local out
+    for k, v in pairs(headers) do
+        if type(k) == "string" and type(v) == "string" then
+            local name = lower(k)
+            if _M.RECORDED_HEADERS[name] then
+                out = out or {}
+                out[name] = _M.elide(_M.utf8(_M.redact(v, secret)), 200)
+            end
+        end
+    end
+    return out
+end
+
 ----------------------------------------------------------------------------
 -- Text hygiene: valid UTF-8, bounded, credentials out of URLs
 ----------------------------------------------------------------------------
