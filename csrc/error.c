@@ -1,7 +1,8 @@
 /*
-** error.c: the one err constructor of jsoncontract.core (jc_push_error
-** from C, core.error from Lua), the metamethods every err carries, and the
-** JSON Pointer token helpers. jc.h declares what other files call.
+** error.c: the one err constructor of jsoncontract.core (jc_error_begin
+** and jc_error_end from C, core.error from Lua), the metamethods every err
+** carries, and the JSON Pointer token helpers. jc.h declares what other
+** files call.
 */
 #include "jc.h"
 
@@ -44,12 +45,19 @@ void jc_add_child_path(luaL_Buffer *b, const char *kw, const char *token,
 ** LuaJIT and 5.1 ignore __pairs, so code that walks an err asks
 ** 'errors.fields'). Each err's metatable has the shared JC_ERROR_MT as its
 ** own metatable, which is how an err is recognised; the metamethods copied
-** into each err's metatable are kept in the registry's JC_ERROR_METHODS.
+** into each err's metatable are kept in a registry table of their own.
+** Both sit in the registry under the addresses of two statics (cheaper to
+** find than a name, for a path every failed decode or validation takes).
 */
 
-static const char *const jc_error_methods[] = {
-  "__tostring", "__concat", "__newindex", "__pairs", "__name", NULL
-};
+static char jc_error_mt_key = 'e';        /* registry: JC_ERROR_MT */
+static char jc_error_methods_key = 'm';   /* registry: the template */
+
+/* Push the registry value stored under the address 'key'. [-0, +1, -] */
+static void jc_error_registry(lua_State *L, char *key) {
+  lua_pushlightuserdata(L, key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+}
 
 /* Push the value of 'name' in the fields table at 'f' as text, or 'dflt'
 ** when it is neither a string nor a number. [-0, +0, m] */
@@ -87,7 +95,7 @@ int jc_error_fields(lua_State *L, int idx) {
     lua_pop(L, 1);
     return 0;
   }
-  luaL_getmetatable(L, JC_ERROR_MT);
+  jc_error_registry(L, &jc_error_mt_key);
   if (!lua_rawequal(L, -1, -2)) {
     lua_pop(L, 3);
     return 0;
@@ -104,22 +112,22 @@ int jc_error_fields(lua_State *L, int idx) {
 }
 
 /* See jc.h. */
-void jc_error_wrap(lua_State *L) {
-  int f = lua_gettop(L), i;
+void jc_error_end(lua_State *L) {
+  int f = lua_gettop(L);
   luaL_checkstack(L, 6, "jsoncontract error");
   lua_createtable(L, 1, 0);                     /* f + 1: the err */
   jc_error_render(L, f);
   lua_rawseti(L, f + 1, 1);
-  lua_createtable(L, 0, 6);                     /* f + 2: its metatable */
-  lua_getfield(L, LUA_REGISTRYINDEX, JC_ERROR_METHODS);     /* f + 3 */
-  for (i = 0; jc_error_methods[i] != NULL; i++) {
-    lua_pushstring(L, jc_error_methods[i]);
-    lua_pushvalue(L, -1);
-    lua_rawget(L, f + 3);
+  lua_createtable(L, 0, 5);                     /* f + 2: its metatable */
+  jc_error_registry(L, &jc_error_methods_key);  /* f + 3 */
+  lua_pushnil(L);
+  while (lua_next(L, f + 3)) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
     lua_rawset(L, f + 2);
   }
   lua_pop(L, 1);
-  luaL_getmetatable(L, JC_ERROR_MT);
+  jc_error_registry(L, &jc_error_mt_key);
   lua_setmetatable(L, f + 2);
   lua_pushliteral(L, "__index");
   lua_pushvalue(L, f);
@@ -208,13 +216,13 @@ static int jc_error_pairs(lua_State *L) {
 ** Make an err from the table 'fields' (category, kind, message and any
 ** other named fields), which the err adopts, not copies: it is what
 ** __index reads and __newindex writes. The one place an err is made;
-** jc_push_error and jsoncontract.errors.new come here.
+** jc_error_end and jsoncontract.errors.new come here.
 ** Raises when 'fields' is not a table. Stack: [-0, +1, m]
 */
 static int jc_error_new(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   luaL_argcheck(L, lua_gettop(L) == 1, 2, "no more than 1 argument expected");
-  jc_error_wrap(L);
+  jc_error_end(L);
   return 1;
 }
 
@@ -230,8 +238,9 @@ static int jc_error_fields_l(lua_State *L) {
   return 1;
 }
 
-void jc_push_error(lua_State *L, const char *category, const char *kind,
-                   const char *fmt, ...) {
+/* See jc.h. */
+void jc_error_begin(lua_State *L, const char *category, const char *kind,
+                    const char *fmt, ...) {
   va_list ap;
   lua_createtable(L, 0, 6);
   lua_pushstring(L, category);
@@ -242,7 +251,6 @@ void jc_push_error(lua_State *L, const char *category, const char *kind,
   lua_pushvfstring(L, fmt, ap);
   va_end(ap);
   lua_setfield(L, -2, "message");
-  jc_error_wrap(L);
 }
 
 /* See jc.h. [-0, +0, m] */
@@ -253,7 +261,8 @@ void jc_error_open(lua_State *L) {
     {NULL, NULL}
   };
   luaL_setfuncs(L, funcs, 0);
-  lua_newtable(L);                /* the metamethods each err's metatable copies */
+  lua_pushlightuserdata(L, &jc_error_methods_key);
+  lua_newtable(L);            /* the metamethods each err's metatable copies */
   lua_pushcfunction(L, jc_error_tostring);
   lua_setfield(L, -2, "__tostring");
   lua_pushcfunction(L, jc_error_concat);
@@ -262,14 +271,15 @@ void jc_error_open(lua_State *L) {
   lua_setfield(L, -2, "__newindex");
   lua_pushcfunction(L, jc_error_pairs);
   lua_setfield(L, -2, "__pairs");
-  lua_pushliteral(L, JC_ERROR_MT);
-  lua_setfield(L, -2, "__name");
-  lua_setfield(L, LUA_REGISTRYINDEX, JC_ERROR_METHODS);
+  lua_rawset(L, LUA_REGISTRYINDEX);
   /* The shared marker: only a name, so none of its metamethods applies to
   ** the per-err metatables that carry it. */
   if (luaL_newmetatable(L, JC_ERROR_MT)) {
     lua_pushliteral(L, JC_ERROR_MT);
     lua_setfield(L, -2, "__name");
   }
+  lua_pushlightuserdata(L, &jc_error_mt_key);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, LUA_REGISTRYINDEX);
   lua_setfield(L, -2, "error_mt");
 }

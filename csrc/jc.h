@@ -17,8 +17,7 @@
 #define JC_EXPORT __attribute__((visibility("default")))
 
 /* Registry names. */
-#define JC_ERROR_MT "jsoncontract.error"   /* metatable of every err's metatable */
-#define JC_ERROR_METHODS "jsoncontract.error_methods" /* what each err's mt copies */
+#define JC_ERROR_MT "jsoncontract.error"   /* each err's metatable's mt */
 #define JC_ARRAY_MT "jsoncontract.array"   /* marks a Lua table as a JSON array */
 
 /* JSON null is the light userdata NULL, as in lua-cjson, so cjson.null and
@@ -35,13 +34,12 @@
 ** __tostring returns [1], __concat joins tostring() of both sides, __pairs
 ** walks the fields. That metatable's own metatable is the shared
 ** 'jsoncontract.error' (core.error_mt), which is how an err is known.
-** Callers add fields with lua_setfield on the err (__newindex keeps [1]
-** in step).
 **
-** jc_push_error pushes a new err { category = category, kind = kind,
-** message = <fmt> }. [-0, +1, m]
-** jc_error_wrap turns the fields table on top into an err (adopting it,
-** not copying) and leaves the err in its place. [-1, +1, m]
+** jc_error_begin pushes the fields table { category = category, kind =
+** kind, message = <fmt> } of a new err; the caller adds further fields
+** to it (a plain table: lua_setfield) and then calls jc_error_end, which
+** turns the fields table on top into the err (adopting it, not copying)
+** and leaves the err in its place. [-0, +1, m] and [-1, +1, m]
 ** jc_error_fields pushes the fields table of the err at 'idx' and returns
 ** 1, or pushes nothing and returns 0 when the value is not an err.
 ** [-0, +(0|1), -]
@@ -49,9 +47,9 @@
 ** core.error_fields and core.error_mt in the module table on top.
 ** [-0, +0, m]
 */
-void jc_push_error(lua_State *L, const char *category, const char *kind,
-                   const char *fmt, ...);
-void jc_error_wrap(lua_State *L);
+void jc_error_begin(lua_State *L, const char *category, const char *kind,
+                    const char *fmt, ...);
+void jc_error_end(lua_State *L);
 int jc_error_fields(lua_State *L, int idx);
 void jc_error_open(lua_State *L);
 

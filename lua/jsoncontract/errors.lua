@@ -1,7 +1,7 @@
 --- Error values shared by the Lua layers (see DESIGN.md "Errors").
 --
--- There is one err constructor, the C core's `core.error` (C's `jc_push_error` and `new` here
--- both go through it), so errors made in C and in Lua have one shape:
+-- There is one err constructor, in the C core (`jc_error_end` in csrc/error.c; `core.error`
+-- from Lua, which `new` here calls), so errors made in C and in Lua have one shape:
 --
 -- * the err table itself holds one array element, `err[1] = "category/kind: message"`, so
 --   `ngx.say(err)` and `ngx.print(err)` (which read a table raw, as an array of strings) print
