@@ -12,8 +12,8 @@
 -- @module jsoncontract.secrets
 local core = require "jsoncontract.core"
 
-local type, pairs, next, tostring, setmetatable, getmetatable, pcall =
-    type, pairs, next, tostring, setmetatable, getmetatable, pcall
+local type, pairs, next, tostring, setmetatable, getmetatable, pcall, rawget =
+    type, pairs, next, tostring, setmetatable, getmetatable, pcall, rawget
 local byte, sub, find, format, lower, gsub = string.byte, string.sub, string.find, string.format,
     string.lower, string.gsub
 local concat = table.concat
@@ -213,41 +213,59 @@ function _M.redact_credentials(text, secret)
     return text
 end
 
---- A copy of a value with the secret redacted from every string in it, keys included
--- (a key that becomes equal to another gets a numbered suffix so nothing is lost).
--- Metatables are kept; an err comes back as a new err made from its redacted fields (so its
--- text, `err[1]`, is rendered anew). Tables met twice (or cycles) are copied once.
--- @param v any value
--- @tparam string|table|nil secret as for `redact`
--- @return the redacted copy (the value itself when it is not a string or a table, or no
---   secret is given)
-function _M.redact_value(v, secret, seen)
+-- Does any string in `v` (keys too, at any depth, an err's fields included) spell the secret?
+local function holds(v, secret, seen)
+    if type(v) == "string" then return _M.redact(v, secret) ~= v end
+    if type(v) ~= "table" or seen[v] then return false end
+    seen[v] = true
+    local fields = error_fields(v)
+    if fields then return holds(fields, secret, seen) end
+    for k, x in next, v do
+        if holds(k, secret, seen) or holds(x, secret, seen) then return true end
+    end
+    return false
+end
+
+local function copy_redacted(v, secret, seen)
     if type(v) == "string" then return _M.redact(v, secret) end
-    if type(v) ~= "table" or secret == nil then return v end
-    seen = seen or {}
+    if type(v) ~= "table" then return v end
     if seen[v] then return seen[v] end
     local fields = error_fields(v)
     if fields then
-        local out = core.error(_M.redact_value(fields, secret, seen))
+        local out = core.error(copy_redacted(fields, secret, seen))
         seen[v] = out
         return out
     end
     local out = {}
     seen[v] = out
-    for k, x in pairs(v) do
+    for k, x in next, v do
         local k2 = k
         if type(k) == "string" then
             k2 = _M.redact(k, secret)
             if k2 ~= k then
                 local base, n = k2, 1
-                while v[k2] ~= nil or out[k2] ~= nil do n = n + 1; k2 = base .. "#" .. n end
+                while rawget(v, k2) ~= nil or out[k2] ~= nil do n = n + 1; k2 = base .. "#" .. n end
             end
         end
-        out[k2] = _M.redact_value(x, secret, seen)
+        out[k2] = copy_redacted(x, secret, seen)
     end
     local mt = getmetatable(v)
     if mt ~= nil then setmetatable(out, mt) end
     return out
+end
+
+--- A value with the secret redacted from every string in it, keys included (a key that
+-- becomes equal to another gets a numbered suffix so nothing is lost): the value itself when
+-- no string in it spells the secret (nothing is copied to be looked at), else a copy.
+-- Metatables are kept; an err comes back as a new err made from its redacted fields (so its
+-- text, `err[1]`, is rendered anew). Tables met twice (or cycles) are copied once.
+-- @param v any value
+-- @tparam string|table|nil secret as for `redact`
+-- @return `v`, or its redacted copy
+function _M.redact_value(v, secret)
+    if type(v) == "string" then return _M.redact(v, secret) end
+    if type(v) ~= "table" or secret == nil or not holds(v, secret, {}) then return v end
+    return copy_redacted(v, secret, {})
 end
 
 --- The response headers a record may keep (lower-case names): the provider's request id (what
