@@ -225,7 +225,7 @@ describe("jsoncontract.core", function()
             end
         end)
 
-        it("puts an err table with the shared metatable where a request failed", function()
+        it("puts an err where a request failed", function()
             local p = closed_port()
             local results = core.http_many {
                 { url = base .. "/ok" },

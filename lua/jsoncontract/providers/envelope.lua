@@ -31,7 +31,7 @@ C.DEFAULT_MAX_TOKENS = 1024
 --- Longest provider message copied into an err message, in bytes.
 C.MAX_DETAIL = errors.MAX_DETAIL
 
---- Make an err table with the shared metatable; the message has credentials masked.
+--- Make an err (`errors.new`); the message has credentials masked (`secrets.redact_credentials`).
 -- A `reply` among `fields` does not go into the err: it is returned beside it, so
 -- `return nil, C.err(..., {reply = reply})` gives read_response's `nil, err, reply`.
 -- @treturn table err
