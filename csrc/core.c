@@ -1,6 +1,6 @@
 /*
-** core.c: luaopen_jsoncontract_core, the shared err metatable and the
-** JSON null / array markers. See jc.h.
+** core.c: luaopen_jsoncontract_core and the JSON null / array markers.
+** See jc.h.
 */
 #include "jc.h"
 
@@ -41,7 +41,8 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 ** require "jsoncontract.core" -> module table with
 **   null        light userdata NULL: JSON null (equal to cjson.null)
 **   array_mt    metatable that marks a table as a JSON array (decode sets it)
-**   error_mt    metatable shared by every err table (__tostring, __concat)
+**   error_mt    the metatable of every err's metatable (see jc.h, error.c)
+**   error       error(fields) -> err, error_fields(err) -> fields (error.c)
 **   _VERSION    the project version (from the Makefile, -DJC_VERSION)
 **   sha256      sha256(data) -> 64 hex chars (see jc_sha256)
 ** and the functions of each area file.
@@ -49,15 +50,7 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
   lua_newtable(L);
 
-  if (luaL_newmetatable(L, JC_ERROR_MT)) {
-    lua_pushcfunction(L, jc_error_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pushcfunction(L, jc_error_concat);
-    lua_setfield(L, -2, "__concat");
-    lua_pushliteral(L, JC_ERROR_MT);
-    lua_setfield(L, -2, "__name");
-  }
-  lua_setfield(L, -2, "error_mt");
+  jc_error_open(L);
 
   if (luaL_newmetatable(L, JC_ARRAY_MT)) {
     lua_pushliteral(L, JC_ARRAY_MT);

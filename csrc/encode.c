@@ -469,7 +469,8 @@ static void jc_enc_object(jc_enc *e, int idx, size_t n, size_t depth,
   lua_pop(L, 2);
 }
 
-/* A table: an array when marked (our array_mt, cjson's array_mt or
+/* A table: an err as the object of its named fields (see jc.h); an array
+** when marked (our array_mt, cjson's array_mt or
 ** empty_array_mt) or when its keys are exactly 1..n (n >= 1); an object
 ** when all keys are strings (an empty unmarked table is {}), in the order
 ** of its metatable's '__order' array when it has one (read raw). */
@@ -479,6 +480,11 @@ static void jc_enc_table(jc_enc *e, int idx, size_t depth, const jc_path *p) {
   size_t n = 0;
   double maxk = 0, k;
   jc_key keys[JC_LOCAL_KEYS];
+  if (jc_error_fields(L, idx)) {        /* an err is its named fields */
+    jc_enc_table(e, lua_gettop(L), depth, p);
+    lua_pop(L, 1);
+    return;
+  }
   if (depth >= e->max_depth) {
     char what[96];
     snprintf(what, sizeof what,
@@ -624,7 +630,9 @@ static void jc_rawfield(lua_State *L, const char *name) {
 ** and the others after in byte order; an empty unmarked table is {}. core.null (= cjson.null) is null; cjson.empty_array is [].
 ** Numbers: Lua integers exactly; floats in the shortest form that reads
 ** back to the same double, integral floats with ".0" on Lua 5.3+ (so
-** decode gives a float back), without on LuaJIT. Strings are written as
+** decode gives a float back), without on LuaJIT. An err (core.error) is
+** written as the object of its named fields, not as the text ngx.say
+** prints. Strings are written as
 ** UTF-8, escaping '"', '\\' and control characters. Tables are read with
 ** raw access: __index, __pairs and other metamethods are not called.
 ** opts (table, optional):

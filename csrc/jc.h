@@ -17,7 +17,7 @@
 #define JC_EXPORT __attribute__((visibility("default")))
 
 /* Registry names. */
-#define JC_ERROR_MT "jsoncontract.error"   /* metatable of every err table */
+#define JC_ERROR_MT "jsoncontract.error"   /* each err's metatable's mt */
 #define JC_ARRAY_MT "jsoncontract.array"   /* marks a Lua table as a JSON array */
 
 /* JSON null is the light userdata NULL, as in lua-cjson, so cjson.null and
@@ -27,16 +27,32 @@
   (lua_type((L), (i)) == LUA_TLIGHTUSERDATA && lua_touserdata((L), (i)) == NULL)
 
 /*
-** Push a new err table { category = category, kind = kind, message = <fmt> }
-** with the shared metatable 'jsoncontract.error' (its __tostring renders
-** "category/kind: message"). Callers add further fields (offset, errors, ...).
-** Stack: [-0, +1, m]
+** Errors (error.c). An err is a table whose only raw content is [1] =
+** "category/kind: message" (what lua-nginx-module's ngx.say prints of a
+** table), with its own metatable: __index and __newindex reach a plain
+** table of named fields (category, kind, message, offset, errors, ...),
+** __tostring returns [1], __concat joins tostring() of both sides, __pairs
+** walks the fields. That metatable's own metatable is the shared
+** 'jsoncontract.error' (core.error_mt), which is how an err is known.
+**
+** jc_error_begin pushes the fields table { category = category, kind =
+** kind, message = <fmt> } of a new err; the caller adds further fields
+** to it (a plain table: lua_setfield) and then calls jc_error_end, which
+** turns the fields table on top into the err (adopting it, not copying)
+** and leaves the err in its place. [-0, +1, m] and [-1, +1, m]
+** jc_error_fields pushes the fields table of the err at 'idx' and returns
+** 1, or pushes nothing and returns 0 when the value is not an err.
+** [-0, +(0|1), -]
+** jc_error_open registers the shared metatable and sets core.error,
+** core.error_fields and core.error_mt in the module table on top.
+** [-0, +0, m]
 */
-void jc_push_error(lua_State *L, const char *category, const char *kind,
-                   const char *fmt, ...);
+void jc_error_begin(lua_State *L, const char *category, const char *kind,
+                    const char *fmt, ...);
+void jc_error_end(lua_State *L);
+int jc_error_fields(lua_State *L, int idx);
+void jc_error_open(lua_State *L);
 
-/* __tostring of the err metatable: "category/kind: message" (error.c).
-** [-0, +1, m] */
 /* Pointers (RFC 6901), in error.c: jc_add_token adds 's' (len bytes, may
 ** hold NUL) as one reference token, '~' as "~0" and '/' as "~1";
 ** jc_add_child_path adds "/<kw>" and then "/<token>" when 'token' is not
@@ -44,11 +60,6 @@ void jc_push_error(lua_State *L, const char *category, const char *kind,
 void jc_add_token(luaL_Buffer *b, const char *s, size_t len);
 void jc_add_child_path(luaL_Buffer *b, const char *kw, const char *token,
                        size_t toklen, long index);
-int jc_error_tostring(lua_State *L);
-
-/* __concat of the err metatable: tostring() of each side, joined, so
-** "failed: " .. err works with the C core alone (error.c). [-0, +1, e] */
-int jc_error_concat(lua_State *L);
 
 /*
 ** Skip a run of plain JSON string bytes (0x20..0x7F other than '"' and

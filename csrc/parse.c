@@ -813,14 +813,14 @@ static int jc_push_parse_error(jc_parser *p) {
     jc_push_pointer(p, 1);
     pstr = lua_tolstring(L, -1, &plen);
     jc_excerpt(pstr, plen, ptr, 200);
-    jc_push_error(L, "format", p->kind, "%s%s (%s%s", p->head, ptr, pos,
-                  p->tail);
+    jc_error_begin(L, "format", p->kind, "%s%s (%s%s", p->head, ptr, pos,
+                   p->tail);
     lua_insert(L, -2);
     lua_setfield(L, -2, "pointer");
     lua_pushlstring(L, k->s, k->u.len);
     lua_setfield(L, -2, "key");
   } else {
-    jc_push_error(L, "format", p->kind, "%s%s%s", p->head, pos, p->tail);
+    jc_error_begin(L, "format", p->kind, "%s%s%s", p->head, pos, p->tail);
     jc_push_pointer(p, 0);
     lua_setfield(L, -2, "pointer");
   }
@@ -830,6 +830,7 @@ static int jc_push_parse_error(jc_parser *p) {
   lua_setfield(L, -2, "line");
   lua_pushinteger(L, (lua_Integer)col);
   lua_setfield(L, -2, "column");
+  jc_error_end(L);
   return 2;
 }
 

@@ -1181,9 +1181,9 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
     }
     luaL_pushresult(&b);
   }
-  jc_push_error(L, "schema", c.abort == 1 ? "too_deep"
-                : c.abort == 2 ? "budget_exceeded" : "schema_mismatch", "%s",
-                lua_tostring(L, -1));
+  jc_error_begin(L, "schema", c.abort == 1 ? "too_deep"
+                 : c.abort == 2 ? "budget_exceeded" : "schema_mismatch", "%s",
+                 lua_tostring(L, -1));
   lua_remove(L, -2);
   lua_pushvalue(L, c.errs);
   lua_setfield(L, -2, "errors");
@@ -1191,6 +1191,7 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
     lua_pushboolean(L, 1);
     lua_setfield(L, -2, "truncated");
   }
+  jc_error_end(L);
   lua_replace(L, base + 2);       /* base + 1: keep -> nil below */
   lua_pushnil(L);
   lua_replace(L, base + 1);

@@ -673,12 +673,13 @@ static int jc_http_push_result(lua_State *L, jc_http_xfer *x) {
   ** as CURLE_OUT_OF_MEMORY: that is the peer's data, not our memory, so it
   ** is this item's error, never a raise that would stop a whole batch. */
   if (x->result == CURLE_OUT_OF_MEMORY) {
-    jc_push_error(L, "transport", "too_large", "a response header from %s "
-                  "is too large (or libcurl ran out of memory)", x->hostport);
+    jc_error_begin(L, "transport", "too_large", "a response header from %s "
+                   "is too large (or libcurl ran out of memory)", x->hostport);
     lua_pushstring(L, jc_http_code_name(x->result));
     lua_setfield(L, -2, "curl_code");
     lua_pushnumber(L, (lua_Number)elapsed);
     lua_setfield(L, -2, "elapsed_ms");
+    jc_error_end(L);
     return 0;
   }
   kind = jc_http_kind(x);
@@ -697,27 +698,27 @@ static int jc_http_push_result(lua_State *L, jc_http_xfer *x) {
   }
   if (strcmp(kind, "timeout") == 0) {
     if (x->abort_reason == JC_ABORT_READ_TIMEOUT)
-      jc_push_error(L, "transport", kind,
-                    "no data from %s for %d ms", x->hostport,
-                    (int)x->read_timeout_ms);
+      jc_error_begin(L, "transport", kind,
+                     "no data from %s for %d ms", x->hostport,
+                     (int)x->read_timeout_ms);
     else
-      jc_push_error(L, "transport", kind, "timed out talking to %s after "
-                    "%d ms", x->hostport, (int)elapsed);
+      jc_error_begin(L, "transport", kind, "timed out talking to %s after "
+                     "%d ms", x->hostport, (int)elapsed);
   } else if (strcmp(kind, "connect") == 0) {
-    jc_push_error(L, "transport", kind, "cannot connect to %s (%s)",
-                  x->hostport, curl_easy_strerror(x->result));
+    jc_error_begin(L, "transport", kind, "cannot connect to %s (%s)",
+                   x->hostport, curl_easy_strerror(x->result));
   } else if (strcmp(kind, "tls") == 0) {
-    jc_push_error(L, "transport", kind, "TLS failure with %s (%s)",
-                  x->hostport, curl_easy_strerror(x->result));
+    jc_error_begin(L, "transport", kind, "TLS failure with %s (%s)",
+                   x->hostport, curl_easy_strerror(x->result));
   } else if (strcmp(kind, "too_large") == 0) {
-    jc_push_error(L, "transport", kind, "response from %s is over %d bytes",
-                  x->hostport, (int)x->max_body);
+    jc_error_begin(L, "transport", kind, "response from %s is over %d bytes",
+                   x->hostport, (int)x->max_body);
   } else if (strcmp(kind, "reset") == 0) {
-    jc_push_error(L, "transport", kind, "connection to %s closed early (%s)",
-                  x->hostport, curl_easy_strerror(x->result));
+    jc_error_begin(L, "transport", kind, "connection to %s closed early (%s)",
+                   x->hostport, curl_easy_strerror(x->result));
   } else {
-    jc_push_error(L, "transport", kind, "HTTP exchange with %s failed (%s)",
-                  x->hostport, curl_easy_strerror(x->result));
+    jc_error_begin(L, "transport", kind, "HTTP exchange with %s failed (%s)",
+                   x->hostport, curl_easy_strerror(x->result));
   }
   lua_pushstring(L, jc_http_code_name(x->result));
   lua_setfield(L, -2, "curl_code");
@@ -728,6 +729,7 @@ static int jc_http_push_result(lua_State *L, jc_http_xfer *x) {
   }
   lua_pushnumber(L, (lua_Number)elapsed);
   lua_setfield(L, -2, "elapsed_ms");
+  jc_error_end(L);
   return 0;
 }
 
@@ -819,7 +821,7 @@ static int jc_http_request(lua_State *L) {
 ** Runs the requests of the array 'reqs' (each as for http_request)
 ** concurrently on a libcurl multi handle, at most opts.max_parallel
 ** (integer 1..1024, default 16) at a time, and blocks until all end.
-** results[i] is the res table or the err table (metatable core.error_mt,
+** results[i] is the res table or the err (core.error_fields finds it,
 ** category "transport") of reqs[i]. Every request is checked and set up
 ** before any transfer starts, so misuse raises with nothing sent.
 ** Stack: [-1|2, +1, e]

@@ -18,7 +18,7 @@ local function rejected(name, text, fragment)
     assert.equal("format", err.category)
     assert.equal("adapter_rejected", err.kind)
     assert.equal(name, err.adapter)
-    assert.equal(require("jsoncontract.core").error_mt, getmetatable(err))
+    assert.equal(require("jsoncontract.core").error_mt, getmetatable(getmetatable(err)))
     if fragment then assert.truthy(err.message:find(fragment, 1, true), err.message) end
 end
 

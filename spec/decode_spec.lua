@@ -79,7 +79,7 @@ describe("jsoncontract.core", function()
                 assert.equal(column, err.column)
                 assert.equal("string", type(err.message))
                 assert.truthy(err.message:find(("line %d, column %d"):format(line, column), 1, true))
-                assert.equal(core.error_mt, getmetatable(err))
+                assert.equal(core.error_mt, getmetatable(getmetatable(err)))
             end)
         end
 

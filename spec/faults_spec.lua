@@ -60,7 +60,7 @@ describe("faults through the attempt loop", function()
         assert.equal("human_review", outcome.status)
         assert.equal(category, outcome.reason.category)
         assert.equal(kind, outcome.reason.kind)
-        assert.equal(core.error_mt, getmetatable(outcome.reason))
+        assert.equal(core.error_mt, getmetatable(getmetatable(outcome.reason)))
         assert.is_nil(outcome.value)
     end
 

@@ -214,7 +214,7 @@ end
 local function check_err(key, _, decision, err)
     local d = DETAILS[key] or {}
     assert.equal(decision, err.category .. "/" .. err.kind)
-    assert.equal(core.error_mt, getmetatable(err))
+    assert.equal(core.error_mt, getmetatable(getmetatable(err)))
     assert.is_string(err.message)
     if d.retryable ~= nil then assert.equal(d.retryable, err.retryable) end
     if d.retry_after then assert.is_true(math.abs(err.retry_after - d.retry_after) < 1e-9) end

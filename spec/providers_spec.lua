@@ -408,7 +408,7 @@ describe("jsoncontract.providers", function()
                 assert.equal(c[6], err.category)
                 assert.equal(c[7], err.kind)
                 assert.equal(c[3], err.status)
-                assert.equal(core.error_mt, getmetatable(err))
+                assert.equal(core.error_mt, getmetatable(getmetatable(err)))
                 for k, v in pairs(c[8] or {}) do assert.equal(v, err[k]) end
                 assert.is_nil(rawget(err, "reply")) -- the reply travels beside the err
                 if c[6] ~= "transport" and c[7] ~= "invalid_envelope" and partial then
@@ -590,7 +590,7 @@ describe("jsoncontract.providers", function()
                             assert.is_nil(reply)
                             assert.equal(d.category, err.category)
                             assert.equal(d.kind, err.kind)
-                            assert.equal(core.error_mt, getmetatable(err))
+                            assert.equal(core.error_mt, getmetatable(getmetatable(err)))
                             assert.equal(fx.http_status, err.status)
                             assert.equal(d.category .. "/" .. d.kind .. ": " .. err.message, tostring(err))
                             if d.retryable ~= nil then assert.equal(d.retryable, err.retryable) end

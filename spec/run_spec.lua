@@ -137,8 +137,7 @@ describe("jsoncontract.run", function()
         end)
 
         it("sends a connection failure to review after the retries, never crashing", function()
-            local refused = setmetatable({ category = "transport", kind = "connect", message = "connection refused" },
-                core.error_mt)
+            local refused = core.error { category = "transport", kind = "connect", message = "connection refused" }
             local out, calls = ask("order 1187", { fail_first = { { err = refused }, { err = refused }, { err = refused } } })
             assert.equal("human_review", out.status)
             assert.equal(3, #calls)

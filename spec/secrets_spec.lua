@@ -62,6 +62,24 @@ describe("jsoncontract.secrets", function()
             assert.equal(core.array_mt, getmetatable(out["[redacted]"][1]))
             assert.equal(u(KEY), v.summary) -- the original is left alone
         end)
+        it("gives the value itself when no string in it spells the key (nothing copied)", function()
+            local v = { summary = "fine", list = core.decode('["a", {"b": "c"}]') }
+            assert.equal(v, secrets.redact_value(v, KEY))
+            local err = require("jsoncontract.errors").new("schema", "type", "fine")
+            assert.equal(err, secrets.redact_value(err, KEY))
+            local dirty = { a = { b = { c = "x " .. KEY } }, clean = { "y" } }
+            local out = secrets.redact_value(dirty, KEY)
+            assert.not_equal(dirty, out)
+            assert.equal("x [redacted]", out.a.b.c)
+            assert.equal("y", out.clean[1])
+        end)
+        it("copies a cycle once", function()
+            local v = { s = KEY }
+            v.self = v
+            local out = secrets.redact_value(v, KEY)
+            assert.equal(out, out.self)
+            assert.equal("[redacted]", out.s)
+        end)
     end)
 
     describe("utf8()", function()

@@ -1,7 +1,9 @@
 --- Evidence: one JSON line per attempt, and metrics per gate (DESIGN.md "Evidence and privacy").
--- A record never holds an API key or request/response headers; raw model text and user
--- input only when the writer was opened with `record_text = true`. As a last line of
--- defence, any registered secret found in an encoded line is replaced by "[redacted]".
+-- A record never holds an API key or a request header (of a response's headers only what
+-- `jsoncontract.secrets.recorded_headers` keeps: its request id, Retry-After, rate-limit
+-- counters); raw model text and user input only when the writer was opened with
+-- `record_text = true`. As a last line of defence, any registered secret found in an encoded
+-- line is replaced by "[redacted]".
 -- @module jsoncontract.evidence
 local core = require "jsoncontract.core"
 local secrets = require "jsoncontract.secrets"
@@ -58,6 +60,9 @@ function W.write(self, record)
     if not self.record_text then
         record.text, record.input, record.feedback = nil, nil, nil
     end
+    -- Headers: never a request's; of a response's only what secrets.recorded_headers keeps.
+    record.headers, record.request_headers = nil, nil
+    record.response_headers = secrets.recorded_headers(record.response_headers, self.secrets)
     -- A record that cannot be encoded (a value no JSON can hold) still leaves a trace, and
     -- never stops the run.
     local encoded, line = pcall(core.encode, record)

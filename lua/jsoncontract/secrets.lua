@@ -12,12 +12,13 @@
 -- @module jsoncontract.secrets
 local core = require "jsoncontract.core"
 
-local type, pairs, next, tostring, setmetatable, getmetatable, pcall =
-    type, pairs, next, tostring, setmetatable, getmetatable, pcall
-local byte, sub, find, format, lower = string.byte, string.sub, string.find, string.format,
-    string.lower
+local type, pairs, next, tostring, setmetatable, getmetatable, pcall, rawget =
+    type, pairs, next, tostring, setmetatable, getmetatable, pcall, rawget
+local byte, sub, find, format, lower, gsub = string.byte, string.sub, string.find, string.format,
+    string.lower, string.gsub
 local concat = table.concat
 local floor = math.floor
+local error_fields = core.error_fields
 
 local _M = { _VERSION = core._VERSION }
 
@@ -187,32 +188,114 @@ function _M.redact(text, secret)
     return redact_one(text, secret)
 end
 
---- A copy of a value with the secret redacted from every string in it, keys included
--- (a key that becomes equal to another gets a numbered suffix so nothing is lost).
--- Metatables are kept. Tables met twice (or cycles) are copied once.
--- @param v any value
--- @tparam string|table|nil secret as for `redact`
--- @return the redacted copy (the value itself when it holds no string with the secret)
-function _M.redact_value(v, secret, seen)
+--- Text a server sent (a provider's error message, a body quoted in an err), made fit to
+-- show: the known secret redacted in every spelling (`redact`), then whatever looks like a
+-- credential masked, since a provider may echo a key we do not hold (another tenant's, an
+-- Authorization header from a proxy): "Bearer <token>", "sk-..." (OpenAI, Anthropic
+-- "sk-ant-..."), "AIza..." (Google), and any run of 24 or more letters, digits, "-" and "_"
+-- that mixes letters and digits. For foreign text only: on our own records (request ids,
+-- schema hashes) the last rule would mask what must stay; those get `redact`.
+-- @param text any value; only strings are changed
+-- @tparam[opt] string|table secret as for `redact`
+-- @return the text without the secret or anything credential-like
+-- @usage secrets.redact_credentials("Incorrect API key provided: sk-abc123", key)
+--   --> "Incorrect API key provided: sk-[redacted]"
+function _M.redact_credentials(text, secret)
+    if type(text) ~= "string" then return text end
+    text = _M.redact(text, secret)
+    text = gsub(text, "([Bb]earer)%s+%S+", "%1 " .. _M.REDACTED)
+    text = gsub(text, "sk%-[%w%-_%*%.]+", "sk-" .. _M.REDACTED)
+    text = gsub(text, "AIza[%w%-_]+", "AIza" .. _M.REDACTED)
+    text = gsub(text, "[%w%-_]+", function(w)
+        if #w >= 24 and find(w, "%d") and find(w, "%a") then return _M.REDACTED end
+        return nil
+    end)
+    return text
+end
+
+-- Does any string in `v` (keys too, at any depth, an err's fields included) spell the secret?
+local function holds(v, secret, seen)
+    if type(v) == "string" then return _M.redact(v, secret) ~= v end
+    if type(v) ~= "table" or seen[v] then return false end
+    seen[v] = true
+    local fields = error_fields(v)
+    if fields then return holds(fields, secret, seen) end
+    for k, x in next, v do
+        if holds(k, secret, seen) or holds(x, secret, seen) then return true end
+    end
+    return false
+end
+
+local function copy_redacted(v, secret, seen)
     if type(v) == "string" then return _M.redact(v, secret) end
-    if type(v) ~= "table" or secret == nil then return v end
-    seen = seen or {}
+    if type(v) ~= "table" then return v end
     if seen[v] then return seen[v] end
+    local fields = error_fields(v)
+    if fields then
+        local out = core.error(copy_redacted(fields, secret, seen))
+        seen[v] = out
+        return out
+    end
     local out = {}
     seen[v] = out
-    for k, x in pairs(v) do
+    for k, x in next, v do
         local k2 = k
         if type(k) == "string" then
             k2 = _M.redact(k, secret)
             if k2 ~= k then
                 local base, n = k2, 1
-                while v[k2] ~= nil or out[k2] ~= nil do n = n + 1; k2 = base .. "#" .. n end
+                while rawget(v, k2) ~= nil or out[k2] ~= nil do n = n + 1; k2 = base .. "#" .. n end
             end
         end
-        out[k2] = _M.redact_value(x, secret, seen)
+        out[k2] = copy_redacted(x, secret, seen)
     end
     local mt = getmetatable(v)
     if mt ~= nil then setmetatable(out, mt) end
+    return out
+end
+
+--- A value with the secret redacted from every string in it, keys included (a key that
+-- becomes equal to another gets a numbered suffix so nothing is lost): the value itself when
+-- no string in it spells the secret (nothing is copied to be looked at), else a copy.
+-- Metatables are kept; an err comes back as a new err made from its redacted fields (so its
+-- text, `err[1]`, is rendered anew). Tables met twice (or cycles) are copied once.
+-- @param v any value
+-- @tparam string|table|nil secret as for `redact`
+-- @return `v`, or its redacted copy
+function _M.redact_value(v, secret)
+    if type(v) == "string" then return _M.redact(v, secret) end
+    if type(v) ~= "table" or secret == nil or not holds(v, secret, {}) then return v end
+    return copy_redacted(v, secret, {})
+end
+
+--- The response headers a record may keep (lower-case names): the provider's request id (what
+-- its support asks for) and what it said about waiting. Every other header, and every request
+-- header (`authorization`, `x-api-key`, `x-goog-api-key`, cookies), is never recorded.
+_M.RECORDED_HEADERS = {
+    ["x-request-id"] = true, ["request-id"] = true, ["retry-after"] = true, ["retry-after-ms"] = true,
+    ["x-ratelimit-remaining-requests"] = true, ["x-ratelimit-remaining-tokens"] = true,
+    ["x-ratelimit-reset-requests"] = true, ["x-ratelimit-reset-tokens"] = true,
+}
+
+--- The one decision of which headers reach evidence or a log: those of a response named in
+-- `RECORDED_HEADERS` (names lower-cased), each value with the secret redacted, made valid
+-- UTF-8 and elided to 200 bytes. Used by the exchange as a response comes in and by both
+-- evidence writers on every record.
+-- @tparam table|nil headers name -> value (other types are skipped)
+-- @tparam[opt] string|table secret as for `redact`
+-- @treturn table|nil the headers to record, or nil when none is left
+function _M.recorded_headers(headers, secret)
+    if type(headers) ~= "table" then return nil end
+    local out
+    for k, v in pairs(headers) do
+        if type(k) == "string" and type(v) == "string" then
+            local name = lower(k)
+            if _M.RECORDED_HEADERS[name] then
+                out = out or {}
+                out[name] = _M.elide(_M.utf8(_M.redact(v, secret)), 200)
+            end
+        end
+    end
     return out
 end
 

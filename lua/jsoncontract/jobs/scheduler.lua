@@ -14,8 +14,8 @@ local ratelimit = require "jsoncontract.jobs.ratelimit"
 local policy = require "jsoncontract.run.policy"
 local secrets = require "jsoncontract.secrets"
 
-local type, error, ipairs, pairs, tostring, tonumber, pcall, setmetatable =
-    type, error, ipairs, pairs, tostring, tonumber, pcall, setmetatable
+local type, error, ipairs, pairs, tostring, tonumber, pcall =
+    type, error, ipairs, pairs, tostring, tonumber, pcall
 local co_create, co_resume, co_status, yield = coroutine.create, coroutine.resume, coroutine.status, coroutine.yield
 local min, max, huge, floor = math.min, math.max, math.huge, math.floor
 
@@ -136,8 +136,8 @@ function _M.run(opts)
         local okadd, id = pcall(loop.add, loop, task.req)
         if not okadd then
             -- A request the transport refuses is this item's failure, never the run's.
-            return step(task, setmetatable({ category = "transport", kind = "protocol",
-                message = "request refused: " .. tostring(id) }, core.error_mt))
+            return step(task, core.error { category = "transport", kind = "protocol",
+                message = "request refused: " .. tostring(id) })
         end
         task.xfer, task.req = id, nil
         by_id[id] = task

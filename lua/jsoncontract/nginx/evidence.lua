@@ -10,7 +10,7 @@
 -- @module jsoncontract.nginx.evidence
 -- luacheck: read globals ngx
 local core = require "jsoncontract.core"
-local errors = require "jsoncontract.errors"
+local secrets = require "jsoncontract.secrets"
 
 local type, setmetatable, error, ipairs, pairs, tostring = type, setmetatable, error, ipairs, pairs, tostring
 local io_open, concat = io.open, table.concat
@@ -145,10 +145,12 @@ function W.write(self, record)
     if not self.sink.record_text then
         record.text, record.input, record.feedback = nil, nil, nil
     end
-    -- Headers never belong in evidence, whoever built the record.
-    record.headers, record.request_headers, record.response_headers = nil, nil, nil
+    -- Headers: never a request's, whoever built the record; of a response's only what
+    -- secrets.recorded_headers keeps.
+    record.headers, record.request_headers = nil, nil
+    record.response_headers = secrets.recorded_headers(record.response_headers, self.secrets)
     local line = core.encode(record)
-    for _, s in ipairs(self.secrets) do line = errors.redact(line, s) end
+    line = secrets.redact(line, self.secrets)
     self.records = self.records + 1
     return self.sink:push(line)
 end

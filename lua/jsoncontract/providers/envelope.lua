@@ -16,6 +16,7 @@ local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
 local json = require "jsoncontract.json"
 local http_status = require "jsoncontract.transport.http_status"
+local secrets = require "jsoncontract.secrets"
 
 local type, pairs, ipairs, tostring, error, setmetatable = type, pairs, ipairs, tostring, error, setmetatable
 local concat, sort = table.concat, table.sort
@@ -30,7 +31,7 @@ C.DEFAULT_MAX_TOKENS = 1024
 --- Longest provider message copied into an err message, in bytes.
 C.MAX_DETAIL = errors.MAX_DETAIL
 
---- Make an err table with the shared metatable; the message has credentials masked.
+--- Make an err (`errors.new`); the message has credentials masked (`secrets.redact_credentials`).
 -- A `reply` among `fields` does not go into the err: it is returned beside it, so
 -- `return nil, C.err(..., {reply = reply})` gives read_response's `nil, err, reply`.
 -- @treturn table err
@@ -44,12 +45,12 @@ function C.err(category, kind, message, fields)
         end
         fields = f
     end
-    return errors.new(category, kind, errors.scrub(message), fields), reply
+    return errors.new(category, kind, secrets.redact_credentials(message), fields), reply
 end
 
 -- JSON helpers, under the names the provider modules use.
 C.is_array, C.is_object, C.new_array, C.deepcopy = json.is_array, json.is_object, json.new_array, json.deepcopy
-C.snippet, C.scrub = errors.snippet, errors.scrub
+C.snippet = errors.snippet
 -- The transport gate's classification of an HTTP status or an error object (see
 -- `jsoncontract.transport.http_status`).
 C.http_error, C.error_object, C.retry_after, C.parse_duration =

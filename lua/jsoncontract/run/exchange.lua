@@ -1,13 +1,22 @@
 --- One HTTP exchange of the attempt loop, with its retries: send the request, check what the
--- transport returned, scrub the key from the answer, read it through the provider's protocol
--- gate, and retry a transient transport failure with backoff and `Retry-After` within the
--- policy. Nothing here decides about the reply's content (that is the contract's gates).
+-- transport returned, read it through the provider's protocol gate, and retry a transient
+-- transport failure with backoff and `Retry-After` within the policy. Nothing here decides
+-- about the reply's content (that is the contract's gates).
+--
+-- This is where what a server sent comes in, and the one place the key is taken out of it
+-- (every spelling, `jsoncontract.secrets`): from the body and every header before the
+-- provider's protocol gate reads them (so a quote it clips never keeps half a key), and from
+-- what the envelope decoded (one layer of escapes fewer can spell the key anew); the headers
+-- are cut to what may be recorded (`secrets.recorded_headers`). Gates, records and the
+-- outcome get only that; nothing downstream redacts the response again.
 -- @module jsoncontract.run.exchange
 local core = require "jsoncontract.core"
 local policy_mod = require "jsoncontract.run.policy"
 local compat = require "jsoncontract.compat"
+local secrets = require "jsoncontract.secrets"
 
-local type, pairs, tonumber, error = type, pairs, tonumber, error
+local type, tonumber, error = type, tonumber, error
+local redact, redact_value, recorded_headers = secrets.redact, secrets.redact_value, secrets.recorded_headers
 local floor = math.floor
 local format = string.format
 local now = compat.now
@@ -39,13 +48,15 @@ end
 --   `request` (the transport request: url, method, headers, body, timeouts),
 --   `provider` (the provider module: its `read_response` is the protocol gate),
 --   `policy` (from `jsoncontract.run.policy.merge`), `sleep` (function(seconds)),
---   `scrub` (function(text) -> text: removes the API key from what the server sent),
+--   `secret` (string|nil: the API key, redacted from everything the server sent),
 --   `time_left_ms` (function() -> number|nil: what the time budget leaves, nil when none),
 --   `on_transport_failure` (function(fields): called for every try that failed at the transport
 --   gate, with `{try, gate, category, kind, http_status, elapsed_ms, usage, retry}`)
 -- @treturn table result `{tries = integer, status = integer|nil (HTTP), reply = table|nil,
 --   err = table|nil, partial = table|nil (the reply read so far beside a protocol err),
---   elapsed_ms = integer (the last try), usage = {input_tokens, output_tokens} (every try)}`
+--   headers = table|nil (the last response's headers that may be recorded),
+--   elapsed_ms = integer (the last try), usage = {input_tokens, output_tokens} (every try)}`;
+--   the key is in none of it
 -- @raise when the transport returns something that is not a response or a transport err
 function _M.exchange(x)
     local policy = x.policy
@@ -55,13 +66,21 @@ function _M.exchange(x)
         try = try + 1
         local t0 = now()
         local res, terr = x.send(x.request)
-        local reply, err, partial
+        local reply, err, partial, headers
         if res ~= nil then
             check_response(res)
-            -- A server may echo the key (in a body, a Location header): it goes no further.
-            local headers = {}
-            for k, v in pairs(res.headers or {}) do headers[k] = x.scrub(v) end
-            reply, err, partial = x.provider.read_response(res.status, headers, x.scrub(res.body))
+            -- A server may echo the key (in a body, a header, a Location, in any spelling): it
+            -- goes no further than here. Redacted before the provider reads, so a quote the
+            -- provider clips never keeps half a key ...
+            local inbound = redact_value(res.headers, x.secret)
+            reply, err, partial = x.provider.read_response(res.status, inbound, redact(res.body, x.secret))
+            -- ... and in what the envelope decoded (the content, a refusal, an error's message),
+            -- where one layer of escapes fewer may spell it anew.
+            if x.secret ~= nil then
+                reply, err, partial = redact_value(reply, x.secret), redact_value(err, x.secret),
+                    redact_value(partial, x.secret)
+            end
+            headers = recorded_headers(inbound)
         else
             check_transport_err(terr)
             err = terr
@@ -73,7 +92,7 @@ function _M.exchange(x)
         end
         local elapsed = ms_since(t0)
         local result = { tries = try, status = res and res.status, reply = reply, err = err,
-            partial = partial, elapsed_ms = elapsed, usage = usage }
+            partial = partial, headers = headers, elapsed_ms = elapsed, usage = usage }
         if not (err and err.category == "transport") then return result end
 
         local retry = policy_mod.transient(err) and try <= policy.transport_retries
@@ -90,7 +109,7 @@ function _M.exchange(x)
         if retry and left and wait * 1000 > left then retry = false end
         x.on_transport_failure { try = try, gate = "transport", category = err.category, kind = err.kind,
             http_status = err.status or (res and res.status), elapsed_ms = elapsed,
-            usage = r and r.usage, retry = retry }
+            usage = r and r.usage, retry = retry, response_headers = headers }
         if not retry then return result end
         x.sleep(wait)
     end

@@ -124,9 +124,6 @@ function _M.ask(contract, input, opts)
 
     local started = now()
     local function elapsed_ms() return floor((now() - started) * 1000 + 0.5) end
-    -- A provider may echo the key in an error body (real 401s do), in any spelling (escaped,
-    -- percent-encoded, in keys and values): it never leaves ask(). See jsoncontract.secrets.
-    local function scrub(text) return secrets.redact(text, opts.api_key) end
 
     local item = {
         request_id = opts.request_id or new_request_id(), item_id = opts.item_id,
@@ -183,7 +180,10 @@ function _M.ask(contract, input, opts)
 
         -- send and read (transport and protocol gates)
         local x = exchange.exchange {
-            send = send, request = req, provider = provider, policy = policy, sleep = sleep, scrub = scrub,
+            send = send, request = req, provider = provider, policy = policy, sleep = sleep,
+            -- A provider may echo the key (real 401s do), in any spelling: the exchange redacts
+            -- it from all it returns. See jsoncontract.secrets.
+            secret = opts.api_key,
             time_left_ms = function()
                 return policy.time_budget_ms and policy.time_budget_ms - elapsed_ms() or nil
             end,
@@ -192,13 +192,6 @@ function _M.ask(contract, input, opts)
                 record(att, fields.try, fields)
             end,
         }
-        -- What the envelope decoded (the content, a refusal, an error's message) may spell the
-        -- key anew: it is redacted before any gate sees it.
-        if opts.api_key then
-            x.reply = secrets.redact_value(x.reply, opts.api_key)
-            x.partial = secrets.redact_value(x.partial, opts.api_key)
-            x.err = secrets.redact_value(x.err, opts.api_key)
-        end
         usage.input_tokens = usage.input_tokens + x.usage.input_tokens
         usage.output_tokens = usage.output_tokens + x.usage.output_tokens
         local reply = x.reply or x.partial or {}
@@ -215,7 +208,9 @@ function _M.ask(contract, input, opts)
             a.gate = (err.category == "transport") and "transport" or "protocol"
             a.category, a.kind, a.message = err.category, err.kind, err.message
             -- (a transport failure was recorded try by try by the exchange)
-            if err.category ~= "transport" then record(att, x.tries, a, { text = reply.text }) end
+            if err.category ~= "transport" then
+                record(att, x.tries, a, { text = reply.text, response_headers = x.headers })
+            end
             if err.category ~= "truncated" or not policy.reask_on_truncation or reasked
                 or att == policy.max_attempts then
                 return finish("human_review", nil, err)
@@ -227,13 +222,13 @@ function _M.ask(contract, input, opts)
             local value, cerr = contract:check(reply.text, { adapters = opts.adapters, context = opts.context })
             if value ~= nil then
                 a.gate, a.adapters = "accepted", cerr.adapters
-                record(att, x.tries, a, { text = reply.text })
+                record(att, x.tries, a, { text = reply.text, response_headers = x.headers })
                 return finish("accepted", value, nil, cerr.adapters)
             end
             a.gate, a.category, a.kind, a.message = cerr.category, cerr.category, cerr.kind, cerr.message
             a.errors, a.offset, a.adapters = cerr.errors, cerr.offset, cerr.adapters
             local fb = feedback.for_model(cerr)
-            record(att, x.tries, a, { text = reply.text, feedback = fb })
+            record(att, x.tries, a, { text = reply.text, feedback = fb, response_headers = x.headers })
 
             if cerr.category == "rules" and cerr.retry == false then
                 return finish("human_review", nil, cerr)

@@ -50,7 +50,7 @@ end
 -- @tparam {table,...} reqs array of requests
 -- @tparam[opt] table opts `{ max_parallel = 16 }` (integer 1..1024)
 -- @treturn {table,...} results, same length and order as `reqs`; `results[i]` is a res
---   table or an err table (`getmetatable(results[i]) == core.error_mt`)
+--   table or an err (`core.error_fields(results[i]) ~= nil`)
 -- @raise on misuse in any request or in `opts`
 -- @usage local results = curl.request_many({ { url = a }, { url = b } }, { max_parallel = 4 })
 function _M.request_many(reqs, opts)

@@ -24,7 +24,7 @@ local function str(v)
 end
 
 local function new_err(category, kind, message, fields)
-    return errors.new(category, kind, errors.scrub(message), fields)
+    return errors.new(category, kind, secrets.redact_credentials(message), fields)
 end
 
 --- Parse a duration as OpenAI's x-ratelimit-reset-* headers and messages write it:
