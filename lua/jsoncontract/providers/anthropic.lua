@@ -6,7 +6,7 @@ local C = require "jsoncontract.providers.envelope"
 local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.anthropic"
 
-local type, ipairs, pairs, error = type, ipairs, pairs, error
+local type, ipairs, pairs = type, ipairs, pairs
 local concat = table.concat
 
 local _M = { _VERSION = core._VERSION, name = "anthropic" }
@@ -30,44 +30,23 @@ _M.KEYWORDS = subset.name_set(RULES.native.keywords)
 --- String formats Anthropic structured outputs support (from `rules.native.formats`).
 _M.FORMATS = subset.name_set(RULES.native.formats)
 
---- The copy of a schema sent in `output_config.format.schema`.
--- Never mutates `schema`. Every object gets `additionalProperties: false`; optional
--- properties stay optional (Anthropic allows them); unsupported keywords are left out; a
--- `$ref` with siblings is inlined and an `allOf` merged where that keeps the meaning.
--- @tparam table schema the contract's full JSON Schema
--- @treturn table schema_sent a deep copy in the subset
--- @treturn table dropped array of { schema_pointer = string, keyword = string, action,
---   reason = string, source } for every keyword not enforced as written
--- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local res = subset.adapt(schema, RULES.native)
-    return res.schema, subset.changed(res.findings)
-end
-
---- What a native request sends for `schema` (the schema alone: see `build_request` for what
--- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
--- enforces it (true unless it falls back), the mode, and the plan (every finding, the
--- fallback; see jsoncontract.providers.schema_subset.plan).
--- @tparam table schema
--- @treturn table|nil schema_sent (nil when the mode sends no schema)
--- @treturn table dropped
--- @treturn boolean enforced
--- @treturn string mode "native" or the fallback mode
--- @treturn table plan
--- @raise when schema is not a table
-function _M.native_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local plan = subset.plan(schema, RULES.native)
-    return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
-end
+--- The copy of a schema sent in `output_config.format.schema` (`schema_sent, dropped =
+-- provider_schema(schema)`), and what a native request sends for the schema alone
+-- (`schema_sent, dropped, enforced, mode, plan = native_schema(schema)`), both from `rules.native`
+-- (see jsoncontract.providers.schema_subset.provider_functions). Every object gets
+-- `additionalProperties: false`; optional properties stay optional (Anthropic allows them);
+-- unsupported keywords are left out; a `$ref` with siblings is inlined and an `allOf` merged
+-- where that keeps the meaning.
+local contract_plan
+_M.provider_schema, _M.native_schema, contract_plan = subset.provider_functions(RULES.native)
 
 --- The mode rules `native_schema` applies (data; see `rules`).
 _M.SUBSET = RULES.native
 
 --- Build the HTTP request for a contract and a conversation.
--- @tparam table contract { name = string, version = string, schema = table, prompt =
---   string (system instructions rendered from the schema) }
+-- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
+--   jsoncontract.providers.schema_subset.provider_functions), or { name = string, version = string, schema =
+--   table, prompt = string (system instructions rendered from the schema) }
 -- @tparam table messages array of { role = "user"|"assistant", content = string }
 -- @tparam table opts { model = string (required), api_key = string|nil, base_url =
 --   string|nil (default "https://api.anthropic.com", with or without "/v1"), max_tokens =
@@ -83,11 +62,11 @@ _M.SUBSET = RULES.native
 -- @raise on misuse: a missing model, mode "json" (Anthropic has no JSON mode), an unknown
 --   mode, wrong types
 function _M.build_request(contract, messages, opts)
-    local o, msgs = C.check_request_args(contract, messages, opts, MODES, "anthropic")
+    local o, msgs, prompt = C.check_request_args(contract, messages, opts, MODES, "anthropic")
     local body = {
         model = o.model,
         max_tokens = o.max_tokens,
-        system = contract.prompt,
+        system = prompt,
         messages = msgs,
         temperature = o.temperature,
     }
@@ -100,7 +79,7 @@ function _M.build_request(contract, messages, opts)
             forced = { schema_pointer = "", keyword = "messages", reason = "the last message is an "
                 .. "assistant prefill: " .. p.why, source = p.source, fallback = p.fallback }
         end
-        plan = subset.plan(contract.schema, RULES.native, forced)
+        plan = contract_plan(contract, forced)
         schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
         if schema_sent then
             body.output_config = { format = { type = "json_schema", schema = schema_sent } }

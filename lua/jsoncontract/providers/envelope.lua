@@ -105,7 +105,10 @@ function C.check_response_args(status, headers, body)
     return h
 end
 
---- Check the arguments of build_request; returns the checked options with defaults.
+--- Check the arguments of build_request; returns the checked options with defaults, the
+-- messages as the wire takes them (`{role, content}` only) and the system prompt.
+-- `contract` is a contract from `jsoncontract.contract` (taken as it is: its `prompt` method gives
+-- the text rendered when it was made) or a table `{name, schema, prompt = string}`.
 -- `modes` is the set of modes the provider supports. Raises at the caller's caller.
 function C.check_request_args(contract, messages, opts, modes, provider)
     if type(contract) ~= "table" then
@@ -114,7 +117,11 @@ function C.check_request_args(contract, messages, opts, modes, provider)
     if type(contract.name) ~= "string" or contract.name == "" then
         error("contract.name must be a non-empty string", 3)
     end
-    if type(contract.prompt) ~= "string" then
+    -- A contract from jsoncontract.contract rendered its prompt when it was made (`prompt` is
+    -- then its method); a plain table brings the string.
+    local prompt = contract.prompt
+    if type(prompt) == "function" then prompt = prompt(contract) end
+    if type(prompt) ~= "string" then
         error("contract.prompt must be a string (the rendered instructions)", 3)
     end
     if type(messages) ~= "table" then
@@ -175,7 +182,7 @@ function C.check_request_args(contract, messages, opts, modes, provider)
         model = opts.model, api_key = opts.api_key, base_url = opts.base_url,
         max_tokens = max_tokens, temperature = opts.temperature, mode = mode,
         stream = opts.stream or nil,
-    }, msgs
+    }, msgs, prompt
 end
 
 --- The conversation with the contract's prompt as a leading system message.

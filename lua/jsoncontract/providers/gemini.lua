@@ -28,41 +28,22 @@ _M.KEYWORDS = subset.name_set(RULES.native.keywords)
 --- String formats sent (from `rules.native.formats`).
 _M.FORMATS = subset.name_set(RULES.native.formats)
 
---- The copy of a schema sent in `generationConfig.responseJsonSchema`: `definitions` moved to
--- `$defs`, a `$ref` with siblings inlined, `const` as a one-value enum, null taken out of
--- enums, `propertyOrdering` set where the author stated an order.
--- @tparam table schema
--- @treturn table schema_sent
--- @treturn table dropped array of { schema_pointer, keyword, action, reason, source }
--- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local res = subset.adapt(schema, RULES.native)
-    return res.schema, subset.changed(res.findings)
-end
-
---- What a native request sends for `schema` (the schema alone: see `build_request` for what
--- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
--- enforces it (true unless it falls back), the mode, and the plan (every finding, the
--- fallback; see jsoncontract.providers.schema_subset.plan).
--- @tparam table schema
--- @treturn table|nil schema_sent (nil when the mode sends no schema)
--- @treturn table dropped
--- @treturn boolean enforced
--- @treturn string mode "native" or the fallback mode
--- @treturn table plan
--- @raise when schema is not a table
-function _M.native_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local plan = subset.plan(schema, RULES.native)
-    return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
-end
+--- The copy of a schema sent in `generationConfig.responseJsonSchema` (`schema_sent, dropped =
+-- provider_schema(schema)`), and what a native request sends for the schema alone
+-- (`schema_sent, dropped, enforced, mode, plan = native_schema(schema)`), both from `rules.native`
+-- (see jsoncontract.providers.schema_subset.provider_functions): `definitions` moved to `$defs`,
+-- a `$ref` with siblings inlined, `const` as a one-value enum, null taken out of enums,
+-- `propertyOrdering` set where the author stated an order.
+local contract_plan
+_M.provider_schema, _M.native_schema, contract_plan = subset.provider_functions(RULES.native)
 
 --- The mode rules `native_schema` applies (data; see `rules`).
 _M.SUBSET = RULES.native
 
 --- Build the HTTP request.
--- @tparam table contract { name, version, schema, prompt (sent as `systemInstruction`) }
+-- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
+--   jsoncontract.providers.schema_subset.provider_functions), or { name, version, schema, prompt =
+--   string } (sent as `systemInstruction`)
 -- @tparam table messages array of { role = "user"|"assistant" (sent as role "model"), content }
 -- @tparam table opts { model = string (required, e.g. "gemini-2.5-flash"; a "models/" prefix
 --   is removed; letters, digits, ".", "-", "_" only), api_key = string|nil (header
@@ -75,7 +56,7 @@ _M.SUBSET = RULES.native
 --   schema_sent, dropped, findings, fallback (see jsoncontract.providers.schema_subset.plan) }
 -- @raise on misuse, a model name with other characters
 function _M.build_request(contract, messages, opts)
-    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
+    local o, msgs, prompt = C.check_request_args(contract, messages, opts, MODES, _M.name)
     local model = o.model:gsub("^models/", "")
     if not model:match("^[%w%.%-_]+$") then
         error("opts.model must hold only letters, digits, '.', '-' and '_' for gemini", 2)
@@ -88,7 +69,7 @@ function _M.build_request(contract, messages, opts)
     local schema_sent, dropped, plan
     local mode = o.mode
     if o.mode == "native" then
-        plan = subset.plan(contract.schema, RULES.native)
+        plan = contract_plan(contract)
         schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
     end
     if schema_sent then
@@ -96,7 +77,7 @@ function _M.build_request(contract, messages, opts)
     elseif mode == "json" then
         gen.responseMimeType = "application/json"
     end
-    local body = { systemInstruction = { parts = { { text = contract.prompt } } },
+    local body = { systemInstruction = { parts = { { text = prompt } } },
         contents = contents, generationConfig = gen }
     local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
     local path = o.stream and (":streamGenerateContent?alt=sse") or ":generateContent"

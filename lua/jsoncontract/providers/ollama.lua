@@ -6,7 +6,7 @@ local C = require "jsoncontract.providers.envelope"
 local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.ollama"
 
-local type, ipairs, error = type, ipairs, error
+local type, ipairs = type, ipairs
 local concat = table.concat
 
 local _M = { _VERSION = core._VERSION, name = "ollama" }
@@ -20,35 +20,14 @@ local MODES = { native = true, json = true, prompt = true }
 -- (jsoncontract.providers.rules.ollama).
 _M.rules = RULES
 
---- The copy of a schema sent in `format`: what llama.cpp's converter turns into grammar (a `$ref`
--- with siblings inlined, keywords next to `anyOf` moved into its branches, `\d`/`\w`/`\s`
--- in patterns written as classes, an `allOf` merged), the rest left out and reported.
--- @tparam table schema
--- @treturn table schema_sent
--- @treturn table dropped array of { schema_pointer, keyword, action, reason, source }
--- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local res = subset.adapt(schema, RULES.native)
-    return res.schema, subset.changed(res.findings)
-end
-
---- What a native request sends for `schema` (the schema alone: see `build_request` for what
--- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
--- enforces it (true unless it falls back), the mode, and the plan (every finding, the
--- fallback; see jsoncontract.providers.schema_subset.plan).
--- @tparam table schema
--- @treturn table|nil schema_sent (nil when the mode sends no schema)
--- @treturn table dropped
--- @treturn boolean enforced
--- @treturn string mode "native" or the fallback mode
--- @treturn table plan
--- @raise when schema is not a table
-function _M.native_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local plan = subset.plan(schema, RULES.native)
-    return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
-end
+--- The copy of a schema sent in `format` (`schema_sent, dropped = provider_schema(schema)`), and
+-- what a native request sends for the schema alone (`schema_sent, dropped, enforced, mode, plan =
+-- native_schema(schema)`), both from `rules.native` (see
+-- jsoncontract.providers.schema_subset.provider_functions): what llama.cpp's converter turns into
+-- grammar (a `$ref` with siblings inlined, keywords next to `anyOf` moved into its branches,
+-- `\d`/`\w`/`\s` in patterns written as classes, an `allOf` merged), the rest left out and reported.
+local contract_plan
+_M.provider_schema, _M.native_schema, contract_plan = subset.provider_functions(RULES.native)
 
 --- The mode rules `native_schema` applies (data; see `rules`).
 _M.SUBSET = RULES.native
@@ -65,7 +44,9 @@ function _M.is_cloud(model, base_url)
 end
 
 --- Build the HTTP request.
--- @tparam table contract { name, version, schema, prompt (sent as the system message) }
+-- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
+--   jsoncontract.providers.schema_subset.provider_functions), or { name, version, schema, prompt =
+--   string } (sent as the system message)
 -- @tparam table messages array of { role, content }
 -- @tparam table opts { model = string (required), api_key = string|nil (Bearer, for a proxy
 --   or Ollama's hosted API), base_url (default "http://127.0.0.1:11434"), max_tokens (sent as
@@ -76,8 +57,8 @@ end
 --   "json"), schema_sent, dropped, findings, fallback (see jsoncontract.providers.schema_subset.plan) }
 -- @raise on misuse
 function _M.build_request(contract, messages, opts)
-    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
-    local body = { model = o.model, messages = C.with_system(contract.prompt, msgs),
+    local o, msgs, prompt = C.check_request_args(contract, messages, opts, MODES, _M.name)
+    local body = { model = o.model, messages = C.with_system(prompt, msgs),
         stream = o.stream and true or false, options = { num_predict = o.max_tokens, temperature = o.temperature } }
     local schema_sent, dropped, plan
     local mode = o.mode
@@ -89,7 +70,7 @@ function _M.build_request(contract, messages, opts)
             forced = { schema_pointer = "", keyword = "format", reason = "model " .. o.model
                 .. " runs on Ollama's cloud: " .. c.why, source = c.source, fallback = c.fallback }
         end
-        plan = subset.plan(contract.schema, RULES.native, forced)
+        plan = contract_plan(contract, forced)
         schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
     end
     if schema_sent then

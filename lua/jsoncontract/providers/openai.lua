@@ -27,24 +27,17 @@ _M.STRICT_KEYWORDS = subset.name_set(RULES.native.keywords)
 --- String formats OpenAI strict mode supports (from `rules.native.formats`).
 _M.STRICT_FORMATS = subset.name_set(RULES.native.formats)
 
---- The copy of a schema sent in `response_format.json_schema.schema` in strict mode.
--- Never mutates `schema`. Every object gets `additionalProperties: false` and lists all its
--- properties in `required`; a property that was optional becomes nullable (its type gains
--- "null", or it is wrapped as `anyOf: [<it>, {type: "null"}]`) and is reported, so the
--- caller knows a null there stands for "absent". Unsupported keywords are left out; a `$ref`
--- with siblings is inlined and an `allOf` merged where that keeps the meaning (see
--- jsoncontract.providers.schema_subset).
--- @tparam table schema the contract's full JSON Schema
--- @treturn table schema_sent a deep copy in the strict subset
--- @treturn table dropped array of { schema_pointer = string (JSON Pointer into the
---   caller's schema), keyword = string, action = "dropped"|"weakened"|"narrowed"|"fails", reason =
---   string, source = string|nil } for every keyword not sent as written (all but "rewritten")
--- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local res = subset.adapt(schema, RULES.native)
-    return res.schema, subset.changed(res.findings)
-end
+--- The copy of a schema sent in `response_format.json_schema.schema` in strict mode
+-- (`schema_sent, dropped = provider_schema(schema)`, from `rules.native`; see
+-- jsoncontract.providers.schema_subset.provider_functions). Never mutates `schema`. Every object
+-- gets `additionalProperties: false` and lists all its properties in `required`; a property that
+-- was optional becomes nullable (its type gains "null", or it is wrapped as `anyOf: [<it>, {type:
+-- "null"}]`) and is reported, so the caller knows a null there stands for "absent". Unsupported
+-- keywords are left out; a `$ref` with siblings is inlined and an `allOf` merged where that keeps
+-- the meaning. `dropped` is an array of { schema_pointer = string (JSON Pointer into the caller's
+-- schema), keyword = string, action = "dropped"|"weakened"|"narrowed"|"fails", reason = string,
+-- source = string|nil } for every keyword not sent as written (all but "rewritten").
+_M.provider_schema = subset.provider_functions(RULES.native)
 
 --- The mode rules of strict mode (data; see `rules`).
 _M.SUBSET = RULES.native
@@ -59,32 +52,15 @@ function _M.schema_name(name)
     return s
 end
 
---- The `response_format`-style schema part for a contract, shared with the Responses API.
--- Strict mode (mode "native") when the strict copy is accepted as it is. Otherwise:
--- * an optional property: strict mode needs every property in `required`; an optional one can
---   only be sent as required-and-nullable, and then the model may answer null where the
---   contract's own schema rejects null. So the schema is sent with `strict: false` (mode
---   "native-nonstrict": shown to the model, not enforced), the dropped list starting with an
---   entry { schema_pointer = "", keyword = "strict", reason };
--- * something strict mode rejects with a 400 (a node left without a type, a limit exceeded,
---   a root union): mode "native-nonstrict" likewise, the first entry naming the cause;
--- * a root that is not an object: mode "prompt" (no schema field can carry it), a root anyOf:
---   mode "json"; `schema_sent` is nil then.
--- @tparam table schema
--- @treturn table|nil schema_sent
--- @treturn table dropped
--- @treturn boolean strict
--- @treturn string mode "native" | "native-nonstrict" | "json" | "prompt"
--- @treturn table plan { findings = every finding (rewritten and narrowed ones too), fallback =
---   nil | { from, to, schema_pointer, keyword, reason, source } }
-function _M.native_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+-- `native_schema`'s results as one table `{schema_sent, dropped, strict, mode, plan}` (what
+-- `schema_subset.cached` keeps per contract).
+local function native_plan(schema)
     local res = subset.plan(schema, RULES.native)
     if res.mode == "native" and #res.optional == 0 then
-        return res.schema, res.dropped, true, "native", res
+        return { schema_sent = res.schema, dropped = res.dropped, strict = true, mode = "native", plan = res }
     end
     if res.mode == "json" or res.mode == "prompt" then
-        return nil, res.dropped, false, res.mode, res
+        return { dropped = res.dropped, strict = false, mode = res.mode, plan = res }
     end
     local res2 = subset.adapt(schema, RULES.nonstrict)
     local reason
@@ -109,11 +85,45 @@ function _M.native_schema(schema)
     local fallback = res.fallback or { from = "native", to = "native-nonstrict", schema_pointer = "",
         keyword = "strict", reason = reason, source = first.source }
     fallback.to = "native-nonstrict"
-    return res2.schema, all, false, "native-nonstrict", { findings = findings, fallback = fallback }
+    return { schema_sent = res2.schema, dropped = all, strict = false, mode = "native-nonstrict",
+        plan = { findings = findings, fallback = fallback } }
+end
+
+--- The plan of a native request for a contract, computed once per contract (see
+-- jsoncontract.providers.schema_subset.cached); shared with the Responses API.
+-- @tparam table contract
+-- @treturn table `{schema_sent = table|nil, dropped, strict = boolean, mode, plan = {findings, fallback}}`
+function _M.contract_plan(contract)
+    return subset.cached(contract, native_plan)
+end
+
+--- The `response_format`-style schema part for a contract, shared with the Responses API.
+-- Strict mode (mode "native") when the strict copy is accepted as it is. Otherwise:
+-- * an optional property: strict mode needs every property in `required`; an optional one can
+--   only be sent as required-and-nullable, and then the model may answer null where the
+--   contract's own schema rejects null. So the schema is sent with `strict: false` (mode
+--   "native-nonstrict": shown to the model, not enforced), the dropped list starting with an
+--   entry { schema_pointer = "", keyword = "strict", reason };
+-- * something strict mode rejects with a 400 (a node left without a type, a limit exceeded,
+--   a root union): mode "native-nonstrict" likewise, the first entry naming the cause;
+-- * a root that is not an object: mode "prompt" (no schema field can carry it), a root anyOf:
+--   mode "json"; `schema_sent` is nil then.
+-- @tparam table schema
+-- @treturn table|nil schema_sent
+-- @treturn table dropped
+-- @treturn boolean strict
+-- @treturn string mode "native" | "native-nonstrict" | "json" | "prompt"
+-- @treturn table plan { findings = every finding (rewritten and narrowed ones too), fallback =
+--   nil | { from, to, schema_pointer, keyword, reason, source } }
+function _M.native_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local p = native_plan(schema)
+    return p.schema_sent, p.dropped, p.strict, p.mode, p.plan
 end
 
 --- Build the HTTP request for a contract and a conversation.
--- @tparam table contract { name = string, version = string, schema = table (the full JSON
+-- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
+--   `contract_plan`), or { name = string, version = string, schema = table (the full JSON
 --   Schema), prompt = string (system instructions rendered from the schema) }
 -- @tparam table messages array of { role = "user"|"assistant", content = string }
 -- @tparam table opts { model = string (required), api_key = string|nil, base_url =
@@ -134,33 +144,30 @@ end
 -- @usage local req = openai.build_request(contract, {{role="user", content=text}},
 --   { model = "gpt-4o-mini", api_key = key })
 function _M.build_request(contract, messages, opts)
-    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
+    local o, msgs, prompt = C.check_request_args(contract, messages, opts, MODES, _M.name)
     local body = {
         model = o.model,
-        messages = C.with_system(contract.prompt, msgs),
+        messages = C.with_system(prompt, msgs),
         max_completion_tokens = o.max_tokens,
         temperature = o.temperature,
     }
     if o.stream then
         body.stream, body.stream_options = true, { include_usage = true }
     end
-    local schema_sent, dropped, strict, plan
-    local mode = o.mode
-    if o.mode == "native" then
-        schema_sent, dropped, strict, mode, plan = _M.native_schema(contract.schema)
-    end
-    if schema_sent then
+    local p = o.mode == "native" and _M.contract_plan(contract) or nil
+    local mode = p and p.mode or o.mode
+    if p and p.schema_sent then
         body.response_format = {
             type = "json_schema",
-            json_schema = { name = _M.schema_name(contract.name), strict = strict, schema = schema_sent },
+            json_schema = { name = _M.schema_name(contract.name), strict = p.strict, schema = p.schema_sent },
         }
     elseif mode == "json" then
         body.response_format = { type = "json_object" }
     end
     return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL,
-        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode, schema_sent = schema_sent,
-        dropped = dropped,
-        findings = plan and plan.findings, fallback = plan and plan.fallback }
+        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode,
+        schema_sent = p and p.schema_sent, dropped = p and p.dropped,
+        findings = p and p.plan.findings, fallback = p and p.plan.fallback }
 end
 
 -- The text and name of a Chat Completions tool call (its `function.arguments` string).

@@ -27,15 +27,13 @@ _M.provider_schema = openai.provider_schema
 _M.native_schema = openai.native_schema
 --- As Chat Completions (see `jsoncontract.providers.openai.SUBSET`).
 _M.SUBSET = openai.SUBSET
-
---- As Chat Completions (see `jsoncontract.providers.openai.native_schema`).
-_M.native_schema = openai.native_schema
 --- As Chat Completions (see `jsoncontract.providers.openai.rules`).
 _M.rules = openai.rules
-_M.SUBSET = openai.SUBSET
 
 --- Build the HTTP request.
--- @tparam table contract { name, version, schema, prompt (sent as `instructions`) }
+-- @tparam table contract a contract from `jsoncontract.contract` (planned once, see
+--   jsoncontract.providers.openai.contract_plan), or { name, version, schema, prompt = string }
+--   (the prompt is sent as `instructions`)
 -- @tparam table messages array of { role, content } (sent as `input`)
 -- @tparam table opts { model = string (required), api_key, base_url (default
 --   "https://api.openai.com"), max_tokens = integer (sent as `max_output_tokens`),
@@ -47,24 +45,21 @@ _M.SUBSET = openai.SUBSET
 -- @raise on misuse (a native request strict mode would reject goes out in a weaker mode, as
 --   for Chat Completions: see jsoncontract.providers.openai.native_schema)
 function _M.build_request(contract, messages, opts)
-    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
-    local body = { model = o.model, instructions = contract.prompt, input = msgs,
+    local o, msgs, prompt = C.check_request_args(contract, messages, opts, MODES, _M.name)
+    local body = { model = o.model, instructions = prompt, input = msgs,
         max_output_tokens = o.max_tokens, temperature = o.temperature }
     if o.stream then body.stream = true end
-    local schema_sent, dropped, strict, plan
-    local mode = o.mode
-    if o.mode == "native" then
-        schema_sent, dropped, strict, mode, plan = openai.native_schema(contract.schema)
-    end
-    if schema_sent then
+    local p = o.mode == "native" and openai.contract_plan(contract) or nil
+    local mode = p and p.mode or o.mode
+    if p and p.schema_sent then
         body.text = { format = { type = "json_schema", name = openai.schema_name(contract.name),
-            strict = strict, schema = schema_sent } }
+            strict = p.strict, schema = p.schema_sent } }
     elseif mode == "json" then
         body.text = { format = { type = "json_object" } }
     end
     return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/responses"),
-        auth = "authorization", body = body, mode = mode, schema_sent = schema_sent, dropped = dropped,
-        findings = plan and plan.findings, fallback = plan and plan.fallback }
+        auth = "authorization", body = body, mode = mode, schema_sent = p and p.schema_sent,
+        dropped = p and p.dropped, findings = p and p.plan.findings, fallback = p and p.plan.fallback }
 end
 
 -- The text and name of a function_call item: its `arguments` string.

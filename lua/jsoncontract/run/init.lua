@@ -136,11 +136,10 @@ function _M.ask(contract, input, opts)
     local attempts = {}
     local messages = { { role = "user", content = input } }
     local reasked = false
-    -- What the provider needs, built once: the contract as the prompt and schema it sends.
-    local contract_view = { name = contract.name, version = contract.version, schema = contract.schema,
-        prompt = contract:prompt() }
-    local popts = { model = opts.model, api_key = opts.api_key, base_url = opts.base_url,
-        max_tokens = opts.max_tokens, temperature = opts.temperature, mode = opts.mode }
+    -- The provider takes the contract and the caller's options as they are (the prompt was
+    -- rendered when the contract was made, the schema copy is planned once per contract and
+    -- provider); only a re-ask after a truncated reply asks with more room, over the caller's opts.
+    local popts = opts
 
     -- One evidence record per HTTP exchange: the item's identity, then the attempt's fields.
     -- `private` (model text, feedback, the input) is kept by the writer only on opt-in.
@@ -175,7 +174,7 @@ function _M.ask(contract, input, opts)
     for att = 1, policy.max_attempts do
         -- build
         -- (the request's own fields are the transport's; `req.mode` is read through its metatable)
-        local req = provider.build_request(contract_view, messages, popts)
+        local req = provider.build_request(contract, messages, popts)
         local mode = req.mode
         fallback = req.fallback
         req.timeout_ms, req.connect_timeout_ms, req.max_response_bytes =
@@ -221,7 +220,8 @@ function _M.ask(contract, input, opts)
                 return finish("human_review", nil, err)
             end
             reasked = true
-            popts.max_tokens = (popts.max_tokens or providers.DEFAULT_MAX_TOKENS) * 2
+            popts = setmetatable({ max_tokens = (opts.max_tokens or providers.DEFAULT_MAX_TOKENS) * 2 },
+                { __index = opts })
         else
             -- the contract's gates: format, schema, rules
             local value, cerr = contract:check(reply.text, { adapters = opts.adapters, context = opts.context })
