@@ -3,6 +3,7 @@
 -- @module jsoncontract.providers.anthropic
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
+local streaming = require "jsoncontract.providers.streaming"
 local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.anthropic"
 
@@ -70,7 +71,7 @@ function _M.build_request(contract, messages, opts)
         messages = msgs,
         temperature = o.temperature,
     }
-    local schema_sent, dropped, plan
+    local schema_sent, plan
     local mode = o.mode
     if o.mode == "native" then
         local forced
@@ -80,15 +81,14 @@ function _M.build_request(contract, messages, opts)
                 .. "assistant prefill: " .. p.why, source = p.source, fallback = p.fallback }
         end
         plan = contract_plan(contract, forced)
-        schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
+        schema_sent, mode = plan.schema, plan.mode
         if schema_sent then
             body.output_config = { format = { type = "json_schema", schema = schema_sent } }
         end
     end
     return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/messages"),
-        auth = "x-api-key", body = body, mode = mode, schema_sent = schema_sent, dropped = dropped,
-        headers = { ["anthropic-version"] = _M.API_VERSION },
-        findings = plan and plan.findings, fallback = plan and plan.fallback }
+        auth = "x-api-key", body = body, mode = mode, plan = plan,
+        headers = { ["anthropic-version"] = _M.API_VERSION } }
 end
 
 -- The text and name of a tool_use block: streamed, the JSON text as the model wrote it (for
@@ -218,12 +218,10 @@ end
 -- (transport/overloaded, retryable) and the partial text is discarded.
 -- @treturn table accumulator (see jsoncontract.providers.streaming)
 function _M.stream_reader(status)
-    local streaming = require "jsoncontract.providers.streaming"
     status = status or 200
-    return streaming.new({
-        provider = "anthropic", framing = "sse",
+    return streaming.objects({
+        provider = "anthropic", framing = "sse", what = "stream event",
         event = function(st, name, doc)
-            if not C.is_object(doc) then return C.not_object_event("anthropic", "stream event") end
             local t = C.str(doc.type) or name
             st.blocks = st.blocks or {}
             st.order = st.order or {}

@@ -193,6 +193,8 @@ function C.with_system(prompt, msgs)
     return all
 end
 
+local NO_PLAN = {} -- read only: a request that is not native
+
 --- The request table build_request returns: a JSON POST of `r.body` to `r.url`, ready for a
 -- transport as it is. Its own fields are the transport's (`url`, `method`, `headers`, `body`;
 -- the caller may add timeouts); what the request means (`mode`, `schema_sent`, `dropped`,
@@ -200,9 +202,9 @@ end
 -- never sees it and nobody copies the request to drop it.
 -- @tparam table r `opts` (the checked options; `opts.api_key` when given goes in header
 --   `auth`: "authorization" sends "Bearer <key>", any other name the key as it is), `url`,
---   `auth` (header name), `body` (table, encoded here), `mode`, `schema_sent`, `dropped`,
---   `findings`, `fallback` (see jsoncontract.providers.schema_subset.plan), `headers` (table
---   of further headers, optional)
+--   `auth` (header name), `body` (table, encoded here), `mode` (the mode sent), `plan` (nil, or
+--   the native plan: its `schema`, `dropped`, `findings`, `fallback`, see
+--   jsoncontract.providers.schema_subset.plan), `headers` (table of further headers, optional)
 -- @treturn table `{url, method = "POST", headers, body}` with `mode`, `schema_sent`, `dropped`,
 --   `findings`, `fallback`
 function C.post(r)
@@ -212,9 +214,10 @@ function C.post(r)
     if key then
         headers[r.auth] = r.auth == "authorization" and "Bearer " .. key or key
     end
+    local plan = r.plan or NO_PLAN
     return setmetatable({ url = r.url, method = "POST", headers = headers, body = core.encode(r.body) },
-        { __index = { mode = r.mode, schema_sent = r.schema_sent, dropped = r.dropped, findings = r.findings,
-            fallback = r.fallback } })
+        { __index = { mode = r.mode, schema_sent = plan.schema, dropped = plan.dropped, findings = plan.findings,
+            fallback = plan.fallback } })
 end
 
 --- The sum of the token counts given (each a non-negative integer, or counted as 0).

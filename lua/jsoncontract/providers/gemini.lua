@@ -5,6 +5,7 @@
 -- @module jsoncontract.providers.gemini
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
+local streaming = require "jsoncontract.providers.streaming"
 local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.gemini"
 
@@ -66,11 +67,11 @@ function _M.build_request(contract, messages, opts)
         contents[i] = { role = m.role == "assistant" and "model" or "user", parts = { { text = m.content } } }
     end
     local gen = { maxOutputTokens = o.max_tokens, temperature = o.temperature }
-    local schema_sent, dropped, plan
+    local schema_sent, plan
     local mode = o.mode
     if o.mode == "native" then
         plan = contract_plan(contract)
-        schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
+        schema_sent, mode = plan.schema, plan.mode
     end
     if schema_sent then
         gen.responseMimeType, gen.responseJsonSchema = "application/json", schema_sent
@@ -82,8 +83,7 @@ function _M.build_request(contract, messages, opts)
     local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
     local path = o.stream and (":streamGenerateContent?alt=sse") or ":generateContent"
     return C.post { opts = o, url = base .. "/v1beta/models/" .. model .. path, auth = "x-goog-api-key",
-        body = body, mode = mode, schema_sent = schema_sent, dropped = dropped,
-        findings = plan and plan.findings, fallback = plan and plan.fallback }
+        body = body, mode = mode, plan = plan }
 end
 
 -- google.rpc status names, by what they mean here.
@@ -238,16 +238,14 @@ end
 -- chunk with `finishReason` (or a blocked prompt). An `error` chunk ends the stream.
 -- @treturn table accumulator (see jsoncontract.providers.streaming)
 function _M.stream_reader(status)
-    local streaming = require "jsoncontract.providers.streaming"
     status = status or 200
-    return streaming.new({
-        provider = _M.name, framing = "sse",
+    return streaming.objects({
+        provider = _M.name, framing = "sse", what = "stream event",
         -- after the finishReason chunk, only a chunk without candidates (usage) is taken
         after_done = function(doc)
             return C.is_object(doc) and doc.candidates == nil and doc.error == nil
         end,
         event = function(st, _, doc)
-            if not C.is_object(doc) then return C.not_object_event(_M.name, "stream event") end
             if C.is_object(doc.error) then
                 return gemini_error(status, {}, doc.error, nil)
             end

@@ -49,11 +49,11 @@ function _M.build_request(contract, messages, opts)
     local body = { model = o.model, messages = C.with_system(prompt, msgs), max_tokens = o.max_tokens,
         temperature = o.temperature }
     if o.stream then body.stream = true end
-    local schema_sent, dropped, plan
+    local schema_sent, plan
     local mode = o.mode
     if o.mode == "native" then
         plan = contract_plan(contract)
-        schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
+        schema_sent, mode = plan.schema, plan.mode
     end
     if schema_sent then
         body.response_format = { type = "json_schema",
@@ -62,9 +62,7 @@ function _M.build_request(contract, messages, opts)
         body.response_format = { type = "json_object" }
     end
     return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL,
-        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode, schema_sent = schema_sent,
-        dropped = dropped,
-        findings = plan and plan.findings, fallback = plan and plan.fallback }
+        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode, plan = plan }
 end
 
 --- Read the response (same gate as OpenAI Chat Completions; messages name llamacpp).

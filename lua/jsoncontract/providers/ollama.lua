@@ -3,6 +3,7 @@
 -- @module jsoncontract.providers.ollama
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
+local streaming = require "jsoncontract.providers.streaming"
 local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.ollama"
 
@@ -60,7 +61,7 @@ function _M.build_request(contract, messages, opts)
     local o, msgs, prompt = C.check_request_args(contract, messages, opts, MODES, _M.name)
     local body = { model = o.model, messages = C.with_system(prompt, msgs),
         stream = o.stream and true or false, options = { num_predict = o.max_tokens, temperature = o.temperature } }
-    local schema_sent, dropped, plan
+    local schema_sent, plan
     local mode = o.mode
     local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
     if o.mode == "native" then
@@ -71,7 +72,7 @@ function _M.build_request(contract, messages, opts)
                 .. " runs on Ollama's cloud: " .. c.why, source = c.source, fallback = c.fallback }
         end
         plan = contract_plan(contract, forced)
-        schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
+        schema_sent, mode = plan.schema, plan.mode
     end
     if schema_sent then
         body.format = schema_sent
@@ -79,8 +80,7 @@ function _M.build_request(contract, messages, opts)
         body.format = "json"
     end
     return C.post { opts = o, url = base .. "/api/chat", auth = "authorization", body = body,
-        mode = mode, schema_sent = schema_sent, dropped = dropped,
-        findings = plan and plan.findings, fallback = plan and plan.fallback }
+        mode = mode, plan = plan }
 end
 
 -- The text and name of an Ollama tool call: `function.arguments`, a string as it is or an
@@ -156,12 +156,10 @@ end
 -- line with `done: true`; an `{"error": ...}` line ends the stream (transport/server_error).
 -- @treturn table accumulator (see jsoncontract.providers.streaming)
 function _M.stream_reader(status)
-    local streaming = require "jsoncontract.providers.streaming"
     status = status or 200
-    return streaming.new({
-        provider = _M.name, framing = "ndjson",
+    return streaming.objects({
+        provider = _M.name, framing = "ndjson", what = "stream line",
         event = function(st, _, doc)
-            if not C.is_object(doc) then return C.not_object_event(_M.name, "stream line") end
             if doc.error ~= nil then
                 return C.error_object(_M.name, doc.error, status)
             end

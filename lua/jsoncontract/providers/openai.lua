@@ -3,6 +3,7 @@
 -- @module jsoncontract.providers.openai
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
+local streaming = require "jsoncontract.providers.streaming"
 local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.openai"
 
@@ -52,15 +53,17 @@ function _M.schema_name(name)
     return s
 end
 
--- `native_schema`'s results as one table `{schema_sent, dropped, strict, mode, plan}` (what
--- `schema_subset.cached` keeps per contract).
+-- `native_schema`'s plan: `schema_subset.plan`'s fields (`schema`, `dropped`, `mode`, `findings`,
+-- `fallback`) and `strict` (what `schema_subset.cached` keeps per contract).
 local function native_plan(schema)
     local res = subset.plan(schema, RULES.native)
     if res.mode == "native" and #res.optional == 0 then
-        return { schema_sent = res.schema, dropped = res.dropped, strict = true, mode = "native", plan = res }
+        res.strict = true
+        return res
     end
     if res.mode == "json" or res.mode == "prompt" then
-        return { dropped = res.dropped, strict = false, mode = res.mode, plan = res }
+        res.strict = false
+        return res
     end
     local res2 = subset.adapt(schema, RULES.nonstrict)
     local reason
@@ -85,14 +88,15 @@ local function native_plan(schema)
     local fallback = res.fallback or { from = "native", to = "native-nonstrict", schema_pointer = "",
         keyword = "strict", reason = reason, source = first.source }
     fallback.to = "native-nonstrict"
-    return { schema_sent = res2.schema, dropped = all, strict = false, mode = "native-nonstrict",
-        plan = { findings = findings, fallback = fallback } }
+    return { schema = res2.schema, dropped = all, strict = false, mode = "native-nonstrict",
+        findings = findings, fallback = fallback }
 end
 
 --- The plan of a native request for a contract, computed once per contract (see
 -- jsoncontract.providers.schema_subset.cached); shared with the Responses API.
 -- @tparam table contract
--- @treturn table `{schema_sent = table|nil, dropped, strict = boolean, mode, plan = {findings, fallback}}`
+-- @treturn table plan `{schema = table|nil (the copy sent), dropped, strict = boolean, mode, findings,
+--   fallback}` (see `native_schema`)
 function _M.contract_plan(contract)
     return subset.cached(contract, native_plan)
 end
@@ -118,7 +122,7 @@ end
 function _M.native_schema(schema)
     if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
     local p = native_plan(schema)
-    return p.schema_sent, p.dropped, p.strict, p.mode, p.plan
+    return p.schema, p.dropped, p.strict, p.mode, p
 end
 
 --- Build the HTTP request for a contract and a conversation.
@@ -156,18 +160,16 @@ function _M.build_request(contract, messages, opts)
     end
     local p = o.mode == "native" and _M.contract_plan(contract) or nil
     local mode = p and p.mode or o.mode
-    if p and p.schema_sent then
+    if p and p.schema then
         body.response_format = {
             type = "json_schema",
-            json_schema = { name = _M.schema_name(contract.name), strict = p.strict, schema = p.schema_sent },
+            json_schema = { name = _M.schema_name(contract.name), strict = p.strict, schema = p.schema },
         }
     elseif mode == "json" then
         body.response_format = { type = "json_object" }
     end
     return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL,
-        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode,
-        schema_sent = p and p.schema_sent, dropped = p and p.dropped,
-        findings = p and p.plan.findings, fallback = p and p.plan.fallback }
+        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode, plan = p }
 end
 
 -- The text and name of a Chat Completions tool call (its `function.arguments` string).
@@ -292,15 +294,9 @@ end
 -- @tparam integer status the HTTP status of the streamed response
 -- @treturn table accumulator with `feed(chunk)`, `preview()`, `finish()` (see providers.streaming)
 function _M.chat_stream_reader(pname, status)
-    local streaming = require "jsoncontract.providers.streaming"
-    return streaming.new({
-        provider = pname, framing = "sse",
-        event = function(st, _, doc, raw)
-            if raw == "[DONE]" then
-                st.done = true
-                return nil
-            end
-            if not C.is_object(doc) then return C.not_object_event(pname, "stream chunk") end
+    return streaming.objects({
+        provider = pname, framing = "sse", what = "stream chunk", done_marker = "[DONE]",
+        event = function(st, _, doc)
             if doc.error ~= nil and doc.choices == nil then
                 return C.error_object(pname, doc.error, status)
             end

@@ -3,6 +3,7 @@
 -- @module jsoncontract.providers.openai_responses
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
+local streaming = require "jsoncontract.providers.streaming"
 local openai = require "jsoncontract.providers.openai"
 
 local type, ipairs = type, ipairs
@@ -51,15 +52,14 @@ function _M.build_request(contract, messages, opts)
     if o.stream then body.stream = true end
     local p = o.mode == "native" and openai.contract_plan(contract) or nil
     local mode = p and p.mode or o.mode
-    if p and p.schema_sent then
+    if p and p.schema then
         body.text = { format = { type = "json_schema", name = openai.schema_name(contract.name),
-            strict = p.strict, schema = p.schema_sent } }
+            strict = p.strict, schema = p.schema } }
     elseif mode == "json" then
         body.text = { format = { type = "json_object" } }
     end
     return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/responses"),
-        auth = "authorization", body = body, mode = mode, schema_sent = p and p.schema_sent,
-        dropped = p and p.dropped, findings = p and p.plan.findings, fallback = p and p.plan.fallback }
+        auth = "authorization", body = body, mode = mode, plan = p }
 end
 
 -- The text and name of a function_call item: its `arguments` string.
@@ -178,12 +178,10 @@ local TERMINAL = { ["response.completed"] = true, ["response.incomplete"] = true
 -- an empty one). An `error` event ends the stream with its category.
 -- @treturn table accumulator (see jsoncontract.providers.streaming)
 function _M.stream_reader(status)
-    local streaming = require "jsoncontract.providers.streaming"
     status = status or 200
-    return streaming.new({
-        provider = _M.name, framing = "sse",
+    return streaming.objects({
+        provider = _M.name, framing = "sse", what = "stream event",
         event = function(st, name, doc)
-            if not C.is_object(doc) then return C.not_object_event(_M.name, "stream event") end
             local t = C.str(doc.type) or name
             st.text, st.refusal, st.args = st.text or {}, st.refusal or {}, st.args or {}
             if t == "error" then
