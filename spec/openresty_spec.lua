@@ -139,7 +139,7 @@ describe("jsoncontract.transport.openresty in nginx", function()
     end)
 
     teardown(function()
-        if standin then util.stop_standin(standin, standin_port) end
+        if standin then util.stop_standin(standin) end
         stop_nginx()
     end)
 
