@@ -21,16 +21,6 @@ _M.API_VERSION = "2023-06-01"
 -- Anthropic has no JSON mode: "json" raises.
 local MODES = { native = true, prompt = true }
 
---- Anthropic's structured-output rules as data, each row with its source and the date checked
--- (jsoncontract.providers.rules.anthropic).
-_M.rules = RULES
-
---- JSON Schema keywords Anthropic structured outputs enforce (from `rules.native.keywords`).
-_M.KEYWORDS = subset.name_set(RULES.native.keywords)
-
---- String formats Anthropic structured outputs support (from `rules.native.formats`).
-_M.FORMATS = subset.name_set(RULES.native.formats)
-
 --- The copy of a schema sent in `output_config.format.schema` (`schema_sent, dropped =
 -- provider_schema(schema)`), and what a native request sends for the schema alone
 -- (`schema_sent, dropped, enforced, mode, plan = native_schema(schema)`), both from `rules.native`
@@ -38,11 +28,7 @@ _M.FORMATS = subset.name_set(RULES.native.formats)
 -- `additionalProperties: false`; optional properties stay optional (Anthropic allows them);
 -- unsupported keywords are left out; a `$ref` with siblings is inlined and an `allOf` merged
 -- where that keeps the meaning.
-local contract_plan
-_M.provider_schema, _M.native_schema, contract_plan = subset.provider_functions(RULES.native)
-
---- The mode rules `native_schema` applies (data; see `rules`).
-_M.SUBSET = RULES.native
+local contract_plan = subset.provider_fields(_M, RULES)
 
 --- Build the HTTP request for a contract and a conversation.
 -- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
@@ -112,8 +98,7 @@ local FINISH = { end_turn = "stop", stop_sequence = "stop", max_tokens = "length
     model_context_window_exceeded = "length", refusal = "refusal", tool_use = "tool_use" }
 
 local ENVELOPE = {
-    name = "anthropic", stream = "text/event-stream",
-    reader = function(status) return _M.stream_reader(status) end,
+    name = "anthropic", stream = "text/event-stream", provider = _M,
     doc = function(status, h, body, doc) return _M.read_doc(status, h, body, doc) end,
 }
 

@@ -295,9 +295,11 @@ end
 --- The shape of read_response, shared by every provider: check the arguments (raises at
 -- the caller of read_response, so call this as a tail call), a non-2xx status (transport,
 -- see `http_error`), a 2xx stream body (content-type containing `p.stream`) read through
--- `p.reader(status)`, an envelope that is not a JSON object (protocol/invalid_envelope), then
--- `p.doc(status, h, body, doc)`, the provider's gate. `p` = { name = string, stream = string,
--- reader = function, doc = function, http_error = function(status, h, body)|nil }.
+-- the provider module's `stream_reader(status)` (or `p.reader(status)`), an envelope that is not
+-- a JSON object (protocol/invalid_envelope), then the provider's gate: `p.doc(status, h, body,
+-- doc)`, or the module's `read_doc(status, doc)`. `p` = { name = string, stream = string,
+-- provider = the provider module, reader = function|nil, doc = function|nil, http_error =
+-- function(status, h, body)|nil }.
 function C.read_envelope(p, status, headers, body)
     local h = C.check_response_args(status, headers, body)
     if status < 200 or status > 299 then
@@ -305,7 +307,7 @@ function C.read_envelope(p, status, headers, body)
         return nil, C.http_error(p.name, status, h, body)
     end
     if (h["content-type"] or ""):find(p.stream, 1, true) then
-        local acc = p.reader(status)
+        local acc = p.reader and p.reader(status) or p.provider.stream_reader(status)
         local ok, err = acc:feed(body)
         if not ok then return nil, err end
         return acc:finish()
@@ -316,7 +318,8 @@ function C.read_envelope(p, status, headers, body)
             p.name .. " response body is not a JSON object (content-type "
             .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
     end
-    return p.doc(status, h, body, doc)
+    if p.doc then return p.doc(status, h, body, doc) end
+    return p.provider.read_doc(status, doc)
 end
 
 --- protocol/invalid_event for a stream event whose data is not a JSON object; `what` names it,

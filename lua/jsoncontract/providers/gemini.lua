@@ -20,26 +20,13 @@ _M.DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 
 local MODES = { native = true, json = true, prompt = true }
 
---- Gemini's responseJsonSchema rules as data, each row with its source and the date checked
--- (jsoncontract.providers.rules.gemini).
-_M.rules = RULES
-
---- JSON Schema keywords Gemini's `responseJsonSchema` takes (from `rules.native.keywords`).
-_M.KEYWORDS = subset.name_set(RULES.native.keywords)
---- String formats sent (from `rules.native.formats`).
-_M.FORMATS = subset.name_set(RULES.native.formats)
-
 --- The copy of a schema sent in `generationConfig.responseJsonSchema` (`schema_sent, dropped =
 -- provider_schema(schema)`), and what a native request sends for the schema alone
 -- (`schema_sent, dropped, enforced, mode, plan = native_schema(schema)`), both from `rules.native`
 -- (see jsoncontract.providers.schema_subset.provider_functions): `definitions` moved to `$defs`,
 -- a `$ref` with siblings inlined, `const` as a one-value enum, null taken out of enums,
 -- `propertyOrdering` set where the author stated an order.
-local contract_plan
-_M.provider_schema, _M.native_schema, contract_plan = subset.provider_functions(RULES.native)
-
---- The mode rules `native_schema` applies (data; see `rules`).
-_M.SUBSET = RULES.native
+local contract_plan = subset.provider_fields(_M, RULES)
 
 --- Build the HTTP request.
 -- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
@@ -200,8 +187,7 @@ function _M.read_doc(status, doc)
 end
 
 local ENVELOPE = {
-    name = _M.name, stream = "text/event-stream",
-    reader = function(status) return _M.stream_reader(status) end,
+    name = _M.name, stream = "text/event-stream", provider = _M,
     http_error = function(status, h, body)
         local doc = core.decode(body)
         local perr = C.is_object(doc) and C.is_object(doc.error) and doc.error or {}

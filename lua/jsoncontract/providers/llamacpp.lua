@@ -15,21 +15,13 @@ _M.DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 
 local MODES = { native = true, json = true, prompt = true }
 
---- The grammar converter's rules as data, each row with its source and the date checked
--- (jsoncontract.providers.rules.llamacpp).
-_M.rules = RULES
-
 --- The copy of a schema sent in `response_format.json_schema.schema` (`schema_sent, dropped =
 -- provider_schema(schema)`), and what a native request sends for the schema alone
 -- (`schema_sent, dropped, enforced, mode, plan = native_schema(schema)`), both from `rules.native`
 -- (see jsoncontract.providers.schema_subset.provider_functions): what llama.cpp's converter turns
 -- into grammar (a `$ref` with siblings inlined, keywords next to `anyOf` moved into its branches,
 -- `\d`/`\w`/`\s` in patterns written as classes, an `allOf` merged), the rest left out and reported.
-local contract_plan
-_M.provider_schema, _M.native_schema, contract_plan = subset.provider_functions(RULES.native)
-
---- The mode rules `native_schema` applies (data; see `rules`).
-_M.SUBSET = RULES.native
+local contract_plan = subset.provider_fields(_M, RULES)
 
 --- Build the HTTP request.
 -- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see

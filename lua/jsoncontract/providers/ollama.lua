@@ -17,21 +17,13 @@ _M.DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 
 local MODES = { native = true, json = true, prompt = true }
 
---- The grammar converter's rules as data, each row with its source and the date checked
--- (jsoncontract.providers.rules.ollama).
-_M.rules = RULES
-
 --- The copy of a schema sent in `format` (`schema_sent, dropped = provider_schema(schema)`), and
 -- what a native request sends for the schema alone (`schema_sent, dropped, enforced, mode, plan =
 -- native_schema(schema)`), both from `rules.native` (see
 -- jsoncontract.providers.schema_subset.provider_functions): what llama.cpp's converter turns into
 -- grammar (a `$ref` with siblings inlined, keywords next to `anyOf` moved into its branches,
 -- `\d`/`\w`/`\s` in patterns written as classes, an `allOf` merged), the rest left out and reported.
-local contract_plan
-_M.provider_schema, _M.native_schema, contract_plan = subset.provider_functions(RULES.native)
-
---- The mode rules `native_schema` applies (data; see `rules`).
-_M.SUBSET = RULES.native
+local contract_plan = subset.provider_fields(_M, RULES)
 
 --- Does `model` (at `base_url`) run on Ollama's cloud, which ignores `format`? Cloud models
 -- are named "<name>-cloud" or "<name>:cloud" (e.g. "gpt-oss:120b-cloud"); the host ollama.com
@@ -130,11 +122,7 @@ function _M.read_doc(status, doc)
     return C.tool_or_text(status, reply, C.is_array(calls) and calls or {}, tool_args, TOOLS)
 end
 
-local ENVELOPE = {
-    name = _M.name, stream = "ndjson",
-    reader = function(status) return _M.stream_reader(status) end,
-    doc = function(status, _, _, doc) return _M.read_doc(status, doc) end,
-}
+local ENVELOPE = { name = _M.name, stream = "ndjson", provider = _M }
 
 --- Read an HTTP response of /api/chat into one normalised reply (protocol gate).
 -- Non-2xx: transport (Ollama errors are `{"error": "text"}`: 404 -> client_error, 5xx ->

@@ -17,31 +17,24 @@ _M.DEFAULT_BASE_URL = "https://api.openai.com"
 
 local MODES = { native = true, json = true, prompt = true }
 
---- OpenAI's structured-output rules as data, each row with its source and the date checked
--- (jsoncontract.providers.rules.openai).
-_M.rules = RULES
+--- The schema fields from OpenAI's rules (jsoncontract.providers.rules.openai; see
+-- jsoncontract.providers.schema_subset.provider_fields): `rules`, `SUBSET` (strict mode's rules),
+-- `KEYWORDS`/`FORMATS` (what strict mode enforces; every other keyword is left out of the copy
+-- sent, the full schema is still checked locally) and `provider_schema(schema)` -> schema_sent,
+-- dropped: the copy sent in `response_format.json_schema.schema` in strict mode. Never mutates
+-- `schema`. Every object gets `additionalProperties: false` and lists all its properties in
+-- `required`; a property that was optional becomes nullable (its type gains "null", or it is
+-- wrapped as `anyOf: [<it>, {type: "null"}]`) and is reported, so the caller knows a null there
+-- stands for "absent". Unsupported keywords are left out; a `$ref` with siblings is inlined and
+-- an `allOf` merged where that keeps the meaning. `dropped` is an array of { schema_pointer =
+-- string (JSON Pointer into the caller's schema), keyword = string, action =
+-- "dropped"|"weakened"|"narrowed"|"fails", reason = string, source = string|nil } for every
+-- keyword not sent as written (all but "rewritten"). `native_schema` is OpenAI's own (below):
+-- strict mode has a non-strict fallback.
+subset.provider_fields(_M, RULES)
 
---- JSON Schema keywords OpenAI strict mode enforces (from `rules.native.keywords`); every other
--- keyword is left out of the copy sent (the full schema is still checked locally).
-_M.STRICT_KEYWORDS = subset.name_set(RULES.native.keywords)
-
---- String formats OpenAI strict mode supports (from `rules.native.formats`).
-_M.STRICT_FORMATS = subset.name_set(RULES.native.formats)
-
---- The copy of a schema sent in `response_format.json_schema.schema` in strict mode
--- (`schema_sent, dropped = provider_schema(schema)`, from `rules.native`; see
--- jsoncontract.providers.schema_subset.provider_functions). Never mutates `schema`. Every object
--- gets `additionalProperties: false` and lists all its properties in `required`; a property that
--- was optional becomes nullable (its type gains "null", or it is wrapped as `anyOf: [<it>, {type:
--- "null"}]`) and is reported, so the caller knows a null there stands for "absent". Unsupported
--- keywords are left out; a `$ref` with siblings is inlined and an `allOf` merged where that keeps
--- the meaning. `dropped` is an array of { schema_pointer = string (JSON Pointer into the caller's
--- schema), keyword = string, action = "dropped"|"weakened"|"narrowed"|"fails", reason = string,
--- source = string|nil } for every keyword not sent as written (all but "rewritten").
-_M.provider_schema = subset.provider_functions(RULES.native)
-
---- The mode rules of strict mode (data; see `rules`).
-_M.SUBSET = RULES.native
+--- Old names of `KEYWORDS` and `FORMATS`.
+_M.STRICT_KEYWORDS, _M.STRICT_FORMATS = _M.KEYWORDS, _M.FORMATS
 
 --- A contract name as OpenAI accepts it in `json_schema.name`: characters outside
 -- [a-zA-Z0-9_-] become "_", at most 64 characters.

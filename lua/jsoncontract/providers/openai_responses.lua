@@ -148,11 +148,7 @@ function _M.read_doc(status, doc)
     return C.tool_or_text(status, reply, calls, function_args, TOOLS)
 end
 
-local ENVELOPE = {
-    name = _M.name, stream = "text/event-stream",
-    reader = function(status) return _M.stream_reader(status) end,
-    doc = function(status, _, _, doc) return _M.read_doc(status, doc) end,
-}
+local ENVELOPE = { name = _M.name, stream = "text/event-stream", provider = _M }
 
 --- Read an HTTP response of the Responses API into one normalised reply (protocol gate).
 -- @tparam integer status

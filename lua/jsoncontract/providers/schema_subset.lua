@@ -1214,4 +1214,23 @@ function _M.provider_functions(rules)
     return provider_schema, native_schema, contract_plan
 end
 
+--- A provider module's schema fields, from its rules module (data with sources, e.g.
+-- `jsoncontract.providers.rules.gemini`), so each provider exposes what it enforces the same way:
+-- `mod.rules` (the rules module), `mod.SUBSET` (its native mode's rules, `rules.native`),
+-- `mod.KEYWORDS` and `mod.FORMATS` (name sets of the keywords and string formats the native mode
+-- takes, where the rules list them) and `mod.provider_schema`, `mod.native_schema` (see
+-- `provider_functions`).
+-- @tparam table mod the provider module
+-- @tparam table rules the provider's rules module (with `native`)
+-- @treturn function contract_plan (see `provider_functions`), for the module's `build_request`
+function _M.provider_fields(mod, rules)
+    local native = rules.native
+    mod.rules, mod.SUBSET = rules, native
+    if native.keywords then mod.KEYWORDS = _M.name_set(native.keywords) end
+    if native.formats then mod.FORMATS = _M.name_set(native.formats) end
+    local contract_plan
+    mod.provider_schema, mod.native_schema, contract_plan = _M.provider_functions(native)
+    return contract_plan
+end
+
 return _M
