@@ -108,8 +108,9 @@ end
 --   `request_id`, `item_id` (strings for evidence), `policy` (table overriding `DEFAULT_POLICY`)
 -- @treturn table outcome: `status` ("accepted"|"human_review"), `value` (when accepted),
 --   `reason` (err table when not accepted: category, kind, message, errors), `attempts` (list of
---   `{attempt, tries, gate, category, kind, message, errors, http_status, finish, usage, elapsed_ms,
---   adapters}`), `usage` (`{input_tokens, output_tokens}` summed over every HTTP exchange),
+--   `{attempt, tries, mode, mode_fallback, gate, category, kind, message, errors, http_status, finish,
+--   finish_reason, usage, elapsed_ms, adapters}`: each attempt's record, which is also its evidence
+--   line less `message`), `usage` (`{input_tokens, output_tokens}` summed over every HTTP exchange),
 --   `elapsed_ms`, `request_id`, `contract` (`{name, version, schema_hash}`), `adapters` (applied to the
 --   accepted reply)
 -- @raise on misuse: a missing contract, input that is not a string, unknown options, an
