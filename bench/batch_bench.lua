@@ -20,9 +20,9 @@ local scheduler = require "jsoncontract.jobs.scheduler"
 local run = require "jsoncontract.run"
 local socket = require "socket"
 local server = require "jsoncontract.standin.server"
+local standin_process = require "jsoncontract.standin.process"
 
 local now = socket.gettime
-local LUA = arg[-1] or "lua5.4"
 local CS = { 8, 64, 256 }
 if os.getenv("JC_BENCH_CS") then   -- e.g. JC_BENCH_CS=8,64
     CS = {}
@@ -42,9 +42,8 @@ local _, mean_s = server.latency("heavy")
 -- requests a second on a shared 2-core machine would measure itself, not the client).
 local procs, bases = {}, {}
 for k = 1, tonumber(os.getenv("JC_BENCH_STANDINS") or "") or 2 do
-    procs[k] = assert(io.popen(LUA .. " bin/jsoncontract-standin --port 0 --latency heavy --exit-with-parent "
-        .. "--max-seconds 900 --seed " .. k, "r"))
-    bases[k] = "http://127.0.0.1:" .. assert(procs[k]:read("*l"):match(":(%d+)$"))
+    procs[k] = assert(standin_process.start { latency = "heavy", max_seconds = 900, seed = k })
+    bases[k] = procs[k].base_url
 end
 local base = bases[1]
 local contract = dofile("examples/support_ticket.lua").contract
@@ -141,7 +140,4 @@ if not os.getenv("JC_BENCH_CS") then
     print(("waves of http_many (the old batch.run) at C = 64: ratio %.2f"):format(measure_waves(64)))
 end
 print(("lowest ratio (event loop) %.2f: %s"):format(worst, worst >= 0.9 and "meets >= 0.9" or "BELOW 0.9"))
-for k, b in ipairs(bases) do
-    core.http_request { url = b .. "/shutdown", method = "POST", body = "" }
-    procs[k]:close()
-end
+for _, h in ipairs(procs) do h.stop() end

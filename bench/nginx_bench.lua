@@ -170,7 +170,7 @@ end
 -- 2. the gateway holding many concurrent requests in front of a 200 ms model
 ------------------------------------------------------------------------------
 do
-    local standin, sport = nginx.start_standin("--delay-ms 200")
+    local standin, sport = nginx.start_standin { delay_ms = 200 }
     local srv
     local ok, err = pcall(function()
         srv = nginx.start {
@@ -221,6 +221,6 @@ do
         say("  stand-in: %s (connections accepted from the pool: keep-alive)", stats and stats.body or "?")
     end)
     if srv then srv:stop() end
-    util.stop_standin(standin, sport)
+    util.stop_standin(standin)
     if not ok then error(err, 0) end
 end

@@ -57,6 +57,15 @@ local function real_date(y, m, d)
     return format("%04d-%02d-%02d", y, m, d)
 end
 
+-- The date forms with a month word, in the order they are read: `date` captures the start,
+-- day and word (word and day when `month_first`) and the end; `year` a year after it.
+local WORD_DATES = {
+    { date = "()%f[%d](%d%d?)%a?%a?%.?%s+of%s+([%a\128-\255]+)()", year = "^%.?,?%s*(%d%d%d%d)%f[%D]()" },
+    { date = "()%f[%d](%d%d?)%a?%a?%.?%s*([%a\128-\255]+)()", year = "^%.?,?%s*(%d%d%d%d)%f[%D]()" },
+    { date = "()%f[%a]([%a\128-\255]+)%.?%s+(%d%d?)%f[%D]%a?%a?()", year = "^,?%s*(%d%d%d%d)%f[%D]()",
+      month_first = true },
+}
+
 -- Date mentions in reading order: {at=, y=, m=, d=} (y or m may be missing).
 local function date_mentions(text)
     local low = lower(text)
@@ -78,24 +87,16 @@ local function date_mentions(text)
     for s, d, m, e in low:gmatch("()%f[%d](%d%d?)%.(%d%d?)%.()%f[%D]") do -- 12.6. (no year)
         add(s, nil, tonumber(m), tonumber(d), e - 1)
     end
-    -- 12 June 2027, 12. Juni 2027, 12th of June, 12 June
-    for s, d, word, e in low:gmatch("()%f[%d](%d%d?)%a?%a?%.?%s+of%s+([%a\128-\255]+)()") do
-        if MONTHS[word] then
-            local y, e2 = low:match("^%.?,?%s*(%d%d%d%d)%f[%D]()", e)
-            add(s, tonumber(y), MONTHS[word], tonumber(d), (e2 or e) - 1)
-        end
-    end
-    for s, d, word, e in low:gmatch("()%f[%d](%d%d?)%a?%a?%.?%s*([%a\128-\255]+)()") do
-        if MONTHS[word] then
-            local y, e2 = low:match("^%.?,?%s*(%d%d%d%d)%f[%D]()", e)
-            add(s, tonumber(y), MONTHS[word], tonumber(d), (e2 or e) - 1)
-        end
-    end
-    -- June 12, 2027
-    for s, word, d, e in low:gmatch("()%f[%a]([%a\128-\255]+)%.?%s+(%d%d?)%f[%D]%a?%a?()") do
-        if MONTHS[word] then
-            local y, e2 = low:match("^,?%s*(%d%d%d%d)%f[%D]()", e)
-            add(s, tonumber(y), MONTHS[word], tonumber(d), (e2 or e) - 1)
+    -- dates with a month word, each with the year that may follow: 12th of June, 12 June 2027,
+    -- 12. Juni 2027, June 12, 2027
+    for _, form in ipairs(WORD_DATES) do
+        for s, a, b, e in low:gmatch(form.date) do
+            local d, word = a, b
+            if form.month_first then d, word = b, a end
+            if MONTHS[word] then
+                local y, e2 = low:match(form.year, e)
+                add(s, tonumber(y), MONTHS[word], tonumber(d), (e2 or e) - 1)
+            end
         end
     end
     -- a bare day before a range word: "vom 12. bis 14. Juni", "12-14 June", "from 12 to 14 June"

@@ -123,6 +123,7 @@ build = {
       ["jsoncontract.standin.generate"] = "lua/jsoncontract/standin/generate.lua",
       ["jsoncontract.standin.hash"] = "lua/jsoncontract/standin/hash.lua",
       ["jsoncontract.standin.model"] = "lua/jsoncontract/standin/model.lua",
+      ["jsoncontract.standin.process"] = "lua/jsoncontract/standin/process.lua",
       ["jsoncontract.standin.server"] = "lua/jsoncontract/standin/server.lua",
       ["jsoncontract.standin.text"] = "lua/jsoncontract/standin/text.lua",
       ["jsoncontract.standin.wire"] = "lua/jsoncontract/standin/wire.lua",

@@ -36,9 +36,10 @@ local RULES = {
         "jsoncontract.compat", "jsoncontract.run.", "jsoncontract.secrets" } },
     { "jsoncontract.jobs.", { "jsoncontract.errors", "jsoncontract.evidence", "jsoncontract.compat",
         "jsoncontract.run", "jsoncontract.providers", "jsoncontract.jobs.", "jsoncontract.secrets",
-        "jsoncontract.setup" } },
-    -- What cli/ and jobs/ share (the contract file, the provider): the registry, lazily.
-    { "jsoncontract.setup", { "jsoncontract.providers" } },
+        "jsoncontract.setup", "jsoncontract.standin.process" } },
+    -- What cli/ and jobs/ share (the contract file, the provider, the interpreter): the registry,
+    -- lazily, and the stand-in's starter (which knows the interpreter).
+    { "jsoncontract.setup", { "jsoncontract.providers", "jsoncontract.standin.process" } },
     -- The review desk: nothing at the desk reaches a model (no run, providers, transport).
     { "jsoncontract.review.", { "jsoncontract.json", "jsoncontract.compat", "jsoncontract.contract",
         "jsoncontract.jobs.store", "jsoncontract.jobs.review_queries", "jsoncontract.review.",

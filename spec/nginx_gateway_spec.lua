@@ -70,7 +70,7 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
         tls_port = util.closed_port()
         local ok, err = pcall(function()
             for _, name in ipairs { "standin", "slow", "pool" } do
-                local pipe, port = nginx.start_standin(name == "slow" and "--delay-ms 3000" or "")
+                local pipe, port = nginx.start_standin(name == "slow" and { delay_ms = 3000 } or nil)
                 standins[name], ports[name] = pipe, port
             end
             srv = nginx.start {
@@ -131,14 +131,14 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
             }
         end)
         if not ok then
-            for name, pipe in pairs(standins) do util.stop_standin(pipe, ports[name]) end
+            for _, h in pairs(standins) do util.stop_standin(h) end
             standins = {}
             start_error = tostring(err):gsub("\n.*", "")
         end
     end)
 
     teardown(function()
-        for name, pipe in pairs(standins) do util.stop_standin(pipe, ports[name]) end
+        for _, h in pairs(standins) do util.stop_standin(h) end
         if srv and srv.stop then srv:stop() end
     end)
 

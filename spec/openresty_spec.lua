@@ -52,7 +52,7 @@ describe("jsoncontract.transport.openresty in nginx", function()
             helper = function()
                 local pipe
                 pipe, standin_port = util.start_standin()
-                return function() util.stop_standin(pipe, standin_port) end
+                return function() util.stop_standin(pipe) end
             end,
             http = function(p, dir)
                 -- Two self-signed certificates for 127.0.0.1: "good" is in

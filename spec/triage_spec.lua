@@ -97,7 +97,7 @@ describe("bin/jsoncontract triage", function()
         local keydir = os.tmpname()
         os.remove(keydir)
         finally(function()
-            util.stop_standin(server, port)
+            util.stop_standin(server)
             os.execute("rm -rf '" .. keydir .. "'")
         end)
         local o, c = sh(("env -u ANTHROPIC_API_KEY OPENAI_API_KEY=%s OPENAI_BASE_URL=http://127.0.0.1:%s " ..

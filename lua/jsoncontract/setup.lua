@@ -3,6 +3,7 @@
 -- `jobs/` may not import `cli/` (README "Layout").
 -- @module jsoncontract.setup
 local core = require "jsoncontract.core"
+local standin_process = require "jsoncontract.standin.process"
 
 local type, tostring, pcall, dofile = type, tostring, pcall, dofile
 local concat = table.concat
@@ -80,12 +81,10 @@ function _M.choose_provider(o)
     return { provider = name, model = o.model or "standin-1", standin = true }
 end
 
---- The interpreter running us, to start helpers (the stand-in, the fault server) with the same Lua.
+--- The interpreter running us, to start helpers (the fault server) with the same Lua
+-- (`jsoncontract.standin.process.interpreter`, the one copy).
+-- @function interpreter
 -- @treturn string
-function _M.interpreter()
-    local i = -1
-    while arg and arg[i - 1] do i = i - 1 end
-    return arg and arg[i] or (jit and "luajit" or "lua5.4")
-end
+_M.interpreter = standin_process.interpreter
 
 return _M

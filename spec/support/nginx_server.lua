@@ -131,11 +131,12 @@ function M.start(opts)
     error("nginx did not answer on " .. self.base .. ": " .. log, 0)
 end
 
---- Start the stand-in model with extra arguments; returns the pipe and the port.
--- @tparam[opt] string args e.g. "--delay-ms 200"
-function M.start_standin(args)
-    return util.start_server(string.format("env -u LD_PRELOAD %s bin/jsoncontract-standin --port 0 --max-seconds %d %s",
-        util.LUA, 300, args or ""), "listening 127%.0%.0%.1:(%d+)")
+--- Start the stand-in model for five minutes; returns the handle and the port.
+-- @tparam[opt] table opts e.g. `{delay_ms = 200}` (see `jsoncontract.standin.process.start`)
+function M.start_standin(opts)
+    local o = { max_seconds = 300 }
+    for k, v in pairs(opts or {}) do o[k] = v end
+    return util.start_standin(o)
 end
 
 return M

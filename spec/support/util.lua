@@ -132,18 +132,19 @@ function M.stop_fault_server(pipe, port)
     pipe:close()
 end
 
---- Start the stand-in model (bin/jsoncontract-standin) on a free port for at most a minute;
--- returns the pipe and the port.
-function M.start_standin()
-    return M.start_server(M.LUA .. " bin/jsoncontract-standin --port 0 --max-seconds 60",
-        "listening 127%.0%.0%.1:(%d+)")
+--- Start the stand-in model (`jsoncontract.standin.process`, without the sanitizer preload of
+-- an ASan run) on a free port for at most `opts.max_seconds` (default a minute); returns the
+-- handle and its port. `opts` as for `jsoncontract.standin.process.start`.
+function M.start_standin(opts)
+    local o = { max_seconds = 60, without_preload = true }
+    for k, v in pairs(opts or {}) do o[k] = v end
+    local h = assert(require("jsoncontract.standin.process").start(o))
+    return h, h.port
 end
 
---- Stop the stand-in model (POST /shutdown) and close its pipe.
-function M.stop_standin(pipe, port)
-    require("jsoncontract.transport.curl").request { url = "http://127.0.0.1:" .. port .. "/shutdown",
-        method = "POST", body = "", timeout_ms = 2000 }
-    pipe:close()
+--- Stop the stand-in model started by `start_standin`.
+function M.stop_standin(handle)
+    handle.stop()
 end
 
 --- A port on 127.0.0.1 that nobody listens on (bound, read, closed).

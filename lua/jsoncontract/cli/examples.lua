@@ -88,8 +88,9 @@ return {
         local names = #args.names > 0 and args.names or EXAMPLES
         local base, stop
         if args.standin then
-            base, stop = util.start_standin(env.bindir, 1, 0)
-            if not base then return util.fail(env, stop) end
+            local standin, serr = util.start_standin(env)
+            if not standin then return util.fail(env, serr) end
+            base, stop = standin.base_url, standin.stop
         end
         for _, name in ipairs(names) do
             local ok, err = run_one(name, args, env, base)

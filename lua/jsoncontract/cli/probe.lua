@@ -58,11 +58,12 @@ local function run_probe(args, env)
     end
     local stop
     if p.standin then
-        p.base_url, stop = util.start_standin(env.bindir, 1, 0)
-        if not p.base_url then
+        local standin, serr = util.start_standin(env)
+        if not standin then
             if log then log:close() end
-            return util.fail(env, stop)
+            return util.fail(env, serr)
         end
+        p.base_url, stop = standin.base_url, standin.stop
     end
     local view = { name = "json_mode_probe", version = "1", schema = { type = "object" },
         prompt = "Answer with one JSON object and nothing else: {\"ok\": true}." }

@@ -259,27 +259,16 @@ function _M.start_helper(script, args, pattern)
     return proc, port
 end
 
---- Start the stand-in model server; returns its base URL and a stop function.
--- @tparam string bindir the folder of bin/jsoncontract-standin
--- @tparam integer seed
--- @tparam integer delay_ms per answer
--- @treturn[1] string base URL
--- @treturn[1] function stop
+--- Start the stand-in model server for a command: `jsoncontract.standin.process.start` with the
+-- examples this command runs with, seed 1, no delay; should we die without stopping it, it
+-- leaves with us (exit_with_parent) or after two idle minutes.
+-- @tparam table env the command's env (`root`: the folder holding examples/)
+-- @treturn[1] table handle `{pid, port, base_url, stop}`
 -- @return[2] nil
 -- @treturn[2] string message
-function _M.start_standin(bindir, seed, delay_ms)
-    -- --idle-seconds: should we die without saying /shutdown, the server follows soon.
-    local proc, port = _M.start_helper(bindir .. "/jsoncontract-standin",
-        format("--port 0 --seed %d --delay-ms %d --max-seconds 21600 --idle-seconds 120", seed, delay_ms),
-        "^listening 127%.0%.0%.1:(%d+)")
-    if not proc then return nil, "the stand-in model did not start (" .. port .. ")" end
-    local base = "http://127.0.0.1:" .. port
-    local function stop()
-        local curl = require "jsoncontract.transport.curl"
-        curl.request { url = base .. "/shutdown", method = "POST", body = "", timeout_ms = 2000 }
-        proc:close()
-    end
-    return base, stop
+function _M.start_standin(env)
+    return require("jsoncontract.standin.process").start { examples_dir = env.root .. "/examples", seed = 1,
+        delay_ms = 0, max_seconds = 21600, idle_seconds = 120 }
 end
 
 --- An OpenAI Chat Completions envelope around `content` (a recorded or scripted reply).

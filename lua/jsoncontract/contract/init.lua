@@ -145,6 +145,8 @@ local function render_fields(schema, indent, lines)
     end
 end
 
+local render_prompt -- below: the system prompt's text (see `prompt`)
+
 --- Define a contract.
 -- @tparam table def fields:
 --   `name` (string, required), `version` (string, required, e.g. "1.0.0"),
@@ -229,15 +231,27 @@ function _M.new(def)
         -- Canonical encoding (sorted keys, `__order` ignored) makes the hash independent of
         -- table and property order.
         schema_hash = core.sha256(core.encode(schema, CANONICAL)),
+        -- What the provider modules compute from this contract (the schema copy each sends,
+        -- its findings), filled on first use and kept: a contract is not changed once made, so
+        -- an ask builds no view of it and no provider plans its schema twice (see
+        -- jsoncontract.providers.schema_subset.cached).
+        provider_plans = {},
     }
-    return setmetatable(self, mt)
+    setmetatable(self, mt)
+    -- Rendered once, here: every request of every ask sends this string.
+    self._prompt = render_prompt(self)
+    return self
 end
 
 --- The system prompt: the instructions, then the contract's name and version, then the
--- fields, types and allowed values rendered from the schema, then the examples.
+-- fields, types and allowed values rendered from the schema, then the examples. Rendered once,
+-- when the contract is made.
 -- @treturn string
 function _M.prompt(self)
-    if self._prompt then return self._prompt end
+    return self._prompt
+end
+
+function render_prompt(self)
     local lines = { self.instructions, "", format("Contract: %s, version %s.", self.name, self.version) }
     local schema = self.schema
     if type(schema) == "table" and (schema.type == "object" or schema.properties) then
@@ -253,8 +267,7 @@ function _M.prompt(self)
         lines[#lines + 1] = format("Example %d input: %s", i, tostring(ex.input))
         lines[#lines + 1] = format("Example %d answer: %s", i, json(ex.output))
     end
-    self._prompt = concat(lines, "\n")
-    return self._prompt
+    return concat(lines, "\n")
 end
 
 --- Run the business rules on a schema-valid value (see `jsoncontract.contract.rules`):

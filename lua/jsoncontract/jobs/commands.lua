@@ -10,6 +10,7 @@
 local core = require "jsoncontract.core"
 local secrets = require "jsoncontract.secrets"
 local setup = require "jsoncontract.setup"
+local standin_process = require "jsoncontract.standin.process"
 local store_mod = require "jsoncontract.jobs.store"
 local export = require "jsoncontract.jobs.export"
 local runner = require "jsoncontract.jobs.runner"
@@ -126,7 +127,7 @@ local function file_exists(path)
     return false
 end
 
-local interpreter, load_contract = setup.interpreter, setup.load_contract
+local load_contract = setup.load_contract
 
 --- Read a JSONL mailbox into store items. Each non-blank line is an item: its id is the line's
 -- `id` (else "line-N"), its input the line as written, its digest the line's SHA-256. A line that
@@ -206,38 +207,14 @@ local function default_out_dir()
     return dir
 end
 
---- Start the stand-in model server as our child. It exits when we do, even after kill -9:
--- it is exec'd directly under us (`exec`, no shell in between) and `--exit-with-parent`
--- makes it leave once its parent process is gone.
--- @tparam table o `bindir`, `seed`, `delay_ms`, `latency` (stand-in --latency spec or nil)
--- @treturn[1] string base URL
--- @treturn[1] function stop()
--- @return[2] nil
--- @treturn[2] string message
-function _M.start_standin(o)
-    local cmd = format("exec %s %s --port 0 --seed %d --delay-ms %d --max-seconds 86400 --idle-seconds 600 "
-        .. "--exit-with-parent%s", shell_quote(interpreter()), shell_quote(o.bindir .. "/jsoncontract-standin"),
-        o.seed or 1, o.delay_ms or 20, o.latency and (" --latency " .. shell_quote(o.latency)) or "")
-    -- JC_STANDIN_LOG: the stand-in logs every request it answers there (the crash specs use it
-    -- to prove that nothing committed is asked again).
+-- The stand-in model server as our child (jsoncontract.standin.process): it leaves when we do,
+-- even after kill -9 (exit_with_parent). JC_STANDIN_LOG: it logs every request it answers there
+-- (the crash specs use it to prove that nothing committed is asked again).
+local function start_standin(env, jo)
     local log = os.getenv("JC_STANDIN_LOG")
-    if log and log ~= "" then cmd = cmd .. " --log " .. shell_quote(log) end
-    local proc = io.popen(cmd, "r")
-    local line = proc and proc:read("*l")
-    local port = line and line:match("^listening 127%.0%.0%.1:(%d+)")
-    if not port then
-        if proc then proc:close() end
-        return nil, "the stand-in model did not start (" .. tostring(line) .. ")"
-    end
-    local base = "http://127.0.0.1:" .. port
-    local stopped = false
-    local function stop()
-        if stopped then return end
-        stopped = true
-        core.http_request { url = base .. "/shutdown", method = "POST", body = "", timeout_ms = 2000 }
-        proc:close()
-    end
-    return base, stop
+    return standin_process.start { examples_dir = env.root .. "/examples", seed = jo.seed or 1,
+        delay_ms = jo["delay-ms"] or 20, latency = jo.latency, max_seconds = 86400, idle_seconds = 600,
+        log = log ~= "" and log or nil }
 end
 
 local choose_provider = setup.choose_provider
@@ -311,10 +288,9 @@ local function work_on(st, job, c, o, env, progress)
     local stop_standin
     local p = c.p
     if p.standin then
-        local base, stop = _M.start_standin { bindir = env.bindir, seed = c.jo.seed or 1,
-            delay_ms = c.jo["delay-ms"] or 20, latency = c.jo.latency }
-        if not base then return nil, stop end
-        p.base_url, stop_standin = base, stop
+        local standin, serr = start_standin(env, c.jo)
+        if not standin then return nil, serr end
+        p.base_url, stop_standin = standin.base_url, standin.stop
     end
     local db, derr = open_orders(env.root, o.orders_dir)
     if not db then

@@ -3,10 +3,11 @@
 -- @module jsoncontract.providers.anthropic
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
+local streaming = require "jsoncontract.providers.streaming"
 local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.anthropic"
 
-local type, ipairs, pairs, error = type, ipairs, pairs, error
+local type, ipairs, pairs = type, ipairs, pairs
 local concat = table.concat
 
 local _M = { _VERSION = core._VERSION, name = "anthropic" }
@@ -20,54 +21,19 @@ _M.API_VERSION = "2023-06-01"
 -- Anthropic has no JSON mode: "json" raises.
 local MODES = { native = true, prompt = true }
 
---- Anthropic's structured-output rules as data, each row with its source and the date checked
--- (jsoncontract.providers.rules.anthropic).
-_M.rules = RULES
-
---- JSON Schema keywords Anthropic structured outputs enforce (from `rules.native.keywords`).
-_M.KEYWORDS = subset.name_set(RULES.native.keywords)
-
---- String formats Anthropic structured outputs support (from `rules.native.formats`).
-_M.FORMATS = subset.name_set(RULES.native.formats)
-
---- The copy of a schema sent in `output_config.format.schema`.
--- Never mutates `schema`. Every object gets `additionalProperties: false`; optional
--- properties stay optional (Anthropic allows them); unsupported keywords are left out; a
--- `$ref` with siblings is inlined and an `allOf` merged where that keeps the meaning.
--- @tparam table schema the contract's full JSON Schema
--- @treturn table schema_sent a deep copy in the subset
--- @treturn table dropped array of { schema_pointer = string, keyword = string, action,
---   reason = string, source } for every keyword not enforced as written
--- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local res = subset.adapt(schema, RULES.native)
-    return res.schema, subset.changed(res.findings)
-end
-
---- What a native request sends for `schema` (the schema alone: see `build_request` for what
--- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
--- enforces it (true unless it falls back), the mode, and the plan (every finding, the
--- fallback; see jsoncontract.providers.schema_subset.plan).
--- @tparam table schema
--- @treturn table|nil schema_sent (nil when the mode sends no schema)
--- @treturn table dropped
--- @treturn boolean enforced
--- @treturn string mode "native" or the fallback mode
--- @treturn table plan
--- @raise when schema is not a table
-function _M.native_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local plan = subset.plan(schema, RULES.native)
-    return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
-end
-
---- The mode rules `native_schema` applies (data; see `rules`).
-_M.SUBSET = RULES.native
+--- The copy of a schema sent in `output_config.format.schema` (`schema_sent, dropped =
+-- provider_schema(schema)`), and what a native request sends for the schema alone
+-- (`schema_sent, dropped, enforced, mode, plan = native_schema(schema)`), both from `rules.native`
+-- (see jsoncontract.providers.schema_subset.provider_functions). Every object gets
+-- `additionalProperties: false`; optional properties stay optional (Anthropic allows them);
+-- unsupported keywords are left out; a `$ref` with siblings is inlined and an `allOf` merged
+-- where that keeps the meaning.
+local contract_plan = subset.provider_fields(_M, RULES)
 
 --- Build the HTTP request for a contract and a conversation.
--- @tparam table contract { name = string, version = string, schema = table, prompt =
---   string (system instructions rendered from the schema) }
+-- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
+--   jsoncontract.providers.schema_subset.provider_functions), or { name = string, version = string, schema =
+--   table, prompt = string (system instructions rendered from the schema) }
 -- @tparam table messages array of { role = "user"|"assistant", content = string }
 -- @tparam table opts { model = string (required), api_key = string|nil, base_url =
 --   string|nil (default "https://api.anthropic.com", with or without "/v1"), max_tokens =
@@ -83,15 +49,15 @@ _M.SUBSET = RULES.native
 -- @raise on misuse: a missing model, mode "json" (Anthropic has no JSON mode), an unknown
 --   mode, wrong types
 function _M.build_request(contract, messages, opts)
-    local o, msgs = C.check_request_args(contract, messages, opts, MODES, "anthropic")
+    local o, msgs, prompt = C.check_request_args(contract, messages, opts, MODES, "anthropic")
     local body = {
         model = o.model,
         max_tokens = o.max_tokens,
-        system = contract.prompt,
+        system = prompt,
         messages = msgs,
         temperature = o.temperature,
     }
-    local schema_sent, dropped, plan
+    local schema_sent, plan
     local mode = o.mode
     if o.mode == "native" then
         local forced
@@ -100,16 +66,15 @@ function _M.build_request(contract, messages, opts)
             forced = { schema_pointer = "", keyword = "messages", reason = "the last message is an "
                 .. "assistant prefill: " .. p.why, source = p.source, fallback = p.fallback }
         end
-        plan = subset.plan(contract.schema, RULES.native, forced)
-        schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
+        plan = contract_plan(contract, forced)
+        schema_sent, mode = plan.schema, plan.mode
         if schema_sent then
             body.output_config = { format = { type = "json_schema", schema = schema_sent } }
         end
     end
     return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/messages"),
-        auth = "x-api-key", body = body, mode = mode, schema_sent = schema_sent, dropped = dropped,
-        headers = { ["anthropic-version"] = _M.API_VERSION },
-        findings = plan and plan.findings, fallback = plan and plan.fallback }
+        auth = "x-api-key", body = body, mode = mode, plan = plan,
+        headers = { ["anthropic-version"] = _M.API_VERSION } }
 end
 
 -- The text and name of a tool_use block: streamed, the JSON text as the model wrote it (for
@@ -133,8 +98,7 @@ local FINISH = { end_turn = "stop", stop_sequence = "stop", max_tokens = "length
     model_context_window_exceeded = "length", refusal = "refusal", tool_use = "tool_use" }
 
 local ENVELOPE = {
-    name = "anthropic", stream = "text/event-stream",
-    reader = function(status) return _M.stream_reader(status) end,
+    name = "anthropic", stream = "text/event-stream", provider = _M,
     doc = function(status, h, body, doc) return _M.read_doc(status, h, body, doc) end,
 }
 
@@ -239,12 +203,10 @@ end
 -- (transport/overloaded, retryable) and the partial text is discarded.
 -- @treturn table accumulator (see jsoncontract.providers.streaming)
 function _M.stream_reader(status)
-    local streaming = require "jsoncontract.providers.streaming"
     status = status or 200
-    return streaming.new({
-        provider = "anthropic", framing = "sse",
+    return streaming.objects({
+        provider = "anthropic", framing = "sse", what = "stream event",
         event = function(st, name, doc)
-            if not C.is_object(doc) then return C.not_object_event("anthropic", "stream event") end
             local t = C.str(doc.type) or name
             st.blocks = st.blocks or {}
             st.order = st.order or {}

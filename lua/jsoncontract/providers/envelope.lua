@@ -8,7 +8,7 @@
 --
 --    req = provider.build_request(contract, messages, opts)
 --    reply, err, partial = provider.read_response(status, headers, body)
---    schema_sent, dropped, subset, mode = provider.native_schema(schema)
+--    schema_sent, dropped, enforced, mode, plan = provider.native_schema(schema)
 --
 -- These helpers are internal and may change.
 -- @module jsoncontract.providers.envelope
@@ -106,7 +106,10 @@ function C.check_response_args(status, headers, body)
     return h
 end
 
---- Check the arguments of build_request; returns the checked options with defaults.
+--- Check the arguments of build_request; returns the checked options with defaults, the
+-- messages as the wire takes them (`{role, content}` only) and the system prompt.
+-- `contract` is a contract from `jsoncontract.contract` (taken as it is: its `prompt` method gives
+-- the text rendered when it was made) or a table `{name, schema, prompt = string}`.
 -- `modes` is the set of modes the provider supports. Raises at the caller's caller.
 function C.check_request_args(contract, messages, opts, modes, provider)
     if type(contract) ~= "table" then
@@ -115,7 +118,11 @@ function C.check_request_args(contract, messages, opts, modes, provider)
     if type(contract.name) ~= "string" or contract.name == "" then
         error("contract.name must be a non-empty string", 3)
     end
-    if type(contract.prompt) ~= "string" then
+    -- A contract from jsoncontract.contract rendered its prompt when it was made (`prompt` is
+    -- then its method); a plain table brings the string.
+    local prompt = contract.prompt
+    if type(prompt) == "function" then prompt = prompt(contract) end
+    if type(prompt) ~= "string" then
         error("contract.prompt must be a string (the rendered instructions)", 3)
     end
     if type(messages) ~= "table" then
@@ -176,7 +183,7 @@ function C.check_request_args(contract, messages, opts, modes, provider)
         model = opts.model, api_key = opts.api_key, base_url = opts.base_url,
         max_tokens = max_tokens, temperature = opts.temperature, mode = mode,
         stream = opts.stream or nil,
-    }, msgs
+    }, msgs, prompt
 end
 
 --- The conversation with the contract's prompt as a leading system message.
@@ -187,6 +194,8 @@ function C.with_system(prompt, msgs)
     return all
 end
 
+local NO_PLAN = {} -- read only: a request that is not native
+
 --- The request table build_request returns: a JSON POST of `r.body` to `r.url`, ready for a
 -- transport as it is. Its own fields are the transport's (`url`, `method`, `headers`, `body`;
 -- the caller may add timeouts); what the request means (`mode`, `schema_sent`, `dropped`,
@@ -194,9 +203,9 @@ end
 -- never sees it and nobody copies the request to drop it.
 -- @tparam table r `opts` (the checked options; `opts.api_key` when given goes in header
 --   `auth`: "authorization" sends "Bearer <key>", any other name the key as it is), `url`,
---   `auth` (header name), `body` (table, encoded here), `mode`, `schema_sent`, `dropped`,
---   `findings`, `fallback` (see jsoncontract.providers.schema_subset.plan), `headers` (table
---   of further headers, optional)
+--   `auth` (header name), `body` (table, encoded here), `mode` (the mode sent), `plan` (nil, or
+--   the native plan: its `schema`, `dropped`, `findings`, `fallback`, see
+--   jsoncontract.providers.schema_subset.plan), `headers` (table of further headers, optional)
 -- @treturn table `{url, method = "POST", headers, body}` with `mode`, `schema_sent`, `dropped`,
 --   `findings`, `fallback`
 function C.post(r)
@@ -206,9 +215,10 @@ function C.post(r)
     if key then
         headers[r.auth] = r.auth == "authorization" and "Bearer " .. key or key
     end
+    local plan = r.plan or NO_PLAN
     return setmetatable({ url = r.url, method = "POST", headers = headers, body = core.encode(r.body) },
-        { __index = { mode = r.mode, schema_sent = r.schema_sent, dropped = r.dropped, findings = r.findings,
-            fallback = r.fallback } })
+        { __index = { mode = r.mode, schema_sent = plan.schema, dropped = plan.dropped, findings = plan.findings,
+            fallback = plan.fallback } })
 end
 
 --- The sum of the token counts given (each a non-negative integer, or counted as 0).
@@ -286,9 +296,11 @@ end
 --- The shape of read_response, shared by every provider: check the arguments (raises at
 -- the caller of read_response, so call this as a tail call), a non-2xx status (transport,
 -- see `http_error`), a 2xx stream body (content-type containing `p.stream`) read through
--- `p.reader(status)`, an envelope that is not a JSON object (protocol/invalid_envelope), then
--- `p.doc(status, h, body, doc)`, the provider's gate. `p` = { name = string, stream = string,
--- reader = function, doc = function, http_error = function(status, h, body)|nil }.
+-- the provider module's `stream_reader(status)` (or `p.reader(status)`), an envelope that is not
+-- a JSON object (protocol/invalid_envelope), then the provider's gate: `p.doc(status, h, body,
+-- doc)`, or the module's `read_doc(status, doc)`. `p` = { name = string, stream = string,
+-- provider = the provider module, reader = function|nil, doc = function|nil, http_error =
+-- function(status, h, body)|nil }.
 function C.read_envelope(p, status, headers, body)
     local h = C.check_response_args(status, headers, body)
     if status < 200 or status > 299 then
@@ -296,7 +308,7 @@ function C.read_envelope(p, status, headers, body)
         return nil, C.http_error(p.name, status, h, body)
     end
     if (h["content-type"] or ""):find(p.stream, 1, true) then
-        local acc = p.reader(status)
+        local acc = p.reader and p.reader(status) or p.provider.stream_reader(status)
         local ok, err = acc:feed(body)
         if not ok then return nil, err end
         return acc:finish()
@@ -307,7 +319,8 @@ function C.read_envelope(p, status, headers, body)
             p.name .. " response body is not a JSON object (content-type "
             .. C.snippet(h["content-type"] or "unknown", 60) .. ")", { status = status })
     end
-    return p.doc(status, h, body, doc)
+    if p.doc then return p.doc(status, h, body, doc) end
+    return p.provider.read_doc(status, doc)
 end
 
 --- protocol/invalid_event for a stream event whose data is not a JSON object; `what` names it,

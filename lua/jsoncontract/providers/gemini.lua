@@ -5,6 +5,7 @@
 -- @module jsoncontract.providers.gemini
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
+local streaming = require "jsoncontract.providers.streaming"
 local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.gemini"
 
@@ -19,50 +20,18 @@ _M.DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 
 local MODES = { native = true, json = true, prompt = true }
 
---- Gemini's responseJsonSchema rules as data, each row with its source and the date checked
--- (jsoncontract.providers.rules.gemini).
-_M.rules = RULES
-
---- JSON Schema keywords Gemini's `responseJsonSchema` takes (from `rules.native.keywords`).
-_M.KEYWORDS = subset.name_set(RULES.native.keywords)
---- String formats sent (from `rules.native.formats`).
-_M.FORMATS = subset.name_set(RULES.native.formats)
-
---- The copy of a schema sent in `generationConfig.responseJsonSchema`: `definitions` moved to
--- `$defs`, a `$ref` with siblings inlined, `const` as a one-value enum, null taken out of
--- enums, `propertyOrdering` set where the author stated an order.
--- @tparam table schema
--- @treturn table schema_sent
--- @treturn table dropped array of { schema_pointer, keyword, action, reason, source }
--- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local res = subset.adapt(schema, RULES.native)
-    return res.schema, subset.changed(res.findings)
-end
-
---- What a native request sends for `schema` (the schema alone: see `build_request` for what
--- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
--- enforces it (true unless it falls back), the mode, and the plan (every finding, the
--- fallback; see jsoncontract.providers.schema_subset.plan).
--- @tparam table schema
--- @treturn table|nil schema_sent (nil when the mode sends no schema)
--- @treturn table dropped
--- @treturn boolean enforced
--- @treturn string mode "native" or the fallback mode
--- @treturn table plan
--- @raise when schema is not a table
-function _M.native_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local plan = subset.plan(schema, RULES.native)
-    return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
-end
-
---- The mode rules `native_schema` applies (data; see `rules`).
-_M.SUBSET = RULES.native
+--- The copy of a schema sent in `generationConfig.responseJsonSchema` (`schema_sent, dropped =
+-- provider_schema(schema)`), and what a native request sends for the schema alone
+-- (`schema_sent, dropped, enforced, mode, plan = native_schema(schema)`), both from `rules.native`
+-- (see jsoncontract.providers.schema_subset.provider_functions): `definitions` moved to `$defs`,
+-- a `$ref` with siblings inlined, `const` as a one-value enum, null taken out of enums,
+-- `propertyOrdering` set where the author stated an order.
+local contract_plan = subset.provider_fields(_M, RULES)
 
 --- Build the HTTP request.
--- @tparam table contract { name, version, schema, prompt (sent as `systemInstruction`) }
+-- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
+--   jsoncontract.providers.schema_subset.provider_functions), or { name, version, schema, prompt =
+--   string } (sent as `systemInstruction`)
 -- @tparam table messages array of { role = "user"|"assistant" (sent as role "model"), content }
 -- @tparam table opts { model = string (required, e.g. "gemini-2.5-flash"; a "models/" prefix
 --   is removed; letters, digits, ".", "-", "_" only), api_key = string|nil (header
@@ -75,7 +44,7 @@ _M.SUBSET = RULES.native
 --   schema_sent, dropped, findings, fallback (see jsoncontract.providers.schema_subset.plan) }
 -- @raise on misuse, a model name with other characters
 function _M.build_request(contract, messages, opts)
-    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
+    local o, msgs, prompt = C.check_request_args(contract, messages, opts, MODES, _M.name)
     local model = o.model:gsub("^models/", "")
     if not model:match("^[%w%.%-_]+$") then
         error("opts.model must hold only letters, digits, '.', '-' and '_' for gemini", 2)
@@ -85,24 +54,23 @@ function _M.build_request(contract, messages, opts)
         contents[i] = { role = m.role == "assistant" and "model" or "user", parts = { { text = m.content } } }
     end
     local gen = { maxOutputTokens = o.max_tokens, temperature = o.temperature }
-    local schema_sent, dropped, plan
+    local schema_sent, plan
     local mode = o.mode
     if o.mode == "native" then
-        plan = subset.plan(contract.schema, RULES.native)
-        schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
+        plan = contract_plan(contract)
+        schema_sent, mode = plan.schema, plan.mode
     end
     if schema_sent then
         gen.responseMimeType, gen.responseJsonSchema = "application/json", schema_sent
     elseif mode == "json" then
         gen.responseMimeType = "application/json"
     end
-    local body = { systemInstruction = { parts = { { text = contract.prompt } } },
+    local body = { systemInstruction = { parts = { { text = prompt } } },
         contents = contents, generationConfig = gen }
     local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
     local path = o.stream and (":streamGenerateContent?alt=sse") or ":generateContent"
     return C.post { opts = o, url = base .. "/v1beta/models/" .. model .. path, auth = "x-goog-api-key",
-        body = body, mode = mode, schema_sent = schema_sent, dropped = dropped,
-        findings = plan and plan.findings, fallback = plan and plan.fallback }
+        body = body, mode = mode, plan = plan }
 end
 
 -- google.rpc status names, by what they mean here.
@@ -219,8 +187,7 @@ function _M.read_doc(status, doc)
 end
 
 local ENVELOPE = {
-    name = _M.name, stream = "text/event-stream",
-    reader = function(status) return _M.stream_reader(status) end,
+    name = _M.name, stream = "text/event-stream", provider = _M,
     http_error = function(status, h, body)
         local doc = core.decode(body)
         local perr = C.is_object(doc) and C.is_object(doc.error) and doc.error or {}
@@ -257,16 +224,14 @@ end
 -- chunk with `finishReason` (or a blocked prompt). An `error` chunk ends the stream.
 -- @treturn table accumulator (see jsoncontract.providers.streaming)
 function _M.stream_reader(status)
-    local streaming = require "jsoncontract.providers.streaming"
     status = status or 200
-    return streaming.new({
-        provider = _M.name, framing = "sse",
+    return streaming.objects({
+        provider = _M.name, framing = "sse", what = "stream event",
         -- after the finishReason chunk, only a chunk without candidates (usage) is taken
         after_done = function(doc)
             return C.is_object(doc) and doc.candidates == nil and doc.error == nil
         end,
         event = function(st, _, doc)
-            if not C.is_object(doc) then return C.not_object_event(_M.name, "stream event") end
             if C.is_object(doc.error) then
                 return gemini_error(status, {}, doc.error, nil)
             end

@@ -8,7 +8,7 @@
 --
 --    req = provider.build_request(contract, messages, opts)
 --    reply, err, partial = provider.read_response(status, headers, body)
---    schema_sent, dropped, subset, mode = provider.native_schema(schema)
+--    schema_sent, dropped, enforced, mode, plan = provider.native_schema(schema)
 --    provider.SUBSET            the profile (data) of the schema subset it enforces
 -- @module jsoncontract.providers
 local envelope = require "jsoncontract.providers.envelope"

@@ -8,8 +8,6 @@ local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.llamacpp"
 local openai = require "jsoncontract.providers.openai"
 
-local type, error = type, error
-
 local _M = { _VERSION = core._VERSION, name = "llamacpp" }
 
 --- Default base URL: a local server on its default port.
@@ -17,46 +15,17 @@ _M.DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 
 local MODES = { native = true, json = true, prompt = true }
 
---- The grammar converter's rules as data, each row with its source and the date checked
--- (jsoncontract.providers.rules.llamacpp).
-_M.rules = RULES
-
---- The copy of a schema sent in `response_format.json_schema.schema`: what llama.cpp's
--- converter turns into grammar (a `$ref` with siblings inlined, keywords next to `anyOf`
--- moved into its branches, `\d`/`\w`/`\s` in patterns written as classes, an `allOf`
--- merged), the rest left out and reported.
--- @tparam table schema
--- @treturn table schema_sent
--- @treturn table dropped array of { schema_pointer, keyword, action, reason, source }
--- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local res = subset.adapt(schema, RULES.native)
-    return res.schema, subset.changed(res.findings)
-end
-
---- What a native request sends for `schema` (the schema alone: see `build_request` for what
--- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
--- enforces it (true unless it falls back), the mode, and the plan (every finding, the
--- fallback; see jsoncontract.providers.schema_subset.plan).
--- @tparam table schema
--- @treturn table|nil schema_sent (nil when the mode sends no schema)
--- @treturn table dropped
--- @treturn boolean enforced
--- @treturn string mode "native" or the fallback mode
--- @treturn table plan
--- @raise when schema is not a table
-function _M.native_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local plan = subset.plan(schema, RULES.native)
-    return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
-end
-
---- The mode rules `native_schema` applies (data; see `rules`).
-_M.SUBSET = RULES.native
+--- The copy of a schema sent in `response_format.json_schema.schema` (`schema_sent, dropped =
+-- provider_schema(schema)`), and what a native request sends for the schema alone
+-- (`schema_sent, dropped, enforced, mode, plan = native_schema(schema)`), both from `rules.native`
+-- (see jsoncontract.providers.schema_subset.provider_functions): what llama.cpp's converter turns
+-- into grammar (a `$ref` with siblings inlined, keywords next to `anyOf` moved into its branches,
+-- `\d`/`\w`/`\s` in patterns written as classes, an `allOf` merged), the rest left out and reported.
+local contract_plan = subset.provider_fields(_M, RULES)
 
 --- Build the HTTP request.
--- @tparam table contract { name, version, schema, prompt }
+-- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
+--   jsoncontract.providers.schema_subset.provider_functions), or { name, version, schema, prompt = string }
 -- @tparam table messages array of { role, content }
 -- @tparam table opts { model = string (required; the server serves the model it loaded),
 --   api_key = string|nil (sent as Bearer when the server was started with --api-key),
@@ -68,15 +37,15 @@ _M.SUBSET = RULES.native
 --   (see jsoncontract.providers.schema_subset.plan) }
 -- @raise on misuse
 function _M.build_request(contract, messages, opts)
-    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
-    local body = { model = o.model, messages = C.with_system(contract.prompt, msgs), max_tokens = o.max_tokens,
+    local o, msgs, prompt = C.check_request_args(contract, messages, opts, MODES, _M.name)
+    local body = { model = o.model, messages = C.with_system(prompt, msgs), max_tokens = o.max_tokens,
         temperature = o.temperature }
     if o.stream then body.stream = true end
-    local schema_sent, dropped, plan
+    local schema_sent, plan
     local mode = o.mode
     if o.mode == "native" then
-        plan = subset.plan(contract.schema, RULES.native)
-        schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
+        plan = contract_plan(contract)
+        schema_sent, mode = plan.schema, plan.mode
     end
     if schema_sent then
         body.response_format = { type = "json_schema",
@@ -85,9 +54,7 @@ function _M.build_request(contract, messages, opts)
         body.response_format = { type = "json_object" }
     end
     return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL,
-        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode, schema_sent = schema_sent,
-        dropped = dropped,
-        findings = plan and plan.findings, fallback = plan and plan.fallback }
+        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode, plan = plan }
 end
 
 --- Read the response (same gate as OpenAI Chat Completions; messages name llamacpp).

@@ -3,10 +3,11 @@
 -- @module jsoncontract.providers.ollama
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
+local streaming = require "jsoncontract.providers.streaming"
 local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.ollama"
 
-local type, ipairs, error = type, ipairs, error
+local type, ipairs = type, ipairs
 local concat = table.concat
 
 local _M = { _VERSION = core._VERSION, name = "ollama" }
@@ -16,42 +17,13 @@ _M.DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 
 local MODES = { native = true, json = true, prompt = true }
 
---- The grammar converter's rules as data, each row with its source and the date checked
--- (jsoncontract.providers.rules.ollama).
-_M.rules = RULES
-
---- The copy of a schema sent in `format`: what llama.cpp's converter turns into grammar (a `$ref`
--- with siblings inlined, keywords next to `anyOf` moved into its branches, `\d`/`\w`/`\s`
--- in patterns written as classes, an `allOf` merged), the rest left out and reported.
--- @tparam table schema
--- @treturn table schema_sent
--- @treturn table dropped array of { schema_pointer, keyword, action, reason, source }
--- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local res = subset.adapt(schema, RULES.native)
-    return res.schema, subset.changed(res.findings)
-end
-
---- What a native request sends for `schema` (the schema alone: see `build_request` for what
--- the conversation adds), as lint reads it: the copy, the `dropped` list, whether the provider
--- enforces it (true unless it falls back), the mode, and the plan (every finding, the
--- fallback; see jsoncontract.providers.schema_subset.plan).
--- @tparam table schema
--- @treturn table|nil schema_sent (nil when the mode sends no schema)
--- @treturn table dropped
--- @treturn boolean enforced
--- @treturn string mode "native" or the fallback mode
--- @treturn table plan
--- @raise when schema is not a table
-function _M.native_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local plan = subset.plan(schema, RULES.native)
-    return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
-end
-
---- The mode rules `native_schema` applies (data; see `rules`).
-_M.SUBSET = RULES.native
+--- The copy of a schema sent in `format` (`schema_sent, dropped = provider_schema(schema)`), and
+-- what a native request sends for the schema alone (`schema_sent, dropped, enforced, mode, plan =
+-- native_schema(schema)`), both from `rules.native` (see
+-- jsoncontract.providers.schema_subset.provider_functions): what llama.cpp's converter turns into
+-- grammar (a `$ref` with siblings inlined, keywords next to `anyOf` moved into its branches,
+-- `\d`/`\w`/`\s` in patterns written as classes, an `allOf` merged), the rest left out and reported.
+local contract_plan = subset.provider_fields(_M, RULES)
 
 --- Does `model` (at `base_url`) run on Ollama's cloud, which ignores `format`? Cloud models
 -- are named "<name>-cloud" or "<name>:cloud" (e.g. "gpt-oss:120b-cloud"); the host ollama.com
@@ -65,7 +37,9 @@ function _M.is_cloud(model, base_url)
 end
 
 --- Build the HTTP request.
--- @tparam table contract { name, version, schema, prompt (sent as the system message) }
+-- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
+--   jsoncontract.providers.schema_subset.provider_functions), or { name, version, schema, prompt =
+--   string } (sent as the system message)
 -- @tparam table messages array of { role, content }
 -- @tparam table opts { model = string (required), api_key = string|nil (Bearer, for a proxy
 --   or Ollama's hosted API), base_url (default "http://127.0.0.1:11434"), max_tokens (sent as
@@ -76,10 +50,10 @@ end
 --   "json"), schema_sent, dropped, findings, fallback (see jsoncontract.providers.schema_subset.plan) }
 -- @raise on misuse
 function _M.build_request(contract, messages, opts)
-    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
-    local body = { model = o.model, messages = C.with_system(contract.prompt, msgs),
+    local o, msgs, prompt = C.check_request_args(contract, messages, opts, MODES, _M.name)
+    local body = { model = o.model, messages = C.with_system(prompt, msgs),
         stream = o.stream and true or false, options = { num_predict = o.max_tokens, temperature = o.temperature } }
-    local schema_sent, dropped, plan
+    local schema_sent, plan
     local mode = o.mode
     local base = (o.base_url or _M.DEFAULT_BASE_URL):gsub("/+$", "")
     if o.mode == "native" then
@@ -89,8 +63,8 @@ function _M.build_request(contract, messages, opts)
             forced = { schema_pointer = "", keyword = "format", reason = "model " .. o.model
                 .. " runs on Ollama's cloud: " .. c.why, source = c.source, fallback = c.fallback }
         end
-        plan = subset.plan(contract.schema, RULES.native, forced)
-        schema_sent, dropped, mode = plan.schema, plan.dropped, plan.mode
+        plan = contract_plan(contract, forced)
+        schema_sent, mode = plan.schema, plan.mode
     end
     if schema_sent then
         body.format = schema_sent
@@ -98,8 +72,7 @@ function _M.build_request(contract, messages, opts)
         body.format = "json"
     end
     return C.post { opts = o, url = base .. "/api/chat", auth = "authorization", body = body,
-        mode = mode, schema_sent = schema_sent, dropped = dropped,
-        findings = plan and plan.findings, fallback = plan and plan.fallback }
+        mode = mode, plan = plan }
 end
 
 -- The text and name of an Ollama tool call: `function.arguments`, a string as it is or an
@@ -149,11 +122,7 @@ function _M.read_doc(status, doc)
     return C.tool_or_text(status, reply, C.is_array(calls) and calls or {}, tool_args, TOOLS)
 end
 
-local ENVELOPE = {
-    name = _M.name, stream = "ndjson",
-    reader = function(status) return _M.stream_reader(status) end,
-    doc = function(status, _, _, doc) return _M.read_doc(status, doc) end,
-}
+local ENVELOPE = { name = _M.name, stream = "ndjson", provider = _M }
 
 --- Read an HTTP response of /api/chat into one normalised reply (protocol gate).
 -- Non-2xx: transport (Ollama errors are `{"error": "text"}`: 404 -> client_error, 5xx ->
@@ -175,12 +144,10 @@ end
 -- line with `done: true`; an `{"error": ...}` line ends the stream (transport/server_error).
 -- @treturn table accumulator (see jsoncontract.providers.streaming)
 function _M.stream_reader(status)
-    local streaming = require "jsoncontract.providers.streaming"
     status = status or 200
-    return streaming.new({
-        provider = _M.name, framing = "ndjson",
+    return streaming.objects({
+        provider = _M.name, framing = "ndjson", what = "stream line",
         event = function(st, _, doc)
-            if not C.is_object(doc) then return C.not_object_event(_M.name, "stream line") end
             if doc.error ~= nil then
                 return C.error_object(_M.name, doc.error, status)
             end

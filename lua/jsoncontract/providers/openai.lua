@@ -3,6 +3,7 @@
 -- @module jsoncontract.providers.openai
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
+local streaming = require "jsoncontract.providers.streaming"
 local subset = require "jsoncontract.providers.schema_subset"
 local RULES = require "jsoncontract.providers.rules.openai"
 
@@ -16,38 +17,24 @@ _M.DEFAULT_BASE_URL = "https://api.openai.com"
 
 local MODES = { native = true, json = true, prompt = true }
 
---- OpenAI's structured-output rules as data, each row with its source and the date checked
--- (jsoncontract.providers.rules.openai).
-_M.rules = RULES
+--- The schema fields from OpenAI's rules (jsoncontract.providers.rules.openai; see
+-- jsoncontract.providers.schema_subset.provider_fields): `rules`, `SUBSET` (strict mode's rules),
+-- `KEYWORDS`/`FORMATS` (what strict mode enforces; every other keyword is left out of the copy
+-- sent, the full schema is still checked locally) and `provider_schema(schema)` -> schema_sent,
+-- dropped: the copy sent in `response_format.json_schema.schema` in strict mode. Never mutates
+-- `schema`. Every object gets `additionalProperties: false` and lists all its properties in
+-- `required`; a property that was optional becomes nullable (its type gains "null", or it is
+-- wrapped as `anyOf: [<it>, {type: "null"}]`) and is reported, so the caller knows a null there
+-- stands for "absent". Unsupported keywords are left out; a `$ref` with siblings is inlined and
+-- an `allOf` merged where that keeps the meaning. `dropped` is an array of { schema_pointer =
+-- string (JSON Pointer into the caller's schema), keyword = string, action =
+-- "dropped"|"weakened"|"narrowed"|"fails", reason = string, source = string|nil } for every
+-- keyword not sent as written (all but "rewritten"). `native_schema` is OpenAI's own (below):
+-- strict mode has a non-strict fallback.
+subset.provider_fields(_M, RULES)
 
---- JSON Schema keywords OpenAI strict mode enforces (from `rules.native.keywords`); every other
--- keyword is left out of the copy sent (the full schema is still checked locally).
-_M.STRICT_KEYWORDS = subset.name_set(RULES.native.keywords)
-
---- String formats OpenAI strict mode supports (from `rules.native.formats`).
-_M.STRICT_FORMATS = subset.name_set(RULES.native.formats)
-
---- The copy of a schema sent in `response_format.json_schema.schema` in strict mode.
--- Never mutates `schema`. Every object gets `additionalProperties: false` and lists all its
--- properties in `required`; a property that was optional becomes nullable (its type gains
--- "null", or it is wrapped as `anyOf: [<it>, {type: "null"}]`) and is reported, so the
--- caller knows a null there stands for "absent". Unsupported keywords are left out; a `$ref`
--- with siblings is inlined and an `allOf` merged where that keeps the meaning (see
--- jsoncontract.providers.schema_subset).
--- @tparam table schema the contract's full JSON Schema
--- @treturn table schema_sent a deep copy in the strict subset
--- @treturn table dropped array of { schema_pointer = string (JSON Pointer into the
---   caller's schema), keyword = string, action = "dropped"|"weakened"|"narrowed"|"fails", reason =
---   string, source = string|nil } for every keyword not sent as written (all but "rewritten")
--- @raise when schema is not a table
-function _M.provider_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local res = subset.adapt(schema, RULES.native)
-    return res.schema, subset.changed(res.findings)
-end
-
---- The mode rules of strict mode (data; see `rules`).
-_M.SUBSET = RULES.native
+--- Old names of `KEYWORDS` and `FORMATS`.
+_M.STRICT_KEYWORDS, _M.STRICT_FORMATS = _M.KEYWORDS, _M.FORMATS
 
 --- A contract name as OpenAI accepts it in `json_schema.name`: characters outside
 -- [a-zA-Z0-9_-] become "_", at most 64 characters.
@@ -59,32 +46,17 @@ function _M.schema_name(name)
     return s
 end
 
---- The `response_format`-style schema part for a contract, shared with the Responses API.
--- Strict mode (mode "native") when the strict copy is accepted as it is. Otherwise:
--- * an optional property: strict mode needs every property in `required`; an optional one can
---   only be sent as required-and-nullable, and then the model may answer null where the
---   contract's own schema rejects null. So the schema is sent with `strict: false` (mode
---   "native-nonstrict": shown to the model, not enforced), the dropped list starting with an
---   entry { schema_pointer = "", keyword = "strict", reason };
--- * something strict mode rejects with a 400 (a node left without a type, a limit exceeded,
---   a root union): mode "native-nonstrict" likewise, the first entry naming the cause;
--- * a root that is not an object: mode "prompt" (no schema field can carry it), a root anyOf:
---   mode "json"; `schema_sent` is nil then.
--- @tparam table schema
--- @treturn table|nil schema_sent
--- @treturn table dropped
--- @treturn boolean strict
--- @treturn string mode "native" | "native-nonstrict" | "json" | "prompt"
--- @treturn table plan { findings = every finding (rewritten and narrowed ones too), fallback =
---   nil | { from, to, schema_pointer, keyword, reason, source } }
-function _M.native_schema(schema)
-    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+-- `native_schema`'s plan: `schema_subset.plan`'s fields (`schema`, `dropped`, `mode`, `findings`,
+-- `fallback`) and `strict` (what `schema_subset.cached` keeps per contract).
+local function native_plan(schema)
     local res = subset.plan(schema, RULES.native)
     if res.mode == "native" and #res.optional == 0 then
-        return res.schema, res.dropped, true, "native", res
+        res.strict = true
+        return res
     end
     if res.mode == "json" or res.mode == "prompt" then
-        return nil, res.dropped, false, res.mode, res
+        res.strict = false
+        return res
     end
     local res2 = subset.adapt(schema, RULES.nonstrict)
     local reason
@@ -109,11 +81,46 @@ function _M.native_schema(schema)
     local fallback = res.fallback or { from = "native", to = "native-nonstrict", schema_pointer = "",
         keyword = "strict", reason = reason, source = first.source }
     fallback.to = "native-nonstrict"
-    return res2.schema, all, false, "native-nonstrict", { findings = findings, fallback = fallback }
+    return { schema = res2.schema, dropped = all, strict = false, mode = "native-nonstrict",
+        findings = findings, fallback = fallback }
+end
+
+--- The plan of a native request for a contract, computed once per contract (see
+-- jsoncontract.providers.schema_subset.cached); shared with the Responses API.
+-- @tparam table contract
+-- @treturn table plan `{schema = table|nil (the copy sent), dropped, strict = boolean, mode, findings,
+--   fallback}` (see `native_schema`)
+function _M.contract_plan(contract)
+    return subset.cached(contract, native_plan)
+end
+
+--- The `response_format`-style schema part for a contract, shared with the Responses API.
+-- Strict mode (mode "native") when the strict copy is accepted as it is. Otherwise:
+-- * an optional property: strict mode needs every property in `required`; an optional one can
+--   only be sent as required-and-nullable, and then the model may answer null where the
+--   contract's own schema rejects null. So the schema is sent with `strict: false` (mode
+--   "native-nonstrict": shown to the model, not enforced), the dropped list starting with an
+--   entry { schema_pointer = "", keyword = "strict", reason };
+-- * something strict mode rejects with a 400 (a node left without a type, a limit exceeded,
+--   a root union): mode "native-nonstrict" likewise, the first entry naming the cause;
+-- * a root that is not an object: mode "prompt" (no schema field can carry it), a root anyOf:
+--   mode "json"; `schema_sent` is nil then.
+-- @tparam table schema
+-- @treturn table|nil schema_sent
+-- @treturn table dropped
+-- @treturn boolean strict
+-- @treturn string mode "native" | "native-nonstrict" | "json" | "prompt"
+-- @treturn table plan { findings = every finding (rewritten and narrowed ones too), fallback =
+--   nil | { from, to, schema_pointer, keyword, reason, source } }
+function _M.native_schema(schema)
+    if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+    local p = native_plan(schema)
+    return p.schema, p.dropped, p.strict, p.mode, p
 end
 
 --- Build the HTTP request for a contract and a conversation.
--- @tparam table contract { name = string, version = string, schema = table (the full JSON
+-- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
+--   `contract_plan`), or { name = string, version = string, schema = table (the full JSON
 --   Schema), prompt = string (system instructions rendered from the schema) }
 -- @tparam table messages array of { role = "user"|"assistant", content = string }
 -- @tparam table opts { model = string (required), api_key = string|nil, base_url =
@@ -134,33 +141,28 @@ end
 -- @usage local req = openai.build_request(contract, {{role="user", content=text}},
 --   { model = "gpt-4o-mini", api_key = key })
 function _M.build_request(contract, messages, opts)
-    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
+    local o, msgs, prompt = C.check_request_args(contract, messages, opts, MODES, _M.name)
     local body = {
         model = o.model,
-        messages = C.with_system(contract.prompt, msgs),
+        messages = C.with_system(prompt, msgs),
         max_completion_tokens = o.max_tokens,
         temperature = o.temperature,
     }
     if o.stream then
         body.stream, body.stream_options = true, { include_usage = true }
     end
-    local schema_sent, dropped, strict, plan
-    local mode = o.mode
-    if o.mode == "native" then
-        schema_sent, dropped, strict, mode, plan = _M.native_schema(contract.schema)
-    end
-    if schema_sent then
+    local p = o.mode == "native" and _M.contract_plan(contract) or nil
+    local mode = p and p.mode or o.mode
+    if p and p.schema then
         body.response_format = {
             type = "json_schema",
-            json_schema = { name = _M.schema_name(contract.name), strict = strict, schema = schema_sent },
+            json_schema = { name = _M.schema_name(contract.name), strict = p.strict, schema = p.schema },
         }
     elseif mode == "json" then
         body.response_format = { type = "json_object" }
     end
     return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL,
-        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode, schema_sent = schema_sent,
-        dropped = dropped,
-        findings = plan and plan.findings, fallback = plan and plan.fallback }
+        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode, plan = p }
 end
 
 -- The text and name of a Chat Completions tool call (its `function.arguments` string).
@@ -285,15 +287,9 @@ end
 -- @tparam integer status the HTTP status of the streamed response
 -- @treturn table accumulator with `feed(chunk)`, `preview()`, `finish()` (see providers.streaming)
 function _M.chat_stream_reader(pname, status)
-    local streaming = require "jsoncontract.providers.streaming"
-    return streaming.new({
-        provider = pname, framing = "sse",
-        event = function(st, _, doc, raw)
-            if raw == "[DONE]" then
-                st.done = true
-                return nil
-            end
-            if not C.is_object(doc) then return C.not_object_event(pname, "stream chunk") end
+    return streaming.objects({
+        provider = pname, framing = "sse", what = "stream chunk", done_marker = "[DONE]",
+        event = function(st, _, doc)
             if doc.error ~= nil and doc.choices == nil then
                 return C.error_object(pname, doc.error, status)
             end

@@ -3,6 +3,7 @@
 -- @module jsoncontract.providers.openai_responses
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
+local streaming = require "jsoncontract.providers.streaming"
 local openai = require "jsoncontract.providers.openai"
 
 local type, ipairs = type, ipairs
@@ -27,15 +28,13 @@ _M.provider_schema = openai.provider_schema
 _M.native_schema = openai.native_schema
 --- As Chat Completions (see `jsoncontract.providers.openai.SUBSET`).
 _M.SUBSET = openai.SUBSET
-
---- As Chat Completions (see `jsoncontract.providers.openai.native_schema`).
-_M.native_schema = openai.native_schema
 --- As Chat Completions (see `jsoncontract.providers.openai.rules`).
 _M.rules = openai.rules
-_M.SUBSET = openai.SUBSET
 
 --- Build the HTTP request.
--- @tparam table contract { name, version, schema, prompt (sent as `instructions`) }
+-- @tparam table contract a contract from `jsoncontract.contract` (planned once, see
+--   jsoncontract.providers.openai.contract_plan), or { name, version, schema, prompt = string }
+--   (the prompt is sent as `instructions`)
 -- @tparam table messages array of { role, content } (sent as `input`)
 -- @tparam table opts { model = string (required), api_key, base_url (default
 --   "https://api.openai.com"), max_tokens = integer (sent as `max_output_tokens`),
@@ -47,24 +46,20 @@ _M.SUBSET = openai.SUBSET
 -- @raise on misuse (a native request strict mode would reject goes out in a weaker mode, as
 --   for Chat Completions: see jsoncontract.providers.openai.native_schema)
 function _M.build_request(contract, messages, opts)
-    local o, msgs = C.check_request_args(contract, messages, opts, MODES, _M.name)
-    local body = { model = o.model, instructions = contract.prompt, input = msgs,
+    local o, msgs, prompt = C.check_request_args(contract, messages, opts, MODES, _M.name)
+    local body = { model = o.model, instructions = prompt, input = msgs,
         max_output_tokens = o.max_tokens, temperature = o.temperature }
     if o.stream then body.stream = true end
-    local schema_sent, dropped, strict, plan
-    local mode = o.mode
-    if o.mode == "native" then
-        schema_sent, dropped, strict, mode, plan = openai.native_schema(contract.schema)
-    end
-    if schema_sent then
+    local p = o.mode == "native" and openai.contract_plan(contract) or nil
+    local mode = p and p.mode or o.mode
+    if p and p.schema then
         body.text = { format = { type = "json_schema", name = openai.schema_name(contract.name),
-            strict = strict, schema = schema_sent } }
+            strict = p.strict, schema = p.schema } }
     elseif mode == "json" then
         body.text = { format = { type = "json_object" } }
     end
     return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/responses"),
-        auth = "authorization", body = body, mode = mode, schema_sent = schema_sent, dropped = dropped,
-        findings = plan and plan.findings, fallback = plan and plan.fallback }
+        auth = "authorization", body = body, mode = mode, plan = p }
 end
 
 -- The text and name of a function_call item: its `arguments` string.
@@ -153,11 +148,7 @@ function _M.read_doc(status, doc)
     return C.tool_or_text(status, reply, calls, function_args, TOOLS)
 end
 
-local ENVELOPE = {
-    name = _M.name, stream = "text/event-stream",
-    reader = function(status) return _M.stream_reader(status) end,
-    doc = function(status, _, _, doc) return _M.read_doc(status, doc) end,
-}
+local ENVELOPE = { name = _M.name, stream = "text/event-stream", provider = _M }
 
 --- Read an HTTP response of the Responses API into one normalised reply (protocol gate).
 -- @tparam integer status
@@ -183,12 +174,10 @@ local TERMINAL = { ["response.completed"] = true, ["response.incomplete"] = true
 -- an empty one). An `error` event ends the stream with its category.
 -- @treturn table accumulator (see jsoncontract.providers.streaming)
 function _M.stream_reader(status)
-    local streaming = require "jsoncontract.providers.streaming"
     status = status or 200
-    return streaming.new({
-        provider = _M.name, framing = "sse",
+    return streaming.objects({
+        provider = _M.name, framing = "sse", what = "stream event",
         event = function(st, name, doc)
-            if not C.is_object(doc) then return C.not_object_event(_M.name, "stream event") end
             local t = C.str(doc.type) or name
             st.text, st.refusal, st.args = st.text or {}, st.refusal or {}, st.args or {}
             if t == "error" then

@@ -1159,4 +1159,78 @@ function _M.plan(schema, rules, forced)
     return res
 end
 
+--- `fn(contract.schema)`, computed once per contract and `fn`: a contract from
+-- `jsoncontract.contract` keeps it in its `provider_plans` (a contract is not changed once made),
+-- so the asks and attempts that send one contract through one provider plan its schema once. A
+-- plain `{name, schema, prompt}` table has no such slot and gets a fresh result every call.
+-- @tparam table contract
+-- @tparam function fn function(schema) -> table (never changed by the caller)
+-- @treturn table what `fn` returned
+function _M.cached(contract, fn)
+    local cache = contract.provider_plans
+    if type(cache) ~= "table" then return fn(contract.schema) end
+    local v = cache[fn]
+    if v == nil then
+        v = fn(contract.schema)
+        cache[fn] = v
+    end
+    return v
+end
+
+--- A provider's schema functions from its rules data row (the mode rules, e.g.
+-- `jsoncontract.providers.rules.gemini.native`), so every provider module exposes the same two:
+--
+-- * `provider_schema(schema)` -> schema_sent, dropped: the copy sent (`adapt`) and the findings
+--   where it says less than the schema (`changed`), whatever the mode would be;
+-- * `native_schema(schema)` -> schema_sent|nil, dropped, enforced, mode, plan: what a native
+--   request sends for `schema` alone, as lint reads it (`plan`; `enforced` is false when it falls
+--   back, `schema_sent` nil when the mode sends none). What the conversation adds (a prefill, a
+--   cloud model) is the provider's `build_request`'s business.
+--
+-- Both raise when `schema` is not a table and never change it. The third, for `build_request`:
+--
+-- * `contract_plan(contract [, forced])` -> plan: `plan(contract.schema, rules, forced)`, computed
+--   once per contract (see `cached`) unless a finding of the conversation `forced` a fallback.
+-- @tparam table rules the mode's rules
+-- @treturn function provider_schema
+-- @treturn function native_schema
+-- @treturn function contract_plan
+function _M.provider_functions(rules)
+    local function native_plan(schema) return _M.plan(schema, rules) end
+    local function contract_plan(contract, forced)
+        if forced then return _M.plan(contract.schema, rules, forced) end
+        return _M.cached(contract, native_plan)
+    end
+    local function provider_schema(schema)
+        if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+        local res = _M.adapt(schema, rules)
+        return res.schema, _M.changed(res.findings)
+    end
+    local function native_schema(schema)
+        if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
+        local plan = _M.plan(schema, rules)
+        return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
+    end
+    return provider_schema, native_schema, contract_plan
+end
+
+--- A provider module's schema fields, from its rules module (data with sources, e.g.
+-- `jsoncontract.providers.rules.gemini`), so each provider exposes what it enforces the same way:
+-- `mod.rules` (the rules module), `mod.SUBSET` (its native mode's rules, `rules.native`),
+-- `mod.KEYWORDS` and `mod.FORMATS` (name sets of the keywords and string formats the native mode
+-- takes, where the rules list them) and `mod.provider_schema`, `mod.native_schema` (see
+-- `provider_functions`).
+-- @tparam table mod the provider module
+-- @tparam table rules the provider's rules module (with `native`)
+-- @treturn function contract_plan (see `provider_functions`), for the module's `build_request`
+function _M.provider_fields(mod, rules)
+    local native = rules.native
+    mod.rules, mod.SUBSET = rules, native
+    if native.keywords then mod.KEYWORDS = _M.name_set(native.keywords) end
+    if native.formats then mod.FORMATS = _M.name_set(native.formats) end
+    local contract_plan
+    mod.provider_schema, mod.native_schema, contract_plan = _M.provider_functions(native)
+    return contract_plan
+end
+
 return _M

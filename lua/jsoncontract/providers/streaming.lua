@@ -17,7 +17,7 @@ local C = require "jsoncontract.providers.envelope"
 local sse = require "jsoncontract.providers.sse"
 local ndjson = require "jsoncontract.providers.ndjson"
 
-local type, error, setmetatable, ipairs = type, error, setmetatable, ipairs
+local type, error, setmetatable, ipairs, pairs = type, error, setmetatable, ipairs, pairs
 
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
@@ -36,6 +36,28 @@ function _M.new(spec)
         spec = spec, state = {}, err = nil, finished = false,
         framer = spec.framing == "ndjson" and ndjson.new() or sse.new(),
     }, mt)
+end
+
+--- A provider's accumulator (what every provider's `stream_reader` builds): `new` where `event`
+-- sees only JSON objects. Data that is the stream's own end marker (`spec.done_marker`, e.g.
+-- OpenAI's "[DONE]") sets `state.done`; any other data that is not a JSON object is
+-- protocol/invalid_event "<provider> <what> is not a JSON object".
+-- @tparam table spec as for `new`, plus `what` (string naming one unit of the stream, e.g.
+--   "stream event", "stream line") and `done_marker` (string or nil)
+-- @treturn table accumulator with `feed`, `preview`, `finish`
+function _M.objects(spec)
+    local event, marker = spec.event, spec.done_marker
+    local out = {}
+    for k, v in pairs(spec) do out[k] = v end
+    out.event = function(st, name, doc, raw)
+        if marker and raw == marker then
+            st.done = true
+            return nil
+        end
+        if not C.is_object(doc) then return C.not_object_event(spec.provider, spec.what) end
+        return event(st, name, doc, raw)
+    end
+    return _M.new(out)
 end
 
 local function handle(self, name, raw)

@@ -50,13 +50,13 @@ end
 --   `policy` (from `jsoncontract.run.policy.merge`), `sleep` (function(seconds)),
 --   `secret` (string|nil: the API key, redacted from everything the server sent),
 --   `time_left_ms` (function() -> number|nil: what the time budget leaves, nil when none),
---   `on_transport_failure` (function(fields): called for every try that failed at the transport
---   gate, with `{try, gate, category, kind, http_status, elapsed_ms, usage, retry}`)
--- @treturn table result `{tries = integer, status = integer|nil (HTTP), reply = table|nil,
---   err = table|nil, partial = table|nil (the reply read so far beside a protocol err),
---   headers = table|nil (the last response's headers that may be recorded),
---   elapsed_ms = integer (the last try), usage = {input_tokens, output_tokens} (every try)}`;
---   the key is in none of it
+--   `on_transport_failure` (function(result, retry): called for every try that failed at the
+--   transport gate, with that try's result (as returned, below) and whether it is retried)
+-- @treturn table result `{tries = integer, status = integer|nil (HTTP: the err's, else the
+--   response's), reply = table|nil (the reply read: whole, or as far as a failed gate read it,
+--   beside `err`), err = table|nil, elapsed_ms = integer (the last try), usage =
+--   {input_tokens, output_tokens} (every try), headers = table|nil (the last response's headers
+--   that may be recorded: `secrets.recorded_headers`)}`; the key is in none of it
 -- @raise when the transport returns something that is not a response or a transport err
 function _M.exchange(x)
     local policy = x.policy
@@ -85,14 +85,15 @@ function _M.exchange(x)
             check_transport_err(terr)
             err = terr
         end
-        local r = reply or partial
-        if r and r.usage then
-            usage.input_tokens = usage.input_tokens + (tonumber(r.usage.input_tokens) or 0)
-            usage.output_tokens = usage.output_tokens + (tonumber(r.usage.output_tokens) or 0)
+        -- A gate that failed on a reply read so far returned it beside its err: it travels on
+        -- as `reply`, beside `err`.
+        reply = reply or partial
+        if reply and reply.usage then
+            usage.input_tokens = usage.input_tokens + (tonumber(reply.usage.input_tokens) or 0)
+            usage.output_tokens = usage.output_tokens + (tonumber(reply.usage.output_tokens) or 0)
         end
-        local elapsed = ms_since(t0)
-        local result = { tries = try, status = res and res.status, reply = reply, err = err,
-            partial = partial, headers = headers, elapsed_ms = elapsed, usage = usage }
+        local result = { tries = try, status = err and err.status or res and res.status, reply = reply,
+            err = err, headers = headers, elapsed_ms = ms_since(t0), usage = usage }
         if not (err and err.category == "transport") then return result end
 
         local retry = policy_mod.transient(err) and try <= policy.transport_retries
@@ -107,9 +108,7 @@ function _M.exchange(x)
         end
         local left = x.time_left_ms()
         if retry and left and wait * 1000 > left then retry = false end
-        x.on_transport_failure { try = try, gate = "transport", category = err.category, kind = err.kind,
-            http_status = err.status or (res and res.status), elapsed_ms = elapsed,
-            usage = r and r.usage, retry = retry, response_headers = headers }
+        x.on_transport_failure(result, retry)
         if not retry then return result end
         x.sleep(wait)
     end

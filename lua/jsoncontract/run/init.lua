@@ -57,6 +57,8 @@ local function error_summary(list)
     return out
 end
 
+local NO_REPLY = {} -- read only: an exchange that read no reply
+
 local request_counter = 0
 local function new_request_id()
     request_counter = request_counter + 1
@@ -106,8 +108,9 @@ end
 --   `request_id`, `item_id` (strings for evidence), `policy` (table overriding `DEFAULT_POLICY`)
 -- @treturn table outcome: `status` ("accepted"|"human_review"), `value` (when accepted),
 --   `reason` (err table when not accepted: category, kind, message, errors), `attempts` (list of
---   `{attempt, tries, gate, category, kind, message, errors, http_status, finish, usage, elapsed_ms,
---   adapters}`), `usage` (`{input_tokens, output_tokens}` summed over every HTTP exchange),
+--   `{attempt, tries, mode, mode_fallback, gate, category, kind, message, errors, http_status, finish,
+--   finish_reason, usage, elapsed_ms, adapters}`: each attempt's record, which is also its evidence
+--   line less `message`), `usage` (`{input_tokens, output_tokens}` summed over every HTTP exchange),
 --   `elapsed_ms`, `request_id`, `contract` (`{name, version, schema_hash}`), `adapters` (applied to the
 --   accepted reply)
 -- @raise on misuse: a missing contract, input that is not a string, unknown options, an
@@ -133,28 +136,42 @@ function _M.ask(contract, input, opts)
     local attempts = {}
     local messages = { { role = "user", content = input } }
     local reasked = false
-    -- What the provider needs, built once: the contract as the prompt and schema it sends.
-    local contract_view = { name = contract.name, version = contract.version, schema = contract.schema,
-        prompt = contract:prompt() }
-    local popts = { model = opts.model, api_key = opts.api_key, base_url = opts.base_url,
-        max_tokens = opts.max_tokens, temperature = opts.temperature, mode = opts.mode }
+    -- The provider takes the contract and the caller's options as they are (the prompt was
+    -- rendered when the contract was made, the schema copy is planned once per contract and
+    -- provider); only a re-ask after a truncated reply asks with more room, over the caller's opts.
+    local popts = opts
 
-    -- One evidence record per HTTP exchange: the item's identity, then the attempt's fields.
-    -- `private` (model text, feedback, the input) is kept by the writer only on opt-in.
-    local fallback -- req.fallback of the current request (providers.schema_subset.plan)
-    local function record(att, try, fields, private)
+    -- The attempt record: what one HTTP exchange of an attempt did (`x` from run.exchange: its
+    -- tries, status, the reply read so far and the gate's err). It goes into the outcome's
+    -- `attempts` and, through `record`, into the evidence log: one shape for both.
+    local function attempt_record(att, x, req)
+        local reply = x.reply or NO_REPLY
+        local a = { attempt = att, tries = x.tries, mode = req.mode, http_status = x.status,
+            finish = reply.finish, finish_reason = reply.finish_reason, usage = reply.usage,
+            elapsed_ms = x.elapsed_ms,
+            -- A native request the provider would have rejected went out weaker: say why.
+            mode_fallback = req.fallback }
+        local err = x.err
+        if err then
+            -- transport, protocol, refused, filtered or truncated
+            a.gate = (err.category == "transport") and "transport" or "protocol"
+            a.category, a.kind, a.message = err.category, err.kind, err.message
+        end
+        return a
+    end
+
+    -- One evidence line per HTTP exchange: the item's identity and the attempt record, less what
+    -- may quote the model (`message`; kinds and pointers say what failed). `private` (model text,
+    -- feedback) is kept by the writer only on opt-in; so is the input, on the item's first line.
+    local function record(a, private)
         if not evidence then return end
-        local rec = { ts = os.date("!%Y-%m-%dT%H:%M:%SZ"), attempt = att, try = try }
+        local rec = { ts = os.date("!%Y-%m-%dT%H:%M:%SZ"), try = a.tries }
         for k, v in pairs(item) do rec[k] = v end
-        for k, v in pairs(fields) do rec[k] = v end
-        -- A native request the provider would have rejected went out weaker: say why.
-        if fallback then rec.mode_fallback = fallback end
-        for k, v in pairs(private or {}) do rec[k] = v end
-        rec.message = nil -- may quote the model's text; kinds and pointers say what failed
-        rec.errors = error_summary(fields.errors)
-        rec.tries = nil
-        -- The input once per item, on its first exchange.
-        if att == 1 and try == 1 then rec.input = input end
+        for k, v in pairs(a) do rec[k] = v end
+        for k, v in pairs(private or NO_REPLY) do rec[k] = v end
+        rec.message, rec.tries = nil, nil
+        rec.errors = error_summary(a.errors)
+        if a.attempt == 1 and a.tries == 1 then rec.input = input end
         evidence:write(rec)
     end
 
@@ -170,15 +187,14 @@ function _M.ask(contract, input, opts)
     end
 
     for att = 1, policy.max_attempts do
-        -- build
-        -- (the request's own fields are the transport's; `req.mode` is read through its metatable)
-        local req = provider.build_request(contract_view, messages, popts)
-        local mode = req.mode
-        fallback = req.fallback
+        -- build (the request's own fields are the transport's; `req.mode` and `req.fallback` are
+        -- read through its metatable)
+        local req = provider.build_request(contract, messages, popts)
         req.timeout_ms, req.connect_timeout_ms, req.max_response_bytes =
             opts.timeout_ms, opts.connect_timeout_ms, opts.max_response_bytes
 
-        -- send and read (transport and protocol gates)
+        -- send and read (transport and protocol gates); every try that failed at the transport
+        -- gate is one evidence line
         local x = exchange.exchange {
             send = send, request = req, provider = provider, policy = policy, sleep = sleep,
             -- A provider may echo the key (real 401s do), in any spelling: the exchange redacts
@@ -187,48 +203,44 @@ function _M.ask(contract, input, opts)
             time_left_ms = function()
                 return policy.time_budget_ms and policy.time_budget_ms - elapsed_ms() or nil
             end,
-            on_transport_failure = function(fields)
-                fields.mode = mode
-                record(att, fields.try, fields)
+            on_transport_failure = function(try_result, retry)
+                local a = attempt_record(att, try_result, req)
+                a.retry = retry
+                record(a, { response_headers = try_result.headers })
             end,
         }
         usage.input_tokens = usage.input_tokens + x.usage.input_tokens
         usage.output_tokens = usage.output_tokens + x.usage.output_tokens
-        local reply = x.reply or x.partial or {}
+        local reply = x.reply or NO_REPLY
 
-        -- The attempt record: what this attempt did, in the outcome and (with the item's
-        -- identity) in the evidence log.
-        local a = { attempt = att, tries = x.tries, mode = mode, http_status = x.status, finish = reply.finish,
-            finish_reason = reply.finish_reason, usage = reply.usage, elapsed_ms = x.elapsed_ms }
+        -- record: what this attempt did, in the outcome and in the evidence log
+        local a = attempt_record(att, x, req)
         attempts[#attempts + 1] = a
 
         local err = x.err
         if err then
             -- transport, protocol, refused, filtered or truncated: never repaired.
-            a.gate = (err.category == "transport") and "transport" or "protocol"
-            a.category, a.kind, a.message = err.category, err.kind, err.message
             -- (a transport failure was recorded try by try by the exchange)
-            if err.category ~= "transport" then
-                record(att, x.tries, a, { text = reply.text, response_headers = x.headers })
-            end
+            if err.category ~= "transport" then record(a, { text = reply.text, response_headers = x.headers }) end
             if err.category ~= "truncated" or not policy.reask_on_truncation or reasked
                 or att == policy.max_attempts then
                 return finish("human_review", nil, err)
             end
             reasked = true
-            popts.max_tokens = (popts.max_tokens or providers.DEFAULT_MAX_TOKENS) * 2
+            popts = setmetatable({ max_tokens = (opts.max_tokens or providers.DEFAULT_MAX_TOKENS) * 2 },
+                { __index = opts })
         else
             -- the contract's gates: format, schema, rules
             local value, cerr = contract:check(reply.text, { adapters = opts.adapters, context = opts.context })
             if value ~= nil then
                 a.gate, a.adapters = "accepted", cerr.adapters
-                record(att, x.tries, a, { text = reply.text, response_headers = x.headers })
+                record(a, { text = reply.text, response_headers = x.headers })
                 return finish("accepted", value, nil, cerr.adapters)
             end
             a.gate, a.category, a.kind, a.message = cerr.category, cerr.category, cerr.kind, cerr.message
             a.errors, a.offset, a.adapters = cerr.errors, cerr.offset, cerr.adapters
             local fb = feedback.for_model(cerr)
-            record(att, x.tries, a, { text = reply.text, feedback = fb, response_headers = x.headers })
+            record(a, { text = reply.text, feedback = fb, response_headers = x.headers })
 
             if cerr.category == "rules" and cerr.retry == false then
                 return finish("human_review", nil, cerr)

@@ -1,0 +1,64 @@
+-- jsoncontract.standin.process: the one starter of the stand-in model server (commands, jobs,
+-- specs and benchmarks all start it through `start`).
+local util = require "support.util"
+local process = require "jsoncontract.standin.process"
+local curl = require "jsoncontract.transport.curl"
+
+local LUA = util.LUA
+local CPATH = os.getenv("JC_TEST_CPATH") or "build/lua5.4/?.so"
+
+local function alive(pid)
+    local _, code = util.sh("kill -0 " .. pid)
+    return code == 0
+end
+
+describe("jsoncontract.standin.process", function()
+    describe("start()", function()
+        it("starts the server on 127.0.0.1 and returns its pid and port; stop() ends it, a second stop nothing",
+            function()
+                local h = assert(process.start { max_seconds = 60, without_preload = true })
+                assert.is_number(h.pid)
+                assert.is_number(h.port)
+                assert.equal("http://127.0.0.1:" .. h.port, h.base_url)
+                local res = assert(curl.request { url = h.base_url .. "/health", timeout_ms = 5000 })
+                assert.equal(200, res.status)
+                assert.is_true(alive(h.pid))
+                h.stop()
+                h.stop()
+                assert.is_false(alive(h.pid))
+            end)
+
+        it("raises on an unknown option or a value of the wrong type", function()
+            assert.has_error(function() process.start { port = 8080 } end, "unknown option 'port'")
+            assert.has_error(function() process.start { seed = "1" } end,
+                "option 'seed' must be a number, got string")
+        end)
+
+        it("works from a folder outside the repository with only LUA_PATH and LUA_CPATH naming the checkout",
+            function()
+                local root = util.lines("pwd")[1]
+                local dir = util.lines("mktemp -d")[1]
+                finally(function() os.execute("rm -rf '" .. dir .. "'") end)
+                local f = assert(io.open(dir .. "/ask.lua", "wb"))
+                f:write(([[
+local process = require "jsoncontract.standin.process"
+local jc = require "jsoncontract"
+local h = assert(process.start { max_seconds = 60, without_preload = true })
+local contract = dofile(%q).contract
+local out = jc.ask(contract, "Hello, my order 1042 never arrived, please help!",
+    { provider = "openai", model = "standin-1", base_url = h.base_url })
+print("status " .. out.status .. " order " .. tostring(out.value and out.value.order_id))
+print("pid " .. h.pid)
+h.stop()
+]]):format(root .. "/examples/support_ticket.lua"))
+                f:close()
+                local cpath = CPATH:sub(1, 1) == "/" and CPATH or (root .. "/" .. CPATH)
+                local out, code = util.sh(("cd '%s' && LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s;;' %s ask.lua")
+                    :format(dir, root, root, cpath, LUA))
+                assert.equal(0, code, out)
+                assert.truthy(out:find("status accepted order 1042", 1, true), out)
+                local pid = assert(tonumber(out:match("pid (%d+)")), out)
+                assert.is_false(alive(pid))
+            end)
+    end)
+end)
