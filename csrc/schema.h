@@ -90,6 +90,8 @@ enum { LIM_MIN, LIM_MAX, LIM_XMIN, LIM_XMAX, LIM_MULT, LIM_N };
 #define KW_IF 0x4000u
 #define KW_UPROPS 0x8000u
 #define KW_UITEMS 0x10000u
+#define JC_PASS_FREE 0x100u   /* jc_node.pass: 'true', costs no work */
+
 /* in-place applicators: what makes a quiet result worth remembering */
 #define KW_INPLACE (KW_REF | KW_ALLOF | KW_ANYOF | KW_ONEOF | KW_NOT | KW_IF)
 /* what comes after the value's own keywords */
@@ -146,6 +148,11 @@ struct jc_node {
   unsigned kw;                 /* KW_* bits: which keyword groups are
                                   present (jc_node_finish), so the walk
                                   tests one word, not every field */
+  unsigned pass;               /* bit (1 << JT_*): a value of that kind
+                                  passes with nothing to check (type
+                                  alone, or 'true'); JC_PASS_FREE: 'true'
+                                  (no work unit). Set by jc_node_finish;
+                                  0 with $dynamicRef in the schema */
   const char *types_text;      /* "string or null" */
   int enum_ref, const_ref;     /* index in the keep table, 0 = absent */
   int enum_tables;             /* the enum has array/object members */
@@ -165,8 +172,10 @@ struct jc_node {
   jc_prop *props_sorted;       /* byte order, for lookup */
   size_t nprops;
   int props_set;               /* keep index: { name = index + 1 in sorted } */
-  unsigned *props_hash;        /* open addressing: sorted index + 1, 0 empty */
-  size_t props_mask;           /* its size - 1 (more than 8 properties) */
+  unsigned *props_hash;        /* sorted index + 1, 0 empty: a perfect
+                                  hash table (one name per slot) */
+  size_t props_mask;           /* its size - 1 (more than 4 properties) */
+  size_t props_seed;           /* seed of 'jc_name_hash' for this table */
   jc_patprop *pprops;          /* byte order of the source */
   size_t npprops;
   jc_node *addl;               /* 'additionalProperties' (NULL if true) */
@@ -317,6 +326,7 @@ typedef struct jc_vctx {
   int quiet;           /* > 0 inside anyOf/oneOf/not: record nothing */
   int abort;           /* 1 too deep, 2 work budget: unwind */
   int depth;           /* instance depth */
+  int max_depth;       /* v->max_depth */
   int edepth;          /* nested subschema evaluations */
   int stop;            /* entries in the dynamic scope (v->scope) */
   int nvia;            /* entries in v->via; -1: not tracked */
@@ -383,31 +393,47 @@ static JC_INLINE int jc_bytes_eq(const char *a, const char *b, size_t len) {
   return 1;
 }
 
-/* Hash of a member name for the properties table: its length and three
-** of its bytes (names of one schema rarely agree on all four; equal
-** hashes are told apart by the bytes). */
-static JC_INLINE size_t jc_name_hash(const char *s, size_t len) {
+/* Hash of a member name for the properties table, constant work: its
+** length and its first and last 8 bytes (every byte up to 16; the loads
+** overlap, as wyhash reads short keys), mixed with 'seed'. Compile picks
+** the seed and the table size so that the declared names land in
+** distinct slots ('jc_props_table'): a lookup is one hash and one slot. */
+static JC_INLINE size_t jc_name_hash(const char *s, size_t len, size_t seed) {
   const unsigned char *u = (const unsigned char *)s;
-  size_t h = len * 0x9E3779B1u;
-  if (len > 0)
-    h ^= ((size_t)u[0] << 16) ^ ((size_t)u[len - 1] << 8) ^ u[len / 2];
-  return h ^ (h >> 15);
+  jc_u64 a, b, h;
+  if (len >= 8) {
+    memcpy(&a, s, 8);
+    memcpy(&b, s + len - 8, 8);
+  } else if (len >= 4) {
+    unsigned x, y;
+    memcpy(&x, s, 4);
+    memcpy(&y, s + len - 4, 4);
+    a = x;
+    b = y;
+  } else if (len > 0) {
+    a = ((jc_u64)u[0] << 16) | ((jc_u64)u[len / 2] << 8) | u[len - 1];
+    b = 0;
+  } else {
+    a = b = 0;
+  }
+  h = (a ^ (jc_u64)seed ^ ((jc_u64)len << 56)) * 0xFF51AFD7ED558CCDULL;
+  h = (h ^ (h >> 32) ^ b) * 0xC4CEB9FE1A85EC53ULL;
+  return (size_t)(h ^ (h >> 29));
 }
 
-/* The declared property named 's', or NULL: by hash past 8 properties,
-** else by length, then bytes. Inline: the walk calls it per member. */
+/* The declared property named 's', or NULL: by the perfect hash table
+** past 4 properties (a name not declared is told by its one slot), else
+** by length, then bytes. Inline: the walk calls it per member. */
 static JC_INLINE const jc_prop *jc_find_prop(const jc_node *n, const char *s,
                                              size_t len) {
   size_t k;
   if (n->props_hash != NULL) {
-    size_t pos = jc_name_hash(s, len) & n->props_mask;
-    unsigned e;
-    while ((e = n->props_hash[pos]) != 0) {
-      const jc_prop *p = &n->props_sorted[e - 1];
-      if (p->len == len && jc_bytes_eq(p->name, s, len)) return p;
-      pos = (pos + 1) & n->props_mask;
-    }
-    return NULL;
+    unsigned e = n->props_hash[jc_name_hash(s, len, n->props_seed) &
+                               n->props_mask];
+    const jc_prop *p;
+    if (e == 0) return NULL;
+    p = &n->props_sorted[e - 1];
+    return p->len == len && jc_bytes_eq(p->name, s, len) ? p : NULL;
   }
   for (k = 0; k < n->nprops; k++) {
     const jc_prop *p = &n->props_sorted[k];
@@ -418,8 +444,9 @@ static JC_INLINE const jc_prop *jc_find_prop(const jc_node *n, const char *s,
 jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path, const char
     *abs, const char *base);
 void jc_check_cycles(jc_cctx *c, jc_node *n);
-/* Set n->kw from its fields (after compile and $ref resolution). */
-void jc_node_finish(jc_node *n);
+/* Set n->kw and n->pass from its fields (after compile and $ref
+** resolution, when v->dynamic and v->format_assertion are known). */
+void jc_node_finish(const jc_validator *v, jc_node *n);
 
 /* schema_ref.c */
 void jc_push_join(lua_State *L, const char *a, size_t al, char sep, const char

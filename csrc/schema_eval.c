@@ -132,6 +132,19 @@ static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i);
 
+/* Does the child value 'x' pass 'n' on sight (jc_node.pass)? Then it
+** costs the work unit jc_eval would charge, and nothing else: no
+** location is kept, no call made. Not when anything could fail: the
+** walk unwinding, the depth bounds, the budget. */
+static JC_INLINE int jc_pass(jc_vctx *c, const jc_node *n, const jc_tv *x) {
+  unsigned p = n->pass;
+  if ((p & (1u << x->kind)) == 0 || c->abort || c->depth >= c->max_depth ||
+      c->edepth >= JC_SCHEMA_MAX_EVAL || c->work < 1.0)
+    return 0;
+  if (!(p & JC_PASS_FREE)) c->work -= 1.0;
+  return 1;
+}
+
 /* Evaluate 'n' on the child entry 'i' (member 'key' or array 'index'),
 ** one level deeper. */
 static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
@@ -139,6 +152,7 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
   int ok;
   jc_seg *s;
   const jc_tv *x;
+  if (jc_pass(c, n, &c->t->v[i])) return 1;
   if (c->depth >= c->v->max_depth) {
     size_t saved = c->cur;
     s = &c->v->segs[c->depth];
@@ -417,7 +431,7 @@ static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
   for (j = i + 1, k = 0; j < end && (k < n->nprefix || n->items != NULL);
        j = jc_tv_next(t, j), k++) {
     const jc_node *sub = k < n->nprefix ? n->prefix[k] : n->items;
-    if (!jc_eval_child(c, sub, j, NULL, 0, k)) {
+    if (!jc_pass(c, sub, &t->v[j]) && !jc_eval_child(c, sub, j, NULL, 0, k)) {
       ok = 0;
       if (JC_STOP(c)) return 0;
     }
@@ -551,7 +565,8 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
   for (k = 0; k < n->nprops; k++) {
     const jc_prop *p = &n->props[k];
     size_t e = c->stk[slots + (size_t)p->sidx];
-    if (e != 0 && !jc_eval_child(c, p->node, e, p->name, p->len, 0)) {
+    if (e != 0 && !jc_pass(c, p->node, &t->v[e]) &&
+        !jc_eval_child(c, p->node, e, p->name, p->len, 0)) {
       ok = 0;
       if (JC_STOP(c)) goto out;
     }
@@ -1127,6 +1142,7 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
   c.quiet = 0;
   c.abort = 0;
   c.depth = 0;
+  c.max_depth = v->max_depth;
   c.edepth = 0;
   c.stop = 0;
   c.nvia = o->basic ? 0 : -1;

@@ -201,7 +201,7 @@ static int jc_schema_compile(lua_State *L) {
   for (i = 1; i <= c.nnodes; i++) {
     lua_rawgeti(L, c.nodes, i);
     jc_check_cycles(&c, (jc_node *)lua_touserdata(L, -1));
-    jc_node_finish((jc_node *)lua_touserdata(L, -1));
+    jc_node_finish(v, (jc_node *)lua_touserdata(L, -1));
     lua_pop(L, 1);
   }
   lua_settop(L, 3);
