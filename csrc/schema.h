@@ -153,6 +153,11 @@ struct jc_node {
                                   alone, or 'true'); JC_PASS_FREE: 'true'
                                   (no work unit). Set by jc_node_finish;
                                   0 with $dynamicRef in the schema */
+  const jc_node *jump;         /* a subschema of '$ref' alone: its final
+                                  target, evaluated in its place when
+                                  keyword locations are not tracked (the
+                                  errors are the target's); NULL else, and
+                                  with $dynamicRef in the schema */
   const char *types_text;      /* "string or null" */
   int enum_ref, const_ref;     /* index in the keep table, 0 = absent */
   int enum_tables;             /* the enum has array/object members */
@@ -317,6 +322,10 @@ typedef struct jc_vctx {
   lua_State *L;
   jc_validator *v;
   const jc_tape *t;
+  int base;            /* stack top when the walk began */
+  int slots;           /* the four slots below are on the stack: made on
+                          first need ('jc_vslots'), a valid instance that
+                          needs no scratch never touches the stack */
   int keep;            /* abs index of the keep table */
   int errs;            /* abs index of the errors list */
   int nerr;
@@ -447,6 +456,8 @@ void jc_check_cycles(jc_cctx *c, jc_node *n);
 /* Set n->kw and n->pass from its fields (after compile and $ref
 ** resolution, when v->dynamic and v->format_assertion are known). */
 void jc_node_finish(const jc_validator *v, jc_node *n);
+/* Set n->jump (and n->pass from it) once every node is finished. */
+void jc_node_link(const jc_validator *v, jc_node *n);
 
 /* schema_ref.c */
 void jc_push_join(lua_State *L, const char *a, size_t al, char sep, const char
@@ -462,6 +473,11 @@ int jc_draft_uri(const char *u);
 int jc_meta_novalidation(lua_State *L, int uidx);
 
 /* schema_eval.c */
+/* Make the context's four stack slots (keep, errors, scratch, memo) at
+** base + 1 .. base + 4, below whatever the walk has pushed since it
+** began. [-0, +4, m] */
+void jc_vslots(jc_vctx *c);
+#define JC_SLOTS(c) do { if (!(c)->slots) jc_vslots(c); } while (0)
 int jc_eval(jc_vctx *c, const jc_node *n, size_t i);
 int jc_run(lua_State *L, jc_validator *v, const jc_tape *t, const jc_vopts *o,
     int deep);

@@ -942,6 +942,17 @@ void jc_node_finish(const jc_validator *v, jc_node *n) {
   n->pass = v->dynamic ? 0 : pass;
 }
 
+void jc_node_link(const jc_validator *v, jc_node *n) {
+  const jc_node *to = n;
+  /* a chain of '$ref'-only subschemas ends: compile rejects reference
+  ** cycles that consume no input (jc_check_cycles) */
+  while (to->boolean < 0 && to->kw == KW_REF && to->types == 0)
+    to = to->ref;
+  if (to == n || v->dynamic) return;
+  n->jump = to;
+  n->pass = to->pass;
+}
+
 /* Reject in-place reference cycles ($ref/allOf/... back to the same node
 ** at the same instance location: validation would never end). */
 void jc_check_cycles(jc_cctx *c, jc_node *n) {

@@ -18,9 +18,21 @@ static JC_INLINE size_t jc_stk_push(jc_vctx *c, size_t n) {
   return base;
 }
 
+void jc_vslots(jc_vctx *c) {
+  lua_State *L = c->L;
+  int above = lua_gettop(L) > c->base, k;
+  luaL_checkstack(L, 24, "jsoncontract.validate");
+  for (k = 0; k < 4; k++) {
+    lua_pushnil(L);
+    if (above) lua_insert(L, c->base + 1);   /* under the walk's own */
+  }
+  c->slots = 1;
+}
+
 /* jc_stk_push when the stack must grow. [-0, +0, m] */
 static JC_NOINLINE size_t jc_stk_grow(jc_vctx *c, size_t n) {
   size_t base = c->stk_n;
+  JC_SLOTS(c);
   {
     size_t cap = c->stk_cap;
     size_t *ns;
@@ -43,6 +55,7 @@ static JC_NOINLINE size_t jc_stk_grow(jc_vctx *c, size_t n) {
 /* Push value 'ref' of the keep table (fetched into its slot on first use:
 ** only error reports need it). [-0, +1, m] */
 static void jc_keep_get(jc_vctx *c, int ref) {
+  JC_SLOTS(c);
   if (lua_isnil(c->L, c->keep)) {
     lua_rawgeti(c->L, LUA_REGISTRYINDEX, c->v->keep_ref);
     lua_replace(c->L, c->keep);
@@ -77,6 +90,7 @@ static void jc_memo_put(jc_vctx *c, const jc_node *n, size_t i, int r) {
   if ((c->memo_n + 1) * 2 > c->memo_cap) {
     size_t cap = c->memo_cap ? c->memo_cap * 2 : 64, k;
     jc_memo *old = c->memo, *nm;
+    JC_SLOTS(c);
     nm = (jc_memo *)jc_newuserdata(c->L, cap * sizeof(jc_memo));
     memset(nm, 0, cap * sizeof(jc_memo));
     mask = cap - 1;
@@ -153,6 +167,7 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
   jc_seg *s;
   const jc_tv *x;
   if (jc_pass(c, n, &c->t->v[i])) return 1;
+  if (n->jump != NULL && c->nvia < 0) n = n->jump;
   if (c->depth >= c->v->max_depth) {
     size_t saved = c->cur;
     s = &c->v->segs[c->depth];
@@ -595,8 +610,12 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
       ok = 0;
       if (!c->quiet) {
         lua_State *L = c->L;
-        jc_key *keys = (jc_key *)jc_newuserdata(L, (count ? count : 1) *
-                                                       sizeof(jc_key));
+        jc_key *keys;
+        JC_SLOTS(c);
+        /* one userdata per object level being reported: room for them */
+        luaL_checkstack(L, 24, "jsoncontract.validate");
+        keys = (jc_key *)jc_newuserdata(L, (count ? count : 1) *
+                                           sizeof(jc_key));
         for (j = i + 1, k = 0; j < end; j = jc_tv_next(t, j + 1), k++) {
           keys[k].s = t->v[j].s;
           keys[k].len = t->v[j].u.len;
@@ -928,6 +947,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
   int ok = 1, jt, pushed = 0, memo = 0;
   unsigned kw;
   size_t saved;
+  if (n->jump != NULL && c->nvia < 0) n = n->jump;
   if (n->boolean == 1) return 1;
   if (c->abort) return 0;
   i = jc_tv_deref(c->t, i);
@@ -1124,15 +1144,16 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
                   const jc_vopts *o, int deep) {
   jc_vctx c;
   int base = lua_gettop(L), i, valid = 0;
-  luaL_checkstack(L, 24, "jsoncontract.validate");
   /* base + 1: keep, fetched on an error; base + 2: errors, made on the
-  ** first; base + 3: scratch stack; base + 4: memo (all nil: one call) */
-  lua_settop(L, base + 4);
+  ** first; base + 3: scratch stack; base + 4: memo; all four pushed on
+  ** first need ('jc_vslots') */
   /* every field set by hand: a memset of the context was a 'rep stos',
   ** 40% of the fixed cost of a call on a small document */
   c.L = L;
   c.v = v;
   c.t = t;
+  c.base = base;
+  c.slots = 0;
   c.keep = base + 1;
   c.errs = base + 2;
   c.nerr = 0;
@@ -1171,13 +1192,14 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
     valid = 1;
   }
   if (valid) {
-    lua_settop(L, base);
+    if (c.slots) lua_settop(L, base);
     if (!o->basic) return 0;
     lua_createtable(L, 0, 1);
     lua_pushboolean(L, 1);
     lua_setfield(L, -2, "valid");
     return 1;
   }
+  JC_SLOTS(&c);
   if (o->basic) {
     jc_push_basic(L, c.errs, c.nerr, c.truncated);
     lua_replace(L, base + 1);

@@ -211,6 +211,7 @@ static void jc_err_pos(jc_vctx *c) {
 const char *jc_err_begin(jc_vctx *c, const jc_node *n,
                                 const char *kw) {
   lua_State *L = c->L;
+  JC_SLOTS(c);
   lua_createtable(L, 0, 9);
   jc_err_pos(c);
   jc_push_pointer(c);
