@@ -103,6 +103,8 @@ typedef struct jc_node jc_node;
 typedef struct jc_prop {       /* one member of 'properties' */
   const char *name;
   size_t len;
+  jc_u64 wa, wb;               /* 'jc_name_words' of the name (props and
+                                  props_sorted only) */
   jc_node *node;
   int name_ref;                /* keep index of the name as a Lua string */
   long sidx;                   /* index in 'props_sorted', -1 = none */
@@ -402,51 +404,77 @@ static JC_INLINE int jc_bytes_eq(const char *a, const char *b, size_t len) {
   return 1;
 }
 
-/* Hash of a member name for the properties table, constant work: its
-** length and its first and last 8 bytes (every byte up to 16; the loads
-** overlap, as wyhash reads short keys), mixed with 'seed'. Compile picks
-** the seed and the table size so that the declared names land in
-** distinct slots ('jc_props_table'): a lookup is one hash and one slot. */
-static JC_INLINE size_t jc_name_hash(const char *s, size_t len, size_t seed) {
+/* The two words a member name is known by: its first and last 8 bytes
+** (4 when shorter than 8; first, middle and last byte when shorter than
+** 4). The loads overlap, as wyhash reads short keys: two names of the
+** same length up to 16 bytes are equal exactly when their words are. */
+static JC_INLINE void jc_name_words(const char *s, size_t len, jc_u64 *wa,
+                                    jc_u64 *wb) {
   const unsigned char *u = (const unsigned char *)s;
-  jc_u64 a, b, h;
   if (len >= 8) {
-    memcpy(&a, s, 8);
-    memcpy(&b, s + len - 8, 8);
+    memcpy(wa, s, 8);
+    memcpy(wb, s + len - 8, 8);
   } else if (len >= 4) {
     unsigned x, y;
     memcpy(&x, s, 4);
     memcpy(&y, s + len - 4, 4);
-    a = x;
-    b = y;
+    *wa = x;
+    *wb = y;
   } else if (len > 0) {
-    a = ((jc_u64)u[0] << 16) | ((jc_u64)u[len / 2] << 8) | u[len - 1];
-    b = 0;
+    *wa = ((jc_u64)u[0] << 16) | ((jc_u64)u[len / 2] << 8) | u[len - 1];
+    *wb = 0;
   } else {
-    a = b = 0;
+    *wa = *wb = 0;
   }
-  h = (a ^ (jc_u64)seed ^ ((jc_u64)len << 56)) * 0xFF51AFD7ED558CCDULL;
-  h = (h ^ (h >> 32) ^ b) * 0xC4CEB9FE1A85EC53ULL;
+}
+
+/* Hash of a member name for the properties table, from its length and
+** words, mixed with 'seed'. Compile picks the seed and the table size so
+** that the declared names land in distinct slots ('jc_props_table'): a
+** lookup is one hash and one slot. */
+static JC_INLINE size_t jc_name_hash(jc_u64 wa, jc_u64 wb, size_t len,
+                                     size_t seed) {
+  jc_u64 h = (wa ^ (jc_u64)seed ^ ((jc_u64)len << 56)) *
+             0xFF51AFD7ED558CCDULL;
+  h = (h ^ (h >> 32) ^ wb) * 0xC4CEB9FE1A85EC53ULL;
   return (size_t)(h ^ (h >> 29));
+}
+
+/* Is declared property 'p' the name 's' (of words 'wa', 'wb')? Past 16
+** bytes the words between the first and last 8 are compared too (8 at a
+** time, the last one overlapping the final word). */
+static JC_INLINE int jc_prop_is(const jc_prop *p, const char *s, size_t len,
+                                jc_u64 wa, jc_u64 wb) {
+  size_t o;
+  if (p->len != len || p->wa != wa || p->wb != wb) return 0;
+  for (o = 8; o + 8 < len; o += 8) {
+    jc_u64 x, y;
+    memcpy(&x, p->name + o, 8);
+    memcpy(&y, s + o, 8);
+    if (x != y) return 0;
+  }
+  return 1;
 }
 
 /* The declared property named 's', or NULL: by the perfect hash table
 ** past 4 properties (a name not declared is told by its one slot), else
-** by length, then bytes. Inline: the walk calls it per member. */
+** by length and words. Inline: the walk calls it per member. */
 static JC_INLINE const jc_prop *jc_find_prop(const jc_node *n, const char *s,
                                              size_t len) {
   size_t k;
+  jc_u64 wa, wb;
+  jc_name_words(s, len, &wa, &wb);
   if (n->props_hash != NULL) {
-    unsigned e = n->props_hash[jc_name_hash(s, len, n->props_seed) &
+    unsigned e = n->props_hash[jc_name_hash(wa, wb, len, n->props_seed) &
                                n->props_mask];
     const jc_prop *p;
     if (e == 0) return NULL;
     p = &n->props_sorted[e - 1];
-    return p->len == len && jc_bytes_eq(p->name, s, len) ? p : NULL;
+    return jc_prop_is(p, s, len, wa, wb) ? p : NULL;
   }
   for (k = 0; k < n->nprops; k++) {
     const jc_prop *p = &n->props_sorted[k];
-    if (p->len == len && jc_bytes_eq(p->name, s, len)) return p;
+    if (jc_prop_is(p, s, len, wa, wb)) return p;
   }
   return NULL;
 }

@@ -404,9 +404,9 @@ static void jc_props_table(jc_cctx *c, jc_node *n) {
     for (seed = 1; seed <= 32; seed++) {
       memset(tab, 0, cap * sizeof(unsigned));
       for (j = 0; j < n->nprops; j++) {
-        size_t pos = jc_name_hash(n->props_sorted[j].name,
-                                  n->props_sorted[j].len,
-                                  seed * 0x9E3779B9u) & (cap - 1);
+        const jc_prop *p = &n->props_sorted[j];
+        size_t pos = jc_name_hash(p->wa, p->wb, p->len, seed * 0x9E3779B9u) &
+                     (cap - 1);
         if (tab[pos] != 0) break;
         tab[pos] = (unsigned)(j + 1);
       }
@@ -465,6 +465,8 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
       n->props_sorted[k].len = len;
       lua_pushvalue(L, -2);
       n->props_sorted[k].name = lua_tolstring(L, -1, &len);  /* ...and by keep */
+      jc_name_words(n->props_sorted[k].name, len, &n->props_sorted[k].wa,
+                    &n->props_sorted[k].wb);
       n->props_sorted[k].name_ref = jc_keep(c);
       n->props_sorted[k].node = jc_compile_sub(c, lua_gettop(L), n,
                                                "properties", name, len, -1);
