@@ -108,6 +108,7 @@ typedef struct jc_prop {       /* one member of 'properties' */
   jc_node *node;
   int name_ref;                /* keep index of the name as a Lua string */
   long sidx;                   /* index in 'props_sorted', -1 = none */
+  int req;                     /* props_sorted: named in 'required' */
 } jc_prop;
 
 typedef struct jc_patprop {    /* one member of 'patternProperties' */
@@ -175,6 +176,8 @@ struct jc_node {
   /* objects */
   jc_prop *required;           /* names only */
   size_t nrequired;
+  size_t nreq_props;           /* distinct required names in 'properties' */
+  size_t nreq_other;           /* required names not in 'properties' */
   jc_prop *props;              /* evaluation order: required order, then bytes */
   jc_prop *props_sorted;       /* byte order, for lookup */
   size_t nprops;
@@ -335,6 +338,8 @@ typedef struct jc_vctx {
   int truncated;       /* one more error was dropped: the walk unwinds */
   int first;           /* stop at the first error */
   int quiet;           /* > 0 inside anyOf/oneOf/not: record nothing */
+  int qbase;           /* 1 in the verdict pass (jc_run), whose quiet
+                          level is not an applicator's: no memo there */
   int abort;           /* 1 too deep, 2 work budget: unwind */
   int depth;           /* instance depth */
   int max_depth;       /* v->max_depth */

@@ -503,6 +503,12 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
     const jc_prop *p = jc_find_prop(n, n->required[i].name,
                                     n->required[i].len);
     n->required[i].sidx = p != NULL ? p->sidx : -1;
+    if (p == NULL) {
+      n->nreq_other++;
+    } else if (!n->props_sorted[p->sidx].req) {
+      n->props_sorted[p->sidx].req = 1;
+      n->nreq_props++;
+    }
   }
 
   if (jc_getkw(L, sidx, "patternProperties") != LUA_TNIL) {

@@ -538,12 +538,60 @@ static int jc_eval_member(jc_vctx *c, const jc_node *n, size_t k,
   return ok;
 }
 
+/* Mark member name entry 'j' (declared as 'p'): its Lua string is kept,
+** the builder reuses it (check). */
+static JC_INLINE void jc_mark_name(const jc_tape *t, size_t j,
+                                   const jc_prop *p) {
+  if (!(t->v[j].flags & JC_TF_ESC) && t->text != NULL) {
+    jc_tv *key = (jc_tv *)&t->v[j];
+    key->n = (unsigned)p->name_ref;
+    key->flags |= JC_TF_NAME;
+  }
+}
+
+/* The object keywords of 'n' on entry 'i' when quiet: only the verdict
+** counts, so one pass in document order, stopping at the first failure:
+** each member is looked up once and evaluated at once, the required
+** names present are counted (members are unique). */
+static int jc_eval_object_quiet(jc_vctx *c, const jc_node *n, size_t i) {
+  const jc_tape *t = c->t;
+  const jc_tv *x = &t->v[i];
+  size_t j, k, end = x->u.end, req = 0;
+  if ((n->min_props != ABSENT && x->n < n->min_props) ||
+      (n->max_props != ABSENT && x->n > n->max_props))
+    return 0;
+  for (j = i + 1; j < end; j = jc_tv_next(t, j + 1)) {
+    const jc_tv *key = &t->v[j];
+    const jc_prop *p = n->nprops > 0 ? jc_find_prop(n, key->s, key->u.len)
+                                     : NULL;
+    if (p != NULL) {
+      jc_mark_name(t, j, p);
+      req += (size_t)p->req;
+      if (!jc_pass(c, p->node, &t->v[j + 1]) &&
+          !jc_eval_child(c, p->node, j + 1, p->name, p->len, 0))
+        return 0;
+      if (n->npprops > 0 && !jc_eval_member(c, n, j, 1)) return 0;
+    } else if ((n->npprops > 0 || n->addl != NULL) &&
+               !jc_eval_member(c, n, j, 0)) {
+      return 0;
+    }
+  }
+  if (req != n->nreq_props) return 0;
+  for (k = 0; k < n->nrequired && n->nreq_other > 0; k++)
+    if (n->required[k].sidx < 0 &&
+        jc_obj_find(t, i, n->required[k].name, n->required[k].len) == 0)
+      return 0;
+  return !c->abort;
+}
+
 static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
   const jc_tape *t = c->t;
   const jc_tv *x = &t->v[i];
   size_t j, k, count = x->n, end = x->u.end, slots = 0, known = 0;
   size_t unk = (size_t)-1, nunk = 0;
   int ok = 1;
+
+  if (c->quiet) return jc_eval_object_quiet(c, n, i);
 
   if (n->nprops > 0) {   /* one pass: each member's slot in props_sorted */
     slots = jc_stk_push(c, n->nprops);
@@ -556,12 +604,7 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
       if (p != NULL) {
         c->stk[slots + (size_t)p->sidx] = j + 1;
         known++;
-        if (!(t->v[j].flags & JC_TF_ESC) && t->text != NULL) {
-          /* its Lua string is kept: the builder reuses it (check) */
-          jc_tv *key = (jc_tv *)&t->v[j];
-          key->n = (unsigned)p->name_ref;
-          key->flags |= JC_TF_NAME;
-        }
+        jc_mark_name(t, j, p);
       } else if (unk != (size_t)-1) {
         c->stk[unk + nunk++] = j;
       }
@@ -972,7 +1015,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
   x = &c->t->v[i];
   jt = x->kind;
   kw = n->kw;
-  if (c->quiet && !c->v->dynamic &&
+  if (c->quiet > c->qbase && !c->v->dynamic &&
       (jt == JT_OBJECT || jt == JT_ARRAY || (kw & KW_INPLACE) != 0)) {
     /* the first JC_MEMO_LAZY quiet evaluations are not remembered: most
     ** validations never repeat one, and the bound stays polynomial (at
@@ -1161,6 +1204,7 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
   c.truncated = 0;
   c.first = o->first;
   c.quiet = 0;
+  c.qbase = 0;
   c.abort = 0;
   c.depth = 0;
   c.max_depth = v->max_depth;
@@ -1188,8 +1232,27 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
     c.depth = 0;
   } else if (deep < 0) {
     jc_over(&c, v->root);
-  } else if (jc_eval(&c, v->root, 0) && c.nerr == 0) {
-    valid = 1;
+  } else {
+    /* First the verdict alone: quiet, so no error is built and objects
+    ** take one pass in document order; most replies are valid and end
+    ** here. An invalid one (or one past a bound) is walked again from
+    ** the same start, reporting, exactly as if it were the only pass:
+    ** a rejected reply costs at most twice the work budget. */
+    c.quiet = c.qbase = 1;
+    c.nvia = -1;
+    valid = jc_eval(&c, v->root, 0) && !c.abort;
+    if (!valid) {
+      c.quiet = c.qbase = 0;
+      c.nvia = o->basic ? 0 : -1;
+      c.abort = 0;
+      c.depth = c.edepth = c.stop = 0;
+      c.cur = 0;
+      c.stk_n = 0;
+      c.memo = NULL;          /* results of the verdict pass forgotten */
+      c.memo_n = c.memo_cap = c.memo_skip = 0;
+      c.work = c.budget;
+      valid = jc_eval(&c, v->root, 0) && c.nerr == 0;
+    }
   }
   if (valid) {
     if (c.slots) lua_settop(L, base);

@@ -275,6 +275,7 @@ void jc_report(jc_vctx *c, const jc_node *n, const char *kw,
 void jc_too_deep(jc_vctx *c, const jc_node *n, const char *what,
                         int limit) {
   int q = c->quiet;
+  if (c->qbase) { c->abort = 1; return; }   /* the verdict pass: redone */
   c->quiet = 0;
   jc_err_begin(c, n, NULL);
   lua_pushliteral(c->L, "max_depth");
@@ -290,6 +291,7 @@ void jc_over(jc_vctx *c, const jc_node *n) {
   int q = c->quiet;
   char num[32];
   if (c->abort) return;
+  if (c->qbase) { c->abort = 2; return; }   /* the verdict pass: redone */
   c->quiet = 0;
   jc_err_begin(c, n, NULL);
   lua_pushliteral(c->L, "budget");
