@@ -290,7 +290,9 @@ static const jc_opt jc_validate_opts[] = {
 static jc_validator *jc_self(lua_State *L) {
   void *p = lua_touserdata(L, 1);
   if (p != NULL && lua_getmetatable(L, 1)) {
-    int same = lua_rawequal(L, -1, lua_upvalueindex(1));
+    /* tables compare by address: lua_topointer is cheaper than
+    ** lua_rawequal on an upvalue (two lookups, a generic compare) */
+    int same = lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(1));
     lua_pop(L, 1);
     if (same) return (jc_validator *)p;
   }
@@ -312,15 +314,16 @@ static int jc_schema_validate(lua_State *L) {
   if (top == 3) {             /* no options: nothing to read (per call) */
     jc_opts_read(L, 3, jc_validate_opts, ov);
     lua_settop(L, 2);
+    o.first = ov[0].set && ov[0].b;
+    o.basic = ov[1].set;
+    o.max_errors = ov[3].set ? (int)ov[3].n : JC_MAX_ERRORS;
   } else {
-    memset(ov, 0, sizeof ov);
+    o.first = o.basic = 0;
+    o.max_errors = JC_MAX_ERRORS;
   }
-  o.first = ov[0].set && ov[0].b;
-  o.basic = ov[1].set;
-  o.max_errors = ov[3].set ? (int)ov[3].n : JC_MAX_ERRORS;
   t = NULL;
   if (lua_type(L, 2) == LUA_TUSERDATA && lua_getmetatable(L, 2)) {
-    if (lua_rawequal(L, -1, lua_upvalueindex(2)))
+    if (lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(2)))
       t = (jc_tape *)lua_touserdata(L, 2);
     lua_pop(L, 1);
   }
