@@ -179,8 +179,10 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
     c->depth--;
     return 0;
   }
-  s = &c->v->segs[c->depth];
-  s->key = key; s->len = len; s->index = index;
+  if (!c->qbase) {            /* the verdict pass reports nothing */
+    s = &c->v->segs[c->depth];
+    s->key = key; s->len = len; s->index = index;
+  }
   c->depth++;
   x = &c->t->v[i];
   /* A scalar under a schema of only type, enum and its type's keywords
@@ -202,7 +204,7 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
          (!(kw & KW_NUM) || x->kind != JT_NUMBER || jc_eval_number(c, n, i));
     c->quiet--;
     c->cur = saved;
-    if (ok || c->abort) {
+    if (ok || c->abort || c->qbase) {   /* the verdict pass: no report */
       if (ok) c->work -= 1.0;
       c->depth--;
       return ok;
