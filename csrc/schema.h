@@ -109,6 +109,8 @@ typedef struct jc_prop {       /* one member of 'properties' */
   int name_ref;                /* keep index of the name as a Lua string */
   long sidx;                   /* index in 'props_sorted', -1 = none */
   int req;                     /* props_sorted: named in 'required' */
+  unsigned pass;               /* node->pass, next to the name (props and
+                                  props_sorted; set by jc_node_link) */
 } jc_prop;
 
 typedef struct jc_patprop {    /* one member of 'patternProperties' */
@@ -491,6 +493,9 @@ void jc_check_cycles(jc_cctx *c, jc_node *n);
 void jc_node_finish(const jc_validator *v, jc_node *n);
 /* Set n->jump (and n->pass from it) once every node is finished. */
 void jc_node_link(const jc_validator *v, jc_node *n);
+/* Copy the 'pass' of each property's node into n's property tables, once
+** every node is linked. */
+void jc_node_props_pass(jc_node *n);
 
 /* schema_ref.c */
 void jc_push_join(lua_State *L, const char *a, size_t al, char sep, const char

@@ -961,6 +961,14 @@ void jc_node_link(const jc_validator *v, jc_node *n) {
   n->pass = to->pass;
 }
 
+void jc_node_props_pass(jc_node *n) {
+  size_t k;
+  for (k = 0; k < n->nprops; k++) {
+    n->props[k].pass = n->props[k].node->pass;
+    n->props_sorted[k].pass = n->props_sorted[k].node->pass;
+  }
+}
+
 /* Reject in-place reference cycles ($ref/allOf/... back to the same node
 ** at the same instance location: validation would never end). */
 void jc_check_cycles(jc_cctx *c, jc_node *n) {

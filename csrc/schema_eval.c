@@ -150,14 +150,14 @@ static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i);
 ** costs the work unit jc_eval would charge, and nothing else: no
 ** location is kept, no call made. Not when anything could fail: the
 ** walk unwinding, the depth bounds, the budget. */
-static JC_INLINE int jc_pass(jc_vctx *c, const jc_node *n, const jc_tv *x) {
-  unsigned p = n->pass;
+static JC_INLINE int jc_pass_bits(jc_vctx *c, unsigned p, const jc_tv *x) {
   if ((p & (1u << x->kind)) == 0 || c->abort || c->depth >= c->max_depth ||
       c->edepth >= JC_SCHEMA_MAX_EVAL || c->work < 1.0)
     return 0;
   if (!(p & JC_PASS_FREE)) c->work -= 1.0;
   return 1;
 }
+#define jc_pass(c, n, x) jc_pass_bits((c), (n)->pass, (x))
 
 /* Evaluate 'n' on the child entry 'i' (member 'key' or array 'index'),
 ** one level deeper. */
@@ -569,7 +569,7 @@ static int jc_eval_object_quiet(jc_vctx *c, const jc_node *n, size_t i) {
     if (p != NULL) {
       jc_mark_name(t, j, p);
       req += (size_t)p->req;
-      if (!jc_pass(c, p->node, &t->v[j + 1]) &&
+      if (!jc_pass_bits(c, p->pass, &t->v[j + 1]) &&
           !jc_eval_child(c, p->node, j + 1, p->name, p->len, 0))
         return 0;
       if (n->npprops > 0 && !jc_eval_member(c, n, j, 1)) return 0;
@@ -625,7 +625,7 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
   for (k = 0; k < n->nprops; k++) {
     const jc_prop *p = &n->props[k];
     size_t e = c->stk[slots + (size_t)p->sidx];
-    if (e != 0 && !jc_pass(c, p->node, &t->v[e]) &&
+    if (e != 0 && !jc_pass_bits(c, p->pass, &t->v[e]) &&
         !jc_eval_child(c, p->node, e, p->name, p->len, 0)) {
       ok = 0;
       if (JC_STOP(c)) goto out;

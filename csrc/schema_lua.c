@@ -209,6 +209,11 @@ static int jc_schema_compile(lua_State *L) {
     jc_node_link(v, (jc_node *)lua_touserdata(L, -1));
     lua_pop(L, 1);
   }
+  for (i = 1; i <= c.nnodes; i++) {
+    lua_rawgeti(L, c.nodes, i);
+    jc_node_props_pass((jc_node *)lua_touserdata(L, -1));
+    lua_pop(L, 1);
+  }
   lua_settop(L, 3);
   return 1;
 }
