@@ -158,6 +158,11 @@ struct jc_node {
                                   alone, or 'true'); JC_PASS_FREE: 'true'
                                   (no work unit). Set by jc_node_finish;
                                   0 with $dynamicRef in the schema */
+  int vfast;                   /* only type, enum, const and the keywords
+                                  of one value type (no reference, no
+                                  applicator; no $dynamicRef in the
+                                  schema): the verdict pass evaluates it
+                                  in 'jc_verdict' (jc_node_finish) */
   const jc_node *jump;         /* a subschema of '$ref' alone: its final
                                   target, evaluated in its place when
                                   keyword locations are not tracked (the
@@ -511,6 +516,11 @@ int jc_draft_uri(const char *u);
 int jc_meta_novalidation(lua_State *L, int uidx);
 
 /* schema_eval.c */
+/* The verdict of 'n' on entry 'i' in the verdict pass (c->qbase, not
+** inside an applicator): 'jc_eval' without what only reporting, the
+** memo or the dynamic scope need, for subschemas marked 'vfast'; others
+** go to 'jc_eval'. */
+int jc_verdict(jc_vctx *c, const jc_node *n, size_t i);
 /* Make the context's four stack slots (keep, errors, scratch, memo) at
 ** base + 1 .. base + 4, below whatever the walk has pushed since it
 ** began. [-0, +4, m] */

@@ -948,6 +948,9 @@ void jc_node_finish(const jc_validator *v, jc_node *n) {
     if ((t & TB_STRING) && !str) pass |= 1u << JT_STRING;
   }
   n->pass = v->dynamic ? 0 : pass;
+  n->vfast = n->boolean < 0 && !v->dynamic &&
+             (kw & ~(KW_ENUM | KW_CONST | KW_OBJ | KW_ARR | KW_STR |
+                     KW_NUM)) == 0;
 }
 
 void jc_node_link(const jc_validator *v, jc_node *n) {

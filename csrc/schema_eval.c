@@ -143,6 +143,8 @@ static JC_INLINE int jc_type_ok(const jc_tv *x, unsigned types) {
          jc_tv_integral(x);
 }
 static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i);
+static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i);
+static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i);
 
@@ -210,7 +212,8 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
       return ok;
     }
   }
-  ok = jc_eval(c, n, i);
+  ok = n->vfast && c->qbase && c->quiet == c->qbase ? jc_verdict(c, n, i)
+                                                    : jc_eval(c, n, i);
   c->depth--;
   return ok;
 }
@@ -1179,6 +1182,40 @@ done:
   return ok;
 }
 
+int jc_verdict(jc_vctx *c, const jc_node *n, size_t i) {
+  const jc_tv *x;
+  int ok;
+  unsigned kw;
+  if (n->jump != NULL) n = n->jump;     /* c->nvia < 0 in this pass */
+  if (!n->vfast || c->abort) return jc_eval(c, n, i);
+  i = jc_tv_deref(c->t, i);
+  if (--c->work < 0) {
+    c->abort = 2;                       /* jc_over, which reports nothing */
+    return 0;
+  }
+  if (c->edepth >= JC_SCHEMA_MAX_EVAL) {
+    c->abort = 1;                       /* jc_too_deep, likewise */
+    return 0;
+  }
+  c->edepth++;
+  x = &c->t->v[i];
+  kw = n->kw;
+  ok = (n->types == 0 || jc_type_ok(x, n->types)) &&
+       (!(kw & KW_ENUM) || jc_enum_has(c, n, i)) &&
+       (!(kw & KW_CONST) || jc_tv_equal(c->t, i, n->const_tape, 0));
+  if (ok) {
+    switch (x->kind) {
+      case JT_OBJECT: if (kw & KW_OBJ) ok = jc_eval_object(c, n, i); break;
+      case JT_ARRAY: if (kw & KW_ARR) ok = jc_eval_array(c, n, i); break;
+      case JT_STRING: if (kw & KW_STR) ok = jc_eval_string(c, n, i); break;
+      case JT_NUMBER: if (kw & KW_NUM) ok = jc_eval_number(c, n, i); break;
+      default: break;
+    }
+  }
+  c->edepth--;
+  return ok && !c->abort;
+}
+
 /* Validate the value at entry 0 of tape 't' with 'v' ('deep' > 0: the
 ** writer found it deeper than max_depth at v->segs[0..deep); 'deep' -1:
 ** the writer ran out of budget). Returns 0 (valid, nothing pushed; the
@@ -1242,7 +1279,7 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
     ** a rejected reply costs at most twice the work budget. */
     c.quiet = c.qbase = 1;
     c.nvia = -1;
-    valid = jc_eval(&c, v->root, 0) && !c.abort;
+    valid = jc_verdict(&c, v->root, 0) && !c.abort;
     if (!valid) {
       c.quiet = c.qbase = 0;
       c.nvia = o->basic ? 0 : -1;
