@@ -31,9 +31,11 @@
 #if defined(__GNUC__)
 #define JC_NOINLINE __attribute__((noinline))
 #define JC_INLINE __inline__
+#define JC_HOT_INLINE __inline__ __attribute__((always_inline))
 #else
 #define JC_NOINLINE
 #define JC_INLINE
+#define JC_HOT_INLINE
 #endif
 
 #ifndef JC_SCHEMA_MAX_DEPTH
@@ -471,8 +473,8 @@ static JC_INLINE int jc_prop_is(const jc_prop *p, const char *s, size_t len,
 /* The declared property named 's', or NULL: by the perfect hash table
 ** past 4 properties (a name not declared is told by its one slot), else
 ** by length and words. Inline: the walk calls it per member. */
-static JC_INLINE const jc_prop *jc_find_prop(const jc_node *n, const char *s,
-                                             size_t len) {
+static JC_HOT_INLINE const jc_prop *jc_find_prop(const jc_node *n,
+                                                 const char *s, size_t len) {
   size_t k;
   jc_u64 wa, wb;
   jc_name_words(s, len, &wa, &wb);

@@ -144,7 +144,6 @@ static JC_INLINE int jc_type_ok(const jc_tv *x, unsigned types) {
 }
 static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i);
-static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i);
 
@@ -411,8 +410,32 @@ static int jc_find_duplicate(jc_vctx *c, size_t items, size_t len,
   return 1;
 }
 
-static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
+/* uniqueItems of 'n' on the array at entry 'i' ('len' > 1 items).
+** Returns 1 valid, 0 invalid (reported). Out of line: it keeps the frame
+** of 'jc_eval_array' small. */
+static JC_NOINLINE int jc_eval_unique(jc_vctx *c, const jc_node *n, size_t i,
+                                      size_t len) {
   lua_State *L = c->L;
+  const jc_tape *t = c->t;
+  size_t items = jc_stk_push(c, len), a, b, j, k, end = t->v[i].u.end;
+  int dup;
+  for (j = i + 1, k = 0; j < end; j = jc_tv_next(t, j), k++)
+    c->stk[items + k] = j;
+  dup = jc_find_duplicate(c, items, len, &a, &b);
+  jc_stk_pop(c, items);
+  if (!dup) return 1;
+  if (!c->quiet) {
+    const char *where = jc_err_begin(c, n, "uniqueItems");
+    char sa[32], sb[32];
+    snprintf(sa, sizeof sa, "%lu", (unsigned long)a);
+    snprintf(sb, sizeof sb, "%lu", (unsigned long)b);
+    lua_pushfstring(L, "%s has duplicate items at %s and %s", where, sa, sb);
+    jc_err_end(c);
+  }
+  return 0;
+}
+
+static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
   const jc_tape *t = c->t;
   const jc_tv *x = &t->v[i];
   size_t len = x->n, k, j, end = x->u.end;
@@ -427,26 +450,9 @@ static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
     jc_report_count(c, n, "maxItems", len, "items", "maximum", n->max_items);
     if (JC_STOP(c)) return 0;
   }
-  if (n->unique && len > 1) {
-    size_t items = jc_stk_push(c, len), a, b;
-    int dup;
-    for (j = i + 1, k = 0; j < end; j = jc_tv_next(t, j), k++)
-      c->stk[items + k] = j;
-    dup = jc_find_duplicate(c, items, len, &a, &b);
-    jc_stk_pop(c, items);
-    if (dup) {
-      ok = 0;
-      if (!c->quiet) {
-        const char *where = jc_err_begin(c, n, "uniqueItems");
-        char sa[32], sb[32];
-        snprintf(sa, sizeof sa, "%lu", (unsigned long)a);
-        snprintf(sb, sizeof sb, "%lu", (unsigned long)b);
-        lua_pushfstring(L, "%s has duplicate items at %s and %s", where, sa,
-                        sb);
-        jc_err_end(c);
-      }
-      if (JC_STOP(c)) return 0;
-    }
+  if (n->unique && len > 1 && !jc_eval_unique(c, n, i, len)) {
+    ok = 0;
+    if (JC_STOP(c)) return 0;
   }
   for (j = i + 1, k = 0; j < end && (k < n->nprefix || n->items != NULL);
        j = jc_tv_next(t, j), k++) {
@@ -558,7 +564,8 @@ static JC_INLINE void jc_mark_name(const jc_tape *t, size_t j,
 ** counts, so one pass in document order, stopping at the first failure:
 ** each member is looked up once and evaluated at once, the required
 ** names present are counted (members are unique). */
-static int jc_eval_object_quiet(jc_vctx *c, const jc_node *n, size_t i) {
+static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
+                                            size_t i) {
   const jc_tape *t = c->t;
   const jc_tv *x = &t->v[i];
   size_t j, k, end = x->u.end, req = 0;
@@ -589,14 +596,14 @@ static int jc_eval_object_quiet(jc_vctx *c, const jc_node *n, size_t i) {
   return !c->abort;
 }
 
+/* The object keywords of 'n' on entry 'i' when not quiet: in the order
+** the errors are listed (required, properties, then the rest). */
 static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
   const jc_tape *t = c->t;
   const jc_tv *x = &t->v[i];
   size_t j, k, count = x->n, end = x->u.end, slots = 0, known = 0;
   size_t unk = (size_t)-1, nunk = 0;
   int ok = 1;
-
-  if (c->quiet) return jc_eval_object_quiet(c, n, i);
 
   if (n->nprops > 0) {   /* one pass: each member's slot in props_sorted */
     slots = jc_stk_push(c, n->nprops);
@@ -1093,7 +1100,9 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
     int r = 1;
     switch (jt) {
       case JT_OBJECT:
-        if (kw & KW_OBJ) r = jc_eval_object(c, n, i);
+        if (kw & KW_OBJ)
+          r = c->quiet ? jc_eval_object_quiet(c, n, i)
+                       : jc_eval_object(c, n, i);
         if ((kw & KW_OBJ_MORE) && (r || !JC_STOP(c)))
           r = jc_eval_object_more(c, n, i) && r;
         break;
@@ -1205,7 +1214,9 @@ int jc_verdict(jc_vctx *c, const jc_node *n, size_t i) {
        (!(kw & KW_CONST) || jc_tv_equal(c->t, i, n->const_tape, 0));
   if (ok) {
     switch (x->kind) {
-      case JT_OBJECT: if (kw & KW_OBJ) ok = jc_eval_object(c, n, i); break;
+      case JT_OBJECT:
+        if (kw & KW_OBJ) ok = jc_eval_object_quiet(c, n, i);
+        break;
       case JT_ARRAY: if (kw & KW_ARR) ok = jc_eval_array(c, n, i); break;
       case JT_STRING: if (kw & KW_STR) ok = jc_eval_string(c, n, i); break;
       case JT_NUMBER: if (kw & KW_NUM) ok = jc_eval_number(c, n, i); break;
