@@ -298,6 +298,13 @@ typedef struct jc_cctx {
 ** branches that re-evaluate the same subtree cost once: polynomial work
 ** for recursive schemas whose alternatives all recurse. Not used with
 ** $dynamicRef (the result depends on the dynamic scope).
+**
+** Two passes (jc_run): first the verdict alone, quiet at level 'qbase'
+** (no error item, objects in document order, 'jc_verdict' for plain
+** subschemas; the memo only inside applicators, as in the second pass);
+** a valid instance ends there. Otherwise the walk starts again from the
+** same state (memo emptied, the whole budget) and reports, so the errors
+** are exactly those of one reporting walk.
 */
 
 #ifndef JC_WORK_BUDGET
