@@ -31,9 +31,11 @@
 #if defined(__GNUC__)
 #define JC_NOINLINE __attribute__((noinline))
 #define JC_INLINE __inline__
+#define JC_HOT_INLINE __inline__ __attribute__((always_inline))
 #else
 #define JC_NOINLINE
 #define JC_INLINE
+#define JC_HOT_INLINE
 #endif
 
 #ifndef JC_SCHEMA_MAX_DEPTH
@@ -90,6 +92,8 @@ enum { LIM_MIN, LIM_MAX, LIM_XMIN, LIM_XMAX, LIM_MULT, LIM_N };
 #define KW_IF 0x4000u
 #define KW_UPROPS 0x8000u
 #define KW_UITEMS 0x10000u
+#define JC_PASS_FREE 0x100u   /* jc_node.pass: 'true', costs no work */
+
 /* in-place applicators: what makes a quiet result worth remembering */
 #define KW_INPLACE (KW_REF | KW_ALLOF | KW_ANYOF | KW_ONEOF | KW_NOT | KW_IF)
 /* what comes after the value's own keywords */
@@ -101,9 +105,14 @@ typedef struct jc_node jc_node;
 typedef struct jc_prop {       /* one member of 'properties' */
   const char *name;
   size_t len;
+  jc_u64 wa, wb;               /* 'jc_name_words' of the name (props and
+                                  props_sorted only) */
   jc_node *node;
   int name_ref;                /* keep index of the name as a Lua string */
   long sidx;                   /* index in 'props_sorted', -1 = none */
+  int req;                     /* props_sorted: named in 'required' */
+  unsigned pass;               /* node->pass, next to the name (props and
+                                  props_sorted; set by jc_node_link) */
 } jc_prop;
 
 typedef struct jc_patprop {    /* one member of 'patternProperties' */
@@ -146,6 +155,21 @@ struct jc_node {
   unsigned kw;                 /* KW_* bits: which keyword groups are
                                   present (jc_node_finish), so the walk
                                   tests one word, not every field */
+  unsigned pass;               /* bit (1 << JT_*): a value of that kind
+                                  passes with nothing to check (type
+                                  alone, or 'true'); JC_PASS_FREE: 'true'
+                                  (no work unit). Set by jc_node_finish;
+                                  0 with $dynamicRef in the schema */
+  int vfast;                   /* only type, enum, const and the keywords
+                                  of one value type (no reference, no
+                                  applicator; no $dynamicRef in the
+                                  schema): the verdict pass evaluates it
+                                  in 'jc_verdict' (jc_node_finish) */
+  const jc_node *jump;         /* a subschema of '$ref' alone: its final
+                                  target, evaluated in its place when
+                                  keyword locations are not tracked (the
+                                  errors are the target's); NULL else, and
+                                  with $dynamicRef in the schema */
   const char *types_text;      /* "string or null" */
   int enum_ref, const_ref;     /* index in the keep table, 0 = absent */
   int enum_tables;             /* the enum has array/object members */
@@ -161,12 +185,16 @@ struct jc_node {
   /* objects */
   jc_prop *required;           /* names only */
   size_t nrequired;
+  size_t nreq_props;           /* distinct required names in 'properties' */
+  size_t nreq_other;           /* required names not in 'properties' */
   jc_prop *props;              /* evaluation order: required order, then bytes */
   jc_prop *props_sorted;       /* byte order, for lookup */
   size_t nprops;
   int props_set;               /* keep index: { name = index + 1 in sorted } */
-  unsigned *props_hash;        /* open addressing: sorted index + 1, 0 empty */
-  size_t props_mask;           /* its size - 1 (more than 8 properties) */
+  unsigned *props_hash;        /* sorted index + 1, 0 empty: a perfect
+                                  hash table (one name per slot) */
+  size_t props_mask;           /* its size - 1 (more than 4 properties) */
+  size_t props_seed;           /* seed of 'jc_name_hash' for this table */
   jc_patprop *pprops;          /* byte order of the source */
   size_t npprops;
   jc_node *addl;               /* 'additionalProperties' (NULL if true) */
@@ -270,6 +298,13 @@ typedef struct jc_cctx {
 ** branches that re-evaluate the same subtree cost once: polynomial work
 ** for recursive schemas whose alternatives all recurse. Not used with
 ** $dynamicRef (the result depends on the dynamic scope).
+**
+** Two passes (jc_run): first the verdict alone, quiet at level 'qbase'
+** (no error item, objects in document order, 'jc_verdict' for plain
+** subschemas; the memo only inside applicators, as in the second pass);
+** a valid instance ends there. Otherwise the walk starts again from the
+** same state (memo emptied, the whole budget) and reports, so the errors
+** are exactly those of one reporting walk.
 */
 
 #ifndef JC_WORK_BUDGET
@@ -308,6 +343,10 @@ typedef struct jc_vctx {
   lua_State *L;
   jc_validator *v;
   const jc_tape *t;
+  int base;            /* stack top when the walk began */
+  int slots;           /* the four slots below are on the stack: made on
+                          first need ('jc_vslots'), a valid instance that
+                          needs no scratch never touches the stack */
   int keep;            /* abs index of the keep table */
   int errs;            /* abs index of the errors list */
   int nerr;
@@ -315,8 +354,11 @@ typedef struct jc_vctx {
   int truncated;       /* one more error was dropped: the walk unwinds */
   int first;           /* stop at the first error */
   int quiet;           /* > 0 inside anyOf/oneOf/not: record nothing */
+  int qbase;           /* 1 in the verdict pass (jc_run), whose quiet
+                          level is not an applicator's: no memo there */
   int abort;           /* 1 too deep, 2 work budget: unwind */
   int depth;           /* instance depth */
+  int max_depth;       /* v->max_depth */
   int edepth;          /* nested subschema evaluations */
   int stop;            /* entries in the dynamic scope (v->scope) */
   int nvia;            /* entries in v->via; -1: not tracked */
@@ -383,43 +425,91 @@ static JC_INLINE int jc_bytes_eq(const char *a, const char *b, size_t len) {
   return 1;
 }
 
-/* Hash of a member name for the properties table: its length and three
-** of its bytes (names of one schema rarely agree on all four; equal
-** hashes are told apart by the bytes). */
-static JC_INLINE size_t jc_name_hash(const char *s, size_t len) {
+/* The two words a member name is known by: its first and last 8 bytes
+** (4 when shorter than 8; first, middle and last byte when shorter than
+** 4). The loads overlap, as wyhash reads short keys: two names of the
+** same length up to 16 bytes are equal exactly when their words are. */
+static JC_INLINE void jc_name_words(const char *s, size_t len, jc_u64 *wa,
+                                    jc_u64 *wb) {
   const unsigned char *u = (const unsigned char *)s;
-  size_t h = len * 0x9E3779B1u;
-  if (len > 0)
-    h ^= ((size_t)u[0] << 16) ^ ((size_t)u[len - 1] << 8) ^ u[len / 2];
-  return h ^ (h >> 15);
+  if (len >= 8) {
+    memcpy(wa, s, 8);
+    memcpy(wb, s + len - 8, 8);
+  } else if (len >= 4) {
+    unsigned x, y;
+    memcpy(&x, s, 4);
+    memcpy(&y, s + len - 4, 4);
+    *wa = x;
+    *wb = y;
+  } else if (len > 0) {
+    *wa = ((jc_u64)u[0] << 16) | ((jc_u64)u[len / 2] << 8) | u[len - 1];
+    *wb = 0;
+  } else {
+    *wa = *wb = 0;
+  }
 }
 
-/* The declared property named 's', or NULL: by hash past 8 properties,
-** else by length, then bytes. Inline: the walk calls it per member. */
-static JC_INLINE const jc_prop *jc_find_prop(const jc_node *n, const char *s,
-                                             size_t len) {
+/* Hash of a member name for the properties table, from its length and
+** words, mixed with 'seed'. Compile picks the seed and the table size so
+** that the declared names land in distinct slots ('jc_props_table'): a
+** lookup is one hash and one slot. */
+static JC_INLINE size_t jc_name_hash(jc_u64 wa, jc_u64 wb, size_t len,
+                                     size_t seed) {
+  jc_u64 h = (wa ^ (jc_u64)seed ^ ((jc_u64)len << 56)) *
+             0xFF51AFD7ED558CCDULL;
+  h = (h ^ (h >> 32) ^ wb) * 0xC4CEB9FE1A85EC53ULL;
+  return (size_t)(h ^ (h >> 29));
+}
+
+/* Is declared property 'p' the name 's' (of words 'wa', 'wb')? Past 16
+** bytes the words between the first and last 8 are compared too (8 at a
+** time, the last one overlapping the final word). */
+static JC_INLINE int jc_prop_is(const jc_prop *p, const char *s, size_t len,
+                                jc_u64 wa, jc_u64 wb) {
+  size_t o;
+  if (p->len != len || p->wa != wa || p->wb != wb) return 0;
+  for (o = 8; o + 8 < len; o += 8) {
+    jc_u64 x, y;
+    memcpy(&x, p->name + o, 8);
+    memcpy(&y, s + o, 8);
+    if (x != y) return 0;
+  }
+  return 1;
+}
+
+/* The declared property named 's', or NULL: by the perfect hash table
+** past 4 properties (a name not declared is told by its one slot), else
+** by length and words. Inline: the walk calls it per member. */
+static JC_HOT_INLINE const jc_prop *jc_find_prop(const jc_node *n,
+                                                 const char *s, size_t len) {
   size_t k;
+  jc_u64 wa, wb;
+  jc_name_words(s, len, &wa, &wb);
   if (n->props_hash != NULL) {
-    size_t pos = jc_name_hash(s, len) & n->props_mask;
-    unsigned e;
-    while ((e = n->props_hash[pos]) != 0) {
-      const jc_prop *p = &n->props_sorted[e - 1];
-      if (p->len == len && jc_bytes_eq(p->name, s, len)) return p;
-      pos = (pos + 1) & n->props_mask;
-    }
-    return NULL;
+    unsigned e = n->props_hash[jc_name_hash(wa, wb, len, n->props_seed) &
+                               n->props_mask];
+    const jc_prop *p;
+    if (e == 0) return NULL;
+    p = &n->props_sorted[e - 1];
+    return jc_prop_is(p, s, len, wa, wb) ? p : NULL;
   }
   for (k = 0; k < n->nprops; k++) {
     const jc_prop *p = &n->props_sorted[k];
-    if (p->len == len && jc_bytes_eq(p->name, s, len)) return p;
+    if (jc_prop_is(p, s, len, wa, wb)) return p;
   }
   return NULL;
 }
 jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path, const char
     *abs, const char *base);
 void jc_check_cycles(jc_cctx *c, jc_node *n);
-/* Set n->kw from its fields (after compile and $ref resolution). */
-void jc_node_finish(jc_node *n);
+/* Set n->kw and n->pass from its fields (after compile and $ref
+** resolution, when v->dynamic and v->format_assertion are known). */
+void jc_node_finish(const jc_validator *v, jc_node *n);
+/* Set n->jump (and n->pass from it) once every node is finished. */
+void jc_node_link(const jc_validator *v, jc_node *n);
+/* Copy the 'pass' of each property's node into n's property tables, once
+** every node is linked. */
+void jc_node_props_pass(jc_node *n);
 
 /* schema_ref.c */
 void jc_push_join(lua_State *L, const char *a, size_t al, char sep, const char
@@ -435,6 +525,16 @@ int jc_draft_uri(const char *u);
 int jc_meta_novalidation(lua_State *L, int uidx);
 
 /* schema_eval.c */
+/* The verdict of 'n' on entry 'i' in the verdict pass (c->qbase, not
+** inside an applicator): 'jc_eval' without what only reporting, the
+** memo or the dynamic scope need, for subschemas marked 'vfast'; others
+** go to 'jc_eval'. */
+int jc_verdict(jc_vctx *c, const jc_node *n, size_t i);
+/* Make the context's four stack slots (keep, errors, scratch, memo) at
+** base + 1 .. base + 4, below whatever the walk has pushed since it
+** began. [-0, +4, m] */
+void jc_vslots(jc_vctx *c);
+#define JC_SLOTS(c) do { if (!(c)->slots) jc_vslots(c); } while (0)
 int jc_eval(jc_vctx *c, const jc_node *n, size_t i);
 int jc_run(lua_State *L, jc_validator *v, const jc_tape *t, const jc_vopts *o,
     int deep);

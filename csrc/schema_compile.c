@@ -389,6 +389,38 @@ static void jc_compile_type(jc_cctx *c, int sidx, jc_node *n) {
   lua_pop(L, 1);
 }
 
+/* The perfect hash table of n's property names: the smallest power of
+** two >= 2 * nprops, and a seed, where no two names share a slot (32
+** seeds per size, the size doubled up to 64 * nprops; names crafted to
+** collide under every seed keep the linear lookup: no table).
+** Raises a memory error. [-0, +0, m] */
+static void jc_props_table(jc_cctx *c, jc_node *n) {
+  size_t cap = 8, seed, j;
+  unsigned *tab = NULL;
+  if (n->nprops > ((size_t)-1) / 64 / sizeof(unsigned)) return;
+  while (cap < n->nprops * 2) cap *= 2;
+  while (cap <= n->nprops * 64) {
+    tab = (unsigned *)jc_keep_block(c, cap, sizeof(unsigned));
+    for (seed = 1; seed <= 32; seed++) {
+      memset(tab, 0, cap * sizeof(unsigned));
+      for (j = 0; j < n->nprops; j++) {
+        const jc_prop *p = &n->props_sorted[j];
+        size_t pos = jc_name_hash(p->wa, p->wb, p->len, seed * 0x9E3779B9u) &
+                     (cap - 1);
+        if (tab[pos] != 0) break;
+        tab[pos] = (unsigned)(j + 1);
+      }
+      if (j == n->nprops) {
+        n->props_hash = tab;
+        n->props_mask = cap - 1;
+        n->props_seed = seed * 0x9E3779B9u;
+        return;
+      }
+    }
+    cap *= 2;
+  }
+}
+
 /* Object keywords: required, properties, patternProperties,
 ** additionalProperties, minProperties, maxProperties. */
 static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
@@ -433,6 +465,8 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
       n->props_sorted[k].len = len;
       lua_pushvalue(L, -2);
       n->props_sorted[k].name = lua_tolstring(L, -1, &len);  /* ...and by keep */
+      jc_name_words(n->props_sorted[k].name, len, &n->props_sorted[k].wa,
+                    &n->props_sorted[k].wb);
       n->props_sorted[k].name_ref = jc_keep(c);
       n->props_sorted[k].node = jc_compile_sub(c, lua_gettop(L), n,
                                                "properties", name, len, -1);
@@ -442,18 +476,7 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
     if (n->nprops > 1)
       qsort(n->props_sorted, n->nprops, sizeof(jc_prop), jc_prop_cmp);
     for (j = 0; j < n->nprops; j++) n->props_sorted[j].sidx = (long)j;
-    if (n->nprops > 8) {   /* a hash table of the names, load <= 1/2 */
-      size_t cap = 16;
-      while (cap < n->nprops * 2) cap *= 2;
-      n->props_hash = (unsigned *)jc_keep_block(c, cap, sizeof(unsigned));
-      n->props_mask = cap - 1;
-      for (j = 0; j < n->nprops; j++) {
-        size_t pos = jc_name_hash(n->props_sorted[j].name,
-                                  n->props_sorted[j].len) & n->props_mask;
-        while (n->props_hash[pos] != 0) pos = (pos + 1) & n->props_mask;
-        n->props_hash[pos] = (unsigned)(j + 1);
-      }
-    }
+    if (n->nprops > 4) jc_props_table(c, n);
     lua_createtable(L, 0, (int)n->nprops);
     for (j = 0; j < n->nprops; j++) {
       lua_rawgeti(L, c->keep, n->props_sorted[j].name_ref);
@@ -480,6 +503,12 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
     const jc_prop *p = jc_find_prop(n, n->required[i].name,
                                     n->required[i].len);
     n->required[i].sidx = p != NULL ? p->sidx : -1;
+    if (p == NULL) {
+      n->nreq_other++;
+    } else if (!n->props_sorted[p->sidx].req) {
+      n->props_sorted[p->sidx].req = 1;
+      n->nreq_props++;
+    }
   }
 
   if (jc_getkw(L, sidx, "patternProperties") != LUA_TNIL) {
@@ -873,8 +902,8 @@ static jc_node *jc_compile_node_in(jc_cctx *c, int idx, const char *path,
   return n;
 }
 
-void jc_node_finish(jc_node *n) {
-  unsigned kw = 0;
+void jc_node_finish(const jc_validator *v, jc_node *n) {
+  unsigned kw = 0, pass;
   int k;
   if (n->ref != NULL) kw |= KW_REF;
   if (n->dynref != NULL) kw |= KW_DYNREF;
@@ -900,6 +929,47 @@ void jc_node_finish(jc_node *n) {
   if (n->uprops != NULL) kw |= KW_UPROPS;
   if (n->uitems != NULL) kw |= KW_UITEMS;
   n->kw = kw;
+  /* kinds that pass on sight: 'true'; or a subschema of 'type' (or
+  ** nothing) and, for strings, numbers, only annotations (a 'format' that
+  ** is not asserted); 'integer' without 'number' asks the number */
+  pass = 0;
+  if (n->boolean == 1) {
+    pass = JC_PASS_FREE | 0x3fu;
+  } else if (n->boolean < 0 && (kw & ~(KW_STR | KW_NUM)) == 0) {
+    unsigned t = n->types == 0 ? 0x7fu : n->types;
+    int str = n->min_len != ABSENT || n->max_len != ABSENT ||
+              n->pattern != NULL ||
+              (n->format != JC_FMT_NONE && v->format_assertion);
+    if (t & TB_NULL) pass |= 1u << JT_NULL;
+    if (t & TB_BOOLEAN) pass |= 1u << JT_BOOLEAN;
+    if (t & TB_OBJECT) pass |= 1u << JT_OBJECT;
+    if (t & TB_ARRAY) pass |= 1u << JT_ARRAY;
+    if ((t & TB_NUMBER) && !(kw & KW_NUM)) pass |= 1u << JT_NUMBER;
+    if ((t & TB_STRING) && !str) pass |= 1u << JT_STRING;
+  }
+  n->pass = v->dynamic ? 0 : pass;
+  n->vfast = n->boolean < 0 && !v->dynamic &&
+             (kw & ~(KW_ENUM | KW_CONST | KW_OBJ | KW_ARR | KW_STR |
+                     KW_NUM)) == 0;
+}
+
+void jc_node_link(const jc_validator *v, jc_node *n) {
+  const jc_node *to = n;
+  /* a chain of '$ref'-only subschemas ends: compile rejects reference
+  ** cycles that consume no input (jc_check_cycles) */
+  while (to->boolean < 0 && to->kw == KW_REF && to->types == 0)
+    to = to->ref;
+  if (to == n || v->dynamic) return;
+  n->jump = to;
+  n->pass = to->pass;
+}
+
+void jc_node_props_pass(jc_node *n) {
+  size_t k;
+  for (k = 0; k < n->nprops; k++) {
+    n->props[k].pass = n->props[k].node->pass;
+    n->props_sorted[k].pass = n->props_sorted[k].node->pass;
+  }
 }
 
 /* Reject in-place reference cycles ($ref/allOf/... back to the same node

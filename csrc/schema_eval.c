@@ -18,9 +18,21 @@ static JC_INLINE size_t jc_stk_push(jc_vctx *c, size_t n) {
   return base;
 }
 
+void jc_vslots(jc_vctx *c) {
+  lua_State *L = c->L;
+  int above = lua_gettop(L) > c->base, k;
+  luaL_checkstack(L, 24, "jsoncontract.validate");
+  for (k = 0; k < 4; k++) {
+    lua_pushnil(L);
+    if (above) lua_insert(L, c->base + 1);   /* under the walk's own */
+  }
+  c->slots = 1;
+}
+
 /* jc_stk_push when the stack must grow. [-0, +0, m] */
 static JC_NOINLINE size_t jc_stk_grow(jc_vctx *c, size_t n) {
   size_t base = c->stk_n;
+  JC_SLOTS(c);
   {
     size_t cap = c->stk_cap;
     size_t *ns;
@@ -43,6 +55,7 @@ static JC_NOINLINE size_t jc_stk_grow(jc_vctx *c, size_t n) {
 /* Push value 'ref' of the keep table (fetched into its slot on first use:
 ** only error reports need it). [-0, +1, m] */
 static void jc_keep_get(jc_vctx *c, int ref) {
+  JC_SLOTS(c);
   if (lua_isnil(c->L, c->keep)) {
     lua_rawgeti(c->L, LUA_REGISTRYINDEX, c->v->keep_ref);
     lua_replace(c->L, c->keep);
@@ -77,6 +90,7 @@ static void jc_memo_put(jc_vctx *c, const jc_node *n, size_t i, int r) {
   if ((c->memo_n + 1) * 2 > c->memo_cap) {
     size_t cap = c->memo_cap ? c->memo_cap * 2 : 64, k;
     jc_memo *old = c->memo, *nm;
+    JC_SLOTS(c);
     nm = (jc_memo *)jc_newuserdata(c->L, cap * sizeof(jc_memo));
     memset(nm, 0, cap * sizeof(jc_memo));
     mask = cap - 1;
@@ -129,8 +143,22 @@ static JC_INLINE int jc_type_ok(const jc_tv *x, unsigned types) {
          jc_tv_integral(x);
 }
 static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i);
+static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i);
+
+/* Does the child value 'x' pass 'n' on sight (jc_node.pass)? Then it
+** costs the work unit jc_eval would charge, and nothing else: no
+** location is kept, no call made. Not when anything could fail: the
+** walk unwinding, the depth bounds, the budget. */
+static JC_INLINE int jc_pass_bits(jc_vctx *c, unsigned p, const jc_tv *x) {
+  if ((p & (1u << x->kind)) == 0 || c->abort || c->depth >= c->max_depth ||
+      c->edepth >= JC_SCHEMA_MAX_EVAL || c->work < 1.0)
+    return 0;
+  if (!(p & JC_PASS_FREE)) c->work -= 1.0;
+  return 1;
+}
+#define jc_pass(c, n, x) jc_pass_bits((c), (n)->pass, (x))
 
 /* Evaluate 'n' on the child entry 'i' (member 'key' or array 'index'),
 ** one level deeper. */
@@ -139,6 +167,8 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
   int ok;
   jc_seg *s;
   const jc_tv *x;
+  if (jc_pass(c, n, &c->t->v[i])) return 1;
+  if (n->jump != NULL && c->nvia < 0) n = n->jump;
   if (c->depth >= c->v->max_depth) {
     size_t saved = c->cur;
     s = &c->v->segs[c->depth];
@@ -150,8 +180,10 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
     c->depth--;
     return 0;
   }
-  s = &c->v->segs[c->depth];
-  s->key = key; s->len = len; s->index = index;
+  if (!c->qbase) {            /* the verdict pass reports nothing */
+    s = &c->v->segs[c->depth];
+    s->key = key; s->len = len; s->index = index;
+  }
   c->depth++;
   x = &c->t->v[i];
   /* A scalar under a schema of only type, enum and its type's keywords
@@ -173,13 +205,14 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
          (!(kw & KW_NUM) || x->kind != JT_NUMBER || jc_eval_number(c, n, i));
     c->quiet--;
     c->cur = saved;
-    if (ok || c->abort) {
+    if (ok || c->abort || c->qbase) {   /* the verdict pass: no report */
       if (ok) c->work -= 1.0;
       c->depth--;
       return ok;
     }
   }
-  ok = jc_eval(c, n, i);
+  ok = n->vfast && c->qbase && c->quiet == c->qbase ? jc_verdict(c, n, i)
+                                                    : jc_eval(c, n, i);
   c->depth--;
   return ok;
 }
@@ -377,8 +410,32 @@ static int jc_find_duplicate(jc_vctx *c, size_t items, size_t len,
   return 1;
 }
 
-static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
+/* uniqueItems of 'n' on the array at entry 'i' ('len' > 1 items).
+** Returns 1 valid, 0 invalid (reported). Out of line: it keeps the frame
+** of 'jc_eval_array' small. */
+static JC_NOINLINE int jc_eval_unique(jc_vctx *c, const jc_node *n, size_t i,
+                                      size_t len) {
   lua_State *L = c->L;
+  const jc_tape *t = c->t;
+  size_t items = jc_stk_push(c, len), a, b, j, k, end = t->v[i].u.end;
+  int dup;
+  for (j = i + 1, k = 0; j < end; j = jc_tv_next(t, j), k++)
+    c->stk[items + k] = j;
+  dup = jc_find_duplicate(c, items, len, &a, &b);
+  jc_stk_pop(c, items);
+  if (!dup) return 1;
+  if (!c->quiet) {
+    const char *where = jc_err_begin(c, n, "uniqueItems");
+    char sa[32], sb[32];
+    snprintf(sa, sizeof sa, "%lu", (unsigned long)a);
+    snprintf(sb, sizeof sb, "%lu", (unsigned long)b);
+    lua_pushfstring(L, "%s has duplicate items at %s and %s", where, sa, sb);
+    jc_err_end(c);
+  }
+  return 0;
+}
+
+static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
   const jc_tape *t = c->t;
   const jc_tv *x = &t->v[i];
   size_t len = x->n, k, j, end = x->u.end;
@@ -393,31 +450,14 @@ static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
     jc_report_count(c, n, "maxItems", len, "items", "maximum", n->max_items);
     if (JC_STOP(c)) return 0;
   }
-  if (n->unique && len > 1) {
-    size_t items = jc_stk_push(c, len), a, b;
-    int dup;
-    for (j = i + 1, k = 0; j < end; j = jc_tv_next(t, j), k++)
-      c->stk[items + k] = j;
-    dup = jc_find_duplicate(c, items, len, &a, &b);
-    jc_stk_pop(c, items);
-    if (dup) {
-      ok = 0;
-      if (!c->quiet) {
-        const char *where = jc_err_begin(c, n, "uniqueItems");
-        char sa[32], sb[32];
-        snprintf(sa, sizeof sa, "%lu", (unsigned long)a);
-        snprintf(sb, sizeof sb, "%lu", (unsigned long)b);
-        lua_pushfstring(L, "%s has duplicate items at %s and %s", where, sa,
-                        sb);
-        jc_err_end(c);
-      }
-      if (JC_STOP(c)) return 0;
-    }
+  if (n->unique && len > 1 && !jc_eval_unique(c, n, i, len)) {
+    ok = 0;
+    if (JC_STOP(c)) return 0;
   }
   for (j = i + 1, k = 0; j < end && (k < n->nprefix || n->items != NULL);
        j = jc_tv_next(t, j), k++) {
     const jc_node *sub = k < n->nprefix ? n->prefix[k] : n->items;
-    if (!jc_eval_child(c, sub, j, NULL, 0, k)) {
+    if (!jc_pass(c, sub, &t->v[j]) && !jc_eval_child(c, sub, j, NULL, 0, k)) {
       ok = 0;
       if (JC_STOP(c)) return 0;
     }
@@ -493,6 +533,55 @@ static int jc_eval_member(jc_vctx *c, const jc_node *n, size_t k,
   return ok;
 }
 
+/* Mark member name entry 'j' (declared as 'p'): its Lua string is kept,
+** the builder reuses it (check). */
+static JC_INLINE void jc_mark_name(const jc_tape *t, size_t j,
+                                   const jc_prop *p) {
+  if (!(t->v[j].flags & JC_TF_ESC) && t->text != NULL) {
+    jc_tv *key = (jc_tv *)&t->v[j];
+    key->n = (unsigned)p->name_ref;
+    key->flags |= JC_TF_NAME;
+  }
+}
+
+/* The object keywords of 'n' on entry 'i' when quiet: only the verdict
+** counts, so one pass in document order, stopping at the first failure:
+** each member is looked up once and evaluated at once, the required
+** names present are counted (members are unique). */
+static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
+                                            size_t i) {
+  const jc_tape *t = c->t;
+  const jc_tv *x = &t->v[i];
+  size_t j, k, end = x->u.end, req = 0;
+  if ((n->min_props != ABSENT && x->n < n->min_props) ||
+      (n->max_props != ABSENT && x->n > n->max_props))
+    return 0;
+  for (j = i + 1; j < end; j = jc_tv_next(t, j + 1)) {
+    const jc_tv *key = &t->v[j];
+    const jc_prop *p = n->nprops > 0 ? jc_find_prop(n, key->s, key->u.len)
+                                     : NULL;
+    if (p != NULL) {
+      jc_mark_name(t, j, p);
+      req += (size_t)p->req;
+      if (!jc_pass_bits(c, p->pass, &t->v[j + 1]) &&
+          !jc_eval_child(c, p->node, j + 1, p->name, p->len, 0))
+        return 0;
+      if (n->npprops > 0 && !jc_eval_member(c, n, j, 1)) return 0;
+    } else if ((n->npprops > 0 || n->addl != NULL) &&
+               !jc_eval_member(c, n, j, 0)) {
+      return 0;
+    }
+  }
+  if (req != n->nreq_props) return 0;
+  for (k = 0; k < n->nrequired && n->nreq_other > 0; k++)
+    if (n->required[k].sidx < 0 &&
+        jc_obj_find(t, i, n->required[k].name, n->required[k].len) == 0)
+      return 0;
+  return !c->abort;
+}
+
+/* The object keywords of 'n' on entry 'i' when not quiet: in the order
+** the errors are listed (required, properties, then the rest). */
 static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
   const jc_tape *t = c->t;
   const jc_tv *x = &t->v[i];
@@ -511,12 +600,7 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
       if (p != NULL) {
         c->stk[slots + (size_t)p->sidx] = j + 1;
         known++;
-        if (!(t->v[j].flags & JC_TF_ESC) && t->text != NULL) {
-          /* its Lua string is kept: the builder reuses it (check) */
-          jc_tv *key = (jc_tv *)&t->v[j];
-          key->n = (unsigned)p->name_ref;
-          key->flags |= JC_TF_NAME;
-        }
+        jc_mark_name(t, j, p);
       } else if (unk != (size_t)-1) {
         c->stk[unk + nunk++] = j;
       }
@@ -535,7 +619,8 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
   for (k = 0; k < n->nprops; k++) {
     const jc_prop *p = &n->props[k];
     size_t e = c->stk[slots + (size_t)p->sidx];
-    if (e != 0 && !jc_eval_child(c, p->node, e, p->name, p->len, 0)) {
+    if (e != 0 && !jc_pass_bits(c, p->pass, &t->v[e]) &&
+        !jc_eval_child(c, p->node, e, p->name, p->len, 0)) {
       ok = 0;
       if (JC_STOP(c)) goto out;
     }
@@ -564,8 +649,12 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
       ok = 0;
       if (!c->quiet) {
         lua_State *L = c->L;
-        jc_key *keys = (jc_key *)jc_newuserdata(L, (count ? count : 1) *
-                                                       sizeof(jc_key));
+        jc_key *keys;
+        JC_SLOTS(c);
+        /* one userdata per object level being reported: room for them */
+        luaL_checkstack(L, 24, "jsoncontract.validate");
+        keys = (jc_key *)jc_newuserdata(L, (count ? count : 1) *
+                                           sizeof(jc_key));
         for (j = i + 1, k = 0; j < end; j = jc_tv_next(t, j + 1), k++) {
           keys[k].s = t->v[j].s;
           keys[k].len = t->v[j].u.len;
@@ -900,6 +989,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
   int ok = 1, jt, pushed = 0, memo = 0;
   unsigned kw;
   size_t saved;
+  if (n->jump != NULL && c->nvia < 0) n = n->jump;
   if (n->boolean == 1) return 1;
   if (c->abort) return 0;
   i = jc_tv_deref(c->t, i);
@@ -924,7 +1014,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
   x = &c->t->v[i];
   jt = x->kind;
   kw = n->kw;
-  if (c->quiet && !c->v->dynamic &&
+  if (c->quiet > c->qbase && !c->v->dynamic &&
       (jt == JT_OBJECT || jt == JT_ARRAY || (kw & KW_INPLACE) != 0)) {
     /* the first JC_MEMO_LAZY quiet evaluations are not remembered: most
     ** validations never repeat one, and the bound stays polynomial (at
@@ -997,7 +1087,9 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
     int r = 1;
     switch (jt) {
       case JT_OBJECT:
-        if (kw & KW_OBJ) r = jc_eval_object(c, n, i);
+        if (kw & KW_OBJ)
+          r = c->quiet ? jc_eval_object_quiet(c, n, i)
+                       : jc_eval_object(c, n, i);
         if ((kw & KW_OBJ_MORE) && (r || !JC_STOP(c)))
           r = jc_eval_object_more(c, n, i) && r;
         break;
@@ -1086,6 +1178,42 @@ done:
   return ok;
 }
 
+int jc_verdict(jc_vctx *c, const jc_node *n, size_t i) {
+  const jc_tv *x;
+  int ok;
+  unsigned kw;
+  if (n->jump != NULL) n = n->jump;     /* c->nvia < 0 in this pass */
+  if (!n->vfast || c->abort) return jc_eval(c, n, i);
+  i = jc_tv_deref(c->t, i);
+  if (--c->work < 0) {
+    c->abort = 2;                       /* jc_over, which reports nothing */
+    return 0;
+  }
+  if (c->edepth >= JC_SCHEMA_MAX_EVAL) {
+    c->abort = 1;                       /* jc_too_deep, likewise */
+    return 0;
+  }
+  c->edepth++;
+  x = &c->t->v[i];
+  kw = n->kw;
+  ok = (n->types == 0 || jc_type_ok(x, n->types)) &&
+       (!(kw & KW_ENUM) || jc_enum_has(c, n, i)) &&
+       (!(kw & KW_CONST) || jc_tv_equal(c->t, i, n->const_tape, 0));
+  if (ok) {
+    switch (x->kind) {
+      case JT_OBJECT:
+        if (kw & KW_OBJ) ok = jc_eval_object_quiet(c, n, i);
+        break;
+      case JT_ARRAY: if (kw & KW_ARR) ok = jc_eval_array(c, n, i); break;
+      case JT_STRING: if (kw & KW_STR) ok = jc_eval_string(c, n, i); break;
+      case JT_NUMBER: if (kw & KW_NUM) ok = jc_eval_number(c, n, i); break;
+      default: break;
+    }
+  }
+  c->edepth--;
+  return ok && !c->abort;
+}
+
 /* Validate the value at entry 0 of tape 't' with 'v' ('deep' > 0: the
 ** writer found it deeper than max_depth at v->segs[0..deep); 'deep' -1:
 ** the writer ran out of budget). Returns 0 (valid, nothing pushed; the
@@ -1096,15 +1224,16 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
                   const jc_vopts *o, int deep) {
   jc_vctx c;
   int base = lua_gettop(L), i, valid = 0;
-  luaL_checkstack(L, 24, "jsoncontract.validate");
   /* base + 1: keep, fetched on an error; base + 2: errors, made on the
-  ** first; base + 3: scratch stack; base + 4: memo (all nil: one call) */
-  lua_settop(L, base + 4);
+  ** first; base + 3: scratch stack; base + 4: memo; all four pushed on
+  ** first need ('jc_vslots') */
   /* every field set by hand: a memset of the context was a 'rep stos',
   ** 40% of the fixed cost of a call on a small document */
   c.L = L;
   c.v = v;
   c.t = t;
+  c.base = base;
+  c.slots = 0;
   c.keep = base + 1;
   c.errs = base + 2;
   c.nerr = 0;
@@ -1112,8 +1241,10 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
   c.truncated = 0;
   c.first = o->first;
   c.quiet = 0;
+  c.qbase = 0;
   c.abort = 0;
   c.depth = 0;
+  c.max_depth = v->max_depth;
   c.edepth = 0;
   c.stop = 0;
   c.nvia = o->basic ? 0 : -1;
@@ -1138,17 +1269,37 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
     c.depth = 0;
   } else if (deep < 0) {
     jc_over(&c, v->root);
-  } else if (jc_eval(&c, v->root, 0) && c.nerr == 0) {
-    valid = 1;
+  } else {
+    /* First the verdict alone: quiet, so no error is built and objects
+    ** take one pass in document order; most replies are valid and end
+    ** here. An invalid one (or one past a bound) is walked again from
+    ** the same start, reporting, exactly as if it were the only pass:
+    ** a rejected reply costs at most twice the work budget. */
+    c.quiet = c.qbase = 1;
+    c.nvia = -1;
+    valid = jc_verdict(&c, v->root, 0) && !c.abort;
+    if (!valid) {
+      c.quiet = c.qbase = 0;
+      c.nvia = o->basic ? 0 : -1;
+      c.abort = 0;
+      c.depth = c.edepth = c.stop = 0;
+      c.cur = 0;
+      c.stk_n = 0;
+      c.memo = NULL;          /* results of the verdict pass forgotten */
+      c.memo_n = c.memo_cap = c.memo_skip = 0;
+      c.work = c.budget;
+      valid = jc_eval(&c, v->root, 0) && c.nerr == 0;
+    }
   }
   if (valid) {
-    lua_settop(L, base);
+    if (c.slots) lua_settop(L, base);
     if (!o->basic) return 0;
     lua_createtable(L, 0, 1);
     lua_pushboolean(L, 1);
     lua_setfield(L, -2, "valid");
     return 1;
   }
+  JC_SLOTS(&c);
   if (o->basic) {
     jc_push_basic(L, c.errs, c.nerr, c.truncated);
     lua_replace(L, base + 1);

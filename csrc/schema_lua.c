@@ -102,7 +102,9 @@ static const jc_opt jc_compile_opts[] = {
 **           default 20,000,000 plus 16 per value of the instance: one
 **           unit per subschema evaluated, a regex search 1 + 1 per 16
 **           bytes, 100,000 more when it hits PCRE2's match limit; past it
-**           the instance fails as "budget_exceeded")
+**           the instance fails as "budget_exceeded"; an invalid instance
+**           is walked twice, for the verdict then for its errors, each
+**           walk with the whole budget)
 ** Returns a "jsoncontract.Validator" userdata (garbage collected).
 ** Raises "invalid schema at <schema pointer>: <reason>" for a bad schema,
 ** and on misuse (bad argument, unknown option).
@@ -201,7 +203,17 @@ static int jc_schema_compile(lua_State *L) {
   for (i = 1; i <= c.nnodes; i++) {
     lua_rawgeti(L, c.nodes, i);
     jc_check_cycles(&c, (jc_node *)lua_touserdata(L, -1));
-    jc_node_finish((jc_node *)lua_touserdata(L, -1));
+    jc_node_finish(v, (jc_node *)lua_touserdata(L, -1));
+    lua_pop(L, 1);
+  }
+  for (i = 1; i <= c.nnodes; i++) {
+    lua_rawgeti(L, c.nodes, i);
+    jc_node_link(v, (jc_node *)lua_touserdata(L, -1));
+    lua_pop(L, 1);
+  }
+  for (i = 1; i <= c.nnodes; i++) {
+    lua_rawgeti(L, c.nodes, i);
+    jc_node_props_pass((jc_node *)lua_touserdata(L, -1));
     lua_pop(L, 1);
   }
   lua_settop(L, 3);
@@ -285,7 +297,9 @@ static const jc_opt jc_validate_opts[] = {
 static jc_validator *jc_self(lua_State *L) {
   void *p = lua_touserdata(L, 1);
   if (p != NULL && lua_getmetatable(L, 1)) {
-    int same = lua_rawequal(L, -1, lua_upvalueindex(1));
+    /* tables compare by address: lua_topointer is cheaper than
+    ** lua_rawequal on an upvalue (two lookups, a generic compare) */
+    int same = lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(1));
     lua_pop(L, 1);
     if (same) return (jc_validator *)p;
   }
@@ -307,15 +321,16 @@ static int jc_schema_validate(lua_State *L) {
   if (top == 3) {             /* no options: nothing to read (per call) */
     jc_opts_read(L, 3, jc_validate_opts, ov);
     lua_settop(L, 2);
+    o.first = ov[0].set && ov[0].b;
+    o.basic = ov[1].set;
+    o.max_errors = ov[3].set ? (int)ov[3].n : JC_MAX_ERRORS;
   } else {
-    memset(ov, 0, sizeof ov);
+    o.first = o.basic = 0;
+    o.max_errors = JC_MAX_ERRORS;
   }
-  o.first = ov[0].set && ov[0].b;
-  o.basic = ov[1].set;
-  o.max_errors = ov[3].set ? (int)ov[3].n : JC_MAX_ERRORS;
   t = NULL;
   if (lua_type(L, 2) == LUA_TUSERDATA && lua_getmetatable(L, 2)) {
-    if (lua_rawequal(L, -1, lua_upvalueindex(2)))
+    if (lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(2)))
       t = (jc_tape *)lua_touserdata(L, 2);
     lua_pop(L, 1);
   }

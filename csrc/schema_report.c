@@ -224,6 +224,7 @@ static void jc_push_clipped(lua_State *L, const char *s, size_t len) {
 const char *jc_err_begin(jc_vctx *c, const jc_node *n,
                                 const char *kw) {
   lua_State *L = c->L;
+  JC_SLOTS(c);
   lua_createtable(L, 0, 9);
   jc_err_pos(c);
   jc_push_pointer(c);
@@ -313,6 +314,7 @@ void jc_report(jc_vctx *c, const jc_node *n, const char *kw,
 void jc_too_deep(jc_vctx *c, const jc_node *n, const char *what,
                         int limit) {
   int q = c->quiet;
+  if (c->qbase) { c->abort = 1; return; }   /* the verdict pass: redone */
   c->quiet = 0;
   jc_err_begin(c, n, NULL);
   lua_pushliteral(c->L, "max_depth");
@@ -328,6 +330,7 @@ void jc_over(jc_vctx *c, const jc_node *n) {
   int q = c->quiet;
   char num[32];
   if (c->abort) return;
+  if (c->qbase) { c->abort = 2; return; }   /* the verdict pass: redone */
   c->quiet = 0;
   jc_err_begin(c, n, NULL);
   lua_pushliteral(c->L, "budget");

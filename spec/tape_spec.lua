@@ -177,6 +177,20 @@ describe("jsoncontract.core tape", function()
             assert.equal("budget", err.errors[1].keyword)
         end)
 
+        it("reports a failure under additionalProperties 900 objects deep", function()
+            -- each level reports its undeclared members in byte order from a block on the
+            -- Lua stack: 900 blocks at once
+            local v = core.compile({ type = "object", patternProperties = { ["^x"] = { type = "string" } },
+                                     additionalProperties = { ["$ref"] = "#" } }, { max_depth = 3000 })
+            local text = string.rep('{"a":', 900) .. "1" .. string.rep("}", 900)
+            local ok, err = v:check(text, { max_depth = 3000 })
+            assert.is_nil(ok)
+            assert.equal("schema_mismatch", err.kind)
+            assert.equal(1, #err.errors)
+            assert.equal(string.rep("/a", 900), err.errors[1].pointer)
+            assert.equal("type", err.errors[1].keyword)
+        end)
+
         it("work_budget is a compile option", function()
             local v = core.compile({ type = "array", items = { type = "integer" } }, { work_budget = 10 })
             local _, err = v:check("[1,2,3,4,5,6,7,8,9,10,11,12]")
