@@ -1,12 +1,13 @@
 /*
 ** schema_lua.c: the Lua bindings of the schema gate: core.compile and the
-** "jsoncontract.Validator" methods validate, check and close.
+** "jsoncontract.Validator" methods validate, check, check_json and close.
 **
 ** The schema gate. A JSON Schema (draft 2020-12 keywords, as Lua
 ** values) is compiled into a tree of C nodes owned by a userdata
-** "jsoncontract.Validator"; 'validate' and 'check' validate one instance
-** on its tape (tape.h: written by the parser from text, or from a Lua
-** value in one walk) in one C call and return every error as a list.
+** "jsoncontract.Validator"; 'validate', 'check' and 'check_json' validate
+** one instance on its tape (tape.h: written by the parser from text, or
+** from a Lua value in one walk) in one C call and return every error as a
+** list; 'check_json' answers with the accepted text, building no Lua value.
 **
 ** Ownership: every compiled piece (nodes, arrays of nodes, kept strings,
 ** PCRE2 patterns, the matcher, the path scratch, enum/const tapes, the
