@@ -1,7 +1,8 @@
 -- make bench: the tape (issue 11's numbers), side by side with lua-cjson in one run.
 --   1. the support-ticket reply (239 B) and a 1 KB reply of the same kind (bench/ticket_1k.lua):
 --      bytes -> validated Lua value (validator:check) against lua-cjson's decode alone (no
---      validation): ratio jc/cjson
+--      validation): ratio jc/cjson; and validator:check_json (the same gates answering with the
+--      accepted text, no Lua value) against validator:check
 --   2. 1 MB document: core.decode against cjson.decode
 --   3. cost against size, 1 KB .. 10 MB: ns per byte of core.decode and validator:check
 --      (a flat column means linear)
@@ -93,6 +94,12 @@ tape = assert(core.parse(t1k.TEXT))
 vt_ns, dec_ns = pair(function() return v1k:validate(tape) end, function() return core.decode(t1k.TEXT) end)
 print(fmt("ticket 1 KB: validator:validate(tape) %.0f ns, core.decode %.0f ns (decode jc/cjson %.2f)", vt_ns,
     dec_ns, dec_ns / cj_ns))
+
+-- 1c. the same 1 KB reply answered as JSON text: the same gates, no Lua value built
+local js_ns
+js_ns, jc_ns = pair(function() return v1k:check_json(t1k.TEXT) end, function() return v1k:check(t1k.TEXT) end)
+print(fmt("ticket 1 KB: validator:check_json %.0f ns, validator:check %.0f ns: json/check %.2f, json/cjson %.2f",
+    js_ns, jc_ns, js_ns / jc_ns, js_ns / cj_ns))
 
 -- 2./3. documents of growing size: ticket-like objects in an array
 local function document(bytes)

@@ -1,12 +1,13 @@
 /*
 ** schema_lua.c: the Lua bindings of the schema gate: core.compile and the
-** "jsoncontract.Validator" methods validate, check and close.
+** "jsoncontract.Validator" methods validate, check, check_json and close.
 **
 ** The schema gate. A JSON Schema (draft 2020-12 keywords, as Lua
 ** values) is compiled into a tree of C nodes owned by a userdata
-** "jsoncontract.Validator"; 'validate' and 'check' validate one instance
-** on its tape (tape.h: written by the parser from text, or from a Lua
-** value in one walk) in one C call and return every error as a list.
+** "jsoncontract.Validator"; 'validate', 'check' and 'check_json' validate
+** one instance on its tape (tape.h: written by the parser from text, or
+** from a Lua value in one walk) in one C call and return every error as a
+** list; 'check_json' answers with the accepted text, building no Lua value.
 **
 ** Ownership: every compiled piece (nodes, arrays of nodes, kept strings,
 ** PCRE2 patterns, the matcher, the path scratch, enum/const tapes, the
@@ -368,6 +369,82 @@ static const jc_opt jc_check_opts[] = {
   { NULL, 0, 0, 0, NULL, NULL }
 };
 
+/* check_json's: check's, then 'value' (index 5) */
+static const jc_opt jc_check_json_opts[] = {
+  { "first", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { "max_errors", JC_OPT_INT, 0, 1e9, "an integer from 0 to 1e9", NULL },
+  { "max_depth", JC_OPT_INT, 1, 3000, "an integer from 1 to 3000", NULL },
+  { "max_bytes", JC_OPT_INT, 0, 281474976710656.0, "an integer >= 0", NULL },
+  { "keep_order", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { "value", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  { NULL, 0, 0, 0, NULL, NULL }
+};
+
+/* Push the accepted text at stack index 2 without the JSON whitespace
+** (RFC 8259 §2: space, tab, LF, CR) around its one value; the same string
+** when there is none, so the common reply costs no copy. [-0, +1, m] */
+static void jc_push_trimmed(lua_State *L, const char *text, size_t len) {
+  size_t b = 0, e = len;
+  while (b < e && (text[b] == ' ' || text[b] == '\t' || text[b] == '\n'
+                   || text[b] == '\r'))
+    b++;
+  while (e > b && (text[e - 1] == ' ' || text[e - 1] == '\t'
+                   || text[e - 1] == '\n' || text[e - 1] == '\r'))
+    e--;
+  if (b == 0 && e == len) lua_pushvalue(L, 2);
+  else lua_pushlstring(L, text + b, e - b);
+}
+
+/* check and check_json: parse 'text' (stack index 2) to the validator's
+** tape, validate it there; on success push the Lua value ('json' 0), or
+** the accepted text and, with opts.value, the Lua value after it ('json'
+** 1). Returns the number of results (an err pushes nil, err).
+** [-0, +1|2, e] */
+static int jc_check_text(lua_State *L, int json) {
+  jc_validator *v = jc_self(L);
+  jc_optval ov[6];
+  jc_vopts o;
+  jc_tape *t;
+  size_t len;
+  const char *text;
+  int r, value;
+  luaL_argcheck(L, v->root != NULL, 1, "validator is closed");
+  luaL_checktype(L, 2, LUA_TSTRING);
+  luaL_argcheck(L, lua_gettop(L) <= 3, 4, "no more than 2 arguments expected");
+  ov[5].set = 0;
+  jc_opts_read(L, 3, json ? jc_check_json_opts : jc_check_opts, ov);
+  o.first = ov[0].set && ov[0].b;
+  o.basic = 0;
+  o.max_errors = ov[1].set ? (int)ov[1].n : JC_MAX_ERRORS;
+  value = !json || (ov[5].set && ov[5].b);
+  lua_settop(L, 2);
+  text = lua_tolstring(L, 2, &len);
+  lua_pushnil(L);                                      /* 3 */
+  t = jc_v_tape(L, v);
+  r = jc_parse_tape(L, t, text, len, ov[2].set ? (size_t)ov[2].n : 1000,
+                    ov[3].set ? (size_t)ov[3].n : 64 * 1024 * 1024);
+  if (r == 0) {
+    r = jc_run(L, v, t, &o, 0);
+    if (r == 0) {
+      if (json) {
+        jc_push_trimmed(L, text, len);
+        r++;
+      }
+      if (value) {
+        /* member names the walk matched to declared properties come from
+        ** the keep table, already interned */
+        lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);
+        jc_tape_push_lua(L, t, 0, ov[4].set && ov[4].b, lua_gettop(L));
+        lua_remove(L, -2);
+        r++;
+      }
+    }
+  }
+  jc_tape_release(t);
+  lua_remove(L, 3);
+  return r;
+}
+
 /*
 ** validator:check(text [, opts]) -> value | nil, err
 ** The format and schema gates in one C call: 'text' is parsed strictly
@@ -387,40 +464,27 @@ static const jc_opt jc_check_opts[] = {
 ** option. Stack: [-0, +1|2, e]
 */
 static int jc_schema_check(lua_State *L) {
-  jc_validator *v = jc_self(L);
-  jc_optval ov[5];
-  jc_vopts o;
-  jc_tape *t;
-  size_t len;
-  const char *text;
-  int r;
-  luaL_argcheck(L, v->root != NULL, 1, "validator is closed");
-  luaL_checktype(L, 2, LUA_TSTRING);
-  luaL_argcheck(L, lua_gettop(L) <= 3, 4, "no more than 2 arguments expected");
-  jc_opts_read(L, 3, jc_check_opts, ov);
-  o.first = ov[0].set && ov[0].b;
-  o.basic = 0;
-  o.max_errors = ov[1].set ? (int)ov[1].n : JC_MAX_ERRORS;
-  lua_settop(L, 2);
-  text = lua_tolstring(L, 2, &len);
-  lua_pushnil(L);                                      /* 3 */
-  t = jc_v_tape(L, v);
-  r = jc_parse_tape(L, t, text, len, ov[2].set ? (size_t)ov[2].n : 1000,
-                    ov[3].set ? (size_t)ov[3].n : 64 * 1024 * 1024);
-  if (r == 0) {
-    r = jc_run(L, v, t, &o, 0);
-    if (r == 0) {
-      /* member names the walk matched to declared properties come from
-      ** the keep table, already interned */
-      lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);
-      jc_tape_push_lua(L, t, 0, ov[4].set && ov[4].b, lua_gettop(L));
-      lua_remove(L, -2);
-      r = 1;
-    }
-  }
-  jc_tape_release(t);
-  lua_remove(L, 3);
-  return r;
+  return jc_check_text(L, 0);
+}
+
+/*
+** validator:check_json(text [, opts]) -> json [, value] | nil, err
+** The same gates as validator:check, with the same verdicts and errors,
+** but the answer is the accepted JSON text, not a Lua value: no Lua table
+** is built (a gateway that answers with JSON needs none, and building it
+** costs more than parsing and validating). Numbers keep their spelling, so
+** integers beyond 2^53 stay exact.
+**   text   string: the JSON text
+**   opts   table or nil: check's options, and value (boolean, default
+**          false: also build and return the Lua value, as check does, for
+**          a caller that needs both, e.g. to run rules on it)
+** Returns 'text' itself without the JSON whitespace around the value (the
+** same string when there is none; a new one otherwise), then the value
+** when opts.value; or nil and err exactly as validator:check.
+** Raises on misuse as validator:check. Stack: [-0, +1|2, e]
+*/
+static int jc_schema_check_json(lua_State *L) {
+  return jc_check_text(L, 1);
 }
 
 /*
@@ -437,6 +501,7 @@ static int jc_schema_close(lua_State *L) {
 static const luaL_Reg jc_validator_methods[] = {
   { "validate", jc_schema_validate },
   { "check", jc_schema_check },
+  { "check_json", jc_schema_check_json },
   { "close", jc_schema_close },
   { NULL, NULL }
 };

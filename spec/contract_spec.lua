@@ -1,5 +1,6 @@
 -- Contracts: the SEEDS.md §1 cases through contract:check, rules, adapters, the prompt.
 local jc = require "jsoncontract"
+local core = require "jsoncontract.core"
 local util = require "support.util"
 
 local ticket = dofile("examples/support_ticket.lua")
@@ -166,6 +167,79 @@ describe("jsoncontract.contract", function()
         it("raise on opts.adapters given as one name instead of a list", function()
             assert.has_error(function() ticket.contract:check("{}", { adapters = "unwrap-one-json-fence" }) end,
                 "check: opts.adapters must be a list of adapter names, got string")
+        end)
+    end)
+
+    describe("check_json()", function()
+        local orders = { exists = function(_, id) return id == "1042" end }
+        local ctx = { context = { orders = orders } }
+        local FENCE = { adapters = { "unwrap-one-json-fence" } }
+        local order = jc.contract { name = "order", version = "1", instructions = "x", schema = {
+            type = "object", required = { "id", "total" }, additionalProperties = false,
+            properties = { id = { type = "integer", minimum = 1 }, total = { type = "number" } } } }
+
+        -- { name, contract, text, opts }: check_json must agree with check on every one
+        local cases = {
+            { "an accepted ticket (rules run)", ticket.contract,
+              '{"intent":"delivery","order_id":"1042","urgent":true,"summary":"x"}', ctx },
+            { "a schema rejection", ticket.contract,
+              '{"intent":"Lieferung","order_id":"1042","urgent":"ja","summary":"x"}', ctx },
+            { "a format rejection", ticket.contract, '{"intent":"delivery",', ctx },
+            { "a rules rejection", ticket.contract,
+              '{"intent":"delivery","order_id":"9999","urgent":true,"summary":"x"}', ctx },
+            { "a contract's own words for an error", ticket.contract_4digits,
+              '{"intent":"delivery","order_id":"10420","urgent":true,"summary":"x"}', ctx },
+            { "a fence without the adapter", order, '```json\n{"id":1,"total":2}\n```' },
+            { "a fence with the adapter", order, '```json\n{"id":1,"total":2}\n```', FENCE },
+            { "text before a fence", order, 'Sure:\n```json\n{"id":1,"total":2}\n```', FENCE },
+            { "a contract without rules", order, '{"id":0,"total":"x"}' },
+        }
+        for _, c in ipairs(cases) do
+            it("gives check's verdict and error: " .. c[1], function()
+                local value, vreport = c[2]:check(c[3], c[4])
+                local json, jreport = c[2]:check_json(c[3], c[4])
+                assert.same(vreport, jreport)
+                if value == nil then
+                    assert.is_nil(json)
+                else
+                    assert.is_string(json)
+                    assert.same(value, jc.decode(json))
+                end
+            end)
+        end
+
+        it("answers with the accepted text, integers beyond 2^53 exact", function()
+            local text = '{"id":9007199254740993,"total":12345678901234567890.5}'
+            local json, report = order:check_json(text)
+            assert.equal(text, json)
+            assert.same({}, report.adapters)
+            assert.equal(core.array_mt, getmetatable(report.adapters))
+        end)
+
+        it("answers with the JSON inside an unwrapped fence, without the whitespace around it", function()
+            local json, report = order:check_json('\n```json\n  {"id":1, "total":2.50}\n```\n', FENCE)
+            assert.equal('{"id":1, "total":2.50}', json)
+            assert.same({ "unwrap-one-json-fence" }, report.adapters)
+        end)
+
+        it("runs the rules on the value and still answers with the text", function()
+            local seen
+            local c = jc.contract { name = "r", version = "1", instructions = "x",
+                schema = { type = "object" },
+                rules = { function(v) seen = v.n end, function(v) if v.n > 2 then return "too big" end end } }
+            assert.equal('{"n":2}', c:check_json('{"n":2}'))
+            assert.equal(2, seen)
+            local json, err = c:check_json('{"n":3}')
+            assert.is_nil(json)
+            assert.equal("rules", err.category)
+            assert.equal("rule_failed", err.kind)
+        end)
+
+        it("raises on misuse as check does, naming check_json", function()
+            assert.has_error(function() order:check_json(5) end, "check_json: text must be a string, got number")
+            assert.has_error(function() order:check_json("{}", 5) end, "check_json: opts must be a table, got number")
+            assert.has_error(function() order:check_json("{}", { adapters = "unwrap-one-json-fence" }) end,
+                "check_json: opts.adapters must be a list of adapter names, got string")
         end)
     end)
 

@@ -109,6 +109,8 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
                             .. [['{"error":{"message":"Incorrect API key provided: $http_authorization (request $http_x_request_id)",]]
                             .. [["type":"invalid_request_error","code":"invalid_api_key"}}'; }]],
                         "  location = /metrics { content_by_lua_block { " .. gw .. ".metrics() } }",
+                        "  location = /exact { content_by_lua_block { " .. app .. '.gw.exact:serve("exact") } }',
+                        "  location ^~ /exact_model/ { content_by_lua_block { " .. app .. ".exact_model() } }",
                         '  location = /fixed { return 200 "ok"; }',
                         "  location = /phases { content_by_lua_block { " .. app .. ".phases() } "
                             .. "log_by_lua_block { " .. app .. ".log() } }",
@@ -151,6 +153,26 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
             assert.same({ "spec-req-1187", "support_ticket", "1.0.0", "1", "application/json" },
                 { res.headers["x-request-id"], res.headers["x-contract"], res.headers["x-contract-version"],
                   res.headers["x-attempts"], res.headers["content-type"] })
+        end)
+
+        it("is 200 with the checked value as JSON text: the body is what contract:check_json accepted", function()
+            local res = post("/triage", MAIL_1187)
+            assert.equal(200, res.status, res.body)
+            -- what the stand-in answered for this mail, through the same contract
+            local ticket = dofile(root .. "/examples/support_ticket.lua").contract
+            assert.is_nil(res.body:find("^%s"))
+            assert.same(ticket:check(res.body:gsub("\n$", ""), { context = { orders = {
+                exists = function() return true end, customer = function() return nil end } } }), json(res))
+        end)
+
+        it("is 200 with the model's JSON exactly as written, inside an unwrapped fence, big integers kept", function()
+            local app = require "support.nginx_gateway_app"
+            local res = post("/exact", "Copy order A-1.")
+            assert.equal(200, res.status, res.body)
+            assert.equal(app.EXACT_JSON .. "\n", res.body)
+            assert.truthy(res.body:find("123456789012345678901234567890", 1, true))
+            assert.same({ "exact", "1.0.0", "1", "application/json" }, { res.headers["x-contract"],
+                res.headers["x-contract-version"], res.headers["x-attempts"], res.headers["content-type"] })
         end)
 
         it("is 200 after a re-ask (the 1042 mail: Lieferung/ja, then the right ticket)", function()

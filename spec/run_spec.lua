@@ -49,6 +49,24 @@ describe("jsoncontract.run", function()
             assert.equal(40, out.usage.output_tokens)
         end)
 
+        it("with as_json gives the accepted JSON text as outcome.json, after the same re-ask", function()
+            local out = ask("the courier did not come for order 1042, urgent, I leave tomorrow", nil,
+                { as_json = true })
+            assert.equal("accepted", out.status)
+            assert.equal(2, #out.attempts)
+            assert.equal("schema", out.attempts[1].gate)
+            assert.is_nil(out.value)
+            assert.equal(fake.ANSWERS["1042"][2], out.json)
+            local plain = ask("the courier did not come for order 1042, urgent, I leave tomorrow")
+            assert.same(plain.value, jc.decode(out.json))
+            assert.is_nil(plain.json)
+        end)
+
+        it("raises when as_json is not a boolean", function()
+            assert.has_error(function() ask("order 1187", nil, { as_json = "yes" }) end,
+                "ask: opts.as_json must be a boolean, got string")
+        end)
+
         it("accepts order 1187 at attempt 1", function()
             local out = ask("I want to return the jacket from order 1187, too big")
             assert.equal("accepted", out.status)

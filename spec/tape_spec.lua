@@ -17,6 +17,66 @@ end
 describe("jsoncontract.core tape", function()
     after_each(function() collectgarbage("collect") end)
 
+    describe("validator:check_json(text)", function()
+        local schema = { type = "object", required = { "id" },
+            properties = { id = { type = "integer" }, tags = { type = "array", items = { type = "string" } } } }
+
+        it("answers with the accepted text itself, no copy when no whitespace surrounds it", function()
+            local v = core.compile(schema)
+            local text = '{"id":12345678901234567890,"tags":["a"]}'
+            local json, extra = v:check_json(text)
+            assert.equal(text, json)
+            assert.is_nil(extra)
+        end)
+
+        it("keeps integers beyond 2^53 exactly as written", function()
+            local v = core.compile(schema)
+            assert.equal('{"id":9007199254740993}', v:check_json('{"id":9007199254740993}'))
+            assert.equal('{"id":-123456789012345678901234567890}',
+                v:check_json('{"id":-123456789012345678901234567890}'))
+        end)
+
+        it("drops the JSON whitespace around the value, and only that", function()
+            local v = core.compile(schema)
+            assert.equal('{ "id" : 1 ,\n "tags": [ ] }', v:check_json(' \r\n\t{ "id" : 1 ,\n "tags": [ ] }\n '))
+            assert.equal('"a b"', core.compile(true):check_json('  "a b"  '))
+        end)
+
+        it("gives the same verdicts and errors as check", function()
+            local v = core.compile(schema)
+            local texts = { '{"id":1.5}', '{"tags":[1]}', '{"id":1,"id":2}', '{"id":1', '', '\239\187\191{"id":1}',
+                '{"id":1} x', '[]' }
+            for _, text in ipairs(texts) do
+                local a, ea = v:check(text)
+                local b, eb = v:check_json(text)
+                assert.is_nil(a)
+                assert.is_nil(b)
+                assert.same(ea, eb)
+            end
+            local _, err = v:check_json('{"id":"x"}')
+            assert.equal("schema", err.category)
+            assert.same({ { "/id", "type", "/properties/id/type", "/id is string, expected integer" } }, shape(err))
+            assert.same({ 6, 1, 7 }, { err.errors[1].offset, err.errors[1].line, err.errors[1].column })
+        end)
+
+        it("also returns the Lua value as check builds it with opts.value", function()
+            local v = core.compile(schema)
+            local json, value = v:check_json(' {"id":7,"tags":["x"]}', { value = true })
+            assert.equal('{"id":7,"tags":["x"]}', json)
+            assert.same(v:check('{"id":7,"tags":["x"]}'), value)
+            assert.equal(core.array_mt, getmetatable(value.tags))
+        end)
+
+        it("raises on misuse as check does; check does not take opts.value", function()
+            local v = core.compile(schema)
+            assert.has_error(function() v:check_json(5) end)
+            assert.has_error(function() v:check_json("{}", { value = 1 }) end)
+            assert.has_error(function() v:check("{}", { value = true }) end)
+            v:close()
+            assert.has_error(function() v:check_json("{}") end)
+        end)
+    end)
+
     describe("validator:check(text)", function()
         it("returns the Lua value as decode builds it when valid", function()
             local v = core.compile({ type = "object", required = { "a" } })

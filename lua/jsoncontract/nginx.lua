@@ -15,7 +15,8 @@
 -- request to the provider. The answer (`Content-Type: application/json`, headers
 -- `X-Request-Id`, `X-Contract`, `X-Contract-Version`, and `X-Attempts` once the model was asked):
 --
---   * 200: the checked value itself;
+--   * 200: the checked value itself, as the model wrote it (the JSON text the gates accepted, see
+--     `contract:check_json`: no Lua value is built for it, and large integers stay exact);
 --   * 202: handed over to a person (refusal, content filter, a business rule):
 --     `{"status":"handed_over","message":<plain words for the end user>,"item_id":..,"request_id":..}`;
 --   * 400 `empty_body`, `not_utf8`; 405 `method_not_allowed`; 413 `body_too_large`;
@@ -304,8 +305,10 @@ function _M.serve(self, name)
     local key_value, kerr = api_key(self)
     if kerr then return fail(self, name, "internal_error", rid, nil, t0, kerr) end
 
+    -- as_json: the 200 answer is the accepted JSON text, so no Lua value is built for it
+    -- (a contract with rules still builds one for them)
     local opts = { transport = sender(self, rid), sleep = ngx.sleep, request_id = rid, item_id = item_id,
-        api_key = key_value, evidence = self.sink and self.sink:writer(key_value) or nil }
+        api_key = key_value, evidence = self.sink and self.sink:writer(key_value) or nil, as_json = true }
     for k, v in pairs(self.ask) do opts[k] = v end
     if self.context then
         local ok, ctx = pcall(self.context, name, text)
@@ -324,7 +327,7 @@ function _M.serve(self, name)
     ngx.header["X-Attempts"] = #out.attempts
 
     if out.status == "accepted" then
-        send_json(200, encode(out.value))
+        send_json(200, out.json)
         observe_request(self, name, 200, "accepted", t0)
         return
     end

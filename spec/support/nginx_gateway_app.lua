@@ -64,6 +64,13 @@ function M.init(c)
     M.gw.echo = make { base_url = "http://127.0.0.1:" .. c.port .. "/echo401", contracts = { echo_ticket = ticket } }
     -- Looks at its contract file never: only a HUP (new workers) brings a new version.
     M.gw.hup = make { base_url = "http://127.0.0.1:" .. c.standin, contracts = { hup = c.dir .. "/hup.lua" } }
+    -- A model that answers one fixed reply, fenced, with an integer beyond 2^53 (exact_model
+    -- below), and a contract that unwraps the fence: the 200 body is the JSON inside, as written.
+    M.gw.exact = make { base_url = "http://127.0.0.1:" .. c.port .. "/exact_model", contracts = {
+        exact = { name = "exact", version = "1.0.0", instructions = "Copy the order.",
+            adapters = { "unwrap-one-json-fence" }, schema = { type = "object", required = { "id", "big" },
+                additionalProperties = false, properties = { id = { type = "string" }, big = { type = "integer" },
+                    price = { type = "number" } } } } } }
     assert(M.gw.rules.cache:preload())
     assert(M.gw.hup.cache:preload())
 end
@@ -74,6 +81,20 @@ local function say_json(v)
 end
 
 local MAIL = "I want to return order 1187, the shoes do not fit."
+
+--- The reply exact_model's envelope carries: fenced, an integer beyond 2^53, spacing and
+-- number spellings a re-encoding would change.
+M.EXACT_JSON = '{ "id": "A-1",\n  "big": 123456789012345678901234567890, "price": 1.50e1 }'
+M.EXACT_REPLY = "```json\n" .. M.EXACT_JSON .. "\n```"
+
+--- POST /exact_model/v1/chat/completions: an OpenAI chat envelope whose content is EXACT_REPLY.
+function M.exact_model()
+    ngx.header["Content-Type"] = "application/json"
+    ngx.say(jc.encode({ id = "exact-1", object = "chat.completion", model = "standin-1",
+        choices = setmetatable({ { index = 0, finish_reason = "stop",
+            message = { role = "assistant", content = M.EXACT_REPLY } } }, jc.array_mt),
+        usage = { prompt_tokens = 10, completion_tokens = 20, total_tokens = 30 } }))
+end
 
 --- GET /handover: the last item on_handover got (as JSON), or null.
 function M.handover()

@@ -285,6 +285,53 @@ function _M.check_rules(self, value, ctx)
 end
 
 local NO_OPTS = {} -- read only: check without opts allocates no table for them
+local WITH_VALUE = { value = true } -- read only: check_json's value for the rules
+
+-- The gates of `check` and `check_json`: adapters, then format and schema in one C call on
+-- the text, then the rules on the value. `as_json`: answer with the accepted JSON text
+-- (validator:check_json builds no Lua value unless the contract has rules to run on it).
+local function gates(self, text, opts, as_json, caller)
+    if type(text) ~= "string" then error(caller .. ": text must be a string, got " .. type(text), 3) end
+    if opts ~= nil and type(opts) ~= "table" then error(caller .. ": opts must be a table, got " .. type(opts), 3) end
+    opts = opts or NO_OPTS
+    local applied = setmetatable({}, core.array_mt)
+    local names = opts.adapters or self.adapters
+    if type(names) ~= "table" then
+        error(caller .. ": opts.adapters must be a list of adapter names, got " .. type(names), 3)
+    end
+    if #names > 0 then
+        local out, err = adapters.apply(text, names)
+        if not out then return nil, err end
+        text, applied = out, err
+    end
+    local rules = self.rules
+    -- format and schema gates in one C call on the text (validator:check): the Lua value
+    -- is built only when the reply is valid, and by check_json only for the rules
+    local result, err
+    if not as_json then
+        result, err = self.validator:check(text)
+    elseif #rules == 0 then
+        result, err = self.validator:check_json(text)
+    else
+        result, err = self.validator:check_json(text, WITH_VALUE)
+    end
+    if result == nil then
+        if err.category == "schema" and self.messages then
+            feedback.apply_overrides(self.messages, err, core.decode(text))
+        end
+        err.adapters = applied
+        return nil, err
+    end
+    if #rules > 0 then
+        local ok
+        ok, err = rules_gate.run(rules, as_json and err or result, opts.context, self.rules_budget)
+        if not ok then
+            err.adapters = applied
+            return nil, err
+        end
+    end
+    return result, { adapters = applied }
+end
 
 --- Run the format, schema and rules gates on a reply's content string.
 -- @tparam string text the content string (the inner JSON)
@@ -296,36 +343,29 @@ local NO_OPTS = {} -- read only: check without opts allocates no table for them
 --   the adapters that were applied
 -- @raise when `text` is not a string, `opts` not a table or `opts.adapters` not a list
 function _M.check(self, text, opts)
-    if type(text) ~= "string" then error("check: text must be a string, got " .. type(text), 2) end
-    if opts ~= nil and type(opts) ~= "table" then error("check: opts must be a table, got " .. type(opts), 2) end
-    opts = opts or NO_OPTS
-    local applied = setmetatable({}, core.array_mt)
-    local names = opts.adapters or self.adapters
-    if type(names) ~= "table" then
-        error("check: opts.adapters must be a list of adapter names, got " .. type(names), 2)
-    end
-    if #names > 0 then
-        local out, err = adapters.apply(text, names)
-        if not out then return nil, err end
-        text, applied = out, err
-    end
-    -- format and schema gates in one C call on the text (validator:check): the Lua value
-    -- is built only when the reply is valid
-    local value, err = self.validator:check(text)
-    if value == nil then
-        if err.category == "schema" and self.messages then
-            feedback.apply_overrides(self.messages, err, core.decode(text))
-        end
-        err.adapters = applied
-        return nil, err
-    end
-    local ok
-    ok, err = self:check_rules(value, opts.context)
-    if not ok then
-        err.adapters = applied
-        return nil, err
-    end
-    return value, { adapters = applied }
+    -- not a tail call: gates' errors blame the caller of check (level 3)
+    local result, report = gates(self, text, opts, false, "check")
+    return result, report
+end
+
+--- Run the same gates as `check`, with the same verdicts and errors, and answer with the
+-- accepted JSON text instead of a Lua value: for a caller that hands the checked value on as
+-- JSON (an HTTP answer, a queue, a file), which then costs no Lua table. The text is what the
+-- format gate accepted, byte for byte (numbers keep their spelling, so integers beyond 2^53
+-- stay exact), without the JSON whitespace around the value; after an adapter (e.g. a code
+-- fence unwrapped) it is the JSON inside. A contract with rules still builds the value for
+-- its rules (they need one), then answers with the text.
+-- @tparam string text the content string (the inner JSON)
+-- @tparam[opt] table opts as for `check`
+-- @treturn[1] string the accepted JSON text
+-- @treturn[1] table report `{adapters = {names applied}}`
+-- @return[2] nil
+-- @treturn[2] table err exactly as `check` returns it
+-- @raise as `check`
+-- @usage local json, err = c:check_json(reply) -- then ngx.print(json) or nil, err as from check
+function _M.check_json(self, text, opts)
+    local accepted, report = gates(self, text, opts, true, "check_json")
+    return accepted, report
 end
 
 --- Facts about the contract for evidence records.

@@ -43,7 +43,7 @@ local ASK_OPTS = {
     provider = true, model = true, api_key = true, base_url = true, max_tokens = true, temperature = true,
     mode = true, transport = true, sleep = true, evidence = true, context = true, adapters = true,
     request_id = true, item_id = true, policy = true, timeout_ms = true, connect_timeout_ms = true,
-    max_response_bytes = true, allow_blocking = true,
+    max_response_bytes = true, allow_blocking = true, as_json = true,
 }
 
 -- Kinds and pointers only: messages may quote the model's text, which stays out of
@@ -88,6 +88,12 @@ local function check_args(contract, input, opts)
     if opts.adapters ~= nil and type(opts.adapters) ~= "table" then
         error("ask: opts.adapters must be a list of adapter names, got " .. type(opts.adapters), 3)
     end
+    if opts.as_json ~= nil and type(opts.as_json) ~= "boolean" then
+        error("ask: opts.as_json must be a boolean, got " .. type(opts.as_json), 3)
+    end
+    if opts.as_json and type(contract.check_json) ~= "function" then
+        error("ask: opts.as_json needs a contract with check_json (from jsoncontract.contract)", 3)
+    end
     return provider
 end
 
@@ -105,8 +111,12 @@ end
 --   `sleep` (function(seconds), default `ngx.sleep` where nginx allows it, else luasocket's),
 --   `evidence` (a writer from `jsoncontract.evidence`),
 --   `context` (passed to rules), `adapters` (list of adapter names; default the contract's),
---   `request_id`, `item_id` (strings for evidence), `policy` (table overriding `DEFAULT_POLICY`)
--- @treturn table outcome: `status` ("accepted"|"human_review"), `value` (when accepted),
+--   `request_id`, `item_id` (strings for evidence), `policy` (table overriding `DEFAULT_POLICY`),
+--   `as_json` (boolean, default false: check with `contract:check_json` and give the accepted JSON
+--   text as `outcome.json` instead of the Lua value as `outcome.value`, for a caller that sends
+--   it on as JSON; the same gates and verdicts)
+-- @treturn table outcome: `status` ("accepted"|"human_review"), `value` (when accepted; `json`
+--   instead with `as_json`),
 --   `reason` (err table when not accepted: category, kind, message, errors), `attempts` (list of
 --   `{attempt, tries, mode, mode_fallback, gate, category, kind, message, errors, http_status, finish,
 --   finish_reason, usage, elapsed_ms, adapters}`: each attempt's record, which is also its evidence
@@ -175,12 +185,15 @@ function _M.ask(contract, input, opts)
         evidence:write(rec)
     end
 
+    local as_json = opts.as_json
+    local check = as_json and contract.check_json or contract.check
     local function finish(status, value, reason, applied)
         -- every string of the reason (messages, pointers, details, locations) and of the attempts
         reason = secrets.redact_value(reason, opts.api_key)
         attempts = secrets.redact_value(attempts, opts.api_key)
         return {
-            status = status, value = value, reason = reason, attempts = attempts, usage = usage,
+            status = status, value = not as_json and value or nil, json = as_json and value or nil,
+            reason = reason, attempts = attempts, usage = usage,
             elapsed_ms = elapsed_ms(), request_id = item.request_id, contract = item.contract,
             adapters = applied, item_id = opts.item_id,
         }
@@ -231,7 +244,7 @@ function _M.ask(contract, input, opts)
                 { __index = opts })
         else
             -- the contract's gates: format, schema, rules
-            local value, cerr = contract:check(reply.text, { adapters = opts.adapters, context = opts.context })
+            local value, cerr = check(contract, reply.text, { adapters = opts.adapters, context = opts.context })
             if value ~= nil then
                 a.gate, a.adapters = "accepted", cerr.adapters
                 record(a, { text = reply.text, response_headers = x.headers })
