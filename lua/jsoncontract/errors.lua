@@ -75,6 +75,15 @@ function _M.redact(text, secret)
     return secrets.redact(text, secret)
 end
 
+--- Old name of `jsoncontract.secrets.redact_credentials` (the key in every spelling, then
+-- credential-like runs masked), kept for callers.
+-- @param text any value; only strings are changed
+-- @tparam[opt] string secret the API key
+-- @return the text without the key or anything that looks like a credential
+function _M.scrub(text, secret)
+    return secrets.redact_credentials(text, secret)
+end
+
 --- Longest foreign text (a provider's message, a body) copied into an err message, in bytes.
 _M.MAX_DETAIL = 300
 
