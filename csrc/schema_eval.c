@@ -146,6 +146,8 @@ static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_number_ok(const jc_node *n, const jc_tv *x);
+static int jc_string_ok(jc_vctx *c, const jc_node *n, size_t i,
+                        const jc_tv *x);
 static int jc_vfast(jc_vctx *c, const jc_node *n, size_t i);
 
 /* Does the child value 'x' pass 'n' on sight (jc_node.pass)? Then it
@@ -177,7 +179,7 @@ static JC_INLINE int jc_scalar_ok(jc_vctx *c, const jc_node *n, size_t i,
   unsigned kw = n->kw;
   return (n->types == 0 || jc_type_ok(x, n->types)) &&
          (!(kw & KW_ENUM) || jc_enum_has(c, n, i)) &&
-         (!(kw & KW_STR) || x->kind != JT_STRING || jc_eval_string(c, n, i)) &&
+         (!(kw & KW_STR) || x->kind != JT_STRING || jc_string_ok(c, n, i, x)) &&
          (!(kw & KW_NUM) || x->kind != JT_NUMBER || jc_number_ok(n, x));
 }
 
@@ -392,6 +394,27 @@ static int jc_number_ok(const jc_node *n, const jc_tv *x) {
   if (!n->lim[LIM_MULT].set) return 1;
   jc_limit_tv(&n->lim[LIM_MULT], &lim);
   return jc_tv_multiple(x, &lim);
+}
+
+/* jc_eval_string's verdict alone (quiet: no report); a regex 'format'
+** (checked by compiling it, on the Lua stack) goes to jc_eval_string. */
+static int jc_string_ok(jc_vctx *c, const jc_node *n, size_t i,
+                        const jc_tv *x) {
+  size_t len = x->u.len, chars;
+  if (n->format == JC_FMT_REGEX && c->v->format_assertion)
+    return jc_eval_string(c, n, i);
+  if ((n->min_len != ABSENT && (len + 3) / 4 < n->min_len) ||
+      (n->max_len != ABSENT && len > n->max_len)) {   /* as jc_eval_string */
+    chars = jc_utf8_chars(x->s, len);
+    if ((n->min_len != ABSENT && chars < n->min_len) ||
+        (n->max_len != ABSENT && chars > n->max_len))
+      return 0;
+  }
+  if (n->pattern != NULL &&
+      (jc_match(c, n, n->pattern, x->s, len) != JC_PATTERN_MATCH || c->abort))
+    return 0;
+  return n->format == JC_FMT_NONE || !c->v->format_assertion ||
+         jc_format_check(n->format, x->s, len);
 }
 
 static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i) {
@@ -1330,7 +1353,7 @@ static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i) {
         if (kw & KW_OBJ) ok = jc_eval_object_quiet(c, n, i);
         break;
       case JT_ARRAY: if (kw & KW_ARR) ok = jc_eval_array(c, n, i); break;
-      case JT_STRING: if (kw & KW_STR) ok = jc_eval_string(c, n, i); break;
+      case JT_STRING: if (kw & KW_STR) ok = jc_string_ok(c, n, i, x); break;
       case JT_NUMBER: if (kw & KW_NUM) ok = jc_number_ok(n, x); break;
       default: break;
     }
