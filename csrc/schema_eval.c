@@ -319,8 +319,9 @@ static void jc_limit_tv(const jc_limit *lim, jc_tv *out) {
 /* Compare number 'x' with bound 'lim' (-1, 0, 1), exactly. When both are
 ** exact as doubles (a double, or an integer within 2^53) the double
 ** comparison is the exact one, and two int64 compare as they are: no
-** call. Big integers and int64 past 2^53 go to jc_tv_numcmp. */
-static JC_HOT_INLINE int jc_limit_cmp(const jc_tv *x, const jc_limit *lim) {
+** tape number is built. Big integers and int64 past 2^53 go to
+** jc_tv_numcmp. */
+static int jc_limit_cmp(const jc_tv *x, const jc_limit *lim) {
   jc_tv l;
 #if JC_HAVE_INTEGER
   if ((x->flags & (JC_TF_INT | JC_TF_BIG)) == 0) {
@@ -383,13 +384,42 @@ static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i) {
   return ok;
 }
 
+/* Is bound 'lim' exact as a double ('lim->d')? */
+#if JC_HAVE_INTEGER
+#define JC_LIM_DBL(lim) (!(lim)->isint || JC_EXACT_DBL((lim)->i))
+#else
+#define JC_LIM_DBL(lim) 1
+#endif
+
+/* Does 'x' fail bound 'l' (LIM_MIN .. LIM_XMAX, 'k')? 'a' is x as a
+** double when 'exact' (a double, an int64 within 2^53): against a bound
+** exact as a double that is one comparison, jc_limit_cmp's fast case. */
+static JC_HOT_INLINE int jc_bound_fails(const jc_tv *x, int exact, double a,
+                                        const jc_limit *l, int k) {
+  int cmp;
+  if (exact && JC_LIM_DBL(l))
+    return k == LIM_MIN ? a < l->d : k == LIM_MAX ? a > l->d
+         : k == LIM_XMIN ? a <= l->d : a >= l->d;
+  cmp = jc_limit_cmp(x, l);
+  return k == LIM_MIN ? cmp < 0 : k == LIM_MAX ? cmp > 0
+       : k == LIM_XMIN ? cmp <= 0 : cmp >= 0;
+}
+
 /* jc_eval_number's verdict alone (quiet: no report). */
 static int jc_number_ok(const jc_node *n, const jc_tv *x) {
   jc_tv lim;
-  if ((n->lim[LIM_MIN].set && jc_limit_cmp(x, &n->lim[LIM_MIN]) < 0) ||
-      (n->lim[LIM_MAX].set && jc_limit_cmp(x, &n->lim[LIM_MAX]) > 0) ||
-      (n->lim[LIM_XMIN].set && jc_limit_cmp(x, &n->lim[LIM_XMIN]) <= 0) ||
-      (n->lim[LIM_XMAX].set && jc_limit_cmp(x, &n->lim[LIM_XMAX]) >= 0))
+  int exact = !(x->flags & JC_TF_BIG) &&
+              (!(x->flags & JC_TF_INT) || JC_EXACT_DBL(x->u.i));
+  double a = 0;
+  if (exact) a = x->flags & JC_TF_INT ? (double)x->u.i : x->u.d;
+  if ((n->lim[LIM_MIN].set &&
+       jc_bound_fails(x, exact, a, &n->lim[LIM_MIN], LIM_MIN)) ||
+      (n->lim[LIM_MAX].set &&
+       jc_bound_fails(x, exact, a, &n->lim[LIM_MAX], LIM_MAX)) ||
+      (n->lim[LIM_XMIN].set &&
+       jc_bound_fails(x, exact, a, &n->lim[LIM_XMIN], LIM_XMIN)) ||
+      (n->lim[LIM_XMAX].set &&
+       jc_bound_fails(x, exact, a, &n->lim[LIM_XMAX], LIM_XMAX)))
     return 0;
   if (!n->lim[LIM_MULT].set) return 1;
   jc_limit_tv(&n->lim[LIM_MULT], &lim);
