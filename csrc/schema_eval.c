@@ -722,19 +722,13 @@ static JC_INLINE void jc_mark_name(const jc_tape *t, size_t j,
   }
 }
 
-/* The object keywords of 'n' on entry 'i' when quiet: only the verdict
-** counts, so one pass in document order, stopping at the first failure:
-** each member is looked up once and evaluated at once, the required
-** names present are counted (members are unique). */
-static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
-                                            size_t i) {
+/* The member walk of jc_eval_object_quiet; inlined twice, with 'room'
+** (jc_vroom) 1 and 0, so the verdict pass's loop, which decides leaves
+** in place, and the applicators' loop are each compiled lean. */
+static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
+                                           size_t i, int room) {
   const jc_tape *t = c->t;
-  const jc_tv *x = &t->v[i];
-  size_t j, k, end = x->u.end, req = 0;
-  int room = jc_vroom(c);
-  if ((n->min_props != ABSENT && x->n < n->min_props) ||
-      (n->max_props != ABSENT && x->n > n->max_props))
-    return 0;
+  size_t j, k, end = t->v[i].u.end, req = 0;
   for (j = i + 1; j < end; j = jc_tv_next(t, j + 1)) {
     const jc_tv *key = &t->v[j];
     const jc_prop *p = n->nprops > 0 ? jc_find_prop(n, key->s, key->u.len)
@@ -756,6 +750,20 @@ static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
         jc_obj_find(t, i, n->required[k].name, n->required[k].len) == 0)
       return 0;
   return !c->abort;
+}
+
+/* The object keywords of 'n' on entry 'i' when quiet: only the verdict
+** counts, so one pass in document order, stopping at the first failure:
+** each member is looked up once and evaluated at once, the required
+** names present are counted (members are unique). */
+static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
+                                            size_t i) {
+  const jc_tv *x = &c->t->v[i];
+  if ((n->min_props != ABSENT && x->n < n->min_props) ||
+      (n->max_props != ABSENT && x->n > n->max_props))
+    return 0;
+  return jc_vroom(c) ? jc_object_members(c, n, i, 1)
+                     : jc_object_members(c, n, i, 0);
 }
 
 /* The object keywords of 'n' on entry 'i' when not quiet: in the order
