@@ -157,13 +157,8 @@ void jc_tape_release(jc_tape *t) {
   t->busy = 0;
 }
 
-size_t jc_tape_add(lua_State *L, jc_tape *t) {
-  jc_tv *v;
-  if (t->n == t->cap)
-    jc_tape_grow(L, t, (void **)&t->v, &t->cap, t->n + 1, sizeof(jc_tv));
-  v = &t->v[t->n];
-  memset(v, 0, sizeof *v);
-  return t->n++;
+void jc_tape_grow_entries(lua_State *L, jc_tape *t) {
+  jc_tape_grow(L, t, (void **)&t->v, &t->cap, t->n + 1, sizeof(jc_tv));
 }
 
 size_t jc_tv_off(const jc_tape *t, size_t i) {
