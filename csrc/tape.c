@@ -216,7 +216,7 @@ typedef struct jc_bframe {
   lua_Integer count;
 } jc_bframe;
 
-static void jc_push_scalar(lua_State *L, const jc_tv *v) {
+static JC_HOT_INLINE void jc_push_scalar(lua_State *L, const jc_tv *v) {
   switch (v->kind) {
     case JT_STRING: lua_pushlstring(L, v->s, v->u.len); break;
     case JT_NUMBER:
@@ -233,7 +233,7 @@ static void jc_push_scalar(lua_State *L, const jc_tv *v) {
 }
 
 /* Push the member name at entry 'k'. [-0, +1, m] */
-static void jc_push_name(lua_State *L, const jc_tv *k, int names) {
+static JC_HOT_INLINE void jc_push_name(lua_State *L, const jc_tv *k, int names) {
   if (names != 0 && (k->flags & JC_TF_NAME)) lua_rawgeti(L, names, (int)k->n);
   else lua_pushlstring(L, k->s, k->u.len);
 }
