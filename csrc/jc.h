@@ -130,5 +130,6 @@ void jc_encode_open(lua_State *L);
 void jc_schema_open(lua_State *L);
 void jc_transport_open(lua_State *L);
 void jc_stream_open(lua_State *L);
+void jc_copy_open(lua_State *L);
 
 #endif
