@@ -69,7 +69,7 @@ test:
 
 # Lint alone (make test runs it too).
 check:
-	luacheck lua examples spec bench fuzz bin/jsoncontract bin/jsoncontract-standin
+	luacheck lua examples spec bench fuzz tools bin/jsoncontract bin/jsoncontract-standin
 
 # Speed against peers, side by side in one run (ratios printed); never timed in tests.
 bench:
