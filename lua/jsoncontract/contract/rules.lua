@@ -438,24 +438,25 @@ end
 local NGX_THREAD_PHASES = { rewrite = true, server_rewrite = true, access = true, content = true, timer = true,
     ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true, preread = true }
 
--- Under nginx: the rule in a light thread, raced against a timer thread. Returns what
--- `guarded` returns, "over", or nil when light threads are not allowed here.
+-- The light thread: the rule under its hook; `state.done` once it has an answer.
+local function light_thread_body(state, rule, value, ctx)
+    local co = co_running()
+    state.co = co
+    hook_on(state, co)
+    local tag, a, b = guarded(state, rule, value, ctx)
+    hook_off(co)
+    state.done = true
+    return tag, a, b
+end
+
+-- Under nginx: the rule in a light thread, raced against a timer thread when it waits.
+-- Returns what `guarded` returns, "over", or nil when light threads are not allowed here.
 local function run_light_thread(rule, value, ctx, state)
-    local done = false
-    local function body()
-        local co = co_running()
-        state.co = co
-        hook_on(state, co)
-        local tag, a, b = guarded(state, rule, value, ctx)
-        hook_off(co)
-        done = true
-        return tag, a, b
-    end
-    local ok, th = pcall(NGX.thread.spawn, body)
+    local ok, th = pcall(NGX.thread.spawn, light_thread_body, state, rule, value, ctx)
     if not ok then return nil end -- the caller falls back to a plain coroutine
     -- spawn runs the thread until it first waits: a rule that never waits is done here,
     -- within its budget's hook, and needs no timer
-    if done then
+    if state.done then
         local wok, tag, a, b = NGX.thread.wait(th)
         if state.over then return "over" end
         if not wok then return "raised", secrets.describe(tag), is_stack_overflow(tag) end
