@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/evp.h>
 
@@ -35,6 +36,23 @@ static int jc_sha256(lua_State *L) {
   return 1;
 }
 
+/*
+** core.monotonic() -> seconds
+** Seconds (a float, nanosecond resolution) on the system's monotonic clock
+** (POSIX clock_gettime, CLOCK_MONOTONIC): for measuring intervals and
+** budgets; it never jumps with the wall clock, and its origin is arbitrary
+** (compare two readings, never show one). A plain C call: no syscall on
+** Linux (vDSO), and unlike ngx.update_time() it formats nothing.
+** Stack: [-0, +1, -]
+*/
+static int jc_monotonic(lua_State *L) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+    return luaL_error(L, "monotonic: clock_gettime failed");
+  lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec / 1e9);
+  return 1;
+}
+
 LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 
 /*
@@ -45,6 +63,8 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 **   error       error(fields) -> err, error_fields(err) -> fields (error.c)
 **   _VERSION    the project version (from the Makefile, -DJC_VERSION)
 **   sha256      sha256(data) -> 64 hex chars (see jc_sha256)
+**   monotonic   monotonic() -> seconds on the monotonic clock (jc_monotonic)
+**   copy        copy(v) -> a deep copy of v (copy.c)
 ** and the functions of each area file.
 */
 LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
@@ -64,11 +84,14 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
   lua_setfield(L, -2, "_VERSION");
   lua_pushcfunction(L, jc_sha256);
   lua_setfield(L, -2, "sha256");
+  lua_pushcfunction(L, jc_monotonic);
+  lua_setfield(L, -2, "monotonic");
 
   jc_parse_open(L);
   jc_encode_open(L);
   jc_schema_open(L);
   jc_transport_open(L);
   jc_stream_open(L);
+  jc_copy_open(L);
   return 1;
 }

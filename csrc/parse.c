@@ -587,9 +587,12 @@ static int jc_is_dup(jc_parser *p, const jc_frame *f, size_t k) {
   const jc_tv *b = &t->v[k];
   size_t j, m;
   if (f->count < JC_DUP_LINEAR) {
+    /* most names differ in length or first byte: no memcmp call then */
     for (j = f->at + 1, m = 0; m < f->count; m++, j = jc_tv_next(t, j + 1)) {
       const jc_tv *a = &t->v[j];
-      if (a->u.len == b->u.len && memcmp(a->s, b->s, a->u.len) == 0)
+      if (a->u.len == b->u.len
+          && (b->u.len == 0 || (a->s[0] == b->s[0]
+                                && memcmp(a->s, b->s, b->u.len) == 0)))
         return 1;
     }
     return 0;

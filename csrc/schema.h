@@ -28,16 +28,6 @@
 
 #define JC_VALIDATOR_MT "jsoncontract.Validator"
 
-#if defined(__GNUC__)
-#define JC_NOINLINE __attribute__((noinline))
-#define JC_INLINE __inline__
-#define JC_HOT_INLINE __inline__ __attribute__((always_inline))
-#else
-#define JC_NOINLINE
-#define JC_INLINE
-#define JC_HOT_INLINE
-#endif
-
 #ifndef JC_SCHEMA_MAX_DEPTH
 #define JC_SCHEMA_MAX_DEPTH 1000      /* default instance depth bound */
 #endif

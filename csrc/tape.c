@@ -157,13 +157,8 @@ void jc_tape_release(jc_tape *t) {
   t->busy = 0;
 }
 
-size_t jc_tape_add(lua_State *L, jc_tape *t) {
-  jc_tv *v;
-  if (t->n == t->cap)
-    jc_tape_grow(L, t, (void **)&t->v, &t->cap, t->n + 1, sizeof(jc_tv));
-  v = &t->v[t->n];
-  memset(v, 0, sizeof *v);
-  return t->n++;
+void jc_tape_grow_entries(lua_State *L, jc_tape *t) {
+  jc_tape_grow(L, t, (void **)&t->v, &t->cap, t->n + 1, sizeof(jc_tv));
 }
 
 size_t jc_tv_off(const jc_tape *t, size_t i) {
@@ -221,7 +216,7 @@ typedef struct jc_bframe {
   lua_Integer count;
 } jc_bframe;
 
-static void jc_push_scalar(lua_State *L, const jc_tv *v) {
+static JC_HOT_INLINE void jc_push_scalar(lua_State *L, const jc_tv *v) {
   switch (v->kind) {
     case JT_STRING: lua_pushlstring(L, v->s, v->u.len); break;
     case JT_NUMBER:
@@ -238,7 +233,7 @@ static void jc_push_scalar(lua_State *L, const jc_tv *v) {
 }
 
 /* Push the member name at entry 'k'. [-0, +1, m] */
-static void jc_push_name(lua_State *L, const jc_tv *k, int names) {
+static JC_HOT_INLINE void jc_push_name(lua_State *L, const jc_tv *k, int names) {
   if (names != 0 && (k->flags & JC_TF_NAME)) lua_rawgeti(L, names, (int)k->n);
   else lua_pushlstring(L, k->s, k->u.len);
 }

@@ -20,6 +20,8 @@
 
 #include "jc.h"
 
+#include <string.h>
+
 /* JSON types of values (also the 'kind' of a tape entry). */
 enum { JT_NULL, JT_BOOLEAN, JT_OBJECT, JT_ARRAY, JT_NUMBER, JT_STRING,
        JT_OTHER, JT_REF };
@@ -118,9 +120,14 @@ void jc_tape_reset(jc_tape *t);
 /* Byte offset of entry 'i' in the text, JC_NOOFF when not parsed. */
 size_t jc_tv_off(const jc_tape *t, size_t i);
 
-/* Append one zeroed entry; returns its index.
-** Raises a memory error. [-0, +0, m] */
-size_t jc_tape_add(lua_State *L, jc_tape *t);
+/* Append one zeroed entry; returns its index (inline: the parser calls it
+** once per value). Raises a memory error. [-0, +0, m] */
+void jc_tape_grow_entries(lua_State *L, jc_tape *t);
+static JC_INLINE size_t jc_tape_add(lua_State *L, jc_tape *t) {
+  if (t->n == t->cap) jc_tape_grow_entries(L, t);
+  memset(&t->v[t->n], 0, sizeof(jc_tv));
+  return t->n++;
+}
 
 /* 'n' bytes in the tape's arena, valid until reset. [-0, +0, m] */
 char *jc_tape_bytes(lua_State *L, jc_tape *t, size_t n);

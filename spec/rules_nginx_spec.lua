@@ -54,6 +54,13 @@ describe("the rules gate in nginx", function()
         assert.is_true(get("/rule?kind=ok").ok)
     end)
 
+    it("answers with the verdict of a rule that waits within its budget (its timer stopped)", function()
+        local out = get("/rule?kind=nap")
+        assert.same({ false, "rules", "rule_failed", "order 1042 checked after a wait" },
+            { out.ok, out.category, out.kind, out.message:match("order .*$") })
+        assert.is_true(get("/ping").pong)
+    end)
+
     it("stops an endless loop by its step budget, and the worker answers after", function()
         local out = get("/rule?kind=loop")
         assert.same({ "rules", "rule_timeout", "steps", "loop" }, { out.category, out.kind, out.limit, out.rule })

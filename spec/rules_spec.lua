@@ -70,6 +70,39 @@ describe("jsoncontract.contract.rules", function()
             assert.equal("b-2", seen)
         end)
 
+        it("copies metatables as getmetatable shows them: the array marker kept, a key order copied", function()
+            local v = jc.decode('{"a":[1,{"b":2}],"c":{"d":true}}', { keep_order = true })
+            local c = rules.copy(v)
+            assert.equal(core.array_mt, getmetatable(c.a))
+            assert.not_equal(getmetatable(v), getmetatable(c))
+            assert.same(getmetatable(v).__order, getmetatable(c).__order)
+            getmetatable(c).__order[1] = "changed"
+            assert.equal("a", getmetatable(v).__order[1])
+            local locked = setmetatable({ x = 1 }, { __metatable = "locked", __index = function() return 0 end })
+            local lc = rules.copy(locked)
+            assert.is_nil(getmetatable(lc))
+            assert.same({ x = 1 }, lc)
+            local key = { k = 1 }
+            local kc = rules.copy({ [key] = "v", list = { 1, 2, 3 } })
+            local copied_key = next(kc, nil) == "list" and next(kc, "list") or next(kc, nil)
+            assert.not_equal(key, copied_key)
+            assert.same(key, copied_key)
+            assert.same({ 1, 2, 3 }, kc.list)
+            assert.equal(5, rules.copy(5))
+            assert.equal(print, rules.copy(print))
+        end)
+
+        it("refuses a value nested deeper than 3,000 tables, and copies the next value whole", function()
+            local deep = {}
+            for _ = 1, 3001 do deep = { deep } end
+            assert.error_matches(function() rules.copy(deep) end, "nested too deep to copy for the rules", 1, true)
+            local t = { a = { b = {} } }
+            t.a.b.up = t
+            local c = rules.copy(t)
+            assert.equal(c, c.a.b.up)
+            assert.not_equal(t, c)
+        end)
+
         it("copies shared tables once and keeps cycles", function()
             local t = { a = {} }
             t.b, t.a.self = t.a, t.a
@@ -184,10 +217,12 @@ describe("jsoncontract.contract.rules", function()
         end)
 
         it("stops a deep recursion that runs out of stack", function()
-            local _, err = check(function()
+            -- a wall budget no machine reaches: only the stack may stop it (under ASan on a
+            -- busy machine, growing a 5.4 stack to its limit has taken over the default second)
+            local _, err = check({ name = "rule1", budget = { ms = 60000 }, check = function()
                 local function down(n) return 1 + down(n + 1) end
                 return down(1)
-            end)
+            end })
             assert.equal("rule_timeout", err.kind)
             assert.equal("stack", err.limit)
         end)

@@ -37,8 +37,10 @@ local CHECKS = {
     { provider = "anthropic", key = env("ANTHROPIC_API_KEY"), model = env("JC_ANTHROPIC_MODEL") or "claude-haiku-4-5",
       base_url = env("ANTHROPIC_BASE_URL"), needs = "ANTHROPIC_API_KEY" },
     { provider = "gemini", key = env("GEMINI_API_KEY") or env("GOOGLE_API_KEY"),
-      model = env("JC_GEMINI_MODEL") or "gemini-2.5-flash", base_url = env("GEMINI_BASE_URL"), needs = "GEMINI_API_KEY" },
-    { provider = "ollama", host = env("OLLAMA_HOST"), model = env("JC_OLLAMA_MODEL") or "llama3.2", needs = "OLLAMA_HOST" },
+      model = env("JC_GEMINI_MODEL") or "gemini-2.5-flash", base_url = env("GEMINI_BASE_URL"),
+      needs = "GEMINI_API_KEY" },
+    { provider = "ollama", host = env("OLLAMA_HOST"), model = env("JC_OLLAMA_MODEL") or "llama3.2",
+      needs = "OLLAMA_HOST" },
     { provider = "llamacpp", host = env("LLAMACPP_URL"), key = env("LLAMACPP_API_KEY"),
       model = env("JC_LLAMACPP_MODEL") or "default", needs = "LLAMACPP_URL" },
 }

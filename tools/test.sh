@@ -41,7 +41,7 @@ run() { # run NAME LUA CPATH [env...]
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 }
 # Lint first: luacheck with the repo's .luacheckrc (std min; busted globals in specs).
-if luacheck --no-color -q lua examples spec bench fuzz bin/jsoncontract bin/jsoncontract-standin \
+if luacheck --no-color -q lua examples spec bench fuzz tools bin/jsoncontract bin/jsoncontract-standin \
     >build/test-lint.txt 2>&1; then
   echo "lint: 1 passed, 0 failed"; passed=1
 else

@@ -13,6 +13,11 @@ local contracts = {}
 -- The rule body for each kind; `arg` is the fault server's port for the cosocket one.
 local RULES = {
     ok = function() end,
+    -- waits briefly and then fails: the rule's answer wins the race with its timer
+    nap = function(value)
+        ngx.sleep(0.02)
+        return { pointer = "/order_id", message = "order " .. value.order_id .. " checked after a wait" }
+    end,
     loop = function() while true do end end,
     spin = function() local x = 0 while true do x = x + 1 end end,
     sleep = function()

@@ -37,8 +37,8 @@ local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
 local secrets = require "jsoncontract.secrets"
 
-local type, pairs, ipairs, next, tostring, setmetatable, getmetatable, pcall, error, select =
-    type, pairs, ipairs, next, tostring, setmetatable, getmetatable, pcall, error, select
+local type, pairs, ipairs, next, tostring, setmetatable, pcall, error, select =
+    type, pairs, ipairs, next, tostring, setmetatable, pcall, error, select
 local co_create, co_resume, co_status, co_running, co_yield =
     coroutine.create, coroutine.resume, coroutine.status, coroutine.running, coroutine.yield
 local concat = table.concat
@@ -75,16 +75,10 @@ local NGX = type(ngx) == "table" and ngx or nil
 
 local has_socket, socket = pcall(require, "socket")
 
--- Wall-clock seconds. Under nginx `ngx.now` is cached per event-loop turn, so it is
--- refreshed first (a busy rule never lets the loop turn).
-local function clock()
-    if NGX and NGX.update_time then
-        NGX.update_time()
-        return NGX.now()
-    end
-    if has_socket then return socket.gettime() end
-    return os.clock()
-end
+-- Seconds on the monotonic clock (budgets measure intervals; the wall clock may jump). One
+-- C call: under nginx it formats nothing, unlike `ngx.update_time` (which `ngx.now` needs to
+-- see time pass inside a busy rule).
+local clock = core.monotonic
 
 local function blocking_sleep(seconds)
     if seconds <= 0 then return end
@@ -175,30 +169,14 @@ end
 -- The copy a rule sees
 ----------------------------------------------------------------------------
 
-local function copy(v, depth, seen)
-    if type(v) ~= "table" then return v end
-    if seen[v] then return seen[v] end
-    if depth > 10000 then error("the value is nested too deep to copy for the rules", 0) end
-    local out = {}
-    seen[v] = out
-    for k, x in pairs(v) do out[copy(k, depth + 1, seen)] = copy(x, depth + 1, seen) end
-    local mt = getmetatable(v)
-    if mt == core.array_mt or mt == nil then
-        if mt then setmetatable(out, mt) end
-    elseif type(mt) == "table" then
-        -- A per-object metatable (key order): copied too, so changing it changes nothing.
-        setmetatable(out, copy(mt, depth + 1, seen))
-    end
-    return out
-end
-
 --- A deep copy of a value (tables and their per-object metatables; the shared array
 -- marker is kept as it is). Shared tables stay shared in the copy; cycles are kept.
+-- `core.copy` (C): each table is made at its final size.
+-- @function copy
 -- @param v any value
 -- @return the copy
-function _M.copy(v)
-    return copy(v, 0, {})
-end
+-- @raise when tables nest deeper than 3,000 levels (the deepest the parser may be asked to read)
+_M.copy = core.copy
 
 ----------------------------------------------------------------------------
 -- What a rule returns
@@ -267,7 +245,8 @@ local OWN_SOURCE = getinfo(1, "S").source
 local OVER = setmetatable({}, { __tostring = function() return "rule over budget" end })
 
 -- LuaJIT: rule coroutines being run or waited on, and the hook that was there before.
-local active, n_active, saved_hook = setmetatable({}, { __mode = "k" }), 0, nil
+local active, n_active = setmetatable({}, { __mode = "k" }), 0
+local saved_hook, saved_mask, saved_count
 
 local function over(state, what)
     state.over = state.over or what
@@ -302,7 +281,7 @@ end
 
 local function hook_on(state, co)
     if IS_JIT then
-        if n_active == 0 then saved_hook = { gethook() } end
+        if n_active == 0 then saved_hook, saved_mask, saved_count = gethook() end
         if not active[co] then n_active = n_active + 1 end
         active[co] = state
         sethook(co, state.hook, "", _M.GRAIN)
@@ -323,12 +302,12 @@ local function hook_off(co)
             local _, st = next(active)
             sethook(st.co or co, st.hook, "", st.over and 1 or _M.GRAIN)
         else
-            if saved_hook and saved_hook[1] then
-                sethook(saved_hook[1], saved_hook[2], saved_hook[3])
+            if saved_hook then
+                sethook(saved_hook, saved_mask, saved_count)
             else
                 sethook()
             end
-            saved_hook = nil
+            saved_hook, saved_mask, saved_count = nil, nil, nil
         end
     elseif co_status(co) ~= "dead" then
         sethook(co)
@@ -369,28 +348,47 @@ end
 -- raised (a __tostring runs here too) or returned (a metamethod of a returned table too).
 -- Returns "ok", list-or-nil | "raised", text, is-stack-overflow | "bad", problem | "over".
 local function guarded(state, rule, value, ctx)
-    local r = pack(pcall_rule(state, rule.check, value, ctx))
+    local done, ret, ret2 = pcall_rule(state, rule.check, value, ctx)
     -- Over budget, nothing of the rule's is read (and code outside this module would raise).
     if state.over then return "over" end
-    if not r[1] then
-        return "raised", secrets.describe(r[2]), is_stack_overflow(r[2])
+    if not done then
+        return "raised", secrets.describe(ret), is_stack_overflow(ret)
     end
-    local ok, list, problem = pcall(verdict, rule, r[2], r[3])
+    local ok, list, problem = pcall(verdict, rule, ret, ret2)
     if not ok then return "bad", "returned a value that raised when read: " .. secrets.describe(list) end
     if problem then return "bad", problem end
     return "ok", list
 end
 
--- Outside nginx: the rule as a coroutine; waits it yields through `batch.sleep` /
+-- What a worker coroutine yields when its rule is done (any other yield is a wait).
+local DONE = setmetatable({}, { __tostring = function() return "rule done" end })
+
+-- A worker runs one rule after another: making a coroutine (its stack grown by the first
+-- rule, then collected) costs more than most rules, so finished workers are kept for the
+-- next rule. Outside nginx only: OpenResty ties a coroutine to the request that made it.
+local function worker(state, rule, value, ctx)
+    while true do
+        state, rule, value, ctx = co_yield(DONE, guarded(state, rule, value, ctx))
+    end
+end
+local idle, n_idle, MAX_IDLE = {}, 0, 8
+
+-- Outside nginx: the rule in a worker coroutine; waits it yields through `batch.sleep` /
 -- `batch.send` go to the batch scheduler (or are done here), cut to the budget.
 -- Returns what `guarded` returns, or "over".
 local function run_coroutine(rule, value, ctx, state)
-    local co = co_create(guarded)
+    local co
+    if n_idle > 0 and not NGX then
+        co, idle[n_idle], n_idle = idle[n_idle], nil, n_idle - 1
+    else
+        co = co_create(worker)
+    end
     state.co = co
     hook_on(state, co)
-    local r = pack(co_resume(co, state, rule, value, ctx))
-    while r[1] and co_status(co) == "suspended" and not state.over do
-        local verb, arg = r[2], r[3]
+    -- (ok, DONE, what guarded returns) | (ok, a wait's verb and argument) | (false, error)
+    local ok, r2, r3, r4, r5 = co_resume(co, state, rule, value, ctx)
+    while ok and r2 ~= DONE and co_status(co) == "suspended" and not state.over do
+        local verb, arg = r2, r3
         local left = state.deadline - clock()
         if verb ~= "sleep" and verb ~= "http" then
             hook_off(co)
@@ -403,8 +401,8 @@ local function run_coroutine(rule, value, ctx, state)
         end
         local out
         if verb == "sleep" then
-            local s = min(type(arg) == "number" and arg or 0, left)
-            if in_coroutine() then co_yield("sleep", s) else blocking_sleep(s) end
+            local sec = min(type(arg) == "number" and arg or 0, left)
+            if in_coroutine() then co_yield("sleep", sec) else blocking_sleep(sec) end
             out = {}
         else
             local req = {}
@@ -423,31 +421,47 @@ local function run_coroutine(rule, value, ctx, state)
             state.over = "ms"
             break
         end
-        r = pack(co_resume(co, unpack(out, 1, 2)))
+        ok, r2, r3, r4, r5 = co_resume(co, unpack(out, 1, 2))
     end
     hook_off(co)
     if state.over then return "over" end
     -- (the coroutine dies outside the rule's pcall only over budget, or out of C stack)
-    if not r[1] then return "raised", secrets.describe(r[2]), is_stack_overflow(r[2]) end
-    return r[2], r[3], r[4]
+    if not ok then return "raised", secrets.describe(r2), is_stack_overflow(r2) end
+    -- only a worker that finished its rule, within budget, runs the next one
+    if not NGX and n_idle < MAX_IDLE then
+        n_idle = n_idle + 1
+        idle[n_idle] = co
+    end
+    return r3, r4, r5
 end
 
 local NGX_THREAD_PHASES = { rewrite = true, server_rewrite = true, access = true, content = true, timer = true,
     ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true, preread = true }
 
--- Under nginx: the rule in a light thread, raced against a timer thread. Returns what
--- `guarded` returns, "over", or nil when light threads are not allowed here.
+-- The light thread: the rule under its hook; `state.done` once it has an answer.
+local function light_thread_body(state, rule, value, ctx)
+    local co = co_running()
+    state.co = co
+    hook_on(state, co)
+    local tag, a, b = guarded(state, rule, value, ctx)
+    hook_off(co)
+    state.done = true
+    return tag, a, b
+end
+
+-- Under nginx: the rule in a light thread, raced against a timer thread when it waits.
+-- Returns what `guarded` returns, "over", or nil when light threads are not allowed here.
 local function run_light_thread(rule, value, ctx, state)
-    local function body()
-        local co = co_running()
-        state.co = co
-        hook_on(state, co)
-        local r = pack(guarded(state, rule, value, ctx))
-        hook_off(co)
-        return unpack(r, 1, r.n)
-    end
-    local ok, th = pcall(NGX.thread.spawn, body)
+    local ok, th = pcall(NGX.thread.spawn, light_thread_body, state, rule, value, ctx)
     if not ok then return nil end -- the caller falls back to a plain coroutine
+    -- spawn runs the thread until it first waits: a rule that never waits is done here,
+    -- within its budget's hook, and needs no timer
+    if state.done then
+        local wok, tag, a, b = NGX.thread.wait(th)
+        if state.over then return "over" end
+        if not wok then return "raised", secrets.describe(tag), is_stack_overflow(tag) end
+        return tag, a, b
+    end
     local left = state.deadline - clock()
     local timer = NGX.thread.spawn(function()
         if left > 0 then NGX.sleep(left) end
@@ -503,6 +517,7 @@ local function run_one(rule, value, ctx, budget, item)
     -- A blocking call cannot be interrupted; its time still counts, and the verdict of a
     -- rule over its budget is not trusted.
     if not state.over and elapsed * 1000 > ms then state.over = "ms" end
+    if tag == "ok" and not state.over then return true, a end
     local fields = { errors = setmetatable({}, core.array_mt), retry = false, rule = rule.name }
     if state.over then
         fields.limit = state.over
@@ -511,10 +526,8 @@ local function run_one(rule, value, ctx, budget, item)
     if tag == "raised" then
         return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " raised: " .. clean(a, MAX_MESSAGE),
             fields)
-    elseif tag ~= "ok" then
-        return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " " .. clean(a, MAX_MESSAGE), fields)
     end
-    return true, a
+    return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " " .. clean(a, MAX_MESSAGE), fields)
 end
 
 --- Run the rules on a schema-valid value, each on its own copy, under the budgets.
@@ -534,16 +547,17 @@ function _M.run(list, value, ctx, budget)
     if #list == 0 then return true end -- no rules: no copy, no clock, no coroutine (per request in nginx)
     budget = budget or _M.DEFAULT_BUDGET
     local item = { steps_left = budget.item_steps, deadline = clock() + budget.item_ms / 1000 }
-    local all, retry = {}, true
+    local all, retry = nil, true -- made on the first failure: passing costs no table
     for _, rule in ipairs(list) do
         local ok, res = run_one(rule, value, ctx, budget, item)
         if not ok then return nil, res end
         if res then
+            all = all or {}
             for _, e in ipairs(res) do all[#all + 1] = e end
             if not rule.retry then retry = false end
         end
     end
-    if #all == 0 then return true end
+    if all == nil or #all == 0 then return true end
     local msgs = {}
     for i, e in ipairs(all) do
         msgs[i] = (e.pointer ~= "" and (secrets.elide(e.pointer, 120) .. ": ") or "") .. e.message
