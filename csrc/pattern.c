@@ -12,9 +12,25 @@
 #define JC_PATTERN_MT "jsoncontract.Pattern"
 #define JC_MATCHER_MT "jsoncontract.Matcher"
 
+#ifndef JC_SIMPLE_ATOMS
+#define JC_SIMPLE_ATOMS 16   /* atoms of a pattern matched without PCRE2 */
+#endif
+#define JC_NOMAX ((size_t)-1)
+
+typedef struct jc_patom {      /* atom k of a simple pattern; its set of
+                                  characters is bit k of jc_pattern.sets */
+  size_t min, max;             /* repetitions; max JC_NOMAX: no bound */
+} jc_patom;
+
 struct jc_pattern {
   pcre2_code *code;   /* owned; NULL once freed or when compile failed */
   int jit;            /* JIT-compiled: matched with pcre2_jit_match */
+  int simple;         /* 'atoms' decide every subject ('jc_simple_parse') */
+  int natoms;
+  jc_patom atoms[JC_SIMPLE_ATOMS];
+  unsigned short sets[256];   /* bit k: the byte is in atom k's set (none
+                                 from 0x80: such a subject byte is part of
+                                 a multi-byte character) */
 };
 
 struct jc_matcher {
@@ -183,6 +199,177 @@ static const char *jc_pattern_translate(lua_State *L, const char *src,
   return err;
 }
 
+/*
+** Most schema patterns are a fixed shape: "^[A-Z]{3}-[0-9]{4}$". Such a
+** pattern is matched here without PCRE2, whose call costs more than the
+** match: '^', then atoms (an ASCII literal, an escaped ASCII punctuation
+** character, \d, \w, or a class of those and ASCII ranges, with ?, *, +,
+** {n}, {n,} or {n,m}), then '$'. Anything else (groups, alternation, '.',
+** negated classes, non-ASCII, lazy quantifiers) is left to PCRE2. ASCII
+** sets never match a byte of a multi-byte UTF-8 character, so bytes are
+** characters here. Only when every atom with a choice of length shares
+** no character with what may follow it: then taking as many as it
+** allows is the only way to match, and one greedy scan decides.
+*/
+
+/* The set of one atom being parsed: bit 'bit' of 'sets'. */
+typedef struct jc_pset {
+  unsigned short *sets;
+  unsigned short bit;
+} jc_pset;
+
+/* Add byte 'b' (ASCII) to the set. */
+static void jc_set_add(jc_pset *set, unsigned b) {
+  set->sets[b] |= set->bit;
+}
+
+/* Add \d or \w (ASCII, as PCRE2 without UCP reads them) or an escaped
+** punctuation character to the set; returns 0 for any other escape. */
+static int jc_set_escape(jc_pset *set, unsigned char e) {
+  unsigned b;
+  if (e == 'd' || e == 'w') {
+    for (b = '0'; b <= '9'; b++) jc_set_add(set, b);
+    if (e == 'w') {
+      for (b = 'A'; b <= 'Z'; b++) jc_set_add(set, b);
+      for (b = 'a'; b <= 'z'; b++) jc_set_add(set, b);
+      jc_set_add(set, '_');
+    }
+    return 1;
+  }
+  if (e >= 0x21 && e < 0x7f && !(e >= '0' && e <= '9') &&
+      !(e >= 'A' && e <= 'Z') && !(e >= 'a' && e <= 'z')) {
+    jc_set_add(set, e);   /* \. \- \/ ...: the character itself */
+    return 1;
+  }
+  return 0;
+}
+
+/* Parse a class at s[i] == '[' (before 'end') into the set; returns the
+** index past ']', or 0 when it is not one this matcher takes. */
+static size_t jc_set_class(const unsigned char *s, size_t i, size_t end,
+                           jc_pset *set) {
+  size_t start = ++i;
+  if (i < end && (s[i] == '^' || s[i] == ']')) return 0;
+  while (i < end && s[i] != ']') {
+    unsigned char ch = s[i];
+    if (ch == '\\') {
+      if (i + 1 >= end || !jc_set_escape(set, s[i + 1])) return 0;
+      if (i + 2 < end && s[i + 2] == '-' && i + 3 < end && s[i + 3] != ']')
+        return 0;                   /* a range from an escape */
+      i += 2;
+    } else if (ch < 0x20 || ch >= 0x7f || ch == '[') {
+      return 0;
+    } else if (ch == '-' && i > start && i + 1 < end && s[i + 1] != ']') {
+      return 0;                     /* a range to nothing literal */
+    } else if (i + 2 < end && s[i + 1] == '-' && s[i + 2] != ']') {
+      unsigned b, hi = s[i + 2];
+      if (hi == '\\' || hi < 0x20 || hi >= 0x7f || hi == '[' || hi < ch)
+        return 0;
+      for (b = ch; b <= hi; b++) jc_set_add(set, b);
+      i += 3;
+    } else {
+      jc_set_add(set, ch);
+      i++;
+    }
+  }
+  if (i >= end || i == start) return 0;
+  return i + 1;
+}
+
+/* Read a repetition count at s[*i] (digits); 0 when there is none. */
+static int jc_count(const unsigned char *s, size_t *i, size_t end,
+                    size_t *out) {
+  size_t v = 0, k = *i;
+  while (k < end && s[k] >= '0' && s[k] <= '9') {
+    v = v * 10 + (size_t)(s[k] - '0');
+    if (v > 65535) return 0;        /* PCRE2's bound: not compiled anyway */
+    k++;
+  }
+  if (k == *i) return 0;
+  *i = k;
+  *out = v;
+  return 1;
+}
+
+/* Fill p->atoms and p->sets from 'src' when the pattern is of the shape
+** above; sets p->simple. */
+static void jc_simple_parse(jc_pattern *p, const char *src, size_t len) {
+  const unsigned char *s = (const unsigned char *)src;
+  size_t i = 1, end = len - 1;
+  int n = 0, k, j;
+  unsigned b;
+  p->simple = 0;
+  if (len < 2 || s[0] != '^' || s[end] != '$') return;
+  memset(p->sets, 0, sizeof p->sets);
+  while (i < end) {
+    jc_patom *a;
+    jc_pset set;
+    unsigned char ch = s[i];
+    if (n == JC_SIMPLE_ATOMS) return;
+    set.sets = p->sets;
+    set.bit = (unsigned short)(1u << n);
+    a = &p->atoms[n++];
+    a->min = a->max = 1;
+    if (ch == '\\') {
+      if (i + 1 >= end || !jc_set_escape(&set, s[i + 1])) return;
+      i += 2;
+    } else if (ch == '[') {
+      if ((i = jc_set_class(s, i, end, &set)) == 0) return;
+    } else if (ch < 0x20 || ch >= 0x7f || strchr(".^$|()[]{}*+?", ch)) {
+      return;
+    } else {
+      jc_set_add(&set, ch);
+      i++;
+    }
+    if (i < end && (s[i] == '*' || s[i] == '+' || s[i] == '?')) {
+      a->min = s[i] == '+' ? 1 : 0;
+      a->max = s[i] == '?' ? 1 : JC_NOMAX;
+      i++;
+    } else if (i < end && s[i] == '{') {
+      i++;
+      if (!jc_count(s, &i, end, &a->min)) return;
+      a->max = a->min;
+      if (i < end && s[i] == ',') {
+        i++;
+        a->max = JC_NOMAX;
+        if (i < end && s[i] != '}' && !jc_count(s, &i, end, &a->max)) return;
+      }
+      if (i >= end || s[i] != '}' || a->max < a->min) return;
+      i++;
+    }
+    if (i < end && (s[i] == '?' || s[i] == '+' || s[i] == '*' ||
+                    s[i] == '{'))
+      return;                       /* lazy, possessive, or repeated */
+  }
+  if (i != end) return;             /* an escape ate the final '$' */
+  for (k = 0; k < n; k++) {         /* greedy is exact: see above */
+    if (p->atoms[k].min == p->atoms[k].max) continue;
+    for (j = k + 1; j < n; j++) {
+      for (b = 0; b < 0x80; b++)
+        if ((p->sets[b] >> k & 1) && (p->sets[b] >> j & 1)) return;
+      if (p->atoms[j].min > 0) break;
+    }
+  }
+  p->natoms = n;
+  p->simple = 1;
+}
+
+/* Match 's' against the atoms (p->simple): one greedy scan. */
+static int jc_simple_match(const jc_pattern *p, const unsigned char *s,
+                           size_t len) {
+  const unsigned char *q = s, *end = s + len;
+  int k;
+  for (k = 0; k < p->natoms; k++) {
+    const jc_patom *a = &p->atoms[k];
+    const unsigned char *from = q, *stop;
+    unsigned bit = 1u << k;
+    stop = (size_t)(end - q) > a->max ? q + a->max : end;
+    while (q < stop && (p->sets[*q] & bit) != 0) q++;
+    if ((size_t)(q - from) < a->min) return JC_PATTERN_NOMATCH;
+  }
+  return q == end ? JC_PATTERN_MATCH : JC_PATTERN_NOMATCH;
+}
+
 jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
                                char *msg, size_t msgsz, size_t *offset) {
   jc_pattern *p;
@@ -194,6 +381,8 @@ jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
   p = (jc_pattern *)jc_newuserdata(L, sizeof(jc_pattern));
   p->code = NULL;
   p->jit = 0;
+  p->simple = 0;
+  p->natoms = 0;
   jc_pattern_setmeta(L, JC_PATTERN_MT, jc_pattern_gc);
   if (ecma != NULL) {
     lua_remove(L, -2);
@@ -205,6 +394,7 @@ jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
     return NULL;
   }
   /* From here to the store below no Lua API call runs. */
+  jc_simple_parse(p, src, len);   /* the translated source: the same here */
   p->code = pcre2_compile((PCRE2_SPTR)src, (PCRE2_SIZE)len,
                           PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX,
                           &errcode, &erroff, NULL);
@@ -250,6 +440,7 @@ int jc_pattern_match_utf8(const jc_pattern *p, jc_matcher *m, const char *s,
   int rc;
   if (p->code == NULL || m->md == NULL || m->mc == NULL)
     return JC_PATTERN_ERROR;
+  if (p->simple) return jc_simple_match(p, (const unsigned char *)s, len);
   if (p->jit)   /* no sanity checks: UTF-8 was checked just above */
     rc = pcre2_jit_match(p->code, (PCRE2_SPTR)s, (PCRE2_SIZE)len, 0, 0,
                          m->md, m->mc);

@@ -140,12 +140,15 @@ static JC_INLINE int jc_type_ok(const jc_tv *x, unsigned types) {
   };
   if ((types & bit[x->kind & 7]) != 0) return 1;
   return x->kind == JT_NUMBER && (types & TB_INTEGER) != 0 &&
-         jc_tv_integral(x);
+         ((x->flags & JC_TF_INT) != 0 || jc_tv_integral(x));
 }
 static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
-static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i);
+static int jc_number_ok(const jc_node *n, const jc_tv *x);
+static int jc_string_ok(jc_vctx *c, const jc_node *n, size_t i,
+                        const jc_tv *x);
+static int jc_vfast(jc_vctx *c, const jc_node *n, size_t i);
 
 /* Does the child value 'x' pass 'n' on sight (jc_node.pass)? Then it
 ** costs the work unit jc_eval would charge, and nothing else: no
@@ -160,14 +163,61 @@ static JC_INLINE int jc_pass_bits(jc_vctx *c, unsigned p, const jc_tv *x) {
 }
 #define jc_pass(c, n, x) jc_pass_bits((c), (n)->pass, (x))
 
+/* Is 'x' a scalar under a schema of only type, enum and its type's
+** keywords (most leaves of real schemas)? Then 'jc_scalar_ok' decides it
+** without the interpreter's call. */
+#define JC_SCALAR_KINDS ((1u << JT_NULL) | (1u << JT_BOOLEAN) | \
+                         (1u << JT_NUMBER) | (1u << JT_STRING))
+#define jc_scalar_leaf(n, x) \
+  (((n)->kw & ~(KW_ENUM | KW_STR | KW_NUM)) == 0 && (n)->boolean < 0 && \
+   ((1u << (x)->kind) & JC_SCALAR_KINDS) != 0)
+
+/* The verdict of such a leaf 'n' on 'x' (entry 'i'), quiet: the caller
+** has c->quiet > 0 and charges the work unit. */
+static JC_INLINE int jc_scalar_ok(jc_vctx *c, const jc_node *n, size_t i,
+                                  const jc_tv *x) {
+  unsigned kw = n->kw;
+  return (n->types == 0 || jc_type_ok(x, n->types)) &&
+         (!(kw & KW_ENUM) || jc_enum_has(c, n, i)) &&
+         (!(kw & KW_STR) || x->kind != JT_STRING || jc_string_ok(c, n, i, x)) &&
+         (!(kw & KW_NUM) || x->kind != JT_NUMBER || jc_number_ok(n, x));
+}
+
+/* Is the walk in the verdict pass outside any applicator (jc_run)? There
+** nothing is reported and no memo kept: 'jc_vchild' and 'jc_vfast'. */
+#define jc_vmode(c) ((c)->qbase && (c)->quiet == (c)->qbase)
+
+/* 'jc_child' in the verdict pass: no location kept, a leaf decided on the
+** spot, a plain subschema by 'jc_vfast'; a bound hit only stops the walk
+** (jc_too_deep and jc_over report nothing in this pass). */
+static int jc_vchild(jc_vctx *c, const jc_node *n, size_t i) {
+  const jc_tv *x = &c->t->v[i];
+  int ok;
+  if (n->jump != NULL) n = n->jump;     /* c->nvia < 0 in this pass */
+  if (c->depth >= c->max_depth) {
+    c->abort = 1;                       /* jc_too_deep */
+    return 0;
+  }
+  if (jc_scalar_leaf(n, x) && c->work >= 1.0 && !c->abort &&
+      !c->v->dynamic) {
+    ok = jc_scalar_ok(c, n, i, x);
+    if (ok) c->work -= 1.0;
+    return ok;
+  }
+  c->depth++;
+  ok = n->vfast && !c->abort ? jc_vfast(c, n, i) : jc_eval(c, n, i);
+  c->depth--;
+  return ok;
+}
+
 /* Evaluate 'n' on the child entry 'i' (member 'key' or array 'index'),
-** one level deeper. */
-static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
-                         const char *key, size_t len, size_t index) {
+** one level deeper, when 'jc_pass' did not decide it. */
+static int jc_child(jc_vctx *c, const jc_node *n, size_t i, const char *key,
+                    size_t len, size_t index) {
   int ok;
   jc_seg *s;
   const jc_tv *x;
-  if (jc_pass(c, n, &c->t->v[i])) return 1;
+  if (jc_vmode(c)) return jc_vchild(c, n, i);
   if (n->jump != NULL && c->nvia < 0) n = n->jump;
   if (c->depth >= c->v->max_depth) {
     size_t saved = c->cur;
@@ -186,23 +236,16 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
   }
   c->depth++;
   x = &c->t->v[i];
-  /* A scalar under a schema of only type, enum and its type's keywords
-  ** (most leaves of real schemas): decided here, quietly, without the
-  ** interpreter's call; the same work unit as jc_eval charges. A failure
-  ** goes the whole way below, which reports it (the position is set as
-  ** jc_eval sets it, for a budget error inside a regex). */
-  if ((n->kw & ~(KW_ENUM | KW_STR | KW_NUM)) == 0 && n->boolean < 0 &&
-      ((1u << x->kind) & ((1u << JT_NULL) | (1u << JT_BOOLEAN) |
-                          (1u << JT_NUMBER) | (1u << JT_STRING))) != 0 &&
-      c->work >= 1.0 && !c->abort && !c->v->dynamic) {
-    unsigned kw = n->kw;
+  /* A leaf is decided here, quietly, with the same work unit as jc_eval
+  ** charges. A failure goes the whole way below, which reports it (the
+  ** position is set as jc_eval sets it, for a budget error inside a
+  ** regex). */
+  if (jc_scalar_leaf(n, x) && c->work >= 1.0 && !c->abort &&
+      !c->v->dynamic) {
     size_t saved = c->cur;
     c->cur = i;
     c->quiet++;
-    ok = (n->types == 0 || jc_type_ok(x, n->types)) &&
-         (!(kw & KW_ENUM) || jc_enum_has(c, n, i)) &&
-         (!(kw & KW_STR) || x->kind != JT_STRING || jc_eval_string(c, n, i)) &&
-         (!(kw & KW_NUM) || x->kind != JT_NUMBER || jc_eval_number(c, n, i));
+    ok = jc_scalar_ok(c, n, i, x);
     c->quiet--;
     c->cur = saved;
     if (ok || c->abort || c->qbase) {   /* the verdict pass: no report */
@@ -211,10 +254,48 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
       return ok;
     }
   }
-  ok = n->vfast && c->qbase && c->quiet == c->qbase ? jc_verdict(c, n, i)
-                                                    : jc_eval(c, n, i);
+  ok = jc_eval(c, n, i);
   c->depth--;
   return ok;
+}
+
+/* 'jc_child' unless 'jc_pass' decides. */
+static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
+                         const char *key, size_t len, size_t index) {
+  if (jc_pass(c, n, &c->t->v[i])) return 1;
+  return jc_child(c, n, i, key, len, index);
+}
+
+/* Can the children of a container be taken by 'jc_sibling' in the
+** verdict pass? The walk not stopped, depth and evaluation bounds not
+** reached: children leave these as they found them, and a failure ends
+** the container's walk, so they hold for every child. */
+#define jc_vroom(c) (jc_vmode(c) && !(c)->abort && \
+                     (c)->depth < (c)->max_depth && \
+                     (c)->edepth < JC_SCHEMA_MAX_EVAL && !(c)->v->dynamic)
+
+/* jc_eval_child of a member or item under 'n' whose pass bits are 'pass'
+** ('n->pass', or the copy in its jc_prop). With 'room' (jc_vroom of the
+** parent) the bounds are known, so a pass or a leaf is decided here, in
+** the caller's loop. */
+static JC_HOT_INLINE int jc_sibling(jc_vctx *c, int room, unsigned pass,
+                                    const jc_node *n, size_t i,
+                                    const char *key, size_t len,
+                                    size_t index) {
+  const jc_tv *x = &c->t->v[i];
+  if (room && c->work >= 1.0) {
+    const jc_node *m = n->jump != NULL ? n->jump : n;
+    if (pass & (1u << x->kind)) {
+      if (!(pass & JC_PASS_FREE)) c->work -= 1.0;
+      return 1;
+    }
+    if (!jc_scalar_leaf(m, x)) return jc_vchild(c, n, i);
+    if (!jc_scalar_ok(c, m, i, x)) return 0;
+    c->work -= 1.0;
+    return 1;
+  }
+  if (jc_pass_bits(c, pass, x)) return 1;
+  return jc_child(c, n, i, key, len, index);
 }
 
 /* A numeric bound as a tape number. */
@@ -229,6 +310,41 @@ static void jc_limit_tv(const jc_limit *lim, jc_tv *out) {
   }
 #endif
   out->u.d = (double)lim->d;
+}
+
+/* Is the integer 'v' exact as a double (|v| <= 2^53)? */
+#define JC_EXACT_DBL(v) ((v) >= -((long long)1 << 53) && \
+                         (v) <= ((long long)1 << 53))
+
+/* Compare number 'x' with bound 'lim' (-1, 0, 1), exactly. When both are
+** exact as doubles (a double, or an integer within 2^53) the double
+** comparison is the exact one, and two int64 compare as they are: no
+** tape number is built. Big integers and int64 past 2^53 go to
+** jc_tv_numcmp. */
+static int jc_limit_cmp(const jc_tv *x, const jc_limit *lim) {
+  jc_tv l;
+#if JC_HAVE_INTEGER
+  if ((x->flags & (JC_TF_INT | JC_TF_BIG)) == 0) {
+    if (!lim->isint || JC_EXACT_DBL(lim->i))
+      return (x->u.d > lim->d) - (x->u.d < lim->d);
+  } else if (x->flags & JC_TF_INT) {
+    if (lim->isint) return (x->u.i > lim->i) - (x->u.i < lim->i);
+    if (JC_EXACT_DBL(x->u.i)) {
+      double a = (double)x->u.i;
+      return (a > lim->d) - (a < lim->d);
+    }
+  }
+#else
+  /* bounds are doubles here (jc_limit_tv) */
+  if ((x->flags & (JC_TF_INT | JC_TF_BIG)) == 0)
+    return (x->u.d > lim->d) - (x->u.d < lim->d);
+  if ((x->flags & JC_TF_INT) && JC_EXACT_DBL(x->u.i)) {
+    double a = (double)x->u.i;
+    return (a > lim->d) - (a < lim->d);
+  }
+#endif
+  jc_limit_tv(lim, &l);
+  return jc_tv_numcmp(x, &l);    /* exact: int64 and digits as they are */
 }
 
 static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i) {
@@ -247,8 +363,7 @@ static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i) {
   for (k = LIM_MIN; k <= LIM_XMAX; k++) {
     int cmp, fail;
     if (!n->lim[k].set) continue;
-    jc_limit_tv(&n->lim[k], &lim);
-    cmp = jc_tv_numcmp(x, &lim);    /* exact: int64 and digits as they are */
+    cmp = jc_limit_cmp(x, &n->lim[k]);
     fail = k == LIM_MIN ? cmp < 0 : k == LIM_MAX ? cmp > 0
          : k == LIM_XMIN ? cmp <= 0 : cmp >= 0;
     if (fail) {
@@ -267,6 +382,69 @@ static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i) {
     }
   }
   return ok;
+}
+
+/* Is bound 'lim' exact as a double ('lim->d')? */
+#if JC_HAVE_INTEGER
+#define JC_LIM_DBL(lim) (!(lim)->isint || JC_EXACT_DBL((lim)->i))
+#else
+#define JC_LIM_DBL(lim) 1
+#endif
+
+/* Does 'x' fail bound 'l' (LIM_MIN .. LIM_XMAX, 'k')? 'a' is x as a
+** double when 'exact' (a double, an int64 within 2^53): against a bound
+** exact as a double that is one comparison, jc_limit_cmp's fast case. */
+static JC_HOT_INLINE int jc_bound_fails(const jc_tv *x, int exact, double a,
+                                        const jc_limit *l, int k) {
+  int cmp;
+  if (exact && JC_LIM_DBL(l))
+    return k == LIM_MIN ? a < l->d : k == LIM_MAX ? a > l->d
+         : k == LIM_XMIN ? a <= l->d : a >= l->d;
+  cmp = jc_limit_cmp(x, l);
+  return k == LIM_MIN ? cmp < 0 : k == LIM_MAX ? cmp > 0
+       : k == LIM_XMIN ? cmp <= 0 : cmp >= 0;
+}
+
+/* jc_eval_number's verdict alone (quiet: no report). */
+static int jc_number_ok(const jc_node *n, const jc_tv *x) {
+  jc_tv lim;
+  int exact = !(x->flags & JC_TF_BIG) &&
+              (!(x->flags & JC_TF_INT) || JC_EXACT_DBL(x->u.i));
+  double a = 0;
+  if (exact) a = x->flags & JC_TF_INT ? (double)x->u.i : x->u.d;
+  if ((n->lim[LIM_MIN].set &&
+       jc_bound_fails(x, exact, a, &n->lim[LIM_MIN], LIM_MIN)) ||
+      (n->lim[LIM_MAX].set &&
+       jc_bound_fails(x, exact, a, &n->lim[LIM_MAX], LIM_MAX)) ||
+      (n->lim[LIM_XMIN].set &&
+       jc_bound_fails(x, exact, a, &n->lim[LIM_XMIN], LIM_XMIN)) ||
+      (n->lim[LIM_XMAX].set &&
+       jc_bound_fails(x, exact, a, &n->lim[LIM_XMAX], LIM_XMAX)))
+    return 0;
+  if (!n->lim[LIM_MULT].set) return 1;
+  jc_limit_tv(&n->lim[LIM_MULT], &lim);
+  return jc_tv_multiple(x, &lim);
+}
+
+/* jc_eval_string's verdict alone (quiet: no report); a regex 'format'
+** (checked by compiling it, on the Lua stack) goes to jc_eval_string. */
+static int jc_string_ok(jc_vctx *c, const jc_node *n, size_t i,
+                        const jc_tv *x) {
+  size_t len = x->u.len, chars;
+  if (n->format == JC_FMT_REGEX && c->v->format_assertion)
+    return jc_eval_string(c, n, i);
+  if ((n->min_len != ABSENT && (len + 3) / 4 < n->min_len) ||
+      (n->max_len != ABSENT && len > n->max_len)) {   /* as jc_eval_string */
+    chars = jc_utf8_chars(x->s, len);
+    if ((n->min_len != ABSENT && chars < n->min_len) ||
+        (n->max_len != ABSENT && chars > n->max_len))
+      return 0;
+  }
+  if (n->pattern != NULL &&
+      (jc_match(c, n, n->pattern, x->s, len) != JC_PATTERN_MATCH || c->abort))
+    return 0;
+  return n->format == JC_FMT_NONE || !c->v->format_assertion ||
+         jc_format_check(n->format, x->s, len);
 }
 
 static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i) {
@@ -439,7 +617,7 @@ static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
   const jc_tape *t = c->t;
   const jc_tv *x = &t->v[i];
   size_t len = x->n, k, j, end = x->u.end;
-  int ok = 1;
+  int ok = 1, room = jc_vroom(c);
   if (n->min_items != ABSENT && len < n->min_items) {
     ok = 0;
     jc_report_count(c, n, "minItems", len, "items", "minimum", n->min_items);
@@ -457,7 +635,7 @@ static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
   for (j = i + 1, k = 0; j < end && (k < n->nprefix || n->items != NULL);
        j = jc_tv_next(t, j), k++) {
     const jc_node *sub = k < n->nprefix ? n->prefix[k] : n->items;
-    if (!jc_pass(c, sub, &t->v[j]) && !jc_eval_child(c, sub, j, NULL, 0, k)) {
+    if (!jc_sibling(c, room, sub->pass, sub, j, NULL, 0, k)) {
       ok = 0;
       if (JC_STOP(c)) return 0;
     }
@@ -544,18 +722,13 @@ static JC_INLINE void jc_mark_name(const jc_tape *t, size_t j,
   }
 }
 
-/* The object keywords of 'n' on entry 'i' when quiet: only the verdict
-** counts, so one pass in document order, stopping at the first failure:
-** each member is looked up once and evaluated at once, the required
-** names present are counted (members are unique). */
-static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
-                                            size_t i) {
+/* The member walk of jc_eval_object_quiet; inlined twice, with 'room'
+** (jc_vroom) 1 and 0, so the verdict pass's loop, which decides leaves
+** in place, and the applicators' loop are each compiled lean. */
+static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
+                                           size_t i, int room) {
   const jc_tape *t = c->t;
-  const jc_tv *x = &t->v[i];
-  size_t j, k, end = x->u.end, req = 0;
-  if ((n->min_props != ABSENT && x->n < n->min_props) ||
-      (n->max_props != ABSENT && x->n > n->max_props))
-    return 0;
+  size_t j, k, end = t->v[i].u.end, req = 0;
   for (j = i + 1; j < end; j = jc_tv_next(t, j + 1)) {
     const jc_tv *key = &t->v[j];
     const jc_prop *p = n->nprops > 0 ? jc_find_prop(n, key->s, key->u.len)
@@ -563,8 +736,7 @@ static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
     if (p != NULL) {
       jc_mark_name(t, j, p);
       req += (size_t)p->req;
-      if (!jc_pass_bits(c, p->pass, &t->v[j + 1]) &&
-          !jc_eval_child(c, p->node, j + 1, p->name, p->len, 0))
+      if (!jc_sibling(c, room, p->pass, p->node, j + 1, p->name, p->len, 0))
         return 0;
       if (n->npprops > 0 && !jc_eval_member(c, n, j, 1)) return 0;
     } else if ((n->npprops > 0 || n->addl != NULL) &&
@@ -578,6 +750,20 @@ static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
         jc_obj_find(t, i, n->required[k].name, n->required[k].len) == 0)
       return 0;
   return !c->abort;
+}
+
+/* The object keywords of 'n' on entry 'i' when quiet: only the verdict
+** counts, so one pass in document order, stopping at the first failure:
+** each member is looked up once and evaluated at once, the required
+** names present are counted (members are unique). */
+static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
+                                            size_t i) {
+  const jc_tv *x = &c->t->v[i];
+  if ((n->min_props != ABSENT && x->n < n->min_props) ||
+      (n->max_props != ABSENT && x->n > n->max_props))
+    return 0;
+  return jc_vroom(c) ? jc_object_members(c, n, i, 1)
+                     : jc_object_members(c, n, i, 0);
 }
 
 /* The object keywords of 'n' on entry 'i' when not quiet: in the order
@@ -620,7 +806,7 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
     const jc_prop *p = &n->props[k];
     size_t e = c->stk[slots + (size_t)p->sidx];
     if (e != 0 && !jc_pass_bits(c, p->pass, &t->v[e]) &&
-        !jc_eval_child(c, p->node, e, p->name, p->len, 0)) {
+        !jc_child(c, p->node, e, p->name, p->len, 0)) {
       ok = 0;
       if (JC_STOP(c)) goto out;
     }
@@ -1178,12 +1364,12 @@ done:
   return ok;
 }
 
-int jc_verdict(jc_vctx *c, const jc_node *n, size_t i) {
+/* jc_verdict of a 'vfast' node, not aborted. Inline: 'jc_vchild' calls
+** it per container. */
+static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i) {
   const jc_tv *x;
   int ok;
   unsigned kw;
-  if (n->jump != NULL) n = n->jump;     /* c->nvia < 0 in this pass */
-  if (!n->vfast || c->abort) return jc_eval(c, n, i);
   i = jc_tv_deref(c->t, i);
   if (--c->work < 0) {
     c->abort = 2;                       /* jc_over, which reports nothing */
@@ -1205,13 +1391,19 @@ int jc_verdict(jc_vctx *c, const jc_node *n, size_t i) {
         if (kw & KW_OBJ) ok = jc_eval_object_quiet(c, n, i);
         break;
       case JT_ARRAY: if (kw & KW_ARR) ok = jc_eval_array(c, n, i); break;
-      case JT_STRING: if (kw & KW_STR) ok = jc_eval_string(c, n, i); break;
-      case JT_NUMBER: if (kw & KW_NUM) ok = jc_eval_number(c, n, i); break;
+      case JT_STRING: if (kw & KW_STR) ok = jc_string_ok(c, n, i, x); break;
+      case JT_NUMBER: if (kw & KW_NUM) ok = jc_number_ok(n, x); break;
       default: break;
     }
   }
   c->edepth--;
   return ok && !c->abort;
+}
+
+int jc_verdict(jc_vctx *c, const jc_node *n, size_t i) {
+  if (n->jump != NULL) n = n->jump;     /* c->nvia < 0 in this pass */
+  if (!n->vfast || c->abort) return jc_eval(c, n, i);
+  return jc_vfast(c, n, i);
 }
 
 /* Validate the value at entry 0 of tape 't' with 'v' ('deep' > 0: the
