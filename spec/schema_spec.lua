@@ -728,6 +728,36 @@ describe("jsoncontract.core", function()
             end, "invalid schema at /$defs/a: reference cycle that never consumes input "
                 .. "(validation would not end)")
         end)
+        it("decides simple anchored patterns as PCRE2 does (matched without it: ^atoms$ of ASCII sets)", function()
+            -- Park-Miller: the same sequence on every Lua (integers below 2^53 in doubles too)
+            local seed = 20261202
+            local function pick(list)
+                seed = seed * 16807 % 2147483647
+                return list[seed % #list + 1]
+            end
+            local ATOMS = { "a", "b", "-", "\\.", "\\d", "\\w", "[a-c]", "[0-9]", "[A-Z]", "[a-z0-9_]", "[.-]",
+                "x", "[b]" }
+            local QUANT = { "", "", "?", "*", "+", "{2}", "{1,3}", "{2,}", "{0,1}" }
+            local CHARS = { "a", "b", "c", "-", ".", "1", "9", "Z", "_", "x", "\195\169", " " }
+            local compared = 0
+            for _ = 1, 300 do
+                local parts = { "^" }
+                for _ = 1, seed % 5 + 1 do parts[#parts + 1] = pick(ATOMS) .. pick(QUANT) end
+                parts[#parts + 1] = "$"
+                local p = table.concat(parts)
+                -- inside a group the pattern is not of the simple shape: PCRE2 decides it
+                local fast, pcre = core.compile({ pattern = p }), core.compile({ pattern = "(?:" .. p .. ")" })
+                for _ = 1, 30 do
+                    local chars = {}
+                    for i = 1, seed % 8 do chars[i] = pick(CHARS) end
+                    local subject = table.concat(chars)
+                    assert.equal(pcre:validate(subject) == true, fast:validate(subject) == true,
+                        "pattern " .. p .. " on " .. subject)
+                    compared = compared + 1
+                end
+            end
+            assert.equal(9000, compared)
+        end)
         it("reports invalid UTF-8 instead of matching it", function()
             local _, err = core.compile({ pattern = "a" }):validate("a\255")
             assert.equal("(root) is not valid UTF-8", err.errors[1].message)
