@@ -22,10 +22,14 @@
 --     in other ways (a library's loop) may run compiled, and is bounded only when it
 --     returns. LuaJIT's hook is global: it is installed while a rule runs (or waits) and
 --     does nothing outside rule coroutines.
---   - Under nginx (OpenResty) the rule runs in a light thread (`ngx.thread.spawn`) next to
---     a timer thread: a rule waiting on a cosocket or `ngx.sleep` yields the worker to
---     other requests, and when its wall budget runs out it is killed (`ngx.thread.kill`),
---     so a slow database call never blocks the worker past its budget.
+--   - Under nginx (OpenResty) the rule runs in a light thread (`ngx.thread.spawn`): a rule
+--     waiting on a cosocket or `ngx.sleep` yields the worker to other requests and is raced
+--     by a timer thread; when its wall budget runs out it is killed (`ngx.thread.kill`), so
+--     a slow database call never blocks the worker past its budget. A rule that answers
+--     without waiting is done inside `spawn` and needs no timer.
+--   - Outside nginx the rule runs in a worker coroutine; one that finished its rule within
+--     budget is kept (up to 8) and runs the next rule, so a rule does not cost a coroutine.
+--   - Wall time is read from the monotonic clock (`core.monotonic`).
 --   - In a batch (`jsoncontract.batch`), a rule may wait through `batch.sleep` and
 --     `batch.send`: the wait is handed to the scheduler (other items go on), cut to what is
 --     left of the budget.
