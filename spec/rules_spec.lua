@@ -103,6 +103,34 @@ describe("jsoncontract.contract.rules", function()
             assert.not_equal(t, c)
         end)
 
+        it("makes the same copy as core.copy (the Lua copy LuaJIT uses, the C one PUC Lua uses)", function()
+            local texts = { '{"a":[1,{"b":2}],"c":{"d":true,"e":null},"f":"x"}', "[[],{},[[]]]", '"s"', "12" }
+            for _, text in ipairs(texts) do
+                for _, keep in ipairs { false, true } do
+                    local v = jc.decode(text, { keep_order = keep })
+                    local a, b = rules.copy(v), core.copy(v)
+                    assert.equal(jc.encode(v), jc.encode(a))
+                    assert.equal(jc.encode(a), jc.encode(b))
+                    if type(v) == "table" then
+                        assert.equal(getmetatable(a) == nil, getmetatable(b) == nil)
+                        assert.not_equal(v, b)
+                    end
+                end
+            end
+            local shared = {}
+            local c = core.copy({ x = shared, y = shared })
+            assert.equal(c.x, c.y)
+            assert.not_equal(shared, c.x)
+            local deep = {}
+            for _ = 1, 3001 do deep = { deep } end
+            local ok1, e1 = pcall(rules.copy, deep)
+            local ok2, e2 = pcall(core.copy, deep)
+            assert.is_false(ok1)
+            assert.is_false(ok2)
+            assert.truthy(tostring(e1):find("nested too deep to copy for the rules", 1, true))
+            assert.truthy(tostring(e2):find("nested too deep to copy for the rules", 1, true))
+        end)
+
         it("copies shared tables once and keeps cycles", function()
             local t = { a = {} }
             t.b, t.a.self = t.a, t.a
