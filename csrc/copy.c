@@ -9,8 +9,8 @@
 
 /* Tables within tables, then an error: as deep as the parser may be asked
 ** to go (max_depth 3000), so a value read from text is always copied. Each
-** level holds 4 Lua stack slots; PUC Lua 5.1 grants a C function 8,000, so
-** there the copy stops near 2,000 levels, with the same error. */
+** level holds 4 Lua stack slots; PUC Lua 5.1 and LuaJIT grant a C function
+** 8,000, so there the copy stops near 2,000 levels, with the same error. */
 #define JC_COPY_MAX_DEPTH 3000
 #define JC_COPY_TOO_DEEP "the value is nested too deep to copy for the rules"
 
@@ -30,7 +30,7 @@ static void jc_copy_value(lua_State *L, int idx, int seen, int amt,
   if (!lua_isnil(L, -1)) return;      /* shared or a cycle: one copy */
   lua_pop(L, 1);
   if (depth > JC_COPY_MAX_DEPTH || !lua_checkstack(L, 8))
-    luaL_error(L, JC_COPY_TOO_DEEP " (%d levels at most)", JC_COPY_MAX_DEPTH);
+    luaL_error(L, JC_COPY_TOO_DEEP);
   n_arr = jc_rawlen(L, idx);
   lua_pushnil(L);
   while (lua_next(L, idx) != 0) {     /* the size, so no table regrows */
@@ -83,9 +83,13 @@ static void jc_copy_value(lua_State *L, int idx, int seen, int amt,
 ** table is copied, any other value leaves the copy without one. Functions,
 ** userdata and threads are not copied (the same value). No metamethod
 ** runs (raw reads and writes only).
-** Raises when tables nest deeper than 3,000 levels (JC_COPY_MAX_DEPTH).
-** Upvalues: 1 core.array_mt, 2 the 'seen' table kept between calls (empty
-** between calls; a call that raised leaves it for the next to empty).
+** Raises when tables nest deeper than 3,000 levels (JC_COPY_MAX_DEPTH;
+** about 2,000 on PUC Lua 5.1 and LuaJIT, whose C functions get 8,000 stack
+** slots).
+** Upvalues: 1 core.array_mt, 2 an empty 'seen' table kept between calls;
+** a call takes it (nil there until it is emptied and put back), so a call
+** made meanwhile (a finalizer that copies) or after one that raised
+** starts a fresh one.
 ** Stack: [-0, +1, e]
 */
 static int jc_copy(lua_State *L) {
@@ -94,13 +98,12 @@ static int jc_copy(lua_State *L) {
   lua_settop(L, 1);
   lua_pushvalue(L, lua_upvalueindex(1));   /* 2: array_mt */
   lua_pushvalue(L, lua_upvalueindex(2));   /* 3: seen */
-  lua_pushnil(L);
-  while (lua_next(L, 3) != 0) {            /* left by a call that raised */
+  if (lua_isnil(L, 3)) {
     lua_pop(L, 1);
-    lua_pushvalue(L, -1);
-    lua_pushnil(L);
-    lua_rawset(L, 3);
+    lua_newtable(L);
   }
+  lua_pushnil(L);
+  lua_replace(L, lua_upvalueindex(2));     /* taken */
   jc_copy_value(L, 1, 3, 2, 0);            /* 4 */
   lua_pushnil(L);
   while (lua_next(L, 3) != 0) {            /* empty it: nothing kept alive */
@@ -110,8 +113,8 @@ static int jc_copy(lua_State *L) {
     lua_rawset(L, 3);
     n++;
   }
-  if (n > JC_COPY_SEEN_KEEP) {             /* its node array stays that big */
-    lua_newtable(L);
+  if (n <= JC_COPY_SEEN_KEEP) {            /* a big one keeps a big node array */
+    lua_pushvalue(L, 3);
     lua_replace(L, lua_upvalueindex(2));
   }
   return 1;

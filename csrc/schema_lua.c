@@ -360,14 +360,18 @@ static int jc_schema_validate(lua_State *L) {
   return n;
 }
 
-/* check's and check_json's; 'value' (index 5) is check_json's alone */
+/* check's options; check_json's are the same and then 'value' (index 5) */
+#define JC_CHECK_OPTS \
+  { "first", JC_OPT_BOOL, 0, 0, "a boolean", NULL }, \
+  { "max_errors", JC_OPT_INT, 0, 1e9, "an integer from 0 to 1e9", NULL }, \
+  { "max_depth", JC_OPT_INT, 1, 3000, "an integer from 1 to 3000", NULL }, \
+  { "max_bytes", JC_OPT_INT, 0, 281474976710656.0, "an integer >= 0", NULL }, \
+  { "keep_order", JC_OPT_BOOL, 0, 0, "a boolean", NULL }
 static const jc_opt jc_check_opts[] = {
-  { "first", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
-  { "max_errors", JC_OPT_INT, 0, 1e9, "an integer from 0 to 1e9", NULL },
-  { "max_depth", JC_OPT_INT, 1, 3000, "an integer from 1 to 3000", NULL },
-  { "max_bytes", JC_OPT_INT, 0, 281474976710656.0, "an integer >= 0", NULL },
-  { "keep_order", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
-  { "value", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
+  JC_CHECK_OPTS, { NULL, 0, 0, 0, NULL, NULL }
+};
+static const jc_opt jc_check_json_opts[] = {
+  JC_CHECK_OPTS, { "value", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
   { NULL, 0, 0, 0, NULL, NULL }
 };
 
@@ -402,9 +406,8 @@ static int jc_check_text(lua_State *L, int json) {
   luaL_argcheck(L, v->root != NULL, 1, "validator is closed");
   luaL_checktype(L, 2, LUA_TSTRING);
   luaL_argcheck(L, lua_gettop(L) <= 3, 4, "no more than 2 arguments expected");
-  jc_opts_read(L, 3, jc_check_opts, ov);
-  if (!json && ov[5].set)   /* the reader's wording for a name not listed */
-    luaL_argerror(L, 3, "unknown option 'value'");
+  ov[5].set = 0;
+  jc_opts_read(L, 3, json ? jc_check_json_opts : jc_check_opts, ov);
   o.first = ov[0].set && ov[0].b;
   o.basic = 0;
   o.max_errors = ov[1].set ? (int)ov[1].n : JC_MAX_ERRORS;

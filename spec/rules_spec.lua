@@ -103,6 +103,24 @@ describe("jsoncontract.contract.rules", function()
             assert.not_equal(t, c)
         end)
 
+        it("copies right while a finalizer copies too (core.copy takes its table of tables seen)", function()
+            local finalized = 0
+            local function garbage()
+                setmetatable({}, { __gc = function() finalized = finalized + 1 core.copy({ {} }) end })
+            end
+            local shared, big = {}, {}
+            for i = 1, 20000 do big[i] = { shared } end
+            local pause = collectgarbage("setpause", 1)
+            for _ = 1, 20 do
+                for _ = 1, 200 do garbage() end
+                local c = core.copy(big)
+                for i = 2, #c do assert.equal(c[1][1], c[i][1]) end
+            end
+            collectgarbage("setpause", pause)
+            -- tables have finalizers from Lua 5.2 on; on 5.1 and LuaJIT none runs here
+            if _VERSION ~= "Lua 5.1" then assert.is_true(finalized > 0) end
+        end)
+
         it("makes the same copy as core.copy (the Lua copy LuaJIT uses, the C one PUC Lua uses)", function()
             local texts = { '{"a":[1,{"b":2}],"c":{"d":true,"e":null},"f":"x"}', "[[],{},[[]]]", '"s"', "12" }
             for _, text in ipairs(texts) do
@@ -202,6 +220,58 @@ describe("jsoncontract.contract.rules", function()
     end)
 
     describe("budgets", function()
+        -- A rule that runs a contract check of its own reaches this module's bookkeeping (the
+        -- worker pool, LuaJIT's hook table); the outer budget must never cut it halfway.
+        it("leaves the gate whole when the budget runs out inside a nested check, at every step", function()
+            local S = { type = "object" }
+            local inner = jc.contract { name = "in", version = "1", instructions = "x", schema = S,
+                rules = { function() end } }
+            local plain = jc.contract { name = "p", version = "1", instructions = "x", schema = S,
+                rules = { function() end } }
+            local grain = rules.GRAIN
+            rules.GRAIN = 1 -- a look at the budget at every instruction: every cut point is tried
+            local ok, problem = pcall(function()
+                for steps = 20, 400 do
+                    local outer = jc.contract { name = "out", version = "1", instructions = "x", schema = S,
+                        rules = { function() pcall(inner.check, inner, "{}") end }, rules_budget = { steps = steps } }
+                    outer:check("{}")
+                    local v, err = plain:check("{}")
+                    if not v then error("after a nested check cut at " .. steps .. " steps: " .. tostring(err), 0) end
+                end
+            end)
+            rules.GRAIN = grain
+            assert.is_true(ok, problem)
+        end)
+
+        it("gives the hook that was set before back after a nested rule ran over its time", function()
+            local S = { type = "object" }
+            local function spin(ms) local t = core.monotonic() + ms / 1000 while core.monotonic() < t do end end
+            local inner = jc.contract { name = "in", version = "1", instructions = "x", schema = S,
+                rules = { function() spin(30) end }, rules_budget = { ms = 1000, item_ms = 1000 } }
+            local outer = jc.contract { name = "out", version = "1", instructions = "x", schema = S,
+                rules = { function() pcall(inner.check, inner, "{}") end }, rules_budget = { ms = 10, item_ms = 10 } }
+            local function mine() end
+            debug.sethook(mine, "", 1000000)
+            local _, err = outer:check("{}")
+            local hook, mask, count = debug.gethook()
+            debug.sethook()
+            assert.equal("rule_timeout", err.kind)
+            assert.same({ mine, "", 1000000 }, { hook, mask, count })
+        end)
+
+        it("keeps nothing of a checked reply's context once the check is done (workers are reused)", function()
+            local c = contract(function() end)
+            local weak = setmetatable({}, { __mode = "v" })
+            do
+                local ctx = { db = "request 1's handle" }
+                weak[1] = ctx
+                assert.is_table(c:check(TEXT, { context = ctx }))
+            end
+            collectgarbage("collect")
+            collectgarbage("collect")
+            assert.is_nil(weak[1])
+        end)
+
         local function assert_timeout(v, err, limit)
             assert.is_nil(v)
             assert.equal("rules", err.category)

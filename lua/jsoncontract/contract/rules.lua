@@ -183,7 +183,7 @@ local function copy(v, depth, seen)
     local done = seen[v]
     if done then return done end
     if depth > COPY_MAX_DEPTH then
-        error("the value is nested too deep to copy for the rules (" .. COPY_MAX_DEPTH .. " levels at most)", 0)
+        error("the value is nested too deep to copy for the rules", 0)
     end
     local out = {}
     seen[v] = out
@@ -274,62 +274,67 @@ end
 local OWN_SOURCE = getinfo(1, "S").source
 local OVER = setmetatable({}, { __tostring = function() return "rule over budget" end })
 
--- LuaJIT: rule coroutines being run or waited on, and the hook that was there before.
-local active, n_active = setmetatable({}, { __mode = "k" }), 0
+-- LuaJIT: rule coroutines being run or waited on (weak: a coroutine left behind by a rule
+-- that was cut off drops out when it is collected), and the hook that was there before.
+local active = setmetatable({}, { __mode = "k" })
 local saved_hook, saved_mask, saved_count
 
+-- Mark `state` over budget; from now on its hook runs at every instruction, so a rule that
+-- catches the budget's error (pcall in a loop) cannot go on.
 local function over(state, what)
     state.over = state.over or what
-    -- From now on every instruction raises, so a rule that catches the error (pcall in a
-    -- loop) cannot go on.
     if state.co then sethook(state.co, state.hook, "", 1) end
     if state.inner and co_status(state.inner) ~= "dead" then sethook(state.inner, state.hook, "", 1) end
+end
+
+-- One look at the budget of `state`, from its hook (called as a statement, so the code the
+-- hook interrupted is level 3 here). Over budget it raises, but never inside this module's
+-- own code: the worker pool, the hook bookkeeping and the wrappers around the rule must not
+-- be cut halfway (a rule that runs a contract check of its own reaches them); the first
+-- instruction outside it raises instead.
+local function budget_step(state)
+    if not state.over then
+        state.steps = state.steps + _M.GRAIN
+        if state.steps > state.max_steps then
+            over(state, "steps")
+        elseif clock() > state.deadline then
+            over(state, "ms")
+        else
+            return
+        end
+    end
+    if getinfo(3, "S").source == OWN_SOURCE then return end
     error(OVER, 0)
 end
 
 local function make_hook(state)
     return function()
+        local st = state
         if IS_JIT then
-            -- One hook for the whole VM: only rule coroutines are counted.
-            local st = active[co_running()]
-            if st ~= state then
-                if st then return st.hook() end
-                return
-            end
+            -- One hook for the whole VM: each rule coroutine counts against its own budget,
+            -- other code not at all.
+            st = active[co_running()]
+            if st == nil then return end
         end
-        if state.over then
-            -- This module's own code (the light thread's wrapper, see run_light_thread) runs
-            -- on after the rule in the same coroutine.
-            if getinfo(2, "S").source == OWN_SOURCE then return end
-            error(OVER, 0)
-        end
-        state.steps = state.steps + _M.GRAIN
-        if state.steps > state.max_steps then return over(state, "steps") end
-        if clock() > state.deadline then return over(state, "ms") end
+        budget_step(st)
     end
 end
 
 local function hook_on(state, co)
     if IS_JIT then
-        if n_active == 0 then saved_hook, saved_mask, saved_count = gethook() end
-        if not active[co] then n_active = n_active + 1 end
+        if next(active) == nil then saved_hook, saved_mask, saved_count = gethook() end
         active[co] = state
-        sethook(co, state.hook, "", _M.GRAIN)
-    else
-        sethook(co, state.hook, "", _M.GRAIN)
     end
+    sethook(co, state.hook, "", _M.GRAIN)
 end
 
 local function hook_off(co)
     if IS_JIT then
-        if active[co] then
-            active[co] = nil
-            n_active = n_active - 1
-        end
-        if n_active > 0 then
+        active[co] = nil
+        local _, st = next(active)
+        if st then
             -- Another rule still runs or waits: keep the hook, at its usual pace (a rule over
             -- budget raised it to every instruction).
-            local _, st = next(active)
             sethook(st.co or co, st.hook, "", st.over and 1 or _M.GRAIN)
         else
             if saved_hook then
@@ -396,9 +401,19 @@ local DONE = setmetatable({}, { __tostring = function() return "rule done" end }
 -- A worker runs one rule after another: making a coroutine (its stack grown by the first
 -- rule, then collected) costs more than most rules, so finished workers are kept for the
 -- next rule. Outside nginx only: OpenResty ties a coroutine to the request that made it.
-local function worker(state, rule, value, ctx)
+-- Its job is handed over in these four, which it empties as it takes them: a waiting worker
+-- holds nothing of the last rule (its value, its context) alive.
+local job_state, job_rule, job_value, job_ctx
+
+local function take_job()
+    local state, rule, value, ctx = job_state, job_rule, job_value, job_ctx
+    job_state, job_rule, job_value, job_ctx = nil, nil, nil, nil
+    return state, rule, value, ctx
+end
+
+local function worker()
     while true do
-        state, rule, value, ctx = co_yield(DONE, guarded(state, rule, value, ctx))
+        co_yield(DONE, guarded(take_job()))
     end
 end
 local idle, n_idle, MAX_IDLE = {}, 0, 8
@@ -407,16 +422,17 @@ local idle, n_idle, MAX_IDLE = {}, 0, 8
 -- `batch.send` go to the batch scheduler (or are done here), cut to the budget.
 -- Returns what `guarded` returns, or "over".
 local function run_coroutine(rule, value, ctx, state)
-    local co
-    if n_idle > 0 and not NGX then
-        co, idle[n_idle], n_idle = idle[n_idle], nil, n_idle - 1
+    local co = not NGX and idle[n_idle] or nil
+    if co then
+        idle[n_idle], n_idle = nil, n_idle - 1
     else
         co = co_create(worker)
     end
     state.co = co
     hook_on(state, co)
+    job_state, job_rule, job_value, job_ctx = state, rule, value, ctx
     -- (ok, DONE, what guarded returns) | (ok, a wait's verb and argument) | (false, error)
-    local ok, r2, r3, r4, r5 = co_resume(co, state, rule, value, ctx)
+    local ok, r2, r3, r4, r5 = co_resume(co)
     while ok and r2 ~= DONE and co_status(co) == "suspended" and not state.over do
         local verb, arg = r2, r3
         local left = state.deadline - clock()
