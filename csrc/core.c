@@ -43,7 +43,8 @@ static int jc_sha256(lua_State *L) {
 ** budgets; it never jumps with the wall clock, and its origin is arbitrary
 ** (compare two readings, never show one). A plain C call: no syscall on
 ** Linux (vDSO), and unlike ngx.update_time() it formats nothing.
-** Stack: [-0, +1, -]
+** Raises "monotonic: clock_gettime failed" if the clock cannot be read.
+** Stack: [-0, +1, e]
 */
 static int jc_monotonic(lua_State *L) {
   struct timespec ts;
@@ -64,7 +65,6 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 **   _VERSION    the project version (from the Makefile, -DJC_VERSION)
 **   sha256      sha256(data) -> 64 hex chars (see jc_sha256)
 **   monotonic   monotonic() -> seconds on the monotonic clock (jc_monotonic)
-**   copy        copy(v) -> a deep copy of v (copy.c)
 ** and the functions of each area file.
 */
 LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
@@ -92,6 +92,5 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
   jc_schema_open(L);
   jc_transport_open(L);
   jc_stream_open(L);
-  jc_copy_open(L);
   return 1;
 }

@@ -20,12 +20,10 @@
 #define JC_NOINLINE __attribute__((noinline))
 #define JC_INLINE __inline__
 #define JC_HOT_INLINE __inline__ __attribute__((always_inline))
-#define JC_LIKELY(x) __builtin_expect(!!(x), 1)
 #else
 #define JC_NOINLINE
 #define JC_INLINE
 #define JC_HOT_INLINE
-#define JC_LIKELY(x) (x)
 #endif
 
 /* Registry names. */
@@ -130,6 +128,5 @@ void jc_encode_open(lua_State *L);
 void jc_schema_open(lua_State *L);
 void jc_transport_open(lua_State *L);
 void jc_stream_open(lua_State *L);
-void jc_copy_open(lua_State *L);
 
 #endif

@@ -409,8 +409,9 @@ jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
     return NULL;
   }
   /* JIT when available (about twice as fast); the interpreter otherwise.
-  ** JIT matching honours the match limit too. */
-  p->jit = pcre2_jit_compile(p->code, PCRE2_JIT_COMPLETE) == 0;
+  ** JIT matching honours the match limit too. A simple pattern is never
+  ** matched by PCRE2 (its compile only checks the syntax): no JIT code. */
+  p->jit = !p->simple && pcre2_jit_compile(p->code, PCRE2_JIT_COMPLETE) == 0;
   return p;
 }
 

@@ -145,6 +145,13 @@ static JC_INLINE int jc_type_ok(const jc_tv *x, unsigned types) {
 static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
+
+/* Must a string of 'len' bytes have its characters counted to decide
+** minLength/maxLength? A UTF-8 character is 1 to 4 bytes, so
+** len/4 <= characters <= len settles most bounds without counting. */
+#define jc_len_needs_count(n, len) \
+  (((n)->min_len != ABSENT && ((len) + 3) / 4 < (n)->min_len) || \
+   ((n)->max_len != ABSENT && (len) > (n)->max_len))
 static int jc_number_ok(const jc_node *n, const jc_tv *x);
 static int jc_string_ok(jc_vctx *c, const jc_node *n, size_t i,
                         const jc_tv *x);
@@ -320,9 +327,15 @@ static void jc_limit_tv(const jc_limit *lim, jc_tv *out) {
 ** exact as doubles (a double, or an integer within 2^53) the double
 ** comparison is the exact one, and two int64 compare as they are: no
 ** tape number is built. Big integers and int64 past 2^53 go to
-** jc_tv_numcmp. */
-static int jc_limit_cmp(const jc_tv *x, const jc_limit *lim) {
+** jc_tv_numcmp (out of line: the inline part is the common case). */
+static JC_NOINLINE int jc_limit_cmp_exact(const jc_tv *x,
+                                          const jc_limit *lim) {
   jc_tv l;
+  jc_limit_tv(lim, &l);
+  return jc_tv_numcmp(x, &l);    /* exact: int64 and digits as they are */
+}
+
+static JC_HOT_INLINE int jc_limit_cmp(const jc_tv *x, const jc_limit *lim) {
 #if JC_HAVE_INTEGER
   if ((x->flags & (JC_TF_INT | JC_TF_BIG)) == 0) {
     if (!lim->isint || JC_EXACT_DBL(lim->i))
@@ -343,8 +356,14 @@ static int jc_limit_cmp(const jc_tv *x, const jc_limit *lim) {
     return (a > lim->d) - (a < lim->d);
   }
 #endif
-  jc_limit_tv(lim, &l);
-  return jc_tv_numcmp(x, &l);    /* exact: int64 and digits as they are */
+  return jc_limit_cmp_exact(x, lim);
+}
+
+/* Does a number that compares 'cmp' (-1, 0, 1) with bound 'k' (LIM_MIN ..
+** LIM_XMAX) fail it? JSON Schema validation 2020-12 §6.2.2-6.2.5. */
+static JC_INLINE int jc_bound_fails(int cmp, int k) {
+  return k == LIM_MIN ? cmp < 0 : k == LIM_MAX ? cmp > 0
+       : k == LIM_XMIN ? cmp <= 0 : cmp >= 0;
 }
 
 static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i) {
@@ -361,12 +380,8 @@ static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i) {
   };
   int k;
   for (k = LIM_MIN; k <= LIM_XMAX; k++) {
-    int cmp, fail;
     if (!n->lim[k].set) continue;
-    cmp = jc_limit_cmp(x, &n->lim[k]);
-    fail = k == LIM_MIN ? cmp < 0 : k == LIM_MAX ? cmp > 0
-         : k == LIM_XMIN ? cmp <= 0 : cmp >= 0;
-    if (fail) {
+    if (jc_bound_fails(jc_limit_cmp(x, &n->lim[k]), k)) {
       ok = 0;
       jc_report_limit(c, n, kws[k], texts[k], &n->lim[k]);
       if (JC_STOP(c)) return 0;
@@ -384,43 +399,16 @@ static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i) {
   return ok;
 }
 
-/* Is bound 'lim' exact as a double ('lim->d')? */
-#if JC_HAVE_INTEGER
-#define JC_LIM_DBL(lim) (!(lim)->isint || JC_EXACT_DBL((lim)->i))
-#else
-#define JC_LIM_DBL(lim) 1
-#endif
-
-/* Does 'x' fail bound 'l' (LIM_MIN .. LIM_XMAX, 'k')? 'a' is x as a
-** double when 'exact' (a double, an int64 within 2^53): against a bound
-** exact as a double that is one comparison, jc_limit_cmp's fast case. */
-static JC_HOT_INLINE int jc_bound_fails(const jc_tv *x, int exact, double a,
-                                        const jc_limit *l, int k) {
-  int cmp;
-  if (exact && JC_LIM_DBL(l))
-    return k == LIM_MIN ? a < l->d : k == LIM_MAX ? a > l->d
-         : k == LIM_XMIN ? a <= l->d : a >= l->d;
-  cmp = jc_limit_cmp(x, l);
-  return k == LIM_MIN ? cmp < 0 : k == LIM_MAX ? cmp > 0
-       : k == LIM_XMIN ? cmp <= 0 : cmp >= 0;
-}
-
 /* jc_eval_number's verdict alone (quiet: no report). */
 static int jc_number_ok(const jc_node *n, const jc_tv *x) {
   jc_tv lim;
-  int exact = !(x->flags & JC_TF_BIG) &&
-              (!(x->flags & JC_TF_INT) || JC_EXACT_DBL(x->u.i));
-  double a = 0;
-  if (exact) a = x->flags & JC_TF_INT ? (double)x->u.i : x->u.d;
-  if ((n->lim[LIM_MIN].set &&
-       jc_bound_fails(x, exact, a, &n->lim[LIM_MIN], LIM_MIN)) ||
-      (n->lim[LIM_MAX].set &&
-       jc_bound_fails(x, exact, a, &n->lim[LIM_MAX], LIM_MAX)) ||
-      (n->lim[LIM_XMIN].set &&
-       jc_bound_fails(x, exact, a, &n->lim[LIM_XMIN], LIM_XMIN)) ||
-      (n->lim[LIM_XMAX].set &&
-       jc_bound_fails(x, exact, a, &n->lim[LIM_XMAX], LIM_XMAX)))
+  /* one test per bound, 'k' a constant in each: the compiler folds the rule */
+#define JC_BOUND_OK(k) \
+  (!n->lim[k].set || !jc_bound_fails(jc_limit_cmp(x, &n->lim[k]), k))
+  if (!(JC_BOUND_OK(LIM_MIN) && JC_BOUND_OK(LIM_MAX) &&
+        JC_BOUND_OK(LIM_XMIN) && JC_BOUND_OK(LIM_XMAX)))
     return 0;
+#undef JC_BOUND_OK
   if (!n->lim[LIM_MULT].set) return 1;
   jc_limit_tv(&n->lim[LIM_MULT], &lim);
   return jc_tv_multiple(x, &lim);
@@ -433,8 +421,7 @@ static int jc_string_ok(jc_vctx *c, const jc_node *n, size_t i,
   size_t len = x->u.len, chars;
   if (n->format == JC_FMT_REGEX && c->v->format_assertion)
     return jc_eval_string(c, n, i);
-  if ((n->min_len != ABSENT && (len + 3) / 4 < n->min_len) ||
-      (n->max_len != ABSENT && len > n->max_len)) {   /* as jc_eval_string */
+  if (jc_len_needs_count(n, len)) {
     chars = jc_utf8_chars(x->s, len);
     if ((n->min_len != ABSENT && chars < n->min_len) ||
         (n->max_len != ABSENT && chars > n->max_len))
@@ -453,10 +440,7 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i) {
   const char *s = x->s;
   size_t len = x->u.len, chars;
   int ok = 1;
-  /* a UTF-8 character is 1 to 4 bytes: len/4 <= chars <= len decides
-  ** most bounds without counting */
-  if ((n->min_len != ABSENT && (len + 3) / 4 < n->min_len) ||
-      (n->max_len != ABSENT && len > n->max_len)) {
+  if (jc_len_needs_count(n, len)) {
     chars = jc_utf8_chars(s, len);
     if (n->min_len != ABSENT && chars < n->min_len) {
       ok = 0;

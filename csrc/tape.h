@@ -121,7 +121,8 @@ void jc_tape_reset(jc_tape *t);
 size_t jc_tv_off(const jc_tape *t, size_t i);
 
 /* Append one zeroed entry; returns its index (inline: the parser calls it
-** once per value). Raises a memory error. [-0, +0, m] */
+** once per value). Raises a memory error. [-0, +0, m]
+** jc_tape_grow_entries is its slow path: room for at least one more. */
 void jc_tape_grow_entries(lua_State *L, jc_tape *t);
 static JC_INLINE size_t jc_tape_add(lua_State *L, jc_tape *t) {
   if (t->n == t->cap) jc_tape_grow_entries(L, t);

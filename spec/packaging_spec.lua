@@ -51,8 +51,7 @@ describe("packaging", function()
             end
             for name in src:gmatch('lua_setfield%(L, %-2, "([%w_]+)"%)') do
                 if not name:match("^__")
-                    and (src:find("lua_pushcfunction%(L, [%w_]+%);%s*lua_setfield%(L, %-2, \"" .. name .. "\"%)")
-                        or src:find("lua_pushcclosure%(L, [%w_]+, %d+%);%s*lua_setfield%(L, %-2, \"" .. name .. "\"%)")) then
+                    and src:find("lua_pushcfunction%(L, [%w_]+%);%s*lua_setfield%(L, %-2, \"" .. name .. "\"%)") then
                     names[#names + 1] = name
                 end
             end

@@ -173,21 +173,16 @@ end
 -- The copy a rule sees
 ----------------------------------------------------------------------------
 
-local COPY_MAX_DEPTH = 3000 -- as core.copy: the deepest the parser may be asked to read
+local COPY_MAX_DEPTH = 3000 -- the deepest the parser may be asked to read (max_depth)
 
--- The copy in Lua, for LuaJIT: the JIT compiles this loop, which beats the C API's call per
--- key (a 1 KB value: 2.5 µs against 3.8 µs for core.copy). PUC Lua interprets it, and
--- core.copy is three times faster there. Both make the same copy and raise the same error.
 local function copy(v, depth, seen)
     if type(v) ~= "table" then return v end
     local done = seen[v]
     if done then return done end
-    if depth > COPY_MAX_DEPTH then
-        error("the value is nested too deep to copy for the rules", 0)
-    end
+    if depth > COPY_MAX_DEPTH then error("the value is nested too deep to copy for the rules", 0) end
     local out = {}
     seen[v] = out
-    for k, x in pairs(v) do out[copy(k, depth + 1, seen)] = copy(x, depth + 1, seen) end
+    for k, x in next, v do out[copy(k, depth + 1, seen)] = copy(x, depth + 1, seen) end -- raw: no __pairs
     local mt = getmetatable(v)
     if mt == core.array_mt then
         setmetatable(out, mt)
@@ -201,12 +196,16 @@ end
 --- A deep copy of a value, as each rule gets it: tables (keys too) and their metatables as
 -- `getmetatable` shows them (the array marker `core.array_mt` kept as it is, another table,
 -- a per-object key order, copied; anything else left off). A table met twice (shared, or a
--- cycle) is copied once. `core.copy` on PUC Lua, the same copy in Lua on LuaJIT.
+-- cycle) is copied once. No metamethod runs. In Lua: LuaJIT compiles it (faster there than a
+-- copy through the C API), and on PUC Lua its cost (a few µs for a 1 KB value) is small
+-- beside the model call that produced the value.
 -- @function copy
 -- @param v any value
 -- @return the copy
 -- @raise when tables nest deeper than 3,000 levels (the deepest the parser may be asked to read)
-_M.copy = IS_JIT and function(v) return copy(v, 0, {}) end or core.copy
+function _M.copy(v)
+    return copy(v, 0, {})
+end
 
 ----------------------------------------------------------------------------
 -- What a rule returns
@@ -328,8 +327,10 @@ local function hook_on(state, co)
     sethook(co, state.hook, "", _M.GRAIN)
 end
 
+-- Idempotent: a rule's coroutine may be let go by its own code and again by its caller.
 local function hook_off(co)
     if IS_JIT then
+        if active[co] == nil then return end
         active[co] = nil
         local _, st = next(active)
         if st then
@@ -502,26 +503,20 @@ local function run_light_thread(rule, value, ctx, state)
     if not ok then return nil end -- the caller falls back to a plain coroutine
     -- spawn runs the thread until it first waits: a rule that never waits is done here,
     -- within its budget's hook, and needs no timer
+    local wok, tag, a, b
     if state.done then
-        local wok, tag, a, b = NGX.thread.wait(th)
-        if state.over then return "over" end
-        if not wok then return "raised", secrets.describe(tag), is_stack_overflow(tag) end
-        return tag, a, b
+        wok, tag, a, b = NGX.thread.wait(th)
+    else
+        local left = state.deadline - clock()
+        local timer = NGX.thread.spawn(function()
+            if left > 0 then NGX.sleep(left) end
+            return "timer"
+        end)
+        wok, tag, a, b = NGX.thread.wait(th, timer)
+        NGX.thread.kill(tag == "timer" and th or timer)
+        if state.co then hook_off(state.co) end -- (a no-op when the thread let go itself)
+        if tag == "timer" then state.over = state.over or "ms" end
     end
-    local left = state.deadline - clock()
-    local timer = NGX.thread.spawn(function()
-        if left > 0 then NGX.sleep(left) end
-        return "timer"
-    end)
-    local wok, tag, a, b = NGX.thread.wait(th, timer)
-    if tag == "timer" then
-        NGX.thread.kill(th)
-        if state.co then hook_off(state.co) end
-        state.over = state.over or "ms"
-        return "over"
-    end
-    NGX.thread.kill(timer)
-    if state.co then hook_off(state.co) end
     if state.over then return "over" end
     if not wok then return "raised", secrets.describe(tag), is_stack_overflow(tag) end
     return tag, a, b
