@@ -929,6 +929,16 @@ void jc_node_finish(const jc_validator *v, jc_node *n) {
   if (n->uprops != NULL) kw |= KW_UPROPS;
   if (n->uitems != NULL) kw |= KW_UITEMS;
   n->kw = kw;
+  n->lim_dbl = 1;
+  for (k = LIM_MIN; k <= LIM_XMAX; k++) {
+    const jc_limit *l = &n->lim[k];
+    n->lim_d[k] = l->set ? (double)l->d : (double)NAN;
+#if JC_HAVE_INTEGER
+    if (l->set && l->isint && (l->i < -((lua_Integer)1 << 53) ||
+                               l->i > ((lua_Integer)1 << 53)))
+      n->lim_dbl = 0;
+#endif
+  }
   /* kinds that pass on sight: 'true'; or a subschema of 'type' (or
   ** nothing) and, for strings, numbers, only annotations (a 'format' that
   ** is not asserted); 'integer' without 'number' asks the number */

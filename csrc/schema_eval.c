@@ -402,6 +402,19 @@ static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i) {
 /* jc_eval_number's verdict alone (quiet: no report). */
 static int jc_number_ok(const jc_node *n, const jc_tv *x) {
   jc_tv lim;
+  double d;
+  /* a double, or an integer within 2^53, against bounds all exact as
+  ** doubles: the double comparisons are the exact ones (jc_limit_cmp),
+  ** and an absent bound is NaN, which fails no test */
+  if (!n->lim_dbl) goto exact;
+  if ((x->flags & (JC_TF_INT | JC_TF_BIG)) == 0) d = x->u.d;
+  else if ((x->flags & JC_TF_INT) && JC_EXACT_DBL(x->u.i)) d = (double)x->u.i;
+  else goto exact;
+  if (d < n->lim_d[LIM_MIN] || d > n->lim_d[LIM_MAX] ||
+      d <= n->lim_d[LIM_XMIN] || d >= n->lim_d[LIM_XMAX])
+    return 0;
+  goto mult;
+exact:
   /* one test per bound, 'k' a constant in each: the compiler folds the rule */
 #define JC_BOUND_OK(k) \
   (!n->lim[k].set || !jc_bound_fails(jc_limit_cmp(x, &n->lim[k]), k))
@@ -409,6 +422,7 @@ static int jc_number_ok(const jc_node *n, const jc_tv *x) {
         JC_BOUND_OK(LIM_XMIN) && JC_BOUND_OK(LIM_XMAX)))
     return 0;
 #undef JC_BOUND_OK
+mult:
   if (!n->lim[LIM_MULT].set) return 1;
   jc_limit_tv(&n->lim[LIM_MULT], &lim);
   return jc_tv_multiple(x, &lim);
