@@ -83,6 +83,10 @@ enum { LIM_MIN, LIM_MAX, LIM_XMIN, LIM_XMAX, LIM_MULT, LIM_N };
 #define KW_UPROPS 0x8000u
 #define KW_UITEMS 0x10000u
 #define JC_PASS_FREE 0x100u   /* jc_node.pass: 'true', costs no work */
+/* jc_node.pass >> JC_LEAF_SHIFT: bit (1 << JT_*) for the scalar kinds when
+** the node has only type, enum and the keywords of a scalar type: the
+** verdict pass decides such a value in place ('jc_scalar_ok') */
+#define JC_LEAF_SHIFT 16
 
 /* in-place applicators: what makes a quiet result worth remembering */
 #define KW_INPLACE (KW_REF | KW_ALLOF | KW_ANYOF | KW_ONEOF | KW_NOT | KW_IF)
@@ -100,7 +104,8 @@ typedef struct jc_prop {       /* one member of 'properties' */
   jc_node *node;
   int name_ref;                /* keep index of the name as a Lua string */
   long sidx;                   /* index in 'props_sorted', -1 = none */
-  int req;                     /* props_sorted: named in 'required' */
+  long eidx;                   /* props_sorted: index in 'props' */
+  int req;                     /* props, props_sorted: named in 'required' */
   unsigned pass;               /* node->pass, next to the name (props and
                                   props_sorted; set by jc_node_link) */
 } jc_prop;
@@ -148,7 +153,8 @@ struct jc_node {
   unsigned pass;               /* bit (1 << JT_*): a value of that kind
                                   passes with nothing to check (type
                                   alone, or 'true'); JC_PASS_FREE: 'true'
-                                  (no work unit). Set by jc_node_finish;
+                                  (no work unit); the leaf kinds at
+                                  JC_LEAF_SHIFT. Set by jc_node_finish;
                                   0 with $dynamicRef in the schema */
   int vfast;                   /* only type, enum, const and the keywords
                                   of one value type (no reference, no
@@ -463,6 +469,7 @@ static JC_INLINE int jc_prop_is(const jc_prop *p, const char *s, size_t len,
                                 jc_u64 wa, jc_u64 wb) {
   size_t o;
   if (p->len != len || p->wa != wa || p->wb != wb) return 0;
+  if (len <= 16) return 1;   /* the common case, without the loop's setup */
   for (o = 8; o + 8 < len; o += 8) {
     jc_u64 x, y;
     memcpy(&x, p->name + o, 8);
@@ -472,14 +479,15 @@ static JC_INLINE int jc_prop_is(const jc_prop *p, const char *s, size_t len,
   return 1;
 }
 
-/* The declared property named 's', or NULL: by the perfect hash table
-** past 4 properties (a name not declared is told by its one slot), else
-** by length and words. Inline: the walk calls it per member. */
-static JC_HOT_INLINE const jc_prop *jc_find_prop(const jc_node *n,
-                                                 const char *s, size_t len) {
+/* The declared property named 's' (of words 'wa', 'wb'), or NULL: by the
+** perfect hash table past 4 properties (a name not declared is told by
+** its one slot), else by length and words. Inline: the walk calls it per
+** member. */
+static JC_HOT_INLINE const jc_prop *jc_find_prop_words(const jc_node *n,
+                                                       const char *s,
+                                                       size_t len, jc_u64 wa,
+                                                       jc_u64 wb) {
   size_t k;
-  jc_u64 wa, wb;
-  jc_name_words(s, len, &wa, &wb);
   if (n->props_hash != NULL) {
     unsigned e = n->props_hash[jc_name_hash(wa, wb, len, n->props_seed) &
                                n->props_mask];
@@ -493,6 +501,32 @@ static JC_HOT_INLINE const jc_prop *jc_find_prop(const jc_node *n,
     if (jc_prop_is(p, s, len, wa, wb)) return p;
   }
   return NULL;
+}
+
+/* The declared property named 's', or NULL (jc_find_prop_words). */
+static JC_HOT_INLINE const jc_prop *jc_find_prop(const jc_node *n,
+                                                 const char *s, size_t len) {
+  jc_u64 wa, wb;
+  jc_name_words(s, len, &wa, &wb);
+  return jc_find_prop_words(n, s, len, wa, wb);
+}
+
+/* jc_find_prop for members in turn: 'props[*next]' first, the property
+** after the last one found in evaluation order (members mostly come in
+** the order of 'required'); the entry found may be that of 'props' or of
+** 'props_sorted' (the same fields but 'sidx'/'eidx'). */
+static JC_HOT_INLINE const jc_prop *jc_find_prop_next(const jc_node *n,
+                                                      const char *s,
+                                                      size_t len,
+                                                      size_t *next) {
+  jc_u64 wa, wb;
+  const jc_prop *p;
+  jc_name_words(s, len, &wa, &wb);
+  if (*next < n->nprops && jc_prop_is(&n->props[*next], s, len, wa, wb))
+    return &n->props[(*next)++];
+  p = jc_find_prop_words(n, s, len, wa, wb);
+  if (p != NULL) *next = (size_t)p->eidx + 1;
+  return p;
 }
 jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path, const char
     *abs, const char *base);

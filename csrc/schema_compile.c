@@ -492,11 +492,15 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
                                       n->required[i].len);
       if (p != NULL && !placed[p - n->props_sorted]) {
         placed[p - n->props_sorted] = 1;
+        n->props_sorted[p->sidx].eidx = (long)k;
         n->props[k++] = *p;
       }
     }
-    for (j = 0; j < n->nprops; j++)
-      if (!placed[j]) n->props[k++] = n->props_sorted[j];
+    for (j = 0; j < n->nprops; j++) {
+      if (placed[j]) continue;
+      n->props_sorted[j].eidx = (long)k;
+      n->props[k++] = n->props_sorted[j];
+    }
   }
   lua_pop(L, 1);
   for (i = 0; i < n->nrequired; i++) {
@@ -507,6 +511,7 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
       n->nreq_other++;
     } else if (!n->props_sorted[p->sidx].req) {
       n->props_sorted[p->sidx].req = 1;
+      n->props[n->props_sorted[p->sidx].eidx].req = 1;
       n->nreq_props++;
     }
   }
@@ -943,6 +948,9 @@ void jc_node_finish(const jc_validator *v, jc_node *n) {
   ** nothing) and, for strings, numbers, only annotations (a 'format' that
   ** is not asserted); 'integer' without 'number' asks the number */
   pass = 0;
+  if (n->boolean < 0 && (kw & ~(KW_ENUM | KW_STR | KW_NUM)) == 0)
+    pass = ((1u << JT_NULL) | (1u << JT_BOOLEAN) | (1u << JT_NUMBER) |
+            (1u << JT_STRING)) << JC_LEAF_SHIFT;
   if (n->boolean == 1) {
     pass = JC_PASS_FREE | 0x3fu;
   } else if (n->boolean < 0 && (kw & ~(KW_STR | KW_NUM)) == 0) {

@@ -291,13 +291,13 @@ static JC_HOT_INLINE int jc_sibling(jc_vctx *c, int room, unsigned pass,
                                     size_t index) {
   const jc_tv *x = &c->t->v[i];
   if (room && c->work >= 1.0) {
-    const jc_node *m = n->jump != NULL ? n->jump : n;
-    if (pass & (1u << x->kind)) {
+    unsigned b = pass >> x->kind;   /* the pass and leaf bits of its kind */
+    if (b & 1u) {
       if (!(pass & JC_PASS_FREE)) c->work -= 1.0;
       return 1;
     }
-    if (!jc_scalar_leaf(m, x)) return jc_vchild(c, n, i);
-    if (!jc_scalar_ok(c, m, i, x)) return 0;
+    if (!(b & (1u << JC_LEAF_SHIFT))) return jc_vchild(c, n, i);
+    if (!jc_scalar_ok(c, n->jump != NULL ? n->jump : n, i, x)) return 0;
     c->work -= 1.0;
     return 1;
   }
@@ -726,11 +726,12 @@ static JC_INLINE void jc_mark_name(const jc_tape *t, size_t j,
 static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
                                            size_t i, int room) {
   const jc_tape *t = c->t;
-  size_t j, k, end = t->v[i].u.end, req = 0;
+  size_t j, k, end = t->v[i].u.end, req = 0, next = 0;
   for (j = i + 1; j < end; j = jc_tv_next(t, j + 1)) {
     const jc_tv *key = &t->v[j];
-    const jc_prop *p = n->nprops > 0 ? jc_find_prop(n, key->s, key->u.len)
-                                     : NULL;
+    const jc_prop *p = n->nprops > 0
+                           ? jc_find_prop_next(n, key->s, key->u.len, &next)
+                           : NULL;
     if (p != NULL) {
       jc_mark_name(t, j, p);
       req += (size_t)p->req;
