@@ -1126,24 +1126,13 @@ static JC_NOINLINE int jc_eval_contains(jc_vctx *c, const jc_node *n,
   return 1;
 }
 
-/* Is 'i' in the enum of 'n'? By hash first, every member when the value
-** is too big to hash whole. */
-static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i) {
+/* jc_enum_has by hash, every member when the value is too big to hash
+** whole. */
+static JC_NOINLINE int jc_enum_hashed(jc_vctx *c, const jc_node *n,
+                                      size_t i) {
   long budget = JC_HASH_BUDGET;
   jc_u64 h;
   size_t lo = 0, hi = n->nenum, k;
-  const jc_tv *x = &c->t->v[i];
-  if (x->kind == JT_STRING && n->nenum <= 8) {
-    /* a string among a few members: compared directly, no hash (a
-    ** string equals only a string of the same bytes) */
-    for (k = 0; k < n->nenum; k++) {
-      const jc_tv *m = &n->enum_tape->v[n->enum_roots[k]];
-      if (m->kind == JT_STRING && m->u.len == x->u.len &&
-          jc_bytes_eq(m->s, x->s, x->u.len))
-        return 1;
-    }
-    return 0;
-  }
   h = jc_tv_hash(c->t, i, &budget);
   if (budget < 0) {
     for (k = 0; k < n->nenum; k++)
@@ -1159,6 +1148,22 @@ static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i) {
     if (jc_tv_equal(c->t, i, n->enum_tape,
                     n->enum_roots[n->enum_hash[2 * k + 1]]))
       return 1;
+  return 0;
+}
+
+/* Is 'i' in the enum of 'n'? A string among a few members is compared
+** with each, in line (a string equals only a string of the same bytes);
+** the rest by hash (jc_enum_hashed). */
+static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i) {
+  const jc_tv *x = &c->t->v[i];
+  size_t k;
+  if (x->kind != JT_STRING || n->nenum > 8) return jc_enum_hashed(c, n, i);
+  for (k = 0; k < n->nenum; k++) {
+    const jc_tv *m = &n->enum_tape->v[n->enum_roots[k]];
+    if (m->kind == JT_STRING && m->u.len == x->u.len &&
+        jc_bytes_eq(m->s, x->s, x->u.len))
+      return 1;
+  }
   return 0;
 }
 
