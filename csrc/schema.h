@@ -246,6 +246,8 @@ typedef struct jc_validator {
   jc_res **scope;              /* dynamic scope stack, JC_SCHEMA_MAX_EVAL+2 */
   const char *base;            /* base URI of the root */
   const void *amt;             /* the JC_ARRAY_MT table (registry) */
+  const void *tmt;             /* the JC_TAPE_MT table (registry): a tape
+                                  is known by its metatable's address */
   jc_via *via;                 /* references being followed, for the
                                   keyword location ("basic" output) */
   double work_budget;          /* work units per validation, 0 = default */
