@@ -155,7 +155,7 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_number_ok(const jc_node *n, const jc_tv *x);
 static int jc_string_ok(jc_vctx *c, const jc_node *n, size_t i,
                         const jc_tv *x);
-static int jc_vfast(jc_vctx *c, const jc_node *n, size_t i);
+static int jc_vfast(jc_vctx *c, const jc_node *n, size_t i, int room);
 
 /* Does the child value 'x' pass 'n' on sight (jc_node.pass)? Then it
 ** costs the work unit jc_eval would charge, and nothing else: no
@@ -212,7 +212,20 @@ static int jc_vchild(jc_vctx *c, const jc_node *n, size_t i) {
     return ok;
   }
   c->depth++;
-  ok = n->vfast && !c->abort ? jc_vfast(c, n, i) : jc_eval(c, n, i);
+  ok = n->vfast && !c->abort ? jc_vfast(c, n, i, 0) : jc_eval(c, n, i);
+  c->depth--;
+  return ok;
+}
+
+/* jc_vchild of a child that is neither passed nor a leaf, from a
+** container whose jc_vroom held (jc_sibling): the walk is not stopped,
+** the depth and evaluation bounds have room (children leave them as they
+** found them), so only the work budget is left to check. */
+static JC_NOINLINE int jc_vdeeper(jc_vctx *c, const jc_node *n, size_t i) {
+  int ok;
+  if (n->jump != NULL) n = n->jump;     /* c->nvia < 0 in this pass */
+  c->depth++;
+  ok = n->vfast ? jc_vfast(c, n, i, 1) : jc_eval(c, n, i);
   c->depth--;
   return ok;
 }
@@ -296,7 +309,7 @@ static JC_HOT_INLINE int jc_sibling(jc_vctx *c, int room, unsigned pass,
       if (!(pass & JC_PASS_FREE)) c->work -= 1.0;
       return 1;
     }
-    if (!(b & (1u << JC_LEAF_SHIFT))) return jc_vchild(c, n, i);
+    if (!(b & (1u << JC_LEAF_SHIFT))) return jc_vdeeper(c, n, i);
     if (!jc_scalar_ok(c, n->jump != NULL ? n->jump : n, i, x)) return 0;
     c->work -= 1.0;
     return 1;
@@ -1368,9 +1381,11 @@ done:
   return ok;
 }
 
-/* jc_verdict of a 'vfast' node, not aborted. Inline: 'jc_vchild' calls
-** it per container. */
-static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i) {
+/* jc_verdict of a 'vfast' node, not aborted; 'room': the evaluation
+** bound is known to have room (jc_vdeeper). Inline: 'jc_vchild' and
+** 'jc_vdeeper' call it per container. */
+static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i,
+                                  int room) {
   const jc_tv *x;
   int ok;
   unsigned kw;
@@ -1379,7 +1394,7 @@ static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i) {
     c->abort = 2;                       /* jc_over, which reports nothing */
     return 0;
   }
-  if (c->edepth >= JC_SCHEMA_MAX_EVAL) {
+  if (!room && c->edepth >= JC_SCHEMA_MAX_EVAL) {
     c->abort = 1;                       /* jc_too_deep, likewise */
     return 0;
   }
@@ -1407,7 +1422,7 @@ static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i) {
 int jc_verdict(jc_vctx *c, const jc_node *n, size_t i) {
   if (n->jump != NULL) n = n->jump;     /* c->nvia < 0 in this pass */
   if (!n->vfast || c->abort) return jc_eval(c, n, i);
-  return jc_vfast(c, n, i);
+  return jc_vfast(c, n, i, 0);
 }
 
 /* Validate the value at entry 0 of tape 't' with 'v' ('deep' > 0: the
