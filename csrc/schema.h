@@ -88,6 +88,13 @@ enum { LIM_MIN, LIM_MAX, LIM_XMIN, LIM_XMAX, LIM_MULT, LIM_N };
 ** verdict pass decides such a value in place ('jc_scalar_ok') */
 #define JC_LEAF_SHIFT 16
 
+/* jc_node.leaf[JT_*]: what 'jc_scalar_ok' checks on a value of that kind */
+#define JC_LEAF_TYPE 0x01u    /* 'type' (or none) admits the kind */
+#define JC_LEAF_INT 0x02u     /* 'type' admits it if integral ('integer') */
+#define JC_LEAF_ENUM 0x04u
+#define JC_LEAF_STR 0x08u     /* a string with string keywords */
+#define JC_LEAF_NUM 0x10u     /* a number with numeric keywords */
+
 /* in-place applicators: what makes a quiet result worth remembering */
 #define KW_INPLACE (KW_REF | KW_ALLOF | KW_ANYOF | KW_ONEOF | KW_NOT | KW_IF)
 /* what comes after the value's own keywords */
@@ -156,6 +163,7 @@ struct jc_node {
                                   (no work unit); the leaf kinds at
                                   JC_LEAF_SHIFT. Set by jc_node_finish;
                                   0 with $dynamicRef in the schema */
+  unsigned char leaf[8];       /* JC_LEAF_* by JT_* kind (jc_node_finish) */
   int vfast;                   /* only type, enum, const and the keywords
                                   of one value type (no reference, no
                                   applicator; no $dynamicRef in the

@@ -934,6 +934,18 @@ void jc_node_finish(const jc_validator *v, jc_node *n) {
   if (n->uprops != NULL) kw |= KW_UPROPS;
   if (n->uitems != NULL) kw |= KW_UITEMS;
   n->kw = kw;
+  for (k = 0; k < 8; k++) {
+    static const unsigned char bit[8] = {
+      TB_NULL, TB_BOOLEAN, TB_OBJECT, TB_ARRAY, TB_NUMBER, TB_STRING, 0, 0
+    };
+    unsigned op = 0;
+    if (n->types == 0 || (n->types & bit[k]) != 0) op |= JC_LEAF_TYPE;
+    else if (k == JT_NUMBER && (n->types & TB_INTEGER)) op |= JC_LEAF_INT;
+    if (kw & KW_ENUM) op |= JC_LEAF_ENUM;
+    if (k == JT_STRING && (kw & KW_STR)) op |= JC_LEAF_STR;
+    if (k == JT_NUMBER && (kw & KW_NUM)) op |= JC_LEAF_NUM;
+    n->leaf[k] = (unsigned char)op;
+  }
   n->lim_dbl = 1;
   for (k = LIM_MIN; k <= LIM_XMAX; k++) {
     const jc_limit *l = &n->lim[k];

@@ -183,11 +183,14 @@ static JC_INLINE int jc_pass_bits(jc_vctx *c, unsigned p, const jc_tv *x) {
 ** has c->quiet > 0 and charges the work unit. */
 static JC_INLINE int jc_scalar_ok(jc_vctx *c, const jc_node *n, size_t i,
                                   const jc_tv *x) {
-  unsigned kw = n->kw;
-  return (n->types == 0 || jc_type_ok(x, n->types)) &&
-         (!(kw & KW_ENUM) || jc_enum_has(c, n, i)) &&
-         (!(kw & KW_STR) || x->kind != JT_STRING || jc_string_ok(c, n, i, x)) &&
-         (!(kw & KW_NUM) || x->kind != JT_NUMBER || jc_number_ok(n, x));
+  unsigned op = n->leaf[x->kind & 7];   /* type, enum, then the kind's */
+  if (!(op & JC_LEAF_TYPE) &&
+      !((op & JC_LEAF_INT) && ((x->flags & JC_TF_INT) || jc_tv_integral(x))))
+    return 0;
+  if ((op & JC_LEAF_ENUM) && !jc_enum_has(c, n, i)) return 0;
+  if (op & JC_LEAF_STR) return jc_string_ok(c, n, i, x);
+  if (op & JC_LEAF_NUM) return jc_number_ok(n, x);
+  return 1;
 }
 
 /* Is the walk in the verdict pass outside any applicator (jc_run)? There
