@@ -132,15 +132,13 @@ static int jc_match(jc_vctx *c, const jc_node *n, const jc_pattern *re,
   return rc;
 }
 
-/* Does the value (entry 'x') satisfy the 'type' bits? A table by kind;
-** 'integer' asks the number. */
-static JC_INLINE int jc_type_ok(const jc_tv *x, unsigned types) {
-  static const unsigned char bit[8] = {
-    TB_NULL, TB_BOOLEAN, TB_OBJECT, TB_ARRAY, TB_NUMBER, TB_STRING, 0, 0
-  };
-  if ((types & bit[x->kind & 7]) != 0) return 1;
-  return x->kind == JT_NUMBER && (types & TB_INTEGER) != 0 &&
-         ((x->flags & JC_TF_INT) != 0 || jc_tv_integral(x));
+/* Does the value (entry 'x') satisfy the 'type' of 'n' (true without
+** one)? By the node's table by kind; 'integer' asks the number. */
+static JC_INLINE int jc_type_ok(const jc_node *n, const jc_tv *x) {
+  unsigned op = n->leaf[x->kind & 7];
+  return (op & JC_LEAF_TYPE) != 0 ||
+         ((op & JC_LEAF_INT) != 0 &&
+          ((x->flags & JC_TF_INT) != 0 || jc_tv_integral(x)));
 }
 static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i);
@@ -184,9 +182,7 @@ static JC_INLINE int jc_pass_bits(jc_vctx *c, unsigned p, const jc_tv *x) {
 static JC_INLINE int jc_scalar_ok(jc_vctx *c, const jc_node *n, size_t i,
                                   const jc_tv *x) {
   unsigned op = n->leaf[x->kind & 7];   /* type, enum, then the kind's */
-  if (!(op & JC_LEAF_TYPE) &&
-      !((op & JC_LEAF_INT) && ((x->flags & JC_TF_INT) || jc_tv_integral(x))))
-    return 0;
+  if (!jc_type_ok(n, x)) return 0;
   if ((op & JC_LEAF_ENUM) && !jc_enum_has(c, n, i)) return 0;
   if (op & JC_LEAF_STR) return jc_string_ok(c, n, i, x);
   if (op & JC_LEAF_NUM) return jc_number_ok(n, x);
@@ -1248,7 +1244,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
     ok = 0;
     if (JC_STOP(c)) goto done;
   }
-  if (n->types != 0 && !jc_type_ok(x, n->types)) {
+  if (!jc_type_ok(n, x)) {
     ok = 0;
     if (!c->quiet) {
       const char *where = jc_err_begin(c, n, "type");
@@ -1404,7 +1400,7 @@ static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i,
   c->edepth++;
   x = &c->t->v[i];
   kw = n->kw;
-  ok = (n->types == 0 || jc_type_ok(x, n->types)) &&
+  ok = jc_type_ok(n, x) &&
        (!(kw & KW_ENUM) || jc_enum_has(c, n, i)) &&
        (!(kw & KW_CONST) || jc_tv_equal(c->t, i, n->const_tape, 0));
   if (ok) {
