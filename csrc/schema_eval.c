@@ -5,6 +5,12 @@
 #include "schema.h"
 
 
+/* jc_tv_next on the entries 'v' of a tape (held in a local: the walk
+** never moves a tape while it runs). */
+#define jc_tv_after(v, i) \
+  ((v)[i].kind == JT_OBJECT || (v)[i].kind == JT_ARRAY ? (v)[i].u.end \
+                                                       : (i) + 1)
+
 /* 'n' zeroed entries on the scratch stack; returns their offset (valid
 ** until popped with 'jc_stk_pop'; the stack may move: use offsets).
 ** [-0, +0, m] */
@@ -294,14 +300,13 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
                      (c)->edepth < JC_SCHEMA_MAX_EVAL && !(c)->v->dynamic)
 
 /* jc_eval_child of a member or item under 'n' whose pass bits are 'pass'
-** ('n->pass', or the copy in its jc_prop). With 'room' (jc_vroom of the
-** parent) the bounds are known, so a pass or a leaf is decided here, in
-** the caller's loop. */
+** ('n->pass', or the copy in its jc_prop), at entry 'i' ('x'). With
+** 'room' (jc_vroom of the parent) the bounds are known, so a pass or a
+** leaf is decided here, in the caller's loop. */
 static JC_HOT_INLINE int jc_sibling(jc_vctx *c, int room, unsigned pass,
                                     const jc_node *n, size_t i,
-                                    const char *key, size_t len,
-                                    size_t index) {
-  const jc_tv *x = &c->t->v[i];
+                                    const jc_tv *x, const char *key,
+                                    size_t len, size_t index) {
   if (room && c->work >= 1.0) {
     unsigned b = pass >> x->kind;   /* the pass and leaf bits of its kind */
     if (b & 1u) {
@@ -625,7 +630,8 @@ static JC_NOINLINE int jc_eval_unique(jc_vctx *c, const jc_node *n, size_t i,
 
 static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
   const jc_tape *t = c->t;
-  const jc_tv *x = &t->v[i];
+  const jc_tv *tv = t->v;    /* the walk never moves the tape */
+  const jc_tv *x = &tv[i];
   size_t len = x->n, k, j, end = x->u.end;
   int ok = 1, room = jc_vroom(c);
   if (n->min_items != ABSENT && len < n->min_items) {
@@ -643,9 +649,9 @@ static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
     if (JC_STOP(c)) return 0;
   }
   for (j = i + 1, k = 0; j < end && (k < n->nprefix || n->items != NULL);
-       j = jc_tv_next(t, j), k++) {
+       j = jc_tv_after(tv, j), k++) {
     const jc_node *sub = k < n->nprefix ? n->prefix[k] : n->items;
-    if (!jc_sibling(c, room, sub->pass, sub, j, NULL, 0, k)) {
+    if (!jc_sibling(c, room, sub->pass, sub, j, &tv[j], NULL, 0, k)) {
       ok = 0;
       if (JC_STOP(c)) return 0;
     }
@@ -721,12 +727,10 @@ static int jc_eval_member(jc_vctx *c, const jc_node *n, size_t k,
   return ok;
 }
 
-/* Mark member name entry 'j' (declared as 'p'): its Lua string is kept,
-** the builder reuses it (check). */
-static JC_INLINE void jc_mark_name(const jc_tape *t, size_t j,
-                                   const jc_prop *p) {
-  if (!(t->v[j].flags & JC_TF_ESC) && t->text != NULL) {
-    jc_tv *key = (jc_tv *)&t->v[j];
+/* Mark member name entry 'key' (declared as 'p') of a tape of parsed
+** text ('text'): its Lua string is kept, the builder reuses it (check). */
+static JC_INLINE void jc_mark_name(int text, jc_tv *key, const jc_prop *p) {
+  if (!(key->flags & JC_TF_ESC) && text) {
     key->n = (unsigned)p->name_ref;
     key->flags |= JC_TF_NAME;
   }
@@ -738,16 +742,21 @@ static JC_INLINE void jc_mark_name(const jc_tape *t, size_t j,
 static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
                                            size_t i, int room) {
   const jc_tape *t = c->t;
-  size_t j, k, end = t->v[i].u.end, req = 0, next = 0;
-  for (j = i + 1; j < end; j = jc_tv_next(t, j + 1)) {
-    const jc_tv *key = &t->v[j];
+  /* the entries in a local: the name marks below store into them, which
+  ** would make the compiler load c->t->v again after each */
+  jc_tv *tv = t->v;
+  int text = t->text != NULL;
+  size_t j, k, end = tv[i].u.end, req = 0, next = 0;
+  for (j = i + 1; j < end; j = jc_tv_after(tv, j + 1)) {
+    jc_tv *key = &tv[j];
     const jc_prop *p = n->nprops > 0
                            ? jc_find_prop_next(n, key->s, key->u.len, &next)
                            : NULL;
     if (p != NULL) {
-      jc_mark_name(t, j, p);
+      jc_mark_name(text, key, p);
       req += (size_t)p->req;
-      if (!jc_sibling(c, room, p->pass, p->node, j + 1, p->name, p->len, 0))
+      if (!jc_sibling(c, room, p->pass, p->node, j + 1, &tv[j + 1], p->name,
+                      p->len, 0))
         return 0;
       if (n->npprops > 0 && !jc_eval_member(c, n, j, 1)) return 0;
     } else if ((n->npprops > 0 || n->addl != NULL) &&
@@ -797,7 +806,7 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
       if (p != NULL) {
         c->stk[slots + (size_t)p->sidx] = j + 1;
         known++;
-        jc_mark_name(t, j, p);
+        jc_mark_name(t->text != NULL, &t->v[j], p);
       } else if (unk != (size_t)-1) {
         c->stk[unk + nunk++] = j;
       }
