@@ -39,6 +39,7 @@ typedef struct jc_frame {
   size_t at;              /* tape index of the container */
   size_t count;           /* elements / members stored so far */
   size_t key;             /* tape index of the current member name, 0 */
+  jc_u64 names;           /* object: one bit per name read ('jc_name_bit') */
   int is_object;
 } jc_frame;
 
@@ -330,6 +331,23 @@ static int jc_string(jc_parser *p, const unsigned char **ps, size_t e) {
   }
 }
 
+/* 'jc_string' for the common string, plain ASCII up to its closing quote
+** (most member names and values a model writes): decided in the parser's
+** loop, without the call; any other stops the scan and goes the whole
+** way. The text is NUL-terminated, so reading '*q' at the end is safe. */
+static JC_HOT_INLINE int jc_string_plain(jc_parser *p, const unsigned char **ps,
+                                         size_t e) {
+  const unsigned char *run = *ps + 1, *q = jc_scan_plain8(run, p->end);
+  if (*q == '"') {
+    jc_tv *v = &p->t->v[e];
+    v->s = (const char *)run;
+    v->u.len = (size_t)(q - run);
+    *ps = q + 1;
+    return 0;
+  }
+  return jc_string(p, ps, e);
+}
+
 static int jc_bad_number(jc_parser *p, const unsigned char *at,
                          const char *why) {
   snprintf(p->head, sizeof p->head, "invalid number at ");
@@ -504,6 +522,7 @@ static int jc_open(jc_parser *p, const unsigned char *at, int is_object) {
   f->is_object = is_object;
   f->count = 0;
   f->key = 0;
+  f->names = 0;
   return 0;
 }
 
@@ -581,12 +600,29 @@ static void jc_raw_key(jc_parser *p, size_t e, char *out) {
 
 #define JC_DUP_LINEAR 16   /* members compared pairwise before the set */
 
+/* One of 64 bits for a member name, from its length and first and last
+** bytes: equal names set the same bit. */
+static JC_INLINE jc_u64 jc_name_bit(const jc_tv *k) {
+  size_t len = k->u.len;
+  unsigned h = (unsigned)len;
+  if (len > 0)
+    h = h * 7u + (unsigned char)k->s[0] * 5u + (unsigned char)k->s[len - 1];
+  return (jc_u64)1 << (h & 63u);
+}
+
 /* Is the member name at entry 'k' a repeat in the innermost object? */
-static int jc_is_dup(jc_parser *p, const jc_frame *f, size_t k) {
+static int jc_is_dup(jc_parser *p, jc_frame *f, size_t k) {
   jc_tape *t = p->t;
   const jc_tv *b = &t->v[k];
   size_t j, m;
   if (f->count < JC_DUP_LINEAR) {
+    /* a name whose bit no earlier name set is new: most names of a small
+    ** object are decided so, without a comparison */
+    jc_u64 bit = jc_name_bit(b);
+    if ((f->names & bit) == 0) {
+      f->names |= bit;
+      return 0;
+    }
     /* most names differ in length or first byte: no memcmp call then */
     for (j = f->at + 1, m = 0; m < f->count; m++, j = jc_tv_next(t, j + 1)) {
       const jc_tv *a = &t->v[j];
@@ -647,7 +683,7 @@ value:
     case '"':
       e = jc_tape_add(p->L, t);
       t->v[e].kind = JT_STRING;
-      if (jc_string(p, &s, e)) return -1;
+      if (jc_string_plain(p, &s, e)) return -1;
       goto done;
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
@@ -713,7 +749,7 @@ key:
   }
   e = jc_tape_add(p->L, t);
   t->v[e].kind = JT_STRING;
-  if (jc_string(p, &s, e)) return -1;
+  if (jc_string_plain(p, &s, e)) return -1;
   f = &p->frames[p->depth - 1];
   f->key = e;
   if (jc_is_dup(p, f, e)) {
