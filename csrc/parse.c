@@ -361,6 +361,9 @@ static int jc_number(jc_parser *p, const unsigned char **ps, size_t e) {
   const unsigned char *b = *ps, *s = b, *digits, *intend, *fracend;
   int neg = 0, isint = 1, hasexp = 0;
   size_t len;
+  /* the digits' value, read as they are scanned: exact while there are at
+  ** most 19 of them (used only then; beyond, unsigned wrap-around) */
+  unsigned long long m = 0;
   char local[64], *buf, *end, *dp;
   double d;
   jc_tv *v;
@@ -371,7 +374,7 @@ static int jc_number(jc_parser *p, const unsigned char **ps, size_t e) {
     if (JC_DIGIT(*s))
       return jc_bad_number(p, s, ": leading zeros are not allowed");
   } else if (*s >= '1' && *s <= '9') {
-    while (JC_DIGIT(*s)) s++;
+    while (JC_DIGIT(*s)) m = m * 10 + (unsigned)(*s++ - '0');
   } else if (*s == 'I') {
     return jc_bad_number(p, b, ": NaN and Infinity are not JSON numbers");
   } else {
@@ -382,7 +385,7 @@ static int jc_number(jc_parser *p, const unsigned char **ps, size_t e) {
     s++;
     if (!JC_DIGIT(*s))
       return jc_bad_number(p, s, ": expected a digit after '.'");
-    while (JC_DIGIT(*s)) s++;
+    while (JC_DIGIT(*s)) m = m * 10 + (unsigned)(*s++ - '0');
     isint = 0;
   }
   fracend = s;
@@ -402,10 +405,8 @@ static int jc_number(jc_parser *p, const unsigned char **ps, size_t e) {
   len = (size_t)(s - b);
   v = &p->t->v[e];
   if (isint && s - digits <= 18) {      /* < 10^18: exact in int64 */
-    long long x = 0;
-    for (; digits < s; digits++) x = x * 10 + (*digits - '0');
     v->flags = JC_TF_INT;
-    v->u.i = neg ? -x : x;
+    v->u.i = neg ? -(long long)m : (long long)m;
     return 0;
   }
   if (isint) {                          /* 19 digits or more */
@@ -435,10 +436,6 @@ static int jc_number(jc_parser *p, const unsigned char **ps, size_t e) {
   if (!isint && !hasexp && (intend - digits) + (fracend - intend - 1) <= 15) {
     static const double pow10[16] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6,
       1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15 };
-    long long m = 0;
-    const unsigned char *q;
-    for (q = digits; q < intend; q++) m = m * 10 + (*q - '0');
-    for (q = intend + 1; q < fracend; q++) m = m * 10 + (*q - '0');
     d = (double)m / pow10[fracend - intend - 1];
     v = &p->t->v[e];
     v->flags = JC_TF_LEX;
