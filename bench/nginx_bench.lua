@@ -106,6 +106,7 @@ if ROUNDS > 0 then
                 '  location = /check_ticket { content_by_lua_block { require("nginx_bench_app").check_ticket() } }',
                 '  location = /decode { content_by_lua_block { require("nginx_bench_app").decode() } }',
                 '  location = /validate { content_by_lua_block { require("nginx_bench_app").validate() } }',
+                '  location = /cjson_decode { content_by_lua_block { require("nginx_bench_app").cjson_decode() } }',
                 "}" }, "\n")
         end,
     }
@@ -117,6 +118,8 @@ if ROUNDS > 0 then
         -- neighbours in time (other processes on the machine come and go); the median round wins.
         local names = { "fixed_return", "fixed_lua", "fixed_reply", "check", "check_json", "check_ticket",
             "decode", "validate" }
+        local has_cjson = require("nginx_bench_app").has_cjson
+        if has_cjson then names[#names + 1] = "cjson_decode" end
         -- ratio name -> { numerator location, denominator location }
         local RATIOS = {
             { "check/fixed_lua", "check", "fixed_lua" },
@@ -128,6 +131,7 @@ if ROUNDS > 0 then
             { "decode/fixed_lua", "decode", "fixed_lua" },
             { "validate/fixed_lua", "validate", "fixed_lua" },
         }
+        if has_cjson then RATIOS[#RATIOS + 1] = { "cjson_decode/fixed_lua", "cjson_decode", "fixed_lua" } end
         local rps, ratios = {}, {}
         for _, r in ipairs(RATIOS) do ratios[r[1]] = {} end
         -- The worker's CPU time per request: what a request costs nginx, whatever else runs on
@@ -161,6 +165,7 @@ if ROUNDS > 0 then
             ["check_ticket/fixed_lua"] = "  (contract:check on the 70-byte support-ticket reply)",
             ["decode/fixed_lua"] = "  (the format gate alone, building the value)",
             ["validate/fixed_lua"] = "  (the schema gate alone, on the decoded value)",
+            ["cjson_decode/fixed_lua"] = "  (lua-cjson's lax decode alone, no schema: the peer, for scale)",
         }
         for _, r in ipairs(RATIOS) do
             say("  ratio %-24s = %.2f  rounds %s%s", r[1], median(ratios[r[1]]), list(ratios[r[1]], "%.2f"),
@@ -174,8 +179,9 @@ if ROUNDS > 0 then
             return table.concat(out, ", ")
         end)())
         say("  ratio by worker CPU (the req/s ratio with a core to itself): check/fixed_lua = %.2f, "
-            .. "check_json/fixed_lua = %.2f, check_ticket/fixed_lua = %.2f", cpu.fixed_lua / cpu.check,
-            cpu.fixed_lua / cpu.check_json, cpu.fixed_lua / cpu.check_ticket)
+            .. "check_json/fixed_lua = %.2f, check_ticket/fixed_lua = %.2f%s", cpu.fixed_lua / cpu.check,
+            cpu.fixed_lua / cpu.check_json, cpu.fixed_lua / cpu.check_ticket,
+            cpu.cjson_decode and fmt(", cjson_decode/fixed_lua = %.2f", cpu.fixed_lua / cpu.cjson_decode) or "")
         -- Differences of medians, each with its own noise; decode and validate are not parts
         -- that add up to check (validate walks a Lua value, check validates the parsed tape).
         say("  worker CPU over its baseline: check +%.1f us (parse, validate, build the value; over fixed_lua), "

@@ -39,8 +39,12 @@ local ENVELOPE = '{"id":"chatcmpl-1","object":"chat.completion","choices":[{"ind
     .. '120,"completion_tokens":60}}'
 local BIG = string.rep(ENVELOPE, math.floor(1024 * 1024 / #ENVELOPE))
 
+local start = 0
 local function plain_redact(text)
-    local i, j = text:find(KEY, 1, true)
+    -- the start moves over the first 8 bytes: LuaJIT hoists a find whose arguments never
+    -- change out of the loop (the column measured 0.00 us)
+    start = start % 8 + 1
+    local i, j = text:find(KEY, start, true)
     if not i then return text end
     return text:sub(1, i - 1) .. "[redacted]" .. text:sub(j + 1)
 end
@@ -66,6 +70,10 @@ local function row(name, n, f, g)
     print(fmt("%-34s %12.2f %12.2f %8.2f", name, a, b, a / b))
 end
 row("rules gate, one rule, 1 KB value", 2000, gate, plain_gate)
-row("redact, 1 KB envelope", 2000, function() secrets.redact(ENVELOPE, KEY) end,
-    function() plain_redact(ENVELOPE) end)
-row("redact, 1 MB body", 3, function() secrets.redact(BIG, KEY) end, function() plain_redact(BIG) end)
+-- The lengths go to a sink: LuaJIT drops string work whose result is never read.
+local sink = 0
+row("redact, 1 KB envelope", 2000, function() sink = sink + #secrets.redact(ENVELOPE, KEY) end,
+    function() sink = sink + #plain_redact(ENVELOPE) end)
+row("redact, 1 MB body", 3, function() sink = sink + #secrets.redact(BIG, KEY) end,
+    function() sink = sink + #plain_redact(BIG) end)
+assert(sink > 0)

@@ -39,6 +39,7 @@ typedef struct jc_frame {
   size_t at;              /* tape index of the container */
   size_t count;           /* elements / members stored so far */
   size_t key;             /* tape index of the current member name, 0 */
+  jc_u64 names;           /* object: one bit per name read ('jc_name_bit') */
   int is_object;
 } jc_frame;
 
@@ -330,6 +331,23 @@ static int jc_string(jc_parser *p, const unsigned char **ps, size_t e) {
   }
 }
 
+/* 'jc_string' for the common string, plain ASCII up to its closing quote
+** (most member names and values a model writes): decided in the parser's
+** loop, without the call; any other stops the scan and goes the whole
+** way. The text is NUL-terminated, so reading '*q' at the end is safe. */
+static JC_HOT_INLINE int jc_string_plain(jc_parser *p, const unsigned char **ps,
+                                         size_t e) {
+  const unsigned char *run = *ps + 1, *q = jc_scan_plain8(run, p->end);
+  if (*q == '"') {
+    jc_tv *v = &p->t->v[e];
+    v->s = (const char *)run;
+    v->u.len = (size_t)(q - run);
+    *ps = q + 1;
+    return 0;
+  }
+  return jc_string(p, ps, e);
+}
+
 static int jc_bad_number(jc_parser *p, const unsigned char *at,
                          const char *why) {
   snprintf(p->head, sizeof p->head, "invalid number at ");
@@ -343,6 +361,9 @@ static int jc_number(jc_parser *p, const unsigned char **ps, size_t e) {
   const unsigned char *b = *ps, *s = b, *digits, *intend, *fracend;
   int neg = 0, isint = 1, hasexp = 0;
   size_t len;
+  /* the digits' value, read as they are scanned: exact while there are at
+  ** most 19 of them (used only then; beyond, unsigned wrap-around) */
+  unsigned long long m = 0;
   char local[64], *buf, *end, *dp;
   double d;
   jc_tv *v;
@@ -353,7 +374,7 @@ static int jc_number(jc_parser *p, const unsigned char **ps, size_t e) {
     if (JC_DIGIT(*s))
       return jc_bad_number(p, s, ": leading zeros are not allowed");
   } else if (*s >= '1' && *s <= '9') {
-    while (JC_DIGIT(*s)) s++;
+    while (JC_DIGIT(*s)) m = m * 10 + (unsigned)(*s++ - '0');
   } else if (*s == 'I') {
     return jc_bad_number(p, b, ": NaN and Infinity are not JSON numbers");
   } else {
@@ -364,7 +385,7 @@ static int jc_number(jc_parser *p, const unsigned char **ps, size_t e) {
     s++;
     if (!JC_DIGIT(*s))
       return jc_bad_number(p, s, ": expected a digit after '.'");
-    while (JC_DIGIT(*s)) s++;
+    while (JC_DIGIT(*s)) m = m * 10 + (unsigned)(*s++ - '0');
     isint = 0;
   }
   fracend = s;
@@ -384,10 +405,8 @@ static int jc_number(jc_parser *p, const unsigned char **ps, size_t e) {
   len = (size_t)(s - b);
   v = &p->t->v[e];
   if (isint && s - digits <= 18) {      /* < 10^18: exact in int64 */
-    long long x = 0;
-    for (; digits < s; digits++) x = x * 10 + (*digits - '0');
     v->flags = JC_TF_INT;
-    v->u.i = neg ? -x : x;
+    v->u.i = neg ? -(long long)m : (long long)m;
     return 0;
   }
   if (isint) {                          /* 19 digits or more */
@@ -417,10 +436,6 @@ static int jc_number(jc_parser *p, const unsigned char **ps, size_t e) {
   if (!isint && !hasexp && (intend - digits) + (fracend - intend - 1) <= 15) {
     static const double pow10[16] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6,
       1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15 };
-    long long m = 0;
-    const unsigned char *q;
-    for (q = digits; q < intend; q++) m = m * 10 + (*q - '0');
-    for (q = intend + 1; q < fracend; q++) m = m * 10 + (*q - '0');
     d = (double)m / pow10[fracend - intend - 1];
     v = &p->t->v[e];
     v->flags = JC_TF_LEX;
@@ -504,6 +519,7 @@ static int jc_open(jc_parser *p, const unsigned char *at, int is_object) {
   f->is_object = is_object;
   f->count = 0;
   f->key = 0;
+  f->names = 0;
   return 0;
 }
 
@@ -581,12 +597,29 @@ static void jc_raw_key(jc_parser *p, size_t e, char *out) {
 
 #define JC_DUP_LINEAR 16   /* members compared pairwise before the set */
 
+/* One of 64 bits for a member name, from its length and first and last
+** bytes: equal names set the same bit. */
+static JC_INLINE jc_u64 jc_name_bit(const jc_tv *k) {
+  size_t len = k->u.len;
+  unsigned h = (unsigned)len;
+  if (len > 0)
+    h = h * 7u + (unsigned char)k->s[0] * 5u + (unsigned char)k->s[len - 1];
+  return (jc_u64)1 << (h & 63u);
+}
+
 /* Is the member name at entry 'k' a repeat in the innermost object? */
-static int jc_is_dup(jc_parser *p, const jc_frame *f, size_t k) {
+static int jc_is_dup(jc_parser *p, jc_frame *f, size_t k) {
   jc_tape *t = p->t;
   const jc_tv *b = &t->v[k];
   size_t j, m;
   if (f->count < JC_DUP_LINEAR) {
+    /* a name whose bit no earlier name set is new: most names of a small
+    ** object are decided so, without a comparison */
+    jc_u64 bit = jc_name_bit(b);
+    if ((f->names & bit) == 0) {
+      f->names |= bit;
+      return 0;
+    }
     /* most names differ in length or first byte: no memcmp call then */
     for (j = f->at + 1, m = 0; m < f->count; m++, j = jc_tv_next(t, j + 1)) {
       const jc_tv *a = &t->v[j];
@@ -647,7 +680,7 @@ value:
     case '"':
       e = jc_tape_add(p->L, t);
       t->v[e].kind = JT_STRING;
-      if (jc_string(p, &s, e)) return -1;
+      if (jc_string_plain(p, &s, e)) return -1;
       goto done;
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
@@ -713,7 +746,7 @@ key:
   }
   e = jc_tape_add(p->L, t);
   t->v[e].kind = JT_STRING;
-  if (jc_string(p, &s, e)) return -1;
+  if (jc_string_plain(p, &s, e)) return -1;
   f = &p->frames[p->depth - 1];
   f->key = e;
   if (jc_is_dup(p, f, e)) {

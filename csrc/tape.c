@@ -590,8 +590,9 @@ static int jc_write_pass(lua_State *L, jc_tape *t, int idx, size_t max_depth,
   if (max_depth > ((size_t)-1) / sizeof(void *) - 2)
     luaL_error(L, "not enough memory");
   psize = (max_depth + 2) * sizeof(void *);
+  /* not cleared: a table sets its entry on the way down, and only the
+  ** entries of the tables above it are read ('jc_w_deep') */
   w.path = (const void **)jc_tape_aux(L, t, psize);
-  memset((void *)w.path, 0, psize);
   r = jc_w_value(&w, idx);
   *depth = w.found;
   return r;
