@@ -225,9 +225,10 @@ struct jc_node {
   const char *format_name;
   /* numbers */
   jc_limit lim[LIM_N];
-  int lim_dbl;                 /* every bound set is exact as a double (an
-                                  integer within 2^53): 'lim_d' decides a
-                                  number that is exact as a double too */
+  int lim_dbl;                 /* no multipleOf, every bound set exact as
+                                  a double (an integer within 2^53):
+                                  'lim_d' decides a number that is exact
+                                  as a double too */
   double lim_d[4];             /* LIM_MIN .. LIM_XMAX as doubles, NaN when
                                   absent (every comparison with it false) */
   /* applicators */

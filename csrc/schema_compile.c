@@ -946,7 +946,7 @@ void jc_node_finish(const jc_validator *v, jc_node *n) {
     if (k == JT_NUMBER && (kw & KW_NUM)) op |= JC_LEAF_NUM;
     n->leaf[k] = (unsigned char)op;
   }
-  n->lim_dbl = 1;
+  n->lim_dbl = !n->lim[LIM_MULT].set;
   for (k = LIM_MIN; k <= LIM_XMAX; k++) {
     const jc_limit *l = &n->lim[k];
     n->lim_d[k] = l->set ? (double)l->d : (double)NAN;

@@ -416,22 +416,10 @@ static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i) {
   return ok;
 }
 
-/* jc_eval_number's verdict alone (quiet: no report). */
-static int jc_number_ok(const jc_node *n, const jc_tv *x) {
+/* jc_eval_number's verdict alone (quiet: no report), exactly: the bounds
+** by jc_limit_cmp, then multipleOf. */
+static JC_NOINLINE int jc_number_exact(const jc_node *n, const jc_tv *x) {
   jc_tv lim;
-  double d;
-  /* a double, or an integer within 2^53, against bounds all exact as
-  ** doubles: the double comparisons are the exact ones (jc_limit_cmp),
-  ** and an absent bound is NaN, which fails no test */
-  if (!n->lim_dbl) goto exact;
-  if ((x->flags & (JC_TF_INT | JC_TF_BIG)) == 0) d = x->u.d;
-  else if ((x->flags & JC_TF_INT) && JC_EXACT_DBL(x->u.i)) d = (double)x->u.i;
-  else goto exact;
-  if (d < n->lim_d[LIM_MIN] || d > n->lim_d[LIM_MAX] ||
-      d <= n->lim_d[LIM_XMIN] || d >= n->lim_d[LIM_XMAX])
-    return 0;
-  goto mult;
-exact:
   /* one test per bound, 'k' a constant in each: the compiler folds the rule */
 #define JC_BOUND_OK(k) \
   (!n->lim[k].set || !jc_bound_fails(jc_limit_cmp(x, &n->lim[k]), k))
@@ -439,10 +427,24 @@ exact:
         JC_BOUND_OK(LIM_XMIN) && JC_BOUND_OK(LIM_XMAX)))
     return 0;
 #undef JC_BOUND_OK
-mult:
   if (!n->lim[LIM_MULT].set) return 1;
   jc_limit_tv(&n->lim[LIM_MULT], &lim);
   return jc_tv_multiple(x, &lim);
+}
+
+/* jc_eval_number's verdict alone. A double, or an integer within 2^53,
+** against bounds all exact as doubles and no multipleOf (jc_node.lim_dbl):
+** the double comparisons are the exact ones (jc_limit_cmp), and an absent
+** bound is NaN, which fails no test; the rest in jc_number_exact, whose
+** frame the common case does not pay. */
+static int jc_number_ok(const jc_node *n, const jc_tv *x) {
+  double d;
+  if (!n->lim_dbl) return jc_number_exact(n, x);
+  if ((x->flags & (JC_TF_INT | JC_TF_BIG)) == 0) d = x->u.d;
+  else if ((x->flags & JC_TF_INT) && JC_EXACT_DBL(x->u.i)) d = (double)x->u.i;
+  else return jc_number_exact(n, x);
+  return !(d < n->lim_d[LIM_MIN] || d > n->lim_d[LIM_MAX] ||
+           d <= n->lim_d[LIM_XMIN] || d >= n->lim_d[LIM_XMAX]);
 }
 
 /* jc_eval_string's verdict alone (quiet: no report); a regex 'format'
