@@ -147,7 +147,7 @@ static JC_INLINE int jc_type_ok(const jc_node *n, const jc_tv *x) {
           ((x->flags & JC_TF_INT) != 0 || jc_tv_integral(x)));
 }
 static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i);
-static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i);
+static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i, int room);
 static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
 
 /* Must a string of 'len' bytes have its characters counted to decide
@@ -630,12 +630,13 @@ static JC_NOINLINE int jc_eval_unique(jc_vctx *c, const jc_node *n, size_t i,
   return 0;
 }
 
-static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
+/* The array keywords of 'n' on entry 'i'; 'room': jc_vroom holds. */
+static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i, int room) {
   const jc_tape *t = c->t;
   const jc_tv *tv = t->v;    /* the walk never moves the tape */
   const jc_tv *x = &tv[i];
   size_t len = x->n, k, j, end = x->u.end;
-  int ok = 1, room = jc_vroom(c);
+  int ok = 1;
   if (n->min_items != ABSENT && len < n->min_items) {
     ok = 0;
     jc_report_count(c, n, "minItems", len, "items", "minimum", n->min_items);
@@ -777,14 +778,15 @@ static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
 /* The object keywords of 'n' on entry 'i' when quiet: only the verdict
 ** counts, so one pass in document order, stopping at the first failure:
 ** each member is looked up once and evaluated at once, the required
-** names present are counted (members are unique). */
+** names present are counted (members are unique). 'room': jc_vroom
+** holds. */
 static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
-                                            size_t i) {
+                                            size_t i, int room) {
   const jc_tv *x = &c->t->v[i];
   if ((n->min_props != ABSENT && x->n < n->min_props) ||
       (n->max_props != ABSENT && x->n > n->max_props))
     return 0;
-  return jc_vroom(c) ? jc_object_members(c, n, i, 1)
+  return room ? jc_object_members(c, n, i, 1)
                      : jc_object_members(c, n, i, 0);
 }
 
@@ -1301,13 +1303,13 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
     switch (jt) {
       case JT_OBJECT:
         if (kw & KW_OBJ)
-          r = c->quiet ? jc_eval_object_quiet(c, n, i)
+          r = c->quiet ? jc_eval_object_quiet(c, n, i, jc_vroom(c))
                        : jc_eval_object(c, n, i);
         if ((kw & KW_OBJ_MORE) && (r || !JC_STOP(c)))
           r = jc_eval_object_more(c, n, i) && r;
         break;
       case JT_ARRAY:
-        if (kw & KW_ARR) r = jc_eval_array(c, n, i);
+        if (kw & KW_ARR) r = jc_eval_array(c, n, i, jc_vroom(c));
         if ((kw & KW_CONTAINS) && (r || !JC_STOP(c)))
           r = jc_eval_contains(c, n, i) && r;
         break;
@@ -1391,24 +1393,27 @@ done:
   return ok;
 }
 
-/* jc_verdict of a 'vfast' node, not aborted; 'room': the evaluation
+/* jc_verdict of a 'vfast' node, not aborted; 'bounded': the evaluation
 ** bound is known to have room (jc_vdeeper). Inline: 'jc_vchild' and
 ** 'jc_vdeeper' call it per container. */
 static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i,
-                                  int room) {
+                                  int bounded) {
   const jc_tv *x;
-  int ok;
+  int ok, room;
   unsigned kw;
   i = jc_tv_deref(c->t, i);
   if (--c->work < 0) {
     c->abort = 2;                       /* jc_over, which reports nothing */
     return 0;
   }
-  if (!room && c->edepth >= JC_SCHEMA_MAX_EVAL) {
+  if (!bounded && c->edepth >= JC_SCHEMA_MAX_EVAL) {
     c->abort = 1;                       /* jc_too_deep, likewise */
     return 0;
   }
   c->edepth++;
+  /* jc_vroom for the children: the verdict pass, not stopped, no
+  ** $dynamicRef (a 'vfast' node), so only the bounds are left */
+  room = c->depth < c->max_depth && c->edepth < JC_SCHEMA_MAX_EVAL;
   x = &c->t->v[i];
   kw = n->kw;
   ok = jc_type_ok(n, x) &&
@@ -1417,9 +1422,9 @@ static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i,
   if (ok) {
     switch (x->kind) {
       case JT_OBJECT:
-        if (kw & KW_OBJ) ok = jc_eval_object_quiet(c, n, i);
+        if (kw & KW_OBJ) ok = jc_eval_object_quiet(c, n, i, room);
         break;
-      case JT_ARRAY: if (kw & KW_ARR) ok = jc_eval_array(c, n, i); break;
+      case JT_ARRAY: if (kw & KW_ARR) ok = jc_eval_array(c, n, i, room); break;
       case JT_STRING: if (kw & KW_STR) ok = jc_string_ok(c, n, i, x); break;
       case JT_NUMBER: if (kw & KW_NUM) ok = jc_number_ok(n, x); break;
       default: break;
