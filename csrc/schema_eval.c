@@ -779,15 +779,21 @@ static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
 ** counts, so one pass in document order, stopping at the first failure:
 ** each member is looked up once and evaluated at once, the required
 ** names present are counted (members are unique). 'room': jc_vroom
-** holds. */
-static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
-                                            size_t i, int room) {
+** holds (a constant where it is inlined: jc_vdeeper). */
+static JC_HOT_INLINE int jc_object_quiet(jc_vctx *c, const jc_node *n,
+                                         size_t i, int room) {
   const jc_tv *x = &c->t->v[i];
   if ((n->min_props != ABSENT && x->n < n->min_props) ||
       (n->max_props != ABSENT && x->n > n->max_props))
     return 0;
   return room ? jc_object_members(c, n, i, 1)
-                     : jc_object_members(c, n, i, 0);
+              : jc_object_members(c, n, i, 0);
+}
+
+/* jc_object_quiet out of line. */
+static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
+                                            size_t i, int room) {
+  return jc_object_quiet(c, n, i, room);
 }
 
 /* The object keywords of 'n' on entry 'i' when not quiet: in the order
@@ -1422,7 +1428,11 @@ static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i,
   if (ok) {
     switch (x->kind) {
       case JT_OBJECT:
-        if (kw & KW_OBJ) ok = jc_eval_object_quiet(c, n, i, room);
+        /* in jc_vdeeper ('bounded'), the walk of a child object is in
+        ** line: one call per nested object, not two */
+        if (kw & KW_OBJ)
+          ok = bounded && room ? jc_object_quiet(c, n, i, 1)
+                               : jc_eval_object_quiet(c, n, i, room);
         break;
       case JT_ARRAY: if (kw & KW_ARR) ok = jc_eval_array(c, n, i, room); break;
       case JT_STRING: if (kw & KW_STR) ok = jc_string_ok(c, n, i, x); break;
