@@ -960,6 +960,8 @@ void jc_node_finish(const jc_validator *v, jc_node *n) {
   ** nothing) and, for strings, numbers, only annotations (a 'format' that
   ** is not asserted); 'integer' without 'number' asks the number */
   pass = 0;
+  /* a scalar under only type, enum and scalar keywords: a leaf, decided
+  ** in place by the verdict pass (JC_LEAF_SHIFT) */
   if (n->boolean < 0 && (kw & ~(KW_ENUM | KW_STR | KW_NUM)) == 0)
     pass = ((1u << JT_NULL) | (1u << JT_BOOLEAN) | (1u << JT_NUMBER) |
             (1u << JT_STRING)) << JC_LEAF_SHIFT;
