@@ -83,6 +83,17 @@ enum { LIM_MIN, LIM_MAX, LIM_XMIN, LIM_XMAX, LIM_MULT, LIM_N };
 #define KW_UPROPS 0x8000u
 #define KW_UITEMS 0x10000u
 #define JC_PASS_FREE 0x100u   /* jc_node.pass: 'true', costs no work */
+/* jc_node.pass >> JC_LEAF_SHIFT: bit (1 << JT_*) for the scalar kinds when
+** the node has only type, enum and the keywords of a scalar type: the
+** verdict pass decides such a value in place ('jc_scalar_ok') */
+#define JC_LEAF_SHIFT 16
+
+/* jc_node.leaf[JT_*]: what 'jc_scalar_ok' checks on a value of that kind */
+#define JC_LEAF_TYPE 0x01u    /* 'type' (or none) admits the kind */
+#define JC_LEAF_INT 0x02u     /* 'type' admits it if integral ('integer') */
+#define JC_LEAF_ENUM 0x04u
+#define JC_LEAF_STR 0x08u     /* a string with string keywords */
+#define JC_LEAF_NUM 0x10u     /* a number with numeric keywords */
 
 /* in-place applicators: what makes a quiet result worth remembering */
 #define KW_INPLACE (KW_REF | KW_ALLOF | KW_ANYOF | KW_ONEOF | KW_NOT | KW_IF)
@@ -100,7 +111,8 @@ typedef struct jc_prop {       /* one member of 'properties' */
   jc_node *node;
   int name_ref;                /* keep index of the name as a Lua string */
   long sidx;                   /* index in 'props_sorted', -1 = none */
-  int req;                     /* props_sorted: named in 'required' */
+  long eidx;                   /* props_sorted: index in 'props' */
+  int req;                     /* props, props_sorted: named in 'required' */
   unsigned pass;               /* node->pass, next to the name (props and
                                   props_sorted; set by jc_node_link) */
 } jc_prop;
@@ -148,8 +160,10 @@ struct jc_node {
   unsigned pass;               /* bit (1 << JT_*): a value of that kind
                                   passes with nothing to check (type
                                   alone, or 'true'); JC_PASS_FREE: 'true'
-                                  (no work unit). Set by jc_node_finish;
+                                  (no work unit); the leaf kinds at
+                                  JC_LEAF_SHIFT. Set by jc_node_finish;
                                   0 with $dynamicRef in the schema */
+  unsigned char leaf[8];       /* JC_LEAF_* by JT_* kind (jc_node_finish) */
   int vfast;                   /* only type, enum, const and the keywords
                                   of one value type (no reference, no
                                   applicator; no $dynamicRef in the
@@ -211,6 +225,12 @@ struct jc_node {
   const char *format_name;
   /* numbers */
   jc_limit lim[LIM_N];
+  int lim_dbl;                 /* no multipleOf, every bound set exact as
+                                  a double (an integer within 2^53):
+                                  'lim_d' decides a number that is exact
+                                  as a double too */
+  double lim_d[4];             /* LIM_MIN .. LIM_XMAX as doubles, NaN when
+                                  absent (every comparison with it false) */
   /* applicators */
   jc_node **allof, **anyof, **oneof;
   size_t nallof, nanyof, noneof;
@@ -235,6 +255,8 @@ typedef struct jc_validator {
   jc_res **scope;              /* dynamic scope stack, JC_SCHEMA_MAX_EVAL+2 */
   const char *base;            /* base URI of the root */
   const void *amt;             /* the JC_ARRAY_MT table (registry) */
+  const void *tmt;             /* the JC_TAPE_MT table (registry): a tape
+                                  is known by its metatable's address */
   jc_via *via;                 /* references being followed, for the
                                   keyword location ("basic" output) */
   double work_budget;          /* work units per validation, 0 = default */
@@ -399,14 +421,29 @@ const char *jc_keep_string(jc_cctx *c, size_t *len);
 void *jc_keep_block(jc_cctx *c, size_t n, size_t elem);
 int jc_getkw(lua_State *L, int sidx, const char *kw);
 int jc_cmp_bytes(const char *a, size_t al, const char *b, size_t bl);
-/* Equal bytes, 8 at a time (member names are short: no libc call). */
+/* Equal bytes, 8 at a time (enum strings are short: no libc call); the
+** last word overlaps the one before it, as do the two halves of 4 to 7
+** bytes, so only 0 to 3 bytes go one by one. */
 static JC_INLINE int jc_bytes_eq(const char *a, const char *b, size_t len) {
-  while (len >= 8) {
+  if (len >= 8) {
     jc_u64 x, y;
-    memcpy(&x, a, 8);
-    memcpy(&y, b, 8);
-    if (x != y) return 0;
-    a += 8; b += 8; len -= 8;
+    size_t o;
+    for (o = 0; o + 8 < len; o += 8) {
+      memcpy(&x, a + o, 8);
+      memcpy(&y, b + o, 8);
+      if (x != y) return 0;
+    }
+    memcpy(&x, a + len - 8, 8);
+    memcpy(&y, b + len - 8, 8);
+    return x == y;
+  }
+  if (len >= 4) {
+    unsigned x0, y0, x1, y1;
+    memcpy(&x0, a, 4);
+    memcpy(&y0, b, 4);
+    memcpy(&x1, a + len - 4, 4);
+    memcpy(&y1, b + len - 4, 4);
+    return x0 == y0 && x1 == y1;
   }
   while (len > 0) {
     if (*a++ != *b++) return 0;
@@ -458,6 +495,7 @@ static JC_INLINE int jc_prop_is(const jc_prop *p, const char *s, size_t len,
                                 jc_u64 wa, jc_u64 wb) {
   size_t o;
   if (p->len != len || p->wa != wa || p->wb != wb) return 0;
+  if (len <= 16) return 1;   /* the common case, without the loop's setup */
   for (o = 8; o + 8 < len; o += 8) {
     jc_u64 x, y;
     memcpy(&x, p->name + o, 8);
@@ -467,14 +505,15 @@ static JC_INLINE int jc_prop_is(const jc_prop *p, const char *s, size_t len,
   return 1;
 }
 
-/* The declared property named 's', or NULL: by the perfect hash table
-** past 4 properties (a name not declared is told by its one slot), else
-** by length and words. Inline: the walk calls it per member. */
-static JC_HOT_INLINE const jc_prop *jc_find_prop(const jc_node *n,
-                                                 const char *s, size_t len) {
+/* The declared property named 's' (of words 'wa', 'wb'), or NULL: by the
+** perfect hash table past 4 properties (a name not declared is told by
+** its one slot), else by length and words. Inline: the walk calls it per
+** member. */
+static JC_HOT_INLINE const jc_prop *jc_find_prop_words(const jc_node *n,
+                                                       const char *s,
+                                                       size_t len, jc_u64 wa,
+                                                       jc_u64 wb) {
   size_t k;
-  jc_u64 wa, wb;
-  jc_name_words(s, len, &wa, &wb);
   if (n->props_hash != NULL) {
     unsigned e = n->props_hash[jc_name_hash(wa, wb, len, n->props_seed) &
                                n->props_mask];
@@ -488,6 +527,32 @@ static JC_HOT_INLINE const jc_prop *jc_find_prop(const jc_node *n,
     if (jc_prop_is(p, s, len, wa, wb)) return p;
   }
   return NULL;
+}
+
+/* The declared property named 's', or NULL (jc_find_prop_words). */
+static JC_HOT_INLINE const jc_prop *jc_find_prop(const jc_node *n,
+                                                 const char *s, size_t len) {
+  jc_u64 wa, wb;
+  jc_name_words(s, len, &wa, &wb);
+  return jc_find_prop_words(n, s, len, wa, wb);
+}
+
+/* jc_find_prop for members in turn: 'props[*next]' first, the property
+** after the last one found in evaluation order (members mostly come in
+** the order of 'required'); the entry found may be that of 'props' or of
+** 'props_sorted' (the same fields but 'sidx'/'eidx'). */
+static JC_HOT_INLINE const jc_prop *jc_find_prop_next(const jc_node *n,
+                                                      const char *s,
+                                                      size_t len,
+                                                      size_t *next) {
+  jc_u64 wa, wb;
+  const jc_prop *p;
+  jc_name_words(s, len, &wa, &wb);
+  if (*next < n->nprops && jc_prop_is(&n->props[*next], s, len, wa, wb))
+    return &n->props[(*next)++];
+  p = jc_find_prop_words(n, s, len, wa, wb);
+  if (p != NULL) *next = (size_t)p->eidx + 1;
+  return p;
 }
 jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path, const char
     *abs, const char *base);

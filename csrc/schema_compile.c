@@ -492,11 +492,15 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
                                       n->required[i].len);
       if (p != NULL && !placed[p - n->props_sorted]) {
         placed[p - n->props_sorted] = 1;
+        n->props_sorted[p->sidx].eidx = (long)k;
         n->props[k++] = *p;
       }
     }
-    for (j = 0; j < n->nprops; j++)
-      if (!placed[j]) n->props[k++] = n->props_sorted[j];
+    for (j = 0; j < n->nprops; j++) {
+      if (placed[j]) continue;
+      n->props_sorted[j].eidx = (long)k;
+      n->props[k++] = n->props_sorted[j];
+    }
   }
   lua_pop(L, 1);
   for (i = 0; i < n->nrequired; i++) {
@@ -507,6 +511,7 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
       n->nreq_other++;
     } else if (!n->props_sorted[p->sidx].req) {
       n->props_sorted[p->sidx].req = 1;
+      n->props[n->props_sorted[p->sidx].eidx].req = 1;
       n->nreq_props++;
     }
   }
@@ -929,10 +934,37 @@ void jc_node_finish(const jc_validator *v, jc_node *n) {
   if (n->uprops != NULL) kw |= KW_UPROPS;
   if (n->uitems != NULL) kw |= KW_UITEMS;
   n->kw = kw;
+  for (k = 0; k < 8; k++) {
+    static const unsigned char bit[8] = {
+      TB_NULL, TB_BOOLEAN, TB_OBJECT, TB_ARRAY, TB_NUMBER, TB_STRING, 0, 0
+    };
+    unsigned op = 0;
+    if (n->types == 0 || (n->types & bit[k]) != 0) op |= JC_LEAF_TYPE;
+    else if (k == JT_NUMBER && (n->types & TB_INTEGER)) op |= JC_LEAF_INT;
+    if (kw & KW_ENUM) op |= JC_LEAF_ENUM;
+    if (k == JT_STRING && (kw & KW_STR)) op |= JC_LEAF_STR;
+    if (k == JT_NUMBER && (kw & KW_NUM)) op |= JC_LEAF_NUM;
+    n->leaf[k] = (unsigned char)op;
+  }
+  n->lim_dbl = !n->lim[LIM_MULT].set;
+  for (k = LIM_MIN; k <= LIM_XMAX; k++) {
+    const jc_limit *l = &n->lim[k];
+    n->lim_d[k] = l->set ? (double)l->d : (double)NAN;
+#if JC_HAVE_INTEGER
+    if (l->set && l->isint && (l->i < -((lua_Integer)1 << 53) ||
+                               l->i > ((lua_Integer)1 << 53)))
+      n->lim_dbl = 0;
+#endif
+  }
   /* kinds that pass on sight: 'true'; or a subschema of 'type' (or
   ** nothing) and, for strings, numbers, only annotations (a 'format' that
   ** is not asserted); 'integer' without 'number' asks the number */
   pass = 0;
+  /* a scalar under only type, enum and scalar keywords: a leaf, decided
+  ** in place by the verdict pass (JC_LEAF_SHIFT) */
+  if (n->boolean < 0 && (kw & ~(KW_ENUM | KW_STR | KW_NUM)) == 0)
+    pass = ((1u << JT_NULL) | (1u << JT_BOOLEAN) | (1u << JT_NUMBER) |
+            (1u << JT_STRING)) << JC_LEAF_SHIFT;
   if (n->boolean == 1) {
     pass = JC_PASS_FREE | 0x3fu;
   } else if (n->boolean < 0 && (kw & ~(KW_STR | KW_NUM)) == 0) {

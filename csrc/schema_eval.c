@@ -5,6 +5,12 @@
 #include "schema.h"
 
 
+/* jc_tv_next on the entries 'v' of a tape (held in a local: the walk
+** never moves a tape while it runs). */
+#define jc_tv_after(v, i) \
+  ((v)[i].kind == JT_OBJECT || (v)[i].kind == JT_ARRAY ? (v)[i].u.end \
+                                                       : (i) + 1)
+
 /* 'n' zeroed entries on the scratch stack; returns their offset (valid
 ** until popped with 'jc_stk_pop'; the stack may move: use offsets).
 ** [-0, +0, m] */
@@ -132,18 +138,16 @@ static int jc_match(jc_vctx *c, const jc_node *n, const jc_pattern *re,
   return rc;
 }
 
-/* Does the value (entry 'x') satisfy the 'type' bits? A table by kind;
-** 'integer' asks the number. */
-static JC_INLINE int jc_type_ok(const jc_tv *x, unsigned types) {
-  static const unsigned char bit[8] = {
-    TB_NULL, TB_BOOLEAN, TB_OBJECT, TB_ARRAY, TB_NUMBER, TB_STRING, 0, 0
-  };
-  if ((types & bit[x->kind & 7]) != 0) return 1;
-  return x->kind == JT_NUMBER && (types & TB_INTEGER) != 0 &&
-         ((x->flags & JC_TF_INT) != 0 || jc_tv_integral(x));
+/* Does the value (entry 'x') satisfy the 'type' of 'n' (true without
+** one)? By the node's table by kind; 'integer' asks the number. */
+static JC_INLINE int jc_type_ok(const jc_node *n, const jc_tv *x) {
+  unsigned op = n->leaf[x->kind & 7];
+  return (op & JC_LEAF_TYPE) != 0 ||
+         ((op & JC_LEAF_INT) != 0 &&
+          ((x->flags & JC_TF_INT) != 0 || jc_tv_integral(x)));
 }
 static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i);
-static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i);
+static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i, int room);
 static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
 
 /* Must a string of 'len' bytes have its characters counted to decide
@@ -155,7 +159,7 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
 static int jc_number_ok(const jc_node *n, const jc_tv *x);
 static int jc_string_ok(jc_vctx *c, const jc_node *n, size_t i,
                         const jc_tv *x);
-static int jc_vfast(jc_vctx *c, const jc_node *n, size_t i);
+static int jc_vfast(jc_vctx *c, const jc_node *n, size_t i, int room);
 
 /* Does the child value 'x' pass 'n' on sight (jc_node.pass)? Then it
 ** costs the work unit jc_eval would charge, and nothing else: no
@@ -183,11 +187,12 @@ static JC_INLINE int jc_pass_bits(jc_vctx *c, unsigned p, const jc_tv *x) {
 ** has c->quiet > 0 and charges the work unit. */
 static JC_INLINE int jc_scalar_ok(jc_vctx *c, const jc_node *n, size_t i,
                                   const jc_tv *x) {
-  unsigned kw = n->kw;
-  return (n->types == 0 || jc_type_ok(x, n->types)) &&
-         (!(kw & KW_ENUM) || jc_enum_has(c, n, i)) &&
-         (!(kw & KW_STR) || x->kind != JT_STRING || jc_string_ok(c, n, i, x)) &&
-         (!(kw & KW_NUM) || x->kind != JT_NUMBER || jc_number_ok(n, x));
+  unsigned op = n->leaf[x->kind & 7];   /* type, enum, then the kind's */
+  if (!jc_type_ok(n, x)) return 0;
+  if ((op & JC_LEAF_ENUM) && !jc_enum_has(c, n, i)) return 0;
+  if (op & JC_LEAF_STR) return jc_string_ok(c, n, i, x);
+  if (op & JC_LEAF_NUM) return jc_number_ok(n, x);
+  return 1;
 }
 
 /* Is the walk in the verdict pass outside any applicator (jc_run)? There
@@ -212,7 +217,20 @@ static int jc_vchild(jc_vctx *c, const jc_node *n, size_t i) {
     return ok;
   }
   c->depth++;
-  ok = n->vfast && !c->abort ? jc_vfast(c, n, i) : jc_eval(c, n, i);
+  ok = n->vfast && !c->abort ? jc_vfast(c, n, i, 0) : jc_eval(c, n, i);
+  c->depth--;
+  return ok;
+}
+
+/* jc_vchild of a child that is neither passed nor a leaf, from a
+** container whose jc_vroom held (jc_sibling): the walk is not stopped,
+** the depth and evaluation bounds have room (children leave them as they
+** found them), so only the work budget is left to check. */
+static JC_NOINLINE int jc_vdeeper(jc_vctx *c, const jc_node *n, size_t i) {
+  int ok;
+  if (n->jump != NULL) n = n->jump;     /* c->nvia < 0 in this pass */
+  c->depth++;
+  ok = n->vfast ? jc_vfast(c, n, i, 1) : jc_eval(c, n, i);
   c->depth--;
   return ok;
 }
@@ -282,22 +300,21 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
                      (c)->edepth < JC_SCHEMA_MAX_EVAL && !(c)->v->dynamic)
 
 /* jc_eval_child of a member or item under 'n' whose pass bits are 'pass'
-** ('n->pass', or the copy in its jc_prop). With 'room' (jc_vroom of the
-** parent) the bounds are known, so a pass or a leaf is decided here, in
-** the caller's loop. */
+** ('n->pass', or the copy in its jc_prop), at entry 'i' ('x'). With
+** 'room' (jc_vroom of the parent) the bounds are known, so a pass or a
+** leaf is decided here, in the caller's loop. */
 static JC_HOT_INLINE int jc_sibling(jc_vctx *c, int room, unsigned pass,
                                     const jc_node *n, size_t i,
-                                    const char *key, size_t len,
-                                    size_t index) {
-  const jc_tv *x = &c->t->v[i];
+                                    const jc_tv *x, const char *key,
+                                    size_t len, size_t index) {
   if (room && c->work >= 1.0) {
-    const jc_node *m = n->jump != NULL ? n->jump : n;
-    if (pass & (1u << x->kind)) {
+    unsigned b = pass >> x->kind;   /* the pass and leaf bits of its kind */
+    if (b & 1u) {
       if (!(pass & JC_PASS_FREE)) c->work -= 1.0;
       return 1;
     }
-    if (!jc_scalar_leaf(m, x)) return jc_vchild(c, n, i);
-    if (!jc_scalar_ok(c, m, i, x)) return 0;
+    if (!(b & (1u << JC_LEAF_SHIFT))) return jc_vdeeper(c, n, i);
+    if (!jc_scalar_ok(c, n->jump != NULL ? n->jump : n, i, x)) return 0;
     c->work -= 1.0;
     return 1;
   }
@@ -399,8 +416,9 @@ static int jc_eval_number(jc_vctx *c, const jc_node *n, size_t i) {
   return ok;
 }
 
-/* jc_eval_number's verdict alone (quiet: no report). */
-static int jc_number_ok(const jc_node *n, const jc_tv *x) {
+/* jc_eval_number's verdict alone (quiet: no report), exactly: the bounds
+** by jc_limit_cmp, then multipleOf. */
+static JC_NOINLINE int jc_number_exact(const jc_node *n, const jc_tv *x) {
   jc_tv lim;
   /* one test per bound, 'k' a constant in each: the compiler folds the rule */
 #define JC_BOUND_OK(k) \
@@ -412,6 +430,21 @@ static int jc_number_ok(const jc_node *n, const jc_tv *x) {
   if (!n->lim[LIM_MULT].set) return 1;
   jc_limit_tv(&n->lim[LIM_MULT], &lim);
   return jc_tv_multiple(x, &lim);
+}
+
+/* jc_eval_number's verdict alone. A double, or an integer within 2^53,
+** against bounds all exact as doubles and no multipleOf (jc_node.lim_dbl):
+** the double comparisons are the exact ones (jc_limit_cmp), and an absent
+** bound is NaN, which fails no test; the rest in jc_number_exact, whose
+** frame the common case does not pay. */
+static int jc_number_ok(const jc_node *n, const jc_tv *x) {
+  double d;
+  if (!n->lim_dbl) return jc_number_exact(n, x);
+  if ((x->flags & (JC_TF_INT | JC_TF_BIG)) == 0) d = x->u.d;
+  else if ((x->flags & JC_TF_INT) && JC_EXACT_DBL(x->u.i)) d = (double)x->u.i;
+  else return jc_number_exact(n, x);
+  return !(d < n->lim_d[LIM_MIN] || d > n->lim_d[LIM_MAX] ||
+           d <= n->lim_d[LIM_XMIN] || d >= n->lim_d[LIM_XMAX]);
 }
 
 /* jc_eval_string's verdict alone (quiet: no report); a regex 'format'
@@ -597,11 +630,13 @@ static JC_NOINLINE int jc_eval_unique(jc_vctx *c, const jc_node *n, size_t i,
   return 0;
 }
 
-static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
+/* The array keywords of 'n' on entry 'i'; 'room': jc_vroom holds. */
+static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i, int room) {
   const jc_tape *t = c->t;
-  const jc_tv *x = &t->v[i];
+  const jc_tv *tv = t->v;    /* the walk never moves the tape */
+  const jc_tv *x = &tv[i];
   size_t len = x->n, k, j, end = x->u.end;
-  int ok = 1, room = jc_vroom(c);
+  int ok = 1;
   if (n->min_items != ABSENT && len < n->min_items) {
     ok = 0;
     jc_report_count(c, n, "minItems", len, "items", "minimum", n->min_items);
@@ -617,9 +652,9 @@ static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i) {
     if (JC_STOP(c)) return 0;
   }
   for (j = i + 1, k = 0; j < end && (k < n->nprefix || n->items != NULL);
-       j = jc_tv_next(t, j), k++) {
+       j = jc_tv_after(tv, j), k++) {
     const jc_node *sub = k < n->nprefix ? n->prefix[k] : n->items;
-    if (!jc_sibling(c, room, sub->pass, sub, j, NULL, 0, k)) {
+    if (!jc_sibling(c, room, sub->pass, sub, j, &tv[j], NULL, 0, k)) {
       ok = 0;
       if (JC_STOP(c)) return 0;
     }
@@ -695,12 +730,10 @@ static int jc_eval_member(jc_vctx *c, const jc_node *n, size_t k,
   return ok;
 }
 
-/* Mark member name entry 'j' (declared as 'p'): its Lua string is kept,
-** the builder reuses it (check). */
-static JC_INLINE void jc_mark_name(const jc_tape *t, size_t j,
-                                   const jc_prop *p) {
-  if (!(t->v[j].flags & JC_TF_ESC) && t->text != NULL) {
-    jc_tv *key = (jc_tv *)&t->v[j];
+/* Mark member name entry 'key' (declared as 'p') of a tape of parsed
+** text ('text'): its Lua string is kept, the builder reuses it (check). */
+static JC_INLINE void jc_mark_name(int text, jc_tv *key, const jc_prop *p) {
+  if (!(key->flags & JC_TF_ESC) && text) {
     key->n = (unsigned)p->name_ref;
     key->flags |= JC_TF_NAME;
   }
@@ -712,15 +745,21 @@ static JC_INLINE void jc_mark_name(const jc_tape *t, size_t j,
 static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
                                            size_t i, int room) {
   const jc_tape *t = c->t;
-  size_t j, k, end = t->v[i].u.end, req = 0;
-  for (j = i + 1; j < end; j = jc_tv_next(t, j + 1)) {
-    const jc_tv *key = &t->v[j];
-    const jc_prop *p = n->nprops > 0 ? jc_find_prop(n, key->s, key->u.len)
-                                     : NULL;
+  /* the entries in a local: the name marks below store into them, which
+  ** would make the compiler load c->t->v again after each */
+  jc_tv *tv = t->v;
+  int text = t->text != NULL;
+  size_t j, k, end = tv[i].u.end, req = 0, next = 0;
+  for (j = i + 1; j < end; j = jc_tv_after(tv, j + 1)) {
+    jc_tv *key = &tv[j];
+    const jc_prop *p = n->nprops > 0
+                           ? jc_find_prop_next(n, key->s, key->u.len, &next)
+                           : NULL;
     if (p != NULL) {
-      jc_mark_name(t, j, p);
+      jc_mark_name(text, key, p);
       req += (size_t)p->req;
-      if (!jc_sibling(c, room, p->pass, p->node, j + 1, p->name, p->len, 0))
+      if (!jc_sibling(c, room, p->pass, p->node, j + 1, &tv[j + 1], p->name,
+                      p->len, 0))
         return 0;
       if (n->npprops > 0 && !jc_eval_member(c, n, j, 1)) return 0;
     } else if ((n->npprops > 0 || n->addl != NULL) &&
@@ -739,15 +778,22 @@ static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
 /* The object keywords of 'n' on entry 'i' when quiet: only the verdict
 ** counts, so one pass in document order, stopping at the first failure:
 ** each member is looked up once and evaluated at once, the required
-** names present are counted (members are unique). */
-static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
-                                            size_t i) {
+** names present are counted (members are unique). 'room': jc_vroom
+** holds (a constant where it is inlined: jc_vdeeper). */
+static JC_HOT_INLINE int jc_object_quiet(jc_vctx *c, const jc_node *n,
+                                         size_t i, int room) {
   const jc_tv *x = &c->t->v[i];
   if ((n->min_props != ABSENT && x->n < n->min_props) ||
       (n->max_props != ABSENT && x->n > n->max_props))
     return 0;
-  return jc_vroom(c) ? jc_object_members(c, n, i, 1)
-                     : jc_object_members(c, n, i, 0);
+  return room ? jc_object_members(c, n, i, 1)
+              : jc_object_members(c, n, i, 0);
+}
+
+/* jc_object_quiet out of line. */
+static JC_NOINLINE int jc_eval_object_quiet(jc_vctx *c, const jc_node *n,
+                                            size_t i, int room) {
+  return jc_object_quiet(c, n, i, room);
 }
 
 /* The object keywords of 'n' on entry 'i' when not quiet: in the order
@@ -770,7 +816,7 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
       if (p != NULL) {
         c->stk[slots + (size_t)p->sidx] = j + 1;
         known++;
-        jc_mark_name(t, j, p);
+        jc_mark_name(t->text != NULL, &t->v[j], p);
       } else if (unk != (size_t)-1) {
         c->stk[unk + nunk++] = j;
       }
@@ -1111,24 +1157,13 @@ static JC_NOINLINE int jc_eval_contains(jc_vctx *c, const jc_node *n,
   return 1;
 }
 
-/* Is 'i' in the enum of 'n'? By hash first, every member when the value
-** is too big to hash whole. */
-static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i) {
+/* jc_enum_has by hash, every member when the value is too big to hash
+** whole. */
+static JC_NOINLINE int jc_enum_hashed(jc_vctx *c, const jc_node *n,
+                                      size_t i) {
   long budget = JC_HASH_BUDGET;
   jc_u64 h;
   size_t lo = 0, hi = n->nenum, k;
-  const jc_tv *x = &c->t->v[i];
-  if (x->kind == JT_STRING && n->nenum <= 8) {
-    /* a string among a few members: compared directly, no hash (a
-    ** string equals only a string of the same bytes) */
-    for (k = 0; k < n->nenum; k++) {
-      const jc_tv *m = &n->enum_tape->v[n->enum_roots[k]];
-      if (m->kind == JT_STRING && m->u.len == x->u.len &&
-          jc_bytes_eq(m->s, x->s, x->u.len))
-        return 1;
-    }
-    return 0;
-  }
   h = jc_tv_hash(c->t, i, &budget);
   if (budget < 0) {
     for (k = 0; k < n->nenum; k++)
@@ -1144,6 +1179,22 @@ static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i) {
     if (jc_tv_equal(c->t, i, n->enum_tape,
                     n->enum_roots[n->enum_hash[2 * k + 1]]))
       return 1;
+  return 0;
+}
+
+/* Is 'i' in the enum of 'n'? A string among a few members is compared
+** with each, in line (a string equals only a string of the same bytes);
+** the rest by hash (jc_enum_hashed). */
+static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i) {
+  const jc_tv *x = &c->t->v[i];
+  size_t k;
+  if (x->kind != JT_STRING || n->nenum > 8) return jc_enum_hashed(c, n, i);
+  for (k = 0; k < n->nenum; k++) {
+    const jc_tv *m = &n->enum_tape->v[n->enum_roots[k]];
+    if (m->kind == JT_STRING && m->u.len == x->u.len &&
+        jc_bytes_eq(m->s, x->s, x->u.len))
+      return 1;
+  }
   return 0;
 }
 
@@ -1212,7 +1263,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
     ok = 0;
     if (JC_STOP(c)) goto done;
   }
-  if (n->types != 0 && !jc_type_ok(x, n->types)) {
+  if (!jc_type_ok(n, x)) {
     ok = 0;
     if (!c->quiet) {
       const char *where = jc_err_begin(c, n, "type");
@@ -1258,13 +1309,13 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
     switch (jt) {
       case JT_OBJECT:
         if (kw & KW_OBJ)
-          r = c->quiet ? jc_eval_object_quiet(c, n, i)
+          r = c->quiet ? jc_eval_object_quiet(c, n, i, jc_vroom(c))
                        : jc_eval_object(c, n, i);
         if ((kw & KW_OBJ_MORE) && (r || !JC_STOP(c)))
           r = jc_eval_object_more(c, n, i) && r;
         break;
       case JT_ARRAY:
-        if (kw & KW_ARR) r = jc_eval_array(c, n, i);
+        if (kw & KW_ARR) r = jc_eval_array(c, n, i, jc_vroom(c));
         if ((kw & KW_CONTAINS) && (r || !JC_STOP(c)))
           r = jc_eval_contains(c, n, i) && r;
         break;
@@ -1348,33 +1399,42 @@ done:
   return ok;
 }
 
-/* jc_verdict of a 'vfast' node, not aborted. Inline: 'jc_vchild' calls
-** it per container. */
-static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i) {
+/* jc_verdict of a 'vfast' node, not aborted; 'bounded': the evaluation
+** bound is known to have room (jc_vdeeper). Inline: 'jc_vchild' and
+** 'jc_vdeeper' call it per container. */
+static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i,
+                                  int bounded) {
   const jc_tv *x;
-  int ok;
+  int ok, room;
   unsigned kw;
   i = jc_tv_deref(c->t, i);
   if (--c->work < 0) {
     c->abort = 2;                       /* jc_over, which reports nothing */
     return 0;
   }
-  if (c->edepth >= JC_SCHEMA_MAX_EVAL) {
+  if (!bounded && c->edepth >= JC_SCHEMA_MAX_EVAL) {
     c->abort = 1;                       /* jc_too_deep, likewise */
     return 0;
   }
   c->edepth++;
+  /* jc_vroom for the children: the verdict pass, not stopped, no
+  ** $dynamicRef (a 'vfast' node), so only the bounds are left */
+  room = c->depth < c->max_depth && c->edepth < JC_SCHEMA_MAX_EVAL;
   x = &c->t->v[i];
   kw = n->kw;
-  ok = (n->types == 0 || jc_type_ok(x, n->types)) &&
+  ok = jc_type_ok(n, x) &&
        (!(kw & KW_ENUM) || jc_enum_has(c, n, i)) &&
        (!(kw & KW_CONST) || jc_tv_equal(c->t, i, n->const_tape, 0));
   if (ok) {
     switch (x->kind) {
       case JT_OBJECT:
-        if (kw & KW_OBJ) ok = jc_eval_object_quiet(c, n, i);
+        /* in jc_vdeeper ('bounded'), the walk of a child object is in
+        ** line: one call per nested object, not two */
+        if (kw & KW_OBJ)
+          ok = bounded && room ? jc_object_quiet(c, n, i, 1)
+                               : jc_eval_object_quiet(c, n, i, room);
         break;
-      case JT_ARRAY: if (kw & KW_ARR) ok = jc_eval_array(c, n, i); break;
+      case JT_ARRAY: if (kw & KW_ARR) ok = jc_eval_array(c, n, i, room); break;
       case JT_STRING: if (kw & KW_STR) ok = jc_string_ok(c, n, i, x); break;
       case JT_NUMBER: if (kw & KW_NUM) ok = jc_number_ok(n, x); break;
       default: break;
@@ -1387,7 +1447,7 @@ static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i) {
 int jc_verdict(jc_vctx *c, const jc_node *n, size_t i) {
   if (n->jump != NULL) n = n->jump;     /* c->nvia < 0 in this pass */
   if (!n->vfast || c->abort) return jc_eval(c, n, i);
-  return jc_vfast(c, n, i);
+  return jc_vfast(c, n, i, 0);
 }
 
 /* Validate the value at entry 0 of tape 't' with 'v' ('deep' > 0: the

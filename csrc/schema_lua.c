@@ -153,6 +153,9 @@ static int jc_schema_compile(lua_State *L) {
   luaL_getmetatable(L, JC_ARRAY_MT);
   v->amt = lua_topointer(L, -1);
   lua_pop(L, 1);
+  luaL_getmetatable(L, JC_TAPE_MT);   /* made by jc_schema_open */
+  v->tmt = lua_topointer(L, -1);
+  lua_pop(L, 1);
   lua_newtable(L);                   /* 4: keep */
   lua_pushvalue(L, -1);
   v->keep_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -331,7 +334,7 @@ static int jc_schema_validate(lua_State *L) {
   }
   t = NULL;
   if (lua_type(L, 2) == LUA_TUSERDATA && lua_getmetatable(L, 2)) {
-    if (lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(2)))
+    if (lua_topointer(L, -1) == v->tmt)
       t = (jc_tape *)lua_touserdata(L, 2);
     lua_pop(L, 1);
   }
@@ -519,12 +522,11 @@ void jc_schema_open(lua_State *L) {
     lua_setfield(L, -2, "__name");
     lua_newtable(L);
     lua_pushvalue(L, -2);   /* upvalue 1: the metatable, for jc_self */
-    jc_tape_new(L);         /* upvalue 2: the Tape metatable, by identity */
-    lua_getmetatable(L, -1);
-    lua_remove(L, -2);
-    luaL_setfuncs(L, jc_validator_methods, 2);
+    luaL_setfuncs(L, jc_validator_methods, 1);
     lua_setfield(L, -2, "__index");
   }
+  lua_pop(L, 1);
+  jc_tape_new(L);   /* the Tape metatable exists for compile (v->tmt) */
   lua_pop(L, 1);
   luaL_setfuncs(L, jc_schema_funcs, 0);
 }
