@@ -23,15 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef JC_MAX_DEPTH
-#define JC_MAX_DEPTH 1000               /* default 'max_depth' (levels) */
-#endif
-#ifndef JC_MAX_DEPTH_LIMIT
-#define JC_MAX_DEPTH_LIMIT 3000         /* largest 'max_depth' accepted */
-#endif
-#ifndef JC_MAX_BYTES
-#define JC_MAX_BYTES (64 * 1024 * 1024) /* default 'max_bytes' (bytes) */
-#endif
 
 #define JC_LOCAL_FRAMES 32
 
@@ -816,9 +807,7 @@ finish:
 /* ===================================================================== */
 
 static const jc_opt jc_decode_opts[] = {
-  { "max_depth", JC_OPT_INT, 1, JC_MAX_DEPTH_LIMIT,
-    "an integer from 1 to 3000", NULL },
-  { "max_bytes", JC_OPT_INT, 0, 281474976710656.0, "an integer >= 0", NULL },
+  JC_PARSE_OPTS,
   { "keep_order", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
   { NULL, 0, 0, 0, NULL, NULL }
 };
