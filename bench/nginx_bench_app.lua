@@ -106,7 +106,6 @@ function M.check_json()
 end
 
 local has_cjson, cjson = pcall(require, "cjson")
-M.has_cjson = has_cjson
 
 --- GET /cjson_decode: lua-cjson's decode alone on the 1 KB reply (lax, no schema), answers "ok":
 -- the peer a hand-rolled handler would use, for scale.
@@ -115,7 +114,7 @@ function M.cjson_decode()
         ngx.status = 500
         return say("lua-cjson is not installed")
     end
-    say(cjson.decode(REPLY) and "ok")
+    say(cjson.decode(REPLY) and "ok" or "bad")
 end
 
 --- GET /fixed_reply: the 1 KB reply as a fixed string from Lua (check_json's body, unchecked).

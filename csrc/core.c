@@ -3,6 +3,7 @@
 ** See jc.h.
 */
 #include "jc.h"
+#include "parse.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -65,6 +66,8 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 **   _VERSION    the project version (from the Makefile, -DJC_VERSION)
 **   sha256      sha256(data) -> 64 hex chars (see jc_sha256)
 **   monotonic   monotonic() -> seconds on the monotonic clock (jc_monotonic)
+**   MAX_DEPTH   the largest 'max_depth' the parser accepts (levels, 3000):
+**               no value read from text nests deeper
 ** and the functions of each area file.
 */
 LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
@@ -86,6 +89,8 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
   lua_setfield(L, -2, "sha256");
   lua_pushcfunction(L, jc_monotonic);
   lua_setfield(L, -2, "monotonic");
+  lua_pushinteger(L, JC_MAX_DEPTH_LIMIT);
+  lua_setfield(L, -2, "MAX_DEPTH");
 
   jc_parse_open(L);
   jc_encode_open(L);

@@ -23,15 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef JC_MAX_DEPTH
-#define JC_MAX_DEPTH 1000               /* default 'max_depth' (levels) */
-#endif
-#ifndef JC_MAX_DEPTH_LIMIT
-#define JC_MAX_DEPTH_LIMIT 3000         /* largest 'max_depth' accepted */
-#endif
-#ifndef JC_MAX_BYTES
-#define JC_MAX_BYTES (64 * 1024 * 1024) /* default 'max_bytes' (bytes) */
-#endif
 
 #define JC_LOCAL_FRAMES 32
 
@@ -307,9 +298,11 @@ static const unsigned char *jc_skip_plain(const unsigned char *s,
 }
 
 /* Parse the string whose opening quote is at '*ps' into entry 'e' and
-** move '*ps' past the closing quote. [-0, +0, m] */
-static int jc_string(jc_parser *p, const unsigned char **ps, size_t e) {
-  const unsigned char *s = *ps + 1, *run = s, *end = p->end;
+** move '*ps' past the closing quote; the bytes before 's' are known plain.
+** [-0, +0, m] */
+static int jc_string(jc_parser *p, const unsigned char **ps,
+                     const unsigned char *s, size_t e) {
+  const unsigned char *run = *ps + 1, *end = p->end;
   size_t n;
   for (;;) {
     s = jc_skip_plain(s, end);
@@ -345,7 +338,7 @@ static JC_HOT_INLINE int jc_string_plain(jc_parser *p, const unsigned char **ps,
     *ps = q + 1;
     return 0;
   }
-  return jc_string(p, ps, e);
+  return jc_string(p, ps, q, e);   /* on from the byte that stopped the scan */
 }
 
 static int jc_bad_number(jc_parser *p, const unsigned char *at,
@@ -361,8 +354,9 @@ static int jc_number(jc_parser *p, const unsigned char **ps, size_t e) {
   const unsigned char *b = *ps, *s = b, *digits, *intend, *fracend;
   int neg = 0, isint = 1, hasexp = 0;
   size_t len;
-  /* the digits' value, read as they are scanned: exact while there are at
-  ** most 19 of them (used only then; beyond, unsigned wrap-around) */
+  /* the digits' value, read as they are scanned (unsigned: past 19 digits
+  ** it wraps around); used for integers of at most 18 digits and for
+  ** fractions of at most 15 digits in all, where it is exact */
   unsigned long long m = 0;
   char local[64], *buf, *end, *dp;
   double d;
@@ -816,9 +810,7 @@ finish:
 /* ===================================================================== */
 
 static const jc_opt jc_decode_opts[] = {
-  { "max_depth", JC_OPT_INT, 1, JC_MAX_DEPTH_LIMIT,
-    "an integer from 1 to 3000", NULL },
-  { "max_bytes", JC_OPT_INT, 0, 281474976710656.0, "an integer >= 0", NULL },
+  JC_PARSE_OPTS,
   { "keep_order", JC_OPT_BOOL, 0, 0, "a boolean", NULL },
   { NULL, 0, 0, 0, NULL, NULL }
 };

@@ -9,6 +9,26 @@
 #include "utf8.h"
 #include <stddef.h>
 
+/* The parser's bounds, for every entry point that parses text (core.decode,
+** core.parse, validator:check and check_json, the stream decoder) and for
+** the rules gate's copy (core.MAX_DEPTH). */
+#ifndef JC_MAX_DEPTH
+#define JC_MAX_DEPTH 1000               /* default 'max_depth' (levels) */
+#endif
+#ifndef JC_MAX_DEPTH_LIMIT
+#define JC_MAX_DEPTH_LIMIT 3000         /* largest 'max_depth' accepted */
+#endif
+#ifndef JC_MAX_BYTES
+#define JC_MAX_BYTES (64 * 1024 * 1024) /* default 'max_bytes' (bytes) */
+#endif
+#define JC_STR_(x) #x
+#define JC_STR(x) JC_STR_(x)
+/* the option table entries of 'max_depth' and 'max_bytes' (jc_opt, opts.h) */
+#define JC_PARSE_OPTS \
+  { "max_depth", JC_OPT_INT, 1, JC_MAX_DEPTH_LIMIT, \
+    "an integer from 1 to " JC_STR(JC_MAX_DEPTH_LIMIT), NULL }, \
+  { "max_bytes", JC_OPT_INT, 0, 281474976710656.0, "an integer >= 0", NULL }
+
 /* Registry name of the tape core.decode reuses between calls. */
 #define JC_DECODE_TAPE "jsoncontract.decode_tape"
 
@@ -36,8 +56,8 @@ int jc_parse_text(lua_State *L, const char *text, size_t len,
 
 /*
 ** Read the options table at stack index 'arg' (none or nil: defaults) into
-** '*max_depth' (levels, default 1000, 1..3000) and '*max_bytes' (bytes,
-** default 64 MiB), with core.decode's option table. Raises on a non-table,
+** '*max_depth' (levels, default JC_MAX_DEPTH, 1..JC_MAX_DEPTH_LIMIT) and
+** '*max_bytes' (bytes, default JC_MAX_BYTES), with core.decode's option table. Raises on a non-table,
 ** an unknown option or a value out of range, naming argument 'arg'.
 ** Stack: [-0, +0, v]
 */

@@ -367,8 +367,7 @@ static int jc_schema_validate(lua_State *L) {
 #define JC_CHECK_OPTS \
   { "first", JC_OPT_BOOL, 0, 0, "a boolean", NULL }, \
   { "max_errors", JC_OPT_INT, 0, 1e9, "an integer from 0 to 1e9", NULL }, \
-  { "max_depth", JC_OPT_INT, 1, 3000, "an integer from 1 to 3000", NULL }, \
-  { "max_bytes", JC_OPT_INT, 0, 281474976710656.0, "an integer >= 0", NULL }, \
+  JC_PARSE_OPTS, \
   { "keep_order", JC_OPT_BOOL, 0, 0, "a boolean", NULL }
 static const jc_opt jc_check_opts[] = {
   JC_CHECK_OPTS, { NULL, 0, 0, 0, NULL, NULL }
@@ -419,8 +418,9 @@ static int jc_check_text(lua_State *L, int json) {
   text = lua_tolstring(L, 2, &len);
   lua_pushnil(L);                                      /* 3 */
   t = jc_v_tape(L, v);
-  r = jc_parse_tape(L, t, text, len, ov[2].set ? (size_t)ov[2].n : 1000,
-                    ov[3].set ? (size_t)ov[3].n : 64 * 1024 * 1024);
+  r = jc_parse_tape(L, t, text, len,
+                    ov[2].set ? (size_t)ov[2].n : JC_MAX_DEPTH,
+                    ov[3].set ? (size_t)ov[3].n : JC_MAX_BYTES);
   if (r == 0) {
     r = jc_run(L, v, t, &o, 0);
     if (r == 0) {

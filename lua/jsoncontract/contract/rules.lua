@@ -173,7 +173,7 @@ end
 -- The copy a rule sees
 ----------------------------------------------------------------------------
 
-local COPY_MAX_DEPTH = 3000 -- the deepest the parser may be asked to read (max_depth)
+local COPY_MAX_DEPTH = core.MAX_DEPTH -- the deepest the parser may be asked to read (max_depth)
 
 local function copy(v, depth, seen)
     if type(v) ~= "table" then return v end
@@ -202,7 +202,8 @@ end
 -- @function copy
 -- @param v any value
 -- @return the copy
--- @raise when tables nest deeper than 3,000 levels (the deepest the parser may be asked to read)
+-- @raise when tables nest deeper than `core.MAX_DEPTH` levels (3,000: the deepest the parser
+--   may be asked to read)
 function _M.copy(v)
     return copy(v, 0, {})
 end
