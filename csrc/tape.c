@@ -584,9 +584,12 @@ static int jc_write_pass(lua_State *L, jc_tape *t, int idx, size_t max_depth,
   w.found = 0;
   w.budget = budget;
   w.share = share;
-  luaL_getmetatable(L, JC_ARRAY_MT);
-  w.amt = lua_topointer(L, -1);
-  lua_pop(L, 1);
+  if (t->amt == NULL) {   /* once per tape: the registry's, like v->amt */
+    luaL_getmetatable(L, JC_ARRAY_MT);
+    t->amt = lua_topointer(L, -1);
+    lua_pop(L, 1);
+  }
+  w.amt = t->amt;
   if (max_depth > ((size_t)-1) / sizeof(void *) - 2)
     luaL_error(L, "not enough memory");
   psize = (max_depth + 2) * sizeof(void *);
