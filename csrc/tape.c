@@ -339,7 +339,8 @@ typedef struct jc_wctx {
   jc_seg *segs;
   size_t depth;
   const void *amt;
-  const void **path;      /* tables on the current path (cycle report) */
+  int *path;              /* stack indexes of the tables on the current path */
+  const void **seen;      /* their identities, taken when needed (cycles) */
   long *budget;
   int share;              /* stack index: table -> entry written, or 0 */
   size_t found;           /* depth where max_depth was passed */
@@ -375,15 +376,17 @@ static int jc_w_raise(jc_wctx *w, const char *fmt, const char *what,
   return luaL_error(L, fmt, what, *p != '\0' ? " at " : "", p, arg);
 }
 
-static int jc_w_value(jc_wctx *w, int idx);
-
 /* A table met at max_depth: a cycle when some table repeats on the path
-** (raise at its second occurrence), else too deep. */
+** (raise at its second occurrence), else too deep. The tables on the path
+** are still on the stack (each below its children): their identities are
+** taken here, not on every table written. */
 static int jc_w_deep(jc_wctx *w) {
   size_t d, j;
+  for (d = 0; d <= w->depth; d++)
+    w->seen[d] = lua_topointer(w->L, w->path[d]);
   for (d = 1; d <= w->depth; d++)
     for (j = 0; j < d; j++)
-      if (w->path[j] == w->path[d]) {
+      if (w->seen[j] == w->seen[d]) {
         w->depth = d;
         return jc_w_raise(w, "%s%s%s is %s, not JSON", "value",
                           "a table that contains itself (a cycle)");
@@ -392,138 +395,18 @@ static int jc_w_deep(jc_wctx *w) {
   return 1;
 }
 
-static int jc_w_table(jc_wctx *w, int idx, size_t me) {
-  lua_State *L = w->L;
-  jc_tape *t = w->t;
-  int marked = 0, r;
-  size_t n, count = 0, i;
-  jc_seg *s;
-  w->path[w->depth] = lua_topointer(L, idx);
-  if (w->share) {   /* a table already written whole (a DAG): a reference */
-    lua_pushvalue(L, idx);
-    lua_rawget(L, w->share);
-    if (lua_type(L, -1) == LUA_TNUMBER) {
-      t->v[me].kind = JT_REF;
-      t->v[me].u.len = (size_t)lua_tonumber(L, -1);
-      lua_pop(L, 1);
-      return 0;
-    }
-    lua_pop(L, 1);
-  }
-  if (!lua_checkstack(L, 6)) {
-    t->busy = 0;
-    luaL_error(L, "value too deep (Lua stack)");
-  }
-  if (w->depth + 1 > t->depth) t->depth = w->depth + 1;
-  if (lua_getmetatable(L, idx)) {
-    marked = lua_topointer(L, -1) == w->amt;
-    lua_pop(L, 1);
-  }
-  n = (size_t)jc_rawlen(L, idx);
-  s = &w->segs[w->depth];
-  if (!marked && n > 0) {   /* keys exactly 1..n: an array */
-    int isarr = 1;
-    lua_pushnil(L);
-    while (lua_next(L, idx) != 0) {
-      lua_Number k;
-      lua_pop(L, 1);
-      if (lua_type(L, -1) != LUA_TNUMBER) { lua_pop(L, 1); isarr = 0; break; }
-      k = lua_tonumber(L, -1);
-      if (k < 1 || k > (lua_Number)n || k != floor(k)) {
-        lua_pop(L, 1);
-        isarr = 0;
-        break;
-      }
-      count++;
-    }
-    marked = isarr && count == n ? 2 : 0;
-    if (!marked) {   /* an object then, whose keys must be strings */
-      lua_pushnil(L);
-      while (lua_next(L, idx) != 0) {
-        lua_pop(L, 1);
-        if (lua_type(L, -1) != LUA_TSTRING) {
-          s->key = NULL;
-          s->index = 0;
-          return jc_w_raise(w, "%s%s%s has a key of type %s, not JSON",
-                            "object", luaL_typename(L, -1));
-        }
-      }
-    }
-  }
-  if (marked) {
-    t->v[me].kind = JT_ARRAY;
-    if (marked == 1) {   /* marked: nothing but 1..n */
-      if (n == 0) lua_pushnil(L);
-      else lua_pushinteger(L, (lua_Integer)n);
-      if (lua_next(L, idx) != 0) {
-        lua_pop(L, 2);
-        return jc_w_raise(w, "%s%s%s has keys other than 1..n, not JSON",
-                          "array", "");
-      }
-    }
-    if (n > 0xffffffffu) { t->busy = 0; luaL_error(L, "array too long"); }
-    t->v[me].n = (unsigned)n;
-    s->key = NULL;
-    s->len = 0;
-    for (i = 1; i <= n; i++) {
-      s->index = i - 1;
-      lua_rawgeti(L, idx, (lua_Integer)i);
-      if (lua_isnil(L, -1))
-        return jc_w_raise(w, "%s%s%s has keys other than 1..n, not JSON",
-                          "array", "");
-      if (w->depth >= w->max_depth) { lua_pop(L, 1); return jc_w_deep(w); }
-      w->depth++;
-      r = jc_w_value(w, lua_gettop(L));
-      w->depth--;
-      lua_pop(L, 1);
-      if (r) return r;
-    }
-  } else {
-    t->v[me].kind = JT_OBJECT;
-    count = 0;
-    lua_pushnil(L);
-    while (lua_next(L, idx) != 0) {
-      size_t k;
-      if (lua_type(L, -2) != LUA_TSTRING) {
-        s->key = NULL;
-        s->index = 0;
-        lua_pop(L, 1);
-        return jc_w_raise(w, "%s%s%s has a key of type %s, not JSON",
-                          "object", luaL_typename(L, -1));
-      }
-      k = jc_tape_add(L, t);
-      t->v[k].kind = JT_STRING;
-      t->v[k].s = lua_tolstring(L, -2, &t->v[k].u.len);
-      s->key = t->v[k].s;
-      s->len = t->v[k].u.len;
-      s->index = 0;
-      count++;
-      if (w->depth >= w->max_depth) { lua_pop(L, 2); return jc_w_deep(w); }
-      w->depth++;
-      r = jc_w_value(w, lua_gettop(L));
-      w->depth--;
-      lua_pop(L, 1);
-      if (r) { lua_pop(L, 1); return r; }
-    }
-    if (count > 0xffffffffu) { t->busy = 0; luaL_error(L, "object too large"); }
-    t->v[me].n = (unsigned)count;
-  }
-  t->v[me].u.end = t->n;
-  if (w->share) {
-    lua_pushvalue(L, idx);
-    lua_pushnumber(L, (lua_Number)me);
-    lua_rawset(L, w->share);
-  }
-  return 0;
-}
+static int jc_w_table(jc_wctx *w, int idx, int top, size_t me);
 
-static int jc_w_value(jc_wctx *w, int idx) {
+/* Write the value of Lua type 'type' at stack index 'idx'; 'top' is the
+** stack top (a table's children go above it). Inlined in the loops of
+** 'jc_w_table' (scalars cost no call); tables recurse through it. */
+static JC_HOT_INLINE int jc_w_value(jc_wctx *w, int idx, int type, int top) {
   lua_State *L = w->L;
   jc_tape *t = w->t;
   size_t me;
   if (--*w->budget < 0) return 2;
   me = jc_tape_add(L, t);
-  switch (lua_type(L, idx)) {
+  switch (type) {
     case LUA_TSTRING:
       t->v[me].kind = JT_STRING;
       t->v[me].s = lua_tolstring(L, idx, &t->v[me].u.len);
@@ -558,12 +441,141 @@ static int jc_w_value(jc_wctx *w, int idx) {
       }
       break;
     case LUA_TTABLE:
-      return jc_w_table(w, idx, me);
+      return jc_w_table(w, idx, top, me);
     default:
       break;
   }
   return jc_w_raise(w, "%s%s%s of type %s is not JSON", "value",
-                    luaL_typename(L, idx));
+                    lua_typename(L, type));
+}
+
+/* Write the table at stack index 'idx' (entry 'me' made); 'top' is the
+** stack top: a key goes at top + 1 and its value or an item at top + 1 or
+** top + 2 (the same stack use per level as ever: the Lua stack bound,
+** "value too deep (Lua stack)", is met at the same depth). Children need
+** not pop what they pushed: the loops set the top back after each. */
+static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
+  lua_State *L = w->L;
+  jc_tape *t = w->t;
+  int marked = 0, r, type;
+  size_t n, count = 0, i;
+  jc_seg *s;
+  w->path[w->depth] = idx;
+  if (w->share) {   /* a table already written whole (a DAG): a reference */
+    lua_pushvalue(L, idx);
+    lua_rawget(L, w->share);
+    if (lua_type(L, -1) == LUA_TNUMBER) {
+      t->v[me].kind = JT_REF;
+      t->v[me].u.len = (size_t)lua_tonumber(L, -1);
+      lua_pop(L, 1);
+      return 0;
+    }
+    lua_pop(L, 1);
+  }
+  if (!lua_checkstack(L, 6)) {
+    t->busy = 0;
+    luaL_error(L, "value too deep (Lua stack)");
+  }
+  if (w->depth + 1 > t->depth) t->depth = w->depth + 1;
+  if (lua_getmetatable(L, idx)) {
+    marked = lua_topointer(L, -1) == w->amt;
+    lua_settop(L, top);
+  }
+  n = (size_t)jc_rawlen(L, idx);
+  s = &w->segs[w->depth];
+  if (!marked && n > 0) {   /* keys exactly 1..n: an array */
+    int isarr = 1;
+    lua_pushnil(L);
+    while (lua_next(L, idx) != 0) {
+      lua_Number k;
+      lua_settop(L, top + 1);
+      if (lua_type(L, top + 1) != LUA_TNUMBER) { isarr = 0; break; }
+      k = lua_tonumber(L, top + 1);
+      if (k < 1 || k > (lua_Number)n || k != floor(k)) { isarr = 0; break; }
+      count++;
+    }
+    lua_settop(L, top);
+    marked = isarr && count == n ? 2 : 0;
+    if (!marked) {   /* an object then, whose keys must be strings */
+      lua_pushnil(L);
+      while (lua_next(L, idx) != 0) {
+        lua_settop(L, top + 1);
+        type = lua_type(L, top + 1);
+        if (type != LUA_TSTRING) {
+          s->key = NULL;
+          s->index = 0;
+          return jc_w_raise(w, "%s%s%s has a key of type %s, not JSON",
+                            "object", lua_typename(L, type));
+        }
+      }
+    }
+  }
+  if (marked) {
+    t->v[me].kind = JT_ARRAY;
+    if (marked == 1) {   /* marked: nothing but 1..n */
+      if (n == 0) lua_pushnil(L);
+      else lua_pushinteger(L, (lua_Integer)n);
+      if (lua_next(L, idx) != 0) {
+        lua_settop(L, top);
+        return jc_w_raise(w, "%s%s%s has keys other than 1..n, not JSON",
+                          "array", "");
+      }
+    }
+    if (n > 0xffffffffu) { t->busy = 0; luaL_error(L, "array too long"); }
+    t->v[me].n = (unsigned)n;
+    s->key = NULL;
+    s->len = 0;
+    for (i = 1; i <= n; i++) {
+      s->index = i - 1;
+      type = jc_rawgeti_type(L, idx, (lua_Integer)i);
+      if (type == LUA_TNIL)
+        return jc_w_raise(w, "%s%s%s has keys other than 1..n, not JSON",
+                          "array", "");
+      if (w->depth >= w->max_depth) { lua_settop(L, top); return jc_w_deep(w); }
+      w->depth++;
+      r = jc_w_value(w, top + 1, type, top + 1);
+      w->depth--;
+      lua_settop(L, top);
+      if (r) return r;
+    }
+  } else {
+    t->v[me].kind = JT_OBJECT;
+    count = 0;
+    lua_pushnil(L);
+    while (lua_next(L, idx) != 0) {
+      size_t k;
+      type = lua_type(L, top + 1);
+      if (type != LUA_TSTRING) {
+        s->key = NULL;
+        s->index = 0;
+        lua_settop(L, top + 1);
+        return jc_w_raise(w, "%s%s%s has a key of type %s, not JSON",
+                          "object", lua_typename(L, type));
+      }
+      k = jc_tape_add(L, t);
+      t->v[k].kind = JT_STRING;
+      t->v[k].s = lua_tolstring(L, top + 1, &t->v[k].u.len);
+      s->key = t->v[k].s;
+      s->len = t->v[k].u.len;
+      s->index = 0;
+      count++;
+      if (w->depth >= w->max_depth) { lua_settop(L, top); return jc_w_deep(w); }
+      w->depth++;
+      r = jc_w_value(w, top + 2, lua_type(L, top + 2), top + 2);
+      w->depth--;
+      lua_settop(L, top + 1);
+      if (r) { lua_settop(L, top); return r; }
+    }
+    if (count > 0xffffffffu) { t->busy = 0; luaL_error(L, "object too large"); }
+    t->v[me].n = (unsigned)count;
+  }
+  t->v[me].u.end = t->n;
+  if (w->share) {
+    lua_pushvalue(L, idx);
+    lua_pushnumber(L, (lua_Number)me);
+    lua_rawset(L, w->share);
+  }
+  return 0;
 }
 
 #ifndef JC_SHARE_AFTER
@@ -590,13 +602,14 @@ static int jc_write_pass(lua_State *L, jc_tape *t, int idx, size_t max_depth,
     lua_pop(L, 1);
   }
   w.amt = t->amt;
-  if (max_depth > ((size_t)-1) / sizeof(void *) - 2)
+  if (max_depth > ((size_t)-1) / (sizeof(void *) + sizeof(int)) - 2)
     luaL_error(L, "not enough memory");
-  psize = (max_depth + 2) * sizeof(void *);
+  psize = (max_depth + 2) * (sizeof(void *) + sizeof(int));
   /* not cleared: a table sets its entry on the way down, and only the
   ** entries of the tables above it are read ('jc_w_deep') */
-  w.path = (const void **)jc_tape_aux(L, t, psize);
-  r = jc_w_value(&w, idx);
+  w.seen = (const void **)jc_tape_aux(L, t, psize);
+  w.path = (int *)(void *)(w.seen + max_depth + 2);
+  r = jc_w_value(&w, idx, lua_type(L, idx), lua_gettop(L));
   *depth = w.found;
   return r;
 }
