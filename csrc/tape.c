@@ -341,7 +341,7 @@ typedef struct jc_wctx {
   const void *amt;
   int *path;              /* stack indexes of the tables on the current path */
   const void **seen;      /* their identities, taken when needed (cycles) */
-  long *budget;
+  long budget;            /* entries left ('*budget' of the caller) */
   int share;              /* stack index: table -> entry written, or 0 */
   size_t found;           /* depth where max_depth was passed */
 } jc_wctx;
@@ -403,25 +403,27 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me);
 static JC_HOT_INLINE int jc_w_value(jc_wctx *w, int idx, int type, int top) {
   lua_State *L = w->L;
   jc_tape *t = w->t;
+  jc_tv *e;
   size_t me;
-  if (--*w->budget < 0) return 2;
+  if (--w->budget < 0) return 2;
   me = jc_tape_add(L, t);
+  e = &t->v[me];   /* valid until the next entry is added */
   switch (type) {
     case LUA_TSTRING:
-      t->v[me].kind = JT_STRING;
-      t->v[me].s = lua_tolstring(L, idx, &t->v[me].u.len);
+      e->kind = JT_STRING;
+      e->s = lua_tolstring(L, idx, &e->u.len);
       return 0;
     case LUA_TBOOLEAN:
-      t->v[me].kind = JT_BOOLEAN;
-      t->v[me].flags = lua_toboolean(L, idx) ? JC_TF_TRUE : 0;
+      e->kind = JT_BOOLEAN;
+      e->flags = lua_toboolean(L, idx) ? JC_TF_TRUE : 0;
       return 0;
     case LUA_TNUMBER: {
       lua_Number d;
-      t->v[me].kind = JT_NUMBER;
+      e->kind = JT_NUMBER;
 #if JC_HAVE_INTEGER
       if (lua_isinteger(L, idx)) {
-        t->v[me].flags = JC_TF_INT;
-        t->v[me].u.i = (long long)lua_tointeger(L, idx);
+        e->flags = JC_TF_INT;
+        e->u.i = (long long)lua_tointeger(L, idx);
         return 0;
       }
 #endif
@@ -431,12 +433,12 @@ static JC_HOT_INLINE int jc_w_value(jc_wctx *w, int idx, int type, int top) {
       if (d - d != 0)
         jc_w_raise(w, "%s%s%s is %s, not JSON", "value",
                    d > 0 ? "infinity" : "-infinity");
-      t->v[me].u.d = (double)d;
+      e->u.d = (double)d;
       return 0;
     }
     case LUA_TLIGHTUSERDATA:
       if (lua_touserdata(L, idx) == NULL) {
-        t->v[me].kind = JT_NULL;
+        e->kind = JT_NULL;
         return 0;
       }
       break;
@@ -543,6 +545,7 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
     count = 0;
     lua_pushnil(L);
     while (lua_next(L, idx) != 0) {
+      jc_tv *e;
       size_t k;
       type = lua_type(L, top + 1);
       if (type != LUA_TSTRING) {
@@ -552,11 +555,11 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
         return jc_w_raise(w, "%s%s%s has a key of type %s, not JSON",
                           "object", lua_typename(L, type));
       }
-      k = jc_tape_add(L, t);
-      t->v[k].kind = JT_STRING;
-      t->v[k].s = lua_tolstring(L, top + 1, &t->v[k].u.len);
-      s->key = t->v[k].s;
-      s->len = t->v[k].u.len;
+      k = jc_tape_add(L, t);   /* may move t->v: then the address */
+      e = &t->v[k];
+      e->kind = JT_STRING;
+      s->key = e->s = lua_tolstring(L, top + 1, &s->len);
+      e->u.len = s->len;
       s->index = 0;
       count++;
       if (w->depth >= w->max_depth) { lua_settop(L, top); return jc_w_deep(w); }
@@ -594,7 +597,7 @@ static int jc_write_pass(lua_State *L, jc_tape *t, int idx, size_t max_depth,
   w.segs = segs;
   w.depth = 0;
   w.found = 0;
-  w.budget = budget;
+  w.budget = *budget;
   w.share = share;
   if (t->amt == NULL) {   /* once per tape: the registry's, like v->amt */
     luaL_getmetatable(L, JC_ARRAY_MT);
@@ -610,6 +613,7 @@ static int jc_write_pass(lua_State *L, jc_tape *t, int idx, size_t max_depth,
   w.seen = (const void **)jc_tape_aux(L, t, psize);
   w.path = (int *)(void *)(w.seen + max_depth + 2);
   r = jc_w_value(&w, idx, lua_type(L, idx), lua_gettop(L));
+  *budget = w.budget;
   *depth = w.found;
   return r;
 }
