@@ -397,9 +397,10 @@ static int jc_w_deep(jc_wctx *w) {
 
 static int jc_w_table(jc_wctx *w, int idx, int top, size_t me);
 
-/* Write the value of Lua type 'type' at stack index 'idx'; 'top' is the
-** stack top (a table's children go above it). Inlined in the loops of
-** 'jc_w_table' (scalars cost no call); tables recurse through it. */
+/* Write the value of Lua type 'type' at stack index 'idx': the root's
+** index, or -1 for a child, which is on top, at absolute index 'top' (the
+** root's 'top' is the stack top). Inlined in the loops of 'jc_w_table'
+** (scalars cost no call); tables recurse through it. */
 static JC_HOT_INLINE int jc_w_value(jc_wctx *w, int idx, int type, int top) {
   lua_State *L = w->L;
   jc_tape *t = w->t;
@@ -442,8 +443,8 @@ static JC_HOT_INLINE int jc_w_value(jc_wctx *w, int idx, int type, int top) {
         return 0;
       }
       break;
-    case LUA_TTABLE:
-      return jc_w_table(w, idx, top, me);
+    case LUA_TTABLE:   /* a child is on top: its index is 'top' */
+      return jc_w_table(w, idx < 0 ? top : idx, top, me);
     default:
       break;
   }
@@ -452,10 +453,11 @@ static JC_HOT_INLINE int jc_w_value(jc_wctx *w, int idx, int type, int top) {
 }
 
 /* Write the table at stack index 'idx' (entry 'me' made); 'top' is the
-** stack top: a key goes at top + 1 and its value or an item at top + 1 or
+** stack top: an item goes at top + 1, a key at top + 1 and its value at
 ** top + 2 (the same stack use per level as ever: the Lua stack bound,
-** "value too deep (Lua stack)", is met at the same depth). Children need
-** not pop what they pushed: the loops set the top back after each. */
+** "value too deep (Lua stack)", is met at the same depth). Returns with
+** the stack as it found it (the loops pop a child's slot with lua_pop,
+** the cheaper form on every Lua), but when it raises. */
 static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
   lua_State *L = w->L;
   jc_tape *t = w->t;
@@ -535,9 +537,9 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
                           "array", "");
       if (w->depth >= w->max_depth) { lua_settop(L, top); return jc_w_deep(w); }
       w->depth++;
-      r = jc_w_value(w, top + 1, type, top + 1);
+      r = jc_w_value(w, -1, type, top + 1);
       w->depth--;
-      lua_settop(L, top);
+      lua_pop(L, 1);
       if (r) return r;
     }
   } else {
@@ -547,7 +549,7 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
     while (lua_next(L, idx) != 0) {
       jc_tv *e;
       size_t k;
-      type = lua_type(L, top + 1);
+      type = lua_type(L, -2);
       if (type != LUA_TSTRING) {
         s->key = NULL;
         s->index = 0;
@@ -558,15 +560,15 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
       k = jc_tape_add(L, t);   /* may move t->v: then the address */
       e = &t->v[k];
       e->kind = JT_STRING;
-      s->key = e->s = lua_tolstring(L, top + 1, &s->len);
+      s->key = e->s = lua_tolstring(L, -2, &s->len);
       e->u.len = s->len;
       s->index = 0;
       count++;
       if (w->depth >= w->max_depth) { lua_settop(L, top); return jc_w_deep(w); }
       w->depth++;
-      r = jc_w_value(w, top + 2, lua_type(L, top + 2), top + 2);
+      r = jc_w_value(w, -1, lua_type(L, -1), top + 2);
       w->depth--;
-      lua_settop(L, top + 1);
+      lua_pop(L, 1);
       if (r) { lua_settop(L, top); return r; }
     }
     if (count > 0xffffffffu) { t->busy = 0; luaL_error(L, "object too large"); }
