@@ -492,9 +492,9 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
     lua_pushnil(L);
     while (lua_next(L, idx) != 0) {
       lua_Number k;
-      lua_settop(L, top + 1);
-      if (lua_type(L, top + 1) != LUA_TNUMBER) { isarr = 0; break; }
-      k = lua_tonumber(L, top + 1);
+      lua_pop(L, 1);
+      if (lua_type(L, -1) != LUA_TNUMBER) { isarr = 0; break; }
+      k = lua_tonumber(L, -1);
       if (k < 1 || k > (lua_Number)n || k != floor(k)) { isarr = 0; break; }
       count++;
     }
@@ -503,8 +503,8 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
     if (!marked) {   /* an object then, whose keys must be strings */
       lua_pushnil(L);
       while (lua_next(L, idx) != 0) {
-        lua_settop(L, top + 1);
-        type = lua_type(L, top + 1);
+        lua_pop(L, 1);
+        type = lua_type(L, -1);
         if (type != LUA_TSTRING) {
           s->key = NULL;
           s->index = 0;
