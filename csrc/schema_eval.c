@@ -225,12 +225,14 @@ static int jc_vchild(jc_vctx *c, const jc_node *n, size_t i) {
 /* jc_vchild of a child that is neither passed nor a leaf, from a
 ** container whose jc_vroom held (jc_sibling): the walk is not stopped,
 ** the depth and evaluation bounds have room (children leave them as they
-** found them), so only the work budget is left to check. */
+** found them), so only the work budget is left to check. Inside an
+** applicator a subschema goes to jc_eval, which keeps the memo. */
 static JC_NOINLINE int jc_vdeeper(jc_vctx *c, const jc_node *n, size_t i) {
   int ok;
   if (n->jump != NULL) n = n->jump;     /* c->nvia < 0 in this pass */
   c->depth++;
-  ok = n->vfast ? jc_vfast(c, n, i, 1) : jc_eval(c, n, i);
+  ok = n->vfast && c->quiet == c->qbase ? jc_vfast(c, n, i, 1)
+                                         : jc_eval(c, n, i);
   c->depth--;
   return ok;
 }
@@ -292,10 +294,12 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
 }
 
 /* Can the children of a container be taken by 'jc_sibling' in the
-** verdict pass? The walk not stopped, depth and evaluation bounds not
-** reached: children leave these as they found them, and a failure ends
-** the container's walk, so they hold for every child. */
-#define jc_vroom(c) (jc_vmode(c) && !(c)->abort && \
+** verdict pass (inside applicators too: a pass or a leaf is decided as
+** jc_child would, quietly, and keeps no memo)? The walk not stopped,
+** depth and evaluation bounds not reached: children leave these as they
+** found them, and a failure ends the container's walk, so they hold for
+** every child. */
+#define jc_vroom(c) ((c)->qbase && !(c)->abort && \
                      (c)->depth < (c)->max_depth && \
                      (c)->edepth < JC_SCHEMA_MAX_EVAL && !(c)->v->dynamic)
 
