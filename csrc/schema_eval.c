@@ -1001,7 +1001,6 @@ static int jc_quiet_ok(jc_vctx *c, const jc_node *n, size_t i) {
   return ok;
 }
 
-
 /*
 ** Annotations for unevaluatedProperties/Items: mark on the scratch stack
 ** at 'pb' the member ordinals and at 'ib' the item indexes that 'n' and
