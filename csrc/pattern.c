@@ -15,6 +15,10 @@
 #ifndef JC_SIMPLE_ATOMS
 #define JC_SIMPLE_ATOMS 16   /* atoms of a pattern matched without PCRE2 */
 #endif
+#ifndef JC_SIMPLE_FIXED
+#define JC_SIMPLE_FIXED 32   /* longest subject of a fixed-length pattern
+                                matched byte by byte */
+#endif
 #define JC_NOMAX ((size_t)-1)
 
 typedef struct jc_patom {      /* atom k of a simple pattern; its set of
@@ -27,6 +31,10 @@ struct jc_pattern {
   int jit;            /* JIT-compiled: matched with pcre2_jit_match */
   int simple;         /* 'atoms' decide every subject ('jc_simple_parse') */
   int natoms;
+  size_t flen;        /* subject length when every atom has one count and
+                         they add up to JC_SIMPLE_FIXED at most, else
+                         JC_NOMAX */
+  unsigned short fbit[JC_SIMPLE_FIXED];   /* then the atom bit by byte */
   jc_patom atoms[JC_SIMPLE_ATOMS];
   unsigned short sets[256];   /* bit k: the byte is in atom k's set (none
                                  from 0x80: such a subject byte is part of
@@ -352,6 +360,19 @@ static void jc_simple_parse(jc_pattern *p, const char *src, size_t len) {
   }
   p->natoms = n;
   p->simple = 1;
+  /* "^[A-Z]{3}-[0-9]{4}$": one length, each byte in the set of the atom
+  ** at its position (what the greedy scan decides, without its loops) */
+  p->flen = 0;
+  for (k = 0; k < n; k++) {
+    size_t r;
+    if (p->atoms[k].min != p->atoms[k].max ||
+        p->atoms[k].min > JC_SIMPLE_FIXED - p->flen) {
+      p->flen = JC_NOMAX;
+      break;
+    }
+    for (r = 0; r < p->atoms[k].min; r++)
+      p->fbit[p->flen++] = (unsigned short)(1u << k);
+  }
 }
 
 /* Match 's' against the atoms (p->simple): one greedy scan. */
@@ -359,6 +380,13 @@ static int jc_simple_match(const jc_pattern *p, const unsigned char *s,
                            size_t len) {
   const unsigned char *q = s, *end = s + len;
   int k;
+  if (p->flen != JC_NOMAX) {
+    size_t r;
+    if (len != p->flen) return JC_PATTERN_NOMATCH;
+    for (r = 0; r < len; r++)
+      if ((p->sets[s[r]] & p->fbit[r]) == 0) return JC_PATTERN_NOMATCH;
+    return JC_PATTERN_MATCH;
+  }
   for (k = 0; k < p->natoms; k++) {
     const jc_patom *a = &p->atoms[k];
     const unsigned char *from = q, *stop;
@@ -383,6 +411,7 @@ jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
   p->jit = 0;
   p->simple = 0;
   p->natoms = 0;
+  p->flen = JC_NOMAX;
   jc_pattern_setmeta(L, JC_PATTERN_MT, jc_pattern_gc);
   if (ecma != NULL) {
     lua_remove(L, -2);

@@ -225,12 +225,14 @@ static int jc_vchild(jc_vctx *c, const jc_node *n, size_t i) {
 /* jc_vchild of a child that is neither passed nor a leaf, from a
 ** container whose jc_vroom held (jc_sibling): the walk is not stopped,
 ** the depth and evaluation bounds have room (children leave them as they
-** found them), so only the work budget is left to check. */
+** found them), so only the work budget is left to check. Inside an
+** applicator a subschema goes to jc_eval, which keeps the memo. */
 static JC_NOINLINE int jc_vdeeper(jc_vctx *c, const jc_node *n, size_t i) {
   int ok;
   if (n->jump != NULL) n = n->jump;     /* c->nvia < 0 in this pass */
   c->depth++;
-  ok = n->vfast ? jc_vfast(c, n, i, 1) : jc_eval(c, n, i);
+  ok = n->vfast && c->quiet == c->qbase ? jc_vfast(c, n, i, 1)
+                                         : jc_eval(c, n, i);
   c->depth--;
   return ok;
 }
@@ -292,10 +294,12 @@ static int jc_eval_child(jc_vctx *c, const jc_node *n, size_t i,
 }
 
 /* Can the children of a container be taken by 'jc_sibling' in the
-** verdict pass? The walk not stopped, depth and evaluation bounds not
-** reached: children leave these as they found them, and a failure ends
-** the container's walk, so they hold for every child. */
-#define jc_vroom(c) (jc_vmode(c) && !(c)->abort && \
+** verdict pass (inside applicators too: a pass or a leaf is decided as
+** jc_child would, quietly, and keeps no memo)? The walk not stopped,
+** depth and evaluation bounds not reached: children leave these as they
+** found them, and a failure ends the container's walk, so they hold for
+** every child. */
+#define jc_vroom(c) ((c)->qbase && !(c)->abort && \
                      (c)->depth < (c)->max_depth && \
                      (c)->edepth < JC_SCHEMA_MAX_EVAL && !(c)->v->dynamic)
 
@@ -906,6 +910,35 @@ out:
   return 0;
 }
 
+/* jc_eval of an in-place subschema 'n' (allOf, anyOf, oneOf, not, if) on
+** entry 'i' (dereferenced) at the current quiet level. In the verdict pass
+** 'true', 'false', a scalar leaf on a scalar and 'type' alone on an array
+** or object are decided here, charged as jc_eval charges them: the unit
+** up front, and on a container inside an applicator the quiet evaluation
+** counted towards JC_MEMO_LAZY (past it jc_eval, which keeps the memo),
+** so the budget and the memo run exactly as before. */
+static JC_INLINE int jc_inplace(jc_vctx *c, const jc_node *n, size_t i) {
+  const jc_tv *x;
+  if (!c->qbase) return jc_eval(c, n, i);
+  if (n->jump != NULL) n = n->jump;     /* c->nvia < 0 in this pass */
+  if (n->boolean >= 0) return n->boolean;
+  x = &c->t->v[i];
+  if ((n->kw & ~(KW_ENUM | KW_STR | KW_NUM)) == 0 && !c->abort &&
+      c->work >= 1.0 && c->edepth < JC_SCHEMA_MAX_EVAL && !c->v->dynamic) {
+    if ((1u << x->kind) & JC_SCALAR_KINDS) {
+      c->work -= 1.0;
+      return jc_scalar_ok(c, n, i, x);
+    }
+    if (n->kw == 0 && (x->kind == JT_OBJECT || x->kind == JT_ARRAY) &&
+        (c->quiet == c->qbase || c->memo_skip < JC_MEMO_LAZY)) {
+      if (c->quiet > c->qbase) c->memo_skip++;
+      c->work -= 1.0;
+      return jc_type_ok(n, x);
+    }
+  }
+  return jc_eval(c, n, i);
+}
+
 /* Evaluate applicator lists quietly; returns how many matched and the
 ** first two matching indexes. */
 static size_t jc_count_matches(jc_vctx *c, jc_node *const *list, size_t n,
@@ -913,7 +946,7 @@ static size_t jc_count_matches(jc_vctx *c, jc_node *const *list, size_t n,
   size_t k, hits = 0;
   c->quiet++;
   for (k = 0; k < n && hits < stop_at && !c->abort; k++) {
-    if (jc_eval(c, list[k], i)) {
+    if (jc_inplace(c, list[k], i)) {
       if (hits < 2) which[hits] = k;
       hits++;
     }
@@ -1332,7 +1365,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
   if (kw & KW_ALLOF) {
     size_t k;
     for (k = 0; k < n->nallof; k++) {
-      if (!jc_eval(c, n->allof[k], i)) {
+      if (!jc_inplace(c, n->allof[k], i)) {
         ok = 0;
         if (JC_STOP(c)) goto done;
       }
@@ -1368,7 +1401,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
   if (kw & KW_NOT) {
     int matched;
     c->quiet++;
-    matched = jc_eval(c, n->not_, i);
+    matched = jc_inplace(c, n->not_, i);
     c->quiet--;
     if (c->abort) { ok = 0; goto done; }
     if (matched) {
@@ -1378,10 +1411,14 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
     }
   }
   if (kw & KW_IF) {
-    int cond = jc_quiet_ok(c, n->if_, i);
-    const jc_node *branch = cond ? n->then_ : n->else_;
+    int cond;
+    const jc_node *branch;
+    c->quiet++;
+    cond = jc_inplace(c, n->if_, i);
+    c->quiet--;
+    branch = cond ? n->then_ : n->else_;
     if (c->abort) { ok = 0; goto done; }
-    if (branch != NULL && !jc_eval(c, branch, i)) {
+    if (branch != NULL && !jc_inplace(c, branch, i)) {
       ok = 0;
       if (JC_STOP(c)) goto done;
     }
