@@ -26,6 +26,16 @@
   (((i) > 0 || (i) <= LUA_REGISTRYINDEX) ? (i) : lua_gettop(L) + (i) + 1)
 #endif
 
+/* lua_rawgeti returning the type of the value pushed, as on 5.3+. */
+#if LUA_VERSION_NUM >= 503
+#define jc_rawgeti_type(L, i, n) lua_rawgeti((L), (i), (n))
+#else
+static inline int jc_rawgeti_type(lua_State *L, int i, int n) {
+  lua_rawgeti(L, i, n);
+  return lua_type(L, -1);
+}
+#endif
+
 #if LUA_VERSION_NUM >= 504
 #define jc_newuserdata(L, sz) lua_newuserdatauv((L), (sz), 0)
 #else

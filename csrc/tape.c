@@ -339,8 +339,9 @@ typedef struct jc_wctx {
   jc_seg *segs;
   size_t depth;
   const void *amt;
-  const void **path;      /* tables on the current path (cycle report) */
-  long *budget;
+  int *path;              /* stack indexes of the tables on the current path */
+  const void **seen;      /* their identities, taken when needed (cycles) */
+  long budget;            /* entries left ('*budget' of the caller) */
   int share;              /* stack index: table -> entry written, or 0 */
   size_t found;           /* depth where max_depth was passed */
 } jc_wctx;
@@ -375,15 +376,17 @@ static int jc_w_raise(jc_wctx *w, const char *fmt, const char *what,
   return luaL_error(L, fmt, what, *p != '\0' ? " at " : "", p, arg);
 }
 
-static int jc_w_value(jc_wctx *w, int idx);
-
 /* A table met at max_depth: a cycle when some table repeats on the path
-** (raise at its second occurrence), else too deep. */
+** (raise at its second occurrence), else too deep. The tables on the path
+** are still on the stack (each below its children): their identities are
+** taken here, not on every table written. */
 static int jc_w_deep(jc_wctx *w) {
   size_t d, j;
+  for (d = 0; d <= w->depth; d++)
+    w->seen[d] = lua_topointer(w->L, w->path[d]);
   for (d = 1; d <= w->depth; d++)
     for (j = 0; j < d; j++)
-      if (w->path[j] == w->path[d]) {
+      if (w->seen[j] == w->seen[d]) {
         w->depth = d;
         return jc_w_raise(w, "%s%s%s is %s, not JSON", "value",
                           "a table that contains itself (a cycle)");
@@ -392,13 +395,76 @@ static int jc_w_deep(jc_wctx *w) {
   return 1;
 }
 
-static int jc_w_table(jc_wctx *w, int idx, size_t me) {
+static int jc_w_table(jc_wctx *w, int idx, int top, size_t me);
+
+/* Write the value of Lua type 'type' at stack index 'idx': the root's
+** index, or -1 for a child, which is on top, at absolute index 'top' (the
+** root's 'top' is the stack top). Inlined in the loops of 'jc_w_table'
+** (scalars cost no call); tables recurse through it. */
+static JC_HOT_INLINE int jc_w_value(jc_wctx *w, int idx, int type, int top) {
   lua_State *L = w->L;
   jc_tape *t = w->t;
-  int marked = 0, r;
+  jc_tv *e;
+  size_t me;
+  if (--w->budget < 0) return 2;
+  me = jc_tape_add(L, t);
+  e = &t->v[me];   /* valid until the next entry is added */
+  switch (type) {
+    case LUA_TSTRING:
+      e->kind = JT_STRING;
+      e->s = lua_tolstring(L, idx, &e->u.len);
+      return 0;
+    case LUA_TBOOLEAN:
+      e->kind = JT_BOOLEAN;
+      e->flags = lua_toboolean(L, idx) ? JC_TF_TRUE : 0;
+      return 0;
+    case LUA_TNUMBER: {
+      lua_Number d;
+      e->kind = JT_NUMBER;
+#if JC_HAVE_INTEGER
+      if (lua_isinteger(L, idx)) {
+        e->flags = JC_TF_INT;
+        e->u.i = (long long)lua_tointeger(L, idx);
+        return 0;
+      }
+#endif
+      d = lua_tonumber(L, idx);
+      if (d != d)
+        jc_w_raise(w, "%s%s%s is %s, not JSON", "value", "NaN");
+      if (d - d != 0)
+        jc_w_raise(w, "%s%s%s is %s, not JSON", "value",
+                   d > 0 ? "infinity" : "-infinity");
+      e->u.d = (double)d;
+      return 0;
+    }
+    case LUA_TLIGHTUSERDATA:
+      if (lua_touserdata(L, idx) == NULL) {
+        e->kind = JT_NULL;
+        return 0;
+      }
+      break;
+    case LUA_TTABLE:   /* a child is on top: its index is 'top' */
+      return jc_w_table(w, idx < 0 ? top : idx, top, me);
+    default:
+      break;
+  }
+  return jc_w_raise(w, "%s%s%s of type %s is not JSON", "value",
+                    lua_typename(L, type));
+}
+
+/* Write the table at stack index 'idx' (entry 'me' made); 'top' is the
+** stack top: an item goes at top + 1, a key at top + 1 and its value at
+** top + 2 (the same stack use per level as ever: the Lua stack bound,
+** "value too deep (Lua stack)", is met at the same depth). Returns with
+** the stack as it found it (the loops pop a child's slot with lua_pop,
+** the cheaper form on every Lua), but when it raises. */
+static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
+  lua_State *L = w->L;
+  jc_tape *t = w->t;
+  int marked = 0, r, type;
   size_t n, count = 0, i;
   jc_seg *s;
-  w->path[w->depth] = lua_topointer(L, idx);
+  w->path[w->depth] = idx;
   if (w->share) {   /* a table already written whole (a DAG): a reference */
     lua_pushvalue(L, idx);
     lua_rawget(L, w->share);
@@ -417,7 +483,7 @@ static int jc_w_table(jc_wctx *w, int idx, size_t me) {
   if (w->depth + 1 > t->depth) t->depth = w->depth + 1;
   if (lua_getmetatable(L, idx)) {
     marked = lua_topointer(L, -1) == w->amt;
-    lua_pop(L, 1);
+    lua_settop(L, top);
   }
   n = (size_t)jc_rawlen(L, idx);
   s = &w->segs[w->depth];
@@ -427,25 +493,23 @@ static int jc_w_table(jc_wctx *w, int idx, size_t me) {
     while (lua_next(L, idx) != 0) {
       lua_Number k;
       lua_pop(L, 1);
-      if (lua_type(L, -1) != LUA_TNUMBER) { lua_pop(L, 1); isarr = 0; break; }
+      if (lua_type(L, -1) != LUA_TNUMBER) { isarr = 0; break; }
       k = lua_tonumber(L, -1);
-      if (k < 1 || k > (lua_Number)n || k != floor(k)) {
-        lua_pop(L, 1);
-        isarr = 0;
-        break;
-      }
+      if (k < 1 || k > (lua_Number)n || k != floor(k)) { isarr = 0; break; }
       count++;
     }
+    lua_settop(L, top);
     marked = isarr && count == n ? 2 : 0;
     if (!marked) {   /* an object then, whose keys must be strings */
       lua_pushnil(L);
       while (lua_next(L, idx) != 0) {
         lua_pop(L, 1);
-        if (lua_type(L, -1) != LUA_TSTRING) {
+        type = lua_type(L, -1);
+        if (type != LUA_TSTRING) {
           s->key = NULL;
           s->index = 0;
           return jc_w_raise(w, "%s%s%s has a key of type %s, not JSON",
-                            "object", luaL_typename(L, -1));
+                            "object", lua_typename(L, type));
         }
       }
     }
@@ -456,7 +520,7 @@ static int jc_w_table(jc_wctx *w, int idx, size_t me) {
       if (n == 0) lua_pushnil(L);
       else lua_pushinteger(L, (lua_Integer)n);
       if (lua_next(L, idx) != 0) {
-        lua_pop(L, 2);
+        lua_settop(L, top);
         return jc_w_raise(w, "%s%s%s has keys other than 1..n, not JSON",
                           "array", "");
       }
@@ -467,13 +531,13 @@ static int jc_w_table(jc_wctx *w, int idx, size_t me) {
     s->len = 0;
     for (i = 1; i <= n; i++) {
       s->index = i - 1;
-      lua_rawgeti(L, idx, (lua_Integer)i);
-      if (lua_isnil(L, -1))
+      type = jc_rawgeti_type(L, idx, (lua_Integer)i);
+      if (type == LUA_TNIL)
         return jc_w_raise(w, "%s%s%s has keys other than 1..n, not JSON",
                           "array", "");
-      if (w->depth >= w->max_depth) { lua_pop(L, 1); return jc_w_deep(w); }
+      if (w->depth >= w->max_depth) { lua_settop(L, top); return jc_w_deep(w); }
       w->depth++;
-      r = jc_w_value(w, lua_gettop(L));
+      r = jc_w_value(w, -1, type, top + 1);
       w->depth--;
       lua_pop(L, 1);
       if (r) return r;
@@ -483,27 +547,29 @@ static int jc_w_table(jc_wctx *w, int idx, size_t me) {
     count = 0;
     lua_pushnil(L);
     while (lua_next(L, idx) != 0) {
+      jc_tv *e;
       size_t k;
-      if (lua_type(L, -2) != LUA_TSTRING) {
+      type = lua_type(L, -2);
+      if (type != LUA_TSTRING) {
         s->key = NULL;
         s->index = 0;
-        lua_pop(L, 1);
+        lua_settop(L, top + 1);
         return jc_w_raise(w, "%s%s%s has a key of type %s, not JSON",
-                          "object", luaL_typename(L, -1));
+                          "object", lua_typename(L, type));
       }
-      k = jc_tape_add(L, t);
-      t->v[k].kind = JT_STRING;
-      t->v[k].s = lua_tolstring(L, -2, &t->v[k].u.len);
-      s->key = t->v[k].s;
-      s->len = t->v[k].u.len;
+      k = jc_tape_add(L, t);   /* may move t->v: then the address */
+      e = &t->v[k];
+      e->kind = JT_STRING;
+      s->key = e->s = lua_tolstring(L, -2, &s->len);
+      e->u.len = s->len;
       s->index = 0;
       count++;
-      if (w->depth >= w->max_depth) { lua_pop(L, 2); return jc_w_deep(w); }
+      if (w->depth >= w->max_depth) { lua_settop(L, top); return jc_w_deep(w); }
       w->depth++;
-      r = jc_w_value(w, lua_gettop(L));
+      r = jc_w_value(w, -1, lua_type(L, -1), top + 2);
       w->depth--;
       lua_pop(L, 1);
-      if (r) { lua_pop(L, 1); return r; }
+      if (r) { lua_settop(L, top); return r; }
     }
     if (count > 0xffffffffu) { t->busy = 0; luaL_error(L, "object too large"); }
     t->v[me].n = (unsigned)count;
@@ -515,55 +581,6 @@ static int jc_w_table(jc_wctx *w, int idx, size_t me) {
     lua_rawset(L, w->share);
   }
   return 0;
-}
-
-static int jc_w_value(jc_wctx *w, int idx) {
-  lua_State *L = w->L;
-  jc_tape *t = w->t;
-  size_t me;
-  if (--*w->budget < 0) return 2;
-  me = jc_tape_add(L, t);
-  switch (lua_type(L, idx)) {
-    case LUA_TSTRING:
-      t->v[me].kind = JT_STRING;
-      t->v[me].s = lua_tolstring(L, idx, &t->v[me].u.len);
-      return 0;
-    case LUA_TBOOLEAN:
-      t->v[me].kind = JT_BOOLEAN;
-      t->v[me].flags = lua_toboolean(L, idx) ? JC_TF_TRUE : 0;
-      return 0;
-    case LUA_TNUMBER: {
-      lua_Number d;
-      t->v[me].kind = JT_NUMBER;
-#if JC_HAVE_INTEGER
-      if (lua_isinteger(L, idx)) {
-        t->v[me].flags = JC_TF_INT;
-        t->v[me].u.i = (long long)lua_tointeger(L, idx);
-        return 0;
-      }
-#endif
-      d = lua_tonumber(L, idx);
-      if (d != d)
-        jc_w_raise(w, "%s%s%s is %s, not JSON", "value", "NaN");
-      if (d - d != 0)
-        jc_w_raise(w, "%s%s%s is %s, not JSON", "value",
-                   d > 0 ? "infinity" : "-infinity");
-      t->v[me].u.d = (double)d;
-      return 0;
-    }
-    case LUA_TLIGHTUSERDATA:
-      if (lua_touserdata(L, idx) == NULL) {
-        t->v[me].kind = JT_NULL;
-        return 0;
-      }
-      break;
-    case LUA_TTABLE:
-      return jc_w_table(w, idx, me);
-    default:
-      break;
-  }
-  return jc_w_raise(w, "%s%s%s of type %s is not JSON", "value",
-                    luaL_typename(L, idx));
 }
 
 #ifndef JC_SHARE_AFTER
@@ -582,18 +599,23 @@ static int jc_write_pass(lua_State *L, jc_tape *t, int idx, size_t max_depth,
   w.segs = segs;
   w.depth = 0;
   w.found = 0;
-  w.budget = budget;
+  w.budget = *budget;
   w.share = share;
-  luaL_getmetatable(L, JC_ARRAY_MT);
-  w.amt = lua_topointer(L, -1);
-  lua_pop(L, 1);
-  if (max_depth > ((size_t)-1) / sizeof(void *) - 2)
+  if (t->amt == NULL) {   /* once per tape: the registry's, like v->amt */
+    luaL_getmetatable(L, JC_ARRAY_MT);
+    t->amt = lua_topointer(L, -1);
+    lua_pop(L, 1);
+  }
+  w.amt = t->amt;
+  if (max_depth > ((size_t)-1) / (sizeof(void *) + sizeof(int)) - 2)
     luaL_error(L, "not enough memory");
-  psize = (max_depth + 2) * sizeof(void *);
+  psize = (max_depth + 2) * (sizeof(void *) + sizeof(int));
   /* not cleared: a table sets its entry on the way down, and only the
   ** entries of the tables above it are read ('jc_w_deep') */
-  w.path = (const void **)jc_tape_aux(L, t, psize);
-  r = jc_w_value(&w, idx);
+  w.seen = (const void **)jc_tape_aux(L, t, psize);
+  w.path = (int *)(void *)(w.seen + max_depth + 2);
+  r = jc_w_value(&w, idx, lua_type(L, idx), lua_gettop(L));
+  *budget = w.budget;
   *depth = w.found;
   return r;
 }

@@ -79,6 +79,8 @@ typedef struct jc_tape {
   size_t len;
   size_t depth;             /* deepest nesting written */
   int busy;                 /* in use (a cached tape is not reentered) */
+  const void *amt;          /* the registry's JC_ARRAY_MT table, once the
+                               writer looked it up (NULL: not yet) */
   lua_Alloc alloc;
   void *ud;
 } jc_tape;
