@@ -517,12 +517,18 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
   if (marked) {
     t->v[me].kind = JT_ARRAY;
     if (marked == 1) {   /* marked: nothing but 1..n */
-      if (n == 0) lua_pushnil(L);
-      else lua_pushinteger(L, (lua_Integer)n);
-      if (lua_next(L, idx) != 0) {
-        lua_settop(L, top);
-        return jc_w_raise(w, "%s%s%s has keys other than 1..n, not JSON",
-                          "array", "");
+      /* every key counted: the traversal order is the table's, so keys
+      ** other than 1..n may come before n as well as after it (on Lua
+      ** 5.4, 1..n written in a constructor live in the hash part) */
+      size_t keys = 0;
+      lua_pushnil(L);
+      while (lua_next(L, idx) != 0) {
+        lua_pop(L, 1);
+        if (++keys > n) {
+          lua_settop(L, top);
+          return jc_w_raise(w, "%s%s%s has keys other than 1..n, not JSON",
+                            "array", "");
+        }
       }
     }
     if (n > 0xffffffffu) { t->busy = 0; luaL_error(L, "array too long"); }

@@ -404,6 +404,17 @@ describe("jsoncontract.core", function()
             end)
         end
 
+        it("raises on a marked array whose other key comes before 1..n in the traversal", function()
+            -- on Lua 5.4, [1] and [2] written in a constructor live in the hash part, where
+            -- another key may come before them; 64 names: some of them do, whatever the seed
+            local v = core.compile(true)
+            for i = 1, 64 do
+                local t = A { ["k" .. i] = true, [1] = "a", [2] = "b" }
+                assert.has_error(function() v:validate({ a = t }) end,
+                    "array at /a has keys other than 1..n, not JSON")
+            end
+        end)
+
         it("checks a shared subtable once and raises on a cycle even with a schema that checks nothing", function()
             local t = {}
             t.self = t
