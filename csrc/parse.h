@@ -57,8 +57,9 @@ int jc_parse_text(lua_State *L, const char *text, size_t len,
 /*
 ** Read the options table at stack index 'arg' (none or nil: defaults) into
 ** '*max_depth' (levels, default JC_MAX_DEPTH, 1..JC_MAX_DEPTH_LIMIT) and
-** '*max_bytes' (bytes, default JC_MAX_BYTES), with core.decode's option table. Raises on a non-table,
-** an unknown option or a value out of range, naming argument 'arg'.
+** '*max_bytes' (bytes, default JC_MAX_BYTES), with core.decode's option
+** table. Raises on a non-table, an unknown option or a value out of range,
+** naming argument 'arg'.
 ** Stack: [-0, +0, v]
 */
 void jc_parse_opts(lua_State *L, int arg, size_t *max_depth,

@@ -4,13 +4,6 @@
 */
 #include "schema.h"
 
-
-/* jc_tv_next on the entries 'v' of a tape (held in a local: the walk
-** never moves a tape while it runs). */
-#define jc_tv_after(v, i) \
-  ((v)[i].kind == JT_OBJECT || (v)[i].kind == JT_ARRAY ? (v)[i].u.end \
-                                                       : (i) + 1)
-
 /* 'n' zeroed entries on the scratch stack; returns their offset (valid
 ** until popped with 'jc_stk_pop'; the stack may move: use offsets).
 ** [-0, +0, m] */

@@ -462,7 +462,7 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
   lua_State *L = w->L;
   jc_tape *t = w->t;
   int marked = 0, r, type;
-  size_t n, count = 0, i;
+  size_t n, count, i;
   jc_seg *s;
   w->path[w->depth] = idx;
   if (w->share) {   /* a table already written whole (a DAG): a reference */
@@ -487,19 +487,29 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
   }
   n = (size_t)jc_rawlen(L, idx);
   s = &w->segs[w->depth];
-  if (!marked && n > 0) {   /* keys exactly 1..n: an array */
-    int isarr = 1;
+  if (marked || n > 0) {
+    /* Are the keys 1..n and nothing else? Every key is looked at: the
+    ** traversal order is the table's, so another key may come before n as
+    ** well as after it (on Lua 5.4, 1..n written in a constructor live in
+    ** the hash part). Marked, another key is an error; unmarked, the
+    ** table is an array when there is none (the rawgeti walk below finds
+    ** any hole). */
+    int other = 0;
     lua_pushnil(L);
     while (lua_next(L, idx) != 0) {
       lua_Number k;
       lua_pop(L, 1);
-      if (lua_type(L, -1) != LUA_TNUMBER) { isarr = 0; break; }
-      k = lua_tonumber(L, -1);
-      if (k < 1 || k > (lua_Number)n || k != floor(k)) { isarr = 0; break; }
-      count++;
+      if (lua_type(L, -1) != LUA_TNUMBER || (k = lua_tonumber(L, -1)) < 1 ||
+          k > (lua_Number)n || k != floor(k)) {
+        other = 1;
+        break;
+      }
     }
     lua_settop(L, top);
-    marked = isarr && count == n ? 2 : 0;
+    if (marked && other)
+      return jc_w_raise(w, "%s%s%s has keys other than 1..n, not JSON",
+                        "array", "");
+    marked = !other;
     if (!marked) {   /* an object then, whose keys must be strings */
       lua_pushnil(L);
       while (lua_next(L, idx) != 0) {
@@ -516,21 +526,6 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
   }
   if (marked) {
     t->v[me].kind = JT_ARRAY;
-    if (marked == 1) {   /* marked: nothing but 1..n */
-      /* every key counted: the traversal order is the table's, so keys
-      ** other than 1..n may come before n as well as after it (on Lua
-      ** 5.4, 1..n written in a constructor live in the hash part) */
-      size_t keys = 0;
-      lua_pushnil(L);
-      while (lua_next(L, idx) != 0) {
-        lua_pop(L, 1);
-        if (++keys > n) {
-          lua_settop(L, top);
-          return jc_w_raise(w, "%s%s%s has keys other than 1..n, not JSON",
-                            "array", "");
-        }
-      }
-    }
     if (n > 0xffffffffu) { t->busy = 0; luaL_error(L, "array too long"); }
     t->v[me].n = (unsigned)n;
     s->key = NULL;

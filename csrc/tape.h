@@ -96,9 +96,12 @@ typedef struct jc_seg {
 #define jc_tv_deref(t, i) ((t)->v[i].kind == JT_REF ? (t)->v[i].u.len : (i))
 
 /* Next sibling of entry 'i'. */
-#define jc_tv_next(t, i) \
-  ((t)->v[i].kind == JT_OBJECT || (t)->v[i].kind == JT_ARRAY \
-     ? (t)->v[i].u.end : (i) + 1)
+#define jc_tv_next(t, i) jc_tv_after((t)->v, i)
+/* The same on the entries 'v' of a tape, for a walk that holds them in a
+** local (no reload of t->v after each store through them). */
+#define jc_tv_after(v, i) \
+  ((v)[i].kind == JT_OBJECT || (v)[i].kind == JT_ARRAY ? (v)[i].u.end \
+                                                       : (i) + 1)
 
 #define JC_TAPE_MT "jsoncontract.Tape"
 
