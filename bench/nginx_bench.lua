@@ -7,7 +7,8 @@
 --      unchecked (the body's own cost); for scale, contract:check on the 70-byte support-ticket
 --      reply; one worker, wrk -t2 -c50, BENCH_NGINX_ROUNDS rounds of BENCH_NGINX_SECONDS each,
 --      locations interleaved, ratios per round, the median round; the format gate (decode)
---      and the schema gate (validate) alone show where check's time goes.
+--      and the schema gate (validate) alone show where check's time goes, and the same value
+--      built by a Lua table constructor (lua_literal) what the Lua tables alone cost.
 --   2. the gateway (jsoncontract.nginx) in front of the stand-in model answering after 200 ms:
 --      wrk with 1,000 connections against one worker; requests/s, latency percentiles, errors,
 --      and the worker's RSS (and its Lua heap) before, after each round and its peak (VmHWM).
@@ -107,6 +108,7 @@ if ROUNDS > 0 then
                 '  location = /decode { content_by_lua_block { require("nginx_bench_app").decode() } }',
                 '  location = /validate { content_by_lua_block { require("nginx_bench_app").validate() } }',
                 '  location = /cjson_decode { content_by_lua_block { require("nginx_bench_app").cjson_decode() } }',
+                '  location = /lua_literal { content_by_lua_block { require("nginx_bench_app").lua_literal() } }',
                 "}" }, "\n")
         end,
     }
@@ -117,7 +119,7 @@ if ROUNDS > 0 then
         -- Every round measures each location once, back to back, so a ratio compares
         -- neighbours in time (other processes on the machine come and go); the median round wins.
         local names = { "fixed_return", "fixed_lua", "fixed_reply", "check", "check_json", "check_ticket",
-            "decode", "validate" }
+            "decode", "validate", "lua_literal" }
         -- lua-cjson as nginx's LuaJIT finds it: the location answers 500 without it
         local probe = wrk("-t1 -c1 -d1s", srv.base .. "/cjson_decode")
         local has_cjson = probe.requests > 0 and probe.non2xx == 0
@@ -136,6 +138,7 @@ if ROUNDS > 0 then
             { "check_ticket/fixed_lua", "check_ticket", "fixed_lua" },
             { "decode/fixed_lua", "decode", "fixed_lua" },
             { "validate/fixed_lua", "validate", "fixed_lua" },
+            { "lua_literal/fixed_lua", "lua_literal", "fixed_lua" },
         }
         if has_cjson then RATIOS[#RATIOS + 1] = { "cjson_decode/fixed_lua", "cjson_decode", "fixed_lua" } end
         local rps, ratios = {}, {}
@@ -172,6 +175,8 @@ if ROUNDS > 0 then
             ["decode/fixed_lua"] = "  (the format gate alone, building the value)",
             ["validate/fixed_lua"] = "  (the schema gate alone, on the decoded value)",
             ["cjson_decode/fixed_lua"] = "  (lua-cjson's lax decode alone, no schema: the peer, for scale)",
+            ["lua_literal/fixed_lua"] = "  (the same value from a Lua table constructor, nothing parsed or checked:"
+                .. " the floor of a check returning plain tables)",
         }
         for _, r in ipairs(RATIOS) do
             say("  ratio %-24s = %.2f  rounds %s%s", r[1], median(ratios[r[1]]), list(ratios[r[1]], "%.2f"),
@@ -192,9 +197,10 @@ if ROUNDS > 0 then
         -- that add up to check (validate walks a Lua value, check validates the parsed tape).
         say("  worker CPU over its baseline: check +%.1f us (parse, validate, build the value; over fixed_lua), "
             .. "check_json +%.1f us (parse, validate; over fixed_reply, the same body), "
-            .. "decode +%.1f us (parse, build), validate +%.1f us (a Lua value to a tape, validate)",
+            .. "decode +%.1f us (parse, build), validate +%.1f us (a Lua value to a tape, validate), "
+            .. "lua_literal +%.1f us (the value's tables alone); check >= 0.8 allows +%.1f us",
             cpu.check - cpu.fixed_lua, cpu.check_json - cpu.fixed_reply, cpu.decode - cpu.fixed_lua,
-            cpu.validate - cpu.fixed_lua)
+            cpu.validate - cpu.fixed_lua, cpu.lua_literal - cpu.fixed_lua, cpu.fixed_lua / 0.8 - cpu.fixed_lua)
     end)
     srv:stop()
     if not ok then error(err, 0) end
