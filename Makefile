@@ -72,9 +72,16 @@ check:
 	luacheck lua examples spec bench fuzz tools bin/jsoncontract bin/jsoncontract-standin
 
 # Speed against peers, side by side in one run (ratios printed); never timed in tests.
+# The C core's own benches (decode, tape, validation) run on LuaJIT too when it is here:
+# OpenResty runs the module there, and its numbers differ.
+BENCH_JIT := decode_bench tape_bench validate_bench
 bench:
 	$(MAKE) all
 	@for f in bench/*_bench.lua; do echo "== $$f"; $(LUA) $$f || exit 1; done
+	@if [ "$(LUA)" != luajit ] && command -v luajit >/dev/null 2>&1; then \
+	  $(MAKE) LUA=luajit all >/dev/null && \
+	  for b in $(BENCH_JIT); do echo "== bench/$$b.lua (LuaJIT)"; luajit bench/$$b.lua || exit 1; done; \
+	fi
 
 # libFuzzer targets under ASan+UBSan; FUZZ_SECONDS per target (default 60).
 fuzz:
