@@ -439,6 +439,8 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
             end
             assert.falsy(text:lower():find("authorization", 1, true))
             assert.falsy(text:find("Bearer", 1, true))
+            -- nginx runs its workers with umask 0: the log is made 0640 all the same
+            assert.equal("rw-r-----", require("lfs").attributes(srv.dir .. "/evidence.jsonl", "permissions"))
         end)
 
         it("sends evidence to the error log with path = \"log\"", function()

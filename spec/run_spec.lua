@@ -312,6 +312,21 @@ describe("jsoncontract.run", function()
             assert.is_nil(core.decode(log.lines[1]).input)
             assert.falsy(log.lines[1]:find("courier", 1, true))
         end)
+
+        it("makes a new log file readable by its owner and group only (0640)", function()
+            -- (io.open would make it 0666 less the umask: rw-r--r-- here, rw-rw-rw- under nginx,
+            -- which the gateway spec checks)
+            local path = os.tmpname()
+            os.remove(path)
+            assert(evidence.open(path)).file:close()
+            assert.equal("rw-r-----", require("lfs").attributes(path, "permissions"))
+            -- an existing file is left as it is
+            assert(evidence.open(path)).file:close()
+            assert.equal("rw-r-----", require("lfs").attributes(path, "permissions"))
+            os.remove(path)
+            local _, why = evidence.open("/nonexistent-dir/evidence.jsonl")
+            assert.truthy(why:find("cannot create /nonexistent-dir/evidence.jsonl", 1, true), why)
+        end)
     end)
 
     describe("ask() misuse", function()

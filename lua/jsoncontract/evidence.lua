@@ -13,6 +13,10 @@ local io_open, format = io.open, string.format
 local concat = table.concat
 
 local _M = { _VERSION = core._VERSION }
+
+--- Permission bits of a new evidence log: owner reads and writes, group reads (0640).
+_M.EVIDENCE_MODE = 416
+local EVIDENCE_MODE = _M.EVIDENCE_MODE
 local writer_mt = { __index = {} }
 local W = writer_mt.__index
 
@@ -26,6 +30,9 @@ local W = writer_mt.__index
 function _M.open(path, opts)
     if type(path) ~= "string" then error("evidence.open: path must be a string", 2) end
     opts = opts or {}
+    -- made 0640 (less the umask) before io.open would make it 0666 less the umask
+    local made, why = core.create(path, EVIDENCE_MODE)
+    if not made then return nil, why end
     local f, msg = io_open(path, "a")
     if not f then return nil, msg end
     return setmetatable({ file = f, path = path, record_text = opts.record_text == true,

@@ -14,6 +14,7 @@ local secrets = require "jsoncontract.secrets"
 
 local type, setmetatable, error, ipairs, pairs, tostring = type, setmetatable, error, ipairs, pairs, tostring
 local io_open, concat = io.open, table.concat
+local EVIDENCE_MODE = require("jsoncontract.evidence").EVIDENCE_MODE
 
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
@@ -53,7 +54,9 @@ local function flush(_, self)
     if self.n == 0 then return end
     local lines, n = self.buf, self.n
     self.buf, self.n = {}, 0
-    local f, msg = io_open(self.path, "a")
+    -- nginx workers run with umask 0: io.open alone would make the log writable by all
+    local f, msg = core.create(self.path, EVIDENCE_MODE)
+    if f then f, msg = io_open(self.path, "a") end
     if not f then
         self:drop(n)
         self.last_error = msg
