@@ -44,6 +44,9 @@ struct jc_pattern {
 struct jc_matcher {
   pcre2_match_data *md;      /* owned */
   pcre2_match_context *mc;   /* owned */
+  pcre2_jit_stack *js;       /* owned; NULL until a JIT search outgrows
+                                PCRE2's default 32 KiB stack, then assigned
+                                to 'mc' for every later search */
 };
 
 /* __gc of "jsoncontract.Pattern": frees the code once. [-0, +0, -] */
@@ -56,7 +59,8 @@ static int jc_pattern_gc(lua_State *L) {
   return 0;
 }
 
-/* __gc of "jsoncontract.Matcher": frees match data and context once.
+/* __gc of "jsoncontract.Matcher": frees match data, context and JIT stack
+** once (the context only points at the stack: either order is safe).
 ** [-0, +0, -] */
 static int jc_matcher_gc(lua_State *L) {
   jc_matcher *m = (jc_matcher *)luaL_checkudata(L, 1, JC_MATCHER_MT);
@@ -67,6 +71,10 @@ static int jc_matcher_gc(lua_State *L) {
   if (m->mc != NULL) {
     pcre2_match_context_free(m->mc);
     m->mc = NULL;
+  }
+  if (m->js != NULL) {
+    pcre2_jit_stack_free(m->js);
+    m->js = NULL;
   }
   return 0;
 }
@@ -448,6 +456,7 @@ jc_matcher *jc_matcher_new(lua_State *L) {
   jc_matcher *m = (jc_matcher *)jc_newuserdata(L, sizeof(jc_matcher));
   m->md = NULL;
   m->mc = NULL;
+  m->js = NULL;   /* made by the first search that needs it */
   jc_pattern_setmeta(L, JC_MATCHER_MT, jc_matcher_gc);
   m->md = pcre2_match_data_create(1, NULL);
   m->mc = pcre2_match_context_create(NULL);
@@ -465,6 +474,30 @@ int jc_pattern_match(const jc_pattern *p, jc_matcher *m, const char *s,
   return jc_pattern_match_utf8(p, m, s, len);
 }
 
+/* A JIT search of 's'; on running out of PCRE2's default 32 KiB stack,
+** gives the matcher a stack of its own (once: kept and reused) and searches
+** again. The failed first search cost at most what fits in 32 KiB of
+** frames (about a thousand repetitions), and most subjects never need the
+** second. A search that outgrows JC_PATTERN_JIT_STACK too is not tried with
+** the interpreter: its heap frames are about nine times the JIT's (288
+** bytes a character for "^(a|b)+$" against 32, PCRE2 10.42) and its
+** depth limit is below such a subject's length, so it would fail as well,
+** after a second search.
+** Returns PCRE2's result. */
+static int jc_jit_search(const jc_pattern *p, jc_matcher *m, const char *s,
+                         size_t len) {
+  int rc = pcre2_jit_match(p->code, (PCRE2_SPTR)s, (PCRE2_SIZE)len, 0, 0,
+                           m->md, m->mc);
+  if (rc != PCRE2_ERROR_JIT_STACKLIMIT || m->js != NULL) return rc;
+  m->js = pcre2_jit_stack_create((PCRE2_SIZE)JC_PATTERN_JIT_STACK_START * 1024,
+                                 (PCRE2_SIZE)JC_PATTERN_JIT_STACK * 1024,
+                                 NULL);
+  if (m->js == NULL) return PCRE2_ERROR_NOMEMORY;
+  pcre2_jit_stack_assign(m->mc, NULL, m->js);
+  return pcre2_jit_match(p->code, (PCRE2_SPTR)s, (PCRE2_SIZE)len, 0, 0,
+                         m->md, m->mc);
+}
+
 int jc_pattern_match_utf8(const jc_pattern *p, jc_matcher *m, const char *s,
                           size_t len) {
   int rc;
@@ -472,24 +505,39 @@ int jc_pattern_match_utf8(const jc_pattern *p, jc_matcher *m, const char *s,
     return JC_PATTERN_ERROR;
   if (p->simple) return jc_simple_match(p, (const unsigned char *)s, len);
   if (p->jit)   /* no sanity checks: UTF-8 was checked just above */
-    rc = pcre2_jit_match(p->code, (PCRE2_SPTR)s, (PCRE2_SIZE)len, 0, 0,
-                         m->md, m->mc);
+    rc = jc_jit_search(p, m, s, len);
   else
     rc = pcre2_match(p->code, (PCRE2_SPTR)s, (PCRE2_SIZE)len, 0,
                      PCRE2_NO_UTF_CHECK, m->md, m->mc);
   if (rc >= 0) return JC_PATTERN_MATCH;
-  switch (rc) {
+  switch (rc) {   /* each bound by its name: see pattern.h */
     case PCRE2_ERROR_NOMATCH:
       return JC_PATTERN_NOMATCH;
     case PCRE2_ERROR_MATCHLIMIT:
-    case PCRE2_ERROR_DEPTHLIMIT:
-    case PCRE2_ERROR_HEAPLIMIT:
-    case PCRE2_ERROR_NOMEMORY:
-    case PCRE2_ERROR_JIT_STACKLIMIT:
       return JC_PATTERN_LIMIT;
+    case PCRE2_ERROR_JIT_STACKLIMIT:
+      return JC_PATTERN_STACK;
+    case PCRE2_ERROR_DEPTHLIMIT:
+      return JC_PATTERN_DEPTH;
+    case PCRE2_ERROR_HEAPLIMIT:
+      return JC_PATTERN_HEAP;
+    case PCRE2_ERROR_NOMEMORY:
+      return JC_PATTERN_NOMEM;
     default:
       if (rc <= PCRE2_ERROR_UTF8_ERR1 && rc >= PCRE2_ERROR_UTF8_ERR21)
         return JC_PATTERN_BADUTF;
       return JC_PATTERN_ERROR;
+  }
+}
+
+const char *jc_pattern_why(int rc) {
+  switch (rc) {
+    case JC_PATTERN_LIMIT: return "the match limit was hit";
+    case JC_PATTERN_STACK: return "the JIT stack limit was hit";
+    case JC_PATTERN_DEPTH: return "the backtracking depth limit was hit";
+    case JC_PATTERN_HEAP: return "the heap limit was hit";
+    case JC_PATTERN_NOMEM: return "out of memory";
+    case JC_PATTERN_BADUTF: return "invalid UTF-8";
+    default: return "PCRE2 failed";
   }
 }

@@ -304,8 +304,9 @@ typedef struct jc_cctx {
 ** table growing (userdata at fixed stack slots), uniqueItems' hash table.
 **
 ** Work budget: every subschema evaluation costs one unit, a regex search
-** one plus one per 16 subject bytes, and one that hits PCRE2's match
-** limit JC_WORK_REGEX_LIMIT more. Past the budget the walk stops with a
+** one plus one per 16 subject bytes, and one that hits a PCRE2 limit (the
+** match limit, or the JIT stack, depth or heap limit: JC_PATTERN_OVER)
+** JC_WORK_REGEX_LIMIT more. Past the budget the walk stops with a
 ** 'budget' error (err.kind budget_exceeded). Default: JC_WORK_BUDGET plus
 ** JC_WORK_PER_ENTRY per tape entry (about a second of work on a small
 ** reply, linear in a large one); compile's 'work_budget' option sets it.
@@ -331,7 +332,7 @@ typedef struct jc_cctx {
 #define JC_WORK_PER_ENTRY 16.0        /* work units per tape entry */
 #endif
 #ifndef JC_WORK_REGEX_LIMIT
-#define JC_WORK_REGEX_LIMIT 100000.0  /* a regex search that hit the limit */
+#define JC_WORK_REGEX_LIMIT 100000.0  /* a regex search that hit a limit */
 #endif
 #ifndef JC_MEMO_LAZY
 #define JC_MEMO_LAZY 32               /* first quiet evaluations not kept */

@@ -126,7 +126,7 @@ static int jc_match(jc_vctx *c, const jc_node *n, const jc_pattern *re,
   rc = c->t->text != NULL   /* parsed text: UTF-8 checked by the parser */
        ? jc_pattern_match_utf8(re, c->v->matcher, s, len)
        : jc_pattern_match(re, c->v->matcher, s, len);
-  if (rc == JC_PATTERN_LIMIT) c->work -= JC_WORK_REGEX_LIMIT;
+  if (JC_PATTERN_OVER(rc)) c->work -= JC_WORK_REGEX_LIMIT;
   if (c->work < 0) jc_over(c, n);
   return rc;
 }
@@ -495,9 +495,9 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i) {
           lua_pushfstring(L, "%s %s does not match pattern %s", where,
                           lua_tostring(L, -1), n->pattern_src);
           lua_remove(L, -2);
-        } else if (rc == JC_PATTERN_LIMIT) {
+        } else if (JC_PATTERN_OVER(rc)) {
           lua_pushfstring(L, "%s could not be checked against pattern %s: "
-                          "the match limit was hit", where, n->pattern_src);
+                          "%s", where, n->pattern_src, jc_pattern_why(rc));
         } else if (rc == JC_PATTERN_BADUTF) {
           lua_pushfstring(L, "%s is not valid UTF-8", where);
         } else {
@@ -694,9 +694,7 @@ static int jc_eval_member(jc_vctx *c, const jc_node *n, size_t k,
         c->cur = k + 1;
         jc_report(c, n, "patternProperties",
                   " could not be checked against pattern %s: %s",
-                  n->pprops[p].src,
-                  rc == JC_PATTERN_LIMIT ? "the match limit was hit"
-                                         : "invalid UTF-8");
+                  n->pprops[p].src, jc_pattern_why(rc));
         c->cur = saved;
         c->depth--;
       }

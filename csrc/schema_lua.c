@@ -107,7 +107,7 @@ static const jc_opt jc_compile_opts[] = {
 **           work_budget (integer 1..1e15 work units per validation;
 **           default 20,000,000 plus 16 per value of the instance: one
 **           unit per subschema evaluated, a regex search 1 + 1 per 16
-**           bytes, 100,000 more when it hits PCRE2's match limit; past it
+**           bytes, 100,000 more when it hits a PCRE2 limit; past it
 **           the instance fails as "budget_exceeded"; an invalid instance
 **           is walked twice, for the verdict then for its errors, each
 **           walk with the whole budget)

@@ -737,6 +737,40 @@ describe("jsoncontract.core", function()
             assert.is_true(err.truncated)
             assert.equal("/99", err.errors[100].pointer)
         end)
+        -- The JIT keeps a frame per repetition of a group (24 to 48 bytes); PCRE2's default
+        -- 32 KiB stack ended these near 1,000 characters, reported as the match limit.
+        it("matches long strings against a repeated group (the JIT's stack grows past 32 KiB)", function()
+            local cases = {
+                { "^(a|b)+$", string.rep("ab", 1500) },                -- 3,000 characters
+                { "^(\\w+\\s?)+$", string.rep("word ", 1000) },        -- 5,000 characters
+                { "^(a|b)+$", string.rep("ab", 50000) },               -- 100 KB
+                { "^([a-z]+ ?)+$", string.rep("word ", 200000) },      -- 1 MB
+            }
+            for _, case in ipairs(cases) do
+                local v = core.compile({ pattern = case[1] })
+                local ok, err = v:validate(case[2])
+                assert.is_nil(err and err.errors[1].message, case[1] .. " on " .. #case[2])
+                assert.is_true(ok)
+                local value, cerr = v:check('"' .. case[2] .. '"')   -- from text: the same matcher
+                assert.is_nil(cerr and tostring(cerr))
+                assert.equal(case[2], value)
+            end
+        end)
+        it("rejects a long string that does not match as a mismatch, not as unchecked", function()
+            local s = string.rep("ab", 500000) .. "c"   -- 1 MB and one byte
+            local _, err = core.compile({ pattern = "^(a|b)+$" }):validate(s)
+            assert.equal("schema_mismatch", err.kind)
+            assert.equal("pattern", err.errors[1].keyword)
+            assert.truthy(err.errors[1].message:find(" does not match pattern ^(a|b)+$", 1, true),
+                err.errors[1].message)
+        end)
+        it("names the JIT stack limit when a subject outgrows it (64 MiB)", function()
+            local v = core.compile({ pattern = "^((a)|(b))+$" })   -- 48 bytes of stack a character
+            local _, err = v:validate(string.rep("ab", 1000000))
+            assert.equal("(root) could not be checked against pattern ^((a)|(b))+$: "
+                .. "the JIT stack limit was hit", err.errors[1].message)
+            assert.is_true(v:validate(string.rep("ab", 1000)))   -- the matcher's stack is reused
+        end)
         it("refuses at compile a $ref loop through $defs", function()
             assert.has_error(function()
                 core.compile({ ["$defs"] = { a = { ["$ref"] = "#/$defs/b" }, b = { ["$ref"] = "#/$defs/a" } },
