@@ -240,6 +240,7 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
 
         for _, c in ipairs {
             { "an empty body", "", 400, "empty_body" },
+            { "a body of whitespace only", "  \r\n\t ", 400, "empty_body" },
             { "a body over max_body_bytes (8192)", string.rep("a", 9000), 413, "body_too_large" },
             { "a body that is not UTF-8", "order 1042 \255\254", 400, "not_utf8" },
         } do

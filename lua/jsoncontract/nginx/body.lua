@@ -1,7 +1,7 @@
 --- The gateway's request body: read it where nginx put it (memory or a temp file), bounded.
 -- @module jsoncontract.nginx.body
 -- luacheck: read globals ngx
-local tonumber, io_open = tonumber, io.open
+local tonumber, io_open, find = tonumber, io.open, string.find
 
 local _M = { _VERSION = require("jsoncontract.core")._VERSION }
 
@@ -10,9 +10,9 @@ local _M = { _VERSION = require("jsoncontract.core")._VERSION }
 -- spooled to a file (`client_body_buffer_size` exceeded, or `client_body_in_file_only`)
 -- from that file, at most `max_bytes + 1` bytes.
 -- @tparam integer max_bytes largest body accepted, bytes
--- @treturn[1] string the body (not empty)
+-- @treturn[1] string the body (not empty, not whitespace only)
 -- @return[2] nil
--- @treturn[2] integer HTTP status: 400 (empty) or 413 (over `max_bytes`), or 500 (the spooled
+-- @treturn[2] integer HTTP status: 400 (empty or whitespace only) or 413 (over `max_bytes`), or 500 (the spooled
 --   file cannot be read)
 -- @treturn[2] string code: `"empty_body"`, `"body_too_large"`, `"body_unreadable"`
 -- @treturn[2] string technical detail for the log
@@ -37,6 +37,8 @@ function _M.read(max_bytes)
     if #data > max_bytes then
         return nil, 413, "body_too_large", "body over " .. max_bytes .. " bytes"
     end
+    -- nothing to process is not worth a model call
+    if not find(data, "%S") then return nil, 400, "empty_body", "request body of whitespace only" end
     return data
 end
 
