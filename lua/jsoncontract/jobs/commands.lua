@@ -260,6 +260,8 @@ end
 
 -- The environment variables whose values are keys: never stored, whatever option spells them.
 local KEY_VARS = { "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY" }
+local KEY_NAMES = {}
+for _, name in ipairs(KEY_VARS) do KEY_NAMES[name] = true end
 
 --- The `--base-url` as a job stores it: the value of a key variable (OPENAI_API_KEY,
 -- ANTHROPIC_API_KEY, GEMINI_API_KEY) replaced by `${NAME}`, which `--resume` and workers fill
@@ -311,6 +313,7 @@ end
 local function filled_base_url(url)
     local missing
     local filled = url:gsub("%${([%w_]+)}", function(name)
+        if not KEY_NAMES[name] then return nil end -- not one we put there
         local v = os.getenv(name)
         if not v or v == "" then missing = missing or name return nil end
         return v
