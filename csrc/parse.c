@@ -897,7 +897,7 @@ int jc_parse_text(lua_State *L, const char *text, size_t len,
   jc_tape *t = jc_tape_acquire(L, JC_DECODE_TAPE);
   r = jc_parse_tape(L, t, text, len, max_depth, max_bytes);
   if (r == 0) {
-    jc_tape_push_lua(L, t, 0, 0, 0);
+    jc_tape_push_lua(L, t, 0, 0, 0, 0);
     r = 1;
   }
   jc_tape_release(t);
@@ -957,7 +957,7 @@ static int jc_decode(lua_State *L) {
                     v[0].set ? (size_t)v[0].n : JC_MAX_DEPTH,
                     v[1].set ? (size_t)v[1].n : JC_MAX_BYTES);
   if (r == 0) {
-    jc_tape_push_lua(L, t, 0, v[2].set && v[2].b, 0);
+    jc_tape_push_lua(L, t, 0, v[2].set && v[2].b, 0, 0);
     r = 1;
   }
   jc_tape_release(t);

@@ -142,9 +142,12 @@ typedef struct jc_res {        /* a schema resource (a document or $id) */
 
 typedef struct jc_limit {      /* a numeric bound, exact for integers */
   int set;
-  int isint;
-  lua_Integer i;
-  lua_Number d;
+  int isint;                   /* 'i' holds it (int64) */
+  long long i;
+  lua_Number d;                /* it, or its nearest double */
+  const char *big;             /* an integer beyond int64 from schema text:
+                                  its lexeme (kept by the validator) */
+  unsigned bign;
 } jc_limit;
 
 struct jc_node {
@@ -286,6 +289,8 @@ typedef struct jc_cctx {
   int nodes;           /* abs index: list of every node (light) */
   int novalidation;    /* $vocabulary of the meta-schema lacks validation */
   int nnodes;
+  const jc_tape *src;  /* the schema's tape when compiled from text, or NULL */
+  int srcmap;          /* abs index: schema table -> its entry in 'src' */
 } jc_cctx;
 
 #define JC_D4 4
@@ -595,7 +600,6 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t, const jc_vopts *o,
     int deep);
 
 /* schema_report.c */
-void jc_push_render(lua_State *L, int idx);
 const char *jc_err_begin(jc_vctx *c, const jc_node *n, const char *kw);
 void jc_err_end(jc_vctx *c);
 const char *jc_push_item_pointer(jc_vctx *c, size_t *len);

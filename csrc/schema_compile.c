@@ -170,11 +170,35 @@ static int jc_get_count(jc_cctx *c, int sidx, const char *path,
   return 1;
 }
 
-/* Read a numeric bound. */
+/* The tape entry of member 'kw' of the schema object at 'sidx' when the
+** schema was compiled from text (jc_cctx.src), else NULL. [-0, +0, -] */
+static const jc_tv *jc_src_member(jc_cctx *c, int sidx, const char *kw) {
+  lua_State *L = c->L;
+  const jc_tape *t = c->src;
+  size_t i, j, end, kl = strlen(kw);
+  if (t == NULL) return NULL;
+  lua_pushvalue(L, sidx);
+  lua_rawget(L, c->srcmap);
+  if (lua_type(L, -1) != LUA_TNUMBER) { lua_pop(L, 1); return NULL; }
+  i = (size_t)lua_tonumber(L, -1);
+  lua_pop(L, 1);
+  if (i >= t->n || t->v[i].kind != JT_OBJECT) return NULL;
+  end = t->v[i].u.end;
+  for (j = i + 1; j < end; j = jc_tv_next(t, j + 1)) {
+    if (t->v[j].u.len == kl && memcmp(t->v[j].s, kw, kl) == 0)
+      return &t->v[j + 1];
+  }
+  return NULL;
+}
+
+/* Read a numeric bound. From schema text, an integer is kept as written
+** (int64, or its lexeme beyond), whatever a Lua number could hold: on
+** LuaJIT every Lua number is a double. */
 static void jc_get_limit(jc_cctx *c, int sidx, const char *path,
                          const char *kw, jc_limit *lim) {
   lua_State *L = c->L;
   lua_Number d;
+  const jc_tv *x;
   if (jc_getkw(L, sidx, kw) == LUA_TNIL) { lua_pop(L, 1); return; }
   if (lua_type(L, -1) != LUA_TNUMBER)
     jc_schema_error(L, path, kw, "must be a number");
@@ -182,12 +206,23 @@ static void jc_get_limit(jc_cctx *c, int sidx, const char *path,
   if (d - d != 0)   /* NaN, +-infinity: no JSON number */
     jc_schema_error(L, path, kw, "must be a finite number");
   lim->set = 1;
-  lim->d = lua_tonumber(L, -1);
+  lim->d = d;
 #if JC_HAVE_INTEGER
   lim->isint = lua_isinteger(L, -1);
-  if (lim->isint) lim->i = lua_tointeger(L, -1);
+  if (lim->isint) lim->i = (long long)lua_tointeger(L, -1);
 #endif
   lua_pop(L, 1);
+  x = jc_src_member(c, sidx, kw);
+  /* the entry the table was made from (its double is the Lua number) */
+  if (x == NULL || x->kind != JT_NUMBER) return;
+  if ((x->flags & JC_TF_INT) && (lua_Number)x->u.i == d) {
+    lim->isint = 1;
+    lim->i = x->u.i;
+  } else if ((x->flags & JC_TF_BIG) && (lua_Number)x->u.d == d) {
+    lim->isint = 0;
+    lim->big = x->s;
+    lim->bign = x->n;
+  }
 }
 
 /* Compile the array of subschemas at the top (keyword 'kw'); pops it. */
@@ -234,7 +269,7 @@ static int jc_hash_cmp(const void *x, const void *y) {
 ** one tape owned by the keep table; '*roots' gets each member's entry and
 ** '*hash' (hash, member) pairs sorted by hash (both optional). */
 static void jc_compile_tapes(jc_cctx *c, int list, size_t cnt, jc_tape **out,
-                             size_t **roots, jc_u64 **hash) {
+                             size_t **roots, jc_u64 **hash, const jc_tv *src) {
   lua_State *L = c->L;
   jc_tape *t = jc_tape_new(L);
   jc_seg *segs = (jc_seg *)jc_keep_block(c, JC_SCHEMA_MAX_NEST + 2,
@@ -249,9 +284,17 @@ static void jc_compile_tapes(jc_cctx *c, int list, size_t cnt, jc_tape **out,
   for (k = 0; k < cnt; k++) {
     long budget = 0x7fffffffL;
     size_t root = t->n;
-    lua_rawgeti(L, list, (lua_Integer)(k + 1));
-    jc_tape_write_lua(L, t, -1, JC_SCHEMA_MAX_NEST, segs, &depth, &budget);
-    lua_pop(L, 1);
+    if (src != NULL) {
+      /* from schema text: the values as written (exact numbers), one
+      ** after the other in 'c->src' */
+      size_t at = (size_t)(src - c->src->v);
+      jc_tape_copy(L, t, c->src, at);
+      src = &c->src->v[jc_tv_next(c->src, at)];
+    } else {
+      lua_rawgeti(L, list, (lua_Integer)(k + 1));
+      jc_tape_write_lua(L, t, -1, JC_SCHEMA_MAX_NEST, segs, &depth, &budget);
+      lua_pop(L, 1);
+    }
     if (r != NULL) r[k] = root;
   }
   if (r != NULL) {
@@ -837,7 +880,12 @@ static jc_node *jc_compile_node_in(jc_cctx *c, int idx, const char *path,
       if (lua_type(L, -1) == LUA_TTABLE) n->enum_tables = 1;
       lua_pop(L, 1);
     }
-    jc_compile_tapes(c, e, cnt, &n->enum_tape, &n->enum_roots, &n->enum_hash);
+    {
+      const jc_tv *a = jc_src_member(c, idx, "enum");
+      jc_compile_tapes(c, e, cnt, &n->enum_tape, &n->enum_roots, &n->enum_hash,
+                       a != NULL && a->kind == JT_ARRAY && a->n == cnt && cnt > 0
+                           ? a + 1 : NULL);
+    }
     n->nenum = cnt;
     n->enum_ref = jc_keep(c);
   } else {
@@ -848,7 +896,8 @@ static jc_node *jc_compile_node_in(jc_cctx *c, int idx, const char *path,
     lua_createtable(L, 1, 0);
     lua_pushvalue(L, -2);
     lua_rawseti(L, -2, 1);
-    jc_compile_tapes(c, lua_gettop(L), 1, &n->const_tape, NULL, NULL);
+    jc_compile_tapes(c, lua_gettop(L), 1, &n->const_tape, NULL, NULL,
+                     jc_src_member(c, idx, "const"));
     lua_pop(L, 1);
     n->const_ref = jc_keep(c);
   }
@@ -950,11 +999,10 @@ void jc_node_finish(const jc_validator *v, jc_node *n) {
   for (k = LIM_MIN; k <= LIM_XMAX; k++) {
     const jc_limit *l = &n->lim[k];
     n->lim_d[k] = l->set ? (double)l->d : (double)NAN;
-#if JC_HAVE_INTEGER
-    if (l->set && l->isint && (l->i < -((lua_Integer)1 << 53) ||
-                               l->i > ((lua_Integer)1 << 53)))
+    if (l->set && (l->big != NULL ||
+                   (l->isint && (l->i < -((long long)1 << 53) ||
+                                 l->i > ((long long)1 << 53)))))
       n->lim_dbl = 0;
-#endif
   }
   /* kinds that pass on sight: 'true'; or a subschema of 'type' (or
   ** nothing) and, for strings, numbers, only annotations (a 'format' that

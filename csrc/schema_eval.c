@@ -323,13 +323,16 @@ static JC_HOT_INLINE int jc_sibling(jc_vctx *c, int room, unsigned pass,
 static void jc_limit_tv(const jc_limit *lim, jc_tv *out) {
   memset(out, 0, sizeof *out);
   out->kind = JT_NUMBER;
-#if JC_HAVE_INTEGER
   if (lim->isint) {
     out->flags = JC_TF_INT;
-    out->u.i = (long long)lim->i;
+    out->u.i = lim->i;
     return;
   }
-#endif
+  if (lim->big != NULL) {
+    out->flags = JC_TF_BIG;
+    out->s = lim->big;
+    out->n = lim->bign;
+  }
   out->u.d = (double)lim->d;
 }
 
@@ -349,8 +352,10 @@ static JC_NOINLINE int jc_limit_cmp_exact(const jc_tv *x,
   return jc_tv_numcmp(x, &l);    /* exact: int64 and digits as they are */
 }
 
+/* (A bound beyond int64, 'big', is never 'isint' and its double is beyond
+** 2^63: against a double or an integer within 2^53 the double comparison
+** is the exact one; the rest go to jc_tv_numcmp.) */
 static JC_HOT_INLINE int jc_limit_cmp(const jc_tv *x, const jc_limit *lim) {
-#if JC_HAVE_INTEGER
   if ((x->flags & (JC_TF_INT | JC_TF_BIG)) == 0) {
     if (!lim->isint || JC_EXACT_DBL(lim->i))
       return (x->u.d > lim->d) - (x->u.d < lim->d);
@@ -361,15 +366,6 @@ static JC_HOT_INLINE int jc_limit_cmp(const jc_tv *x, const jc_limit *lim) {
       return (a > lim->d) - (a < lim->d);
     }
   }
-#else
-  /* bounds are doubles here (jc_limit_tv) */
-  if ((x->flags & (JC_TF_INT | JC_TF_BIG)) == 0)
-    return (x->u.d > lim->d) - (x->u.d < lim->d);
-  if ((x->flags & JC_TF_INT) && JC_EXACT_DBL(x->u.i)) {
-    double a = (double)x->u.i;
-    return (a > lim->d) - (a < lim->d);
-  }
-#endif
   return jc_limit_cmp_exact(x, lim);
 }
 
@@ -1322,7 +1318,7 @@ int jc_eval(jc_vctx *c, const jc_node *n, size_t i) {
       where = jc_err_begin(c, n, "const");
       lua_pushvalue(L, cv);
       lua_setfield(L, -3, "expected");
-      jc_push_render(L, cv);
+      jc_tv_push_render(L, n->const_tape, 0);
       lua_pushfstring(L, "%s must be %s", where, lua_tostring(L, -1));
       lua_remove(L, -2);
       jc_err_end(c);

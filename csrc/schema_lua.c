@@ -86,8 +86,13 @@ static const jc_opt jc_compile_opts[] = {
 };
 
 /*
-** core.compile(schema [, opts]) -> validator
-**   schema  table (a JSON Schema as decoded) or boolean
+** core.compile(schema [, opts]) -> validator [, schema value]
+**   schema  table (a JSON Schema as decoded) or boolean, or its JSON text:
+**           parsed strictly (as core.decode), and every number the text
+**           writes kept as written, so a bound, const or enum integer
+**           beyond 2^53 (LuaJIT's doubles) or beyond int64 (Lua 5.4) is
+**           exact; the schema value built from the text (as
+**           core.decode(text, {keep_order = true})) is returned second
 **   opts    table or nil: draft ("2020-12" default, "draft7", "draft4"; a
 **           known '$schema' wins), loader (function(uri) -> schema | nil,
 **           err: called at compile time, under lua_pcall, for each document
@@ -108,6 +113,7 @@ static const jc_opt jc_compile_opts[] = {
 **           walk with the whole budget)
 ** Returns a "jsoncontract.Validator" userdata (garbage collected).
 ** Raises "invalid schema at <schema pointer>: <reason>" for a bad schema,
+** "schema is not JSON: <format error message>" for text that is not JSON,
 ** and on misuse (bad argument, unknown option).
 ** Stack: [-0, +1, e]
 */
@@ -119,8 +125,8 @@ static int jc_schema_compile(lua_State *L) {
   int t = lua_type(L, 1);
   int fa = 0, maxd = JC_SCHEMA_MAX_DEPTH, draft = 0, loader = 0;
   jc_optval ov[5];
-  luaL_argcheck(L, t == LUA_TTABLE || t == LUA_TBOOLEAN, 1,
-                "table or boolean expected");
+  luaL_argcheck(L, t == LUA_TTABLE || t == LUA_TBOOLEAN || t == LUA_TSTRING,
+                1, "table, boolean or JSON text expected");
   luaL_argcheck(L, lua_gettop(L) <= 2, 3, "no more than 2 arguments expected");
   jc_opts_read(L, 2, jc_compile_opts, ov);
   fa = ov[0].set && ov[0].b;
@@ -131,6 +137,32 @@ static int jc_schema_compile(lua_State *L) {
   else lua_pushnil(L);
   lua_replace(L, 2);                 /* 2: loader or nil */
   lua_settop(L, 2);
+  c.src = NULL;
+  c.srcmap = 0;
+  if (t == LUA_TSTRING) {
+    /* JSON text: parsed to a tape (strictly, as core.decode), the schema
+    ** value built from it with its key order, and every table's entry
+    ** remembered, so numbers are read as the text wrote them */
+    size_t tl;
+    const char *text = lua_tolstring(L, 1, &tl);
+    jc_tape *st = jc_tape_new(L);            /* 3: the text's tape */
+    if (jc_parse_tape(L, st, text, tl, JC_MAX_DEPTH, JC_MAX_BYTES) != 0) {
+      lua_getfield(L, -1, "message");
+      return luaL_error(L, "schema is not JSON: %s", lua_tostring(L, -1));
+    }
+    lua_newtable(L);                          /* 4: table -> entry */
+    jc_tape_push_lua(L, st, 0, 1, 0, 4);      /* 5: the schema value */
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 5);
+    lua_replace(L, 1);                        /* 1: the schema value */
+    lua_replace(L, 5);                        /* 5: the text */
+    c.src = st;
+    c.srcmap = 4;
+    t = lua_type(L, 1);
+  } else {
+    lua_settop(L, 5);
+  }
+  /* stack: 1 schema, 2 loader, 3 text's tape, 4 its map, 5 text (or nils) */
   /* '$schema' wins over the 'draft' option */
   c.novalidation = 0;
   if (t == LUA_TTABLE) {
@@ -156,14 +188,14 @@ static int jc_schema_compile(lua_State *L) {
   luaL_getmetatable(L, JC_TAPE_MT);   /* made by jc_schema_open */
   v->tmt = lua_topointer(L, -1);
   lua_pop(L, 1);
-  lua_newtable(L);                   /* 4: keep */
+  lua_newtable(L);                   /* 7: keep */
   lua_pushvalue(L, -1);
   v->keep_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_newtable(L);                   /* 5: cache */
+  lua_newtable(L);                   /* 8: cache */
   c.L = L;
-  c.keep = 4;
+  c.keep = 7;
   c.nkeep = 0;
-  c.cache = 5;
+  c.cache = 8;
   c.root = 1;
   c.nest = 0;
   c.v = v;
@@ -220,8 +252,18 @@ static int jc_schema_compile(lua_State *L) {
     jc_node_props_pass((jc_node *)lua_touserdata(L, -1));
     lua_pop(L, 1);
   }
-  lua_settop(L, 3);
-  return 1;
+  if (c.src != NULL) {
+    /* the text and its tape stay while the validator does: bounds beyond
+    ** int64 and const/enum values point into them */
+    lua_pushvalue(L, 3);
+    jc_keep(&c);
+    lua_pushvalue(L, 5);
+    jc_keep(&c);
+  }
+  lua_settop(L, 6);
+  if (c.src == NULL) return 1;
+  lua_pushvalue(L, 1);
+  return 2;
 }
 
 /* The validator's own tape (kept in its keep table), or a fresh one at
@@ -432,7 +474,7 @@ static int jc_check_text(lua_State *L, int json) {
         /* member names the walk matched to declared properties come from
         ** the keep table, already interned */
         lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);
-        jc_tape_push_lua(L, t, 0, ov[4].set && ov[4].b, lua_gettop(L));
+        jc_tape_push_lua(L, t, 0, ov[4].set && ov[4].b, lua_gettop(L), 0);
         lua_remove(L, -2);
         r++;
       }

@@ -5,12 +5,6 @@
 */
 #include "schema.h"
 
-/* --------------------------------------------------------------------- */
-/* Compact JSON rendering for messages, bounded to JC_RENDER_MAX bytes.    */
-/* --------------------------------------------------------------------- */
-
-static void jc_rb_str(jc_rbuf *r, const char *s) { jc_rb_add(r, s, strlen(s)); }
-
 /* Render a number as JSON: integers exactly, floats in the shortest
 ** round-tripping form. */
 static void jc_fmt_number(lua_State *L, int idx, char *out, size_t outsz) {
@@ -25,101 +19,9 @@ static void jc_fmt_number(lua_State *L, int idx, char *out, size_t outsz) {
   jc_fmt_double((double)d, out, outsz);
 }
 
-/* Render the value at 'idx'. Object members in byte order of their keys.
-** [-0, +0, -] */
-static void jc_render(lua_State *L, int idx, jc_rbuf *r, int depth) {
-  char num[64];
-  idx = jc_absindex(L, idx);
-  if (r->full) return;
-  switch (jc_json_type(L, idx)) {
-    case JT_NULL: jc_rb_str(r, "null"); break;
-    case JT_BOOLEAN: jc_rb_str(r, lua_toboolean(L, idx) ? "true" : "false"); break;
-    case JT_NUMBER:
-      jc_fmt_number(L, idx, num, sizeof num);
-      jc_rb_str(r, num);
-      break;
-    case JT_STRING: {
-      size_t len;
-      const char *s = lua_tolstring(L, idx, &len);
-      jc_render_string(r, s, len);
-      break;
-    }
-    case JT_ARRAY: {
-      size_t n = (size_t)jc_rawlen(L, idx), i;
-      if (depth <= 0 || !lua_checkstack(L, 4)) { jc_rb_str(r, "[...]"); break; }
-      jc_rb_add(r, "[", 1);
-      for (i = 1; i <= n && !r->full; i++) {
-        if (i > 1) jc_rb_add(r, ",", 1);
-        lua_rawgeti(L, idx, (lua_Integer)i);
-        jc_render(L, -1, r, depth - 1);
-        lua_pop(L, 1);
-      }
-      jc_rb_add(r, "]", 1);
-      break;
-    }
-    case JT_OBJECT: {
-      /* selection of the next key in byte order: O(k^2) but bounded by
-      ** the render size */
-      const char *last = NULL;
-      size_t lastlen = 0;
-      int firstm = 1;
-      if (depth <= 0 || !lua_checkstack(L, 6)) { jc_rb_str(r, "{...}"); break; }
-      jc_rb_add(r, "{", 1);
-      while (!r->full) {
-        const char *best = NULL;
-        size_t bestlen = 0;
-        lua_pushnil(L);
-        while (lua_next(L, idx) != 0) {
-          if (lua_type(L, -2) == LUA_TSTRING) {
-            size_t kl;
-            const char *k = lua_tolstring(L, -2, &kl);
-            size_t m;
-            int cl = 1, cb = -1;
-            if (last != NULL) {
-              m = kl < lastlen ? kl : lastlen;
-              cl = memcmp(k, last, m);
-              if (cl == 0) cl = (kl > lastlen) - (kl < lastlen);
-            }
-            if (best != NULL) {
-              m = kl < bestlen ? kl : bestlen;
-              cb = memcmp(k, best, m);
-              if (cb == 0) cb = (kl > bestlen) - (kl < bestlen);
-            }
-            if (cl > 0 && cb < 0) { best = k; bestlen = kl; }
-          }
-          lua_pop(L, 1);
-        }
-        if (best == NULL) break;
-        if (!firstm) jc_rb_add(r, ",", 1);
-        firstm = 0;
-        jc_render_string(r, best, bestlen);
-        jc_rb_add(r, ":", 1);
-        lua_pushlstring(L, best, bestlen);
-        lua_rawget(L, idx);
-        jc_render(L, -1, r, depth - 1);
-        lua_pop(L, 1);
-        last = best;
-        lastlen = bestlen;
-      }
-      jc_rb_add(r, "}", 1);
-      break;
-    }
-    default: jc_rb_str(r, "?"); break;
-  }
-}
-
-/* Push the compact JSON text of the Lua value at 'idx'. [-0, +1, m] */
-void jc_push_render(lua_State *L, int idx) {
-  jc_rbuf r;
-  r.n = 0;
-  r.full = 0;
-  jc_render(L, idx, &r, 16);
-  lua_pushlstring(L, r.b, r.n);
-}
-
 static void jc_push_limit(lua_State *L, const jc_limit *lim) {
 #if JC_HAVE_INTEGER
-  if (lim->isint) { lua_pushinteger(L, lim->i); return; }
+  if (lim->isint) { lua_pushinteger(L, (lua_Integer)lim->i); return; }
 #endif
   lua_pushnumber(L, lim->d);
 }
@@ -359,14 +261,20 @@ JC_NOINLINE void jc_report_enum(jc_vctx *c, const jc_node *n,
   lua_pushvalue(L, list);
   lua_setfield(L, -3, "allowed");
   jc_tv_push_render(L, c->t, c->cur);
+  if (cnt == 0) {             /* 2020-12 §6.1.2: SHOULD have one; none passes */
+    lua_pushfstring(L, "%s %s is not allowed: the enum is empty", where,
+                    lua_tostring(L, -1));
+    lua_remove(L, -2);
+    jc_err_end(c);
+    return;
+  }
   lua_pushfstring(L, "%s %s is not one of ", where, lua_tostring(L, -1));
   lua_remove(L, -2);
   luaL_buffinit(L, &b);
   for (i = 1; i <= cnt && i <= JC_ENUM_SHOW; i++) {
     if (i > 1) luaL_addstring(&b, ", ");
-    lua_rawgeti(L, list, (lua_Integer)i);
-    jc_push_render(L, -1);
-    lua_remove(L, -2);
+    /* from the enum's tape: numbers as the schema wrote them */
+    jc_tv_push_render(L, n->enum_tape, n->enum_roots[i - 1]);
     luaL_addvalue(&b);
   }
   if (cnt > JC_ENUM_SHOW) {
@@ -415,10 +323,17 @@ void jc_report_limit(jc_vctx *c, const jc_node *n, const char *kw,
   lua_setfield(L, -3, "limit");
   jc_tv_fmt_number(&c->t->v[c->cur], num, sizeof num);
   lua_pushfstring(L, "%s %s %s ", where, num, text);
-  jc_push_limit(L, lim);
-  jc_fmt_number(L, -1, num, sizeof num);
-  lua_pop(L, 1);
-  lua_pushstring(L, num);
+  if (lim->big != NULL) {                 /* as the schema text wrote it */
+    lua_pushlstring(L, lim->big, lim->bign);
+  } else if (lim->isint) {
+    snprintf(num, sizeof num, "%lld", lim->i);
+    lua_pushstring(L, num);
+  } else {
+    jc_push_limit(L, lim);
+    jc_fmt_number(L, -1, num, sizeof num);
+    lua_pop(L, 1);
+    lua_pushstring(L, num);
+  }
   lua_concat(L, 2);
   jc_err_end(c);
 }

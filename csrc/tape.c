@@ -238,8 +238,19 @@ static JC_HOT_INLINE void jc_push_name(lua_State *L, const jc_tv *k, int names) 
   else lua_pushlstring(L, k->s, k->u.len);
 }
 
+void jc_tape_copy(lua_State *L, jc_tape *t, const jc_tape *s, size_t i) {
+  size_t end = jc_tv_next(s, i), base = t->n, j;
+  for (j = i; j < end; j++) {
+    size_t e = jc_tape_add(L, t);
+    t->v[e] = s->v[j];
+    if (s->v[j].kind == JT_OBJECT || s->v[j].kind == JT_ARRAY)
+      t->v[e].u.end = s->v[j].u.end - i + base;
+  }
+  if (s->depth > t->depth) t->depth = s->depth;
+}
+
 void jc_tape_push_lua(lua_State *L, jc_tape *t, size_t i, int keep_order,
-                      int names) {
+                      int names, int map) {
   jc_bframe *fr;
   size_t nf = 0, cap = t->depth + 1;
   int amt;
@@ -274,6 +285,11 @@ void jc_tape_push_lua(lua_State *L, jc_tape *t, size_t i, int keep_order,
           lua_insert(L, -2);
           lua_setmetatable(L, -3);   /* stack: table, order */
         }
+      }
+      if (map != 0) {
+        lua_pushvalue(L, keep_order && v->kind == JT_OBJECT ? -2 : -1);
+        lua_pushinteger(L, (lua_Integer)i);
+        lua_rawset(L, map);
       }
       if (v->u.end == i + 1) {       /* empty */
         if (keep_order && v->kind == JT_OBJECT) lua_pop(L, 1);

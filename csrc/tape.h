@@ -156,10 +156,21 @@ void jc_tape_free(jc_tape *t, void *p, size_t size);
 ** Lua strings of member names marked JC_TF_NAME (the validator marks the
 ** names it found among declared properties, with their keep index): those
 ** are pushed from it instead of being interned again.
+** 'map' is 0 or the stack index of a table that gets, for every table made
+** for an object or array, table -> its entry index (a schema compiled from
+** text finds its numbers' exact lexemes through it).
 ** Not recursive. [-0, +1, m]
 */
 void jc_tape_push_lua(lua_State *L, jc_tape *t, size_t i, int keep_order,
-                      int names);
+                      int names, int map);
+
+/*
+** Append a copy of the value at entry 'i' of tape 's' (a container with
+** all its entries) to tape 't'. Strings and lexemes still point into 's''s
+** text and arena, which the caller keeps alive as long as 't'.
+** [-0, +0, m]
+*/
+void jc_tape_copy(lua_State *L, jc_tape *t, const jc_tape *s, size_t i);
 
 /*
 ** Append the Lua value at stack index 'idx' to the tape in one walk

@@ -60,6 +60,15 @@ describe("jsoncontract.diff", function()
               "/properties/lang", "property_added_required", true, "old answers lack it" },
             { "a new optional field", function(s) s.properties.lang = { type = "string" } end,
               "/properties/lang", "property_added_optional", false, "old answers stay valid" },
+            { "a new optional field with a schema where other fields were allowed",
+              function(s) s.additionalProperties = nil; s.properties.lang = { type = "string" } end,
+              "/properties/lang", "property_added_constrained", true,
+              "additionalProperties was open: old answers that hold lang with another value are rejected",
+              function(s) s.additionalProperties = nil end },
+            { "a new optional field that allows anything where other fields were allowed",
+              function(s) s.additionalProperties = nil; s.properties.lang = { description = "any" } end,
+              "/properties/lang", "property_added_optional", false, "old answers stay valid",
+              function(s) s.additionalProperties = nil end },
             { "additionalProperties closed (was open)", nil,
               "/", "additional_properties_closed", true, "no other fields are allowed now" },
             { "additionalProperties opened", function(s) s.additionalProperties = nil end,
@@ -86,7 +95,12 @@ describe("jsoncontract.diff", function()
         for _, c in ipairs(cases) do
             it("classifies " .. c[1], function()
                 local f, breaking
-                if c[2] then
+                if c[7] then -- the old schema edited too
+                    local old, new = base(), base()
+                    c[7](old)
+                    c[2](new)
+                    f, breaking = diff.diff(old, new)
+                elseif c[2] then
                     f, breaking = changed(c[2])
                 else
                     local old = base()

@@ -704,9 +704,14 @@ describe("jsoncontract.core", function()
             assert.has_error(function() core.compile({}, { format = true }) end,
                 "bad argument #2 to 'compile' (unknown option 'format')")
         end)
-        it("raises on a schema that is not a table or boolean", function()
-            assert.has_error(function() core.compile("{}") end,
-                "bad argument #1 to 'compile' (table or boolean expected)")
+        it("raises on a schema that is not a table, boolean or JSON text", function()
+            assert.has_error(function() core.compile(42) end,
+                "bad argument #1 to 'compile' (table, boolean or JSON text expected)")
+        end)
+        it("raises on schema text that is not JSON, with the format error's message", function()
+            assert.has_error(function() core.compile('{"type":') end,
+                "schema is not JSON: unexpected end of text at line 1, column 9: expected a JSON value")
+            assert.has_error(function() core.compile('{"a":1,"a":2}') end)
         end)
     end)
 
@@ -880,6 +885,53 @@ describe("jsoncontract.core", function()
             check(v, 1e308, true)
             check(v, 143.485, { errors = { { "", "multipleOf", "/multipleOf",
                 "(root) 143.485 is not a multiple of 0.01" } } })
+        end)
+        -- From text the schema's own numbers are read as written, on every Lua: LuaJIT's doubles
+        -- (and Lua 5.4's int64) would round these bounds and values.
+        it("compiled from JSON text, keeps bounds, const and enum integers beyond 2^53 and int64 exact", function()
+            local function text_check(schema, instance, message)
+                local v = core.compile(schema)
+                local ok, err = v:check(instance)
+                if message == true then
+                    assert.is_truthy(ok, schema .. " must accept " .. instance)
+                else
+                    assert.is_nil(ok, schema .. " must reject " .. instance)
+                    assert.are.equal(message, err.errors[1].message)
+                end
+            end
+            text_check('{"maximum":9007199254740992}', "9007199254740993",
+                "(root) 9007199254740993 is greater than maximum 9007199254740992")
+            text_check('{"minimum":9007199254740993}', "9007199254740992",
+                "(root) 9007199254740992 is less than minimum 9007199254740993")
+            text_check('{"minimum":9007199254740993}', "9007199254740993", true)
+            text_check('{"maximum":9223372036854775806}', "9223372036854775807",
+                "(root) 9223372036854775807 is greater than maximum 9223372036854775806")
+            text_check('{"maximum":18446744073709551615}', "18446744073709551616",
+                "(root) 18446744073709551616 is greater than maximum 18446744073709551615")
+            text_check('{"maximum":18446744073709551615}', "18446744073709551615", true)
+            text_check('{"exclusiveMinimum":18446744073709551615}', "18446744073709551615",
+                "(root) 18446744073709551615 is not greater than exclusive minimum 18446744073709551615")
+            text_check('{"multipleOf":9007199254740993}', "18014398509481986", true)
+            text_check('{"multipleOf":9007199254740993}', "18014398509481984",
+                "(root) 18014398509481984 is not a multiple of 9007199254740993")
+            text_check('{"const":9007199254740993}', "9007199254740992", "(root) must be 9007199254740993")
+            text_check('{"const":9007199254740993}', "9007199254740993", true)
+            text_check('{"enum":["a",9007199254740993]}', "9007199254740992",
+                '(root) 9007199254740992 is not one of "a", 9007199254740993')
+            text_check('{"enum":["a",9007199254740993]}', "9007199254740993", true)
+            text_check('{"properties":{"a":{"const":{"b":[18446744073709551617]}}}}',
+                '{"a":{"b":[18446744073709551616]}}', '/a must be {"b":[18446744073709551617]}')
+            text_check('{"properties":{"a":{"const":{"b":[18446744073709551617]}}}}',
+                '{"a":{"b":[18446744073709551617]}}', true)
+            -- the schema value comes back second, with the text's key order
+            local v, schema = core.compile('{"type":"object","properties":{"z":{},"a":{}}}')
+            assert.are.equal("jsoncontract.Validator", tostring(v):match("^jsoncontract%.Validator"))
+            assert.are.same({ "type", "properties" }, getmetatable(schema).__order)
+            assert.are.same({ "z", "a" }, getmetatable(schema.properties).__order)
+        end)
+        it("an empty enum lets nothing pass and says so", function()
+            check(core.compile({ enum = A {} }), 1, { errors = { { "", "enum", "/enum",
+                "(root) 1 is not allowed: the enum is empty" } } })
         end)
         if math.type then
             it("compares big integers as integers", function()

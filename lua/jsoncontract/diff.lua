@@ -12,8 +12,10 @@
 --   a pattern or format dropped); or
 -- * it removes a field consumers read.
 -- It is *compatible* when old answers stay valid and consumers see nothing new they must handle:
--- annotations (description, title, examples, default, $comment), a new optional field (consumers
--- ignore fields they do not know), additionalProperties opened, a length, size or number limit
+-- annotations (description, title, examples, default, $comment), a new optional field where
+-- additionalProperties was closed (consumers ignore fields they do not know; where it was open,
+-- old answers may already hold that name with any value, so a new field with a schema that
+-- constrains it narrows), additionalProperties opened, a length, size or number limit
 -- loosened (the same code path handles a longer string).
 -- Keywords it cannot reason about (anyOf, allOf, $ref, if/then/else, ...) count as breaking when
 -- they change: it says so rather than guess.
@@ -49,6 +51,14 @@ local ALL_TYPES = { "array", "boolean", "integer", "null", "number", "object", "
 local function enc(v) return core.encode(v) end
 
 local escape = json.escape_token
+
+-- Does the subschema allow every value (true, or only annotations)?
+local function allows_all(s)
+    if s == true then return true end
+    if type(s) ~= "table" then return false end
+    for k in pairs(s) do if not ANNOTATIONS[k] then return false end end
+    return true
+end
 
 local function same(a, b)
     if a == b then return true end
@@ -225,6 +235,9 @@ local function diff_schema(old, new, ptr, out)
     for k in pairs(nreq) do if not seen[k] then seen[k] = true names[#names + 1] = k end end
     sort(names)
     local new_closed = new.additionalProperties == false
+    -- the values an old answer could hold under a name 'properties' did not declare
+    local old_extra = old.additionalProperties
+    if old_extra == nil then old_extra = true end
     for _, name in ipairs(names) do
         local p = ptr .. "/properties/" .. escape(name)
         local o, n = oprops[name], nprops[name]
@@ -236,6 +249,11 @@ local function diff_schema(old, new, ptr, out)
             if nreq[name] then
                 out[#out + 1] = { pointer = p, keyword = "required", change = "property_added_required",
                     breaking = true, reason = "new field " .. name .. " is required: old answers lack it" }
+            elseif old_extra ~= false and not allows_all(n) and not same(old_extra, n) then
+                out[#out + 1] = { pointer = p, keyword = "properties", change = "property_added_constrained",
+                    breaking = true, reason = "new optional field " .. name .. " has a schema, and "
+                        .. "additionalProperties was " .. (old_extra == true and "open" or enc(old_extra))
+                        .. ": old answers that hold " .. name .. " with another value are rejected" }
             else
                 out[#out + 1] = { pointer = p, keyword = "properties", change = "property_added_optional",
                     breaking = false, reason = "new optional field " .. name .. ": old answers stay valid, " ..

@@ -70,7 +70,8 @@ function _M.ordered(tbl, order)
 end
 
 --- Compile a JSON Schema.
--- @tparam table|string|boolean schema a schema as a Lua table or as JSON text
+-- @tparam table|string|boolean schema a schema as a Lua table or as JSON text (read as
+-- written: integers beyond 2^53 in bounds, `const` and `enum` stay exact on LuaJIT too)
 -- @tparam[opt] table opts `draft` ("2020-12" default, "draft7", "draft4"; a known
 -- `$schema` in the schema wins), `loader` (function(uri) -> schema | nil, err, called at
 -- compile time for references outside the schema), `format_assertion` (boolean, default
@@ -79,9 +80,10 @@ end
 -- @raise when the schema is not a schema (the message names the schema pointer)
 function _M.compile(schema, opts)
     if type(schema) == "string" then
-        local v, err = core.decode(schema)
-        if v == nil then error("schema is not JSON: " .. err.message, 2) end
-        schema = v
+        -- the text itself: its numbers are kept as written (exact beyond 2^53 on LuaJIT)
+        local ok, validator = pcall(core.compile, schema, opts)
+        if not ok then error(validator, 2) end
+        return validator
     end
     return core.compile(schema, opts)
 end

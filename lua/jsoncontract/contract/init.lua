@@ -17,7 +17,6 @@ local mt = { __index = _M }
 
 -- decode(text, {keep_order = true}) gives each object an `__order` metatable (the tape
 -- decoder, issue 11): a JSON-text schema keeps the author's property order.
-local KEEP_ORDER = { keep_order = true }
 local CANONICAL = { keep_order = false }
 
 local null = core.null
@@ -179,18 +178,18 @@ function _M.new(def)
         end
     end
     local schema = def.schema
-    if type(schema) == "string" then
-        -- Keep the author's property order (it reaches the provider and the prompt).
-        local v, err = core.decode(schema, KEEP_ORDER)
-        if v == nil then error("contract schema is not JSON: " .. err.message, 2) end
-        schema = v
-    end
-    if type(schema) ~= "table" and type(schema) ~= "boolean" then
+    if type(schema) ~= "table" and type(schema) ~= "boolean" and type(schema) ~= "string" then
         error("contract field 'schema' must be a table or JSON text", 2)
     end
-    local ok, validator = pcall(core.compile, schema,
+    -- From JSON text, core.compile reads the numbers as written and returns the schema value
+    -- with the author's property order (it reaches the provider and the prompt).
+    local ok, validator, decoded = pcall(core.compile, schema,
         { format_assertion = def.format_assertion ~= false, work_budget = def.work_budget })
+    if not ok and type(schema) == "string" and tostring(validator):find("schema is not JSON: ", 1, true) then
+        error("contract " .. tostring(validator):match("schema is not JSON: .*$"), 2)
+    end
     if not ok then error("contract '" .. def.name .. "': " .. tostring(validator), 2) end
+    if type(schema) == "string" then schema = decoded end
 
     for _, f in ipairs { "rules", "examples", "adapters" } do
         if def[f] ~= nil and type(def[f]) ~= "table" then
