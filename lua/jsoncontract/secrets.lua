@@ -400,6 +400,16 @@ local SECRET_PARAMS = { key = true, api_key = true, apikey = true, ["api-key"] =
     access_token = true, auth = true, password = true, secret = true, sig = true, signature = true,
     code = true, session = true, client_secret = true }
 
+--- Is a URL query parameter of this name a credential (key, api_key, token, password,
+-- signature, any name holding "key" or "token", ...)? Its name as written in the URL;
+-- percent-encoded "-" and "_" are read as themselves.
+-- @tparam string name
+-- @treturn boolean
+function _M.credential_param(name)
+    local plain = lower((gsub(gsub(name, "%%2[dD]", "-"), "%%5[fF]", "_")))
+    return SECRET_PARAMS[plain] or find(plain, "key", 1, true) ~= nil or find(plain, "token", 1, true) ~= nil
+end
+
 --- A URL fit to be shown: user and password removed, the values of credential-like query
 -- parameters (key, api_key, token, password, signature, ...) replaced by "[redacted]",
 -- the secret redacted, and the whole made valid UTF-8 and elided to 200 bytes.
@@ -412,8 +422,7 @@ function _M.scrub_url(url, secret)
     -- scheme://user:pass@host -> scheme://[redacted]@host
     url = url:gsub("^(%a[%w+.-]*://)([^/?#]*)@", "%1" .. _M.REDACTED .. "@")
     url = url:gsub("([?&;])([^=&;#]*)=([^&;#]*)", function(sep, name, value)
-        local plain = lower(name:gsub("%%2[dD]", "-"):gsub("%%5[fF]", "_"))
-        if SECRET_PARAMS[plain] or plain:find("key", 1, true) or plain:find("token", 1, true) then
+        if _M.credential_param(name) then
             return sep .. name .. "=" .. _M.REDACTED
         end
         return sep .. name .. "=" .. value

@@ -67,6 +67,25 @@ function _M.parser()
     return parser, commands, state, parsers
 end
 
+-- argparse reads every word that starts with "-" as an option, so in `--limit -1` the value
+-- would be "unknown option '-1'". No option of ours is spelled like a number: a word that looks
+-- like a negative number right after a long option without "=" is that option's value, joined as
+-- `--limit=-1`, so the option's own check answers the same for both spellings.
+local function join_negative_values(list)
+    for i = #list, 2, -1 do
+        local prev = list[i - 1]
+        if list[i]:match("^%-%.?%d") and prev:match("^%-%-[^=]+$") then
+            local before_end = true -- not after a "--" that ends the options
+            for j = 1, i - 2 do if list[j] == "--" then before_end = false end end
+            if before_end then
+                list[i - 1] = prev .. "=" .. list[i]
+                table.remove(list, i)
+            end
+        end
+    end
+    return list
+end
+
 --- Run the program.
 -- @tparam table argv the arguments (the script's `arg`: argv[1] is the command)
 -- @tparam[opt] table env `root`, `bindir`, `stdout`, `stderr` (see the module description)
@@ -85,7 +104,7 @@ function _M.main(argv, env)
         list[#list + 1] = "--help"
     end
     local parser, commands, state, parsers = _M.parser()
-    local ok, args = parser:pparse(list)
+    local ok, args = parser:pparse(join_negative_values(list))
     if state.help then
         env.stdout:write(state.help:get_help(), "\n")
         return 0

@@ -228,6 +228,18 @@ function _M.whole(option)
     end
 end
 
+--- An argparse `convert` for `--latency`: the spec when the stand-in understands it
+-- (`jsoncontract.jobs.commands.check_latency`), else nil and a message naming the option and
+-- the values it takes.
+-- @tparam string spec
+-- @treturn string|nil
+-- @treturn string|nil message
+function _M.latency(spec)
+    local ok, err = require("jsoncontract.jobs.commands").check_latency(spec)
+    if not ok then return nil, err end
+    return spec
+end
+
 local function shell_quote(s)
     return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end

@@ -61,7 +61,8 @@ function _M.configure_job(parser, util)
     parser:option("--seed", "Stand-in model seed (default 1)."):convert(util.whole("--seed"))
     parser:option("--delay-ms", "Stand-in model delay per answer (default 20)."):convert(util.whole("--delay-ms"))
     parser:option("--latency", "Stand-in answer latency instead of --delay-ms: heavy, or "
-        .. "lognormal:MED_MS:SIGMA:TAIL_SHARE:TAIL_MIN_MS:TAIL_MAX_MS.")
+        .. "lognormal:MED_MS:SIGMA:TAIL_SHARE:TAIL_MIN_MS:TAIL_MAX_MS (with --resume: replaces the job's).")
+        :convert(util.latency)
     parser:flag("--record-text", "Keep raw model text and mail text in the evidence log.")
 end
 
@@ -144,6 +145,7 @@ function _M.read_mailbox(path, limit)
     if path == "-" then f = io.stdin else f, msg = io.open(path, "rb") end
     if not f then return nil, msg end
     local items, first_line, dups, lineno = {}, {}, {}, 0
+    local named_by_us = {} -- line number -> true when its id is "line-N" because it had none
     if limit == 0 then
         if f ~= io.stdin then f:close() end
         return items, core.sha256("")
@@ -154,9 +156,15 @@ function _M.read_mailbox(path, limit)
             line = line:gsub("\r$", "")
             if line:match("%S") then
                 local v = core.decode(line)
-                local id = type(v) == "table" and type(v.id) == "string" and v.id or ("line-" .. lineno)
-                if first_line[id] then
-                    dups[#dups + 1] = format("line %d: id %q is already used on line %d", lineno, id, first_line[id])
+                local own = type(v) == "table" and type(v.id) == "string" and v.id or nil
+                local id = own or ("line-" .. lineno)
+                named_by_us[lineno] = own == nil
+                local first = first_line[id]
+                if first then
+                    -- Say which side's id is one we gave, so the message is true of both lines.
+                    dups[#dups + 1] = format("line %d: id %q%s is already used on line %d%s", lineno, id,
+                        own and "" or " (given to it because it has no id of its own)", first,
+                        named_by_us[first] and " (given to it because it has no id of its own)" or "")
                 else
                     first_line[id] = lineno
                 end
@@ -235,7 +243,107 @@ end
 local JOB_OPTIONS = { "contract", "max-attempts", "token-budget", "limit", "seed", "delay-ms", "record-text",
     "base-url", "rpm", "tpm", "latency" }
 
-local function check_numbers(o)
+local LATENCY_VALUES = "heavy, or lognormal:MED_MS:SIGMA:TAIL_SHARE:TAIL_MIN_MS:TAIL_MAX_MS"
+
+--- Is `spec` a `--latency` the stand-in understands? Checked before a job is created: the
+-- stand-in only reads it once the job is stored, and a job holding a value it refuses could
+-- never run.
+-- @tparam string spec
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] string message naming the option and its values
+function _M.check_latency(spec)
+    local draw = type(spec) == "string" and require("jsoncontract.standin.server").latency(spec)
+    if draw then return true end
+    return nil, format("option --latency takes %s; not %q", LATENCY_VALUES, tostring(spec))
+end
+
+-- The environment variables whose values are keys: never stored, whatever option spells them.
+local KEY_VARS = { "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY" }
+local KEY_NAMES = {}
+for _, name in ipairs(KEY_VARS) do KEY_NAMES[name] = true end
+
+--- The `--base-url` as a job stores it: the value of a key variable (OPENAI_API_KEY,
+-- ANTHROPIC_API_KEY, GEMINI_API_KEY) replaced by `${NAME}`, which `--resume` and workers fill
+-- from their environment (`filled_base_url`). A URL that would still store a credential is
+-- refused: a user and password (`user:password@host`), or a credential-like query parameter
+-- (`key=`, `token=`, ..., see `jsoncontract.secrets.credential_param`) holding anything but a key
+-- variable's value.
+-- @tparam string url
+-- @treturn[1] string the URL to store
+-- @return[2] nil
+-- @treturn[2] string message saying where the credential goes instead
+function _M.stored_base_url(url)
+    if url:match("^%a[%w+.-]*://[^/?#]*@") then
+        return nil, "option --base-url must not hold a user or password (user:password@host): the job stores "
+            .. "its base URL; give the key in OPENAI_API_KEY or ANTHROPIC_API_KEY instead (sent as a header, "
+            .. "never stored)"
+    end
+    local stored, keys = url, {}
+    for _, name in ipairs(KEY_VARS) do
+        local key = os.getenv(name)
+        if key and #key >= 4 then
+            keys[#keys + 1] = key
+            local start = stored:find(key, 1, true)
+            while start do
+                stored = stored:sub(1, start - 1) .. "${" .. name .. "}" .. stored:sub(start + #key)
+                start = stored:find(key, start + #name + 3, true)
+            end
+        end
+    end
+    local why
+    stored:gsub("[?&;]([^=&;#]*)=([^&;#]*)", function(name, value)
+        if not why and value ~= "" and secrets.credential_param(name) and not value:match("^%${[%w_]+}$") then
+            why = name
+        end
+    end)
+    -- A key in another spelling (percent-encoded, say) is still the key.
+    if not why and secrets.redact(stored, keys) ~= stored then why = "an encoded key" end
+    if why then
+        return nil, format("option --base-url holds a credential (%s): the job stores its base URL; put the "
+            .. "value in OPENAI_API_KEY (or ANTHROPIC_API_KEY, GEMINI_API_KEY) and write it as "
+            .. "\"$OPENAI_API_KEY\" in the URL: the job stores the variable's name, and --resume takes the "
+            .. "value from the environment again", why)
+    end
+    return stored
+end
+
+-- A stored base URL with its `${NAME}` filled from this host's environment; nil and a message
+-- when a variable it names is not set.
+local function filled_base_url(url)
+    local missing
+    local filled = url:gsub("%${([%w_]+)}", function(name)
+        if not KEY_NAMES[name] then return nil end -- not one we put there
+        local v = os.getenv(name)
+        if not v or v == "" then missing = missing or name return nil end
+        return v
+    end)
+    if missing then
+        return nil, format("the job's base URL takes a key from %s, which is not set here (keys are never "
+            .. "stored); set it, or give --base-url", missing)
+    end
+    return filled
+end
+
+-- The options a new job keeps (JOB_OPTIONS), its base URL as `stored_base_url` makes it; nil
+-- and a message when that URL is refused.
+local function job_options(o, p, contract_path)
+    local jo = { standin = p.standin or nil, contract = contract_path }
+    for _, k in ipairs(JOB_OPTIONS) do if o[k] ~= nil and jo[k] == nil then jo[k] = o[k] end end
+    if jo["base-url"] then
+        local err
+        jo["base-url"], err = _M.stored_base_url(jo["base-url"])
+        if not jo["base-url"] then return nil, err end
+    end
+    return jo
+end
+
+-- The options a command checks before it creates or asks anything.
+local function check_options(o)
+    if o.latency ~= nil then
+        local ok, err = _M.check_latency(o.latency)
+        if not ok then return nil, err end
+    end
     local parallel = o.parallel or 8
     if parallel < 1 or parallel > 1024 then return nil, "option --parallel must be from 1 to 1024" end
     if o["max-attempts"] and o["max-attempts"] < 1 then return nil, "option --max-attempts must be at least 1" end
@@ -262,15 +370,35 @@ local function job_context(job, env, o)
             tostring(job.schema_hash):sub(1, 12))
     end
     if changed then jo.contract = contract_path end
-    local p = { provider = job.provider, model = job.model, base_url = o["base-url"] or jo["base-url"],
-        standin = jo.standin == true }
+    -- --latency on resume replaces the job's: it sets how long the stand-in takes, never what it
+    -- answers, and it is the way out for a job stored (before this check existed) with a value
+    -- the stand-in refuses.
+    local options_changed = false
+    if o.latency ~= nil then
+        local ok, lerr = _M.check_latency(o.latency)
+        if not ok then return nil, lerr end
+        options_changed = jo.latency ~= o.latency
+        jo.latency = o.latency
+    elseif jo.standin == true and jo.latency ~= nil and not _M.check_latency(jo.latency) then
+        return nil, format("job %s was stored with --latency %q, which the stand-in does not take; continue it "
+            .. "with `jsoncontract triage --resume DIR --latency VALUE` (%s), which replaces the stored value",
+            job.id, tostring(jo.latency), LATENCY_VALUES)
+    end
+    local base_url = o["base-url"]
+    if not base_url and jo["base-url"] then
+        local ferr
+        base_url, ferr = filled_base_url(jo["base-url"])
+        if not base_url then return nil, ferr end
+    end
+    local p = { provider = job.provider, model = job.model, base_url = base_url, standin = jo.standin == true }
     local key_name = job.provider == "anthropic" and "ANTHROPIC_API_KEY" or "OPENAI_API_KEY"
     local key = os.getenv(key_name)
     if not p.standin then
         if key and key ~= "" then p.api_key = key end
         p.base_url = p.base_url or os.getenv(job.provider == "anthropic" and "ANTHROPIC_BASE_URL" or "OPENAI_BASE_URL")
     end
-    return { mod = mod, contract = mod.contract, p = p, jo = jo, changed = changed and ident or nil }
+    return { mod = mod, contract = mod.contract, p = p, jo = jo, changed = changed and ident or nil,
+        options_changed = options_changed }
 end
 
 
@@ -380,7 +508,7 @@ end
 -- @treturn integer exit status
 function _M.triage(o, env)
     use_env(env)
-    local ok, err = check_numbers(o)
+    local ok, err = check_options(o)
     if not ok then return die(err) end
     if o.resume then return _M.resume(o, env) end
     if o["retry-review"] then return die("option --retry-review goes with --resume DIR") end
@@ -400,6 +528,9 @@ function _M.triage(o, env)
     if not mod then return die(err) end
     local items, digest = _M.read_mailbox(input, o.limit)
     if not items then return die("cannot read mailbox: " .. tostring(digest)) end
+    local jo
+    jo, err = job_options(o, p, contract_path)
+    if not jo then return die(err) end
 
     -- Everything is checked; only now is anything created.
     local out = o.out or default_out_dir()
@@ -413,8 +544,6 @@ function _M.triage(o, env)
         if not existed then os.remove(out) end -- the empty folder we made: nothing is left behind
         return fail(err.message)
     end
-    local jo = { standin = p.standin or nil, contract = contract_path }
-    for _, k in ipairs(JOB_OPTIONS) do if o[k] ~= nil and jo[k] == nil then jo[k] = o[k] end end
     local ident = mod.contract:identity()
     local job_id
     job_id, err = st:create_job { contract_name = ident.name, contract_version = ident.version,
@@ -477,6 +606,13 @@ function _M.resume(o, env)
         return die("the mailbox " .. input .. " is not the one job " .. job.id .. " started with (" .. why
             .. "); nothing was asked. Start a new job in a new folder for a new mailbox.")
     end
+    if c.options_changed then
+        -- The replaced option is kept, so the next resume runs as this one does.
+        local ok, uerr = st:tx(function()
+            return st:exec("UPDATE jobs SET options_json = ? WHERE id = ?", { core.encode(c.jo), job.id })
+        end)
+        if not ok then st:close() return fail(uerr.message) end
+    end
     -- We are the job's only process (SQLite, one folder): whatever was leased died with the last run.
     if st.engine == "sqlite" then st:release(job.id, nil) end
     if o["retry-review"] then
@@ -535,6 +671,8 @@ end
 -- @treturn integer exit status (prints the job id on stdout)
 function _M.enqueue(o, env)
     use_env(env)
+    local okn, nerr = check_options(o)
+    if not okn then return die(nerr) end
     if not o.input then return die("enqueue needs --input FILE") end
     local p, perr = choose_provider(o)
     if not p then return die(perr) end
@@ -543,11 +681,12 @@ function _M.enqueue(o, env)
     if not mod then return die(err) end
     local items, digest = _M.read_mailbox(o.input, o.limit)
     if not items then return die("cannot read mailbox: " .. tostring(digest)) end
+    local jo
+    jo, err = job_options(o, p, contract_path)
+    if not jo then return die(err) end
     local st, usage
     st, err, usage = open_named(o, true)
     if not st then return (usage and die or fail)(err) end
-    local jo = { standin = p.standin or nil, contract = contract_path }
-    for _, k in ipairs(JOB_OPTIONS) do if o[k] ~= nil and jo[k] == nil then jo[k] = o[k] end end
     local ident = mod.contract:identity()
     local job_id
     job_id, err = st:create_job { contract_name = ident.name, contract_version = ident.version,
@@ -573,7 +712,7 @@ end
 -- @treturn integer exit status
 function _M.worker(o, env)
     use_env(env)
-    local ok, err = check_numbers(o)
+    local ok, err = check_options(o)
     if not ok then return die(err) end
     local st, usage
     st, err, usage = open_named(o, false)

@@ -78,7 +78,8 @@ end
 -- @tparam string job_id
 -- @treturn[1] table summary fields: `items`, `accepted`, `human_review`, `pending` (not decided yet),
 --   `pass`, `metrics` (per gate, see `jsoncontract.evidence`), `rules_caught` ({[rule name] =
---   items handed over by it}), `review_reasons` ({["category/kind"] = n}), `exchanges`,
+--   items handed over by it}), `review_reasons` ({["category/kind"] = n}), `exchanges` (HTTP
+--   exchanges of the committed outcomes, every pass: the lines of evidence.jsonl),
 --   `limit_wait_s` (seconds requests waited on rate limits, summed over runs), `workers`
 -- @return[2] nil
 -- @treturn[2] table err

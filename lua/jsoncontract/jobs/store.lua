@@ -622,7 +622,8 @@ end
 -- @tparam string job_id
 -- @treturn[1] table `items`, `pending`, `leased`, `done` (integers), `accepted`, `human_review`
 --   (latest outcomes), `by_reason` ({["category/kind"] = integer}), `pass` (the job's current pass),
---   `limit_wait_ms` (summed over runs), `exchanges`, `workers` (distinct workers that ran)
+--   `limit_wait_ms` (summed over runs), `exchanges` (HTTP exchanges of committed outcomes, every
+--   pass: one per evidence row), `workers` (distinct workers that ran)
 -- @return[2] nil
 -- @treturn[2] table err
 function _M.counts(self, job_id)
@@ -646,12 +647,17 @@ function _M.counts(self, job_id)
             end
         end
     end
-    rows, err = self:query("SELECT sum(limit_wait_ms) AS w, sum(exchanges) AS x, count(DISTINCT worker) AS n "
+    rows, err = self:query("SELECT sum(limit_wait_ms) AS w, count(DISTINCT worker) AS n "
         .. "FROM runs WHERE job_id = ?", { job_id })
     if not rows then return nil, store_error("read_failed", err) end
     c.limit_wait_ms = tonumber(rows[1] and rows[1].w) or 0
-    c.exchanges = tonumber(rows[1] and rows[1].x) or 0
     c.workers = tonumber(rows[1] and rows[1].n) or 0
+    -- The exchanges are counted where they are recorded, one evidence row each, committed with
+    -- their outcome: a run row is written only when a run ends, so a run killed (kill -9) never
+    -- adds its count, and a run stopped by a signal counts exchanges of items it gave back.
+    rows, err = self:query("SELECT count(*) AS x FROM evidence WHERE job_id = ?", { job_id })
+    if not rows then return nil, store_error("read_failed", err) end
+    c.exchanges = tonumber(rows[1] and rows[1].x) or 0
     local job = self:job(job_id)
     c.pass = job and job.pass
     return c
