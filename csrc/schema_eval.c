@@ -352,12 +352,13 @@ static JC_NOINLINE int jc_limit_cmp_exact(const jc_tv *x,
   return jc_tv_numcmp(x, &l);    /* exact: int64 and digits as they are */
 }
 
-/* (A bound beyond int64, 'big', is never 'isint' and its double is beyond
-** 2^63: against a double or an integer within 2^53 the double comparison
-** is the exact one; the rest go to jc_tv_numcmp.) */
+/* (A bound beyond int64, 'big', is never 'isint', and its double is 2^63
+** or more in magnitude: against an integer within 2^53 the double
+** comparison is the exact one; a double may round to the bound's own
+** double, so it goes to jc_tv_numcmp with the rest.) */
 static JC_HOT_INLINE int jc_limit_cmp(const jc_tv *x, const jc_limit *lim) {
   if ((x->flags & (JC_TF_INT | JC_TF_BIG)) == 0) {
-    if (!lim->isint || JC_EXACT_DBL(lim->i))
+    if (lim->big == NULL && (!lim->isint || JC_EXACT_DBL(lim->i)))
       return (x->u.d > lim->d) - (x->u.d < lim->d);
   } else if (x->flags & JC_TF_INT) {
     if (lim->isint) return (x->u.i > lim->i) - (x->u.i < lim->i);

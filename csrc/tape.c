@@ -779,7 +779,23 @@ int jc_tv_multiple(const jc_tv *a, const jc_tv *b) {
     while (m != 0 && m % 10 == 0) { m /= 10; eb++; }
     mb = m;
   } else if (b->flags & JC_TF_BIG) {
-    return 0;   /* a divisor beyond int64: only compared via doubles below */
+    /* an integer beyond int64 (schema text): its digits less the trailing
+    ** zeros, exact when they fit 64 bits (1e20 is 1 * 10^20); more
+    ** significant digits than that are taken as its nearest double, as a
+    ** schema written in Lua gives it */
+    const char *d;
+    size_t len, i;
+    jc_u64 m = 0;
+    jc_big_digits(b, &d, &len);
+    eb = 0;
+    while (len > 1 && d[len - 1] == '0') { len--; eb++; }
+    for (i = 0; i < len; i++) {
+      jc_u64 dig = (jc_u64)(d[i] - '0');
+      if (m > ((jc_u64)-1 - dig) / 10) break;
+      m = m * 10 + dig;
+    }
+    if (i == len) mb = m;
+    else jc_decimal_double(b->u.d, &mb, &eb);
   } else {
     if (b->u.d - b->u.d != 0) return 0;
     jc_decimal_double(b->u.d, &mb, &eb);

@@ -948,6 +948,15 @@ describe("jsoncontract.core", function()
             text_check('{"multipleOf":9007199254740993}', "18014398509481986", true)
             text_check('{"multipleOf":9007199254740993}', "18014398509481984",
                 "(root) 18014398509481984 is not a multiple of 9007199254740993")
+            -- a divisor beyond int64: its significant digits times a power of ten
+            text_check('{"multipleOf":100000000000000000000}', "0", true)
+            text_check('{"multipleOf":100000000000000000000}', "300000000000000000000", true)
+            text_check('{"multipleOf":100000000000000000000}', "300000000000000000001",
+                "(root) 300000000000000000001 is not a multiple of 100000000000000000000")
+            -- a double against a bound beyond int64 that rounds to the same double
+            text_check('{"minimum":10000000000000000001}', "1e19",
+                "(root) 1e+19 is less than minimum 10000000000000000001")
+            text_check('{"exclusiveMaximum":10000000000000000001}', "1e19", true)
             text_check('{"const":9007199254740993}', "9007199254740992", "(root) must be 9007199254740993")
             text_check('{"const":9007199254740993}', "9007199254740993", true)
             text_check('{"enum":["a",9007199254740993]}', "9007199254740992",
