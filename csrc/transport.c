@@ -1295,7 +1295,8 @@ static int jc_fsync(lua_State *L) {
 }
 
 /*
-** core.create(path, mode) -> true | nil, message: create the file 'path'
+** core.create(path, mode) -> true | nil, "<path>: <reason>" (io.open's
+** message): create the file 'path'
 ** when it does not exist, with permission bits 'mode' (an integer, e.g.
 ** 416 = 0640; the process umask still clears bits), and leave an existing
 ** file as it is. io.open creates files 0666 less the umask, and nginx runs
@@ -1313,7 +1314,7 @@ static int jc_create(lua_State *L) {
   if (fd < 0) {
     err = errno;
     lua_pushnil(L);
-    lua_pushfstring(L, "cannot create %s: %s", path, strerror(err));
+    lua_pushfstring(L, "%s: %s", path, strerror(err));   /* as io.open */
     return 2;
   }
   close(fd);
