@@ -14,6 +14,12 @@ local sh = util.sh
 
 local function jcli(args) return sh(NOKEY .. LUA .. " bin/jsoncontract " .. args) end
 
+-- The JSON verdict of `check` in jcli's output (stderr joined): without the note on stderr
+-- that the rules ran without their context.
+local function verdict_of(out)
+    return core.decode((out:gsub("jsoncontract: note: [^\n]*\n?", "")))
+end
+
 local function tmpfile(content)
     local path = os.tmpname()
     local f = assert(io.open(path, "wb"))
@@ -53,10 +59,10 @@ describe("bin/jsoncontract", function()
             it("works with examples/" .. c[1] .. ".lua: accepted exits 0, rejected exits 1 with the errors", function()
                 local out, code = jcli("check --contract examples/" .. c[1] .. ".lua " .. temp(c[2]))
                 assert.equal(0, code, out)
-                assert.equal("accepted", core.decode(out).verdict)
+                assert.equal("accepted", verdict_of(out).verdict)
                 out, code = jcli("check --contract examples/" .. c[1] .. ".lua " .. temp(c[3]))
                 assert.equal(1, code, out)
-                local v = core.decode(out)
+                local v = verdict_of(out)
                 assert.equal("rejected", v.verdict)
                 assert.equal(c[4], v.kind)
                 assert.is_string(v.errors[1].pointer)
@@ -70,6 +76,52 @@ describe("bin/jsoncontract", function()
             out, code = jcli("check --contract examples/blog_category.lua --adapter unwrap-one-json-fence < " .. path)
             assert.equal(0, code, out)
             assert.same({ "unwrap-one-json-fence" }, core.decode(out).adapters)
+        end)
+        it("gives the rules their context with --context DIR, and says so when they ran without one", function()
+            -- 9999 is no order of the shop: the order_exists rule catches it, given the orders table
+            local reply = temp('{"intent":"delivery","order_id":"9999","urgent":true,"summary":"x"}')
+            local dir = os.tmpname()
+            os.remove(dir)
+            finally(function() os.execute("rm -rf '" .. dir .. "'") end)
+            os.execute("mkdir '" .. dir .. "'")
+            assert(dofile("examples/orders.lua").open_shipped(dir .. "/orders.sqlite", "examples/orders.csv")):close()
+            local split = temp("")
+            local out, code = sh("{ " .. NOKEY .. LUA .. " bin/jsoncontract check --contract examples/support_ticket.lua "
+                .. reply .. " 2>" .. split .. "; }")
+            assert.equal(0, code, out)
+            local v = core.decode(out)
+            assert.equal("accepted", v.verdict)
+            assert.equal("none", v.rules_context)
+            local note = util.read(split)
+            assert.truthy(note:find("jsoncontract: note: the rules ran without their context", 1, true), note)
+            assert.truthy(note:find("give --context DIR", 1, true), note)
+
+            out, code = jcli("check --contract examples/support_ticket.lua --context " .. dir .. " " .. reply)
+            assert.equal(1, code, out)
+            v = core.decode(out)
+            assert.equal("rejected", v.verdict)
+            assert.equal("rule_failed", v.kind)
+            assert.equal("order_exists", v.errors[1].rule)
+            assert.equal("given", v.rules_context)
+            out, code = jcli("check --context=" .. dir .. " " .. temp('{"intent":"delivery","order_id":"1042",'
+                .. '"urgent":true,"summary":"x"}'))
+            assert.equal(0, code, out)
+            assert.equal("given", core.decode(out).rules_context)   -- no note: the rules had their data
+
+            -- a context asked for and not had is a usage error, never skipped
+            out, code = jcli("check --context /tmp " .. reply)
+            assert.equal(2, code, out)
+            assert.truthy(out:find("found no context in /tmp", 1, true), out)
+            out, code = jcli("check --contract examples/blog_category.lua --context " .. dir .. " " .. reply)
+            assert.equal(2, code, out)
+            assert.truthy(out:find("takes no context (its module has no replay_context)", 1, true), out)
+            out, code = jcli("check --context " .. reply .. " " .. reply)
+            assert.equal(2, code, out)
+            assert.truthy(out:find("option --context needs a folder", 1, true), out)
+            -- a contract without rules: nothing to say of them
+            out, code = jcli("check --contract examples/blog_category.lua " .. temp('{"category":"llm","tags":["LLM"]}'))
+            assert.equal(0, code, out)
+            assert.is_nil(core.decode(out).rules_context)
         end)
     end)
 
@@ -478,7 +530,7 @@ describe("bin/jsoncontract", function()
             for _, args in ipairs { "check - < ", "check < ", "check --contract=examples/support_ticket.lua - < " } do
                 local out, code = jcli(args .. reply)
                 assert.equal(0, code, args .. out)
-                assert.equal("accepted", core.decode(out).verdict)
+                assert.equal("accepted", verdict_of(out).verdict)
             end
         end)
 

@@ -196,4 +196,33 @@ describe("duplicate ids in a mailbox", function()
         local _, err = commands.read_mailbox(path)
         assert.matches('line 2: id "m-1" is already used on line 1\n', err .. "\n", 1, true)
     end)
+
+    it("are refused by the commands' own reader (cli.util.read_mailbox) as by the jobs'", function()
+        local cli_util = require "jsoncontract.cli.util"
+        local path = mailbox('not json\n{"id":"line-1","text":"hi"}\n{"id":"m-1","text":"a"}\n{"id":"m-1","text":"b"}\n')
+        finally(function() os.remove(path) end)
+        local items, err = cli_util.read_mailbox(path)
+        local _, jobs_err = commands.read_mailbox(path)
+        assert.is_nil(items)
+        assert.equal(jobs_err, err)
+        assert.matches('line 2: id "line-1" is already used on line 1 (given to it because it has no id of its own)',
+            err, 1, true)
+        assert.matches('line 4: id "m-1" is already used on line 3', err, 1, true)
+    end)
+
+    it("get the same ids and inputs from both readers (each line as the runner reads it)",
+        function()
+            local cli_util = require "jsoncontract.cli.util"
+            local path = mailbox('not json\r\n{"id":"a","text":"hi"}\r\n\n{"id":"b","text":5}\n{"text":"x"}\n')
+            finally(function() os.remove(path) end)
+            local items = assert(cli_util.read_mailbox(path))
+            local lines = assert(commands.read_mailbox(path))
+            assert.equal(#lines, #items)
+            for i, line in ipairs(lines) do assert.equal(line.item_id, items[i].id) end
+            assert.same({ "line-1", "a", "b", "line-5" }, { items[1].id, items[2].id, items[3].id, items[4].id })
+            assert.equal("line 1 is not JSON", items[1].input_error:match("^line 1 is not JSON"))
+            assert.equal("hi", items[2].text)
+            assert.equal("line 4 has no string field 'text'", items[3].input_error)
+            assert.equal(2, #assert(cli_util.read_mailbox(path, 2)))
+        end)
 end)

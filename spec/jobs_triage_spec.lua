@@ -159,6 +159,54 @@ describe("triage as a job", function()
         assert.truthy(o:find("nothing to resume", 1, true), o)
     end)
 
+    it("stores absolute paths, so --resume works from any folder; a job with relative ones still resumes",
+        function()
+            local dir, elsewhere = tmpdir(), tmpdir()
+            finally(function() os.execute("rm -rf " .. q(dir) .. " " .. q(elsewhere)) end)
+            os.execute("mkdir -p " .. q(elsewhere))
+            local root = util.lines("pwd")[1]
+            local o, code = util.sh(triage_cmd("--input examples/mailbox.jsonl --limit 2 --delay-ms 0 --out " .. q(dir)))
+            assert.equal(0, code, o)
+            local st = assert(store.open(dir .. "/job.sqlite", { create = false }))
+            local job = assert(st:latest_job())
+            assert.equal(root .. "/examples/support_ticket.lua", core.decode(job.options_json).contract)
+            assert.equal(root .. "/examples/mailbox.jsonl", job.input_path)
+            local function resume_from_elsewhere(args)
+                return util.sh(("cd %s && env -u LD_PRELOAD -u OPENAI_API_KEY -u ANTHROPIC_API_KEY %s %s triage "
+                    .. "--resume %s %s"):format(q(elsewhere), LUA, q(root .. "/bin/jsoncontract"), q(dir), args or ""))
+            end
+            o, code = resume_from_elsewhere()
+            assert.equal(0, code, o)
+            -- A job made before: the defaults as given, relative to the folder it was made in.
+            local function store_paths(contract, input)
+                local jo = core.decode(job.options_json)
+                jo.contract = contract
+                assert(st:tx(function()
+                    return st:exec("UPDATE jobs SET options_json = ?, input_path = ? WHERE id = ?",
+                        { core.encode(jo), input, job.id })
+                end))
+            end
+            store_paths("./examples/support_ticket.lua", "examples/mailbox.jsonl")
+            o, code = resume_from_elsewhere()
+            assert.equal(0, code, o)   -- the defaults are this installation's examples/
+            store_paths("mine/ticket.lua", "mine/mail.jsonl")
+            o, code = resume_from_elsewhere()
+            assert.equal(2, code, o)
+            assert.truthy(o:find("the job stored the relative path mine/ticket.lua", 1, true), o)
+            assert.truthy(o:find("give --contract FILE", 1, true), o)
+            o, code = resume_from_elsewhere("--contract " .. q(root .. "/examples/support_ticket.lua"))
+            assert.equal(2, code, o)
+            assert.truthy(o:find("give --input FILE", 1, true), o)
+            o, code = resume_from_elsewhere("--contract " .. q(root .. "/examples/support_ticket.lua")
+                .. " --input " .. q(root .. "/examples/mailbox.jsonl"))
+            assert.equal(0, code, o)
+            -- --contract on a plain resume is the job's own contract or nothing
+            o, code = resume_from_elsewhere("--contract " .. q(root .. "/examples/leave_request.lua"))
+            assert.equal(2, code, o)
+            assert.truthy(o:find("run the job with the contract it started with", 1, true), o)
+            st:close()
+        end)
+
     it("names every duplicate id by line and creates nothing", function()
         local dir, box = tmpdir(), os.tmpname()
         finally(function() os.remove(box) end)

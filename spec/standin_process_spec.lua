@@ -34,6 +34,32 @@ describe("jsoncontract.standin.process", function()
                 "option 'seed' must be a number, got string")
         end)
 
+        it("says why when the stand-in does not start, not 'it said nil'", function()
+            -- refused by the server itself (on its stderr before; now on the pipe too)
+            local h, err = process.start { latency = "bogus", max_seconds = 10, without_preload = true }
+            assert.is_nil(h)
+            assert.matches("^the stand%-in model did not start: latency must be 'heavy' or lognormal", err)
+            assert.falsy(err:find("said nil", 1, true), err)
+            -- an interpreter the shell cannot run
+            h, err = process.start { interpreter = "/nonexistent/lua", max_seconds = 10, without_preload = true }
+            assert.is_nil(h)
+            assert.equal("the stand-in model did not start: cannot run the interpreter /nonexistent/lua (not found)",
+                err)
+            -- one that ends without a word: how it ended, where the Lua tells (5.2+)
+            h, err = process.start { interpreter = "false", max_seconds = 10, without_preload = true }
+            assert.is_nil(h)
+            assert.falsy(err:find("said nil", 1, true), err)
+            assert.matches("before listening", err, 1, true)
+        end)
+
+        it("failure() puts what the stand-in said and how it ended into words", function()
+            assert.equal("boom", process.failure("failed: boom", "", "exit", 1))
+            assert.equal("it was killed by signal 9 before listening (its own words, if any, went to its stderr)",
+                process.failure(nil, nil, "signal", 9))
+            assert.equal("it exited with status 3 before listening; it said: lua: x.lua:1: oops; more",
+                process.failure("lua: x.lua:1: oops", "more\n", "exit", 3))
+        end)
+
         it("works from a folder outside the repository with only LUA_PATH and LUA_CPATH naming the checkout",
             function()
                 local root = util.lines("pwd")[1]

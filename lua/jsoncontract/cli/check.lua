@@ -1,9 +1,28 @@
 --- `jsoncontract check`: one reply through the format, schema and rules gates.
--- Exit 0 accepted, 1 rejected, 2 usage error.
+-- The rules get their context (the run's data, e.g. the orders table) from `--context DIR`
+-- through the contract module's `replay_context`, as `replay` and the review desk do. Without
+-- one, a rule that needs that data cannot check: the verdict says so (`rules_context: "none"`)
+-- and so does stderr, so an accepted reply is never taken as checked against data it never saw.
+-- Exit 0 accepted, 1 rejected, 2 usage error (also: a --context the contract cannot use).
 -- @module jsoncontract.cli.check
 local core = require "jsoncontract.core"
 local adapters = require "jsoncontract.contract.adapters"
 local util = require "jsoncontract.cli.util"
+
+-- The rules' context from DIR (the contract module's `replay_context`); nil and a message when
+-- the module has none or finds nothing there: a context asked for and not had is never skipped.
+local function context_of(mod, file, dir, env)
+    if util.kind(dir) ~= "directory" then return nil, "option --context needs a folder; " .. dir .. " is not one" end
+    if type(mod.replay_context) ~= "function" then
+        return nil, "the contract " .. file .. " takes no context (its module has no replay_context)"
+    end
+    local ctx = mod.replay_context { evidence_dir = dir, root = env.root }
+    if ctx == nil then
+        return nil, "the contract " .. file .. " found no context in " .. dir .. " (its replay_context names "
+            .. "what it reads; support_ticket: orders.sqlite, as a triage run leaves in its output folder)"
+    end
+    return ctx
+end
 
 return {
     name = "check",
@@ -12,10 +31,18 @@ return {
         parser:argument("reply", "File holding the reply's content string (- or none: stdin)."):args("?")
         parser:option("--contract", "Lua file returning {contract=...} (default: examples/support_ticket.lua).")
         parser:option("--adapter", "Allow one adapter."):choices(adapters.names)
+        parser:option("--context", "Folder the contract's rules read the run's data from (its module's "
+            .. "replay_context; support_ticket: a triage output folder, with orders.sqlite).")
     end,
     run = function(args, env)
-        local mod, err = util.load_contract(args.contract or (env.root .. "/examples/support_ticket.lua"))
+        local file = args.contract or (env.root .. "/examples/support_ticket.lua")
+        local mod, err = util.load_contract(file)
         if not mod then return util.fail(env, err) end
+        local ctx
+        if args.context then
+            ctx, err = context_of(mod, file, args.context, env)
+            if not ctx then return util.fail(env, err) end
+        end
         local text
         if args.reply and args.reply ~= "-" then
             text, err = util.read_file(args.reply)
@@ -28,14 +55,25 @@ return {
             end
             text = io.read("*a")
         end
-        local value, report = mod.contract:check(text, { adapters = args.adapter and { args.adapter } or nil })
+        local value, report = mod.contract:check(text, { adapters = args.adapter and { args.adapter } or nil,
+            context = ctx })
+        -- With rules, the verdict says whether they had their context; none: no rules to say it of.
+        local has_rules = #(mod.contract.rules or {}) > 0
+        local rules_context = has_rules and (ctx and "given" or "none") or nil
         if value ~= nil then
-            env.stdout:write(core.encode({ verdict = "accepted", value = value, adapters = report.adapters },
-                { indent = 2 }), "\n")
+            env.stdout:write(core.encode({ verdict = "accepted", value = value, adapters = report.adapters,
+                rules_context = rules_context }, { indent = 2 }), "\n")
+            if rules_context == "none" then
+                env.stderr:write("jsoncontract: note: the rules ran without their context (the run's data, e.g. "
+                    .. "the orders table): a rule that needs it passed without checking",
+                    type(mod.replay_context) == "function" and "; give --context DIR to check against it\n"
+                    or "; this contract offers none from the command line (no replay_context)\n")
+            end
             return 0
         end
         env.stdout:write(core.encode({ verdict = "rejected", category = report.category, kind = report.kind,
-            message = report.message, errors = report.errors }, { indent = 2 }), "\n")
+            message = report.message, errors = report.errors, rules_context = rules_context },
+            { indent = 2 }), "\n")
         return 1
     end,
 }

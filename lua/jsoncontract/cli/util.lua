@@ -165,35 +165,21 @@ function _M.load_schema(path)
 end
 
 --- Read a JSONL mailbox. A line that is not a JSON object with a string `text` becomes an item
--- with `input_error`, so it still ends in the review queue: nothing is lost.
+-- with `input_error`, so it still ends in the review queue: nothing is lost. The reading is the
+-- jobs' (`jsoncontract.jobs.commands.read_mailbox`, each line decoded as `jobs.runner.item_of`
+-- does), so ids, "line-N" for a line without one, and the refusal of duplicate ids are the
+-- same in every command that reads a mailbox.
 -- @tparam string path a file, or "-" for stdin
 -- @tparam[opt] integer limit only the first `limit` messages
 -- @treturn[1] table items `{id, text, ...}` or `{id, input_error}`
 -- @return[2] nil
--- @treturn[2] string message
+-- @treturn[2] string message (one line per duplicate id)
 function _M.read_mailbox(path, limit)
-    local bytes, msg
-    if path == "-" then bytes = io.read("*a") else bytes, msg = _M.read_file(path) end
-    if not bytes then return nil, msg end
-    local items, lineno = {}, 0
-    if limit == 0 then return items end
-    for line in (bytes .. "\n"):gmatch("([^\n]*)\n") do
-        lineno = lineno + 1
-        if line:match("%S") then
-            local v, derr = core.decode(line)
-            local item
-            if v == nil then
-                item = { id = "line-" .. lineno, input_error = "line " .. lineno .. " is not JSON: " .. derr.message }
-            elseif type(v) ~= "table" or type(v.text) ~= "string" then
-                item = { id = "line-" .. lineno, input_error = "line " .. lineno .. " has no string field 'text'" }
-            else
-                item = v
-                if type(item.id) ~= "string" then item.id = "line-" .. lineno end
-            end
-            items[#items + 1] = item
-            if limit and #items >= limit then break end
-        end
-    end
+    local lines, err = require("jsoncontract.jobs.commands").read_mailbox(path, limit)
+    if not lines then return nil, err end
+    local item_of = require("jsoncontract.jobs.runner").item_of
+    local items = {}
+    for i, line in ipairs(lines) do items[i] = item_of(line) end
     return items
 end
 

@@ -130,6 +130,40 @@ end
 
 local load_contract = setup.load_contract
 
+--- A path as a job stores it: absolute (against the folder we run in), so `--resume` and
+-- workers find the contract and the mailbox from any folder. "-" (stdin) stays "-".
+-- @tparam string path
+-- @treturn string
+function _M.absolute(path)
+    if type(path) ~= "string" or path == "-" or path:sub(1, 1) == "/" then return path end
+    local here = require("lfs").currentdir()
+    if not here then return path end
+    path = path:gsub("^%./", "")
+    while path:sub(1, 2) == "./" do path = path:sub(3) end
+    return here .. "/" .. path
+end
+
+-- A path a job stored. Jobs made before paths were stored absolute hold them as given,
+-- relative to a folder no one recorded: such a path is tried from here, as before; else, when
+-- it names a file of an examples/ folder (the defaults ./examples/support_ticket.lua and
+-- examples/mailbox.jsonl), that file of our examples/. A wrong guess is refused, never used:
+-- the contract's identity and the mailbox's digests are checked against the job's after.
+local function stored_path(path, env)
+    if type(path) ~= "string" or path == "-" or path:sub(1, 1) == "/" or file_exists(path) then return path end
+    local name = ("/" .. path):match("/examples/([^/]+)$")
+    if name and file_exists(env.root .. "/examples/" .. name) then
+        return _M.absolute(env.root .. "/examples/" .. name)
+    end
+    return path
+end
+
+-- What to do about a relative path a job stored that is not found from here.
+local function relative_hint(path, option)
+    if type(path) ~= "string" or path == "-" or path:sub(1, 1) == "/" then return "" end
+    return format(" (the job stored the relative path %s, as jobs made before paths were stored absolute did: "
+        .. "run from the folder the job was made in, or give %s)", path, option)
+end
+
 --- Read a JSONL mailbox into store items. Each non-blank line is an item: its id is the line's
 -- `id` (else "line-N"), its input the line as written, its digest the line's SHA-256. A line that
 -- is not a JSON object with a string `text` stays an item (it ends in review, nothing is lost).
@@ -356,9 +390,12 @@ local function job_context(job, env, o)
     local jo = core.decode(job.options_json or "{}") or {}
     -- --retry-review may bring a fixed contract (--contract FILE): that is what a new pass is for.
     local new_pass = o["retry-review"] == true
-    local contract_path = (new_pass and o.contract) or jo.contract or (env.root .. "/examples/support_ticket.lua")
+    -- Without --retry-review, --contract may name the job's own contract elsewhere (checked just
+    -- below): the way on for a job that stored a relative path.
+    local contract_path = _M.absolute(o.contract) or stored_path(jo.contract, env)
+        or _M.absolute(env.root .. "/examples/support_ticket.lua")
     local mod, err = load_contract(contract_path)
-    if not mod then return nil, err end
+    if not mod then return nil, err .. (o.contract and "" or relative_hint(jo.contract, "--contract FILE")) end
     local ident = mod.contract:identity()
     local changed = ident.schema_hash ~= job.schema_hash or ident.name ~= job.contract_name
         or ident.version ~= job.contract_version
@@ -522,7 +559,7 @@ function _M.triage(o, env)
     local p, perr = o.chosen_provider, nil
     if not p then p, perr = choose_provider(o) end
     if not p then return die(perr) end
-    local contract_path = o.contract or (root .. "/examples/support_ticket.lua")
+    local contract_path = _M.absolute(o.contract or (root .. "/examples/support_ticket.lua"))
     local mod = o.contract_module
     if not mod then mod, err = load_contract(contract_path) end
     if not mod then return die(err) end
@@ -548,7 +585,7 @@ function _M.triage(o, env)
     local job_id
     job_id, err = st:create_job { contract_name = ident.name, contract_version = ident.version,
         schema_hash = ident.schema_hash, provider = p.provider, model = p.model, options_json = core.encode(jo),
-        input_digest = digest, input_path = input }
+        input_digest = digest, input_path = _M.absolute(input) }
     if not job_id then st:close() return fail(err.message) end
     ok, err = st:add_items(job_id, items)
     if not ok then st:close() return fail(err.message) end
@@ -587,9 +624,13 @@ function _M.resume(o, env)
     local c
     c, err = job_context(job, env, o)
     if not c then st:close() return die(err) end
-    local input = o.input or job.input_path
+    local input = o.input or stored_path(job.input_path, env)
     local items, digest = _M.read_mailbox(input, c.jo.limit)
-    if not items then st:close() return die("cannot read mailbox: " .. tostring(digest)) end
+    if not items then
+        st:close()
+        return die("cannot read mailbox: " .. tostring(digest)
+            .. (o.input and "" or relative_hint(input, "--input FILE")))
+    end
     if digest ~= job.input_digest then
         local stored = st:item_digests(job.id) or {}
         local why = format("%d messages now, %d when the job started", #items, #stored)
@@ -676,7 +717,7 @@ function _M.enqueue(o, env)
     if not o.input then return die("enqueue needs --input FILE") end
     local p, perr = choose_provider(o)
     if not p then return die(perr) end
-    local contract_path = o.contract or (env.root .. "/examples/support_ticket.lua")
+    local contract_path = _M.absolute(o.contract or (env.root .. "/examples/support_ticket.lua"))
     local mod, err = load_contract(contract_path)
     if not mod then return die(err) end
     local items, digest = _M.read_mailbox(o.input, o.limit)
@@ -691,7 +732,7 @@ function _M.enqueue(o, env)
     local job_id
     job_id, err = st:create_job { contract_name = ident.name, contract_version = ident.version,
         schema_hash = ident.schema_hash, provider = p.provider, model = p.model, options_json = core.encode(jo),
-        input_digest = digest, input_path = o.input }
+        input_digest = digest, input_path = _M.absolute(o.input) }
     if job_id then
         local okadd
         okadd, err = st:add_items(job_id, items)

@@ -30,8 +30,11 @@ function _M.owner_name()
     return format("%s:%d:%04d", host, pid, math.random(0, 9999))
 end
 
--- The item's input as asked: the mailbox line, decoded; a bad line becomes an input error.
-local function item_of(leased)
+--- The item's input as asked: the mailbox line, decoded; a bad line becomes an input error.
+-- Also how `jsoncontract.cli.util.read_mailbox` reads a mailbox, so a line means the same there.
+-- @tparam table leased `{item_id, seq, input_json}` (a leased row or a `commands.read_mailbox` item)
+-- @treturn table `{id, text, ...}` (the line's fields, `id` the item's) or `{id, input_error}`
+function _M.item_of(leased)
     local v, derr = core.decode(leased.input_json or "")
     if v == nil then
         return { id = leased.item_id, input_error = "line " .. tostring(leased.seq) .. " is not JSON: "
@@ -141,7 +144,7 @@ function _M.run(store, job_id, ctx)
     end
 
     local function work(leased)
-        local item = item_of(leased)
+        local item = _M.item_of(leased)
         local log = evidence.memory({ record_text = ctx.record_text })
         if ctx.ask.api_key then log:add_secret(ctx.ask.api_key) end
         if item.input_error then

@@ -79,6 +79,29 @@ local function shutdown(port)
     return line ~= nil
 end
 
+--- Why a stand-in did not start, in words, from what it wrote on our pipe and how it ended.
+-- @tparam string|nil line its first line after the pid ("failed: <reason>" when it could say)
+-- @tparam string|nil rest whatever else it wrote there
+-- @tparam string|nil how "exit" or "signal" (from `close`; nil where the Lua does not tell)
+-- @tparam integer|nil status the exit status or signal number
+-- @treturn string e.g. "latency must be ...", "it exited with status 1 before listening"
+function _M.failure(line, rest, how, status)
+    local ended = ""
+    if how == "signal" then
+        ended = format("it was killed by signal %s before listening", tostring(status))
+    elseif how == "exit" and status then
+        ended = format("it exited with status %s before listening", tostring(status))
+    end
+    local said = line and line:match("^failed: (.*)$")
+    if said then return said end
+    local other = line and (line .. ((rest or ""):match("%S") and ("; " .. rest:gsub("%s+$", "")) or ""))
+    if other then
+        return (ended ~= "" and (ended .. "; ") or "") .. "it said: " .. other:sub(1, 400)
+    end
+    return ended ~= "" and (ended .. " (its own words, if any, went to its stderr)")
+        or "it ended before listening, saying nothing here (its own words, if any, went to its stderr)"
+end
+
 --- Start the stand-in model server on 127.0.0.1, on a free port, as our child.
 -- @tparam[opt] table opts `seed` (integer, default 1), `delay_ms` (number, ms added to every
 --   answer, default 0), `latency` (string: a latency spec, see `jsoncontract.standin.server.latency`),
@@ -111,23 +134,33 @@ function _M.start(opts)
     for k in pairs(SERVER_OPTS) do
         if given[k] ~= nil then run[#run + 1] = k .. " = " .. literal(given[k]) end
     end
+    -- Why it failed goes to its stderr (where the user sees it) and also, as one "failed: " line,
+    -- to the pipe we read: a module it cannot load or an error raised while starting, too.
     local code = format("package.path = %q; package.cpath = %q\n"
-        .. "local started, err = require(\"jsoncontract.standin.server\").run { %s, on_ready = function(port)\n"
-        .. "io.stdout:write(\"listening 127.0.0.1:\", port, \"\\n\"); io.stdout:flush() end }\n"
-        .. "if not started then io.stderr:write(\"stand-in: \", tostring(err), \"\\n\"); os.exit(1) end",
+        .. "local ok, started, err = pcall(function() return require(\"jsoncontract.standin.server\").run { %s, "
+        .. "on_ready = function(port)\n"
+        .. "io.stdout:write(\"listening 127.0.0.1:\", port, \"\\n\"); io.stdout:flush() end } end)\n"
+        .. "if not (ok and started) then local why = tostring(ok and err or started)\n"
+        .. "io.stderr:write(\"stand-in: \", why, \"\\n\"); io.stdout:write(\"failed: \", (why:gsub(\"%%s+\", \" \")), "
+        .. "\"\\n\"); os.exit(1) end",
         package.path, package.cpath, concat(run, ", "))
     -- `echo $$` gives the shell's pid, which `exec` hands on to the interpreter: the pid is the
-    -- server's, and we are its parent (what exit_with_parent watches).
-    local cmd = format("echo $$; exec %s%s -e %s", opts.without_preload and "env -u LD_PRELOAD " or "",
-        shell_quote(opts.interpreter or _M.interpreter()), shell_quote(code))
+    -- server's, and we are its parent (what exit_with_parent watches). An interpreter the shell
+    -- cannot find is said on the pipe too (exec's own message goes to stderr only).
+    local interp = shell_quote(opts.interpreter or _M.interpreter())
+    local cmd = format("echo $$; command -v %s >/dev/null 2>&1 || { echo %s; exit 127; }; exec %s%s -e %s", interp,
+        shell_quote("failed: cannot run the interpreter " .. (opts.interpreter or _M.interpreter()) .. " (not found)"),
+        opts.without_preload and "env -u LD_PRELOAD " or "", interp, shell_quote(code))
     local proc = io.popen(cmd, "r")
     if not proc then return nil, "the stand-in model did not start (cannot run " .. cmd:sub(1, 80) .. ")" end
     local pid = tonumber(proc:read("*l") or "")
     local line = proc:read("*l")
     local port = line and tonumber(line:match("^listening 127%.0%.0%.1:(%d+)$"))
     if not (pid and port) then
-        proc:close()
-        return nil, "the stand-in model did not start (it said " .. tostring(line) .. ")"
+        local rest = proc:read("*a")
+        -- Lua 5.2+ says how it ended; LuaJIT's close gives only true.
+        local _, how, status = proc:close()
+        return nil, "the stand-in model did not start: " .. _M.failure(line, rest, how, status)
     end
     local stopped = false
     local handle = { pid = pid, port = port, base_url = "http://127.0.0.1:" .. port }
