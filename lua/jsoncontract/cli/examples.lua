@@ -50,20 +50,24 @@ local function run_one(name, args, env, standin)
     out:write(format("== %s %s: %d inputs from %s, %s\n", mod.contract.name, mod.contract.version, #items,
         input, standin and "stand-in model over HTTP" or "recorded model"))
     for _, item in ipairs(items) do
-        local opts = { provider = "openai", model = "recorded-1", base_url = "http://127.0.0.1:9",
-            sleep = function() end, policy = mod.policy, adapters = mod.adapters, item_id = item.id }
-        if standin then
-            opts.model, opts.base_url = "standin-1", standin
+        if item.input_error then -- a line that is not an input: said, and nothing asked
+            out:write(format("  %-14s not read: %s\n", item.id, item.input_error))
         else
-            opts.transport = recorded(type(item.replies) == "table" and item.replies or {})
-        end
-        local outcome = run.ask(mod.contract, item.text, opts)
-        -- the example's own reading of the outcome (it may mark needs_clarification) comes first
-        local typed = mod.result and mod.result(outcome)
-        metrics:observe_outcome(outcome)
-        out:write(format("  %-14s %s\n", item.id, describe(outcome, typed)))
-        if args.verbose and outcome.status == "accepted" then
-            out:write("                 ", core.encode(outcome.value), "\n")
+            local opts = { provider = "openai", model = "recorded-1", base_url = "http://127.0.0.1:9",
+                sleep = function() end, policy = mod.policy, adapters = mod.adapters, item_id = item.id }
+            if standin then
+                opts.model, opts.base_url = "standin-1", standin
+            else
+                opts.transport = recorded(type(item.replies) == "table" and item.replies or {})
+            end
+            local outcome = run.ask(mod.contract, item.text, opts)
+            -- the example's own reading of the outcome (it may mark needs_clarification) comes first
+            local typed = mod.result and mod.result(outcome)
+            metrics:observe_outcome(outcome)
+            out:write(format("  %-14s %s\n", item.id, describe(outcome, typed)))
+            if args.verbose and outcome.status == "accepted" then
+                out:write("                 ", core.encode(outcome.value), "\n")
+            end
         end
     end
     local c = metrics:summary()
