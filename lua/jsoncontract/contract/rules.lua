@@ -20,13 +20,15 @@
 --     together with the Lua functions it holds as upvalues and those defined in the same
 --     source file that it reaches through upvalue tables (its helpers). Code a rule reaches
 --     in other ways (a library's loop) may run compiled, and is bounded only when it
---     returns. LuaJIT's hook is global: it is installed while a rule runs (or waits) and
---     does nothing outside rule coroutines.
---   - Under nginx (OpenResty) the rule runs in a light thread (`ngx.thread.spawn`): a rule
---     waiting on a cosocket or `ngx.sleep` yields the worker to other requests and is raced
---     by a timer thread; when its wall budget runs out it is killed (`ngx.thread.kill`), so
---     a slow database call never blocks the worker past its budget. A rule that answers
---     without waiting is done inside `spawn` and needs no timer.
+--     returns. LuaJIT's hook is global: it is installed while a rule runs (or waits), and
+--     from one rule of an item to the next when nothing else runs between them; it does
+--     nothing outside rule coroutines.
+--   - Under nginx (OpenResty) the rules of an item run one after another in a light thread
+--     (`ngx.thread.spawn`): a rule waiting on a cosocket or `ngx.sleep` yields the worker to
+--     other requests and is raced by a timer thread; when its wall budget runs out it is
+--     killed (`ngx.thread.kill`), so a slow database call never blocks the worker past its
+--     budget. Rules that answer without waiting are all done inside `spawn` and need no
+--     timer; after a rule that waited, the rest run in a new light thread.
 --   - Outside nginx the rule runs in a worker coroutine; one that finished its rule within
 --     budget is kept (up to 8) and runs the next rule, so a rule does not cost a coroutine.
 --   - Wall time is read from the monotonic clock (`core.monotonic`).
@@ -278,6 +280,36 @@ local OVER = setmetatable({}, { __tostring = function() return "rule over budget
 -- that was cut off drops out when it is collected), and the hook that was there before.
 local active = setmetatable({}, { __mode = "k" })
 local saved_hook, saved_mask, saved_count
+-- LuaJIT: items whose rules run one after another, nothing else running between them: the
+-- hook stays installed from one of their rules to the next (taking it off and putting it
+-- back rewrites the VM's dispatch table each time). Weak, as `active`.
+local holders = setmetatable({}, { __mode = "k" })
+
+local function hook_idle()
+    return next(active) == nil and next(holders) == nil
+end
+
+local function restore_if_idle()
+    if not hook_idle() then return end
+    if saved_hook then
+        sethook(saved_hook, saved_mask, saved_count)
+    else
+        sethook()
+    end
+    saved_hook, saved_mask, saved_count = nil, nil, nil
+end
+
+local function hold(item)
+    if not IS_JIT then return end
+    if hook_idle() then saved_hook, saved_mask, saved_count = gethook() end
+    holders[item] = true
+end
+
+local function release(item)
+    if not IS_JIT or not holders[item] then return end
+    holders[item] = nil
+    restore_if_idle()
+end
 
 -- Mark `state` over budget; from now on its hook runs at every instruction, so a rule that
 -- catches the budget's error (pcall in a loop) cannot go on.
@@ -307,22 +339,24 @@ local function budget_step(state)
     error(OVER, 0)
 end
 
+-- LuaJIT: one hook for the whole VM: each rule coroutine counts against its own budget,
+-- other code not at all.
+local function jit_hook()
+    local st = active[co_running()]
+    if st == nil then return end
+    budget_step(st)
+end
+
 local function make_hook(state)
+    if IS_JIT then return jit_hook end
     return function()
-        local st = state
-        if IS_JIT then
-            -- One hook for the whole VM: each rule coroutine counts against its own budget,
-            -- other code not at all.
-            st = active[co_running()]
-            if st == nil then return end
-        end
-        budget_step(st)
+        budget_step(state)
     end
 end
 
 local function hook_on(state, co)
     if IS_JIT then
-        if next(active) == nil then saved_hook, saved_mask, saved_count = gethook() end
+        if hook_idle() then saved_hook, saved_mask, saved_count = gethook() end
         active[co] = state
     end
     sethook(co, state.hook, "", _M.GRAIN)
@@ -339,12 +373,7 @@ local function hook_off(co)
             -- budget raised it to every instruction).
             sethook(st.co or co, st.hook, "", st.over and 1 or _M.GRAIN)
         else
-            if saved_hook then
-                sethook(saved_hook, saved_mask, saved_count)
-            else
-                sethook()
-            end
-            saved_hook, saved_mask, saved_count = nil, nil, nil
+            restore_if_idle() -- (held: left installed for the item's next rule)
         end
     elseif co_status(co) ~= "dead" then
         sethook(co)
@@ -549,17 +578,24 @@ end
 -- Outside nginx (or where light threads are not allowed): the item's rules from `item.next`
 -- on, each in a worker coroutine. Leaves `item.err` at the first rule_error / rule_timeout.
 local function run_rules_coroutine(list, value, ctx, budget, item)
+    hold(item)
     for i = item.next, #list do
         local rule = list[i]
         local state = begin_rule(rule, budget, item)
-        local ok, res = end_rule(rule, item, state, run_coroutine(rule, _M.copy(value), ctx, state))
+        local copied, view = pcall(copy, value, 0, {})
+        if not copied then
+            release(item)
+            error(view, 0)
+        end
+        local ok, res = end_rule(rule, item, state, run_coroutine(rule, view, ctx, state))
         if not ok then
             item.err = res
-            return
+            break
         end
         add_verdict(item, rule, res)
         item.next = i + 1
     end
+    release(item)
 end
 
 -- The light thread of an item: its rules from `item.next` on, one after another, each under
@@ -571,7 +607,7 @@ local function item_thread_body(list, value, ctx, budget, item)
     for i = item.next, #list do
         local rule = list[i]
         local state = begin_rule(rule, budget, item)
-        local view = _M.copy(value)
+        local view = copy(value, 0, {})
         state.co = co
         item.rule, item.state = rule, state
         hook_on(state, co)
@@ -597,7 +633,9 @@ local function run_rules_light_thread(list, value, ctx, budget, item)
     local spawn, wait, kill = NGX.thread.spawn, NGX.thread.wait, NGX.thread.kill
     while item.next <= #list and not item.err do
         item.done, item.raced = false, false
+        hold(item) -- (only while spawn runs the thread: other requests run while it waits)
         local ok, th = pcall(spawn, item_thread_body, list, value, ctx, budget, item)
+        release(item)
         if not ok then
             if item.next == 1 then return false end -- the caller runs them in plain coroutines
             run_rules_coroutine(list, value, ctx, budget, item)
