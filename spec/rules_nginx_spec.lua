@@ -61,6 +61,18 @@ describe("the rules gate in nginx", function()
         assert.is_true(get("/ping").pong)
     end)
 
+    it("runs an item's rules in one light thread, each on its own copy", function()
+        assert.same({ true, 1 }, { get("/rule?kind=several").ok, get("/rule?kind=several").spawns })
+    end)
+
+    it("races only a rule that waits, then runs the rest in a new light thread", function()
+        local out = get("/rule?kind=several_nap")
+        -- the first thread (a, the nap), the nap's timer, the second thread (b, c, last)
+        assert.same({ false, "rule_failed", "last rule ran", 3 },
+            { out.ok, out.kind, out.message:match("last rule ran$"), out.spawns })
+        assert.falsy(out.message:find("saw", 1, true), out.message)
+    end)
+
     it("stops an endless loop by its step budget, and the worker answers after", function()
         local out = get("/rule?kind=loop")
         assert.same({ "rules", "rule_timeout", "steps", "loop" }, { out.category, out.kind, out.limit, out.rule })

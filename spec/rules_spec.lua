@@ -215,6 +215,28 @@ describe("jsoncontract.contract.rules", function()
             assert.same({ mine, "", 1000000 }, { hook, mask, count })
         end)
 
+        it("gives the hook that was set before back after several rules, and after a copy that raised", function()
+            local list = rules.normalize({ function() end, function() return "no" end, function() end })
+            local deep = {}
+            local t = deep
+            for _ = 1, core.MAX_DEPTH + 5 do t[1] = {} t = t[1] end
+            local function mine() end
+            debug.sethook(mine, "", 1000000)
+            local _, err = rules.run(list, { a = 1 })
+            local after_run = { debug.gethook() }
+            local copied, problem = pcall(rules.run, list, deep)
+            local after_raise = { debug.gethook() }
+            rules.run(list, { a = 1 })
+            local after_next = { debug.gethook() }
+            debug.sethook()
+            assert.equal("rule_failed", err.kind)
+            assert.is_false(copied)
+            assert.matches("nested too deep", problem)
+            assert.same({ mine, "", 1000000 }, after_run)
+            assert.same({ mine, "", 1000000 }, after_raise)
+            assert.same({ mine, "", 1000000 }, after_next)
+        end)
+
         it("keeps nothing of a checked reply's context once the check is done (workers are reused)", function()
             local c = contract(function() end)
             local weak = setmetatable({}, { __mode = "v" })

@@ -34,8 +34,27 @@ local RULES = {
     end,
 }
 
+-- Several rules on one item: each changes its own copy and says what it saw, one naps
+-- (waits within its budget) in "several_nap".
+local function seen_once(name)
+    return function(value)
+        local was = value.order_id
+        value.order_id = name
+        if was ~= "1042" then return "rule " .. name .. " saw " .. tostring(was) end
+    end
+end
+local function napping(value)
+    ngx.sleep(0.01)
+    return seen_once("nap")(value)
+end
+
 --- Compile one contract per rule kind (at init_by_lua time).
 function M.init()
+    contracts.several = jc.contract { name = "several", version = "1", instructions = "x", schema = SCHEMA,
+        rules = { seen_once("a"), seen_once("b"), seen_once("c") } }
+    contracts.several_nap = jc.contract { name = "several_nap", version = "1", instructions = "x", schema = SCHEMA,
+        rules = { seen_once("a"), napping, seen_once("b"), seen_once("c"), { name = "last", check = function()
+            return "last rule ran" end } } }
     for kind, f in pairs(RULES) do
         local budget, item = { ms = 1000 }, nil
         if kind == "spin" then budget, item = { ms = 300, steps = 1e15 }, { item_steps = 1e15 } end
@@ -53,11 +72,18 @@ end
 function M.rule()
     local args = ngx.req.get_uri_args()
     local c = contracts[args.kind]
-    local v, err = c:check(TEXT, { context = { port = tonumber(args.port) } })
+    local spawn, spawns = ngx.thread.spawn, 0
+    ngx.thread.spawn = function(...) -- counted: the light threads the rules gate starts
+        spawns = spawns + 1
+        return spawn(...)
+    end
+    local ok, v, err = pcall(c.check, c, TEXT, { context = { port = tonumber(args.port) } })
+    ngx.thread.spawn = spawn
+    if not ok then error(v, 0) end
     ngx.shared.rules:set("waiting", false)
-    if v then return reply({ ok = true }) end
+    if v then return reply({ ok = true, spawns = spawns }) end
     return reply({ ok = false, category = err.category, kind = err.kind, limit = err.limit or jc.null,
-        rule = err.rule or jc.null, message = err.message })
+        rule = err.rule or jc.null, message = err.message, spawns = spawns })
 end
 
 --- GET /ping?wait=1: with wait, answers once a rule is waiting (at most 10 s), saying whether

@@ -20,13 +20,15 @@
 --     together with the Lua functions it holds as upvalues and those defined in the same
 --     source file that it reaches through upvalue tables (its helpers). Code a rule reaches
 --     in other ways (a library's loop) may run compiled, and is bounded only when it
---     returns. LuaJIT's hook is global: it is installed while a rule runs (or waits) and
---     does nothing outside rule coroutines.
---   - Under nginx (OpenResty) the rule runs in a light thread (`ngx.thread.spawn`): a rule
---     waiting on a cosocket or `ngx.sleep` yields the worker to other requests and is raced
---     by a timer thread; when its wall budget runs out it is killed (`ngx.thread.kill`), so
---     a slow database call never blocks the worker past its budget. A rule that answers
---     without waiting is done inside `spawn` and needs no timer.
+--     returns. LuaJIT's hook is global: it is installed while a rule runs (or waits), and
+--     from one rule of an item to the next when nothing else runs between them; it does
+--     nothing outside rule coroutines.
+--   - Under nginx (OpenResty) the rules of an item run one after another in a light thread
+--     (`ngx.thread.spawn`): a rule waiting on a cosocket or `ngx.sleep` yields the worker to
+--     other requests and is raced by a timer thread; when its wall budget runs out it is
+--     killed (`ngx.thread.kill`), so a slow database call never blocks the worker past its
+--     budget. Rules that answer without waiting are all done inside `spawn` and need no
+--     timer; after a rule that waited, the rest run in a new light thread.
 --   - Outside nginx the rule runs in a worker coroutine; one that finished its rule within
 --     budget is kept (up to 8) and runs the next rule, so a rule does not cost a coroutine.
 --   - Wall time is read from the monotonic clock (`core.monotonic`).
@@ -278,6 +280,36 @@ local OVER = setmetatable({}, { __tostring = function() return "rule over budget
 -- that was cut off drops out when it is collected), and the hook that was there before.
 local active = setmetatable({}, { __mode = "k" })
 local saved_hook, saved_mask, saved_count
+-- LuaJIT: items whose rules run one after another, nothing else running between them: the
+-- hook stays installed from one of their rules to the next (taking it off and putting it
+-- back rewrites the VM's dispatch table each time). Weak, as `active`.
+local holders = setmetatable({}, { __mode = "k" })
+
+local function hook_idle()
+    return next(active) == nil and next(holders) == nil
+end
+
+local function restore_if_idle()
+    if not hook_idle() then return end
+    if saved_hook then
+        sethook(saved_hook, saved_mask, saved_count)
+    else
+        sethook()
+    end
+    saved_hook, saved_mask, saved_count = nil, nil, nil
+end
+
+local function hold(item)
+    if not IS_JIT then return end
+    if hook_idle() then saved_hook, saved_mask, saved_count = gethook() end
+    holders[item] = true
+end
+
+local function release(item)
+    if not IS_JIT or not holders[item] then return end
+    holders[item] = nil
+    restore_if_idle()
+end
 
 -- Mark `state` over budget; from now on its hook runs at every instruction, so a rule that
 -- catches the budget's error (pcall in a loop) cannot go on.
@@ -307,22 +339,24 @@ local function budget_step(state)
     error(OVER, 0)
 end
 
+-- LuaJIT: one hook for the whole VM: each rule coroutine counts against its own budget,
+-- other code not at all.
+local function jit_hook()
+    local st = active[co_running()]
+    if st == nil then return end
+    budget_step(st)
+end
+
 local function make_hook(state)
+    if IS_JIT then return jit_hook end
     return function()
-        local st = state
-        if IS_JIT then
-            -- One hook for the whole VM: each rule coroutine counts against its own budget,
-            -- other code not at all.
-            st = active[co_running()]
-            if st == nil then return end
-        end
-        budget_step(st)
+        budget_step(state)
     end
 end
 
 local function hook_on(state, co)
     if IS_JIT then
-        if next(active) == nil then saved_hook, saved_mask, saved_count = gethook() end
+        if hook_idle() then saved_hook, saved_mask, saved_count = gethook() end
         active[co] = state
     end
     sethook(co, state.hook, "", _M.GRAIN)
@@ -339,12 +373,7 @@ local function hook_off(co)
             -- budget raised it to every instruction).
             sethook(st.co or co, st.hook, "", st.over and 1 or _M.GRAIN)
         else
-            if saved_hook then
-                sethook(saved_hook, saved_mask, saved_count)
-            else
-                sethook()
-            end
-            saved_hook, saved_mask, saved_count = nil, nil, nil
+            restore_if_idle() -- (held: left installed for the item's next rule)
         end
     elseif co_status(co) ~= "dead" then
         sethook(co)
@@ -486,43 +515,6 @@ end
 local NGX_THREAD_PHASES = { rewrite = true, server_rewrite = true, access = true, content = true, timer = true,
     ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true, preread = true }
 
--- The light thread: the rule under its hook; `state.done` once it has an answer.
-local function light_thread_body(state, rule, value, ctx)
-    local co = co_running()
-    state.co = co
-    hook_on(state, co)
-    local tag, a, b = guarded(state, rule, value, ctx)
-    hook_off(co)
-    state.done = true
-    return tag, a, b
-end
-
--- Under nginx: the rule in a light thread, raced against a timer thread when it waits.
--- Returns what `guarded` returns, "over", or nil when light threads are not allowed here.
-local function run_light_thread(rule, value, ctx, state)
-    local ok, th = pcall(NGX.thread.spawn, light_thread_body, state, rule, value, ctx)
-    if not ok then return nil end -- the caller falls back to a plain coroutine
-    -- spawn runs the thread until it first waits: a rule that never waits is done here,
-    -- within its budget's hook, and needs no timer
-    local wok, tag, a, b
-    if state.done then
-        wok, tag, a, b = NGX.thread.wait(th)
-    else
-        local left = state.deadline - clock()
-        local timer = NGX.thread.spawn(function()
-            if left > 0 then NGX.sleep(left) end
-            return "timer"
-        end)
-        wok, tag, a, b = NGX.thread.wait(th, timer)
-        NGX.thread.kill(tag == "timer" and th or timer)
-        if state.co then hook_off(state.co) end -- (a no-op when the thread let go itself)
-        if tag == "timer" then state.over = state.over or "ms" end
-    end
-    if state.over then return "over" end
-    if not wok then return "raised", secrets.describe(tag), is_stack_overflow(tag) end
-    return tag, a, b
-end
-
 -- 10000000 -> "10,000,000"
 local function thousands(n)
     local s = format("%d", floor(n + 0.5))
@@ -540,25 +532,25 @@ local function over_message(rule, state)
     return format("rule %s ran over its budget of %s ms (wall time)", rule.name, thousands(state.ms))
 end
 
--- Run one rule: ok, list-or-nil; or nil, err (rule_error / rule_timeout).
-local function run_one(rule, value, ctx, budget, item)
+-- The state of the next rule of `item`: its budgets, cut to what is left of the item's.
+local function begin_rule(rule, budget, item)
     local now = clock()
     local steps = min(rule.budget.steps or budget.steps, item.steps_left)
     local ms = max(0, min(rule.budget.ms or budget.ms, (item.deadline - now) * 1000))
-    local state = { steps = 0, max_steps = steps, ms = ms, deadline = now + ms / 1000 }
+    local state = { steps = 0, max_steps = steps, ms = ms, start = now, deadline = now + ms / 1000 }
     state.hook = make_hook(state)
-    local view = _M.copy(value)
-    local tag, a, b
-    if NGX and NGX.thread and NGX_THREAD_PHASES[NGX.get_phase and NGX.get_phase() or ""] then
-        tag, a, b = run_light_thread(rule, view, ctx, state)
-    end
-    if tag == nil then tag, a, b = run_coroutine(rule, view, ctx, state) end
+    return state
+end
+
+-- What a rule came to, from what running it returned: ok, list-or-nil; or nil, err
+-- (rule_error / rule_timeout). Its steps are taken from the item's.
+local function end_rule(rule, item, state, tag, a, b)
     item.steps_left = item.steps_left - state.steps
-    local elapsed = clock() - now
+    local elapsed = clock() - state.start
     if tag == "raised" and b and not state.over then state.over = "stack" end
     -- A blocking call cannot be interrupted; its time still counts, and the verdict of a
     -- rule over its budget is not trusted.
-    if not state.over and elapsed * 1000 > ms then state.over = "ms" end
+    if not state.over and elapsed * 1000 > state.ms then state.over = "ms" end
     if tag == "ok" and not state.over then return true, a end
     local fields = { errors = setmetatable({}, core.array_mt), retry = false, rule = rule.name }
     if state.over then
@@ -570,6 +562,126 @@ local function run_one(rule, value, ctx, budget, item)
             fields)
     end
     return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " " .. clean(a, MAX_MESSAGE), fields)
+end
+
+-- Add a passed rule's verdict to the item's: `item.all` (made on the first failure: passing
+-- costs no table) and `item.retry`.
+local function add_verdict(item, rule, list)
+    if list then
+        local all = item.all or {}
+        item.all = all
+        for _, e in ipairs(list) do all[#all + 1] = e end
+        if not rule.retry then item.retry = false end
+    end
+end
+
+-- Outside nginx (or where light threads are not allowed): the item's rules from `item.next`
+-- on, each in a worker coroutine. Leaves `item.err` at the first rule_error / rule_timeout.
+local function run_rules_coroutine(list, value, ctx, budget, item)
+    hold(item)
+    for i = item.next, #list do
+        local rule = list[i]
+        local state = begin_rule(rule, budget, item)
+        local copied, view = pcall(copy, value, 0, {})
+        if not copied then
+            release(item)
+            error(view, 0)
+        end
+        local ok, res = end_rule(rule, item, state, run_coroutine(rule, view, ctx, state))
+        if not ok then
+            item.err = res
+            break
+        end
+        add_verdict(item, rule, res)
+        item.next = i + 1
+    end
+    release(item)
+end
+
+-- The light thread of an item: its rules from `item.next` on, one after another, each under
+-- its own hook and budget, on its own copy. `item.rule` / `item.state` are the rule running
+-- (or waiting); once the caller races the thread against a timer (`item.raced`), it stops
+-- after that rule, so a timer only ever stands for one rule's deadline.
+local function item_thread_body(list, value, ctx, budget, item)
+    local co = co_running()
+    for i = item.next, #list do
+        local rule = list[i]
+        local state = begin_rule(rule, budget, item)
+        local view = copy(value, 0, {})
+        state.co = co
+        item.rule, item.state = rule, state
+        hook_on(state, co)
+        local tag, a, b = guarded(state, rule, view, ctx)
+        hook_off(co)
+        item.rule, item.state = nil, nil
+        local ok, res = end_rule(rule, item, state, tag, a, b)
+        if not ok then
+            item.err = res
+            break
+        end
+        add_verdict(item, rule, res)
+        item.next = i + 1
+        if item.raced then break end
+    end
+    item.done = true
+end
+
+-- Under nginx: the item's rules in one light thread (a new one after a rule that waited),
+-- raced against a timer thread while a rule waits. Returns false when light threads are not
+-- allowed here (nothing ran).
+local function run_rules_light_thread(list, value, ctx, budget, item)
+    local spawn, wait, kill = NGX.thread.spawn, NGX.thread.wait, NGX.thread.kill
+    while item.next <= #list and not item.err do
+        item.done, item.raced = false, false
+        hold(item) -- (only while spawn runs the thread: other requests run while it waits)
+        local ok, th = pcall(spawn, item_thread_body, list, value, ctx, budget, item)
+        release(item)
+        if not ok then
+            if item.next == 1 then return false end -- the caller runs them in plain coroutines
+            run_rules_coroutine(list, value, ctx, budget, item)
+            return true
+        end
+        -- spawn runs the thread until it first waits: rules that never wait are all done
+        -- here, each within its budget's hook, and need no timer
+        local wok, e
+        if item.done then
+            wok, e = wait(th)
+        else
+            item.raced = true
+            local rule, state = item.rule, item.state
+            local tag
+            if state then
+                local left = state.deadline - clock()
+                local timer = spawn(function()
+                    if left > 0 then NGX.sleep(left) end
+                    return "timer"
+                end)
+                wok, tag = wait(th, timer)
+                kill(tag == "timer" and th or timer)
+                hook_off(state.co) -- (a no-op when the thread let go itself)
+                if tag == "timer" then state.over = state.over or "ms" end
+            else
+                wok, tag = wait(th) -- (died outside a rule: the copy raised)
+            end
+            if state and not item.done then
+                -- cut off or died within its rule: that rule's outcome is this, and nothing of
+                -- the rule's is read when it went over budget
+                local _, err
+                if state.over then
+                    _, err = end_rule(rule, item, state, "over")
+                elseif not wok then
+                    _, err = end_rule(rule, item, state, "raised", secrets.describe(tag), is_stack_overflow(tag))
+                else
+                    _, err = end_rule(rule, item, state, "bad", "ended without a verdict")
+                end
+                item.err = err
+                return true
+            end
+            e = tag
+        end
+        if not wok then error(e, 0) end -- (the copy raised: as outside nginx)
+    end
+    return true
 end
 
 --- Run the rules on a schema-valid value, each on its own copy, under the budgets.
@@ -588,24 +700,21 @@ end
 function _M.run(list, value, ctx, budget)
     if #list == 0 then return true end -- no rules: no copy, no clock, no coroutine (per request in nginx)
     budget = budget or _M.DEFAULT_BUDGET
-    local item = { steps_left = budget.item_steps, deadline = clock() + budget.item_ms / 1000 }
-    local all, retry = nil, true -- made on the first failure: passing costs no table
-    for _, rule in ipairs(list) do
-        local ok, res = run_one(rule, value, ctx, budget, item)
-        if not ok then return nil, res end
-        if res then
-            all = all or {}
-            for _, e in ipairs(res) do all[#all + 1] = e end
-            if not rule.retry then retry = false end
-        end
+    local item = { steps_left = budget.item_steps, deadline = clock() + budget.item_ms / 1000, next = 1,
+        retry = true }
+    if not (NGX and NGX.thread and NGX_THREAD_PHASES[NGX.get_phase and NGX.get_phase() or ""]
+            and run_rules_light_thread(list, value, ctx, budget, item)) then
+        run_rules_coroutine(list, value, ctx, budget, item)
     end
+    if item.err then return nil, item.err end
+    local all = item.all
     if all == nil or #all == 0 then return true end
     local msgs = {}
     for i, e in ipairs(all) do
         msgs[i] = (e.pointer ~= "" and (secrets.elide(e.pointer, 120) .. ": ") or "") .. e.message
     end
     return nil, errors.new("rules", "rule_failed", secrets.elide(concat(msgs, "; "), MAX_JOINED),
-        { errors = all, retry = retry })
+        { errors = all, retry = item.retry })
 end
 
 return _M
