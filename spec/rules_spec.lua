@@ -393,14 +393,15 @@ describe("jsoncontract.contract.rules", function()
             assert.same({ true, 5 }, { coroutine.resume(co, 2, 3) })
             assert.equal(7, coroutine.wrap(function(a) return a + 1 end)(6))
             local jit_ = type(jit) == "table"
+            local CALLS = { -- (not tail calls: PUC Lua names the caller's line)
+                create = function() local made = coroutine.create(1) return made end,
+                wrap = function() local made = coroutine.wrap({}) return made end,
+            }
             for _, case in ipairs { { "create", 1, "got number" }, { "wrap", {}, "got table" } } do
-                local ok, e = pcall(function()
-                    local made = coroutine[case[1]](case[2]) -- (not a tail call: the caller's line is named)
-                    return made
-                end)
+                local ok, e = pcall(CALLS[case[1]])
                 assert.is_false(ok)
-                local want = jit_ and ("^bad argument #1 to '%?' %(function expected, " .. case[3] .. "%)$")
-                    or ("^spec/rules_spec%.lua:%d+: bad argument #1 to '" .. case[1] .. "' %(")
+                local want = "^spec/rules_spec%.lua:%d+: bad argument #1 to '" .. case[1] .. "' %("
+                    .. (_VERSION == "Lua 5.1" and not jit_ and "Lua function expected" or ("function expected, " .. case[3]))
                 assert.matches(want, e)
             end
             local ok, e = pcall(function() return coroutine.create() end)

@@ -474,11 +474,11 @@ local function adoptable(f)
 end
 
 -- The original, for a call that may fail: its error, named and placed as the original's own
--- (PUC Lua names the function and the caller's line; LuaJIT neither).
+-- when called from a line of Lua (not a tail call).
 local function call_original(fn, name, ...)
     local ok, r = pcall(fn, ...)
     if ok then return r end
-    if IS_JIT or type(r) ~= "string" then error(r, 0) end
+    if type(r) ~= "string" then error(r, 0) end
     error((r:gsub("^bad argument #(%d+) to '[^']*'", "bad argument #%1 to '" .. name .. "'")), 3)
 end
 
