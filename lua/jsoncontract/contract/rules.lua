@@ -6,15 +6,27 @@
 --   the schema gate, byte for byte. Each rule gets its own copy, so one rule's changes
 --   never reach the next.
 -- * What a rule returns is checked: only a verdict (see `normalize`) is understood; any
---   other value (a NaN, a function, a table of the wrong shape) is `rules/rule_error`.
+--   other value (a NaN, a function, a table of the wrong shape, an empty message, a pointer
+--   that is not a JSON Pointer) is `rules/rule_error`. `false, "why"` fails with "why".
 --   Messages and pointers become valid UTF-8 (U+FFFD for bad bytes) and are bounded.
 -- * A rule runs under a budget: VM steps (instructions, counted by a debug hook every
 --   `GRAIN` instructions) and wall time, per rule and for all rules of one item together.
 --   Over budget it fails closed as `rules/rule_timeout` (never retried: the item goes to a
 --   person with that reason). A rule that runs out of stack (an endless recursion) is
 --   over budget too.
---   - Lua 5.4: the hook is set on the rule's coroutine (and inherited by coroutines the
---     rule creates).
+--   - Lua 5.4: the hook is set on the rule's coroutine.
+--   - Coroutines the rule creates count against its budget (and its item's), and are
+--     stopped over budget like the rule: this module replaces `coroutine.create` and
+--     `coroutine.wrap` (once, at load; under nginx it wraps OpenResty's versions) with
+--     versions that, called from a rule's coroutine or one of its coroutines, make the new
+--     coroutine's first act to adopt the rule's state (PUC Lua: the rule's hook on it;
+--     LuaJIT: an entry the global hook reads). Elsewhere they are the originals plus one
+--     table lookup. Not covered: a rule that removes the hook itself (`debug.sethook()`);
+--     coroutines made through a `coroutine.create` captured before this module was loaded,
+--     or by C code (`lua_newthread`, `ngx.thread.spawn`); a coroutine made outside the rule
+--     (or by an earlier rule, whose coroutines are no longer counted once it ended) that the
+--     rule resumes. Under nginx OpenResty logs a coroutine stopped this way as "lua user
+--     thread aborted".
 --   - LuaJIT: a count hook does not fire inside compiled code, so `normalize` compiles the
 --     rule off (`jit.off(f, true)`: the function and every function defined inside it),
 --     together with the Lua functions it holds as upvalues and those defined in the same
