@@ -1,6 +1,7 @@
 -- The stream framers (jsoncontract.providers.sse, .ndjson) and the accumulators' edge cases:
 -- line ends, comments, multi-line data, chunks split inside CRLF and inside UTF-8 sequences,
--- error events, events that are not JSON, a [DONE] without a finish reason.
+-- error events, events that are not JSON, a [DONE] without a finish reason, one finish reason
+-- per stream.
 local core = require "jsoncontract.core"
 local util = require "support.util"
 local sse = require "jsoncontract.providers.sse"
@@ -257,6 +258,161 @@ describe("stream accumulators", function()
             'data: {"candidates":[{"content":{"parts":[{"text":"{}"}]},"finishReason":"STOP"}]}\r\n\r\n',
             'data: {"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1}}\r\n\r\n' }))
         assert.equal(3, g.usage.input_tokens)
+    end)
+
+    -- A stream has one finish reason: a refusal, truncation or filter seen once stays, whatever a
+    -- later event says; two different reasons that would both be accepted are a protocol error.
+    local function anthropic_event(t, fields)
+        local doc = { type = t }
+        for k, v in pairs(fields or {}) do doc[k] = v end
+        return "event: " .. t .. "\ndata: " .. core.encode(doc) .. "\n\n"
+    end
+    local function anthropic_stream(...)
+        local out = { anthropic_event("message_start", { message = { id = "msg", model = "m",
+                usage = { input_tokens = 3 } } }),
+            anthropic_event("content_block_start", { index = 0, content_block = { type = "text", text = "" } }),
+            anthropic_event("content_block_delta", { index = 0, delta = { type = "text_delta", text = '{"a":1}' } }),
+            anthropic_event("content_block_stop", { index = 0 }) }
+        for _, e in ipairs({ ... }) do out[#out + 1] = e end
+        return out
+    end
+    local function stop_reason(reason, details)
+        return anthropic_event("message_delta", { delta = { stop_reason = reason, stop_details = details },
+            usage = { output_tokens = 5 } })
+    end
+    local function gemini_chunk(cand)
+        return "data: " .. core.encode({ candidates = { cand }, modelVersion = "g" }) .. "\r\n\r\n"
+    end
+    local function gemini_text(text, finish, index)
+        return gemini_chunk({ content = { parts = { { text = text } }, role = "model" }, finishReason = finish,
+            index = index })
+    end
+    local function ollama_line(content, done, reason)
+        return core.encode({ model = "m", message = { role = "assistant", content = content }, done = done,
+            done_reason = reason }) .. "\n"
+    end
+    local function kind(e) return e and e.category .. "/" .. e.kind end
+
+    it("anthropic: a refusal or max_tokens stop_reason stays whatever a later message_delta says", function()
+        local r, e = run("anthropic", anthropic_stream(
+            stop_reason("refusal", { category = "cyber", explanation = "Not this." }),
+            stop_reason("end_turn"), anthropic_event("message_stop")))
+        assert.is_nil(r)
+        assert.equal("refused/refusal", kind(e))
+        assert.equal("Not this.", e.refusal)
+        r, e = run("anthropic", anthropic_stream(stop_reason("max_tokens"), stop_reason("end_turn"),
+            anthropic_event("message_stop")))
+        assert.is_nil(r)
+        assert.equal("truncated/max_tokens", kind(e))
+        -- a clean stop_reason, then a refusal: the refusal decides
+        r, e = run("anthropic", anthropic_stream(stop_reason("end_turn"), stop_reason("refusal"),
+            anthropic_event("message_stop")))
+        assert.is_nil(r)
+        assert.equal("refused/refusal", kind(e))
+        -- the same stop_reason twice, or a delta without one, is no contradiction
+        r = assert(run("anthropic", anthropic_stream(stop_reason("end_turn"), stop_reason("end_turn"),
+            anthropic_event("message_delta", { delta = {}, usage = { output_tokens = 6 } }),
+            anthropic_event("message_stop"))))
+        assert.equal('{"a":1}', r.text)
+        assert.equal(6, r.usage.output_tokens)
+    end)
+
+    it("anthropic: after a refusal and message_stop, later events change nothing", function()
+        local r, e = run("anthropic", anthropic_stream(stop_reason("refusal"), anthropic_event("message_stop"),
+            stop_reason("end_turn"), anthropic_event("message_stop")))
+        assert.is_nil(r)
+        assert.equal("refused/refusal", kind(e))
+    end)
+
+    it("openai and llamacpp: a length or content_filter finish_reason stays whatever a later chunk says", function()
+        for _, name in ipairs({ "openai", "llamacpp" }) do
+            for reason, want in pairs({ length = "truncated/max_tokens", content_filter = "filtered/content_filter" }) do
+                local r, e = run(name, { openai_chunk({ content = '{"a":1}' }, reason), openai_chunk({}, "stop"),
+                    "data: [DONE]\n\n" })
+                assert.is_nil(r, name .. " " .. reason)
+                assert.equal(want, kind(e), name .. " " .. reason)
+                -- "stop", then "length": the truncation decides
+                r, e = run(name, { openai_chunk({ content = '{"a":1}' }, "stop"), openai_chunk({}, reason),
+                    "data: [DONE]\n\n" })
+                assert.is_nil(r, name .. " " .. reason)
+                assert.equal(want, kind(e), name .. " " .. reason)
+            end
+        end
+        -- after [DONE], once truncated, a later chunk changes nothing
+        local r, e = run("openai", { openai_chunk({ content = '{"a":1}' }, "length"), "data: [DONE]\n\n",
+            openai_chunk({}, "stop"), "data: [DONE]\n\n" })
+        assert.is_nil(r)
+        assert.equal("truncated/max_tokens", kind(e))
+    end)
+
+    it("two different finish reasons that would both be accepted are protocol/invalid_event", function()
+        local r, e = run("openai", { openai_chunk({ content = '{"a":1}' }, "stop"), openai_chunk({}, "tool_calls"),
+            "data: [DONE]\n\n" })
+        assert.is_nil(r)
+        assert.equal("protocol/invalid_event", kind(e))
+        assert.matches('finish_reason "tool_calls" after "stop"', e.message, 1, true)
+        r, e = run("anthropic", anthropic_stream(stop_reason("end_turn"), stop_reason("tool_use"),
+            anthropic_event("message_stop")))
+        assert.is_nil(r)
+        assert.equal("protocol/invalid_event", kind(e))
+        -- the same finish_reason twice is one finish reason
+        r = assert(run("openai", { openai_chunk({ content = '{"a":1}' }, "stop"), openai_chunk({}, "stop"),
+            "data: [DONE]\n\n" }))
+        assert.equal("stop", r.finish_reason)
+    end)
+
+    it("gemini: a SAFETY, MAX_TOKENS or RECITATION finishReason stays whatever a later chunk says", function()
+        local cases = { SAFETY = "filtered/content_filter", MAX_TOKENS = "truncated/max_tokens",
+            RECITATION = "filtered/recitation", OTHER = "protocol/unknown_finish_reason" }
+        for reason, want in pairs(cases) do
+            local r, e = run("gemini", { gemini_text('{"a":', nil), gemini_text("1}", reason),
+                gemini_text("", "STOP") })
+            assert.is_nil(r, reason)
+            assert.equal(want, kind(e), reason)
+        end
+        -- a usage-only chunk after it is still read
+        local r, e, reply = providers.get("gemini").read_response(200, { ["content-type"] = "text/event-stream" },
+            gemini_text('{"a":1}', "MAX_TOKENS")
+            .. 'data: {"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":9}}\r\n\r\n')
+        assert.is_nil(r)
+        assert.equal("truncated/max_tokens", kind(e))
+        assert.equal(3, reply.usage.input_tokens)
+    end)
+
+    it("gemini: a chunk carrying a second candidate alone counts it (protocol/ambiguous_content)", function()
+        local r, e = run("gemini", { gemini_text('{"a":1}', nil, 0), gemini_text('{"a":2}', nil, 1),
+            gemini_text("", "STOP", 0) })
+        assert.is_nil(r)
+        assert.equal("protocol/ambiguous_content", kind(e))
+    end)
+
+    it("ollama: a done_reason length stays whatever a later line says", function()
+        local r, e = run("ollama", { ollama_line('{"a":1}', true, "length"), ollama_line("", true, "stop") })
+        assert.is_nil(r)
+        assert.equal("truncated/max_tokens", kind(e))
+        r, e = run("ollama", { ollama_line('{"a":1}', false, "length"), ollama_line("", true, "stop") })
+        assert.is_nil(r)
+        assert.equal("truncated/max_tokens", kind(e))
+        r = assert(run("ollama", { ollama_line('{"a":1}', false), ollama_line("", true, "stop") }))
+        assert.equal("stop", r.finish_reason)
+    end)
+
+    it("openai_responses: refusal deltas stay a refusal; a completed response cannot undo an incomplete one", function()
+        local function ev(t, fields)
+            local doc = { type = t }
+            for k, v in pairs(fields or {}) do doc[k] = v end
+            return "event: " .. t .. "\ndata: " .. core.encode(doc) .. "\n\n"
+        end
+        local completed = ev("response.completed", { response = { id = "r", status = "completed",
+            output = { { type = "message", content = { { type = "output_text", text = '{"a":1}' } } } } } })
+        local r, e = run("openai_responses", { ev("response.refusal.delta", { delta = "No." }), completed })
+        assert.is_nil(r)
+        assert.equal("refused/refusal", kind(e))
+        assert.equal("No.", e.refusal)
+        r, e = run("openai_responses", { ev("response.incomplete", { response = { id = "r", status = "incomplete",
+            incomplete_details = { reason = "max_output_tokens" }, output = {} } }), completed })
+        assert.is_nil(r)
+        assert.equal("truncated/max_tokens", kind(e))
     end)
 
     it("never raises on garbage or mangled fixtures, in any chunking (fixed seed)", function()

@@ -266,7 +266,8 @@ describe("jsoncontract review (nginx + headless Chromium)", function()
             assert.truthy(res.headers["set-cookie"]:find("HttpOnly; SameSite=Strict", 1, true))
             res = request("GET", d2.base .. "/item/m5", nil, { Cookie = cookie })
             assert.truthy(res.body:find("reviewer <b>ann</b>", 1, true))
-            res = request("POST", d2.base .. "/item/m5", "action=needs_customer&csrf=" .. csrf_of(res.body),
+            res = request("POST", d2.base .. "/item/m5", "action=needs_customer&csrf=" .. csrf_of(res.body)
+                .. "&seen=" .. res.body:match('name="seen" value="(%d+)"'),
                 { Cookie = cookie, ["Content-Type"] = "application/x-www-form-urlencoded" })
             assert.equal(303, res.status)
             st = assert(store_mod.open(dir .. "/job.sqlite"))

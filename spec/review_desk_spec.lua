@@ -27,6 +27,12 @@ local function desk_specs(engine)
     end
     local function post(path, fields, who, extra)
         fields.csrf = fields.csrf == nil and desk:csrf_token(who or "ann") or fields.csrf or nil
+        -- as the page's form sends it (false: left out)
+        if fields.seen == nil then
+            fields.seen = desk:handle({ method = "GET", path = path, args = {}, reviewer = who or "ann" }).body
+                :match('name="seen" value="(%d+)"')
+        end
+        fields.seen = fields.seen or nil
         local req = { method = "POST", path = path, args = {}, post = fields, reviewer = who or "ann" }
         for k, v in pairs(extra or {}) do req[k] = v end
         return desk:handle(req)
@@ -236,6 +242,21 @@ local function desk_specs(engine)
                 assert.equal(403, case[2].status, case[1])
             end
             assert.equal(1, #st:item("job-spec", "m1").outcomes)
+        end)
+
+        it("refuses a decision without the pass its page showed (400)", function()
+            assert.equal(303, post("/item/m6", { action = "needs_customer" }, "bob").status)
+            for _, seen in ipairs { false, "", "x", "-1", "1.5" } do
+                local res = post("/item/m6", { action = "not_a_ticket", seen = seen }, "ann")
+                assert.equal(400, res.status, tostring(seen))
+                assert.truthy(res.body:find("missing or bad 'seen'", 1, true))
+            end
+        end)
+
+        it("refuses a decision on an item the model accepted (409)", function()
+            local res = post("/item/m4", { action = "needs_customer", seen = "1" })
+            assert.equal(409, res.status)
+            assert.truthy(res.body:find("item m4 was settled by the model (accepted)", 1, true), res.body)
         end)
 
         it("refuses a decision on a page that another reviewer's decision has overtaken (409)", function()

@@ -537,6 +537,15 @@ local function progress_printer(total, already)
     end
 end
 
+-- The mailbox when --input is not given: the shared corpus's support mail when it is there,
+-- else examples/mailbox.jsonl (what `--input`'s help says, for triage and enqueue alike).
+local function default_input(root)
+    local shared = os.getenv("JC_SHARED") or (root == "." and "../shared" or (root .. "/../shared"))
+    local input = shared .. "/corpora/support-emails/emails.jsonl"
+    if not file_exists(input) then input = root .. "/examples/mailbox.jsonl" end
+    return input
+end
+
 --- `jsoncontract triage`: a new job in a new folder, or `--resume DIR` (`o.resume`).
 -- @tparam table o options: input, out, resume, store, contract, provider, model, base-url, parallel,
 --   max-attempts, token-budget, limit, seed, delay-ms, record-text, retry-review, rpm, tpm, grace,
@@ -550,12 +559,7 @@ function _M.triage(o, env)
     if o.resume then return _M.resume(o, env) end
     if o["retry-review"] then return die("option --retry-review goes with --resume DIR") end
     local root = env.root
-    local shared = os.getenv("JC_SHARED") or (root == "." and "../shared" or (root .. "/../shared"))
-    local input = o.input
-    if not input then
-        input = shared .. "/corpora/support-emails/emails.jsonl"
-        if not file_exists(input) then input = root .. "/examples/mailbox.jsonl" end
-    end
+    local input = o.input or default_input(root)
     local p, perr = o.chosen_provider, nil
     if not p then p, perr = choose_provider(o) end
     if not p then return die(perr) end
@@ -714,13 +718,13 @@ function _M.enqueue(o, env)
     use_env(env)
     local okn, nerr = check_options(o)
     if not okn then return die(nerr) end
-    if not o.input then return die("enqueue needs --input FILE") end
+    local input = o.input or default_input(env.root)
     local p, perr = choose_provider(o)
     if not p then return die(perr) end
     local contract_path = _M.absolute(o.contract or (env.root .. "/examples/support_ticket.lua"))
     local mod, err = load_contract(contract_path)
     if not mod then return die(err) end
-    local items, digest = _M.read_mailbox(o.input, o.limit)
+    local items, digest = _M.read_mailbox(input, o.limit)
     if not items then return die("cannot read mailbox: " .. tostring(digest)) end
     local jo
     jo, err = job_options(o, p, contract_path)
@@ -732,7 +736,7 @@ function _M.enqueue(o, env)
     local job_id
     job_id, err = st:create_job { contract_name = ident.name, contract_version = ident.version,
         schema_hash = ident.schema_hash, provider = p.provider, model = p.model, options_json = core.encode(jo),
-        input_digest = digest, input_path = _M.absolute(o.input) }
+        input_digest = digest, input_path = _M.absolute(input) }
     if job_id then
         local okadd
         okadd, err = st:add_items(job_id, items)

@@ -97,6 +97,10 @@ local TOOLS = {
 local FINISH = { end_turn = "stop", stop_sequence = "stop", max_tokens = "length",
     model_context_window_exceeded = "length", refusal = "refusal", tool_use = "tool_use" }
 
+-- The stop_reason values the gate may accept: in a stream, any other one seen sticks (see
+-- jsoncontract.providers.streaming.finish_reason).
+local CLEAN = { end_turn = true, stop_sequence = true, tool_use = true }
+
 local ENVELOPE = {
     name = "anthropic", stream = "text/event-stream", provider = _M,
     doc = function(status, h, body, doc) return _M.read_doc(status, h, body, doc) end,
@@ -200,7 +204,9 @@ end
 -- `input_json_delta` tool input JSON fragments per block index), `message_delta`
 -- (stop_reason, stop_details, output usage), `ping` (ignored), `message_stop`, the finish
 -- signal. An `error` event (e.g. `overloaded_error`) ends the stream with its category
--- (transport/overloaded, retryable) and the partial text is discarded.
+-- (transport/overloaded, retryable) and the partial text is discarded. The message has one
+-- stop_reason: a "refusal" or "max_tokens" stays whatever a later `message_delta` says, and
+-- "end_turn" then "tool_use" is protocol/invalid_event (see streaming.finish_reason).
 -- @treturn table accumulator (see jsoncontract.providers.streaming)
 function _M.stream_reader(status)
     status = status or 200
@@ -232,8 +238,12 @@ function _M.stream_reader(status)
                 if piece then b.parts[#b.parts + 1] = piece end
             elseif t == "message_delta" then
                 local d = C.is_object(doc.delta) and doc.delta or {}
-                st.stop_reason = C.str(d.stop_reason) or st.stop_reason
-                if C.is_object(d.stop_details) then st.stop_details = d.stop_details end
+                local e = streaming.finish_reason(st, st, "anthropic", "stop_reason", d.stop_reason, CLEAN)
+                if e then return e end
+                -- stop_details explain the stop_reason kept, not one that came after it
+                if C.is_object(d.stop_details) and (C.str(d.stop_reason) or st.stop_reason) == st.stop_reason then
+                    st.stop_details = d.stop_details
+                end
                 if C.is_object(doc.usage) then
                     st.usage = st.usage or {}
                     for k, v in pairs(doc.usage) do st.usage[k] = v end

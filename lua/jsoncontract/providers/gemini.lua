@@ -124,6 +124,10 @@ local TOOLS = {
 local FILTER = { SAFETY = true, BLOCKLIST = true, PROHIBITED_CONTENT = true, SPII = true,
     IMAGE_SAFETY = true, IMAGE_PROHIBITED_CONTENT = true }
 
+-- The finishReason values the gate may accept: in a stream, any other one seen sticks (see
+-- jsoncontract.providers.streaming.finish_reason).
+local CLEAN = { STOP = true }
+
 --- The protocol gate over a decoded GenerateContentResponse (also a rebuilt stream).
 -- Order: `promptFeedback.blockReason` (filtered/prompt_blocked); exactly one candidate
 -- (protocol/no_message, protocol/ambiguous_content); finishReason MAX_TOKENS
@@ -221,7 +225,8 @@ end
 --- A stream accumulator for `streamGenerateContent?alt=sse` (CRLF-framed SSE, one
 -- GenerateContentResponse per event, no terminal marker): text parts are joined,
 -- functionCall parts kept, usage and ids taken from the latest chunk; the finish signal is a
--- chunk with `finishReason` (or a blocked prompt). An `error` chunk ends the stream.
+-- chunk with `finishReason` (or a blocked prompt). An `error` chunk ends the stream. A
+-- SAFETY, MAX_TOKENS, RECITATION (any finishReason but STOP) stays whatever follows it.
 -- @treturn table accumulator (see jsoncontract.providers.streaming)
 function _M.stream_reader(status)
     status = status or 200
@@ -247,6 +252,9 @@ function _M.stream_reader(status)
             if C.is_array(doc.candidates) then
                 st.ncand = (st.ncand and st.ncand > #doc.candidates) and st.ncand or #doc.candidates
                 local cand = doc.candidates[1]
+                -- a chunk may carry a later candidate alone: its index still counts one more
+                local index = C.is_object(cand) and C.int(cand.index)
+                if index and index >= st.ncand then st.ncand = index + 1 end
                 if C.is_object(cand) then
                     local content = C.is_object(cand.content) and cand.content or {}
                     for _, part in ipairs(C.is_array(content.parts) and content.parts or {}) do
@@ -259,7 +267,9 @@ function _M.stream_reader(status)
                         end
                     end
                     if C.str(cand.finishReason) then
-                        st.finish_reason = cand.finishReason
+                        local e = streaming.finish_reason(st, st, _M.name, "finishReason",
+                            cand.finishReason, CLEAN)
+                        if e then return e end
                         st.done = true
                     end
                 end
@@ -277,7 +287,7 @@ function _M.stream_reader(status)
                 if #st.text > 0 then parts[1] = { text = concat(st.text) } end
                 for _, p in ipairs(st.parts) do parts[#parts + 1] = p end
                 local cands = C.new_array()
-                cands[1] = { content = { parts = parts, role = "model" }, finishReason = st.finish_reason }
+                cands[1] = { content = { parts = parts, role = "model" }, finishReason = st.finishReason }
                 for i = 2, st.ncand do cands[i] = {} end
                 doc.candidates = cands
             end

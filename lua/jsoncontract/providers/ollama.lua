@@ -91,6 +91,10 @@ local TOOLS = {
     no_text = "ollama reply has no text content",
 }
 
+-- The done_reason values the gate may accept: in a stream, any other one seen sticks (see
+-- jsoncontract.providers.streaming.finish_reason).
+local CLEAN = { stop = true }
+
 --- The protocol gate over a decoded /api/chat (or /api/generate) reply.
 -- Order: `error` (transport, see jsoncontract.providers.envelope.error_object); `done` not true
 -- (protocol/stream_incomplete); done_reason "length" (truncated/max_tokens), a done_reason
@@ -142,6 +146,7 @@ end
 --- A stream accumulator for an NDJSON stream (`stream: true`): each line's
 -- `message.content` (or `response`) is appended, tool calls kept; the finish signal is a
 -- line with `done: true`; an `{"error": ...}` line ends the stream (transport/server_error).
+-- A done_reason "length" stays whatever a later line says.
 -- @treturn table accumulator (see jsoncontract.providers.streaming)
 function _M.stream_reader(status)
     status = status or 200
@@ -160,6 +165,9 @@ function _M.stream_reader(status)
                 for _, tc in ipairs(msg.tool_calls) do st.calls[#st.calls + 1] = tc end
             end
             st.model = C.str(doc.model) or st.model
+            -- a done_reason counts wherever it comes: a "length" stays (see streaming.finish_reason)
+            local e = streaming.finish_reason(st, st, _M.name, "done_reason", doc.done_reason, CLEAN)
+            if e then return e end
             if doc.done == true then
                 st.done, st.last = true, doc
             end
@@ -170,7 +178,7 @@ function _M.stream_reader(status)
         end,
         finish = function(st)
             local last = st.last
-            local doc = { model = st.model, done = true, done_reason = last.done_reason,
+            local doc = { model = st.model, done = true, done_reason = st.done_reason,
                 prompt_eval_count = last.prompt_eval_count, eval_count = last.eval_count,
                 message = { role = "assistant", content = concat(st.text),
                     tool_calls = #st.calls > 0 and st.calls or nil } }

@@ -176,6 +176,10 @@ end
 local FINISH = { stop = "stop", length = "length", content_filter = "content_filter",
     tool_calls = "tool_use", function_call = "tool_use" }
 
+-- The finish_reason values the gate may accept: in a stream, any other one seen sticks (see
+-- jsoncontract.providers.streaming.finish_reason).
+local CLEAN = { stop = true, tool_calls = true, function_call = true }
+
 --- Read an HTTP response of Chat Completions into one normalised reply (protocol gate).
 -- Gate order: HTTP status (transport, or filtered for a 4xx naming a content filter);
 -- envelope JSON (protocol/invalid_envelope); one choice with an assistant message
@@ -275,6 +279,8 @@ end
 -- whose `choices[].delta` carry content, refusal and tool-call argument fragments (joined per
 -- `tool_calls[].index`), a chunk with `finish_reason`, an optional usage chunk, then
 -- `data: [DONE]`, the finish signal. `{"error": ...}` data ends the stream with its category.
+-- A choice has one finish_reason: a "length" or "content_filter" stays whatever a later chunk
+-- says; "stop" then "tool_calls" is protocol/invalid_event (see streaming.finish_reason).
 -- @treturn table accumulator: `feed(chunk)` -> true | nil, err; `preview()` -> string|nil;
 --   `finish()` -> reply | nil, err (see jsoncontract.providers.streaming)
 function _M.stream_reader()
@@ -326,7 +332,9 @@ function _M.chat_stream_reader(pname, status)
                                 if C.str(fn.arguments) then t.args[#t.args + 1] = fn.arguments end
                             end
                         end
-                        if C.str(ch.finish_reason) then c.finish_reason = ch.finish_reason end
+                        local e = streaming.finish_reason(st, c, pname, "finish_reason",
+                            ch.finish_reason, CLEAN)
+                        if e then return e end
                     end
                 end
             end

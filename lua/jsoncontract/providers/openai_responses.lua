@@ -167,11 +167,27 @@ end
 local TERMINAL = { ["response.completed"] = true, ["response.incomplete"] = true,
     ["response.failed"] = true }
 
+-- The status values the gate may accept: any other one a terminal event carries sticks, so
+-- a `response.completed` after a `response.incomplete` cannot undo it (see
+-- jsoncontract.providers.streaming.finish_reason).
+local CLEAN = { completed = true }
+
+-- Does an output array hold a refusal content part?
+local function has_refusal(output)
+    for _, item in ipairs(output) do
+        for _, part in ipairs(C.is_object(item) and C.is_array(item.content) and item.content or {}) do
+            if C.is_object(part) and part.type == "refusal" then return true end
+        end
+    end
+    return false
+end
+
 --- A stream accumulator for a Responses stream: named events; `response.output_text.delta`,
 -- `response.refusal.delta` and `response.function_call_arguments.delta` build the preview;
 -- `response.completed` / `response.incomplete` / `response.failed` carry the final Response
 -- object, the finish signal, read by `read_doc` (deltas fill its output when a gateway sends
--- an empty one). An `error` event ends the stream with its category.
+-- an empty one; refusal deltas are added to an output that lost them, so a refusal seen in
+-- the stream stays one). An `error` event ends the stream with its category.
 -- @treturn table accumulator (see jsoncontract.providers.streaming)
 function _M.stream_reader(status)
     status = status or 200
@@ -191,6 +207,9 @@ function _M.stream_reader(status)
             elseif TERMINAL[t] then
                 st.final = C.is_object(doc.response) and doc.response or {}
                 st.done = true
+                -- only the first terminal event is read (one after it is rejected or, once
+                -- settled, dropped), so this status never meets another: no err to return
+                streaming.finish_reason(st, st, _M.name, "status", st.final.status, CLEAN)
             end
             return nil
         end,
@@ -209,6 +228,9 @@ function _M.stream_reader(status)
                 if #content > 0 then out[#out + 1] = { type = "message", content = content } end
                 if #st.args > 0 then out[#out + 1] = { type = "function_call", arguments = concat(st.args) } end
                 doc.output = out
+            elseif #st.refusal > 0 and not has_refusal(out) then
+                -- the model refused in the deltas: a final output without it cannot undo that
+                out[#out + 1] = { type = "message", content = { { type = "refusal", refusal = concat(st.refusal) } } }
             end
             return _M.read_doc(status, doc)
         end,

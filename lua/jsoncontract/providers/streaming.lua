@@ -11,6 +11,12 @@
 -- retryable) and the partial text is discarded. An event whose data is not JSON, or an event
 -- after the finish signal (other than what the provider allows, e.g. a Gemini usage-only
 -- chunk), is protocol/invalid_event.
+--
+-- A stream has one finish reason (per choice): once a refusal, truncation, filter or unknown
+-- reason has been seen, the reply stays refused/truncated/filtered whatever comes after (a
+-- later "stop", an event after the finish signal); two different reasons that would both be
+-- accepted (e.g. finish_reason "stop", then "tool_calls") are protocol/invalid_event. See
+-- `finish_reason`.
 -- @module jsoncontract.providers.streaming
 local core = require "jsoncontract.core"
 local C = require "jsoncontract.providers.envelope"
@@ -18,6 +24,7 @@ local sse = require "jsoncontract.providers.sse"
 local ndjson = require "jsoncontract.providers.ndjson"
 
 local type, error, setmetatable, ipairs, pairs = type, error, setmetatable, ipairs, pairs
+local format = string.format
 
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
@@ -60,19 +67,61 @@ function _M.objects(spec)
     return _M.new(out)
 end
 
+--- Record a finish reason met in a stream (the provider's own field and value: finish_reason,
+-- stop_reason, finishReason, done_reason, status) in `rec[field]`, the value the provider's
+-- gate will read. The providers define one finish reason per answer: OpenAI one
+-- `finish_reason` per choice, on its last chunk; Anthropic's `stop_reason` is a field of the
+-- one final Message that `message_delta` completes; Gemini's `finishReason` is set on the
+-- candidate's last chunk ("if empty, the model has not stopped"); Ollama's `done_reason` comes
+-- with `done: true`; and every recorded stream in the fixtures sends exactly one non-null
+-- value. So a second, different value is never an update, and it cannot undo the first:
+--
+-- * a value not in `clean` (a refusal, truncation, filter, or a reason the module does not
+--   know) is kept whatever comes after, and `st.settled` is set: the reply can no longer be
+--   accepted, and nothing later (a "stop", an event after the finish signal) may change
+--   why; a first such value wins over a later one;
+-- * a clean value followed by one that is not takes the latter (e.g. "stop", then "length",
+--   then `[DONE]`: truncated);
+-- * two different clean values (e.g. "stop", then "tool_calls") contradict each other and
+--   neither can be trusted to say how the answer ended: protocol/invalid_event.
+-- @tparam table st the accumulator's state (`settled` is set there)
+-- @tparam table rec where the reason is kept (`st`, or one choice's table)
+-- @tparam string pname provider name, for messages
+-- @tparam string field the provider's name of the reason, the key in `rec`
+-- @param raw the value met (anything but a string is no finish reason and is ignored)
+-- @tparam table clean set of the values the gate may accept
+-- @treturn nil|table err protocol/invalid_event for two different clean values
+function _M.finish_reason(st, rec, pname, field, raw, clean)
+    if type(raw) ~= "string" then return nil end
+    local seen = rec[field]
+    if seen == nil or (clean[seen] and not clean[raw]) then
+        rec[field] = raw
+        if not clean[raw] then st.settled = true end
+        return nil
+    end
+    if seen == raw or not clean[seen] then return nil end
+    return C.err("protocol", "invalid_event", format("%s stream sent %s %q after %q; a stream "
+        .. "has one %s", pname, field, C.snippet(raw, 40), C.snippet(seen, 40), field))
+end
+
 local function handle(self, name, raw)
     if self.err then return end
+    -- after the finish signal, once a refusal, truncation or filter was seen, nothing may
+    -- change the verdict: what follows is not read
+    local closed = self.state.done and self.state.settled
     local doc
     if raw ~= "[DONE]" then
         local derr
         doc, derr = core.decode(raw)
         if doc == nil then
+            if closed then return end
             self.err = C.err("protocol", "invalid_event", self.spec.provider
                 .. " stream event is not JSON: " .. derr.message, { offset = derr.offset })
             return
         end
     end
     if self.state.done and not (self.spec.after_done and self.spec.after_done(doc)) then
+        if closed then return end
         -- the finish signal closes the reply: more content would change what was decided
         self.err = C.err("protocol", "invalid_event", self.spec.provider
             .. " stream sent an event after its finish signal")

@@ -449,6 +449,18 @@ local function decide(self, req, item_id)
     local action = type(post.action) == "string" and post.action or "accept"
     local act = ACTIONS[action]
     if not act then return response(400, "unknown action\n", "text/plain; charset=utf-8") end
+    -- The pass the page was loaded at: without it a decision could overtake another
+    -- reviewer's unseen (the two-reviewer check needs it).
+    local seen = type(post.seen) == "string" and post.seen:match("^%d+$") and tonumber(post.seen)
+    if not seen then
+        return response(400, "missing or bad 'seen' (the pass the page showed)\n", "text/plain; charset=utf-8")
+    end
+    -- The desk settles what the model handed to a person, not what it accepted.
+    if it.model_status ~= "human_review" then
+        return response(409, "item " .. item_id .. " was settled by the model ("
+            .. tostring(it.model_status or "not yet asked") .. "): the desk decides the items handed to a person\n",
+            "text/plain; charset=utf-8")
+    end
     local note = type(post.note) == "string" and post.note or ""
     local a = req.args or {}
     local nav = { status = a.status, reason = a.reason ~= "" and a.reason or nil }
@@ -472,7 +484,7 @@ local function decide(self, req, item_id)
     end
     local ok, err = self.q.record_decision(self.store, self.job.id, item_id, {
         decision = action, value = rec.value, reviewer = req.reviewer, decided_at = rec.ts, record = rec,
-        contract = rec.contract }, tonumber(post.seen))
+        contract = rec.contract }, seen)
     if not ok and type(err) == "table" and err.kind == "duplicate" then
         local page = item_page(self, req, item_id, { conflict = "Not saved: " .. tostring(err.message)
             .. ". The page now shows that decision; decide again if it is wrong." })
