@@ -27,8 +27,8 @@ local function contract(rule, budget)
         rules = { rule }, rules_budget = budget }
 end
 
-local function check(rule, budget)
-    return contract(rule, budget):check(TEXT)
+local function check(rule, budget, ctx)
+    return contract(rule, budget):check(TEXT, ctx and { context = ctx })
 end
 
 describe("jsoncontract.contract.rules", function()
@@ -145,6 +145,46 @@ describe("jsoncontract.contract.rules", function()
                 assert.truthy(err.message:find(case[4], 1, true), err.message)
             end)
         end
+
+        it("keeps the reason of false, reason", function()
+            local _, err = check({ name = "why", check = function() return false, "order 1042 is closed" end })
+            assert.equal("rule_failed", err.kind)
+            assert.equal("order 1042 is closed", err.errors[1].message)
+            assert.equal("order 1042 is closed", err.message)
+            local _, plain = check({ name = "why", check = function() return false end })
+            assert.equal("rule why failed", plain.message)
+        end)
+
+        local BAD_VERDICTS = {
+            { "an empty message", function() return "" end, "returned an empty message in error 1" },
+            { "false and an empty message", function() return false, "" end, "returned an empty message" },
+            { "an empty message in a list", function() return { "x", { message = "" } } end,
+                "returned an empty message in error 2" },
+            { "false and a number", function() return false, 42 end, "returned false and a number" },
+            { "a pointer that does not start with /", function() return { pointer = "not a pointer\n", message = "x" } end,
+                'returned the pointer "not a pointer\\10" in error 1, which is not a JSON Pointer (it does not start' },
+            { "a pointer with a control character", function() return { pointer = "/a\0b", message = "x" } end,
+                "(it has a control character)" },
+            { "a pointer with a bad ~ escape", function() return { pointer = "/a~2", message = "x" } end,
+                "(it has a ~ that is not ~0 or ~1)" },
+        }
+        for _, case in ipairs(BAD_VERDICTS) do
+            it("turns " .. case[1] .. " into rules/rule_error naming the rule", function()
+                local v, err = check({ name = "shape", check = case[2] })
+                assert.is_nil(v)
+                assert.same({ "rules", "rule_error", "shape", false }, { err.category, err.kind, err.rule, err.retry })
+                assert.truthy(err.message:find("rule shape " .. case[3], 1, true)
+                    or err.message:find(case[3], 1, true), err.message)
+            end)
+        end
+
+        it("takes the empty pointer and pointers with ~0 and ~1", function()
+            local _, err = check(function()
+                return { { pointer = "", message = "a" }, { pointer = "/a~0b~1c/0", message = "b" } }
+            end)
+            assert.equal("rule_failed", err.kind)
+            assert.same({ "", "/a~0b~1c/0" }, { err.errors[1].pointer, err.errors[2].pointer })
+        end)
 
         it("makes a Latin-1 message valid UTF-8 with replacement characters", function()
             local v, err = check(function() return { pointer = "/intent", message = "Kunde M\252ller (\255)" } end)
@@ -283,6 +323,90 @@ describe("jsoncontract.contract.rules", function()
             assert.equal("rule_timeout", err.kind)
             assert.equal("ms", err.limit)
             assert.equal("spin", err.rule)
+        end)
+
+        -- A coroutine the rule creates runs under the rule's budget. (The loops are long, not
+        -- endless, so that code that does not count them fails here instead of hanging.)
+        local function long_loop() local x = 0 for _ = 1, 3000000 do x = x + 1 end return x end
+        local CHILDREN = {
+            { "coroutine.wrap", function() coroutine.wrap(long_loop)() end },
+            { "coroutine.create", function() assert(coroutine.resume(coroutine.create(long_loop))) end },
+            { "a coroutine of a coroutine", function()
+                coroutine.wrap(function() coroutine.wrap(function() long_loop() end)() end)()
+            end },
+            { "a coroutine that catches the budget's error with pcall", function()
+                coroutine.wrap(function()
+                    for _ = 1, 3000 do pcall(function() for _ = 1, 1000 do end end) end
+                end)()
+            end },
+            { "a coroutine that yields between loops", function()
+                local gen = coroutine.wrap(function() while true do long_loop() coroutine.yield() end end)
+                for _ = 1, 3 do gen() end
+            end },
+        }
+        for _, case in ipairs(CHILDREN) do
+            it("counts the steps of " .. case[1] .. " the rule creates", function()
+                local v, err = check({ name = "gen", check = case[2], budget = { steps = 100000, ms = 60000 } })
+                assert_timeout(v, err, "steps")
+                assert.equal("gen", err.rule)
+                assert.is_table(check(function() end)) -- and the next check runs as ever
+            end)
+        end
+
+        it("stops a coroutine the rule creates by wall time", function()
+            local t0 = core.monotonic()
+            local v, err = check({ name = "gen", budget = { steps = 1e15, ms = 50 }, check = function()
+                coroutine.wrap(function()
+                    local stop = core.monotonic() + 3
+                    while core.monotonic() < stop do end
+                end)()
+            end })
+            assert_timeout(v, err, "ms")
+            assert.truthy(core.monotonic() - t0 < 1.5, "stopped after " .. (core.monotonic() - t0) .. " s")
+        end)
+
+        it("counts the steps of coroutines a rule creates against the item", function()
+            -- each rule's coroutine runs 3-6 million instructions, under 8 million of its own
+            local function spin() coroutine.wrap(long_loop)() end
+            local c = jc.contract { name = "t", version = "1", instructions = "x", schema = SCHEMA,
+                rules = { spin, spin, spin },
+                rules_budget = { steps = 8000000, item_steps = 8000000, ms = 60000, item_ms = 60000 } }
+            local _, err = c:check(TEXT)
+            assert.equal("rule_timeout", err and err.kind)
+            assert.equal("steps", err.limit)
+            assert.not_equal("rule1", err.rule)
+        end)
+
+        it("leaves alone a coroutine a rule made once the rule is done", function()
+            local ctx = {}
+            local v = check(function(_, c)
+                c.gen = coroutine.wrap(function() for i = 1, 3 do coroutine.yield(i) end end)
+            end, nil, ctx)
+            assert.is_table(v)
+            assert.same({ 1, 2, 3 }, { ctx.gen(), ctx.gen(), ctx.gen() })
+            assert.equal(3000000, coroutine.wrap(long_loop)()) -- and other code is not counted
+        end)
+
+        it("keeps coroutine.create and coroutine.wrap as they were outside rules, errors too", function()
+            local co = coroutine.create(function(a, b) return a + b end)
+            assert.equal("thread", type(co))
+            assert.same({ true, 5 }, { coroutine.resume(co, 2, 3) })
+            assert.equal(7, coroutine.wrap(function(a) return a + 1 end)(6))
+            local jit_ = type(jit) == "table"
+            local CALLS = { -- (not tail calls: PUC Lua names the caller's line)
+                create = function() local made = coroutine.create(1) return made end,
+                wrap = function() local made = coroutine.wrap({}) return made end,
+            }
+            for _, case in ipairs { { "create", 1, "got number" }, { "wrap", {}, "got table" } } do
+                local ok, e = pcall(CALLS[case[1]])
+                assert.is_false(ok)
+                local want = "^spec/rules_spec%.lua:%d+: bad argument #1 to '" .. case[1] .. "' %("
+                    .. (_VERSION == "Lua 5.1" and not jit_ and "Lua function expected" or ("function expected, " .. case[3]))
+                assert.matches(want, e)
+            end
+            local ok, e = pcall(function() return coroutine.create() end)
+            assert.is_false(ok)
+            assert.matches(_VERSION == "Lua 5.1" and not jit_ and "Lua function expected" or "got no value", e)
         end)
 
         it("stops a raised table whose __tostring never returns (it runs under the budget)", function()

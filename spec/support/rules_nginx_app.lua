@@ -20,6 +20,8 @@ local RULES = {
     end,
     loop = function() while true do end end,
     spin = function() local x = 0 while true do x = x + 1 end end,
+    -- an endless loop in a coroutine the rule creates (OpenResty's coroutine.wrap)
+    child = function() coroutine.wrap(function() while true do end end)() end,
     sleep = function()
         ngx.shared.rules:set("waiting", true)
         ngx.sleep(30) -- a slow lookup that yields the worker

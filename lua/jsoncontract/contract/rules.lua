@@ -6,15 +6,27 @@
 --   the schema gate, byte for byte. Each rule gets its own copy, so one rule's changes
 --   never reach the next.
 -- * What a rule returns is checked: only a verdict (see `normalize`) is understood; any
---   other value (a NaN, a function, a table of the wrong shape) is `rules/rule_error`.
+--   other value (a NaN, a function, a table of the wrong shape, an empty message, a pointer
+--   that is not a JSON Pointer) is `rules/rule_error`. `false, "why"` fails with "why".
 --   Messages and pointers become valid UTF-8 (U+FFFD for bad bytes) and are bounded.
 -- * A rule runs under a budget: VM steps (instructions, counted by a debug hook every
 --   `GRAIN` instructions) and wall time, per rule and for all rules of one item together.
 --   Over budget it fails closed as `rules/rule_timeout` (never retried: the item goes to a
 --   person with that reason). A rule that runs out of stack (an endless recursion) is
 --   over budget too.
---   - Lua 5.4: the hook is set on the rule's coroutine (and inherited by coroutines the
---     rule creates).
+--   - Lua 5.4: the hook is set on the rule's coroutine.
+--   - Coroutines the rule creates count against its budget (and its item's), and are
+--     stopped over budget like the rule: this module replaces `coroutine.create` and
+--     `coroutine.wrap` (once, at load; under nginx it wraps OpenResty's versions) with
+--     versions that, called from a rule's coroutine or one of its coroutines, make the new
+--     coroutine's first act to adopt the rule's state (PUC Lua: the rule's hook on it;
+--     LuaJIT: an entry the global hook reads). Elsewhere they are the originals plus one
+--     table lookup. Not covered: a rule that removes the hook itself (`debug.sethook()`);
+--     coroutines made through a `coroutine.create` captured before this module was loaded,
+--     or by C code (`lua_newthread`, `ngx.thread.spawn`); a coroutine made outside the rule
+--     (or by an earlier rule, whose coroutines are no longer counted once it ended) that the
+--     rule resumes. Under nginx OpenResty logs a coroutine stopped this way as "lua user
+--     thread aborted".
 --   - LuaJIT: a count hook does not fire inside compiled code, so `normalize` compiles the
 --     rule off (`jit.off(f, true)`: the function and every function defined inside it),
 --     together with the Lua functions it holds as upvalues and those defined in the same
@@ -45,8 +57,17 @@ local secrets = require "jsoncontract.secrets"
 
 local type, pairs, ipairs, next, tostring, setmetatable, getmetatable, pcall, error, select =
     type, pairs, ipairs, next, tostring, setmetatable, getmetatable, pcall, error, select
-local co_create, co_resume, co_status, co_running, co_yield =
-    coroutine.create, coroutine.resume, coroutine.status, coroutine.running, coroutine.yield
+-- coroutine.create and coroutine.wrap as they were before this module replaced them (see
+-- "Coroutines a rule creates"), kept in the registry so that loading the module again wraps
+-- the originals, not its own wrappers.
+local ORIGINALS_KEY = "jsoncontract.contract.rules: coroutine.create and coroutine.wrap"
+local originals = debug.getregistry()[ORIGINALS_KEY]
+if not (originals and coroutine.create == originals.create_wrapper and coroutine.wrap == originals.wrap_wrapper) then
+    originals = { create = coroutine.create, wrap = coroutine.wrap }
+    debug.getregistry()[ORIGINALS_KEY] = originals
+end
+local co_create, co_wrap, co_resume, co_status, co_running, co_yield =
+    originals.create, originals.wrap, coroutine.resume, coroutine.status, coroutine.running, coroutine.yield
 local concat = table.concat
 local unpack = table.unpack or unpack -- luacheck: ignore 113 143
 local floor, huge, min, max = math.floor, math.huge, math.min, math.max
@@ -220,14 +241,33 @@ local function clean(s, limit)
     return secrets.utf8(secrets.elide(s, limit))
 end
 
+-- A JSON Pointer (RFC 6901): "" or "/..." with every "~" escaping "0" or "1"; and here no
+-- control characters (a pointer is shown on one line, to the model and in logs).
+local function bad_pointer(p)
+    if p == "" then return nil end
+    if p:sub(1, 1) ~= "/" then return "does not start with /" end
+    if p:find("%c") then return "has a control character" end
+    if p:find("~[^01]") or p:find("~$") then return "has a ~ that is not ~0 or ~1" end
+end
+
 -- Normalise what a rule returned into a list of error items, or nil when it passed.
--- A rule passes with nothing, `true` or an empty list; it fails with `false`, a message,
--- one `{pointer =, message =}`, a list of those, or Lua's `nil, message`. Anything else is
--- a bug in the rule: nil and a description of what was wrong.
+-- A rule passes with nothing, `true` or an empty list; it fails with `false` (or `false,
+-- message`), a message, one `{pointer =, message =}`, a list of those, or Lua's `nil,
+-- message`. Anything else is a bug in the rule: nil and a description of what was wrong;
+-- so is an empty message (it tells the model nothing to fix) and a pointer that is not a
+-- JSON Pointer.
 local function verdict(rule, ret, ret2)
     if ret == nil and ret2 ~= nil then ret = ret2 end
     if ret == nil or ret == true then return nil end
-    if ret == false then ret = "rule " .. rule.name .. " failed" end
+    if ret == false then
+        if ret2 == nil then
+            ret = "rule " .. rule.name .. " failed"
+        elseif type(ret2) == "string" then
+            ret = ret2
+        else
+            return nil, "returned false and a " .. type(ret2) .. " that is not a message " .. VERDICT_HELP
+        end
+    end
     local list
     if type(ret) == "string" then
         list = { ret }
@@ -252,6 +292,15 @@ local function verdict(rule, ret, ret2)
                 or (type(e.message) ~= "string" and ("a message of type " .. type(e.message)))
                 or ("a pointer of type " .. type(e.pointer))
             return nil, format("returned %s in error %d, which is not a verdict %s", what, i, VERDICT_HELP)
+        end
+        if e.message == "" then
+            return nil, format("returned an empty message in error %d %s", i, VERDICT_HELP)
+        end
+        local why = e.pointer and bad_pointer(e.pointer)
+        if why then
+            return nil, format("returned the pointer %s in error %d, which is not a JSON Pointer (it %s)",
+                '"' .. clean(e.pointer, 60):gsub("%c", function(c) return format("\\%d", c:byte()) end) .. '"',
+                i, why)
         end
         out[i] = {
             pointer = clean(e.pointer or "", MAX_POINTER),
@@ -311,6 +360,12 @@ local function release(item)
     restore_if_idle()
 end
 
+-- The coroutine of each rule running (or waiting), and the coroutines created while a rule
+-- (or one of those) ran: coroutine -> the rule's state. Weak: a coroutine a rule left behind
+-- drops out when it is collected.
+local rule_cos = setmetatable({}, { __mode = "k" })
+local children = setmetatable({}, { __mode = "k" })
+
 -- Mark `state` over budget; from now on its hook runs at every instruction, so a rule that
 -- catches the budget's error (pcall in a loop) cannot go on.
 local function over(state, what)
@@ -335,21 +390,30 @@ local function budget_step(state)
             return
         end
     end
+    -- (PUC Lua: the hook is per coroutine; a coroutine of the rule's own, which may catch
+    -- the error in a loop, runs on at every instruction too)
+    if not IS_JIT then sethook(state.hook, "", 1) end
     if getinfo(3, "S").source == OWN_SOURCE then return end
     error(OVER, 0)
 end
 
--- LuaJIT: one hook for the whole VM: each rule coroutine counts against its own budget,
--- other code not at all.
+-- LuaJIT: one hook for the whole VM: each rule coroutine, and each coroutine a rule created,
+-- counts against its rule's budget, other code not at all.
 local function jit_hook()
-    local st = active[co_running()]
-    if st == nil then return end
+    local co = co_running()
+    local st = active[co]
+    if st == nil then
+        st = children[co]
+        if st == nil or st.finished then return end
+    end
     budget_step(st)
 end
 
 local function make_hook(state)
     if IS_JIT then return jit_hook end
     return function()
+        -- a coroutine the rule created, resumed after the rule ended: no longer counted
+        if state.finished then return sethook() end
         budget_step(state)
     end
 end
@@ -359,11 +423,13 @@ local function hook_on(state, co)
         if hook_idle() then saved_hook, saved_mask, saved_count = gethook() end
         active[co] = state
     end
+    rule_cos[co] = state
     sethook(co, state.hook, "", _M.GRAIN)
 end
 
 -- Idempotent: a rule's coroutine may be let go by its own code and again by its caller.
 local function hook_off(co)
+    rule_cos[co] = nil
     if IS_JIT then
         if active[co] == nil then return end
         active[co] = nil
@@ -379,6 +445,77 @@ local function hook_off(co)
         sethook(co)
     end
 end
+
+----------------------------------------------------------------------------
+-- Coroutines a rule creates
+----------------------------------------------------------------------------
+
+-- A rule's budget covers the coroutines it creates: `coroutine.create` and `coroutine.wrap`
+-- are replaced (once, when this module is loaded; under nginx OpenResty's own versions are
+-- the ones wrapped) by versions that, called from a rule's coroutine or one it created, wrap
+-- the body so that its first act is to adopt the rule's state: the new coroutine counts
+-- against the rule's budget (LuaJIT: `children`, read by the global hook; PUC Lua: the
+-- rule's hook set on it, at the rule's pace). Called from anywhere else they are the
+-- originals (one lookup more), with the same results and the same errors.
+
+-- The state of the rule the running coroutine belongs to, if any.
+local function rule_state_here()
+    local co = co_running()
+    local st = rule_cos[co] or children[co]
+    if st ~= nil and not st.finished then return st end
+end
+
+-- The first act of a coroutine created by a rule.
+local function adopt(state)
+    local co = co_running()
+    children[co] = state
+    if not IS_JIT then sethook(co, state.hook, "", state.over and 1 or _M.GRAIN) end
+end
+
+local function adopted(state, f)
+    return function(...)
+        adopt(state)
+        return f(...)
+    end
+end
+
+-- PUC Lua 5.1 and OpenResty's versions (in a request) take only Lua functions.
+local LUA_BODY_ONLY = (_VERSION == "Lua 5.1" and not IS_JIT) or NGX ~= nil
+local function adoptable(f)
+    return type(f) == "function" and not (LUA_BODY_ONLY and getinfo(f, "S").what == "C")
+end
+
+-- The original, for a call that may fail: its error, named and placed as the original's own
+-- when called from a line of Lua (not a tail call).
+local function call_original(fn, name, ...)
+    local ok, r = pcall(fn, ...)
+    if ok then return r end
+    if type(r) ~= "string" then error(r, 0) end
+    error((r:gsub("^bad argument #(%d+) to '[^']*'", "bad argument #%1 to '" .. name .. "'")), 3)
+end
+
+local function create(...)
+    local st = rule_state_here()
+    if st == nil or not adoptable((...)) then
+        if not LUA_BODY_ONLY and type((...)) == "function" then return co_create((...)) end
+        local co = call_original(co_create, "create", ...)
+        return co
+    end
+    return co_create(adopted(st, (...)))
+end
+
+local function wrap(...)
+    local st = rule_state_here()
+    if st == nil or not adoptable((...)) then
+        if not LUA_BODY_ONLY and type((...)) == "function" then return co_wrap((...)) end
+        local fn = call_original(co_wrap, "wrap", ...)
+        return fn
+    end
+    return co_wrap(adopted(st, (...)))
+end
+
+coroutine.create, coroutine.wrap = create, wrap -- luacheck: ignore 122
+originals.create_wrapper, originals.wrap_wrapper = create, wrap
 
 local function is_stack_overflow(e)
     return type(e) == "string" and (e:find("stack overflow", 1, true) ~= nil)
@@ -401,6 +538,7 @@ local function pcall_rule(state, f, ...)
     if YIELD_ACROSS_PCALL then return pcall(f, ...) end
     local co = co_create(f)
     state.inner = co
+    children[co] = state
     sethook(co, state.hook, "", state.over and 1 or _M.GRAIN)
     local r = pack(co_resume(co, ...))
     while true do
@@ -545,6 +683,7 @@ end
 -- What a rule came to, from what running it returned: ok, list-or-nil; or nil, err
 -- (rule_error / rule_timeout). Its steps are taken from the item's.
 local function end_rule(rule, item, state, tag, a, b)
+    state.finished = true -- (coroutines the rule left behind are no longer counted)
     item.steps_left = item.steps_left - state.steps
     local elapsed = clock() - state.start
     if tag == "raised" and b and not state.over then state.over = "stack" end
