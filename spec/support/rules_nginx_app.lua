@@ -22,6 +22,14 @@ local RULES = {
     spin = function() local x = 0 while true do x = x + 1 end end,
     -- an endless loop in a coroutine the rule creates (OpenResty's coroutine.wrap)
     child = function() coroutine.wrap(function() while true do end end)() end,
+    -- a wait inside a coroutine the rule creates, past the rule's budget (200 ms)
+    child_sleep = function() coroutine.wrap(function() ngx.sleep(1.5) end)() end,
+    -- a generator left suspended (it waits on nothing), then a wait of the rule's own
+    gen_sleep = function()
+        local gen = coroutine.wrap(function() coroutine.yield(1) end)
+        gen()
+        ngx.sleep(30)
+    end,
     sleep = function()
         ngx.shared.rules:set("waiting", true)
         ngx.sleep(30) -- a slow lookup that yields the worker
@@ -60,6 +68,7 @@ function M.init()
     for kind, f in pairs(RULES) do
         local budget, item = { ms = 1000 }, nil
         if kind == "spin" then budget, item = { ms = 300, steps = 1e15 }, { item_steps = 1e15 } end
+        if kind == "child_sleep" or kind == "gen_sleep" then budget = { ms = 200 } end
         contracts[kind] = jc.contract { name = kind, version = "1", instructions = "x", schema = SCHEMA,
             rules = { { name = kind, check = f, budget = budget } }, rules_budget = item }
     end

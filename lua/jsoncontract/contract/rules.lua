@@ -41,6 +41,13 @@
 --     killed (`ngx.thread.kill`), so a slow database call never blocks the worker past its
 --     budget. Rules that answer without waiting are all done inside `spawn` and need no
 --     timer; after a rule that waited, the rest run in a new light thread.
+--     Not killed: a rule whose wait is inside a coroutine it created (`ngx.thread.kill`
+--     cancels only the thread's own wait, and the one left pending crashed the worker later
+--     with signal 11; lua-nginx-module 0.10.23). It is marked over budget and waited for: it
+--     answers `rule_timeout` once that wait returns (its first instruction raises), so the
+--     request is late by what is left of that wait, and the worker serves others meanwhile.
+--     A wait inside a coroutine the module does not see (see "Not covered" above) is still
+--     killed.
 --   - Outside nginx the rule runs in a worker coroutine; one that finished its rule within
 --     budget is kept (up to 8) and runs the next rule, so a rule does not cost a coroutine.
 --   - Wall time is read from the monotonic clock (`core.monotonic`).
@@ -765,6 +772,24 @@ local function item_thread_body(list, value, ctx, budget, item)
     item.done = true
 end
 
+-- Under nginx: may a wait be pending in a coroutine the rule created (one not dead)? Then its
+-- light thread is not killed: `ngx.thread.kill` cancels only the killed thread's own pending
+-- wait (lua-nginx-module 0.10.23), not one inside a coroutine it resumed, and the request's
+-- end does not either; that wait's timer (or cosocket event) lives in the request's pool,
+-- freed while still in nginx's timer tree, and the worker later dies of signal 11 when it
+-- adds a timer of its own. OpenResty's `coroutine.status` says "running" of a coroutine
+-- waiting on such an operation (and "normal" of one that resumed it); one merely suspended
+-- (a generator the rule left) waits on nothing, and the thread is killed as usual.
+local function waits_in_child(state)
+    for c, st in pairs(children) do
+        if st == state then
+            local s = co_status(c)
+            if s == "running" or s == "normal" then return true end
+        end
+    end
+    return false
+end
+
 -- Under nginx: the item's rules in one light thread (a new one after a rule that waited),
 -- raced against a timer thread while a rule waits. Returns false when light threads are not
 -- allowed here (nothing ran).
@@ -796,7 +821,14 @@ local function run_rules_light_thread(list, value, ctx, budget, item)
                     return "timer"
                 end)
                 wok, tag = wait(th, timer)
-                kill(tag == "timer" and th or timer)
+                if tag == "timer" and waits_in_child(state) then
+                    -- not killed (see waits_in_child): over budget, the rule ends at its first
+                    -- instruction once that wait returns, and the thread says so itself
+                    over(state, "ms")
+                    wok, tag = wait(th)
+                else
+                    kill(tag == "timer" and th or timer)
+                end
                 hook_off(state.co) -- (a no-op when the thread let go itself)
                 if tag == "timer" then state.over = state.over or "ms" end
             else
