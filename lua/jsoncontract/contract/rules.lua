@@ -501,25 +501,21 @@ local function call_original(fn, name, ...)
     error((r:gsub("^bad argument #(%d+) to '[^']*'", "bad argument #%1 to '" .. name .. "'")), 3)
 end
 
-local function create(...)
-    local st = rule_state_here()
-    if st == nil or not adoptable((...)) then
-        if not LUA_BODY_ONLY and type((...)) == "function" then return co_create((...)) end
-        local co = call_original(co_create, "create", ...)
-        return co
+-- `coroutine.create` or `coroutine.wrap` (the `original`, called `name`) whose coroutine,
+-- made from a rule, adopts the rule's budget; made elsewhere, exactly the original's.
+local function adopting(original, name)
+    return function(...)
+        local st = rule_state_here()
+        if st == nil or not adoptable((...)) then
+            if not LUA_BODY_ONLY and type((...)) == "function" then return original((...)) end
+            local made = call_original(original, name, ...)
+            return made
+        end
+        return original(adopted(st, (...)))
     end
-    return co_create(adopted(st, (...)))
 end
 
-local function wrap(...)
-    local st = rule_state_here()
-    if st == nil or not adoptable((...)) then
-        if not LUA_BODY_ONLY and type((...)) == "function" then return co_wrap((...)) end
-        local fn = call_original(co_wrap, "wrap", ...)
-        return fn
-    end
-    return co_wrap(adopted(st, (...)))
-end
+local create, wrap = adopting(co_create, "create"), adopting(co_wrap, "wrap")
 
 coroutine.create, coroutine.wrap = create, wrap -- luacheck: ignore 122
 originals.create_wrapper, originals.wrap_wrapper = create, wrap
