@@ -265,6 +265,15 @@ describe("jsoncontract.contract", function()
             d[k] = v
             return function() jc.contract(d) end
         end
+        it("raises on schema text that is not JSON, and on a schema that is not one, naming it", function()
+            local ok, err = pcall(with("schema", "{bad"))
+            assert.is_false(ok)
+            assert.truthy(tostring(err):find("contract schema is not JSON: unexpected character 'b' at line 1, column 2",
+                1, true), err)
+            ok, err = pcall(with("schema", '{"type":3}'))
+            assert.is_false(ok)
+            assert.truthy(tostring(err):find("contract '" .. base.name .. "': invalid schema at /type", 1, true), err)
+        end)
         it("raises on adapters given as a string", function()
             assert.has_error(with("adapters", "unwrap-one-json-fence"), "contract field 'adapters' must be a list (table)")
         end)

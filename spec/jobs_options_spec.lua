@@ -12,11 +12,7 @@ local jobs = require "support.jobs"
 
 local q = jobs.q
 
-local function tmpdir()
-    local d = os.tmpname()
-    os.remove(d)
-    return d
-end
+local tmpdir = util.fresh_path
 
 local function exists(path) return os.rename(path, path) ~= nil end
 

@@ -9,11 +9,7 @@ local store = require "jsoncontract.jobs.store"
 local LUA = util.LUA
 local q = jobs.q
 
-local function tmpdir()
-    local d = os.tmpname()
-    os.remove(d)
-    return d
-end
+local tmpdir = util.fresh_path
 
 local function triage_cmd(args)
     -- (subprocesses without the sanitizer preload of an ASan run: the C core runs under ASan in-process

@@ -49,6 +49,13 @@ function M.sh(cmd)
     return (out:gsub("exit=%d+%s*$", "")), code
 end
 
+--- A fresh path in the temporary folder that does not exist yet (for a command to create).
+function M.fresh_path()
+    local d = os.tmpname()
+    os.remove(d)
+    return d
+end
+
 --- The whole content of a file, or nil when it cannot be opened.
 function M.read(path)
     local f = io.open(path, "rb")

@@ -185,10 +185,13 @@ function _M.new(def)
     -- with the author's property order (it reaches the provider and the prompt).
     local ok, validator, decoded = pcall(core.compile, schema,
         { format_assertion = def.format_assertion ~= false, work_budget = def.work_budget })
-    if not ok and type(schema) == "string" and tostring(validator):find("schema is not JSON: ", 1, true) then
-        error("contract " .. tostring(validator):match("schema is not JSON: .*$"), 2)
+    if not ok then
+        -- text that is not JSON: "contract schema is not JSON: <format error>"
+        if type(validator) == "string" and validator:find("^schema is not JSON: ") then
+            error("contract " .. validator, 2)
+        end
+        error("contract '" .. def.name .. "': " .. tostring(validator), 2)
     end
-    if not ok then error("contract '" .. def.name .. "': " .. tostring(validator), 2) end
     if type(schema) == "string" then schema = decoded end
 
     for _, f in ipairs { "rules", "examples", "adapters" } do

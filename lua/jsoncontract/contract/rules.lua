@@ -706,15 +706,23 @@ local function end_rule(rule, item, state, tag, a, b)
     return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " " .. clean(a, MAX_MESSAGE), fields)
 end
 
--- Add a passed rule's verdict to the item's: `item.all` (made on the first failure: passing
--- costs no table) and `item.retry`.
-local function add_verdict(item, rule, list)
+-- Settle rule `i` of `item` from what running it returned (`end_rule`): a failure's errors
+-- go to `item.all` (made on the first: passing costs no table) and `item.retry`; a
+-- rule_error / rule_timeout to `item.err`. True when the next rule may run.
+local function settle(item, i, rule, state, tag, a, b)
+    local ok, list = end_rule(rule, item, state, tag, a, b)
+    if not ok then
+        item.err = list
+        return false
+    end
     if list then
         local all = item.all or {}
         item.all = all
         for _, e in ipairs(list) do all[#all + 1] = e end
         if not rule.retry then item.retry = false end
     end
+    item.next = i + 1
+    return true
 end
 
 -- Outside nginx (or where light threads are not allowed): the item's rules from `item.next`
@@ -729,13 +737,7 @@ local function run_rules_coroutine(list, value, ctx, budget, item)
             release(item)
             error(view, 0)
         end
-        local ok, res = end_rule(rule, item, state, run_coroutine(rule, view, ctx, state))
-        if not ok then
-            item.err = res
-            break
-        end
-        add_verdict(item, rule, res)
-        item.next = i + 1
+        if not settle(item, i, rule, state, run_coroutine(rule, view, ctx, state)) then break end
     end
     release(item)
 end
@@ -756,14 +758,7 @@ local function item_thread_body(list, value, ctx, budget, item)
         local tag, a, b = guarded(state, rule, view, ctx)
         hook_off(co)
         item.rule, item.state = nil, nil
-        local ok, res = end_rule(rule, item, state, tag, a, b)
-        if not ok then
-            item.err = res
-            break
-        end
-        add_verdict(item, rule, res)
-        item.next = i + 1
-        if item.raced then break end
+        if not settle(item, i, rule, state, tag, a, b) or item.raced then break end
     end
     item.done = true
 end

@@ -411,9 +411,7 @@ local function job_context(job, env, o)
     -- answers, and it is the way out for a job stored (before this check existed) with a value
     -- the stand-in refuses.
     local options_changed = false
-    if o.latency ~= nil then
-        local ok, lerr = _M.check_latency(o.latency)
-        if not ok then return nil, lerr end
+    if o.latency ~= nil then -- (checked with the other options: check_options)
         options_changed = jo.latency ~= o.latency
         jo.latency = o.latency
     elseif jo.standin == true and jo.latency ~= nil and not _M.check_latency(jo.latency) then
@@ -553,10 +551,10 @@ end
 -- @tparam table env `{root, bindir}`
 -- @treturn integer exit status
 function _M.triage(o, env)
+    if o.resume then return _M.resume(o, env) end
     use_env(env)
     local ok, err = check_options(o)
     if not ok then return die(err) end
-    if o.resume then return _M.resume(o, env) end
     if o["retry-review"] then return die("option --retry-review goes with --resume DIR") end
     local root = env.root
     local input = o.input or default_input(root)
@@ -615,6 +613,8 @@ end
 -- @treturn integer exit status
 function _M.resume(o, env)
     use_env(env)
+    local okn, nerr = check_options(o)
+    if not okn then return die(nerr) end
     local out = o.resume
     local url = o.store or (out .. "/job.sqlite")
     if not o.store and not file_exists(url) then
