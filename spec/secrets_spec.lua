@@ -24,6 +24,10 @@ local SPELLINGS = {
     { "percent-encoded \\ before u", (u(KEY):gsub("\\", "%%5C")) },
     { "JSON Pointer escape of /", (KEY:gsub("/", "~1")) },
     { "\\/ short escape", (KEY:gsub("/", "\\/")) },
+    { "HTML decimal character references", u(KEY, "&#%d;") },
+    { "HTML hex character references, some without ';'", (KEY:gsub("(.)(.?)", function(a, b)
+        return ("&#x%X;"):format(a:byte()) .. (b ~= "" and ("&#X%02x"):format(b:byte()) or "") end)) },
+    { "HTML references in a JSON string", json_string(u(KEY, "&#%04d;")) },
 }
 
 describe("jsoncontract.secrets", function()

@@ -6,7 +6,8 @@
 -- (`\u0073k-...`, upper or lower hex, mixed with plain characters, one escape per
 -- character or several), JSON short escapes (`\/`), escapes of escapes (`\\u0073`, as a
 -- JSON string inside a JSON string carries them), percent-encoding (`%73k-...`, also
--- `%5Cu0073`), JSON Pointer escapes (`~1`). `redact` finds the key in every such spelling,
+-- `%5Cu0073`), JSON Pointer escapes (`~1`), HTML numeric character references (`&#115;`,
+-- `&#x73;`, as an HTML error page from a proxy quotes a header). `redact` finds the key in every such spelling,
 -- in raw bytes and in decoded text alike, and replaces the whole spelling by "[redacted]".
 -- Text is never decoded to find it, so what is not the key stays byte for byte.
 -- @module jsoncontract.secrets
@@ -31,7 +32,10 @@ local MIN_SECRET = 4
 -- over JSON). Three covers a JSON string in a JSON string in a URL.
 local MAX_LAYERS = 3
 
-local B_BACKSLASH, B_PERCENT, B_U, B_TILDE = 92, 37, 117, 126
+local B_BACKSLASH, B_PERCENT, B_U, B_TILDE, B_AMP, B_HASH, B_SEMI = 92, 37, 117, 126, 38, 35, 59
+-- Digits an HTML character reference may carry here (`&#0000115;` is still "s"; a longer
+-- run is no character this redaction looks for).
+local MAX_REF_DIGITS = 8
 
 local HEX = {}
 for i = 0, 9 do HEX[48 + i] = i end
@@ -81,8 +85,27 @@ local function resume(v, text, j, layers)
     return v, j
 end
 
+-- An HTML numeric character reference's digits from `i` (after "&#"): decimal, or hex after
+-- "x"/"X" (HTML Living Standard, "numeric character reference"); the ';' that ends it may be
+-- missing, as browsers accept. Its code point and the index after it, or nil. The digits
+-- are plain: read through other encodings, "&#X53" then "&#x45;" (an "E") would run on.
+local function char_ref(text, i)
+    local base, v, digits = 10, 0, 0
+    local c = byte(text, i)
+    if c == 120 or c == 88 then base, i = 16, i + 1 end
+    while digits < MAX_REF_DIGITS do
+        local d = HEX[byte(text, i) or 0]
+        if not d or d >= base then break end
+        v, i, digits = v * base + d, i + 1, digits + 1
+    end
+    if digits == 0 then return nil end
+    if byte(text, i) == B_SEMI then i = i + 1 end
+    return v, i
+end
+
 -- The character spelled at `i`, decoding at most `layers` layers of JSON string escapes,
--- percent-encoding and JSON Pointer escapes: its byte value and the index after it.
+-- percent-encoding, JSON Pointer escapes and HTML numeric character references: its byte
+-- value (a code point for a reference) and the index after it.
 function decode(text, i, layers)
     local b = byte(text, i)
     if b == nil then return nil end
@@ -104,6 +127,9 @@ function decode(text, i, layers)
         local c = byte(text, i + 1)
         if c == 49 then return 47, i + 2 end
         if c == 48 then return B_TILDE, i + 2 end
+    elseif b == B_AMP and byte(text, i + 1) == B_HASH then
+        local v, j = char_ref(text, i + 2)
+        if v then return v, j end
     end
     return b, i + 1
 end
@@ -112,7 +138,7 @@ end
 local function match_byte(text, i, want, layers)
     local b = byte(text, i)
     if b == want then return i + 1 end
-    if b ~= B_BACKSLASH and b ~= B_PERCENT and b ~= B_TILDE then return nil end
+    if b ~= B_BACKSLASH and b ~= B_PERCENT and b ~= B_TILDE and b ~= B_AMP then return nil end
     local v, j = decode(text, i, layers)
     if v == want then return j end
     return nil
@@ -130,7 +156,7 @@ end
 
 -- Could `text` hold an encoded spelling at all? (Saves the slow scan on clean text.)
 local function has_escapes(text)
-    return find(text, "[\\%%~]") ~= nil
+    return find(text, "[\\%%~&]") ~= nil
 end
 
 -- Replace every spelling of one secret.
@@ -141,8 +167,8 @@ local function redact_one(text, secret)
     end
     -- A spelling starts with the first byte or with an introducer of an encoding: jump
     -- from one such byte to the next (string.find runs in C).
-    local starts = "[%" .. sub(secret, 1, 1) .. "\\%%~]"
-    if sub(secret, 1, 1):match("%w") then starts = "[" .. sub(secret, 1, 1) .. "\\%%~]" end
+    local starts = "[%" .. sub(secret, 1, 1) .. "\\%%~&]"
+    if sub(secret, 1, 1):match("%w") then starts = "[" .. sub(secret, 1, 1) .. "\\%%~&]" end
     local first = byte(secret, 1)
     local parts, from = {}, 1
     local i = find(text, starts)
@@ -152,7 +178,8 @@ local function redact_one(text, secret)
         -- Most candidates are ordinary escapes (`\"`, `\n`) or a '%' or '~' that cannot
         -- spell the first character: skip those without the full match.
         if b == first or (b == B_BACKSLASH and (c == B_U or c == B_BACKSLASH or SHORT[c] == first))
-            or (b == B_PERCENT and c and HEX[c]) or (b == B_TILDE and (first == 47 or first == B_TILDE)) then
+            or (b == B_PERCENT and c and HEX[c]) or (b == B_TILDE and (first == 47 or first == B_TILDE))
+            or (b == B_AMP and c == B_HASH) then
             j = match_secret(text, i, secret, n)
         end
         if j then
