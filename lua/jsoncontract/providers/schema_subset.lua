@@ -11,7 +11,8 @@
 -- * `weakened`: sent, but the provider enforces less (`oneOf` as `anyOf`, an optional
 --   property made required-and-nullable);
 -- * `narrowed`: the provider allows less than the schema (objects closed, exact tuples): every
---   answer is still valid, the model just has fewer choices;
+--   answer is still valid, the model just has fewer choices (an object whose members come from
+--   more than its `properties` is not closed, see `members_outside`: a strict mode "fails" on it);
 -- * `dropped`: not sent, so not enforced by the provider (still checked locally);
 -- * `fails`: the provider would reject the request (HTTP 400) or run without any constraint;
 --   the request is then switched to the weaker mode the rules name (`fallback`), and the
@@ -463,7 +464,8 @@ end
 -- @tparam table rules the mode's rules (see jsoncontract.providers.rules): `name`, `keywords`
 --   (set of keywords sent), `formats` (set), and construct rows (`ref_siblings`, `defs_key`,
 --   `one_of`, `all_of`, `union_siblings`, `close_objects`, `all_required`, `enum_types`,
---   `const_as_enum`, `pattern`, `typeless`, `root`, `recursion`, `limits`, `grammar`), each a
+--   `const_as_enum`, `pattern`, `typeless`, `root`, `recursion`, `limits`, `grammar`,
+--   `strict_false`: the mode enforces nothing, so an object it cannot close is no failure), each a
 --   row `{ action = ..., source = string, checked = "YYYY-MM-DD", why = string }`
 -- @treturn table result { schema = table (the copy to send), findings = array of {
 --   schema_pointer = string (JSON Pointer into `schema`), keyword = string, action =
