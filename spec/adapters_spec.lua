@@ -156,5 +156,28 @@ describe("jsoncontract.adapters", function()
             assert.equal("schema", err.category)
             assert.same({ FENCE }, err.adapters)
         end)
+
+        it("names positions in the model's own reply, not in the text an adapter cut from it", function()
+            local both = { adapters = { THINK, FENCE } }
+            -- format: the trailing comma is on line 4 of the reply (line 1 of the fence's body)
+            local v, err = c:check("<think>é\n</think>\n```json\n{\"a\": 1,}\n```", both)
+            assert.is_nil(v)
+            assert.equal("format", err.category)
+            assert.same({ 4, 9, 35 }, { err.line, err.column, err.offset })
+            assert.truthy(err.message:find("at line 4, column 9", 1, true), err.message)
+            -- schema: the failing value "1" on line 3 of the reply
+            v, err = c:check("```json\n{\n  \"a\": \"1\"}\n```", both)
+            assert.is_nil(v)
+            assert.equal("schema", err.category)
+            assert.same({ 3, 8, 17 }, { err.errors[1].line, err.errors[1].column, err.errors[1].offset })
+            -- an adapter later in the chain rejects text after the fence: line 3 of the reply
+            v, err = c:check("<think>x</think> ```json\n{\"a\":1}\n``` x", both)
+            assert.is_nil(v)
+            assert.equal("adapter_rejected", err.kind)
+            assert.same({ 3, 5, 37 }, { err.line, err.column, err.offset })
+            -- without adapters that changed the text nothing moves
+            err = select(2, c:check("{\"a\": 1,}", both))
+            assert.same({ 1, 9, 8 }, { err.line, err.column, err.offset })
+        end)
     end)
 end)

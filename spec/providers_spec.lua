@@ -1,10 +1,14 @@
--- Specs for jsoncontract.providers (openai, anthropic): request building, the strict schema
--- subsets and the protocol gate over the shared provider fixtures.
+-- Specs for jsoncontract.providers (openai, anthropic; the shared gate steps on gemini, ollama
+-- and openai_responses too): request building, the strict schema subsets and the protocol gate
+-- over the shared provider fixtures.
 
 local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
 local openai = require "jsoncontract.providers.openai"
 local anthropic = require "jsoncontract.providers.anthropic"
+local gemini = require "jsoncontract.providers.gemini"
+local ollama = require "jsoncontract.providers.ollama"
+local openai_responses = require "jsoncontract.providers.openai_responses"
 
 local util = require "support.util"
 
@@ -397,6 +401,43 @@ describe("jsoncontract.providers", function()
             { "anthropic refusal with text", anthropic, 200, {},
               an('[{"type":"text","text":"I cannot help."}]', "refusal"), "refused", "refusal",
               { refusal = "I cannot help." } },
+            -- a text answer beside a tool call is two answers: neither is dropped silently
+            { "openai text beside a tool call", openai, 200, {},
+              oa('"message":{"role":"assistant","content":"{\\"v\\":\\"reject\\"}","tool_calls":['
+                 .. '{"id":"a","type":"function","function":{"name":"f","arguments":"{\\"v\\":\\"approve\\"}"}}]},'
+                 .. '"finish_reason":"stop"'),
+              "protocol", "ambiguous_content" },
+            { "anthropic text block beside a tool_use block", anthropic, 200, {},
+              an('[{"type":"text","text":"{\\"v\\":\\"reject\\"}"},'
+                 .. '{"type":"tool_use","id":"a","name":"f","input":{"v":"approve"}}]', "end_turn"),
+              "protocol", "ambiguous_content" },
+            { "gemini text part beside a functionCall part", gemini, 200, {},
+              '{"candidates":[{"finishReason":"STOP","content":{"role":"model","parts":['
+              .. '{"text":"{\\"v\\":\\"reject\\"}"},{"functionCall":{"name":"f","args":{"v":"approve"}}}]}}]}',
+              "protocol", "ambiguous_content" },
+            { "ollama content beside a tool call", ollama, 200, {},
+              '{"model":"m","done":true,"done_reason":"stop","message":{"role":"assistant",'
+              .. '"content":"{\\"v\\":\\"reject\\"}","tool_calls":[{"function":{"name":"f","arguments":{"v":"approve"}}}]}}',
+              "protocol", "ambiguous_content" },
+            -- a refusal of a shape the API does not document is still no answer
+            { "openai refusal that is an object", openai, 200, {},
+              oa('"message":{"role":"assistant","content":"{}","refusal":{"text":"no"}},"finish_reason":"stop"'),
+              "refused", "refusal" },
+            { "responses refusal part without text", openai_responses, 200, {},
+              '{"status":"completed","output":[{"type":"message","role":"assistant","content":['
+              .. '{"type":"refusal","refusal":null},{"type":"output_text","text":"{}"}]}]}',
+              "refused", "refusal" },
+            { "responses refusal part with no refusal field", openai_responses, 200, {},
+              '{"status":"completed","output":[{"type":"message","role":"assistant","content":['
+              .. '{"type":"refusal"},{"type":"output_text","text":"{}"}]}]}',
+              "refused", "refusal" },
+            { "openai 2xx with choices and an error", openai, 200, {},
+              '{"choices":[{"index":0,"message":{"role":"assistant","content":"{}"},"finish_reason":"stop"}],'
+              .. '"error":{"message":"upstream failed","type":"server_error"}}',
+              "protocol", "no_message" },
+            { "openai message with role user", openai, 200, {},
+              oa('"message":{"role":"user","content":"{}"},"finish_reason":"stop"'),
+              "protocol", "no_message" },
             { "openai 400 content_filter code", openai, 400, {},
               '{"error":{"message":"filtered","type":"invalid_request_error","code":"content_filter"}}',
               "filtered", "content_filter", { retryable = false } },
@@ -432,6 +473,17 @@ describe("jsoncontract.providers", function()
             assert.equal("openai HTTP 404: invalid_request_error/model_not_found: no such model", err.message)
             local _, err2 = openai.read_response(502, {}, "<html>\nBad\tgateway</html>")
             assert.equal("openai HTTP 502: non-JSON error body: <html> Bad gateway</html>", err2.message)
+        end)
+
+        it("takes a tool call beside whitespace-only text, and JSON null error beside choices", function()
+            local reply = assert(anthropic.read_response(200, {},
+                an('[{"type":"text","text":"\\n\\n"},{"type":"tool_use","id":"a","name":"f","input":{"v":1}}]',
+                   "tool_use")))
+            assert.equal('{"v":1}', reply.text)
+            assert.equal("tool_use", reply.finish)
+            reply = assert(openai.read_response(200, {}, '{"error":null,"choices":[{"index":0,"message":'
+                .. '{"role":"assistant","content":"{}","refusal":null},"finish_reason":"stop"}]}'))
+            assert.equal("{}", reply.text)
         end)
 
         it("accepts a stop_sequence stop and concatenates text blocks", function()

@@ -361,6 +361,31 @@ describe("stream accumulators", function()
         assert.equal("stop", r.finish_reason)
     end)
 
+    it("openai and llamacpp: content after a clean finish_reason is protocol/invalid_event", function()
+        for _, name in ipairs({ "openai", "llamacpp" }) do
+            local r, e = run(name, { openai_chunk({ content = '{"a":1}' }, "stop"),
+                openai_chunk({ content = '{"a":2}' }), "data: [DONE]\n\n" })
+            assert.is_nil(r, name)
+            assert.equal("protocol/invalid_event", kind(e), name)
+            assert.matches('content after finish_reason "stop"', e.message, 1, true)
+            -- an error chunk that also carries choices ends the stream
+            r, e = run(name, { openai_chunk({ content = '{"a":1}' }),
+                'data: {"choices":[],"error":{"message":"upstream failed","type":"server_error"}}\n\n',
+                "data: [DONE]\n\n" })
+            assert.is_nil(r, name)
+            assert.equal("transport", e.category, name)
+        end
+        -- after a truncation nothing is read: it stays truncated
+        local r, e = run("openai", { openai_chunk({ content = '{"a":' }, "length"),
+            openai_chunk({ content = "1}" }), "data: [DONE]\n\n" })
+        assert.is_nil(r)
+        assert.equal("truncated/max_tokens", kind(e))
+        -- content in the chunk that carries the finish_reason, and an empty delta after it, are fine
+        r = assert(run("openai", { openai_chunk({ content = '{"a":1}' }, "stop"), openai_chunk({ content = "" }),
+            "data: [DONE]\n\n" }))
+        assert.equal('{"a":1}', r.text)
+    end)
+
     it("gemini: a SAFETY, MAX_TOKENS or RECITATION finishReason stays whatever a later chunk says", function()
         local cases = { SAFETY = "filtered/content_filter", MAX_TOKENS = "truncated/max_tokens",
             RECITATION = "filtered/recitation", OTHER = "protocol/unknown_finish_reason" }

@@ -247,6 +247,18 @@ describe("jsoncontract.run", function()
                 end, "ask: " .. c[2])
             end)
         end
+        it("sends a reply whose validation ran out of its work budget to a person, not back to the model", function()
+            local c = jc.contract { name = "budget", version = "1", instructions = "x", work_budget = 1,
+                schema = { type = "object", required = { "a" }, additionalProperties = false,
+                    properties = { a = { type = "string", pattern = "^(a|b)*c$" } } } }
+            local send, calls = fake.transport({ answers = { prose = { '{"a":"ababababab"}' } } })
+            local out = jc.ask(c, "hi", { provider = "openai", model = "m", transport = send,
+                sleep = function() end, evidence = evidence.memory() })
+            assert.equal("human_review", out.status)
+            assert.equal("schema/budget_exceeded", out.reason.category .. "/" .. out.reason.kind)
+            assert.equal(1, #calls)
+            assert.equal(1, #out.attempts)
+        end)
         it("keeps a short key out of a reason even when the provider's snippet cuts it", function()
             local key = "mylocalllamakey"
             local body = jc.encode { error = { message = ("a"):rep(274) .. " x-api-key: " .. key } }

@@ -6,7 +6,7 @@
 local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
 
-local type = type
+local type, ipairs = type, ipairs
 local find, sub, match = string.find, string.sub, string.match
 
 local _M = { _VERSION = "0.1.0" }
@@ -43,7 +43,8 @@ ADAPTERS["unwrap-one-json-fence"] = function(text)
         local second = find(text, "```", find(text, "```", 1, true) + 3, true)
         return nil, "more than one code fence", (find(text, "```", second + 3, true) or second) - 1
     end
-    return body, true
+    -- the body is a substring of the text: where it starts, for positions in the whole reply
+    return body, true, (match(text, "^%s*```[^\n]*\n()") or 1) - 1
 end
 
 -- Reasoning models may open with one closed <think>...</think> block; only that one
@@ -61,11 +62,16 @@ ADAPTERS["strip-leading-think-block"] = function(text)
     if nested then
         return nil, "nested <think> block", s + 6 + nested - 1
     end
-    return (match(sub(text, close_e + 1), "^%s*(.*)$")), true
+    local from = match(text, "^%s*()", close_e + 1)
+    return sub(text, from), true, from - 1
 end
 
--- Line and column (1-based; the column counts UTF-8 characters, as core.decode's do) of
+--- Line and column (1-based; the column counts UTF-8 characters, as core.decode's do) of
 -- the 0-based byte offset `off` in `text`.
+-- @tparam string text
+-- @tparam integer off 0-based byte offset, 0 to #text
+-- @treturn integer line
+-- @treturn integer column
 local function locate(text, off)
     local before = sub(text, 1, off)
     local line, last = 1, 0
@@ -87,15 +93,17 @@ end
 --- Apply the named adapters, in the order given, to a content string.
 -- @tparam string text the content string of a reply
 -- @tparam {string,...} names adapter names (see `names`)
--- @treturn[1] string the text after the adapters
+-- @treturn[1] string the text after the adapters: a substring of `text`
 -- @treturn[1] {string,...} the names of the adapters that changed the text
+-- @treturn[1] integer the 0-based byte offset in `text` where the result starts (0 when
+--   nothing changed), for positions in the model's own reply (`reposition`)
 -- @return[2] nil
 -- @treturn[2] table err, category "format", kind "adapter_rejected", with `adapter`, and
---   `offset` (0-based byte), `line` and `column` (1-based) of the rejected text in the
---   text as that adapter saw it
+--   `offset` (0-based byte), `line` and `column` (1-based) of the rejected text in `text`
 -- @raise on an unknown adapter name
 function _M.apply(text, names)
     local applied = setmetatable({}, core.array_mt)
+    local original, shift = text, 0
     for i = 1, #names do
         local name = names[i]
         local adapter = ADAPTERS[name]
@@ -104,7 +112,8 @@ function _M.apply(text, names)
         end
         local out, changed, off = adapter(text)
         if not out then
-            local line, column = locate(text, off)
+            off = shift + off
+            local line, column = locate(original, off)
             return nil, errors.new("format", "adapter_rejected",
                 name .. ": " .. changed .. " at line " .. line .. ", column " .. column
                     .. "; return only one JSON value",
@@ -112,10 +121,40 @@ function _M.apply(text, names)
         end
         if changed then
             applied[#applied + 1] = name
+            shift = shift + off
         end
         text = out
     end
-    return text, applied
+    return text, applied, shift
+end
+
+--- Move the positions of a format or schema err found in the text `apply` returned into the
+-- model's own reply, so that the message sent back names the line the model wrote: `offset`,
+-- `line` and `column` of the err and of each of its `errors`, and the "line L, column C" the
+-- format gate's message names (core.decode writes it so). Changes `err` in place.
+-- @tparam table err an err of core.decode or validator:check on the adapted text
+-- @tparam string text the reply before the adapters
+-- @tparam integer shift `apply`'s third result
+-- @treturn table err
+function _M.reposition(err, text, shift)
+    if shift == 0 then return err end
+    if type(err.offset) == "number" and type(err.line) == "number" then
+        local was = "line " .. err.line .. ", column " .. err.column
+        err.offset = err.offset + shift
+        err.line, err.column = locate(text, err.offset)
+        local s, e = find(err.message, was, 1, true)
+        if s then
+            err.message = sub(err.message, 1, s - 1) .. "line " .. err.line .. ", column " .. err.column
+                .. sub(err.message, e + 1)
+        end
+    end
+    for _, item in ipairs(type(err.errors) == "table" and err.errors or {}) do
+        if type(item) == "table" and type(item.offset) == "number" then
+            item.offset = item.offset + shift
+            item.line, item.column = locate(text, item.offset)
+        end
+    end
+    return err
 end
 
 return _M

@@ -301,10 +301,11 @@ local function gates(self, text, opts, as_json, caller)
     if type(names) ~= "table" then
         error(caller .. ": opts.adapters must be a list of adapter names, got " .. type(names), 3)
     end
+    local reply, shift = text, 0
     if #names > 0 then
-        local out, err = adapters.apply(text, names)
+        local out, err, at = adapters.apply(text, names)
         if not out then return nil, err end
-        text, applied = out, err
+        text, applied, shift = out, err, at
     end
     local rules = self.rules
     -- format and schema gates in one C call on the text (validator:check): the Lua value
@@ -322,7 +323,7 @@ local function gates(self, text, opts, as_json, caller)
             feedback.apply_overrides(self.messages, err, core.decode(text))
         end
         err.adapters = applied
-        return nil, err
+        return nil, adapters.reposition(err, reply, shift)
     end
     if #rules > 0 then
         local ok

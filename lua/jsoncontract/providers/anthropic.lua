@@ -89,6 +89,7 @@ end
 
 local TOOLS = {
     many = "anthropic message has %d tool_use blocks; exactly one was expected",
+    both = "anthropic message has a text block and a tool_use block; exactly one answer was expected",
     no_args = "anthropic tool_use block has no input object",
     no_text = "anthropic message has no text content",
     no_call = "anthropic stop_reason tool_use but the message has no tool_use block",

@@ -267,16 +267,22 @@ function C.unknown_finish(status, reply, what, raw, expected)
 end
 
 --- The last gate steps, shared by every provider: more than one tool call
+-- (protocol/ambiguous_content); one tool call beside text that is not only whitespace
 -- (protocol/ambiguous_content); one tool call (`args(call)` -> text|nil, name|nil gives the
 -- text; nil is protocol/no_content; finish becomes "tool_use"); otherwise the text already in
 -- `reply` (protocol/no_content when nil or ""), and protocol/no_content when the finish
 -- reason said tool_use without a call. `w` = { many = format with one %d for the count,
--- no_args = message, no_text = message, no_call = message|nil }.
+-- both = message (text and a call), no_args = message, no_text = message, no_call = message|nil }.
 function C.tool_or_text(status, reply, calls, args, w)
     if #calls > 1 then
         return nil, C.reply_err("protocol", "ambiguous_content", format(w.many, #calls), status, reply)
     end
     if #calls == 1 then
+        -- no request asks for tools: a text answer beside a call is two answers, and
+        -- neither may be dropped silently (whitespace alone is no text)
+        if reply.text and reply.text:find("[^ \t\r\n]") then
+            return nil, C.reply_err("protocol", "ambiguous_content", w.both, status, reply)
+        end
         local text, name = args(calls[1])
         if text == nil then
             return nil, C.reply_err("protocol", "no_content", w.no_args, status, reply)

@@ -117,6 +117,7 @@ end
 
 local TOOLS = {
     many = "gemini candidate has %d functionCall parts; exactly one was expected",
+    both = "gemini candidate has a text part and a functionCall part; exactly one answer was expected",
     no_args = "gemini functionCall has no args object",
     no_text = "gemini candidate has no text",
 }

@@ -87,6 +87,7 @@ end
 
 local TOOLS = {
     many = "ollama message has %d tool calls; exactly one was expected",
+    both = "ollama message has text content and a tool call; exactly one answer was expected",
     no_args = "ollama tool call has no arguments",
     no_text = "ollama reply has no text content",
 }

@@ -182,9 +182,11 @@ local CLEAN = { stop = true, tool_calls = true, function_call = true }
 
 --- Read an HTTP response of Chat Completions into one normalised reply (protocol gate).
 -- Gate order: HTTP status (transport, or filtered for a 4xx naming a content filter);
--- envelope JSON (protocol/invalid_envelope); one choice with an assistant message
--- (protocol/no_message, protocol/ambiguous_content for more than one choice or tool call);
--- `message.refusal` (refused/refusal); finish_reason "length" (truncated/max_tokens, even if
+-- envelope JSON (protocol/invalid_envelope); an `error` in a 2xx envelope, choices or not
+-- (its classification, else protocol/no_message); one choice with a message whose role, when
+-- given, is "assistant" (protocol/no_message, protocol/ambiguous_content for more than one
+-- choice or tool call, or text beside a tool call); `message.refusal` (refused/refusal: a
+-- non-empty string, or anything but a string or null); finish_reason "length" (truncated/max_tokens, even if
 -- the text looks whole); "content_filter" (filtered/content_filter); an unknown
 -- finish_reason (protocol/unknown_finish_reason); tool_calls (their `arguments` string is
 -- the text, finish "tool_use", accepted whatever finish_reason "stop"/"tool_calls" says);
@@ -219,8 +221,9 @@ end
 
 --- The protocol gate over a decoded Chat Completions envelope (also a rebuilt stream).
 function _M.read_doc(pname, status, h, body, doc)
-    if doc.choices == nil and doc.error ~= nil then
-        -- an OpenAI-compatible server reporting an error with a 2xx status
+    if doc.error ~= nil and doc.error ~= core.null then
+        -- an OpenAI-compatible server reporting an error with a 2xx status (choices beside
+        -- it are not an answer to take)
         local e = body and C.http_error(pname, status, h, body) or C.error_object(pname, doc.error, status)
         if e.category == "filtered" then return nil, e end
         return nil, C.err("protocol", "no_message", e.message, { status = status })
@@ -244,13 +247,23 @@ function _M.read_doc(pname, status, h, body, doc)
         return nil, C.err("protocol", "no_message", pname .. " choice has no message",
             { status = status, reply = reply })
     end
+    if type(message.role) == "string" and message.role ~= "assistant" then
+        return nil, C.err("protocol", "no_message", format("%s choice's message has role %q, "
+            .. "not \"assistant\"", pname, C.snippet(message.role, 40)), { status = status, reply = reply })
+    end
     local raw = C.str(choice.finish_reason)
     reply.finish_reason = raw
     reply.finish = FINISH[raw or ""]
     reply.text = C.str(message.content)
 
-    local refusal = C.str(message.refusal)
-    if refusal and refusal ~= "" then
+    local refusal = message.refusal
+    if refusal ~= nil and refusal ~= core.null and type(refusal) ~= "string" then
+        -- the API documents a string or null; anything else is no answer to accept
+        refusal = "(message.refusal is a JSON " .. (C.is_array(refusal) and "array"
+            or type(refusal) == "table" and "object" or type(refusal) == "number" and "number"
+            or "boolean") .. ", not text)"
+    end
+    if type(refusal) == "string" and refusal ~= "" then
         reply.finish, reply.refusal = "refusal", refusal
         return nil, C.err("refused", "refusal", "the model refused: " .. C.snippet(refusal),
             { status = status, refusal = refusal, reply = reply })
@@ -268,6 +281,7 @@ function _M.read_doc(pname, status, h, body, doc)
     local calls = message.tool_calls
     return C.tool_or_text(status, reply, C.is_array(calls) and calls or {}, tool_args, {
         many = pname .. " message has %d tool calls; exactly one was expected",
+        both = pname .. " message has text content and a tool call; exactly one answer was expected",
         no_args = pname .. " tool call has no arguments",
         no_text = pname .. " message has no text content",
         -- finish_reason tool_calls without a tool call: the text is whatever else came
@@ -280,7 +294,8 @@ end
 -- `tool_calls[].index`), a chunk with `finish_reason`, an optional usage chunk, then
 -- `data: [DONE]`, the finish signal. `{"error": ...}` data ends the stream with its category.
 -- A choice has one finish_reason: a "length" or "content_filter" stays whatever a later chunk
--- says; "stop" then "tool_calls" is protocol/invalid_event (see streaming.finish_reason).
+-- says; "stop" then "tool_calls" is protocol/invalid_event (see streaming.finish_reason), and
+-- so is content after a clean finish_reason.
 -- @treturn table accumulator: `feed(chunk)` -> true | nil, err; `preview()` -> string|nil;
 --   `finish()` -> reply | nil, err (see jsoncontract.providers.streaming)
 function _M.stream_reader()
@@ -296,7 +311,8 @@ function _M.chat_stream_reader(pname, status)
     return streaming.objects({
         provider = pname, framing = "sse", what = "stream chunk", done_marker = "[DONE]",
         event = function(st, _, doc)
-            if doc.error ~= nil and doc.choices == nil then
+            if doc.error ~= nil and doc.error ~= core.null then
+                -- an error chunk ends the stream, whatever choices it also carries
                 return C.error_object(pname, doc.error, status)
             end
             st.id = st.id or C.str(doc.id)
@@ -315,6 +331,19 @@ function _M.chat_stream_reader(pname, status)
                             st.order[#st.order + 1] = idx
                         end
                         local d = C.is_object(ch.delta) and ch.delta or {}
+                        if c.finish_reason ~= nil and ((C.str(d.content) or "") ~= ""
+                            or (C.str(d.refusal) or "") ~= ""
+                            or (C.is_array(d.tool_calls) and #d.tool_calls > 0)) then
+                            -- the answer grew after its choice said how it ended: neither the
+                            -- text nor the reason can be trusted (a refusal, truncation or
+                            -- filter already met stays: nothing after it is read)
+                            if CLEAN[c.finish_reason] then
+                                return C.err("protocol", "invalid_event", format("%s stream sent "
+                                    .. "content after finish_reason %q", pname,
+                                    C.snippet(c.finish_reason, 40)))
+                            end
+                            d = {}
+                        end
                         if C.str(d.content) then c.text[#c.text + 1] = d.content end
                         if C.str(d.refusal) then c.refusal[#c.refusal + 1] = d.refusal end
                         if C.is_array(d.tool_calls) then

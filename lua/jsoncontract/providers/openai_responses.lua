@@ -71,6 +71,7 @@ end
 
 local TOOLS = {
     many = _M.name .. " output has %d function calls; exactly one was expected", -- counted before
+    both = _M.name .. " output has a message and a function call; exactly one was expected", -- as well
     no_args = _M.name .. " function call has no arguments",
     no_text = _M.name .. " output has no text",
 }
@@ -109,8 +110,11 @@ function _M.read_doc(status, doc)
                     if part.type == "output_text" and C.str(part.text) then
                         texts[#texts + 1] = part.text
                         had_text = true
-                    elseif part.type == "refusal" and C.str(part.refusal) then
-                        refusals[#refusals + 1] = part.refusal
+                    elseif part.type == "refusal" then
+                        -- a refusal part is a refusal whatever its text (as the stream's
+                        -- has_refusal counts it): an empty or missing one is still no answer
+                        local why = C.str(part.refusal)
+                        refusals[#refusals + 1] = (why and why ~= "") and why or "(a refusal part without text)"
                     end
                 end
             end

@@ -255,7 +255,9 @@ function _M.ask(contract, input, opts)
             local fb = feedback.for_model(cerr)
             record(a, { text = reply.text, feedback = fb, response_headers = x.headers })
 
-            if cerr.category == "rules" and cerr.retry == false then
+            -- not the model's to mend: a rule that says so, a rule that failed to run, and a
+            -- validation that ran out of its work budget (a hostile pair, for a person)
+            if cerr.retry == false or (cerr.category == "schema" and cerr.kind == "budget_exceeded") then
                 return finish("human_review", nil, cerr)
             end
             if att == policy.max_attempts then
