@@ -10,6 +10,7 @@ local jc = require "jsoncontract"
 local curl = require "jsoncontract.transport.curl"
 local util = require "support.util"
 local nginx = require "support.nginx_server"
+local now = require("jsoncontract.compat").now
 
 -- Why the spec cannot run here, or nil.
 local function missing()
@@ -31,7 +32,7 @@ describe("jsoncontract.transport.openresty in nginx", function()
         return
     end
 
-    local srv, port, base, standin_port, tls_good, tls_bad
+    local srv, port, base, standin_port, fault_port, tls_good, tls_bad
     -- nginx also listens on [::1] when the loopback has IPv6.
     local ipv6 = (util.read("/proc/net/if_inet6") or ""):find("^0+1 ") ~= nil
         or (util.read("/proc/net/if_inet6") or ""):find("\n0+1 ") ~= nil
@@ -50,9 +51,13 @@ describe("jsoncontract.transport.openresty in nginx", function()
             worker_connections = 64,
             ready = "/big",
             helper = function()
-                local pipe
+                local pipe, fault_pipe
                 pipe, standin_port = util.start_standin()
-                return function() util.stop_standin(pipe) end
+                fault_pipe, fault_port = util.start_fault_server(300)
+                return function()
+                    util.stop_standin(pipe)
+                    util.stop_fault_server(fault_pipe, fault_port)
+                end
             end,
             http = function(p, dir)
                 -- Two self-signed certificates for 127.0.0.1: "good" is in
@@ -239,6 +244,31 @@ describe("jsoncontract.transport.openresty in nginx", function()
             assert.same({ "transport", "timeout" }, { out.err.category, out.err.kind })
             assert.truthy(out.err.message:find("^timed out talking to 127%.0%.0%.1:" .. port .. " after %d+ ms$"),
                 out.err.message)
+        end)
+
+        -- Each byte arrives well within the timeout, so only a deadline over the whole
+        -- exchange ends these; the drips would take 6 s and 14 s to finish.
+        it("cuts a body dripping a byte every 200 ms at timeout_ms: transport/timeout", function()
+            local t0 = now()
+            local out = call("/raw?total=1000&url=" .. esc("http://127.0.0.1:" .. fault_port .. "/slow?n=30"))
+            local took = now() - t0
+            assert.same({ "transport", "timeout" }, { out.err.category, out.err.kind })
+            assert.truthy(out.err.message:find("^timed out talking to 127%.0%.0%.1:%d+ after %d+ ms$"),
+                out.err.message)
+            assert.is_true(took < 4, "took " .. took .. " s")
+        end)
+
+        it("cuts a status line and headers dripping a byte every 200 ms at timeout_ms", function()
+            local t0 = now()
+            local out = call("/raw?total=1000&url=" .. esc(base .. "/sock?mode=chunkext&drip=0.2"))
+            local took = now() - t0
+            assert.same({ "transport", "timeout" }, { out.err.category, out.err.kind })
+            assert.is_true(took < 4, "took " .. took .. " s")
+        end)
+
+        it("still reads a dripped reply whole when it ends within timeout_ms", function()
+            local out = call("/raw?total=10000&url=" .. esc(base .. "/sock?mode=samecl&drip=0.01"))
+            assert.same({ 200, "abc" }, { out.status, out.body })
         end)
 
         it("speaks TLS to a server whose certificate nginx trusts", function()

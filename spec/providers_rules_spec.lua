@@ -155,6 +155,80 @@ describe("jsoncontract.providers rules (issue 13)", function()
             assert.equal("fails", finding("openai", { type = "array" }, "", "type").action)
         end)
 
+        describe("closing objects", function()
+            -- an allOf that cannot be merged (properties/a in conflict): its parts define the members
+            local ALLOF = '{"type":"object","allOf":[{"properties":{"a":{"type":"string","maxLength":3}},'
+                .. '"required":["a"]},{"properties":{"a":{"type":"string","enum":["ab","x"]}}}]}'
+            -- members only by propertyNames, minProperties and a schema for further properties
+            local MAP = '{"type":"object","propertyNames":{"pattern":"^a"},"minProperties":1,'
+                .. '"additionalProperties":{"type":"string"}}'
+
+            it("plain properties and required: closed, narrowed, strict", function()
+                local s = { type = "object", properties = { a = { type = "string" } }, required = A { "a" } }
+                local req, body, sent = build("openai", s)
+                assert.equal("native", req.mode)
+                assert.is_true(body.response_format.json_schema.strict)
+                assert.is_false(sent.additionalProperties)
+                assert.equal("narrowed", finding("openai", s, "/additionalProperties", "additionalProperties").action)
+                assert.equal("native", (build("anthropic", s)).mode)
+            end)
+
+            it("an allOf not merged: fails at its required, strict false with the object open", function()
+                local s = assert(core.decode(ALLOF))
+                local req, body, sent = build("openai", s)
+                assert.equal("native-nonstrict", req.mode)
+                assert.is_false(body.response_format.json_schema.strict)
+                assert.is_nil(sent.additionalProperties)
+                assert.same({ "/allOf/0/required", "required" }, { req.fallback.schema_pointer, req.fallback.keyword })
+                local f = finding("openai", s, "/allOf/0/required", "required")
+                assert.equal("fails", f.action)
+                assert.truthy(f.reason:find("/allOf/0/required requires a", 1, true))
+                assert.equal("fails", finding("openai", s, "/allOf/1/properties", "properties").action)
+                assert.is_nil(finding("openai", s, "/additionalProperties", "additionalProperties"))
+                local areq = build("anthropic", s)
+                assert.equal("prompt", areq.mode)
+                assert.equal("/allOf/0/required", areq.fallback.schema_pointer)
+            end)
+
+            it("propertyNames and minProperties: fails at minProperties, further properties shown", function()
+                local s = assert(core.decode(MAP))
+                local req, body, sent = build("openai", s)
+                assert.equal("native-nonstrict", req.mode)
+                assert.is_false(body.response_format.json_schema.strict)
+                assert.same({ type = "string" }, sent.additionalProperties)
+                assert.same({ "/minProperties", "minProperties" }, { req.fallback.schema_pointer, req.fallback.keyword })
+                assert.truthy(req.fallback.reason:find("at least 1 property", 1, true))
+                for _, kw in ipairs({ "minProperties", "propertyNames", "additionalProperties" }) do
+                    assert.equal("fails", finding("openai", s, "/" .. kw, kw).action, kw)
+                end
+                assert.equal("prompt", (build("anthropic", s)).mode)
+            end)
+
+            it("a required name without an entry in properties fails (it was dropped, then closed out)", function()
+                local s = { type = "object", properties = { a = { type = "string" } }, required = A { "a", "b" } }
+                local req, _, sent = build("openai", s)
+                assert.equal("native-nonstrict", req.mode)
+                assert.same({ "a", "b" }, sent.required)
+                local f = finding("openai", s, "/required", "required")
+                assert.equal("fails", f.action)
+                assert.truthy(f.reason:find("requires b, beyond the names in properties (a)", 1, true))
+            end)
+
+            it("anyOf branches with members the closed parent lacks fail; a union of whole objects does not", function()
+                local function branch(k, name)
+                    return obj({ kind = { const = k }, [name] = { type = "string" } }, { "kind", name })
+                end
+                local s = obj({ v = { type = "object", anyOf = A { branch("a", "x"), branch("b", "y") } } }, { "v" })
+                assert.equal("native-nonstrict", (build("openai", s)).mode)
+                assert.equal("fails", finding("openai", s, "/properties/v/anyOf/0/required", "required").action)
+                -- a union of whole objects: each branch closed on its own names
+                local t = obj({ v = { anyOf = A { branch("a", "x"), branch("b", "y") } } }, { "v" })
+                local treq, _, tsent = build("openai", t)
+                assert.equal("native", treq.mode)
+                assert.is_false(tsent.properties.v.anyOf[1].additionalProperties)
+            end)
+        end)
+
         it("oneOf is sent as the weaker anyOf", function()
             local s = obj({ k = { oneOf = A { { type = "string" }, { type = "integer" } } } }, { "k" })
             local _, _, sent = build("openai", s)

@@ -5,6 +5,8 @@ local jc = require "jsoncontract"
 local core = require "jsoncontract.core"
 local evidence = require "jsoncontract.evidence"
 local fake = require "support.fake_model"
+local util = require "support.util"
+local now = require("jsoncontract.compat").now
 
 local ticket = dofile("examples/support_ticket.lua")
 local KEY = "sk-SENTINEL-never-in-output-0123456789"
@@ -169,6 +171,77 @@ describe("jsoncontract.run", function()
             assert.equal("human_review", out.status)
             assert.equal(1, #calls)
             assert.equal("quota_exceeded", out.reason.kind)
+        end)
+    end)
+
+    describe("ask() with policy.time_budget_ms bounds the try in flight", function()
+        -- A transport that records the timeout_ms each try was given (the request table is
+        -- reused across tries, so it is read at call time) and answers with `reply(try)`.
+        local function recording(reply)
+            local seen = {}
+            return function(req)
+                seen[#seen + 1] = req.timeout_ms == nil and "none" or req.timeout_ms
+                return reply(#seen)
+            end, seen
+        end
+        local timeout = core.error { category = "transport", kind = "timeout", message = "timed out" }
+        local function run(send, opts)
+            opts.provider, opts.model, opts.base_url, opts.transport = "openai", "fake-1", "http://127.0.0.1:9", send
+            opts.sleep = opts.sleep or function() end
+            return jc.ask(ticket.contract, "order 1187", opts)
+        end
+
+        it("gives the transport what the budget leaves when that is less than timeout_ms", function()
+            local send, seen = recording(function() return nil, timeout end)
+            local out = run(send, { timeout_ms = 90000, policy = { time_budget_ms = 1000 } })
+            assert.equal(1, #seen)
+            assert.is_true(seen[1] <= 1000 and seen[1] > 500, tostring(seen[1]))
+            -- cut by the budget: the budget is the reason, and no try is retried
+            assert.equal("human_review", out.status)
+            assert.same({ "budget", "time_budget" }, { out.reason.category, out.reason.kind })
+            assert.truthy(out.reason.message:find("budget 1000 ms; last: timed out", 1, true), out.reason.message)
+            assert.same({ "transport", "timeout" }, { out.attempts[1].gate, out.attempts[1].kind })
+        end)
+
+        it("keeps the caller's timeout_ms, or the transport's default, when the budget leaves more", function()
+            local ok = function() return nil, timeout end
+            local send, seen = recording(ok)
+            local out = run(send, { timeout_ms = 500, policy = { time_budget_ms = 60000, transport_retries = 0 } })
+            assert.same({ 500 }, seen)
+            assert.same({ "transport", "timeout" }, { out.reason.category, out.reason.kind })
+            send, seen = recording(ok)
+            run(send, { policy = { time_budget_ms = 200000, transport_retries = 0 } })
+            assert.same({ "none" }, seen)
+            send, seen = recording(ok)
+            run(send, { timeout_ms = 0, policy = { time_budget_ms = 200000, transport_retries = 0 } })
+            assert.is_true(seen[1] <= 200000 and seen[1] > 190000, tostring(seen[1]))
+        end)
+
+        it("gives a retry only what is left after the first try and the wait", function()
+            local s503 = { status = 503, headers = {}, body = '{"error":{"message":"busy"}}' }
+            local send, seen = recording(function(try)
+                if try == 1 then return s503 end
+                return nil, timeout
+            end)
+            local out = run(send, { policy = { time_budget_ms = 2000, backoff_base_ms = 300, backoff_max_ms = 300 },
+                sleep = function() require("jsoncontract.compat").block(0.3) end })
+            assert.equal(2, #seen)
+            assert.is_true(seen[2] < seen[1] and seen[2] <= 1800, seen[1] .. " then " .. seen[2])
+            assert.same({ "budget", "time_budget" }, { out.reason.category, out.reason.kind })
+        end)
+
+        it("cuts a real reply dripping from the fault server at the budget (libcurl)", function()
+            local pipe, port = util.start_fault_server(60)
+            local t0 = now()
+            local out = jc.ask(ticket.contract, "order 1187", { provider = "openai", model = "fake-1",
+                base_url = "http://127.0.0.1:" .. port .. "/f/budget/slow", timeout_ms = 30000,
+                transport = require("jsoncontract.transport.curl").request,
+                policy = { time_budget_ms = 1000 } })
+            local took = now() - t0
+            util.stop_fault_server(pipe, port)
+            assert.same({ "budget", "time_budget" }, { out.reason.category, out.reason.kind })
+            -- the drip takes a minute; the item ends near the budget
+            assert.is_true(took < 5, "took " .. took .. " s")
         end)
     end)
 

@@ -134,13 +134,22 @@ local RAW = {
     keepclose = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
 }
 
---- GET /sock?mode=<name>[&sleep=<s>][&after=<s>]: after an optional pause, write RAW[mode],
+--- GET /sock?mode=<name>[&sleep=<s>][&drip=<s>][&after=<s>]: after an optional pause, write
+-- RAW[mode] (with `drip`, one byte every that many seconds, until the client goes away),
 -- optionally wait again (the client may pool the connection meanwhile), and close.
 function M.sock()
     local args = ngx.req.get_uri_args()
     local sock = assert(ngx.req.socket(true))
     if args.sleep then ngx.sleep(tonumber(args.sleep)) end
-    sock:send(RAW[args.mode])
+    local raw = RAW[args.mode]
+    if args.drip then
+        for i = 1, #raw do
+            ngx.sleep(tonumber(args.drip))
+            if not sock:send(raw:sub(i, i)) then break end
+        end
+    else
+        sock:send(raw)
+    end
     if args.after then ngx.sleep(tonumber(args.after)) end
     ngx.exit(444)
 end

@@ -11,7 +11,8 @@
 -- * `weakened`: sent, but the provider enforces less (`oneOf` as `anyOf`, an optional
 --   property made required-and-nullable);
 -- * `narrowed`: the provider allows less than the schema (objects closed, exact tuples): every
---   answer is still valid, the model just has fewer choices;
+--   answer is still valid, the model just has fewer choices (an object whose members come from
+--   more than its `properties` is not closed, see `members_outside`: a strict mode "fails" on it);
 -- * `dropped`: not sent, so not enforced by the provider (still checked locally);
 -- * `fails`: the provider would reject the request (HTTP 400) or run without any constraint;
 --   the request is then switched to the weaker mode the rules name (`fallback`), and the
@@ -354,6 +355,103 @@ local function nullable(sub)
     return { anyOf = any }
 end
 
+-- Subschemas that apply to the whole object they sit in (their members are that object's).
+local WHOLE_LIST = { "allOf", "anyOf", "oneOf" }
+local WHOLE_ONE = { "if", "then", "else" }
+
+--- Where schema `s`, applied to one object, defines members beyond `names` (the property names a
+-- closed copy of that object carries, `count` of them): closing that object forbids those
+-- members, and when the contract asks for them no answer it accepts is left to produce. Counted:
+-- required names, properties (of parts and branches) and dependentRequired names outside
+-- `names`, minProperties above `count`, propertyNames where the object must have a member,
+-- patternProperties and a schema for further properties where `count` is 0.
+-- Appends `{ pointer, keyword, what }` to `out` for each place (`not` is skipped: what it
+-- forbids, a closed object does not need). Local `$ref`s are followed once. Internal.
+-- @tparam table s
+-- @tparam table names set of property names
+-- @tparam integer count
+-- @tparam string ptr JSON Pointer of `s`
+-- @tparam table root the schema references resolve in
+-- @tparam table out
+-- @tparam[opt] table seen subschemas visited
+-- @treturn table out
+function _M.members_outside(s, names, count, ptr, root, out, seen)
+    if not is_object(s) then return out end
+    seen = seen or {}
+    if seen[s] then return out end
+    seen[s] = true
+    local function found(p, kw, what) out[#out + 1] = { pointer = p, keyword = kw, what = what } end
+    if type(s["$ref"]) == "string" then
+        local target = resolve(root, s["$ref"])
+        local before = #out
+        _M.members_outside(target, names, count, ptr, root, out, seen)
+        for i = before + 1, #out do
+            local c = out[i]
+            c.pointer, c.keyword, c.what = ptr .. "/$ref", "$ref", "its target " .. s["$ref"] .. " (at "
+                .. c.pointer:sub(#ptr + 1) .. ") " .. c.what
+        end
+    end
+    if is_array(s.required) then
+        for _, n in ipairs(s.required) do
+            if not names[n] then found(ptr .. "/required", "required", "requires " .. tostring(n)) break end
+        end
+    end
+    if type(s.minProperties) == "number" and s.minProperties > count then
+        found(ptr .. "/minProperties", "minProperties", format("asks for at least %d propert%s",
+            s.minProperties, s.minProperties == 1 and "y" or "ies"))
+    end
+    if is_object(s.properties) then
+        for _, n in ipairs(keys_of(s.properties)) do
+            if not names[n] then found(ptr .. "/properties", "properties", "defines property " .. n) break end
+        end
+    end
+    if is_object(s.dependentRequired) then
+        for _, k in ipairs(keys_of(s.dependentRequired)) do
+            local list, outside = s.dependentRequired[k], not names[k]
+            for _, n in ipairs(is_array(list) and list or {}) do
+                if not names[n] then outside = true end
+            end
+            if outside then
+                found(ptr .. "/dependentRequired", "dependentRequired", "names properties beyond them")
+                break
+            end
+        end
+    end
+    -- names the object must have may be ones propertyNames rejects
+    local must = (is_array(s.required) and #s.required > 0)
+        or (type(s.minProperties) == "number" and s.minProperties > 0)
+    if s.propertyNames ~= nil and s.propertyNames ~= true and must then
+        found(ptr .. "/propertyNames", "propertyNames", "constrains the names of members the object must have")
+    end
+    -- Members by pattern or by a schema for the rest: with no property sent they are all the
+    -- object has, and closed it could only be {} (with some sent, closing narrows to those).
+    if count == 0 and is_object(s.patternProperties) and next(s.patternProperties) ~= nil then
+        found(ptr .. "/patternProperties", "patternProperties", "defines the properties by pattern")
+    end
+    for _, kw in ipairs({ "additionalProperties", "unevaluatedProperties" }) do
+        if count == 0 and is_object(s[kw]) and next(s[kw]) ~= nil then
+            found(ptr .. "/" .. kw, kw, "defines the properties by a schema")
+        end
+    end
+    for _, kw in ipairs(WHOLE_LIST) do
+        if is_array(s[kw]) then
+            for i, b in ipairs(s[kw]) do
+                _M.members_outside(b, names, count, ptr .. "/" .. kw .. "/" .. (i - 1), root, out, seen)
+            end
+        end
+    end
+    for _, kw in ipairs(WHOLE_ONE) do
+        _M.members_outside(s[kw], names, count, ptr .. "/" .. kw, root, out, seen)
+    end
+    if is_object(s.dependentSchemas) then
+        for _, k in ipairs(keys_of(s.dependentSchemas)) do
+            _M.members_outside(s.dependentSchemas[k], names, count, ptr .. "/dependentSchemas/" .. esc(k),
+                root, out, seen)
+        end
+    end
+    return out
+end
+
 local ENUM_TYPE = function(v)
     if v == core.null then return "null" end
     local t = type(v)
@@ -366,7 +464,8 @@ end
 -- @tparam table rules the mode's rules (see jsoncontract.providers.rules): `name`, `keywords`
 --   (set of keywords sent), `formats` (set), and construct rows (`ref_siblings`, `defs_key`,
 --   `one_of`, `all_of`, `union_siblings`, `close_objects`, `all_required`, `enum_types`,
---   `const_as_enum`, `pattern`, `typeless`, `root`, `recursion`, `limits`, `grammar`), each a
+--   `const_as_enum`, `pattern`, `typeless`, `root`, `recursion`, `limits`, `grammar`,
+--   `strict_false`: the mode enforces nothing, so an object it cannot close is no failure), each a
 --   row `{ action = ..., source = string, checked = "YYYY-MM-DD", why = string }`
 -- @treturn table result { schema = table (the copy to send), findings = array of {
 --   schema_pointer = string (JSON Pointer into `schema`), keyword = string, action =
@@ -505,6 +604,7 @@ function _M.adapt(schema, rules)
             end
         end
 
+        local dropped_all_of = nil
         -- allOf the provider does not take: merge the parts into the node when that keeps the
         -- meaning; pure $ref parts are resolved first.
         if is_array(node.allOf) and not rules.keywords.allOf then
@@ -535,6 +635,7 @@ function _M.adapt(schema, rules)
             end
             add(ptr .. "/allOf", "allOf", "dropped", "cannot be merged into one schema (" .. tostring(clash)
                 .. " in conflict): " .. rules.all_of.why, rules.all_of)
+            dropped_all_of = node.allOf -- its parts may define the object's members (object rules below)
             node.allOf = nil
         end
 
@@ -748,8 +849,42 @@ function _M.adapt(schema, rules)
             out.propertyOrdering = names
         end
 
-        -- Object rules.
+        -- Object rules. Closing an object (additionalProperties: false next to the names in
+        -- properties) narrows it only while those names are all its members may need; when
+        -- something else defines them (an allOf not merged, a branch, required names without an
+        -- entry, minProperties, propertyNames, patternProperties, a schema for further
+        -- properties, ...), the closed copy may admit no answer the contract accepts. Such an
+        -- object is sent open: a mode that enforces the closing cannot take it ("fails", so the
+        -- request falls back), a mode that enforces nothing (`strict_false`) shows it as it is.
+        local open
         if is_object_schema(node) and rules.close_objects then
+            local names, count = {}, 0
+            for n in pairs(is_object(out.properties) and out.properties or {}) do
+                names[n] = true
+                count = count + 1
+            end
+            open = _M.members_outside(node, names, count, ptr, root, {})
+            if dropped_all_of then
+                _M.members_outside({ allOf = dropped_all_of }, names, count, ptr, root, open)
+            end
+            if #open == 0 then open = nil end
+        end
+        if open then
+            if not rules.strict_false then
+                local have = is_object(out.properties) and keys_of(out.properties) or {}
+                local list = #have > 0 and concat(have, ", ") or "none"
+                for _, c in ipairs(open) do
+                    add(c.pointer, c.keyword, "fails", format("%s at %s %s, beyond the names in properties "
+                        .. "(%s): closed (%s), the object could admit no answer the contract accepts",
+                        c.keyword, c.pointer, c.what, list, rules.close_objects.why), rules.close_objects)
+                end
+            end
+            if node.additionalProperties ~= nil and rules.keywords.additionalProperties then
+                out.additionalProperties = walk_value("additionalProperties", node.additionalProperties,
+                    ptr .. "/additionalProperties", depth)
+            end
+            out.required = is_array(node.required) and copy(node.required) or nil
+        elseif is_object_schema(node) and rules.close_objects then
             if node.additionalProperties ~= false then
                 add(ptr .. "/additionalProperties", "additionalProperties", "narrowed",
                     "set to false: " .. rules.close_objects.why, rules.close_objects)
@@ -759,12 +894,10 @@ function _M.adapt(schema, rules)
             local req, listed = new_array(), {}
             if is_array(node.required) then
                 for _, n in ipairs(node.required) do
+                    -- a name without an entry made the object open (above)
                     if props[n] ~= nil and not listed[n] then
                         listed[n] = true
                         req[#req + 1] = n
-                    elseif props[n] == nil then
-                        add(ptr .. "/required", "required", "dropped", "required name " .. tostring(n)
-                            .. " has no entry in properties; not sent", rules.close_objects)
                     end
                 end
             end

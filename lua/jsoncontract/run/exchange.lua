@@ -17,11 +17,30 @@ local secrets = require "jsoncontract.secrets"
 
 local type, tonumber, error = type, tonumber, error
 local redact, redact_value, recorded_headers = secrets.redact, secrets.redact_value, secrets.recorded_headers
-local floor = math.floor
+local floor, max = math.floor, math.max
 local format = string.format
 local now = compat.now
 
 local _M = { _VERSION = core._VERSION }
+
+-- The `timeout_ms` both shipped transports use when a request gives none.
+local TRANSPORT_DEFAULT_TIMEOUT_MS = 90000
+
+-- Set `req.timeout_ms` for the next try: the caller's `timeout_ms`, or what the time budget
+-- leaves when that is less, so a try in flight cannot outlive the budget. Returns true when
+-- the budget set it.
+local function arm_timeout(req, own, left)
+    if left then
+        local cap = max(1, floor(left))
+        local limit = own == nil and TRANSPORT_DEFAULT_TIMEOUT_MS or own
+        if limit == 0 or cap < limit then
+            req.timeout_ms = cap
+            return true
+        end
+    end
+    req.timeout_ms = own
+    return false
+end
 
 local function ms_since(t0) return floor((now() - t0) * 1000 + 0.5) end
 
@@ -45,7 +64,10 @@ end
 --- Send one request, retrying transient transport failures.
 -- @tparam table x fields:
 --   `send` (function(req) -> res | nil, err: the transport),
---   `request` (the transport request: url, method, headers, body, timeouts),
+--   `request` (the transport request: url, method, headers, body, timeouts; its `timeout_ms`
+--   is set before every try, see `timeout_ms`),
+--   `timeout_ms` (number|nil: the caller's timeout per try, nil the transport's default 90000,
+--   0 none; a try gets the smaller of it and what `time_left_ms` leaves),
 --   `provider` (the provider module: its `read_response` is the protocol gate),
 --   `policy` (from `jsoncontract.run.policy.merge`), `sleep` (function(seconds)),
 --   `secret` (string|nil: the API key, redacted from everything the server sent),
@@ -56,7 +78,9 @@ end
 --   response's), reply = table|nil (the reply read: whole, or as far as a failed gate read it,
 --   beside `err`), err = table|nil, elapsed_ms = integer (the last try), usage =
 --   {input_tokens, output_tokens} (every try), headers = table|nil (the last response's headers
---   that may be recorded: `secrets.recorded_headers`)}`; the key is in none of it
+--   that may be recorded: `secrets.recorded_headers`), out_of_time = true|nil (the last try
+--   timed out at the limit the time budget set: the budget is spent, nothing is retried)}`;
+--   the key is in none of it
 -- @raise when the transport returns something that is not a response or a transport err
 function _M.exchange(x)
     local policy = x.policy
@@ -64,6 +88,7 @@ function _M.exchange(x)
     local try = 0
     while true do
         try = try + 1
+        local capped = arm_timeout(x.request, x.timeout_ms, x.time_left_ms())
         local t0 = now()
         local res, terr = x.send(x.request)
         local reply, err, partial, headers
@@ -95,8 +120,10 @@ function _M.exchange(x)
         local result = { tries = try, status = err and err.status or res and res.status, reply = reply,
             err = err, headers = headers, elapsed_ms = ms_since(t0), usage = usage }
         if not (err and err.category == "transport") then return result end
+        -- Cut by the budget, not by the provider: no time is left for another try.
+        result.out_of_time = capped and err.kind == "timeout" or nil
 
-        local retry = policy_mod.transient(err) and try <= policy.transport_retries
+        local retry = not result.out_of_time and policy_mod.transient(err) and try <= policy.transport_retries
         local wait = retry and policy_mod.backoff(policy, try, err.retry_after)
         if policy_mod.transient(err) and err.retry_after and err.retry_after * 1000 > policy.retry_after_max_ms then
             -- Say why this retryable failure is not retried, and how long the server asked for.
@@ -107,7 +134,8 @@ function _M.exchange(x)
             err.retry_after_over_cap = true
         end
         local left = x.time_left_ms()
-        if retry and left and wait * 1000 > left then retry = false end
+        -- the wait and at least a millisecond of the next try must fit in the budget
+        if retry and left and wait * 1000 >= left then retry = false end
         x.on_transport_failure(result, retry)
         if not retry then return result end
         x.sleep(wait)

@@ -107,7 +107,9 @@ end
 --   `transport` (function(req) -> res | nil, err; default `jsoncontract.transport.curl`.request, and under
 --   nginx the cosocket transport where cosockets work, see `jsoncontract.transport.default`),
 --   `allow_blocking` (boolean: accept the blocking curl transport inside an nginx worker),
---   `timeout_ms`, `connect_timeout_ms`, `max_response_bytes` (passed to the transport),
+--   `timeout_ms`, `connect_timeout_ms`, `max_response_bytes` (passed to the transport; with
+--   `policy.time_budget_ms` every try's `timeout_ms` is at most what the budget leaves, and a try
+--   cut there ends the item as budget/time_budget),
 --   `sleep` (function(seconds), default `ngx.sleep` where nginx allows it, else luasocket's),
 --   `evidence` (a writer from `jsoncontract.evidence`),
 --   `context` (passed to rules), `adapters` (list of adapter names; default the contract's),
@@ -199,7 +201,17 @@ function _M.ask(contract, input, opts)
         }
     end
 
+    -- The item's time budget, spent: what the outcome's reason says then.
+    local function out_of_time(last)
+        return errors.new("budget", "time_budget", format("%d ms spent, budget %d ms", elapsed_ms(),
+            policy.time_budget_ms) .. (last and "; last: " .. last.message or ""))
+    end
+
     for att = 1, policy.max_attempts do
+        -- no attempt starts on a spent budget (a re-ask after a truncated reply comes here unchecked)
+        if policy.time_budget_ms and elapsed_ms() >= policy.time_budget_ms then
+            return finish("human_review", nil, out_of_time())
+        end
         -- build (the request's own fields are the transport's; `req.mode` and `req.fallback` are
         -- read through its metatable)
         local req = provider.build_request(contract, messages, popts)
@@ -213,6 +225,8 @@ function _M.ask(contract, input, opts)
             -- A provider may echo the key (real 401s do), in any spelling: the exchange redacts
             -- it from all it returns. See jsoncontract.secrets.
             secret = opts.api_key,
+            -- every try's timeout is the smaller of this and what the time budget leaves
+            timeout_ms = opts.timeout_ms,
             time_left_ms = function()
                 return policy.time_budget_ms and policy.time_budget_ms - elapsed_ms() or nil
             end,
@@ -231,6 +245,8 @@ function _M.ask(contract, input, opts)
         attempts[#attempts + 1] = a
 
         local err = x.err
+        -- the try in flight was cut at the end of the time budget: the budget is the reason
+        if x.out_of_time then return finish("human_review", nil, out_of_time(err)) end
         if err then
             -- transport, protocol, refused, filtered or truncated: never repaired.
             -- (a transport failure was recorded try by try by the exchange)

@@ -13,8 +13,8 @@
 -- is a response), no compression asked for (a compressed body is a `protocol` error), the body
 -- cap enforced while reading. A connection goes back to the pool only after an HTTP/1.1
 -- response that was read completely by its framing (Content-Length or chunked up to the last
--- trailer, or a status without a body) and did not say `Connection: close`; everything else,
--- every error included, closes it. A reused connection that the server closed while idle
+-- trailer, or a status without a body), did not say `Connection: close` and sent nothing past
+-- its end; everything else, every error included, closes it. A reused connection that the server closed while idle
 -- (nothing read back, nothing but a failed send) is retried once on a new connection.
 -- Every line is read with a bound: the status line and headers (1xx heads included) at most
 -- 64 KiB together (else `too_large`), a chunk-size line at most 1 KiB (else `protocol`),
@@ -31,7 +31,9 @@
 -- (values never appear in messages; `Host` may be given, `Connection`, `Content-Length` and
 -- `Transfer-Encoding` are the transport's), `body` string or nil, `connect_timeout_ms`
 -- (>= 1, default 10000; also the longest wait in the backlog queue), `timeout_ms` (>= 0, whole
--- exchange, 0 = none, default 90000), `read_timeout_ms` (>= 1 or nil: fail when no byte arrives
+-- exchange, 0 = none, default 90000: one deadline for connect, TLS, send, head and body; every
+-- read waits at most for what is left and returns whatever bytes came, so a peer dripping bytes
+-- is cut off at the deadline as `timeout`), `read_timeout_ms` (>= 1 or nil: fail when no byte arrives
 -- for that long), `max_response_bytes` (>= 1, default 8 MiB), `keepalive` (boolean, default
 -- true; false sends `Connection: close`), `pool_size` (>= 1, default 32: idle connections kept
 -- per pool), `keepalive_timeout_ms` (>= 1, default 60000: idle time before nginx closes a
@@ -66,7 +68,8 @@ local DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 local MAX_HEADER_BYTES = 64 * 1024     -- status line + all response header lines
 local MAX_CHUNK_LINE = 1024            -- one chunk-size line, extensions included
 local LINE_STEP = 4096                 -- read size while looking for the end of a line
-local CHUNK = 16 * 1024                -- read size when the body runs until close
+local CHUNK = 16 * 1024                -- largest body read
+local SEND_STEP = 64 * 1024            -- largest piece of the request sent at once
 local NO_TIMEOUT_MS = 2 ^ 31 - 1       -- what `timeout_ms = 0` means to a cosocket
 local DEFAULT_POOL_SIZE = 32           -- idle keep-alive connections per pool
 local DEFAULT_IDLE_MS = 60000          -- a pooled connection is closed after this long idle
@@ -83,9 +86,24 @@ local FIELDS = {
 }
 local OWN_HEADERS = { connection = true, ["content-length"] = true, ["transfer-encoding"] = true }
 
+-- Milliseconds on nginx's monotonic clock where lua-resty-core has it (a wall-clock step
+-- must neither stretch nor cut an exchange's deadline), else on the wall clock, refreshed:
+-- ngx.now() alone is the time the event loop last woke up. Resolved on first use, inside nginx.
+local clock
 local function now_ms()
-    ngx.update_time()
-    return ngx.now() * 1000
+    if not clock then
+        local ok, time = pcall(require, "resty.core.time")
+        if ok and type(time) == "table" and type(time.monotonic_msec) == "function"
+            and pcall(time.monotonic_msec) then
+            clock = time.monotonic_msec
+        else
+            clock = function()
+                ngx.update_time()
+                return ngx.now() * 1000
+            end
+        end
+    end
+    return clock()
 end
 
 local function check_int(req, name, lo, level)
@@ -185,28 +203,67 @@ local function exchange(sock, req, u, t0, st)
     local function bad(what)
         return nil, "protocol", format("HTTP exchange with %s failed (%s)", hp, what)
     end
-    -- One line, read `LINE_STEP` bytes at a time and never more than `limit` bytes (the "\n"
-    -- not counted), so a peer that never ends its line cannot grow the worker. Returns the
-    -- line without its "\r\n" or "\n"; or nil, "long", what was read; or nil, the cosocket's
+    -- Bytes read off the socket that the framing has not consumed yet. Every read is a
+    -- `receiveany`, which returns as soon as some bytes arrive: `receive(n)` and the
+    -- `receiveuntil` reader wait for all `n` bytes and restart their timer whenever one
+    -- arrives, so a peer dripping a byte at a time would hold them past the deadline.
+    local buf = ""
+    -- Read what arrives next, at most `n` bytes, waiting no longer than the exchange has left
+    -- (and read_timeout_ms). Returns the bytes, or nil and the cosocket's error ("timeout",
+    -- "closed"...) or "deadline".
+    local function read_some(n)
+        if not arm(req.read_timeout_ms) then return nil, "deadline" end
+        local data, rerr = sock:receiveany(n)
+        if not data then return nil, rerr end
+        return data
+    end
+    -- One line, never more than `limit` bytes (the "\n" not counted), read `LINE_STEP` bytes
+    -- at a time, so a peer that never ends its line cannot grow the worker. Returns the line
+    -- without its "\r\n" or "\n"; or nil, "long", what was read; or nil, the cosocket's
     -- error ("timeout", "closed"...) or "deadline", what was read.
     local function read_line(limit)
-        local reader = sock:receiveuntil("\n")
-        local buf, n = {}, 0
+        local from = 1
         while true do
-            if not arm(req.read_timeout_ms) then return nil, "deadline", concat(buf) end
-            local data, rerr, partial = reader(min(LINE_STEP, max(limit - n + 1, 1)))
-            if not data then
-                if not rerr then break end
-                buf[#buf + 1] = partial
-                return nil, rerr, concat(buf)
+            local nl = find(buf, "\n", from, true)
+            if nl then
+                if nl - 1 > limit then return nil, "long", buf end
+                local line = buf:sub(1, nl - 1)
+                buf = buf:sub(nl + 1)
+                if line:byte(-1) == 13 then line = line:sub(1, -2) end
+                return line
             end
-            n = n + #data
-            buf[#buf + 1] = data
-            if n > limit then return nil, "long", concat(buf) end
+            if #buf > limit then return nil, "long", buf end
+            from = #buf + 1
+            local data, rerr = read_some(min(LINE_STEP, max(limit - #buf + 1, 1)))
+            if not data then
+                local got = buf
+                buf = ""
+                return nil, rerr, got
+            end
+            buf = buf .. data
         end
-        local line = concat(buf)
-        if line:byte(-1) == 13 then line = line:sub(1, -2) end
-        return line
+    end
+    -- Exactly `n` body bytes into `parts`: what `buf` holds first, then from the socket, never
+    -- reading past them. Returns true, or nil and the cosocket's error or "deadline".
+    local function read_exact(n, parts)
+        if #buf > 0 then
+            local take = min(n, #buf)
+            parts[#parts + 1] = buf:sub(1, take)
+            buf = buf:sub(take + 1)
+            n = n - take
+        end
+        while n > 0 do
+            local data, rerr = read_some(min(n, CHUNK))
+            if not data then return nil, rerr end
+            parts[#parts + 1] = data
+            n = n - #data
+        end
+        return true
+    end
+    -- A failed body read: out of time, or the cosocket's error.
+    local function read_failed(rerr, what)
+        if rerr == "deadline" then return timed_out() end
+        return failed(rerr, what, true)
     end
     -- A read_line failure that is not about the line's length.
     local function line_failed(rerr, what)
@@ -260,11 +317,16 @@ local function exchange(sock, req, u, t0, st)
         lines[#lines + 1] = "Content-Length: " .. #(req.body or "")
     end
     lines[#lines + 1] = "\r\n"
-    if not arm() then return timed_out() end
-    ok, err = sock:send({ concat(lines, "\r\n"), req.body or "" })
-    if not ok then
-        st.stale = st.reused > 0 and err ~= "timeout"
-        return failed(err, "send failed")
+    -- Sent in pieces, each armed with the time left: one send of the whole request restarts
+    -- its timer whenever the peer takes a few bytes, so a peer reading slowly could hold it.
+    local out = concat(lines, "\r\n") .. (req.body or "")
+    for i = 1, #out, SEND_STEP do
+        if not arm() then return timed_out() end
+        ok, err = sock:send(out:sub(i, i + SEND_STEP - 1))
+        if not ok then
+            st.stale = st.reused > 0 and err ~= "timeout"
+            return failed(err, "send failed")
+        end
     end
 
     -- Status line and headers; 1xx interim responses are skipped.
@@ -331,7 +393,7 @@ local function exchange(sock, req, u, t0, st)
     local persistent = u.keepalive and http11 and status ~= 101
         and not find(lower(headers["connection"] or ""), "close", 1, true)
     if u.method == "HEAD" or status == 204 or status == 304 then
-        st.poolable = persistent
+        st.poolable = persistent and buf == ""
         return { status = status, headers = headers, body = "", elapsed_ms = now_ms() - t0 }
     end
     -- Exactly "chunked" or nothing: any other transfer coding is one this client cannot undo.
@@ -357,25 +419,17 @@ local function exchange(sock, req, u, t0, st)
                     size = size + #line
                     if size > cap then return nil, "too_large", too_large end
                 until line == ""
-                st.poolable = persistent
+                st.poolable = persistent and buf == ""
                 break
             end
             size = size + n
             if size > cap then return nil, "too_large", too_large end
-            local left = n
-            while left > 0 do
-                if not arm(req.read_timeout_ms) then return timed_out() end
-                local data
-                data, err = sock:receive(min(left, CHUNK))
-                if not data then return failed(err, "in a chunk", true) end
-                parts[#parts + 1] = data
-                left = left - #data
-            end
-            if not arm(req.read_timeout_ms) then return timed_out() end
-            local crlf
-            crlf, err = sock:receive(2)
-            if crlf ~= "\r\n" then
-                if not crlf then return failed(err, "after a chunk", true) end
+            ok, err = read_exact(n, parts)
+            if not ok then return read_failed(err, "in a chunk") end
+            local crlf = {}
+            ok, err = read_exact(2, crlf)
+            if not ok then return read_failed(err, "after a chunk") end
+            if crlf[1] .. (crlf[2] or "") ~= "\r\n" then
                 return nil, "protocol", format("HTTP exchange with %s failed (bad chunk end)", hp)
             end
         end
@@ -383,29 +437,21 @@ local function exchange(sock, req, u, t0, st)
         local n = #content_length <= 15 and tonumber(content_length:match("^%d+$"))
         if not n then return bad("bad Content-Length") end
         if n > cap then return nil, "too_large", too_large end
-        local left = n
-        while left > 0 do
-            if not arm(req.read_timeout_ms) then return timed_out() end
-            local data
-            data, err = sock:receive(min(left, CHUNK))
-            if not data then return failed(err, "in the body", true) end
-            parts[#parts + 1] = data
-            left = left - #data
-        end
-        st.poolable = persistent
+        ok, err = read_exact(n, parts)
+        if not ok then return read_failed(err, "in the body") end
+        st.poolable = persistent and buf == ""
     else
+        local data = buf
+        buf = ""
         while true do  -- the body runs until the server closes
-            if not arm(req.read_timeout_ms) then return timed_out() end
-            local data, partial
-            data, err, partial = sock:receive(CHUNK)
-            data = data or partial
-            if data and #data > 0 then
+            if #data > 0 then
                 size = size + #data
                 if size > cap then return nil, "too_large", too_large end
                 parts[#parts + 1] = data
             end
+            data, err = read_some(CHUNK)
             if err == "closed" then break end
-            if err then return failed(err, "in the body", true) end
+            if not data then return read_failed(err, "in the body") end
         end
     end
     return { status = status, headers = headers, body = concat(parts), elapsed_ms = now_ms() - t0 }
