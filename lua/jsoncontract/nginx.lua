@@ -4,7 +4,9 @@
 --     init_by_lua_block { require("jsoncontract.nginx").configure{ provider = "openai",
 --         model = "gpt-4o-mini", api_key_env = "OPENAI_API_KEY",
 --         contracts = { support_ticket = "/srv/app/examples/support_ticket.lua" },
---         metrics_dict = "jsoncontract_metrics", evidence = { path = "/var/log/nginx/jc.jsonl" } } }
+--         metrics_dict = "jsoncontract_metrics", evidence = { path = "/var/log/jsoncontract/jc.jsonl" } } }
+--     init_worker_by_lua_block { require("jsoncontract.nginx").init_worker() }   -- evidence path writable?
+--     exit_worker_by_lua_block { require("jsoncontract.nginx").exit_worker() }   -- evidence on TERM
 --     location = /triage  { content_by_lua_block { require("jsoncontract.nginx").serve("support_ticket") } }
 --     location = /metrics { content_by_lua_block { require("jsoncontract.nginx").metrics() } }
 --
@@ -217,6 +219,8 @@ local function send_json(status, text)
 end
 
 local function observe_request(self, name, status, outcome_name, t0)
+    -- counted: a client abort from here on (on_handover may wait) must not count it again
+    ngx.ctx.jsoncontract_counted = true
     local m = self.meter
     if not m then return end
     m:inc("jsoncontract_requests_total", { "contract", name, "code", status, "outcome", outcome_name })
@@ -280,7 +284,37 @@ local function observe_outcome(self, name, out)
     m:observe("jsoncontract_request_tokens", { "contract", name }, tin + tout)
 end
 
+-- The in_flight gauge of a request, up or down once: the main thread and a client abort
+-- (ngx.on_abort) may both try to take it down.
+local function in_flight(self, name, up)
+    local ctx = ngx.ctx
+    if (ctx.jsoncontract_in_flight == true) == up then return end
+    ctx.jsoncontract_in_flight = up
+    if self.meter then self.meter:inc("jsoncontract_in_flight", { "contract", name }, up and 1 or -1) end
+end
+
+-- The client closed the connection before the answer (with `lua_check_client_abort on`):
+-- nobody gets the answer, so stop the model call, take the gauge down, count it as status 499
+-- (what nginx logs) outcome "client_closed", and say so in the log and the evidence.
+local function client_closed(self, name, c, rid, item_id, t0)
+    if ngx.ctx.jsoncontract_counted then return ngx.exit(499) end
+    in_flight(self, name, false)
+    observe_request(self, name, 499, "client_closed", t0)
+    ngx.log(ngx.INFO, "jsoncontract: request_id=", rid, " item_id=", item_id, " contract=", name,
+        " status=499 code=client_closed: the client closed the connection before the answer")
+    if self.sink then
+        ngx.update_time()
+        self.sink:writer(self.api_key):write({ ts = os.date("!%Y-%m-%dT%H:%M:%SZ"), request_id = rid,
+            item_id = item_id, contract = c:identity(), outcome = "client_closed", status = 499,
+            elapsed_ms = floor((ngx.now() - t0) * 1000) })
+    end
+    return ngx.exit(499)
+end
+
 --- Serve one request with the contract `name` (a `content_by_lua` handler).
+-- With `lua_check_client_abort on`, a client that closes the connection first ends the request
+-- (and its model call) as status 499, outcome `client_closed`; with it off, nginx notices only
+-- when the answer is sent.
 -- @tparam string name a contract name from `opts.contracts`
 -- @raise when `name` is not a string (misuse in nginx.conf); everything else is an HTTP answer
 -- @usage location = /triage { content_by_lua_block { require("jsoncontract.nginx").serve("support_ticket") } }
@@ -296,6 +330,9 @@ function _M.serve(self, name)
     if not c then return fail(self, name, "contract_unavailable", rid, nil, t0, key) end
     ngx.header["X-Contract"] = c.name
     ngx.header["X-Contract-Version"] = c.version
+    -- Without lua_check_client_abort on_abort refuses (nil, err, or raises on some versions):
+    -- then nginx goes on to the end of the request, which is counted as usual.
+    pcall(ngx.on_abort, function() return client_closed(self, name, c, rid, item_id, t0) end)
     if ngx.req.get_method() ~= "POST" then
         return fail(self, name, "method_not_allowed", rid, nil, t0, ngx.req.get_method(), nil, { Allow = "POST" })
     end
@@ -316,10 +353,9 @@ function _M.serve(self, name)
         opts.context = ctx
     end
 
-    local m = self.meter
-    if m then m:inc("jsoncontract_in_flight", { "contract", name }, 1) end
+    in_flight(self, name, true)
     local ok, out = xpcall(run.ask, traceback, c, text, opts)
-    if m then m:inc("jsoncontract_in_flight", { "contract", name }, -1) end
+    in_flight(self, name, false)
     if not ok then
         return fail(self, name, "internal_error", rid, item_id, t0, errors.redact(tostring(out), key_value))
     end
@@ -355,6 +391,42 @@ function _M.serve(self, name)
                 errors.redact(tostring(herr), key_value))
         end
     end
+end
+
+--- Answer a body over nginx's `client_max_body_size` with the gateway's JSON 413
+-- (`body_too_large`) instead of nginx's HTML page: the handler of a named location that
+-- `error_page 413 = @jsoncontract_too_big;` sends those requests to.
+-- @tparam[opt] string name the contract name for the metrics and the log (default `"-"`)
+-- @usage location @jsoncontract_too_big { content_by_lua_block { require("jsoncontract.nginx").too_large() } }
+function _M.too_large(self, name)
+    if type(self) ~= "table" then self, name = default, self end
+    name = name or "-"
+    local rid = request_id()
+    ngx.header["X-Request-Id"] = rid
+    if self then
+        return fail(self, name, "body_too_large", rid, nil, ngx.now(), "body over client_max_body_size")
+    end
+    send_json(413, encode({ error = { code = "body_too_large", message = _M.TEXT.body_too_large }, request_id = rid }))
+end
+
+--- Write the evidence every gateway of this worker still holds (an `exit_worker_by_lua`
+-- handler; blocking file I/O, fine at exit). Needed for `nginx -s stop` (TERM): a worker then
+-- exits without firing its timers, so buffered lines would be lost; a graceful `-s quit` flushes
+-- from the timers as well.
+-- @usage exit_worker_by_lua_block { require("jsoncontract.nginx").exit_worker() }
+function _M.exit_worker()
+    evidence.flush_all()
+end
+
+--- Check in the worker, once, that every gateway's evidence file can be appended to by the
+-- worker's user (an `init_worker_by_lua_block` handler); logs one ERR naming the path and the
+-- user for each one that cannot (the master, often root, may write where the workers may not).
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] string the first path that cannot be written, and why
+-- @usage init_worker_by_lua_block { require("jsoncontract.nginx").init_worker() }
+function _M.init_worker()
+    return evidence.check_all()
 end
 
 --- Serve the metrics as Prometheus text (a `content_by_lua` handler).

@@ -3,8 +3,10 @@
 -- The same records as `jsoncontract.evidence` (one JSON line per HTTP exchange; never an
 -- API key or request/response headers; model text and input only with `record_text`), but a
 -- request only encodes its line and appends it to a per-worker buffer. The buffer goes to the
--- file from an `ngx.timer` (at most every `flush_ms`, and when the worker exits), so the disk
--- write never happens inside a request. With `path = "log"` every line goes to nginx's error
+-- file from an `ngx.timer` (at most every `flush_ms`, and when the worker exits gracefully), so the
+-- disk write never happens inside a request; `nginx -s stop` (TERM) fires no timer, so the gateway's
+-- `exit_worker` writes what is left. Each flush appends whole lines, one write(2) per up to 1 MB,
+-- so several workers can share one file. With `path = "log"` every line goes to nginx's error
 -- log instead (`ngx.log` at NOTICE level, prefixed "jsoncontract evidence: "). A full buffer
 -- (`max_lines`) drops new lines and counts them (`dropped`).
 -- @module jsoncontract.nginx.evidence
@@ -18,6 +20,10 @@ local EVIDENCE_MODE = require("jsoncontract.evidence").EVIDENCE_MODE
 
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
+
+-- Every sink made in this process (weak: a dropped gateway takes its sink along), for
+-- flush_all and check_all.
+local SINKS = setmetatable({}, { __mode = "k" })
 
 local OPTS = { path = "string", record_text = "boolean", flush_ms = "number", max_lines = "number" }
 
@@ -40,11 +46,62 @@ function _M.new(opts)
         local v = opts[k]
         if v ~= nil and (v < 1 or v ~= math.floor(v)) then error("evidence: " .. k .. " must be an integer >= 1", 2) end
     end
-    return setmetatable({
+    local sink = setmetatable({
         path = opts.path, to_log = opts.path == "log", record_text = opts.record_text == true,
         flush_ms = opts.flush_ms or 1000, max_lines = opts.max_lines or 10000,
         buf = {}, n = 0, pending = false, dropped = 0, records = 0, last_error = nil,
     }, mt)
+    SINKS[sink] = true
+    return sink
+end
+
+-- Biggest single write(2) of a flush: whole lines up to about this many bytes (a longer line
+-- goes alone), so a large buffer is not one huge string on top of its lines.
+local CHUNK = 1024 * 1024
+
+-- The user this process runs as ("www-data", or "uid 33"), for messages about file access.
+local function whoami()
+    local f = io_open("/proc/self/status", "r")
+    local st = f and f:read("*a") or ""
+    if f then f:close() end
+    local uid = st:match("\nUid:%s+%d+%s+(%d+)")
+    if not uid then return "?" end
+    local pw = io_open("/etc/passwd", "r")
+    if pw then
+        for line in pw:lines() do
+            local name, id = line:match("^([^:]*):[^:]*:(%d+):")
+            if id == uid then
+                pw:close()
+                return name .. " (uid " .. uid .. ")"
+            end
+        end
+        pw:close()
+    end
+    return "uid " .. uid
+end
+_M.whoami = whoami
+
+-- Open the file for appending, made 0640 when new (nginx workers run with umask 0: io.open
+-- alone would make it writable by all). Unbuffered: each f:write is one fwrite, which glibc
+-- turns into one write(2), and an O_APPEND write(2) to a regular file lands whole, so lines from
+-- several workers appending to one file never interleave (a buffered FILE splits a long string
+-- into a block-sized write and a tail, and another worker's append could land between them).
+local function open_append(path)
+    local f, msg = core.create(path, EVIDENCE_MODE)
+    if f then f, msg = io_open(path, "a") end
+    if not f then return nil, msg end
+    f:setvbuf("no")
+    return f
+end
+
+-- Say once per worker and per distinct error, clearly, why lines are lost (a flush every
+-- flush_ms would otherwise repeat the same ERR line).
+local function report(self, what, msg, n)
+    if self.last_error == msg then return end
+    self.last_error = msg
+    ngx.log(ngx.ERR, "jsoncontract evidence: cannot ", what, " ", self.path, " as ", whoami(), ": ", msg,
+        n > 0 and " (" .. n .. " lines dropped)" or "", "; evidence lines are dropped until that user may ",
+        "append to it (create its directory for the worker user, see the README's \"OpenResty\" section)")
 end
 
 -- Write the buffer to the file (runs in a timer; `premature` at worker exit, when it must
@@ -54,23 +111,47 @@ local function flush(_, self)
     if self.n == 0 then return end
     local lines, n = self.buf, self.n
     self.buf, self.n = {}, 0
-    -- nginx workers run with umask 0: io.open alone would make the log writable by all
-    local f, msg = core.create(self.path, EVIDENCE_MODE)
-    if f then f, msg = io_open(self.path, "a") end
+    local f, msg = open_append(self.path)
     if not f then
         self:drop(n)
-        self.last_error = msg
-        ngx.log(ngx.ERR, "jsoncontract evidence: cannot open ", self.path, ": ", msg)
-        return
+        return report(self, "open", msg, n)
     end
-    lines[n + 1] = ""
-    local ok, werr = f:write(concat(lines, "\n", 1, n + 1))
+    -- Whole lines per write: a chunk never ends inside a line.
+    local i = 1
+    while i <= n do
+        local j, size = i, #lines[i] + 1
+        while j < n and size + #lines[j + 1] + 1 <= CHUNK do
+            j = j + 1
+            size = size + #lines[j] + 1
+        end
+        -- one string, one fwrite (f:write(a, b) would be two writes)
+        local ok, werr = f:write(concat(lines, "\n", i, j) .. "\n")
+        if not ok then
+            f:close()
+            self:drop(n - i + 1)
+            return report(self, "write", werr, n - i + 1)
+        end
+        i = j + 1
+    end
     f:close()
-    if not ok then
-        self:drop(n)
-        self.last_error = werr
-        ngx.log(ngx.ERR, "jsoncontract evidence: cannot write ", self.path, ": ", werr)
+    self.last_error = nil
+end
+
+--- Check, in this worker, that the evidence file can be appended to (it is created, 0640, when
+-- missing); logs one ERR naming the path and the worker's user when it cannot. A no-op for
+-- `path = "log"`.
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] string why not (the open error)
+function _M.check(self)
+    if self.to_log then return true end
+    local f, msg = open_append(self.path)
+    if not f then
+        report(self, "open", msg, 0)
+        return nil, msg
     end
+    f:close()
+    return true
 end
 
 --- Count `n` dropped lines (and in the gateway's metrics when a `meter` is set).
@@ -83,6 +164,29 @@ end
 --- Write what is buffered now (blocking file I/O: for the worker's exit, or tests).
 function _M.flush_now(self)
     flush(false, self)
+end
+
+--- Write what every sink of this process has buffered (for `exit_worker_by_lua`: a TERM,
+-- `nginx -s stop`, ends a worker without firing its timers).
+function _M.flush_all()
+    for sink in pairs(SINKS) do flush(false, sink) end
+end
+
+--- `check` each sink's file once per path (for `init_worker_by_lua`).
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] string the first path that cannot be written, and why
+function _M.check_all()
+    local done, first = {}, nil
+    for sink in pairs(SINKS) do
+        if not sink.to_log and not done[sink.path] then
+            done[sink.path] = true
+            local ok, msg = sink:check()
+            if not ok and not first then first = sink.path .. ": " .. msg end
+        end
+    end
+    if first then return nil, first end
+    return true
 end
 
 local function schedule(self)
@@ -138,8 +242,81 @@ function W.add_secret(self, secret)
     self.secrets[#self.secrets + 1] = secret
 end
 
+-- Longest evidence line sent to the error log, bytes. nginx cuts a whole error-log entry at
+-- 2048 bytes (NGX_MAX_ERROR_STR), its time/level/pid/connection prefix, ngx_lua's
+-- "[lua] file:line: fn(): " and the "jsoncontract evidence: " prefix included; what is left
+-- must still leave room for a few hundred bytes of prefix.
+_M.LOG_LINE_MAX = 1500
+
+-- The record fields that hold text of any length (kept only with record_text).
+local TEXT_FIELDS = { "input", "text", "feedback" }
+
+-- `s` cut to at most `n` bytes, not inside a UTF-8 sequence.
+local function cut(s, n)
+    if #s <= n then return s end
+    while n > 0 do
+        local b = s:byte(n + 1)
+        if not b or b < 0x80 or b >= 0xC0 then break end
+        n = n - 1
+    end
+    return s:sub(1, n)
+end
+
+local function encode_redacted(record, list)
+    return secrets.redact(core.encode(record), list)
+end
+
+-- A line for the error log that fits LOG_LINE_MAX and is still one JSON object: the text
+-- fields cut (a table `feedback` dropped) and named in `truncated`; when that is not enough,
+-- the record's identity and gate only, with `truncated = true`.
+local function fit_log(record, line, list)
+    local max = _M.LOG_LINE_MAX
+    local names, seen = setmetatable({}, core.array_mt), {}
+    local function mark(k)
+        if not seen[k] then seen[k] = true; names[#names + 1] = k end
+    end
+    for _ = 1, 6 do
+        local total = 0
+        for _, k in ipairs(TEXT_FIELDS) do
+            local v = record[k]
+            if type(v) == "string" then total = total + #v elseif v ~= nil then total = total + 1 end
+        end
+        if total == 0 then break end
+        -- escaping can make a byte up to six in JSON: cut more than the excess, then look
+        -- again. The bytes left are shared out evenly; a field under its share stays whole.
+        local left = total - (#line - max + 64)
+        local order = {}
+        for _, k in ipairs(TEXT_FIELDS) do
+            local v = record[k]
+            if type(v) == "string" then
+                if #v > 0 then order[#order + 1] = k end
+            elseif v ~= nil then
+                record[k] = nil
+                mark(k)
+            end
+        end
+        table.sort(order, function(a, b) return #record[a] < #record[b] end)
+        for i, k in ipairs(order) do
+            local v = record[k]
+            local share = math.max(0, math.floor(left / (#order - i + 1)))
+            if #v > share then
+                record[k] = cut(v, share)
+                mark(k)
+            end
+            left = left - #record[k]
+        end
+        record.truncated = names
+        line = encode_redacted(record, list)
+        if #line <= max then return line end
+    end
+    return encode_redacted({ ts = record.ts, request_id = record.request_id, item_id = record.item_id,
+        attempt = record.attempt, gate = record.gate, kind = record.kind, http_status = record.http_status,
+        truncated = true }, list)
+end
+
 --- Encode, redact and buffer one record (`text`, `input`, `feedback` dropped unless the sink
--- records text).
+-- records text). A line for the error log (`path = "log"`) longer than `LOG_LINE_MAX` bytes has
+-- its text fields shortened and named in `truncated` (an array), so it stays one JSON object.
 -- @tparam table record
 -- @treturn[1] true
 -- @return[2] nil
@@ -152,8 +329,8 @@ function W.write(self, record)
     -- secrets.recorded_headers keeps.
     record.headers, record.request_headers = nil, nil
     record.response_headers = secrets.recorded_headers(record.response_headers, self.secrets)
-    local line = core.encode(record)
-    line = secrets.redact(line, self.secrets)
+    local line = encode_redacted(record, self.secrets)
+    if self.sink.to_log and #line > _M.LOG_LINE_MAX then line = fit_log(record, line, self.secrets) end
     self.records = self.records + 1
     return self.sink:push(line)
 end

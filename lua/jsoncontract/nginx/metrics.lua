@@ -5,7 +5,7 @@
 --
 --   * `jsoncontract_requests_total{contract,code,outcome}` counter: gateway responses by HTTP
 --     status and outcome (`accepted`, `handed_over`, `failed`, `rejected` before asking,
---     `error` inside the gateway)
+--     `error` inside the gateway, `client_closed` with code 499: the client left first)
 --   * `jsoncontract_outcomes_total{contract,status,category,kind}` counter: `jc.ask` outcomes
 --     (`status` accepted or human_review; `category`/`kind` of the reason, `none` when accepted)
 --   * `jsoncontract_attempts_total{contract,gate}` counter: model answers by the gate that
@@ -27,7 +27,8 @@
 --     dict refused (full)
 --
 -- Histograms are stored per bucket (not cumulative) and summed when rendered, so one
--- observation costs three dict operations.
+-- observation costs two dict operations (its bucket, the sum); `_count` is the `+Inf` bucket, so the
+-- two always agree in a scrape (the sum may lag a concurrent observation by one).
 -- @module jsoncontract.nginx.metrics
 -- luacheck: read globals ngx
 local type, pairs, ipairs, tostring, tonumber, error, setmetatable = type, pairs, ipairs, tostring, tonumber,
@@ -122,7 +123,6 @@ function _M.observe(self, name, lbl, v)
     local series = name .. labels(lbl)
     incr(self, "b|" .. series .. "|" .. idx, 1)
     incr(self, "s|" .. series, v)
-    incr(self, "c|" .. series, 1)
 end
 
 -- `le` as Prometheus writes it.
@@ -169,14 +169,12 @@ function _M.render(self)
             else
                 local series, idx = rest, nil
                 if kind == "b" then series, idx = match(rest, "^(.*)|(%d+)$") end
-                local h = hist[series] or { buckets = {}, sum = 0, count = 0 }
+                local h = hist[series] or { buckets = {}, sum = 0 }
                 hist[series] = h
                 if kind == "b" then
                     h.buckets[tonumber(idx)] = v
                 elseif kind == "s" then
                     h.sum = v
-                else
-                    h.count = v
                 end
             end
         end
@@ -193,7 +191,9 @@ function _M.render(self)
                 lines[i] = with_le(series, "_bucket", bounds[i]) .. " " .. num(acc)
             end
             lines[#lines + 1] = with_suffix(series, "_sum") .. " " .. num(h.sum)
-            lines[#lines + 1] = with_suffix(series, "_count") .. " " .. num(h.count)
+            -- _count is the +Inf bucket: the bucket, sum and count keys are updated one after
+            -- another, so a scrape between them would otherwise show +Inf != _count
+            lines[#lines + 1] = with_suffix(series, "_count") .. " " .. num(acc)
             f[#f + 1] = concat(lines, "\n")
         end
     end
