@@ -586,7 +586,7 @@ local function finish(st, job, res, out, extra)
             res.signal, out))
         return SIGNAL_EXIT[res.signal]
     end
-    if summary.accepted + summary.human_review ~= summary.items then
+    if summary.pending > 0 then
         return fail(format("%d items are not decided (leased by another worker?); see jsoncontract status %s",
             summary.pending, out))
     end
@@ -858,9 +858,13 @@ function _M.status(o, env)
     local job
     job, err = pick_job(st, o)
     if not job then st:close() return die(err.message) end
-    local summary
-    summary, err = export.summary(st, job.id)
-    local counts = st:counts(job.id)
+    -- One snapshot for both: the line's figures add up while workers commit.
+    local summary, counts
+    summary, err = st:read_tx(function()
+        local s, e = export.summary(st, job.id)
+        counts = st:counts(job.id)
+        return s, e
+    end)
     st:close()
     if not summary then return fail(err.message) end
     if o.json then

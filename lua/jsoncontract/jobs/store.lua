@@ -251,6 +251,27 @@ function _M.tx(self, fn)
     return r, e
 end
 
+--- Run `fn()` in one read transaction: every query it makes sees the same snapshot of the
+-- store, whatever workers commit meanwhile (PostgreSQL: REPEATABLE READ, READ ONLY; SQLite in
+-- WAL mode: a deferred transaction reads from the snapshot its first read took). Nothing is
+-- written; the transaction is ended however `fn` returns or raises.
+-- @tparam function fn returns up to two values
+-- @return what fn returned
+-- @return[2] nil
+-- @treturn[2] table err (`read_failed` when the transaction cannot begin)
+-- @raise what fn raised
+function _M.read_tx(self, fn)
+    if not self.conn then return nil, store_error("closed", "the job store is closed") end
+    local ok, err = self:exec(self.engine == "postgresql" and "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        or "BEGIN DEFERRED")
+    if not ok then return nil, store_error("read_failed", "cannot begin a read transaction: " .. err) end
+    local okf, r, e = pcall(fn)
+    -- Nothing was written: COMMIT and ROLLBACK end it alike; ROLLBACK cannot fail on a full disk.
+    self:exec("ROLLBACK")
+    if not okf then error(r, 0) end
+    return r, e
+end
+
 local function is_unique_violation(msg)
     msg = tostring(msg)
     return msg:find("UNIQUE constraint failed", 1, true) or msg:find("duplicate key value", 1, true)
@@ -645,8 +666,9 @@ end
 
 --- Progress and per-gate counts of a job.
 -- @tparam string job_id
--- @treturn[1] table `items`, `pending`, `leased`, `done` (integers), `accepted`, `human_review`
---   (latest outcomes), `by_reason` ({["category/kind"] = integer}), `pass` (the job's current pass),
+-- @treturn[1] table `items`, `pending`, `leased`, `done` (integers: item states), `accepted`,
+--   `human_review` (latest outcomes of the items that are done: they add up to `done`),
+--   `by_reason` ({["category/kind"] = integer}), `pass` (the job's current pass),
 --   `limit_wait_ms` (summed over runs), `exchanges` (HTTP exchanges of committed outcomes, every
 --   pass: one per evidence row), `workers` (distinct workers that ran)
 -- @return[2] nil
@@ -660,8 +682,10 @@ function _M.counts(self, job_id)
         c[r.state] = tonumber(r.n)
         c.items = c.items + tonumber(r.n)
     end
+    -- Only items that are done: one waiting or leased in a new pass is not decided, whatever an
+    -- earlier pass said, so accepted + human_review = done always.
     rows, err = self:query("SELECT o.status, o.reason_category, o.reason_kind, count(*) AS n FROM ("
-        .. LATEST .. ") o GROUP BY o.status, o.reason_category, o.reason_kind", { job_id })
+        .. LATEST .. " AND i.state = 'done') o GROUP BY o.status, o.reason_category, o.reason_kind", { job_id })
     if not rows then return nil, store_error("read_failed", err) end
     for _, r in ipairs(rows) do
         if r.status then
