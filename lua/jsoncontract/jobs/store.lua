@@ -438,7 +438,7 @@ function _M.record_outcome(self, job_id, item_id, outcome)
     if type(outcome) ~= "table" or type(outcome.pass) ~= "number" or type(outcome.status) ~= "string" then
         error("store:record_outcome: outcome {pass = integer, status = string, ...} expected", 2)
     end
-    return self:tx(function()
+    local ok, err = self:tx(function()
         local r, e = self:exec("INSERT INTO outcomes (job_id, " .. OUTCOME_COLUMNS .. ") VALUES "
             .. "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " .. self.d.now .. ", ?)",
             { job_id, item_id, outcome.pass, outcome.status, outcome.value_json, outcome.reason_json,
@@ -461,6 +461,16 @@ function _M.record_outcome(self, job_id, item_id, outcome)
         if not r then return nil, e end
         return true
     end)
+    if not ok and err.kind == "duplicate" then
+        -- The pass is decided (an outcome exists): the item is done, whoever recorded it. A
+        -- store written before a decision marked its item done would otherwise keep it leased,
+        -- and workers would take it again and again.
+        self:tx(function()
+            return self:exec("UPDATE items SET state = 'done', lease_owner = NULL, lease_expires_at = NULL "
+                .. "WHERE job_id = ? AND item_id = ? AND pass = ? AND state <> 'done'", { job_id, item_id, outcome.pass })
+        end)
+    end
+    return ok, err
 end
 
 --- Start a new pass over the items whose latest outcome is `human_review` (after a contract
