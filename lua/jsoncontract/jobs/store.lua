@@ -467,7 +467,8 @@ function _M.record_outcome(self, job_id, item_id, outcome)
         -- and workers would take it again and again.
         self:tx(function()
             return self:exec("UPDATE items SET state = 'done', lease_owner = NULL, lease_expires_at = NULL "
-                .. "WHERE job_id = ? AND item_id = ? AND pass = ? AND state <> 'done'", { job_id, item_id, outcome.pass })
+                .. "WHERE job_id = ? AND item_id = ? AND pass = ? AND state <> 'done'",
+                { job_id, item_id, outcome.pass })
         end)
     end
     return ok, err
