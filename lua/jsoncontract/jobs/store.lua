@@ -399,6 +399,27 @@ function _M.renew(self, job_id, owner, item_ids, lease_seconds)
     end)
 end
 
+--- Which of `item_ids` are still leased to `owner`: after a renewal that extended fewer leases
+-- than it was given (the worker stalled past a lease, and another worker took the item or
+-- recorded it), the ones missing here are no longer this worker's to ask the model about.
+-- @tparam string job_id
+-- @tparam string owner
+-- @tparam {string,...} item_ids
+-- @treturn[1] table set: item_id -> true
+-- @return[2] nil
+-- @treturn[2] table err (`read_failed`)
+function _M.held(self, job_id, owner, item_ids)
+    local set = {}
+    if #item_ids == 0 then return set end
+    local ids = {}
+    for i, id in ipairs(item_ids) do ids[i] = self:quote(id) end
+    local rows, err = self:query("SELECT item_id FROM items WHERE job_id = ? AND lease_owner = ? AND state = "
+        .. "'leased' AND item_id IN (" .. concat(ids, ", ") .. ")", { job_id, owner })
+    if not rows then return nil, store_error("read_failed", tostring(err)) end
+    for _, r in ipairs(rows) do set[r.item_id] = true end
+    return set
+end
+
 --- Give leases back at once (a worker stopping, or `--resume` after a crash of the only
 -- process): the items become waiting again. `owner` nil releases every lease of the job.
 -- @tparam string job_id
