@@ -205,14 +205,25 @@ describe("bin/jsoncontract", function()
             assert.truthy(out:find("0 replayed", 1, true), out)
             assert.truthy(out:find("--record-text", 1, true), out)
         end)
-        it("names lines that are not records, and a record without an attempt number as such", function()
+        it("names lines that are not records (and exits 1: the log is damaged), and a record without an "
+            .. "attempt number as such", function()
             local ev = temp('[1,2]\n"x"\n{"gate":"schema","kind":"schema_mismatch","text":"{}",'
-                .. '"contract":{"name":"support_ticket","version":"1.0.0"}}\n')
+                .. '"contract":{"name":"support_ticket","version":"1.0.0"}}\n{"gate":"acc')
             local out, code = jcli("replay " .. ev)
-            assert.equal(0, code, out)
-            assert.truthy(out:find("line 1: not an evidence record, skipped", 1, true), out)
-            assert.truthy(out:find("line 2: not an evidence record, skipped", 1, true), out)
+            assert.equal(1, code, out)
+            assert.truthy(out:find("line 1: not an evidence record (not a JSON object), skipped", 1, true), out)
+            assert.truthy(out:find("line 2: not an evidence record (not a JSON object), skipped", 1, true), out)
+            assert.truthy(out:find("line 4: not an evidence record (not JSON: a torn or damaged line), skipped",
+                1, true), out)
+            assert.truthy(out:find("3 line(s) not evidence records", 1, true), out)
+            assert.truthy(out:find("the log is damaged", 1, true), out)
             assert.truthy(out:find("line 3: schema/schema_mismatch, same as recorded", 1, true), out)
+            -- adapters that are not a list: said, not ignored
+            local bad = temp('{"gate":"schema","kind":"schema_mismatch","text":"{}","adapters":"unwrap-one-json-fence",'
+                .. '"contract":{"name":"support_ticket","version":"1.0.0"}}\n')
+            out, code = jcli("replay " .. bad)
+            assert.equal(2, code, out) -- as an unknown adapter: the record cannot be replayed
+            assert.truthy(out:find("jsoncontract: line 1: the record's adapters are not a list of names", 1, true), out)
         end)
         it("replays a triage run recorded with --record-text, rules included (its orders table)", function()
             local dir = os.tmpname()

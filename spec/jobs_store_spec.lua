@@ -155,6 +155,39 @@ local function behaves_like_a_job_store(engine, get_url)
             local m2 = st:item(job, "m2")
             assert.same({ "accepted", 2, 2 }, { m2.status, m2.pass, #m2.outcomes })
         end)
+
+        it("a person's decision on an item leased in a review pass ends it: the worker's late outcome is a "
+            .. "duplicate and nobody takes the item again", function()
+            if not st then return end
+            local review = require "jsoncontract.jobs.review_queries"
+            assert(st:lease(job, "w1", 5, 30))
+            assert(st:record_outcome(job, "m2", { pass = 1, status = "human_review", record_json = '{"id":"m2"}' }))
+            assert(st:new_review_pass(job, "contract fixed"))
+            assert.equal("m2", assert(st:lease(job, "w2", 1, 30))[1].item_id)
+            -- the desk shows pass 1's outcome; the reviewer decides while w2 asks the model again
+            assert.same({ true, 2 }, { review.record_decision(st, job, "m2", { decision = "needs_customer",
+                reviewer = "ana", contract = { name = "support_ticket", version = "1.0.0" } }, 1) })
+            local m2 = st:item(job, "m2")
+            assert.same({ "done", "human" }, { m2.state, m2.outcomes[#m2.outcomes].decided_by })
+            local ok, err = st:record_outcome(job, "m2", { pass = 2, status = "accepted", record_json = "{}", worker = "w2" })
+            assert.is_nil(ok)
+            assert.equal("duplicate", err.kind)
+            assert.same({}, assert(st:lease(job, "w3", 5, 30)))
+            assert.equal(0, st:counts(job).pending)
+        end)
+
+        it("an item left leased with its pass decided is made done by the next duplicate outcome", function()
+            if not st then return end
+            assert(st:lease(job, "w1", 5, 30))
+            assert(st:record_outcome(job, "m3", { pass = 1, status = "accepted", record_json = '{"id":"m3"}' }))
+            -- as a store written by an older version could leave it
+            assert(st:exec("UPDATE items SET state = 'leased', lease_owner = 'w9' WHERE job_id = ? AND item_id = 'm3'",
+                { job }))
+            local ok, err = st:record_outcome(job, "m3", { pass = 1, status = "accepted", record_json = "{}" })
+            assert.is_nil(ok)
+            assert.equal("duplicate", err.kind)
+            assert.same({ "done", nil }, { st:item(job, "m3").state, st:item(job, "m3").lease_owner })
+        end)
     end)
 end
 

@@ -84,14 +84,17 @@ local function run_replay(args, env)
         return replay_response(args, env, bytes, doc, contract_for, extra)
     end
 
-    local n, same, differ, skipped, unknown, lineno = 0, 0, 0, 0, 0, 0
+    -- `broken`: lines that are not evidence records (a torn last line, garbage): the log is
+    -- not whole, so "all match" cannot be said of it
+    local n, same, differ, skipped, unknown, broken, lineno = 0, 0, 0, 0, 0, 0, 0
     for line in (bytes .. "\n"):gmatch("([^\n]*)\n") do
         lineno = lineno + 1
         if line:match("%S") then
             local rec = core.decode(line)
             if type(rec) ~= "table" or getmetatable(rec) == core.array_mt then
-                out:write(format("line %d: not an evidence record, skipped\n", lineno))
-                skipped = skipped + 1
+                out:write(format("line %d: not an evidence record (%s), skipped\n", lineno,
+                    rec == nil and "not JSON: a torn or damaged line" or "not a JSON object"))
+                broken = broken + 1
             elseif type(rec.text) ~= "string" or (rec.gate ~= "accepted" and rec.gate ~= "format"
                 and rec.gate ~= "schema" and rec.gate ~= "rules") then
                 -- Transport and protocol records carry no model text to re-check; anything
@@ -106,7 +109,10 @@ local function run_replay(args, env)
                 local contract, ctx = contract_for(name)
                 if not contract then return util.fail(env, "line " .. lineno .. ": " .. ctx) end
                 local names = {}
-                for _, a in ipairs(type(rec.adapters) == "table" and rec.adapters or {}) do
+                if rec.adapters ~= nil and getmetatable(rec.adapters) ~= core.array_mt then
+                    return util.fail(env, "line " .. lineno .. ": the record's adapters are not a list of names")
+                end
+                for _, a in ipairs(rec.adapters or {}) do
                     if not adapters.known(a) then
                         return util.fail(env, "line " .. lineno .. ": the record names an unknown adapter "
                             .. core.encode(a))
@@ -145,13 +151,17 @@ local function run_replay(args, env)
         end
     end
     out:write(format("%d replayed: %d same, %d differ%s; %d record(s) without text or outside the contract " ..
-        "gates skipped\n", n, same, differ, unknown > 0 and format(", %d not comparable offline", unknown) or "",
-        skipped))
+        "gates skipped%s\n", n, same, differ, unknown > 0 and format(", %d not comparable offline", unknown) or "",
+        skipped, broken > 0 and format("; %d line(s) not evidence records", broken) or ""))
     if n == 0 then
         env.stderr:write("jsoncontract: no record carries the model's text (record it with --record-text)\n")
         return 1
     end
-    return differ == 0 and 0 or 1
+    if broken > 0 then
+        env.stderr:write(format("jsoncontract: %d line(s) of %s are not evidence records: the log is damaged\n",
+            broken, path))
+    end
+    return (differ == 0 and broken == 0) and 0 or 1
 end
 
 return {

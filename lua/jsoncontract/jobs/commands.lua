@@ -546,6 +546,7 @@ local function work_on(st, job, c, o, env, progress)
         limit_wait_ms = (stats.limit_wait_s or 0) * 1000,
         stop_reason = res.store_error and "store_error" or res.signal or "done",
         stats_json = core.encode({ max_in_flight = stats.max_in_flight, duplicates = res.duplicates,
+            taken_over = res.taken_over,
             lane_pauses = stats.lane_pauses }) })
     core.signal_catch(false)
     return res
@@ -840,8 +841,9 @@ function _M.worker(o, env)
     st:close()
     if not res then return fail(err) end
     stdout:write(format("worker %s: %d items recorded (%d accepted, %d to review), %d already recorded by "
-        .. "another worker, %d exchanges, %.1f s waiting on rate limits\n", res.owner, res.done, res.accepted,
-        res.human_review, res.duplicates, res.stats.exchanges or 0, res.stats.limit_wait_s or 0))
+        .. "another worker, %d taken over by another after this worker's lease ran out, %d exchanges, "
+        .. "%.1f s waiting on rate limits\n", res.owner, res.done, res.accepted, res.human_review, res.duplicates,
+        res.taken_over, res.stats.exchanges or 0, res.stats.limit_wait_s or 0))
     if res.store_error then return fail("the worker stopped: " .. tostring(res.store_error.message)) end
     if res.signal then return SIGNAL_EXIT[res.signal] end
     return 0

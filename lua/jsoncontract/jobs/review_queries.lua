@@ -327,8 +327,10 @@ function _M.record_decision(store, job_id, item_id, d, seen_pass)
         reason_json, cat, kind = core.encode(reason), reason.category, reason.kind
     end
     local value_json = d.value ~= nil and core.encode(d.value) or nil
-    -- As store:record_outcome, plus the item's pass moved to the decision's: the store's
-    -- `new_review_pass` then sees a person's outcome, not the model's, and leaves the item alone.
+    -- As store:record_outcome (the item done, its lease cleared), plus the item's pass moved
+    -- to the decision's: the store's `new_review_pass` then sees a person's outcome, not the
+    -- model's, and leaves the item alone. An item waiting or leased in a review pass is done
+    -- by this decision: a worker still asking the model for it finds the pass decided.
     local ok, err = store:tx(function()
         local r, e = store:exec("INSERT INTO outcomes (job_id, item_id, pass, status, value_json, reason_json, "
             .. "reason_category, reason_kind, record_json, decided_by, decided_at, worker) VALUES "
@@ -346,7 +348,8 @@ function _M.record_decision(store, job_id, item_id, d, seen_pass)
         r, e = store:exec("INSERT INTO evidence (job_id, item_id, pass, seq, record_json) VALUES (?, ?, ?, 1, ?)",
             { job_id, item_id, pass, core.encode(ev) })
         if not r then return nil, e end
-        r, e = store:exec("UPDATE items SET pass = ? WHERE job_id = ? AND item_id = ?", { pass, job_id, item_id })
+        r, e = store:exec("UPDATE items SET pass = ?, state = 'done', lease_owner = NULL, lease_expires_at = NULL "
+            .. "WHERE job_id = ? AND item_id = ?", { pass, job_id, item_id })
         if not r then return nil, e end
         return true
     end)

@@ -113,16 +113,21 @@ end
 --   `{done, accepted, human_review, duplicates}` of this run), `signals` (boolean: SIGINT/SIGTERM
 --   drain the run; default true)
 -- @treturn table result `stats` (scheduler stats), `done`, `accepted`, `human_review`, `duplicates`
---   (outcomes another worker had recorded first), `signal` ("SIGINT"|"SIGTERM"|nil),
+--   (outcomes another worker had recorded first), `taken_over` (items whose lease ran out while
+--   this worker stalled and another worker took: not asked again, not recorded here),
+--   `signal` ("SIGINT"|"SIGTERM"|nil),
 --   `store_error` (err table when recording failed: the run stopped there), `released` (leases
 --   given back), `owner`, `started_at`
 function _M.run(store, job_id, ctx)
     local contract = ctx.contract
     local owner = ctx.owner or _M.owner_name()
     local lease_s = ctx.lease_seconds or 120
-    local res = { done = 0, accepted = 0, human_review = 0, duplicates = 0, owner = owner,
+    local res = { done = 0, accepted = 0, human_review = 0, duplicates = 0, taken_over = 0, owner = owner,
         started_at = scheduler.now() }
     local held = {}          -- item_id -> true while leased by us and in flight
+    -- item_id -> true: our lease ran out and another worker took the item (or recorded it): no
+    -- further model call for it, and what we got is not recorded
+    local lost = {}
     local last_renew = scheduler.now()
     local take_error
 
@@ -153,7 +158,14 @@ function _M.run(store, job_id, ctx)
         end
         local opts = {}
         for k, v in pairs(ctx.ask) do opts[k] = v end
-        opts.transport, opts.sleep, opts.evidence, opts.item_id = scheduler.send, scheduler.sleep, log, item.id
+        opts.sleep, opts.evidence, opts.item_id = scheduler.sleep, log, item.id
+        opts.transport = function(req)
+            if lost[item.id] then
+                return nil, errors.new("transport", "lease_lost", "this worker's lease on the item ran out and "
+                    .. "another worker took it: not asked again here", { retryable = false })
+            end
+            return scheduler.send(req)
+        end
         -- One item's failure (a bug in a rule, say) is that item's review reason, never the run's end.
         local asked, outcome = compat.pcall(run.ask, contract, item.text, opts)
         if not asked then
@@ -166,6 +178,11 @@ function _M.run(store, job_id, ctx)
 
     local function on_done(w, result, ok)
         held[w.item_id] = nil
+        if lost[w.item_id] then
+            lost[w.item_id] = nil
+            res.taken_over = res.taken_over + 1
+            return
+        end
         if not ok then
             result = { item = { id = w.item_id }, outcome = no_attempt({ id = w.item_id }, "internal", "item_error",
                 "this item could not be processed: " .. secrets.clean(secrets.describe(result), ctx.ask.api_key, 500)),
@@ -203,8 +220,15 @@ function _M.run(store, job_id, ctx)
             local ids = {}
             for id in pairs(held) do ids[#ids + 1] = id end
             if #ids > 0 then
-                local ok, err = store:renew(job_id, owner, ids, lease_s)
-                if not ok then take_error = err return "abort" end
+                local n, err = store:renew(job_id, owner, ids, lease_s)
+                if not n then take_error = err return "abort" end
+                if n < #ids then
+                    local still, herr = store:held(job_id, owner, ids)
+                    if not still then take_error = herr return "abort" end
+                    for _, id in ipairs(ids) do
+                        if not still[id] then lost[id] = true end
+                    end
+                end
             end
         end
     end

@@ -443,6 +443,27 @@ function _M.renew(self, job_id, owner, item_ids, lease_seconds)
     end)
 end
 
+--- Which of `item_ids` are still leased to `owner`: after a renewal that extended fewer leases
+-- than it was given (the worker stalled past a lease, and another worker took the item or
+-- recorded it), the ones missing here are no longer this worker's to ask the model about.
+-- @tparam string job_id
+-- @tparam string owner
+-- @tparam {string,...} item_ids
+-- @treturn[1] table set: item_id -> true
+-- @return[2] nil
+-- @treturn[2] table err (`read_failed`)
+function _M.held(self, job_id, owner, item_ids)
+    local set = {}
+    if #item_ids == 0 then return set end
+    local ids = {}
+    for i, id in ipairs(item_ids) do ids[i] = self:quote(id) end
+    local rows, err = self:query("SELECT item_id FROM items WHERE job_id = ? AND lease_owner = ? AND state = "
+        .. "'leased' AND item_id IN (" .. concat(ids, ", ") .. ")", { job_id, owner })
+    if not rows then return nil, store_error("read_failed", tostring(err)) end
+    for _, r in ipairs(rows) do set[r.item_id] = true end
+    return set
+end
+
 --- Give leases back at once (a worker stopping, or `--resume` after a crash of the only
 -- process): the items become waiting again. `owner` nil releases every lease of the job.
 -- @tparam string job_id
@@ -482,7 +503,7 @@ function _M.record_outcome(self, job_id, item_id, outcome)
     if type(outcome) ~= "table" or type(outcome.pass) ~= "number" or type(outcome.status) ~= "string" then
         error("store:record_outcome: outcome {pass = integer, status = string, ...} expected", 2)
     end
-    return self:tx(function()
+    local ok, err = self:tx(function()
         local r, e = self:exec("INSERT INTO outcomes (job_id, " .. OUTCOME_COLUMNS .. ") VALUES "
             .. "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " .. self.d.now .. ", ?)",
             { job_id, item_id, outcome.pass, outcome.status, outcome.value_json, outcome.reason_json,
@@ -505,6 +526,17 @@ function _M.record_outcome(self, job_id, item_id, outcome)
         if not r then return nil, e end
         return true
     end)
+    if not ok and err.kind == "duplicate" then
+        -- The pass is decided (an outcome exists): the item is done, whoever recorded it. A
+        -- store written before a decision marked its item done would otherwise keep it leased,
+        -- and workers would take it again and again.
+        self:tx(function()
+            return self:exec("UPDATE items SET state = 'done', lease_owner = NULL, lease_expires_at = NULL "
+                .. "WHERE job_id = ? AND item_id = ? AND pass = ? AND state <> 'done'",
+                { job_id, item_id, outcome.pass })
+        end)
+    end
+    return ok, err
 end
 
 --- Start a new pass over the items whose latest outcome is `human_review` (after a contract
