@@ -98,4 +98,42 @@ describe("jsoncontract worker over PostgreSQL", function()
         end
         for _, id in ipairs(ids) do assert.equal(1, seen[id], id) end
     end)
+
+    it("enqueue: a line that is not UTF-8 goes to review as on SQLite; a bad id is refused, no job left", function()
+        if not pg then return pending(why) end
+        local admin = assert(store.open(pg.url, { create = false }))
+        assert(admin:exec("CREATE DATABASE bad_lines"))
+        admin:close()
+        local url = (pg.url:gsub("/postgres$", "/bad_lines"))
+        assert(store.open(url)):close() -- the schema, as a first enqueue would have made it
+        local box, out = os.tmpname(), os.tmpname()
+        os.remove(out)
+        finally(function() os.remove(box) os.execute("rm -rf " .. q(out)) end)
+        local function write_box(text)
+            local f = assert(io.open(box, "wb"))
+            f:write(text)
+            f:close()
+        end
+        -- an id PostgreSQL could not index, a NUL in an id: refused by line before anything is made
+        write_box('{"id":"ok-1","text":"hi"}\n{"id":"' .. ("x"):rep(9000) .. '","text":"t"}\n{"id":"n\\u0000b","text":"t"}\n')
+        local o, code = util.sh(jc(("enqueue --store %s --input %s"):format(q(url), q(box))))
+        assert.equal(2, code, o)
+        assert.truthy(o:find("line 2: id .* is 9000 bytes long"), o)
+        assert.truthy(o:find("line 3: id .* holds the control character U%+0000"), o)
+        o, code = util.sh(jc(("worker --store %s"):format(q(url))))
+        assert.equal(2, code, o)
+        assert.truthy(o:find("the store holds no job", 1, true), o)
+
+        write_box('{"id":"ok-1","text":"hi"}\n{"id":"latin1","text":"caf\xe9 order 1042"}\n')
+        o, code = util.sh(jc(("enqueue --store %s --input %s --delay-ms 0"):format(q(url), q(box))))
+        assert.equal(0, code, o)
+        o, code = util.sh(jc(("worker --store %s"):format(q(url))))
+        assert.equal(0, code, o)
+        o, code = util.sh(jc(("export --store %s --out %s"):format(q(url), q(out))))
+        assert.equal(0, code, o)
+        local review = jobs.jsonl(out .. "/review.jsonl")
+        assert.equal(1, #review)
+        assert.same({ "line-2", "input", "invalid_input" }, { review[1].id, review[1].reason.category,
+            review[1].reason.kind })
+    end)
 end)

@@ -164,10 +164,66 @@ local function relative_hint(path, option)
         .. "run from the folder the job was made in, or give %s)", path, option)
 end
 
+--- The longest item id a mailbox line may give, in bytes (PostgreSQL refuses index keys of a
+-- few kilobytes; an id is a name, never a message).
+_M.MAX_ID_BYTES = 512
+
+-- The length of the valid UTF-8 sequence at `i` of `s` (lead byte `c`), or nil.
+local function utf8_seq(s, i, c)
+    local b = { s:byte(i + 1, i + 3) }
+    local function cont(k, lo, hi) local x = b[k] return x and x >= (lo or 0x80) and x <= (hi or 0xBF) end
+    if c >= 0xC2 and c <= 0xDF then return cont(1) and 2 or nil end
+    if c == 0xE0 then return cont(1, 0xA0) and cont(2) and 3 or nil end
+    if c == 0xED then return cont(1, 0x80, 0x9F) and cont(2) and 3 or nil end
+    if c >= 0xE1 and c <= 0xEF then return cont(1) and cont(2) and 3 or nil end
+    if c == 0xF0 then return cont(1, 0x90) and cont(2) and cont(3) and 4 or nil end
+    if c >= 0xF1 and c <= 0xF3 then return cont(1) and cont(2) and cont(3) and 4 or nil end
+    if c == 0xF4 then return cont(1, 0x80, 0x8F) and cont(2) and cont(3) and 4 or nil end
+    return nil
+end
+
+--- A mailbox line as a job stores it: the line itself when it is UTF-8 text without NUL bytes
+-- (every line the JSON decoder takes is), else the line with each such byte written `\xHH`.
+-- No store holds those bytes as text (SQLite cuts at a NUL, PostgreSQL refuses bad UTF-8), and
+-- the line is no JSON either way (`\x` is no JSON escape, and a `\` outside a string is
+-- nothing), so on every store the item goes to review as `input/invalid_input`, as the line
+-- would. Its digest stays the raw line's.
+-- @tparam string line
+-- @treturn string
+-- @treturn boolean true when bytes were rewritten
+function _M.storable_line(line)
+    if not line:find("[\128-\255]") and not line:find("\0", 1, true) then return line, false end
+    local out, i, n = {}, 1, #line
+    while i <= n do
+        local c = line:byte(i)
+        local len = (c > 0 and c < 0x80) and 1 or (c >= 0x80 and utf8_seq(line, i, c))
+        if len then
+            out[#out + 1] = line:sub(i, i + len - 1)
+            i = i + len
+        else
+            out[#out + 1] = format("\\x%02X", c)
+            i = i + 1
+        end
+    end
+    return concat(out), true
+end
+
+-- Why an id a line gives cannot be an item's id, or nil. The decoder already refused lines
+-- that are not UTF-8; a control character (a NUL cuts the id in SQLite, a newline or escape
+-- garbles every message naming it) or a huge id is refused here, before anything is created.
+local function bad_id(id)
+    local c = id:match("[%c]")
+    if c then return format("holds the control character U+%04X", c:byte()) end
+    if #id > _M.MAX_ID_BYTES then return format("is %d bytes long (at most %d)", #id, _M.MAX_ID_BYTES) end
+    return nil
+end
+
 --- Read a JSONL mailbox into store items. Each non-blank line is an item: its id is the line's
--- `id` (else "line-N"), its input the line as written, its digest the line's SHA-256. A line that
--- is not a JSON object with a string `text` stays an item (it ends in review, nothing is lost).
--- Duplicate ids are an input error, named per line.
+-- `id` (else "line-N"), its input the line as written (see `storable_line` for bytes no store
+-- holds as text), its digest the line's SHA-256. A line that is not a JSON object with a string
+-- `text` stays an item (it ends in review as `input/invalid_input`, nothing is lost).
+-- Duplicate ids, and ids longer than `MAX_ID_BYTES` or holding a control character, are an
+-- input error, named per line.
 -- @tparam string path a file, or "-" for stdin
 -- @tparam[opt] integer limit only the first `limit` items
 -- @treturn[1] {table,...} items `{item_id, seq (line number), input_json, input_digest}`
@@ -178,7 +234,7 @@ function _M.read_mailbox(path, limit)
     local f, msg
     if path == "-" then f = io.stdin else f, msg = io.open(path, "rb") end
     if not f then return nil, msg end
-    local items, first_line, dups, lineno = {}, {}, {}, 0
+    local items, first_line, dups, bad, lineno = {}, {}, {}, {}, 0
     local named_by_us = {} -- line number -> true when its id is "line-N" because it had none
     if limit == 0 then
         if f ~= io.stdin then f:close() end
@@ -194,7 +250,12 @@ function _M.read_mailbox(path, limit)
                 local id = own or ("line-" .. lineno)
                 named_by_us[lineno] = own == nil
                 local first = first_line[id]
-                if first then
+                local why = own and bad_id(own)
+                if why then
+                    -- %q shows a control character as an escape, never raw on the terminal
+                    bad[#bad + 1] = format("line %d: id %s %s", lineno,
+                        format("%q", own:sub(1, 60)):gsub("\\\n", "\\n") .. (#own > 60 and "..." or ""), why)
+                elseif first then
                     -- Say which side's id is one we gave, so the message is true of both lines.
                     dups[#dups + 1] = format("line %d: id %q%s is already used on line %d%s", lineno, id,
                         own and "" or " (given to it because it has no id of its own)", first,
@@ -202,13 +263,18 @@ function _M.read_mailbox(path, limit)
                 else
                     first_line[id] = lineno
                 end
-                items[#items + 1] = { item_id = id, seq = lineno, input_json = line, input_digest = core.sha256(line) }
+                items[#items + 1] = { item_id = id, seq = lineno, input_json = (_M.storable_line(line)),
+                    input_digest = core.sha256(line) }
                 if limit and #items >= limit then break end
             end
         end
     end)
     if f ~= io.stdin then f:close() end
     if not ok then return nil, path .. ": " .. tostring(err):gsub("^.-: ", "") end
+    if #bad > 0 then
+        return nil, "the mailbox " .. path .. " has ids no job can keep (an id is UTF-8 text of at most "
+            .. _M.MAX_ID_BYTES .. " bytes without control characters):\n  " .. concat(bad, "\n  ")
+    end
     if #dups > 0 then
         return nil, "the mailbox " .. path .. " has duplicate ids (each message needs its own):\n  "
             .. concat(dups, "\n  ")
@@ -521,7 +587,7 @@ local function finish(st, job, res, out, extra)
             res.signal, out))
         return SIGNAL_EXIT[res.signal]
     end
-    if summary.accepted + summary.human_review ~= summary.items then
+    if summary.pending > 0 then
         return fail(format("%d items are not decided (leased by another worker?); see jsoncontract status %s",
             summary.pending, out))
     end
@@ -586,12 +652,11 @@ function _M.triage(o, env)
     end
     local ident = mod.contract:identity()
     local job_id
-    job_id, err = st:create_job { contract_name = ident.name, contract_version = ident.version,
+    -- The job and its items in one transaction: a failure leaves no empty job behind.
+    job_id, err = st:create_job({ contract_name = ident.name, contract_version = ident.version,
         schema_hash = ident.schema_hash, provider = p.provider, model = p.model, options_json = core.encode(jo),
-        input_digest = digest, input_path = _M.absolute(input) }
+        input_digest = digest, input_path = _M.absolute(input) }, items)
     if not job_id then st:close() return fail(err.message) end
-    ok, err = st:add_items(job_id, items)
-    if not ok then st:close() return fail(err.message) end
     local job = st:job(job_id)
     stderr:write(format("triage: %d messages from %s, provider %s (%s), model %s, output %s\n", #items, input,
         p.provider, p.standin and "stand-in" or "live", p.model, out))
@@ -735,14 +800,10 @@ function _M.enqueue(o, env)
     if not st then return (usage and die or fail)(err) end
     local ident = mod.contract:identity()
     local job_id
-    job_id, err = st:create_job { contract_name = ident.name, contract_version = ident.version,
+    -- The job and its items in one transaction: a failure leaves no empty job for workers to pick.
+    job_id, err = st:create_job({ contract_name = ident.name, contract_version = ident.version,
         schema_hash = ident.schema_hash, provider = p.provider, model = p.model, options_json = core.encode(jo),
-        input_digest = digest, input_path = _M.absolute(input) }
-    if job_id then
-        local okadd
-        okadd, err = st:add_items(job_id, items)
-        if not okadd then job_id = nil end
-    end
+        input_digest = digest, input_path = _M.absolute(input) }, items)
     st:close()
     if not job_id then return fail(err.message) end
     stdout:write(job_id, "\n")
@@ -799,9 +860,13 @@ function _M.status(o, env)
     local job
     job, err = pick_job(st, o)
     if not job then st:close() return die(err.message) end
-    local summary
-    summary, err = export.summary(st, job.id)
-    local counts = st:counts(job.id)
+    -- One snapshot for both: the line's figures add up while workers commit.
+    local summary, counts
+    summary, err = st:read_tx(function()
+        local s, e = export.summary(st, job.id)
+        counts = st:counts(job.id)
+        return s, e
+    end)
     st:close()
     if not summary then return fail(err.message) end
     if o.json then

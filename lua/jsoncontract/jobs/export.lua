@@ -76,7 +76,11 @@ end
 --- Per-gate metrics, outcome counts and what the rules caught, from the store.
 -- @tparam table store
 -- @tparam string job_id
--- @treturn[1] table summary fields: `items`, `accepted`, `human_review`, `pending` (not decided yet),
+-- Decided means done in the item's current pass: an item a new review pass sent back is not
+-- decided until that pass records it, whatever an earlier pass said (so accepted +
+-- human_review + pending = items, in `status`, `export` and a run's exit status alike).
+-- @treturn[1] table summary fields: `items`, `accepted`, `human_review` (items done, by their latest
+--   outcome), `pending` (not decided yet: waiting or in flight),
 --   `pass`, `metrics` (per gate, see `jsoncontract.evidence`), `rules_caught` ({[rule name] =
 --   items handed over by it}), `review_reasons` ({["category/kind"] = n}), `exchanges` (HTTP
 --   exchanges of the committed outcomes, every pass: the lines of evidence.jsonl),
@@ -92,7 +96,7 @@ function _M.summary(store, job_id)
     local m = evidence.metrics()
     local caught = {}
     for _, row in ipairs(rows) do
-        if row.record_json then
+        if row.record_json and row.state == "done" then
             local o, rec = outcome_of(row.record_json, row.status)
             if o then m:observe_outcome(o) end
             local reason = rec and rec.reason
@@ -110,7 +114,7 @@ function _M.summary(store, job_id)
     end
     return {
         items = counts.items, accepted = counts.accepted, human_review = counts.human_review,
-        pending = counts.items - counts.accepted - counts.human_review, pass = counts.pass,
+        pending = counts.items - counts.done, pass = counts.pass,
         metrics = m:summary(), metrics_text = m:format(), rules_caught = caught,
         review_reasons = counts.by_reason, exchanges = counts.exchanges,
         limit_wait_s = (tonumber(counts.limit_wait_ms) or 0) / 1000, workers = counts.workers,
@@ -126,19 +130,39 @@ end
 -- @return[2] nil
 -- @treturn[2] table err (`store`/`export_failed` or a store error)
 function _M.write(store, job_id, dir, extra)
+    -- Every read of the export in one read transaction: workers committing meanwhile cannot make
+    -- tickets.jsonl, evidence.jsonl and summary.json disagree.
+    return store:read_tx(function() return _M.write_snapshot(store, job_id, dir, extra) end)
+end
+
+--- `write` without its read transaction: for a caller that holds one already.
+-- @tparam table store
+-- @tparam string job_id
+-- @tparam string dir
+-- @tparam[opt] table extra
+-- @treturn[1] table summary
+-- @return[2] nil
+-- @treturn[2] table err
+function _M.write_snapshot(store, job_id, dir, extra)
     local rows, err = store:items(job_id)
     if not rows then return nil, err end
     local ok
     ok, err = _M.write_atomic(dir .. "/tickets.jsonl", function(write)
         for _, row in ipairs(rows) do
-            if row.status == "accepted" then write(row.record_json) write("\n") end
+            if row.status == "accepted" and row.state == "done" then
+                write(row.record_json)
+                write("\n")
+            end
         end
         return true
     end)
     if not ok then return nil, err end
     ok, err = _M.write_atomic(dir .. "/review.jsonl", function(write)
         for _, row in ipairs(rows) do
-            if row.status == "human_review" then write(row.record_json) write("\n") end
+            if row.status == "human_review" and row.state == "done" then
+                write(row.record_json)
+                write("\n")
+            end
         end
         return true
     end)

@@ -170,24 +170,36 @@ function _M.quote(self, v)
         return format("%.17g", v)
     end
     if t == "boolean" then return v and "1" or "0" end
-    -- A NUL cannot be stored in a TEXT literal; JSON text never holds a raw one.
-    return "'" .. self.conn:escape(tostring(v)) .. "'"
+    v = tostring(v)
+    -- A NUL cannot be stored in a TEXT literal (SQLite would cut the text there, silently), and
+    -- PostgreSQL's escape gives nil for bytes that are not UTF-8: refuse both, never store less.
+    local escaped = not v:find("\0", 1, true) and self.conn:escape(v)
+    if not escaped then
+        error(store_error("write_failed", "cannot store the text " .. format("%q", v:sub(1, 60))
+            .. (#v > 60 and "..." or "") .. ": it holds a NUL byte or bytes that are not UTF-8"), 2)
+    end
+    return "'" .. escaped .. "'"
 end
 
+-- The statement with its `?` filled; nil and a message when a value cannot be stored as text.
 local function fill(self, sql, args)
     if not args then return sql end
     local i = 0
-    return (sql:gsub("%?", function()
+    local ok, filled = pcall(string.gsub, sql, "%?", function()
         i = i + 1
         return self:quote(args[i])
-    end))
+    end)
+    if not ok then return nil, errors.is_error(filled) and filled.message or tostring(filled) end
+    return filled
 end
 
 -- Run a statement; returns rows-affected (number) or nil, message.
 function _M.exec(self, sql, args)
     if not self.conn then return nil, "closed" end
+    local stmt, ferr = fill(self, sql, args)
+    if not stmt then return nil, ferr end
     -- A connection the server dropped raises in some drivers: that is data, not misuse.
-    local okx, r, err = pcall(self.conn.execute, self.conn, fill(self, sql, args))
+    local okx, r, err = pcall(self.conn.execute, self.conn, stmt)
     if not okx then r, err = nil, r end
     if r == nil then return nil, tostring(err):gsub("^LuaSQL: ", "") end
     if type(r) == "userdata" then r:close() return 0 end
@@ -197,7 +209,9 @@ end
 -- Run a query; returns an array of rows (tables by column name) or nil, message.
 function _M.query(self, sql, args)
     if not self.conn then return nil, "closed" end
-    local okx, cur, err = pcall(self.conn.execute, self.conn, fill(self, sql, args))
+    local stmt, ferr = fill(self, sql, args)
+    if not stmt then return nil, ferr end
+    local okx, cur, err = pcall(self.conn.execute, self.conn, stmt)
     if not okx then cur, err = nil, cur end
     if cur == nil then return nil, tostring(err):gsub("^LuaSQL: ", "") end
     if type(cur) ~= "userdata" then return {} end
@@ -237,6 +251,27 @@ function _M.tx(self, fn)
     return r, e
 end
 
+--- Run `fn()` in one read transaction: every query it makes sees the same snapshot of the
+-- store, whatever workers commit meanwhile (PostgreSQL: REPEATABLE READ, READ ONLY; SQLite in
+-- WAL mode: a deferred transaction reads from the snapshot its first read took). Nothing is
+-- written; the transaction is ended however `fn` returns or raises.
+-- @tparam function fn returns up to two values
+-- @return what fn returned
+-- @return[2] nil
+-- @treturn[2] table err (`read_failed` when the transaction cannot begin)
+-- @raise what fn raised
+function _M.read_tx(self, fn)
+    if not self.conn then return nil, store_error("closed", "the job store is closed") end
+    local ok, err = self:exec(self.engine == "postgresql" and "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        or "BEGIN DEFERRED")
+    if not ok then return nil, store_error("read_failed", "cannot begin a read transaction: " .. err) end
+    local okf, r, e = pcall(fn)
+    -- Nothing was written: COMMIT and ROLLBACK end it alike; ROLLBACK cannot fail on a full disk.
+    self:exec("ROLLBACK")
+    if not okf then error(r, 0) end
+    return r, e
+end
+
 local function is_unique_violation(msg)
     msg = tostring(msg)
     return msg:find("UNIQUE constraint failed", 1, true) or msg:find("duplicate key value", 1, true)
@@ -248,15 +283,41 @@ local function new_job_id()
     return format("job-%s-%d-%04d", os.date("!%Y%m%dT%H%M%S"), pid, math.random(0, 9999))
 end
 
---- Create a job.
+-- Insert items into a job (inside the caller's transaction) and keep `jobs.items` counted.
+local function insert_items(self, job_id, items)
+    for _, it in ipairs(items) do
+        local r, e = self:exec("INSERT INTO items (job_id, item_id, seq, input_json, input_digest, state, "
+            .. "attempts, pass) VALUES (?, ?, ?, ?, ?, 'pending', 0, "
+            .. "(SELECT pass FROM jobs WHERE id = ?))",
+            { job_id, it.item_id, it.seq, it.input_json, it.input_digest, job_id })
+        if not r then
+            if is_unique_violation(e) then
+                return nil, store_error("duplicate", format("item id %q (line %s) is already in job %s",
+                    tostring(it.item_id), tostring(it.seq), job_id))
+            end
+            -- Name the line: a raw driver message alone does not say which mail it was.
+            return nil, store_error("write_failed", format("cannot store item %q (line %s): %s",
+                tostring(it.item_id):sub(1, 60), tostring(it.seq), tostring(e)))
+        end
+    end
+    local r, e = self:exec("UPDATE jobs SET items = (SELECT count(*) FROM items WHERE job_id = ?) WHERE id = ?",
+        { job_id, job_id })
+    if not r then return nil, e end
+    return #items
+end
+
+--- Create a job, with its items when given, in ONE transaction: when an item cannot be stored
+-- (or the disk is full) nothing is left behind, no empty job that would become the newest.
 -- @tparam table job fields: `contract_name`, `contract_version`, `schema_hash`, `provider`, `model`
 --   (strings), `options_json` (string, JSON), `input_digest` (hex SHA-256 of the input file),
 --   `input_path` (string), `id` (string, optional; generated when absent)
+-- @tparam[opt] {table,...} items as for `add_items`
 -- @treturn[1] string job id
 -- @return[2] nil
--- @treturn[2] table err
-function _M.create_job(self, job)
+-- @treturn[2] table err (`duplicate`, `write_failed`: rolled back, no job was created)
+function _M.create_job(self, job, items)
     if type(job) ~= "table" then error("store:create_job: job must be a table", 2) end
+    if items ~= nil and type(items) ~= "table" then error("store:create_job: items must be an array", 2) end
     local id = job.id or new_job_id()
     local ok, err = self:tx(function()
         local r, e = self:exec("INSERT INTO jobs (id, contract_name, contract_version, schema_hash, provider, "
@@ -268,6 +329,7 @@ function _M.create_job(self, job)
         r, e = self:exec("INSERT INTO passes (job_id, pass, reason, created_at) VALUES (?, 1, ?, "
             .. self.d.now .. ")", { id, "first pass" })
         if not r then return nil, e end
+        if items then return insert_items(self, id, items) end
         return true
     end)
     if not ok then return nil, err end
@@ -317,25 +379,7 @@ end
 -- @treturn[2] table err (`duplicate` when an item id is already in the job, `write_failed`)
 function _M.add_items(self, job_id, items)
     if type(items) ~= "table" then error("store:add_items: items must be an array", 2) end
-    return self:tx(function()
-        for _, it in ipairs(items) do
-            local r, e = self:exec("INSERT INTO items (job_id, item_id, seq, input_json, input_digest, state, "
-                .. "attempts, pass) VALUES (?, ?, ?, ?, ?, 'pending', 0, "
-                .. "(SELECT pass FROM jobs WHERE id = ?))",
-                { job_id, it.item_id, it.seq, it.input_json, it.input_digest, job_id })
-            if not r then
-                if is_unique_violation(e) then
-                    return nil, store_error("duplicate", "item id " .. tostring(it.item_id) .. " is already in job "
-                        .. job_id)
-                end
-                return nil, e
-            end
-        end
-        local r, e = self:exec("UPDATE jobs SET items = (SELECT count(*) FROM items WHERE job_id = ?) WHERE id = ?",
-            { job_id, job_id })
-        if not r then return nil, e end
-        return #items
-    end)
+    return self:tx(function() return insert_items(self, job_id, items) end)
 end
 
 --- Lease up to `n` items that are waiting (or whose lease expired) to `owner`.
@@ -637,9 +681,11 @@ end
 -- @treturn[2] table err
 function _M.each_evidence(self, job_id, fn)
     if not self.conn then return nil, store_error("closed", "the job store is closed") end
-    local cur, err = self.conn:execute(fill(self, "SELECT e.record_json FROM evidence e JOIN items i ON "
+    local stmt, ferr = fill(self, "SELECT e.record_json FROM evidence e JOIN items i ON "
         .. "i.job_id = e.job_id AND i.item_id = e.item_id WHERE e.job_id = ? ORDER BY i.seq, e.pass, e.seq",
-        { job_id }))
+        { job_id })
+    if not stmt then return nil, store_error("read_failed", ferr) end
+    local cur, err = self.conn:execute(stmt)
     if not cur then return nil, store_error("read_failed", tostring(err)) end
     local line = cur:fetch()
     while line do
@@ -652,8 +698,9 @@ end
 
 --- Progress and per-gate counts of a job.
 -- @tparam string job_id
--- @treturn[1] table `items`, `pending`, `leased`, `done` (integers), `accepted`, `human_review`
---   (latest outcomes), `by_reason` ({["category/kind"] = integer}), `pass` (the job's current pass),
+-- @treturn[1] table `items`, `pending`, `leased`, `done` (integers: item states), `accepted`,
+--   `human_review` (latest outcomes of the items that are done: they add up to `done`),
+--   `by_reason` ({["category/kind"] = integer}), `pass` (the job's current pass),
 --   `limit_wait_ms` (summed over runs), `exchanges` (HTTP exchanges of committed outcomes, every
 --   pass: one per evidence row), `workers` (distinct workers that ran)
 -- @return[2] nil
@@ -667,8 +714,10 @@ function _M.counts(self, job_id)
         c[r.state] = tonumber(r.n)
         c.items = c.items + tonumber(r.n)
     end
+    -- Only items that are done: one waiting or leased in a new pass is not decided, whatever an
+    -- earlier pass said, so accepted + human_review = done always.
     rows, err = self:query("SELECT o.status, o.reason_category, o.reason_kind, count(*) AS n FROM ("
-        .. LATEST .. ") o GROUP BY o.status, o.reason_category, o.reason_kind", { job_id })
+        .. LATEST .. " AND i.state = 'done') o GROUP BY o.status, o.reason_category, o.reason_kind", { job_id })
     if not rows then return nil, store_error("read_failed", err) end
     for _, r in ipairs(rows) do
         if r.status then
