@@ -12,6 +12,7 @@
 -- Text is never decoded to find it, so what is not the key stays byte for byte.
 -- @module jsoncontract.secrets
 local core = require "jsoncontract.core"
+local seq_len = require("jsoncontract.utf8").seq_len
 
 local type, pairs, next, tostring, setmetatable, getmetatable, pcall, rawget =
     type, pairs, next, tostring, setmetatable, getmetatable, pcall, rawget
@@ -341,26 +342,8 @@ function _M.utf8(s)
     if not find(s, "[\128-\255]") then return s end
     local out, from, i, n, bad = {}, 1, 1, #s, false
     while i <= n do
-        local c = byte(s, i)
-        local len = 0
-        if c < 0x80 then len = 1
-        elseif c >= 0xC2 and c <= 0xDF then len = 2
-        elseif c >= 0xE0 and c <= 0xEF then len = 3
-        elseif c >= 0xF0 and c <= 0xF4 then len = 4
-        end
-        local ok = len > 0 and i + len - 1 <= n
-        if ok and len > 1 then
-            local c2 = byte(s, i + 1)
-            if (c == 0xE0 and c2 < 0xA0) or (c == 0xED and c2 > 0x9F)
-                or (c == 0xF0 and c2 < 0x90) or (c == 0xF4 and c2 > 0x8F) then
-                ok = false
-            end
-            for k = i + 1, i + len - 1 do
-                local ck = byte(s, k)
-                if ck < 0x80 or ck > 0xBF then ok = false end
-            end
-        end
-        if ok then
+        local len = seq_len(s, i)
+        if len then
             i = i + len
         else
             out[#out + 1] = sub(s, from, i - 1)

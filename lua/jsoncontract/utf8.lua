@@ -50,4 +50,30 @@ function _M.prefix(s, n)
     return s
 end
 
+--- The length of the well-formed UTF-8 sequence that starts at byte `i` of `s` (RFC 3629
+-- §4: no overlong forms, no surrogates, nothing above U+10FFFF), or nil when none does.
+-- @tparam string s
+-- @tparam integer i 1-based byte index, within `s`
+-- @treturn integer|nil 1 to 4
+function _M.seq_len(s, i)
+    local c = byte(s, i)
+    if c < 0x80 then return 1 end
+    local len, lo, hi
+    if c >= 0xC2 and c <= 0xDF then len = 2
+    elseif c >= 0xE0 and c <= 0xEF then len = 3
+    elseif c >= 0xF0 and c <= 0xF4 then len = 4
+    else return nil end
+    lo, hi = 0x80, 0xBF
+    -- the second byte's narrower range rules out overlongs, surrogates and > U+10FFFF
+    if c == 0xE0 then lo = 0xA0 elseif c == 0xED then hi = 0x9F
+    elseif c == 0xF0 then lo = 0x90 elseif c == 0xF4 then hi = 0x8F end
+    local c2 = byte(s, i + 1)
+    if not c2 or c2 < lo or c2 > hi then return nil end
+    for k = i + 2, i + len - 1 do
+        local ck = byte(s, k)
+        if not ck or ck < 0x80 or ck > 0xBF then return nil end
+    end
+    return len
+end
+
 return _M

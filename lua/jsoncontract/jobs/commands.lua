@@ -15,6 +15,7 @@ local store_mod = require "jsoncontract.jobs.store"
 local export = require "jsoncontract.jobs.export"
 local runner = require "jsoncontract.jobs.runner"
 local ratelimit = require "jsoncontract.jobs.ratelimit"
+local seq_len = require("jsoncontract.utf8").seq_len
 
 local type, ipairs, pairs, tostring, pcall = type, ipairs, pairs, tostring, pcall
 local format, concat = string.format, table.concat
@@ -168,20 +169,6 @@ end
 -- few kilobytes; an id is a name, never a message).
 _M.MAX_ID_BYTES = 512
 
--- The length of the valid UTF-8 sequence at `i` of `s` (lead byte `c`), or nil.
-local function utf8_seq(s, i, c)
-    local b = { s:byte(i + 1, i + 3) }
-    local function cont(k, lo, hi) local x = b[k] return x and x >= (lo or 0x80) and x <= (hi or 0xBF) end
-    if c >= 0xC2 and c <= 0xDF then return cont(1) and 2 or nil end
-    if c == 0xE0 then return cont(1, 0xA0) and cont(2) and 3 or nil end
-    if c == 0xED then return cont(1, 0x80, 0x9F) and cont(2) and 3 or nil end
-    if c >= 0xE1 and c <= 0xEF then return cont(1) and cont(2) and 3 or nil end
-    if c == 0xF0 then return cont(1, 0x90) and cont(2) and cont(3) and 4 or nil end
-    if c >= 0xF1 and c <= 0xF3 then return cont(1) and cont(2) and cont(3) and 4 or nil end
-    if c == 0xF4 then return cont(1, 0x80, 0x8F) and cont(2) and cont(3) and 4 or nil end
-    return nil
-end
-
 --- A mailbox line as a job stores it: the line itself when it is UTF-8 text without NUL bytes
 -- (every line the JSON decoder takes is), else the line with each such byte written `\xHH`.
 -- No store holds those bytes as text (SQLite cuts at a NUL, PostgreSQL refuses bad UTF-8), and
@@ -196,7 +183,7 @@ function _M.storable_line(line)
     local out, i, n = {}, 1, #line
     while i <= n do
         local c = line:byte(i)
-        local len = (c > 0 and c < 0x80) and 1 or (c >= 0x80 and utf8_seq(line, i, c))
+        local len = c ~= 0 and seq_len(line, i)
         if len then
             out[#out + 1] = line:sub(i, i + len - 1)
             i = i + len
