@@ -155,6 +155,36 @@ describe("triage as a job", function()
         assert.truthy(o:find("nothing to resume", 1, true), o)
     end)
 
+    it("refuses a second triage on a folder while one runs; the lock of a run killed -9 blocks nothing", function()
+        local dir, logs = tmpdir(), tmpdir()
+        os.execute("mkdir -p " .. q(logs))
+        finally(function() os.execute("rm -rf " .. q(dir) .. " " .. q(logs)) end)
+        local box_ids = {}
+        for line in io.lines("examples/mailbox.jsonl") do box_ids[#box_ids + 1] = core.decode(line).id end
+        local pid = jobs.spawn(triage_cmd(("--input examples/mailbox.jsonl --out %s --delay-ms 400 --parallel 2")
+            :format(q(dir))), logs .. "/1.out")
+        assert(jobs.wait_for(logs .. "/1.out", "triage: ", 20), util.read(logs .. "/1.out"))
+        local o, code = util.sh(triage_cmd("--resume " .. q(dir)))
+        assert.equal(1, code, o)
+        assert.truthy(o:find("another triage is running on the job in " .. dir, 1, true), o)
+        -- killed -9: its lock file stays, but the kernel gave the lock back
+        os.execute("kill -9 " .. pid)
+        assert.is_true(jobs.wait_gone(pid, 10))
+        assert.truthy(io.open(dir .. "/triage.lock", "rb"), "the lock file is in the job folder")
+        local run = jobs.spawn_status(triage_cmd("--resume " .. q(dir)), logs .. "/2.out")
+        assert(jobs.wait_for(logs .. "/2.out", "resuming job", 20), util.read(logs .. "/2.out"))
+        -- the tester's case: a second resume while the first runs asks nothing and takes no lease
+        local log3 = logs .. "/standin-3.log"
+        o, code = util.sh("JC_STANDIN_LOG=" .. q(log3) .. " " .. triage_cmd("--resume " .. q(dir)))
+        assert.equal(1, code, o)
+        assert.truthy(o:find("another triage is running", 1, true), o)
+        assert.equal(0, #jobs.standin_log(log3))
+        assert.is_true(jobs.wait_gone(run, 60))
+        local text = util.read(logs .. "/2.out")
+        assert.equal(0, tonumber(text:match("exit=(%d+)")), text)
+        check_exports(dir, box_ids)
+    end)
+
     it("stores absolute paths, so --resume works from any folder; a job with relative ones still resumes",
         function()
             local dir, elsewhere = tmpdir(), tmpdir()

@@ -3,7 +3,8 @@
 -- as a job in a store (SQLite in the output folder by default; see README "Batch jobs").
 -- `--resume DIR` continues a stopped job. The job itself: `jsoncontract.jobs.commands`.
 -- Exit 0 when every item ended in exactly one of accepted or review, whatever the split;
--- 1 on a store or export failure; 2 on bad options or input; 130 / 143 after SIGINT / SIGTERM.
+-- 1 on a store or export failure, or when another triage runs on the folder; 2 on bad options or
+-- input; 130 / 143 after SIGINT / SIGTERM.
 -- @module jsoncontract.cli.triage
 local util = require "jsoncontract.cli.util"
 local commands = require "jsoncontract.jobs.commands"
