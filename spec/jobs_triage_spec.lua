@@ -301,6 +301,45 @@ describe("triage as a job", function()
         end
     end)
 
+    it("status, export and worker change nothing in a database that is no job store, and say so (exit 2); "
+        .. "a store that cannot be reached is exit 1", function()
+        local dir = tmpdir()
+        os.execute("mkdir -p " .. q(dir))
+        finally(function() os.execute("rm -rf " .. q(dir)) end)
+        local other = dir .. "/other.sqlite"
+        local env = assert(require("luasql.sqlite3").sqlite3())
+        local conn = assert(env:connect(other))
+        assert(conn:execute("CREATE TABLE notes (x TEXT)"))
+        assert(conn:execute("INSERT INTO notes VALUES ('mine')"))
+        conn:close()
+        env:close()
+        local before = core.sha256(util.read(other))
+        local notdb = dir .. "/notes.txt"
+        local f = assert(io.open(notdb, "wb"))
+        f:write("not a database\n")
+        f:close()
+        local jc = "env -u LD_PRELOAD -u OPENAI_API_KEY -u ANTHROPIC_API_KEY " .. LUA .. " bin/jsoncontract "
+        for _, cmd in ipairs { "status --store " .. q(other), "status --json --store " .. q(other),
+            "export --store " .. q(other) .. " --out " .. q(dir .. "/x"), "worker --store " .. q(other),
+            "triage --resume " .. q(dir) .. " --store " .. q(other) } do
+            local o, code = util.sh(jc .. cmd)
+            assert.equal(2, code, cmd .. ": " .. o)
+            assert.truthy(o:find("no job store at " .. other .. " (no jobs table)", 1, true), o)
+        end
+        local o, code = util.sh(jc .. "status --store " .. q(notdb))
+        assert.equal(2, code, o)
+        assert.truthy(o:find("(not a SQLite database)", 1, true), o)
+        -- the foreign file is as it was: same bytes, still in its own journal mode, no WAL beside it
+        assert.equal(before, core.sha256(util.read(other)))
+        assert.is_nil(io.open(other .. "-wal", "rb"))
+        assert.equal("not a database\n", util.read(notdb))
+        for _, cmd in ipairs { "status", "export --out " .. q(dir .. "/x") } do
+            o, code = util.sh(jc .. cmd .. " --store postgresql://nobody@127.0.0.1:1/none")
+            assert.equal(1, code, cmd .. ": " .. o)
+            assert.truthy(o:find("cannot open the job store", 1, true), o)
+        end
+    end)
+
     it("sends the review items back as a new recorded pass with --retry-review", function()
         local dir = tmpdir()
         finally(function() os.execute("rm -rf " .. q(dir)) end)

@@ -744,6 +744,10 @@ function _M.resume(o, env)
     use_env(env)
     local okn, nerr = check_options(o)
     if not okn then return die(nerr) end
+    local url = o.store or (o.resume .. "/job.sqlite")
+    if not o.store and not file_exists(url) then
+        return die("nothing to resume in " .. o.resume .. ": no job store " .. url)
+    end
     -- One triage per folder: a second would give back this one's leases (below) and ask
     -- its items again. Held until the run has exported; the kernel drops it should we die.
     local lock, lerr = _M.lock_folder(o.resume)
@@ -757,14 +761,11 @@ end
 resume_job = function(o, env)
     local out = o.resume
     local url = o.store or (out .. "/job.sqlite")
-    if not o.store and not file_exists(url) then
-        return die("nothing to resume in " .. out .. ": no job store " .. url)
-    end
     local st, err = store_mod.open(url, { create = false })
-    if not st then return fail(err.message) end
+    if not st then return (err.kind == "not_found" and die or fail)(err.message) end
     local job
     job, err = st:latest_job()
-    if not job then st:close() return die(err.message) end
+    if not job then st:close() return (err.kind == "not_found" and die or fail)(err.message) end
     local c
     c, err = job_context(job, env, o)
     if not c then st:close() return die(err) end
@@ -830,7 +831,8 @@ resume_job = function(o, env)
 end
 
 -- Open the store named by --store, or DIR/job.sqlite for a folder argument. The third value is
--- true when the options are at fault (no store named, no such file): a usage error, exit 2.
+-- true when the options are at fault (no store named, no such file, a database that holds no
+-- job store): a usage error, exit 2; a store that cannot be reached or read is exit 1.
 local function open_named(o, create)
     local url = o.store
     if not url and o.dir then url = o.dir .. "/job.sqlite" end
@@ -841,13 +843,17 @@ local function open_named(o, create)
         return nil, "no job store at " .. url, true
     end
     local st, err = store_mod.open(url, { create = create })
-    if not st then return nil, err.message end
+    if not st then return nil, err.message, err.kind == "not_found" end
     return st
 end
 
+-- The job named by --job, else the newest. On failure the exit status goes with it: no such
+-- job is the options' fault (2), a store that cannot be read is not (1).
 local function pick_job(st, o)
-    if o.job then return st:job(o.job) end
-    return st:latest_job()
+    local job, err
+    if o.job then job, err = st:job(o.job) else job, err = st:latest_job() end
+    if job then return job end
+    return nil, err, err.kind == "not_found" and die or fail
 end
 
 --- `jsoncontract enqueue --store URL --input FILE`: create a job and its items in a shared store.
@@ -899,9 +905,9 @@ function _M.worker(o, env)
     local st, usage
     st, err, usage = open_named(o, false)
     if not st then return (usage and die or fail)(err) end
-    local job
-    job, err = pick_job(st, o)
-    if not job then st:close() return die(err.message) end
+    local job, exit
+    job, err, exit = pick_job(st, o)
+    if not job then st:close() return exit(err.message) end
     local c
     c, err = job_context(job, env, o)
     if not c then st:close() return die(err) end
@@ -930,11 +936,11 @@ end
 -- @treturn integer exit status
 function _M.status(o, env)
     use_env(env)
-    local st, err = open_named(o, false)
-    if not st then return die(err) end
-    local job
-    job, err = pick_job(st, o)
-    if not job then st:close() return die(err.message) end
+    local st, err, usage = open_named(o, false)
+    if not st then return (usage and die or fail)(err) end
+    local job, exit
+    job, err, exit = pick_job(st, o)
+    if not job then st:close() return exit(err.message) end
     -- One snapshot for both: the line's figures add up while workers commit.
     local summary, counts
     summary, err = st:read_tx(function()
@@ -967,11 +973,11 @@ function _M.export(o, env)
     use_env(env)
     local out = o.out or o.dir
     if not out then return die("export needs a folder: export DIR, or --store URL --out DIR") end
-    local st, err = open_named(o, false)
-    if not st then return die(err) end
-    local job
-    job, err = pick_job(st, o)
-    if not job then st:close() return die(err.message) end
+    local st, err, usage = open_named(o, false)
+    if not st then return (usage and die or fail)(err) end
+    local job, exit
+    job, err, exit = pick_job(st, o)
+    if not job then st:close() return exit(err.message) end
     os.execute("mkdir -p " .. shell_quote(out))
     local summary
     summary, err = export.write(st, job.id, out, { provider = job.provider, model = job.model, input = job.input_path })
