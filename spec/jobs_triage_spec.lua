@@ -155,6 +155,32 @@ describe("triage as a job", function()
         assert.truthy(o:find("nothing to resume", 1, true), o)
     end)
 
+    it("resumes a job read from stdin without its mailbox; one given is still checked", function()
+        local dir = tmpdir()
+        finally(function() os.execute("rm -rf " .. q(dir)) end)
+        local o, code = util.sh(triage_cmd(("--input - --out %s --delay-ms 0 --limit 4 <examples/mailbox.jsonl")
+            :format(q(dir))))
+        assert.equal(0, code, o)
+        -- two items back to waiting, as a run stopped mid-way leaves them
+        local st = assert(store.open(dir .. "/job.sqlite", { create = false }))
+        local job = st:latest_job()
+        assert.equal("-", job.input_path)
+        assert(st:exec("DELETE FROM outcomes WHERE job_id = ? AND item_id IN ('m-1042', 'm-1187')", { job.id }))
+        assert(st:exec("UPDATE items SET state = 'pending' WHERE job_id = ? AND item_id IN ('m-1042', 'm-1187')",
+            { job.id }))
+        st:close()
+        o, code = util.sh(triage_cmd("--resume " .. q(dir) .. " --input - </dev/null"))
+        assert.equal(2, code, o)   -- a mailbox given is compared, stdin too
+        assert.truthy(o:find("is not the one job", 1, true), o)
+        o, code = util.sh(triage_cmd("--resume " .. q(dir) .. " </dev/null"))
+        assert.equal(0, code, o)
+        assert.truthy(o:find("2 of 4 messages already decided", 1, true), o)
+        assert.equal(4, #jobs.jsonl(dir .. "/tickets.jsonl") + #jobs.jsonl(dir .. "/review.jsonl"))
+        -- the same mail as a file (its first 4 lines: the job's --limit) is the same mailbox
+        o, code = util.sh(triage_cmd("--resume " .. q(dir) .. " --input examples/mailbox.jsonl"))
+        assert.equal(0, code, o)
+    end)
+
     it("refuses a second triage on a folder while one runs; the lock of a run killed -9 blocks nothing", function()
         local dir, logs = tmpdir(), tmpdir()
         os.execute("mkdir -p " .. q(logs))

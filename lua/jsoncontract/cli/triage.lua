@@ -37,7 +37,8 @@ return {
         commands.configure_job(parser, util)
         parser:option("--out", "Output folder, must be new or empty (default: out/triage-<UTC time>).")
         parser:option("--resume", "Continue the job in this folder: committed items are never asked again; "
-            .. "the mailbox must be the one it started with (ids and digests).")
+            .. "the mailbox must be the one it started with (ids and digests); a job read from stdin "
+            .. "needs none.")
         parser:flag("--retry-review", "With --resume: send the review items to the model again, as a new pass.")
         parser:option("--store", "Job store (default: <out>/job.sqlite; or postgresql://...).")
         commands.configure_run(parser, util)

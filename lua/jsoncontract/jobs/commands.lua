@@ -736,7 +736,8 @@ end
 
 --- `jsoncontract triage --resume DIR`: continue the folder's job. Committed items are never asked
 -- again; items in flight when it stopped are. The mailbox must be the one the job started with
--- (ids and digests); `--retry-review` first opens a new pass over the items in review.
+-- (ids and digests); a job read from stdin needs none (its items are in the store), unless one
+-- is given. `--retry-review` first opens a new pass over the items in review.
 -- @tparam table o options (as for `triage`; `resume` is the folder)
 -- @tparam table env
 -- @treturn integer exit status
@@ -770,7 +771,10 @@ resume_job = function(o, env)
     c, err = job_context(job, env, o)
     if not c then st:close() return die(err) end
     local input = o.input or stored_path(job.input_path, env)
-    local items, digest = _M.read_mailbox(input, c.jo.limit)
+    -- A job read from stdin has its items in the store and no file to read them from again:
+    -- it resumes without its mailbox. A mailbox given (`--input`, `-` too) is checked as always.
+    local items, digest = {}, job.input_digest
+    if o.input or input ~= "-" then items, digest = _M.read_mailbox(input, c.jo.limit) end
     if not items then
         st:close()
         return die("cannot read mailbox: " .. tostring(digest)
