@@ -98,7 +98,7 @@ describe("faults through the attempt loop", function()
     end)
 
     for _, c in ipairs({ { "s500", "openai", "server_error" }, { "s502", "openai", "server_error" },
-        { "s503", "openai", "server_error" }, { "s529", "anthropic", "overloaded" } }) do
+        { "s503", "openai", "overloaded" }, { "s529", "anthropic", "overloaded" } }) do
         it(c[1] .. ": bounded backoff with jitter, then review as transport/" .. c[3], function()
             local outcome, sleeps, id = ask(c[1], { provider = c[2],
                 policy = { transport_retries = 3, backoff_base_ms = 100, backoff_max_ms = 250 } })

@@ -221,6 +221,16 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
             -- the provider got the client's request id (its 401 names it; the log keeps it)
             assert.truthy(srv:error_log():find("Bearer [redacted] (request spec-echo-7)", 1, true), srv:error_log())
         end)
+
+        it("is 503 model_busy with the provider's Retry-After when it stays at 503 (or 429) through the retries",
+            function()
+            for _, code in ipairs { 503, 429 } do
+                local res = post("/triage", "[[status " .. code .. "]] My order 1042 never came, urgent.")
+                assert.equal(503, res.status, res.body)
+                assert.same({ "model_busy", RETRY }, { json(res).error.code, json(res).error.message })
+                assert.equal("1", res.headers["retry-after"], code)
+            end
+        end)
     end)
 
     describe("serve(): the request body", function()

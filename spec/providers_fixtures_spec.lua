@@ -112,7 +112,7 @@ local DECISIONS = {
         ["stream-cut-no-done.ndjson"] = "protocol/stream_incomplete", -- manifest: transport (see top)
     },
     llamacpp = {
-        ["error-503-loading-model.json"] = "transport/server_error",
+        ["error-503-loading-model.json"] = "transport/overloaded", -- 503: busy for now (RFC 9110)
         ["error-400-exceed-context.json"] = "transport/client_error",
         ["json-schema.ok.json"] = "ok:stop",
     },

@@ -134,7 +134,9 @@ function C.http_error(provider, status, headers, body)
             fields.retryable = true
             fields.retry_after = C.retry_after(headers, pmsg)
         end
-    elseif status == 529 or ptype == "overloaded_error" then
+    elseif status == 503 or status == 529 or ptype == "overloaded_error" then
+        -- 503: "temporarily unable ... due to a temporary overload" (RFC 9110 §15.6.4), with a
+        -- Retry-After when the server knows (OpenAI, Gemini UNAVAILABLE); 529: Anthropic's
         kind, fields.retryable = "overloaded", true
         fields.retry_after = C.retry_after(headers, nil)
     elseif status >= 500 and status < 600 then

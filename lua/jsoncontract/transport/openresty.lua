@@ -39,7 +39,7 @@
 -- per pool), `keepalive_timeout_ms` (>= 1, default 60000: idle time before nginx closes a
 -- pooled connection), `backlog` (>= 0 or nil: when set, nginx keeps the open connections of the
 -- pool near `pool_size` (measured here: up to about 1.5 x `pool_size` in a burst) and up to
--- `backlog` exchanges wait for one; more fail as `connect`), `pool` (string, default
+-- `backlog` exchanges wait for one; more fail as `overloaded`), `pool` (string, default
 -- `"<scheme>://<host>:<port>"`), `ca_file` (raises: cosockets take the CA store from nginx's
 -- `lua_ssl_trusted_certificate` only).
 --
@@ -47,7 +47,8 @@
 -- string, `elapsed_ms` number, `reused` integer (how often the connection had been used
 -- before: 0 for a new one), `pooled` boolean (the connection went back to the pool).
 -- An error `err` (shared error metatable): `category = "transport"`, `kind` one of
--- `"timeout"`, `"connect"`, `"tls"`, `"too_large"`, `"reset"`, `"protocol"`; `message` names
+-- `"timeout"`, `"connect"`, `"tls"`, `"too_large"`, `"reset"`, `"protocol"`, `"overloaded"`
+-- (this worker's pool and its `backlog` are full); `message` names
 -- host:port, never headers or the URL path; `detail` the cosocket's own words; `elapsed_ms`
 -- number.
 -- @module jsoncontract.transport.openresty
@@ -285,7 +286,10 @@ local function exchange(sock, req, u, t0, st)
     if not ok then
         if err == "timeout" then return timed_out() end
         if err == "too many waiting connect operations" then
-            return nil, "connect", format("too many exchanges waiting for a connection to %s", hp), err
+            -- this worker's own pool is saturated (pool_size open, backlog waiting): busy, not
+            -- a provider that cannot be reached
+            return nil, "overloaded", format("too many exchanges waiting for a connection to %s (the pool "
+                .. "and its backlog are full)", hp), err
         end
         return nil, "connect", format("cannot connect to %s", hp), err
     end
