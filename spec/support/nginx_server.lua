@@ -74,7 +74,10 @@ end
 --   context, e.g. `env` directives), `workers` (default 1), `worker_connections` (default 256),
 --   `error_level` (default "warn"), `ready` (path answered on the port once it serves, default "/"),
 --   `helper` (function() -> function: starts a server the spec talks to through nginx once nginx
---   serves, and returns what stops it; `stop` calls that first)
+--   serves, and returns what stops it; `stop` calls that first), `whole` (function(port, dir) ->
+--   string: a whole nginx.conf as a user writes it, load_module lines and `http {}` included,
+--   instead of `http`; only `pid`, `error_log` and, as root, `user root` are put before it),
+--   `env` (table: environment variables nginx starts with, e.g. an API key)
 -- @treturn table server `{dir, port, base}` with `stop`, `pid`, `workers`, `error_log`
 -- @raise when nginx or the helper does not start (nginx is stopped again; the error log is in
 --   the message)
@@ -83,7 +86,9 @@ function M.start(opts)
     local dir = run("mktemp -d"):match("^(%S+)")
     local port = util.closed_port()
     local user = run("id -u"):match("^0%s") ~= nil and "user root;\n" or ""
-    local conf = table.concat({
+    local conf = opts.whole and table.concat({ user .. "pid " .. dir .. "/nginx.pid;",
+        "error_log " .. dir .. "/error.log " .. (opts.error_level or "warn") .. ";",
+        opts.whole(port, dir), "" }, "\n") or table.concat({
         "worker_processes " .. (opts.workers or 1) .. ";", user .. "pid " .. dir .. "/nginx.pid;",
         "error_log " .. dir .. "/error.log " .. (opts.error_level or "warn") .. ";",
         "worker_rlimit_nofile " .. ((opts.worker_connections or 256) * 2 + 64) .. ";",
@@ -105,7 +110,11 @@ function M.start(opts)
     f:write(conf)
     f:close()
     local self = setmetatable({ dir = dir, port = port, base = "http://127.0.0.1:" .. port, root = root }, server_mt)
-    local out, code = run(string.format("nginx -p %s -c %s/nginx.conf -e %s/error.log", q(dir), q(dir), q(dir)))
+    local env = {}
+    for k, v in pairs(opts.env or {}) do env[#env + 1] = k .. "=" .. q(v) end
+    table.sort(env)
+    local out, code = run(string.format("%snginx -p %s -c %s/nginx.conf -e %s/error.log",
+        #env > 0 and "env " .. table.concat(env, " ") .. " " or "", q(dir), q(dir), q(dir)))
     if code ~= 0 then
         local log = self:error_log()
         self:stop()

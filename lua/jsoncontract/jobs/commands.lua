@@ -228,7 +228,14 @@ function _M.read_mailbox(path, limit)
         return items, core.sha256("")
     end
     local ok, err = pcall(function()
-        for line in f:lines() do
+        -- Read whole, then cut at "\n": LuaJIT's file:lines() ends a line at a NUL byte, which
+        -- would store a cut line as if it were the mail.
+        local data = assert(f:read("*a"))
+        local pos, size = 1, #data
+        while pos <= size do
+            local nl = data:find("\n", pos, true) or size + 1
+            local line = data:sub(pos, nl - 1)
+            pos = nl + 1
             lineno = lineno + 1
             line = line:gsub("\r$", "")
             if line:match("%S") then
