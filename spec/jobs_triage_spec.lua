@@ -155,6 +155,62 @@ describe("triage as a job", function()
         assert.truthy(o:find("nothing to resume", 1, true), o)
     end)
 
+    it("resumes a job read from stdin without its mailbox; one given is still checked", function()
+        local dir = tmpdir()
+        finally(function() os.execute("rm -rf " .. q(dir)) end)
+        local o, code = util.sh(triage_cmd(("--input - --out %s --delay-ms 0 --limit 4 <examples/mailbox.jsonl")
+            :format(q(dir))))
+        assert.equal(0, code, o)
+        -- two items back to waiting, as a run stopped mid-way leaves them
+        local st = assert(store.open(dir .. "/job.sqlite", { create = false }))
+        local job = st:latest_job()
+        assert.equal("-", job.input_path)
+        assert(st:exec("DELETE FROM outcomes WHERE job_id = ? AND item_id IN ('m-1042', 'm-1187')", { job.id }))
+        assert(st:exec("UPDATE items SET state = 'pending' WHERE job_id = ? AND item_id IN ('m-1042', 'm-1187')",
+            { job.id }))
+        st:close()
+        o, code = util.sh(triage_cmd("--resume " .. q(dir) .. " --input - </dev/null"))
+        assert.equal(2, code, o)   -- a mailbox given is compared, stdin too
+        assert.truthy(o:find("is not the one job", 1, true), o)
+        o, code = util.sh(triage_cmd("--resume " .. q(dir) .. " </dev/null"))
+        assert.equal(0, code, o)
+        assert.truthy(o:find("2 of 4 messages already decided", 1, true), o)
+        assert.equal(4, #jobs.jsonl(dir .. "/tickets.jsonl") + #jobs.jsonl(dir .. "/review.jsonl"))
+        -- the same mail as a file (its first 4 lines: the job's --limit) is the same mailbox
+        o, code = util.sh(triage_cmd("--resume " .. q(dir) .. " --input examples/mailbox.jsonl"))
+        assert.equal(0, code, o)
+    end)
+
+    it("refuses a second triage on a folder while one runs; the lock of a run killed -9 blocks nothing", function()
+        local dir, logs = tmpdir(), tmpdir()
+        os.execute("mkdir -p " .. q(logs))
+        finally(function() os.execute("rm -rf " .. q(dir) .. " " .. q(logs)) end)
+        local box_ids = {}
+        for line in io.lines("examples/mailbox.jsonl") do box_ids[#box_ids + 1] = core.decode(line).id end
+        local pid = jobs.spawn(triage_cmd(("--input examples/mailbox.jsonl --out %s --delay-ms 400 --parallel 2")
+            :format(q(dir))), logs .. "/1.out")
+        assert(jobs.wait_for(logs .. "/1.out", "triage: ", 20), util.read(logs .. "/1.out"))
+        local o, code = util.sh(triage_cmd("--resume " .. q(dir)))
+        assert.equal(1, code, o)
+        assert.truthy(o:find("another triage is running on the job in " .. dir, 1, true), o)
+        -- killed -9: its lock file stays, but the kernel gave the lock back
+        os.execute("kill -9 " .. pid)
+        assert.is_true(jobs.wait_gone(pid, 10))
+        assert.truthy(io.open(dir .. "/triage.lock", "rb"), "the lock file is in the job folder")
+        local run = jobs.spawn_status(triage_cmd("--resume " .. q(dir)), logs .. "/2.out")
+        assert(jobs.wait_for(logs .. "/2.out", "resuming job", 20), util.read(logs .. "/2.out"))
+        -- the tester's case: a second resume while the first runs asks nothing and takes no lease
+        local log3 = logs .. "/standin-3.log"
+        o, code = util.sh("JC_STANDIN_LOG=" .. q(log3) .. " " .. triage_cmd("--resume " .. q(dir)))
+        assert.equal(1, code, o)
+        assert.truthy(o:find("another triage is running", 1, true), o)
+        assert.equal(0, #jobs.standin_log(log3))
+        assert.is_true(jobs.wait_gone(run, 60))
+        local text = util.read(logs .. "/2.out")
+        assert.equal(0, tonumber(text:match("exit=(%d+)")), text)
+        check_exports(dir, box_ids)
+    end)
+
     it("stores absolute paths, so --resume works from any folder; a job with relative ones still resumes",
         function()
             local dir, elsewhere = tmpdir(), tmpdir()
@@ -268,6 +324,45 @@ describe("triage as a job", function()
             o, code = util.sh(env .. cmd)
             assert.equal(2, code, cmd .. ": " .. o)
             assert.truthy(o:find("job store", 1, true), o)
+        end
+    end)
+
+    it("status, export and worker change nothing in a database that is no job store, and say so (exit 2); "
+        .. "a store that cannot be reached is exit 1", function()
+        local dir = tmpdir()
+        os.execute("mkdir -p " .. q(dir))
+        finally(function() os.execute("rm -rf " .. q(dir)) end)
+        local other = dir .. "/other.sqlite"
+        local env = assert(require("luasql.sqlite3").sqlite3())
+        local conn = assert(env:connect(other))
+        assert(conn:execute("CREATE TABLE notes (x TEXT)"))
+        assert(conn:execute("INSERT INTO notes VALUES ('mine')"))
+        conn:close()
+        env:close()
+        local before = core.sha256(util.read(other))
+        local notdb = dir .. "/notes.txt"
+        local f = assert(io.open(notdb, "wb"))
+        f:write("not a database\n")
+        f:close()
+        local jc = "env -u LD_PRELOAD -u OPENAI_API_KEY -u ANTHROPIC_API_KEY " .. LUA .. " bin/jsoncontract "
+        for _, cmd in ipairs { "status --store " .. q(other), "status --json --store " .. q(other),
+            "export --store " .. q(other) .. " --out " .. q(dir .. "/x"), "worker --store " .. q(other),
+            "triage --resume " .. q(dir) .. " --store " .. q(other) } do
+            local o, code = util.sh(jc .. cmd)
+            assert.equal(2, code, cmd .. ": " .. o)
+            assert.truthy(o:find("no job store at " .. other .. " (no jobs table)", 1, true), o)
+        end
+        local o, code = util.sh(jc .. "status --store " .. q(notdb))
+        assert.equal(2, code, o)
+        assert.truthy(o:find("(not a SQLite database)", 1, true), o)
+        -- the foreign file is as it was: same bytes, still in its own journal mode, no WAL beside it
+        assert.equal(before, core.sha256(util.read(other)))
+        assert.is_nil(io.open(other .. "-wal", "rb"))
+        assert.equal("not a database\n", util.read(notdb))
+        for _, cmd in ipairs { "status", "export --out " .. q(dir .. "/x") } do
+            o, code = util.sh(jc .. cmd .. " --store postgresql://nobody@127.0.0.1:1/none")
+            assert.equal(1, code, cmd .. ": " .. o)
+            assert.truthy(o:find("cannot open the job store", 1, true), o)
         end
     end)
 

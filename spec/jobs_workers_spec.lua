@@ -99,9 +99,34 @@ describe("jsoncontract worker over PostgreSQL", function()
         for _, id in ipairs(ids) do assert.equal(1, seen[id], id) end
     end)
 
+    it("worker, status and export on a database without a job store say so, without SQL (exit 2)", function()
+        if not pg then return pending(why) end
+        local admin = assert(store.open(pg.url))
+        assert(admin:exec("CREATE DATABASE no_store"))
+        admin:close()
+        local url = (pg.url:gsub("/postgres$", "/no_store"))
+        local st, err = store.open(url, { create = false })
+        assert.is_nil(st)
+        assert.equal("not_found", err.kind)
+        local out = os.tmpname()
+        os.remove(out)
+        finally(function() os.execute("rm -rf " .. q(out)) end)
+        for _, cmd in ipairs { "worker", "status", "status --json", "export --out " .. q(out) } do
+            local o, code = util.sh(jc(cmd .. " --store " .. q(url)))
+            assert.equal(2, code, cmd .. ": " .. o)
+            assert.truthy(o:find("no job store at " .. url .. " (no jobs table): create one with `jsoncontract "
+                .. "enqueue --store URL`", 1, true), o)
+            assert.falsy(o:find("relation", 1, true), o)
+        end
+        -- nothing was created there
+        admin = assert(store.open(url, { create = true }))
+        assert.equal(0, tonumber(admin:query("SELECT count(*) AS n FROM jobs")[1].n))
+        admin:close()
+    end)
+
     it("enqueue: a line that is not UTF-8 goes to review as on SQLite; a bad id is refused, no job left", function()
         if not pg then return pending(why) end
-        local admin = assert(store.open(pg.url, { create = false }))
+        local admin = assert(store.open(pg.url))
         assert(admin:exec("CREATE DATABASE bad_lines"))
         admin:close()
         local url = (pg.url:gsub("/postgres$", "/bad_lines"))

@@ -18,7 +18,7 @@ end
 
 -- A room (module prefix) and the prefixes it may import (the C core always).
 local RULES = {
-    { "jsoncontract.secrets", {} },
+    { "jsoncontract.secrets", { "jsoncontract.utf8" } },
     { "jsoncontract.errors", { "jsoncontract.json", "jsoncontract.utf8", "jsoncontract.secrets" } },
     { "jsoncontract.json", { "jsoncontract.utf8" } },
     { "jsoncontract.utf8", {} },
@@ -36,7 +36,7 @@ local RULES = {
         "jsoncontract.compat", "jsoncontract.run.", "jsoncontract.secrets" } },
     { "jsoncontract.jobs.", { "jsoncontract.errors", "jsoncontract.evidence", "jsoncontract.compat",
         "jsoncontract.run", "jsoncontract.providers", "jsoncontract.jobs.", "jsoncontract.secrets",
-        "jsoncontract.setup", "jsoncontract.standin.process" } },
+        "jsoncontract.setup", "jsoncontract.standin.process", "jsoncontract.utf8" } },
     -- What cli/ and jobs/ share (the contract file, the provider, the interpreter): the registry,
     -- lazily, and the stand-in's starter (which knows the interpreter).
     { "jsoncontract.setup", { "jsoncontract.providers", "jsoncontract.standin.process" } },

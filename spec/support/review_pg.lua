@@ -58,7 +58,8 @@ end
 
 --- Empty the database (every table of the job store goes).
 function M.reset(h)
-    local store = require("jsoncontract.jobs.store").open(h.url, { create = false })
+    -- (create: reset may run on a database that holds no job store yet)
+    local store = assert(require("jsoncontract.jobs.store").open(h.url))
     assert(store:exec("DROP SCHEMA public CASCADE"))
     assert(store:exec("CREATE SCHEMA public"))
     store:close()

@@ -3,7 +3,8 @@
 -- as a job in a store (SQLite in the output folder by default; see README "Batch jobs").
 -- `--resume DIR` continues a stopped job. The job itself: `jsoncontract.jobs.commands`.
 -- Exit 0 when every item ended in exactly one of accepted or review, whatever the split;
--- 1 on a store or export failure; 2 on bad options or input; 130 / 143 after SIGINT / SIGTERM.
+-- 1 on a store or export failure, or when another triage runs on the folder; 2 on bad options or
+-- input; 130 / 143 after SIGINT / SIGTERM.
 -- @module jsoncontract.cli.triage
 local util = require "jsoncontract.cli.util"
 local commands = require "jsoncontract.jobs.commands"
@@ -36,7 +37,8 @@ return {
         commands.configure_job(parser, util)
         parser:option("--out", "Output folder, must be new or empty (default: out/triage-<UTC time>).")
         parser:option("--resume", "Continue the job in this folder: committed items are never asked again; "
-            .. "the mailbox must be the one it started with (ids and digests).")
+            .. "the mailbox must be the one it started with (ids and digests); a job read from stdin "
+            .. "needs none.")
         parser:flag("--retry-review", "With --resume: send the review items to the model again, as a new pass.")
         parser:option("--store", "Job store (default: <out>/job.sqlite; or postgresql://...).")
         commands.configure_run(parser, util)

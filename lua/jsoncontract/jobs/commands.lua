@@ -228,7 +228,14 @@ function _M.read_mailbox(path, limit)
         return items, core.sha256("")
     end
     local ok, err = pcall(function()
-        for line in f:lines() do
+        -- Read whole, then cut at "\n": LuaJIT's file:lines() ends a line at a NUL byte, which
+        -- would store a cut line as if it were the mail.
+        local data = assert(f:read("*a"))
+        local pos, size = 1, #data
+        while pos <= size do
+            local nl = data:find("\n", pos, true) or size + 1
+            local line = data:sub(pos, nl - 1)
+            pos = nl + 1
             lineno = lineno + 1
             line = line:gsub("\r$", "")
             if line:match("%S") then
@@ -290,6 +297,61 @@ local function prepare_out_dir(dir)
     r = os.execute("mkdir -p " .. shell_quote(dir))
     if r ~= true and r ~= 0 then return nil, "cannot create output folder " .. dir end
     return true
+end
+
+--- The name of the lock file `triage` holds in its job folder while it runs.
+_M.LOCK_FILE = "triage.lock"
+
+--- Take the job folder for this process: an exclusive lock on `dir/triage.lock`, held until
+-- `lock:release()` (or the process ends). A second `triage` on the folder would give back
+-- the leases of the first (a resume on SQLite releases every lease, as only a crashed run can
+-- have left them) and ask its items again, so it is refused. The lock is SQLite's own (an
+-- `fcntl` lock on an empty database file, through the LuaSQL driver the store already needs):
+-- the kernel drops it when the process dies, even by kill -9, so a stale lock never blocks a
+-- later resume, and it is not inherited by the children we fork (the stand-in).
+-- @tparam string dir an existing folder (anything else: a lock that holds nothing, the caller
+--   reports the missing folder in its own words)
+-- @treturn[1] table lock with `release()`
+-- @return[2] nil
+-- @treturn[2] string message (another triage holds the folder, or the lock cannot be taken)
+function _M.lock_folder(dir)
+    local none = { release = function() end }
+    if require("lfs").attributes(dir, "mode") ~= "directory" then return none end
+    local okd, driver = pcall(require, "luasql.sqlite3")
+    if not okd then return nil, "cannot lock the job folder " .. dir .. ": lua-sql-sqlite3 is not installed" end
+    local path = dir .. "/" .. _M.LOCK_FILE
+    local env = driver.sqlite3()
+    local conn, msg = env:connect(path)
+    if not conn then
+        env:close()
+        return nil, "cannot lock the job folder " .. dir .. ": " .. tostring(msg):gsub("^LuaSQL: ", "")
+    end
+    local function close()
+        pcall(conn.close, conn)
+        pcall(env.close, env)
+    end
+    -- No waiting (busy_timeout 0): a held lock is a running triage, refused at once. EXCLUSIVE
+    -- locking mode keeps the lock for the connection's life; nothing is ever written.
+    for _, sql in ipairs { "PRAGMA busy_timeout = 0", "PRAGMA locking_mode = EXCLUSIVE", "BEGIN EXCLUSIVE" } do
+        local cur, err = conn:execute(sql)
+        if not cur then
+            close()
+            err = tostring(err):gsub("^LuaSQL: ", "")
+            if err:find("locked", 1, true) or err:find("busy", 1, true) then
+                return nil, "another triage is running on the job in " .. dir .. " (it holds " .. path
+                    .. "); nothing was done. Wait for it to end, or stop it (Ctrl-C, or kill) and then resume"
+            end
+            return nil, "cannot lock the job folder " .. dir .. ": " .. err
+        end
+        if type(cur) == "userdata" then cur:close() end
+    end
+    local held = true
+    return { path = path, release = function()
+        if not held then return end
+        held = false
+        pcall(conn.execute, conn, "ROLLBACK")
+        close()
+    end }
 end
 
 local function default_out_dir()
@@ -598,6 +660,33 @@ local function default_input(root)
     return input
 end
 
+local resume_job -- (defined after `resume`, which calls it)
+
+-- The rest of `triage` for a new job, once its folder is ours and its store open.
+local function new_job(st, o, env, n)
+    local mod, p, jo, items, digest, input, out = n.mod, n.p, n.jo, n.items, n.digest, n.input, n.out
+    local err
+    local ident = mod.contract:identity()
+    local job_id
+    -- The job and its items in one transaction: a failure leaves no empty job behind.
+    job_id, err = st:create_job({ contract_name = ident.name, contract_version = ident.version,
+        schema_hash = ident.schema_hash, provider = p.provider, model = p.model, options_json = core.encode(jo),
+        input_digest = digest, input_path = _M.absolute(input) }, items)
+    if not job_id then st:close() return fail(err.message) end
+    local job = st:job(job_id)
+    stderr:write(format("triage: %d messages from %s, provider %s (%s), model %s, output %s\n", #items, input,
+        p.provider, p.standin and "stand-in" or "live", p.model, out))
+    local c = { mod = mod, contract = mod.contract, p = p, jo = jo }
+    if p.api_key then c.p.api_key = p.api_key end
+    o.orders_dir = out
+    local res
+    res, err = work_on(st, job, c, o, env, progress_printer(#items, 0))
+    if isatty(2) then stderr:write("\n") end
+    if not res then st:close() return fail(err) end
+    return finish(st, job, res, out, { input = input, provider = p.provider, model = p.model,
+        standin = p.standin or false, contract = ident })
+end
+
 --- `jsoncontract triage`: a new job in a new folder, or `--resume DIR` (`o.resume`).
 -- @tparam table o options: input, out, resume, store, contract, provider, model, base-url, parallel,
 --   max-attempts, token-budget, limit, seed, delay-ms, record-text, retry-review, rpm, tpm, grace,
@@ -630,37 +719,32 @@ function _M.triage(o, env)
     local existed = os.rename(out, out) -- true when the folder was there before us
     ok, err = prepare_out_dir(out)
     if not ok then return die(err) end
+    -- Held for the run: a `--resume` of this folder started meanwhile is refused.
+    local lock
+    lock, err = _M.lock_folder(out)
+    if not lock then
+        if not existed then os.remove(out .. "/" .. _M.LOCK_FILE) os.remove(out) end
+        return fail(err)
+    end
     local url = o.store or (out .. "/job.sqlite")
     local st
     st, err = store_mod.open(url)
     if not st then
+        lock.release()
+        if lock.path then os.remove(lock.path) end
         if not existed then os.remove(out) end -- the empty folder we made: nothing is left behind
         return fail(err.message)
     end
-    local ident = mod.contract:identity()
-    local job_id
-    -- The job and its items in one transaction: a failure leaves no empty job behind.
-    job_id, err = st:create_job({ contract_name = ident.name, contract_version = ident.version,
-        schema_hash = ident.schema_hash, provider = p.provider, model = p.model, options_json = core.encode(jo),
-        input_digest = digest, input_path = _M.absolute(input) }, items)
-    if not job_id then st:close() return fail(err.message) end
-    local job = st:job(job_id)
-    stderr:write(format("triage: %d messages from %s, provider %s (%s), model %s, output %s\n", #items, input,
-        p.provider, p.standin and "stand-in" or "live", p.model, out))
-    local c = { mod = mod, contract = mod.contract, p = p, jo = jo }
-    if p.api_key then c.p.api_key = p.api_key end
-    o.orders_dir = out
-    local res
-    res, err = work_on(st, job, c, o, env, progress_printer(#items, 0))
-    if isatty(2) then stderr:write("\n") end
-    if not res then st:close() return fail(err) end
-    return finish(st, job, res, out, { input = input, provider = p.provider, model = p.model,
-        standin = p.standin or false, contract = ident })
+    local code = new_job(st, o, env, { mod = mod, p = p, jo = jo, items = items, digest = digest, input = input,
+        out = out })
+    lock.release()
+    return code
 end
 
 --- `jsoncontract triage --resume DIR`: continue the folder's job. Committed items are never asked
 -- again; items in flight when it stopped are. The mailbox must be the one the job started with
--- (ids and digests); `--retry-review` first opens a new pass over the items in review.
+-- (ids and digests); a job read from stdin needs none (its items are in the store), unless one
+-- is given. `--retry-review` first opens a new pass over the items in review.
 -- @tparam table o options (as for `triage`; `resume` is the folder)
 -- @tparam table env
 -- @treturn integer exit status
@@ -668,21 +752,36 @@ function _M.resume(o, env)
     use_env(env)
     local okn, nerr = check_options(o)
     if not okn then return die(nerr) end
+    local url = o.store or (o.resume .. "/job.sqlite")
+    if not o.store and not file_exists(url) then
+        return die("nothing to resume in " .. o.resume .. ": no job store " .. url)
+    end
+    -- One triage per folder: a second would give back this one's leases (below) and ask
+    -- its items again. Held until the run has exported; the kernel drops it should we die.
+    local lock, lerr = _M.lock_folder(o.resume)
+    if not lock then return fail(lerr) end
+    local code = resume_job(o, env)
+    lock.release()
+    return code
+end
+
+-- The rest of `resume`, with the job folder ours.
+resume_job = function(o, env)
     local out = o.resume
     local url = o.store or (out .. "/job.sqlite")
-    if not o.store and not file_exists(url) then
-        return die("nothing to resume in " .. out .. ": no job store " .. url)
-    end
     local st, err = store_mod.open(url, { create = false })
-    if not st then return fail(err.message) end
+    if not st then return (err.kind == "not_found" and die or fail)(err.message) end
     local job
     job, err = st:latest_job()
-    if not job then st:close() return die(err.message) end
+    if not job then st:close() return (err.kind == "not_found" and die or fail)(err.message) end
     local c
     c, err = job_context(job, env, o)
     if not c then st:close() return die(err) end
     local input = o.input or stored_path(job.input_path, env)
-    local items, digest = _M.read_mailbox(input, c.jo.limit)
+    -- A job read from stdin has its items in the store and no file to read them from again:
+    -- it resumes without its mailbox. A mailbox given (`--input`, `-` too) is checked as always.
+    local items, digest = {}, job.input_digest
+    if o.input or input ~= "-" then items, digest = _M.read_mailbox(input, c.jo.limit) end
     if not items then
         st:close()
         return die("cannot read mailbox: " .. tostring(digest)
@@ -711,7 +810,8 @@ function _M.resume(o, env)
         end)
         if not ok then st:close() return fail(uerr.message) end
     end
-    -- We are the job's only process (SQLite, one folder): whatever was leased died with the last run.
+    -- We are the job's only process (SQLite, one folder, and its lock is ours): whatever was leased died
+    -- with the last run.
     if st.engine == "sqlite" then st:release(job.id, nil) end
     if o["retry-review"] then
         local why = "review items sent again (--retry-review)"
@@ -742,7 +842,8 @@ function _M.resume(o, env)
 end
 
 -- Open the store named by --store, or DIR/job.sqlite for a folder argument. The third value is
--- true when the options are at fault (no store named, no such file): a usage error, exit 2.
+-- true when the options are at fault (no store named, no such file, a database that holds no
+-- job store): a usage error, exit 2; a store that cannot be reached or read is exit 1.
 local function open_named(o, create)
     local url = o.store
     if not url and o.dir then url = o.dir .. "/job.sqlite" end
@@ -753,13 +854,17 @@ local function open_named(o, create)
         return nil, "no job store at " .. url, true
     end
     local st, err = store_mod.open(url, { create = create })
-    if not st then return nil, err.message end
+    if not st then return nil, err.message, err.kind == "not_found" end
     return st
 end
 
+-- The job named by --job, else the newest. On failure the exit status goes with it: no such
+-- job is the options' fault (2), a store that cannot be read is not (1).
 local function pick_job(st, o)
-    if o.job then return st:job(o.job) end
-    return st:latest_job()
+    local job, err
+    if o.job then job, err = st:job(o.job) else job, err = st:latest_job() end
+    if job then return job end
+    return nil, err, err.kind == "not_found" and die or fail
 end
 
 --- `jsoncontract enqueue --store URL --input FILE`: create a job and its items in a shared store.
@@ -811,9 +916,9 @@ function _M.worker(o, env)
     local st, usage
     st, err, usage = open_named(o, false)
     if not st then return (usage and die or fail)(err) end
-    local job
-    job, err = pick_job(st, o)
-    if not job then st:close() return die(err.message) end
+    local job, exit
+    job, err, exit = pick_job(st, o)
+    if not job then st:close() return exit(err.message) end
     local c
     c, err = job_context(job, env, o)
     if not c then st:close() return die(err) end
@@ -842,11 +947,11 @@ end
 -- @treturn integer exit status
 function _M.status(o, env)
     use_env(env)
-    local st, err = open_named(o, false)
-    if not st then return die(err) end
-    local job
-    job, err = pick_job(st, o)
-    if not job then st:close() return die(err.message) end
+    local st, err, usage = open_named(o, false)
+    if not st then return (usage and die or fail)(err) end
+    local job, exit
+    job, err, exit = pick_job(st, o)
+    if not job then st:close() return exit(err.message) end
     -- One snapshot for both: the line's figures add up while workers commit.
     local summary, counts
     summary, err = st:read_tx(function()
@@ -879,11 +984,11 @@ function _M.export(o, env)
     use_env(env)
     local out = o.out or o.dir
     if not out then return die("export needs a folder: export DIR, or --store URL --out DIR") end
-    local st, err = open_named(o, false)
-    if not st then return die(err) end
-    local job
-    job, err = pick_job(st, o)
-    if not job then st:close() return die(err.message) end
+    local st, err, usage = open_named(o, false)
+    if not st then return (usage and die or fail)(err) end
+    local job, exit
+    job, err, exit = pick_job(st, o)
+    if not job then st:close() return exit(err.message) end
     os.execute("mkdir -p " .. shell_quote(out))
     local summary
     summary, err = export.write(st, job.id, out, { provider = job.provider, model = job.model, input = job.input_path })

@@ -97,13 +97,30 @@ local function safe_url(url)
     return (url:gsub("^(%a+://[^:/@]*):[^@]*@", "%1:***@"))
 end
 
+-- Does the database hold the job store's `jobs` table? true; false when it does not; nil and
+-- why when the question fails. nil without a why: the file is not a SQLite database at all.
+local function has_jobs_table(self)
+    local sql = self.engine == "sqlite"
+        and "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'jobs'"
+        or "SELECT count(*) AS n FROM information_schema.tables WHERE table_name = 'jobs' "
+            .. "AND table_schema = ANY (current_schemas(false))"
+    local rows, err = self:query(sql)
+    if not rows then
+        if self.engine == "sqlite" and tostring(err):find("not a database", 1, true) then return nil end
+        return nil, err
+    end
+    return (tonumber(rows[1] and rows[1].n) or 0) > 0
+end
+
 --- Open a store; with `opts.create` also create the schema when missing.
 -- @tparam string url see `parse_url`
--- @tparam[opt] table opts `create` (boolean, default true: create missing tables; workers
---   pass false so several hosts never race on DDL)
+-- @tparam[opt] table opts `create` (boolean, default true: create missing tables and put a
+--   SQLite file in WAL mode; false opens an existing job store only, changing nothing in the
+--   file: workers, so several hosts never race on DDL, and the commands that only read)
 -- @treturn[1] table store
 -- @return[2] nil
--- @treturn[2] table err (`store`/`open_failed`)
+-- @treturn[2] table err (`store`/`open_failed`; `not_found` with `create = false` when the
+--   database holds no job store: no `jobs` table, or not a SQLite database)
 -- @raise when url is not a string
 -- @usage local st = assert(store.open("out/run-1/job.sqlite"))
 function _M.open(url, opts)
@@ -126,18 +143,43 @@ function _M.open(url, opts)
         self:close()
         return nil, store_error("open_failed", "cannot prepare the job store " .. safe_url(url) .. ": " .. m)
     end
+    local function pragma(sql)
+        local cur, err = conn:execute(sql)
+        if not cur then return nil, tostring(err):gsub("^LuaSQL: ", "") end
+        if type(cur) == "userdata" then cur:close() end
+        return true
+    end
     if engine == "sqlite" then
-        -- WAL: readers (status, export) never block the writer; FULL: a commit survives a crash
-        -- of the machine, not only of the process.
-        for _, p in ipairs { "PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL",
-            "PRAGMA busy_timeout = 10000" } do
-            local cur, err = conn:execute(p)
-            if not cur then return fail(tostring(err)) end
-            if type(cur) == "userdata" then cur:close() end
-        end
+        local ok, err = pragma("PRAGMA busy_timeout = 10000")
+        if not ok then return fail(err) end
     else
         local ok, err = conn:execute("SET client_min_messages = warning")
         if not ok then return fail(tostring(err)) end
+    end
+    if opts.create == false then
+        -- Only a job store is opened this way (status, export, workers, the review desk): a
+        -- database that is not one is named as such before anything is run or changed in it.
+        local present, why = has_jobs_table(self)
+        if not present then
+            self:close()
+            return nil, store_error(why and "open_failed" or "not_found", why
+                and ("cannot read the job store " .. safe_url(url) .. ": " .. why)
+                or format("no job store at %s (%s): create one with `jsoncontract enqueue --store URL` or "
+                    .. "`jsoncontract triage`", safe_url(url), present == false and "no jobs table"
+                    or "not a SQLite database"))
+        end
+    end
+    if engine == "sqlite" then
+        -- WAL: readers (status, export) never block the writer; FULL: a commit survives a crash
+        -- of the machine, not only of the process. WAL is a property of the file, set once when
+        -- we create the store: opening one (create = false) changes nothing in the file, even
+        -- when it is some other database.
+        if opts.create ~= false then
+            local ok, err = pragma("PRAGMA journal_mode = WAL")
+            if not ok then return fail(err) end
+        end
+        local ok, err = pragma("PRAGMA synchronous = FULL")
+        if not ok then return fail(err) end
     end
     if opts.create ~= false then
         local ok, err = self:tx(function()
