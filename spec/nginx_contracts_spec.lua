@@ -102,6 +102,49 @@ describe("jsoncontract.nginx.contracts", function()
         end)
     end)
 
+    describe("get() in a worker that cannot read the file", function()
+        local saved = rawget(_G, "ngx")
+        after_each(function() _G.ngx = saved end)
+
+        it("keeps serving the compiled contract and logs one ERR per distinct error, naming file and user", function()
+            local clock, logged = 0, {}
+            _G.ngx = { ERR = 4, WARN = 5, now = function() return clock end,
+                log = function(level, ...) logged[#logged + 1] = { level, table.concat({ ... }) } end }
+            local dir = util.sh("mktemp -d"):match("^(%S+)")
+            finally(function() util.sh("rm -rf '" .. dir .. "'") end)
+            local path = dir .. "/t.lua"
+            write(path, file_text("1.0.0"))
+            local cache = contracts.new({ t = path }, { check_ms = 1 })
+            local c1, k1 = cache:get("t")
+            local function look()
+                clock = clock + 1
+                local c, k = cache:get("t")
+                assert.same({ c1, k1 }, { c, k })
+            end
+            -- the path turns into something the worker cannot read (root reads any mode: a directory)
+            os.remove(path)
+            util.sh("mkdir '" .. path .. "'")
+            look(); look(); look()
+            assert.equal(1, #logged)
+            assert.equal(4, logged[1][1])
+            local msg = logged[1][2]
+            assert.truthy(msg:find("cannot read contract file " .. path .. " as ", 1, true), msg)
+            assert.truthy(msg:find(require("jsoncontract.nginx.evidence").whoami(), 1, true), msg)
+            assert.truthy(msg:find("Is a directory", 1, true), msg)
+            assert.truthy(msg:find("keeping " .. k1, 1, true), msg)
+            -- another error is said once more
+            util.sh("rmdir '" .. path .. "'")
+            look(); look()
+            assert.equal(2, #logged)
+            assert.truthy(logged[2][2]:find("No such file", 1, true), logged[2][2])
+            -- readable again: a version bump is taken up
+            write(path, file_text("1.1.0"))
+            clock = clock + 1
+            assert.equal("1.1.0", cache:get("t").version)
+            assert.equal(2, #logged)
+        end)
+    end)
+
     describe("misuse", function()
         it("raises on sources that are not a table, names that are not strings, a bad source", function()
             util.raises("sources must be a table", contracts.new, "x")

@@ -4,6 +4,7 @@ local function fake_dict()
     local d = { data = {} }
     function d:incr(k, v, init) self.data[k] = (self.data[k] or init) + v; return self.data[k] end
     function d:get(k) return self.data[k] end
+    function d:delete(k) self.data[k] = nil end
     function d:get_keys()
         local ks = {}
         for k in pairs(self.data) do ks[#ks + 1] = k end
@@ -36,5 +37,25 @@ describe("jsoncontract.nginx.metrics", function()
         local count = text:match('jsoncontract_request_attempts_count{contract="t"} (%d+)')
         assert.same({ "3", "3" }, { inf, count })
         assert.truthy(text:find('jsoncontract_request_attempts_sum{contract="t"} 3\n', 1, true), text)
+    end)
+
+    it("sums the in_flight slots of live workers only, and sweeps the dead ones' and its own", function()
+        local f = io.open("/proc/self/stat", "r")
+        if not f then return pending("skipped: no /proc here") end
+        local me = tonumber(f:read("*a"):match("^%d+"))
+        f:close()
+        _G.ngx.worker = { pid = function() return me end }
+        local m = metrics.new("m")
+        m:gauge("jsoncontract_in_flight", { "contract", "t" }, 1)
+        m:gauge("jsoncontract_in_flight", { "contract", "t" }, 1)
+        -- a worker killed with -9 (pid 1 stands for a live one, a huge pid for a dead one)
+        dict.data['g|1|jsoncontract_in_flight{contract="t"}'] = 3
+        dict.data['g|999999999|jsoncontract_in_flight{contract="t"}'] = 5
+        assert.truthy(m:render():find('\njsoncontract_in_flight{contract="t"} 5\n', 1, true), m:render())
+        -- a new worker with this pid (a dead one's pid come round) starts from 0
+        m:sweep()
+        assert.is_nil(dict.data['g|' .. me .. '|jsoncontract_in_flight{contract="t"}'])
+        assert.equal(3, dict.data['g|1|jsoncontract_in_flight{contract="t"}'])
+        assert.is_nil(dict.data['g|999999999|jsoncontract_in_flight{contract="t"}'])
     end)
 end)

@@ -67,7 +67,14 @@ describe("jsoncontract.nginx run by an operator", function()
                         "server {",
                         "  listen 127.0.0.1:" .. port .. ";",
                         "  error_page 413 = @jsoncontract_too_big;",
-                        "  location @jsoncontract_too_big { content_by_lua_block { " .. gw .. ".too_large() } }",
+                        "  location @jsoncontract_too_big { content_by_lua_block { " .. gw .. '.too_large("t") } }',
+                        "  location @early_too_big { content_by_lua_block { " .. app .. '.gw.early:too_large("t") } }',
+                        "  location = /early { error_page 413 = @early_too_big; content_by_lua_block { "
+                            .. app .. '.gw.early:serve("t") } }',
+                        "  location = /nokey { content_by_lua_block { " .. app .. '.gw.nokey:serve("t") } }',
+                        "  location = /reask { content_by_lua_block { " .. app .. '.gw.reask:serve("t") } }',
+                        "  location ^~ /reask_model/ { content_by_lua_block { " .. app .. '.model("reask") } }',
+                        "  location = /slots { content_by_lua_block { " .. app .. ".slots() } }",
                         "  location = /t { content_by_lua_block { " .. gw .. '.serve("t") } }',
                         "  location = /t2 { content_by_lua_block { " .. app .. '.gw.shared2:serve("t") } }',
                         "  location = /t3 { content_by_lua_block { " .. app .. '.gw.shared3:serve("t") } }',
@@ -164,6 +171,8 @@ describe("jsoncontract.nginx run by an operator", function()
         assert.truthy(log:find(pattern .. user .. " (uid ", 1, true), log)
         -- the writable files raise nothing
         assert.falsy(log:find("cannot open " .. srv.dir .. "/shared.jsonl", 1, true))
+        -- the error log keeps NOTICE here (level info): no word about path = "log" evidence
+        assert.falsy(log:find("the error log's level is", 1, true))
     end)
 
     it("takes in_flight down and counts a client that left as 499 client_closed", function()
@@ -216,6 +225,125 @@ describe("jsoncontract.nginx run by an operator", function()
         local v = jc.decode(res.body)
         assert.equal("body_too_large", v.error.code)
         assert.equal(res.headers["x-request-id"], v.request_id)
+        -- like every other answer (too_large("t") names the contract)
+        assert.same({ "t", "1.0.0" }, { res.headers["x-contract"], res.headers["x-contract-version"] })
+    end)
+
+    it("writes one evidence record for each answer decided before the model is asked", function()
+        local function req(method, path, body, id)
+            local res = assert(curl.request { url = srv.base .. path, method = method, body = body,
+                headers = { ["X-Request-Id"] = id }, timeout_ms = 20000 })
+            return res.status
+        end
+        assert.same({ 400, 405, 413, 413, 400, 500 }, {
+            req("POST", "/early", "", "early-empty"),
+            req("GET", "/early", nil, "early-get"),
+            req("POST", "/early", ("x"):rep(20000), "early-max-body"),        -- over max_body_bytes
+            req("POST", "/early", ("x"):rep(40000), "early-client-max"),      -- over client_max_body_size
+            req("POST", "/early", "\xff\xfe", "early-utf8"),
+            req("POST", "/nokey", "Where is order 1042?", "early-nokey"),
+        })
+        local by_id = {}
+        for _, line in ipairs(lines_of(srv.dir .. "/early.jsonl", 6)) do
+            assert.falsy(line:find("jcOperatorKey", 1, true), line)
+            local rec = assert(jc.decode(line), line)
+            assert.is_nil(rec.headers)
+            by_id[rec.request_id] = rec
+        end
+        local want = {
+            ["early-empty"] = { 400, "empty_body", "rejected" }, ["early-get"] = { 405, "method_not_allowed", "rejected" },
+            ["early-max-body"] = { 413, "body_too_large", "rejected" },
+            ["early-client-max"] = { 413, "body_too_large", "rejected" },
+            ["early-utf8"] = { 400, "not_utf8", "rejected" }, ["early-nokey"] = { 500, "internal_error", "error" },
+        }
+        for id, w in pairs(want) do
+            local rec = by_id[id]
+            assert(rec, "no record for " .. id)
+            assert.same(w, { rec.status, rec.code, rec.outcome }, id)
+            assert.same({ "t", "1.0.0" }, { rec.contract.name, rec.contract.version }, id)
+            assert.truthy(type(rec.reason) == "string" and #rec.reason > 0, id)
+            -- the body only with record_text, and only when it was read within the limits as UTF-8
+            assert.equal(id == "early-nokey" and "Where is order 1042?" or nil, rec.input, id)
+        end
+        assert.truthy(by_id["early-nokey"].reason:find("JC_OPERATOR_NO_SUCH_KEY", 1, true))
+    end)
+
+    it("counts the attempts and tokens a client that left had already spent", function()
+        if not has_curl then return pending("skipped: curl (the command) not found on PATH") end
+        local function sample(s) return metric(s) or 0 end
+        local schema = 'jsoncontract_attempts_total{contract="t",gate="schema"}'
+        local tin = 'jsoncontract_tokens_total{contract="t",direction="input"}'
+        local tout = 'jsoncontract_tokens_total{contract="t",direction="output"}'
+        local closed = 'jsoncontract_requests_total{contract="t",code="499",outcome="client_closed"}'
+        local before = { sample(schema), sample(tin), sample(tout), sample(closed) }
+        -- the first attempt fails the schema at once (10 + 5 tokens); the client leaves during the re-ask
+        nginx.run("curl -s -m 0.8 -o /dev/null -X POST --data hi " .. srv.base .. "/reask")
+        local now
+        for _ = 1, 60 do
+            now = { sample(schema), sample(tin), sample(tout), sample(closed) }
+            if now[4] > before[4] then break end
+            nginx.run("sleep 0.05")
+        end
+        assert.same({ before[1] + 1, before[2] + 10, before[3] + 5, before[4] + 1 }, now)
+    end)
+
+    it("forgets the in_flight requests of a worker killed with -9, and warns once per worker while draining",
+        function()
+        if not has_curl then return pending("skipped: curl (the command) not found on PATH") end
+        local done = srv.dir .. "/kill9.done"
+        -- eight requests on a model that takes 4 s, in the background
+        nginx.run(string.format("(for i in 1 2 3 4 5 6 7 8; do curl -s -m 15 -o /dev/null -X POST --data hi %s/slow & "
+            .. "done; wait; touch %s) >/dev/null 2>&1 &", srv.base, nginx.q(done)))
+        local in_flight = 0
+        for _ = 1, 60 do
+            in_flight = metric('jsoncontract_in_flight{contract="t"}') or 0
+            if in_flight == 8 then break end
+            nginx.run("sleep 0.05")
+        end
+        assert.equal(8, in_flight)
+        local victim
+        for pid, n in pairs(jc.decode(post("/slots").body)) do
+            if n > 0 then victim = tonumber(pid) end
+        end
+        assert.truthy(victim)
+        local old = srv:workers()
+        nginx.run("kill -9 " .. victim)
+        -- the master starts a replacement
+        local replaced
+        for _ = 1, 60 do
+            for _, pid in ipairs(srv:workers()) do
+                local known = false
+                for _, o in ipairs(old) do known = known or o == pid end
+                if not known then replaced = pid end
+            end
+            if replaced then break end
+            nginx.run("sleep 0.05")
+        end
+        assert.truthy(replaced, "no replacement worker")
+        -- a reload while the others still wait: their workers drain them and then write evidence
+        -- without a flush timer
+        nginx.run("kill -HUP " .. srv:pid())
+        for _ = 1, 200 do
+            if util.read(done) then break end
+            nginx.run("sleep 0.05")
+        end
+        assert.truthy(util.read(done), "the requests did not end")
+        local text
+        for _ = 1, 60 do
+            in_flight, text = metric('jsoncontract_in_flight{contract="t"}')
+            if in_flight == 0 then break end
+            nginx.run("sleep 0.05")
+        end
+        assert.equal(0, in_flight, text)
+        assert.is_nil(jc.decode(post("/slots").body)[tostring(victim)])
+        -- said once per draining worker, not once per record
+        local per_pid, total = {}, 0
+        for pid in srv:error_log():gmatch("%] (%d+)#%d+: [^\n]*no flush timer") do
+            per_pid[pid] = (per_pid[pid] or 0) + 1
+            total = total + 1
+        end
+        assert.truthy(total >= 1, "no draining worker wrote evidence")
+        for pid, n in pairs(per_pid) do assert.equal(1, n, pid) end
     end)
 
     it("writes every buffered evidence line when nginx is stopped with TERM", function()

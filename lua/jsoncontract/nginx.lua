@@ -42,14 +42,17 @@ local metrics = require "jsoncontract.nginx.metrics"
 local evidence = require "jsoncontract.nginx.evidence"
 local body = require "jsoncontract.nginx.body"
 
-local type, pairs, ipairs, tostring, error, pcall, xpcall, setmetatable, floor =
-    type, pairs, ipairs, tostring, error, pcall, xpcall, setmetatable, math.floor
+local type, pairs, ipairs, tostring, tonumber, error, pcall, xpcall, setmetatable, floor =
+    type, pairs, ipairs, tostring, tonumber, error, pcall, xpcall, setmetatable, math.floor
 local format, match, getenv = string.format, string.match, os.getenv
 local encode = core.encode
 local traceback = debug.traceback
 
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
+
+-- Every gateway made in this process (weak), for init_worker's sweep of the metrics dicts.
+local GATEWAYS = setmetatable({}, { __mode = "k" })
 
 --- HTTP status and code per outcome that is not a 200.
 -- @table STATUS
@@ -167,7 +170,9 @@ function _M.new(opts)
         on_handover = opts.on_handover, context = opts.context,
     }
     if self.sink then self.sink.meter = self.meter end
-    return setmetatable(self, mt)
+    setmetatable(self, mt)
+    GATEWAYS[self] = true
+    return self
 end
 
 local default
@@ -228,14 +233,30 @@ local function observe_request(self, name, status, outcome_name, t0)
     m:observe("jsoncontract_request_duration_seconds", { "contract", name }, ngx.now() - t0)
 end
 
--- An error answer; `detail` goes to the log only.
-local function fail(self, name, code, rid, item_id, t0, detail, level, extra_headers)
+-- The evidence record of an answer the run did not record itself (decided before the model
+-- was asked, or the run raised): who, which contract, what was answered and why. Never the key
+-- or headers (the writer redacts the key and drops headers); the body only with record_text
+-- (the writer drops `input` otherwise) and only when it was read within max_body_bytes as UTF-8.
+local function record_failure(self, name, code, status, rid, item_id, t0, detail, ev)
+    if not self.sink then return end
+    local c = ev.contract
+    ngx.update_time()
+    self.sink:writer(self.api_key):write({ ts = os.date("!%Y-%m-%dT%H:%M:%SZ"), request_id = rid,
+        item_id = item_id, contract = c and c:identity() or (name ~= "-" and { name = name } or nil),
+        outcome = OUTCOME_OF[code] or "failed", status = status, code = code, reason = detail,
+        input = ev.input, elapsed_ms = floor((ngx.now() - t0) * 1000) })
+end
+
+-- An error answer; `detail` goes to the log only, and with `ev` (`{contract, input}`: the
+-- run wrote no evidence for this answer) to the evidence too.
+local function fail(self, name, code, rid, item_id, t0, detail, level, extra_headers, ev)
     local status = _M.STATUS[code]
     for k, v in pairs(extra_headers or {}) do ngx.header[k] = v end
     send_json(status, encode({ error = { code = code, message = _M.TEXT[code] }, request_id = rid,
         item_id = item_id }))
     ngx.log(level or (status >= 500 and ngx.ERR or ngx.INFO), "jsoncontract: request_id=", rid, " item_id=",
         item_id or "-", " contract=", name, " status=", status, " code=", code, ": ", detail or "")
+    if ev then record_failure(self, name, code, status, rid, item_id, t0, detail, ev) end
     observe_request(self, name, status, OUTCOME_OF[code] or "failed", t0)
 end
 
@@ -267,38 +288,83 @@ local function sender(self, rid)
     end
 end
 
-local function observe_outcome(self, name, out)
-    local m = self.meter
-    if not m then return end
-    local reason = out.reason or {}
-    m:inc("jsoncontract_outcomes_total", { "contract", name, "status", out.status,
-        "category", reason.category or "none", "kind", reason.kind or "none" })
-    for _, a in ipairs(out.attempts) do
+-- What one request spent on the model: attempts by gate, tokens, and the two histograms.
+local function observe_spent(m, name, attempts, tin, tout)
+    for _, a in ipairs(attempts) do
         m:inc("jsoncontract_attempts_total", { "contract", name, "gate", a.gate or "unknown" })
     end
-    local u = out.usage or {}
-    local tin, tout = u.input_tokens or 0, u.output_tokens or 0
     if tin > 0 then m:inc("jsoncontract_tokens_total", { "contract", name, "direction", "input" }, tin) end
     if tout > 0 then m:inc("jsoncontract_tokens_total", { "contract", name, "direction", "output" }, tout) end
-    m:observe("jsoncontract_request_attempts", { "contract", name }, #out.attempts)
+    m:observe("jsoncontract_request_attempts", { "contract", name }, #attempts)
     m:observe("jsoncontract_request_tokens", { "contract", name }, tin + tout)
 end
 
+local function observe_outcome(self, name, out)
+    local m = self.meter
+    if not m then return end
+    ngx.ctx.jsoncontract_spent_counted = true
+    local reason = out.reason or {}
+    m:inc("jsoncontract_outcomes_total", { "contract", name, "status", out.status,
+        "category", reason.category or "none", "kind", reason.kind or "none" })
+    local u = out.usage or {}
+    observe_spent(m, name, out.attempts, u.input_tokens or 0, u.output_tokens or 0)
+end
+
+-- An evidence writer for `jc.ask` that also keeps, in `tally`, the attempts (gate of each
+-- attempt's last record) and tokens its records show: a client abort kills the run's thread, so
+-- its outcome (with the attempts) never comes back, and this is what is known of the spend then.
+-- An attempt still waiting for the model has no record yet, so it is not counted.
+local function tallying_writer(inner)
+    local tally = { attempts = {}, by_number = {}, input = 0, output = 0 }
+    local w = { tally = tally }
+    function w.add_secret(_, secret)
+        if inner then inner:add_secret(secret) end
+    end
+    function w.write(_, rec)
+        local n = rec.attempt
+        if n then
+            local a = tally.by_number[n]
+            if not a then
+                a = {}
+                tally.by_number[n] = a
+                tally.attempts[#tally.attempts + 1] = a
+            end
+            a.gate = rec.gate or "unknown"
+        end
+        local u = rec.usage
+        if type(u) == "table" then
+            tally.input = tally.input + (tonumber(u.input_tokens) or 0)
+            tally.output = tally.output + (tonumber(u.output_tokens) or 0)
+        end
+        if inner then return inner:write(rec) end
+        return true
+    end
+    return w
+end
+
 -- The in_flight gauge of a request, up or down once: the main thread and a client abort
--- (ngx.on_abort) may both try to take it down.
+-- (ngx.on_abort) may both try to take it down. Kept in this worker's slot of the dict (see
+-- metrics.gauge), so a worker killed mid-request leaves nothing counted behind.
 local function in_flight(self, name, up)
     local ctx = ngx.ctx
     if (ctx.jsoncontract_in_flight == true) == up then return end
     ctx.jsoncontract_in_flight = up
-    if self.meter then self.meter:inc("jsoncontract_in_flight", { "contract", name }, up and 1 or -1) end
+    if self.meter then self.meter:gauge("jsoncontract_in_flight", { "contract", name }, up and 1 or -1) end
 end
 
 -- The client closed the connection before the answer (with `lua_check_client_abort on`):
 -- nobody gets the answer, so stop the model call, take the gauge down, count it as status 499
--- (what nginx logs) outcome "client_closed", and say so in the log and the evidence.
+-- (what nginx logs) outcome "client_closed", count what was already spent on the model (as far
+-- as the evidence records show it, see tallying_writer), and say so in the log and the evidence.
 local function client_closed(self, name, c, rid, item_id, t0)
-    if ngx.ctx.jsoncontract_counted then return ngx.exit(499) end
+    local ctx = ngx.ctx
+    if ctx.jsoncontract_counted then return ngx.exit(499) end
     in_flight(self, name, false)
+    local tally = ctx.jsoncontract_tally
+    if self.meter and tally and not ctx.jsoncontract_spent_counted then
+        ctx.jsoncontract_spent_counted = true
+        observe_spent(self.meter, name, tally.attempts, tally.input, tally.output)
+    end
     observe_request(self, name, 499, "client_closed", t0)
     ngx.log(ngx.INFO, "jsoncontract: request_id=", rid, " item_id=", item_id, " contract=", name,
         " status=499 code=client_closed: the client closed the connection before the answer")
@@ -327,29 +393,43 @@ function _M.serve(self, name)
     ngx.header["X-Request-Id"] = rid
 
     local c, key = self.cache:get(name)
-    if not c then return fail(self, name, "contract_unavailable", rid, nil, t0, key) end
+    if not c then return fail(self, name, "contract_unavailable", rid, nil, t0, key, nil, nil, {}) end
+    local ev = { contract = c }
     ngx.header["X-Contract"] = c.name
     ngx.header["X-Contract-Version"] = c.version
     -- Without lua_check_client_abort on_abort refuses (nil, err, or raises on some versions):
     -- then nginx goes on to the end of the request, which is counted as usual.
     pcall(ngx.on_abort, function() return client_closed(self, name, c, rid, item_id, t0) end)
     if ngx.req.get_method() ~= "POST" then
-        return fail(self, name, "method_not_allowed", rid, nil, t0, ngx.req.get_method(), nil, { Allow = "POST" })
+        return fail(self, name, "method_not_allowed", rid, nil, t0, ngx.req.get_method(), nil, { Allow = "POST" },
+            ev)
     end
     local text, _, code, detail = body.read(self.max_body_bytes)
-    if not text then return fail(self, name, code, rid, nil, t0, detail) end
-    if not pcall(encode, text) then return fail(self, name, "not_utf8", rid, nil, t0, "body is not UTF-8") end
+    if not text then return fail(self, name, code, rid, nil, t0, detail, nil, nil, ev) end
+    if not pcall(encode, text) then
+        return fail(self, name, "not_utf8", rid, nil, t0, "body is not UTF-8", nil, nil, ev)
+    end
+    -- read within max_body_bytes and UTF-8: the evidence may keep it (with record_text)
+    ev.input = text
     local key_value, kerr = api_key(self)
-    if kerr then return fail(self, name, "internal_error", rid, nil, t0, kerr) end
+    if kerr then return fail(self, name, "internal_error", rid, nil, t0, kerr, nil, nil, ev) end
 
     -- as_json: the 200 answer is the accepted JSON text, so no Lua value is built for it
     -- (a contract with rules still builds one for them)
+    local writer = self.sink and self.sink:writer(key_value) or nil
+    if self.meter then
+        writer = tallying_writer(writer)
+        ngx.ctx.jsoncontract_tally = writer.tally
+    end
     local opts = { transport = sender(self, rid), sleep = ngx.sleep, request_id = rid, item_id = item_id,
-        api_key = key_value, evidence = self.sink and self.sink:writer(key_value) or nil, as_json = true }
+        api_key = key_value, evidence = writer, as_json = true }
     for k, v in pairs(self.ask) do opts[k] = v end
     if self.context then
         local ok, ctx = pcall(self.context, name, text)
-        if not ok then return fail(self, name, "internal_error", rid, item_id, t0, "context: " .. tostring(ctx)) end
+        if not ok then
+            return fail(self, name, "internal_error", rid, item_id, t0,
+                errors.redact("context: " .. tostring(ctx), key_value), nil, nil, ev)
+        end
         opts.context = ctx
     end
 
@@ -357,7 +437,9 @@ function _M.serve(self, name)
     local ok, out = xpcall(run.ask, traceback, c, text, opts)
     in_flight(self, name, false)
     if not ok then
-        return fail(self, name, "internal_error", rid, item_id, t0, errors.redact(tostring(out), key_value))
+        -- the run raised: its records (if any) do not say so
+        return fail(self, name, "internal_error", rid, item_id, t0, errors.redact(tostring(out), key_value), nil,
+            nil, ev)
     end
     observe_outcome(self, name, out)
     ngx.header["X-Attempts"] = #out.attempts
@@ -395,16 +477,25 @@ end
 
 --- Answer a body over nginx's `client_max_body_size` with the gateway's JSON 413
 -- (`body_too_large`) instead of nginx's HTML page: the handler of a named location that
--- `error_page 413 = @jsoncontract_too_big;` sends those requests to.
--- @tparam[opt] string name the contract name for the metrics and the log (default `"-"`)
--- @usage location @jsoncontract_too_big { content_by_lua_block { require("jsoncontract.nginx").too_large() } }
+-- `error_page 413 = @jsoncontract_too_big;` sends those requests to. With a contract name the
+-- answer carries `X-Contract` and `X-Contract-Version` like every other answer, and the
+-- evidence record names the contract.
+-- @tparam[opt] string name the contract name for the metrics, the log and the headers (default `"-"`)
+-- @usage location @jsoncontract_too_big {
+--     content_by_lua_block { require("jsoncontract.nginx").too_large("support_ticket") } }
 function _M.too_large(self, name)
     if type(self) ~= "table" then self, name = default, self end
     name = name or "-"
     local rid = request_id()
     ngx.header["X-Request-Id"] = rid
     if self then
-        return fail(self, name, "body_too_large", rid, nil, ngx.now(), "body over client_max_body_size")
+        local c = name ~= "-" and self.cache:get(name) or nil
+        if c then
+            ngx.header["X-Contract"] = c.name
+            ngx.header["X-Contract-Version"] = c.version
+        end
+        return fail(self, name, "body_too_large", rid, nil, ngx.now(), "body over client_max_body_size", nil, nil,
+            { contract = c })
     end
     send_json(413, encode({ error = { code = "body_too_large", message = _M.TEXT.body_too_large }, request_id = rid }))
 end
@@ -419,14 +510,29 @@ function _M.exit_worker()
 end
 
 --- Check in the worker, once, that every gateway's evidence file can be appended to by the
--- worker's user (an `init_worker_by_lua_block` handler); logs one ERR naming the path and the
--- user for each one that cannot (the master, often root, may write where the workers may not).
+-- worker's user, and that nginx's error log keeps `path = "log"` evidence (an
+-- `init_worker_by_lua_block` handler); logs one ERR naming the path and the user for each file
+-- that cannot be written (the master, often root, may write where the workers may not), and one
+-- naming the `error_log` directive when the log's level filters out NOTICE. Also clears the
+-- metrics gauge slots of workers that no longer run (one killed with -9 kept its requests).
 -- @treturn[1] true
 -- @return[2] nil
--- @treturn[2] string the first path that cannot be written, and why
+-- @treturn[2] string the first problem found
 -- @usage init_worker_by_lua_block { require("jsoncontract.nginx").init_worker() }
 function _M.init_worker()
-    return evidence.check_all()
+    local swept = {}
+    for gw in pairs(GATEWAYS) do
+        local m = gw.meter
+        if m and not swept[m.dict] then
+            swept[m.dict] = true
+            m:sweep()
+        end
+    end
+    local ok, err = evidence.check_all()
+    local lok, lerr = evidence.check_log_level()
+    if not ok then return nil, err end
+    if not lok then return nil, lerr end
+    return true
 end
 
 --- Serve the metrics as Prometheus text (a `content_by_lua` handler).

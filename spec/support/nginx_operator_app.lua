@@ -34,6 +34,15 @@ function M.init(c)
         evidence = { path = c.dir .. "/slow.jsonl", flush_ms = 50 } })
     M.gw.log = gateway.new(opts { evidence = { path = "log", record_text = true } })
     M.gw.unwritable = gateway.new(opts { evidence = { path = c.dir .. "/no-such-dir/evidence.jsonl" } })
+    -- answers decided before the model is asked, and a worker without its key: their records
+    M.gw.early = gateway.new(opts { evidence = { path = c.dir .. "/early.jsonl", flush_ms = 50, record_text = true } })
+    local nokey = opts { evidence = { path = c.dir .. "/early.jsonl", flush_ms = 50, record_text = true } }
+    nokey.api_key, nokey.api_key_env = nil, "JC_OPERATOR_NO_SUCH_KEY"
+    M.gw.nokey = gateway.new(nokey)
+    -- a model that fails the schema at once and is slow on the re-ask: a client that leaves
+    -- during the re-ask has spent one attempt and its tokens
+    M.gw.reask = gateway.new(opts { base_url = "http://127.0.0.1:" .. c.port .. "/reask_model",
+        evidence = { path = c.dir .. "/reask.jsonl", flush_ms = 50 } })
     for _, gw in pairs(M.gw) do assert(gw.cache:preload()) end
 end
 
@@ -59,9 +68,34 @@ function M.flush_probe()
     ngx.say(jc.encode({ writes = writes }))
 end
 
+--- GET /slots: the in_flight gauge slots in the metrics dict, `{ [pid] = n }` summed over contracts.
+function M.slots()
+    local d, out = ngx.shared.jc_metrics, {}
+    for _, k in ipairs(d:get_keys(0)) do
+        local pid = k:match("^g|(%d+)|jsoncontract_in_flight")
+        if pid then out[pid] = (out[pid] or 0) + d:get(k) end
+    end
+    ngx.header["Content-Type"] = "application/json"
+    ngx.say(jc.encode(out))
+end
+
 --- POST /model/v1/chat/completions (and /slow_model/..., which waits 4 s first): an OpenAI
--- chat envelope answering {"ok":true}.
+-- chat envelope answering {"ok":true}. With "reask" (/reask_model/...): a first attempt gets
+-- {"ok":"no"} at once (schema), a re-ask the slow answer.
 function M.model(slow)
+    if slow == "reask" then
+        ngx.req.read_body()
+        local req = jc.decode(ngx.req.get_body_data() or "{}") or {}
+        if #(req.messages or {}) <= 2 then
+            ngx.header["Content-Type"] = "application/json"
+            ngx.say(jc.encode({ id = "op-2", object = "chat.completion", model = "m",
+                choices = setmetatable({ { index = 0, finish_reason = "stop",
+                    message = { role = "assistant", content = '{"ok":"no"}' } } }, jc.array_mt),
+                usage = { prompt_tokens = 10, completion_tokens = 5, total_tokens = 15 } }))
+            return
+        end
+        slow = true
+    end
     if slow then ngx.sleep(4) end
     ngx.header["Content-Type"] = "application/json"
     ngx.say(jc.encode({ id = "op-1", object = "chat.completion", model = "m",

@@ -51,8 +51,9 @@ end
 local function read(path)
     local f, msg = io_open(path, "rb")
     if not f then return nil, msg end
-    local text = f:read("*a")
+    local text, rerr = f:read("*a")
     f:close()
+    if not text then return nil, path .. ": " .. tostring(rerr) end
     return text
 end
 
@@ -118,8 +119,22 @@ function _M.get(self, name)
         local t = now_ms()
         if t - e.checked < self.check_ms then return e.contract, e.key end
         e.checked = t
-        local text = read(src)
-        if not text or text == e.text then return e.contract, e.key end
+        local text, rerr = read(src)
+        if not text then
+            -- Keep serving the compiled contract, but say why edits are not taken up: often the
+            -- master (root) compiled it and the workers' user may not read the file.
+            if e.read_error ~= rerr then
+                e.read_error = rerr
+                if type(ngx) == "table" then
+                    ngx.log(ngx.ERR, "jsoncontract: cannot read contract file ", src, " as ",
+                        require("jsoncontract.nginx.evidence").whoami(), ": ", rerr, "; keeping ", e.key,
+                        ", edits to the file are not taken up until the worker's user may read it")
+                end
+            end
+            return e.contract, e.key
+        end
+        e.read_error = nil
+        if text == e.text then return e.contract, e.key end
         local c, ctext = load_file(src)
         if not c then
             -- A broken edit must not take the gateway down: keep serving the compiled one.

@@ -189,6 +189,35 @@ function _M.check_all()
     return true
 end
 
+--- Check, in this worker, that nginx's error log keeps the NOTICE lines of `path = "log"`
+-- sinks; when its level is above NOTICE (Debian's default `error_log ... error;`), log one ERR
+-- naming the directive to set (for `init_worker_by_lua`). Without lua-resty-core's
+-- `ngx.errlog` the level cannot be read, and nothing is said.
+-- @treturn[1] true (or no `path = "log"` sink, or the level cannot be read)
+-- @return[2] nil
+-- @treturn[2] string why the lines are lost
+function _M.check_log_level()
+    local any = false
+    for sink in pairs(SINKS) do
+        if sink.to_log then any = true; break end
+    end
+    if not any then return true end
+    local ok, errlog = pcall(require, "ngx.errlog")
+    if not ok or type(errlog) ~= "table" or type(errlog.get_sys_filter_level) ~= "function" then return true end
+    local lok, level = pcall(errlog.get_sys_filter_level)
+    if not lok or type(level) ~= "number" or level >= ngx.NOTICE then return true end
+    local names = { [ngx.STDERR] = "stderr", [ngx.EMERG] = "emerg", [ngx.ALERT] = "alert", [ngx.CRIT] = "crit",
+        [ngx.ERR] = "error", [ngx.WARN] = "warn" }
+    local msg = "the error log's level is " .. (names[level] or tostring(level)) .. ", so evidence with "
+        .. 'path = "log" (written at NOTICE) is filtered out and lost, as are the gateway\'s INFO/WARN lines '
+        .. "for non-200 answers; set `error_log <file> notice;` in nginx.conf, or give evidence a file path"
+    ngx.log(ngx.ERR, "jsoncontract evidence: ", msg)
+    return nil, msg
+end
+
+-- The reasons this worker already logged for having no flush timer.
+local NO_TIMER_SAID = {}
+
 local function schedule(self)
     if self.pending then return end
     local ok, err = ngx.timer.at(self.flush_ms / 1000, flush, self)
@@ -196,7 +225,12 @@ local function schedule(self)
         self.pending = true
     else
         -- No timer (worker exiting, or lua_max_pending_timers reached): write now rather than lose it.
-        ngx.log(ngx.WARN, "jsoncontract evidence: no flush timer (", err, "), writing now")
+        -- Said once per worker and reason: a draining worker gets here for every record it writes.
+        if not NO_TIMER_SAID[err] then
+            NO_TIMER_SAID[err] = true
+            ngx.log(ngx.WARN, "jsoncontract evidence: no flush timer (", err, "), writing now",
+                " (said once per worker; later records are written the same way)")
+        end
         flush(false, self)
     end
 end

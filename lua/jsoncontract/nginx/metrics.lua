@@ -13,6 +13,7 @@
 --   * `jsoncontract_tokens_total{contract,direction}` counter: provider-reported tokens,
 --     `direction` input or output
 --   * `jsoncontract_in_flight{contract}` gauge: requests between reading the body and answering
+--     (kept per worker process and summed when rendered; see `gauge`)
 --   * `jsoncontract_request_duration_seconds{contract}` histogram: whole request, seconds
 --   * `jsoncontract_request_attempts{contract}` histogram: model answers per request
 --   * `jsoncontract_request_tokens{contract}` histogram: input + output tokens per request
@@ -107,6 +108,56 @@ function _M.inc(self, name, lbl, v)
     incr(self, "v|" .. name .. labels(lbl), v or 1)
 end
 
+-- Is process `pid` alive? A worker killed with -9 never takes its gauge slot down, so the
+-- slots of dead workers are left out and swept. /proc on Linux; elsewhere every slot counts.
+local HAS_PROC = (function()
+    local f = io.open("/proc/self/stat", "r")
+    if f then f:close() end
+    return f ~= nil
+end)()
+local function alive(pid)
+    if not HAS_PROC then return true end
+    local f = io.open("/proc/" .. pid .. "/stat", "r")
+    if f then f:close() end
+    return f ~= nil
+end
+_M.alive = alive
+
+-- This worker's gauge slot: its pid. Not `ngx.worker.id()` alone: during a reload the old
+-- workers still drain under the same ids as the new ones, so a new worker resetting "its" id
+-- would wipe a slot an old worker later takes down again (a negative gauge).
+local function slot()
+    return tostring(ngx.worker and ngx.worker.pid and ngx.worker.pid() or 0)
+end
+
+--- Add `v` (default 1) to a gauge, in this worker's own slot (`g|<pid>|series`): `render`
+-- sums the slots of live workers, so requests a killed worker held do not stay counted.
+-- @tparam string name metric name
+-- @tparam[opt] table lbl as for `inc`
+-- @tparam[opt=1] number v
+function _M.gauge(self, name, lbl, v)
+    incr(self, "g|" .. slot() .. "|" .. name .. labels(lbl), v or 1)
+end
+
+--- Delete this worker's gauge slot and those of workers that no longer run (for
+-- `init_worker_by_lua`: a worker that replaces a killed one clears what it left; its own slot
+-- goes too, in case a dead worker's pid came round again).
+-- @treturn integer slots deleted
+function _M.sweep(self)
+    local n, live = 0, { [slot()] = false }
+    for _, key in ipairs(self.dict:get_keys(0)) do
+        local pid = match(key, "^g|(%d+)|")
+        if pid then
+            if live[pid] == nil then live[pid] = alive(pid) end
+            if not live[pid] then
+                self.dict:delete(key)
+                n = n + 1
+            end
+        end
+    end
+    return n
+end
+
 --- Observe one value in a histogram (buckets from `BUCKETS[name]`).
 -- @tparam string name metric name
 -- @tparam table|nil lbl as for `inc`
@@ -156,12 +207,20 @@ end
 function _M.render(self)
     local families = {}  -- name -> { lines }
     local hist = {}      -- series -> { buckets = {idx = n}, sum, count }
+    local gauges, live = {}, {}  -- series -> sum over the slots of live workers; pid -> alive
     local keys = self.dict:get_keys(0)
     for _, key in ipairs(keys) do
         local v = self.dict:get(key)
         if type(v) == "number" then
             local kind, rest = sub(key, 1, 1), sub(key, 3)
-            if kind == "v" then
+            if kind == "g" then
+                local pid, series = match(rest, "^(%d+)|(.*)$")
+                if pid then
+                    if live[pid] == nil then live[pid] = alive(pid) end
+                    -- a dead worker's slot counts 0, but its series stays (as 0)
+                    gauges[series] = (gauges[series] or 0) + (live[pid] and v or 0)
+                end
+            elseif kind == "v" then
                 local name = match(rest, "^[^{]+")
                 local f = families[name] or {}
                 families[name] = f
@@ -178,6 +237,12 @@ function _M.render(self)
                 end
             end
         end
+    end
+    for series, v in pairs(gauges) do
+        local name = match(series, "^[^{]+")
+        local f = families[name] or {}
+        families[name] = f
+        f[#f + 1] = series .. " " .. num(v)
     end
     for series, h in pairs(hist) do
         local name = match(series, "^[^{]+")
