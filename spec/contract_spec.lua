@@ -289,6 +289,19 @@ describe("jsoncontract.contract", function()
         it("raises on examples that are not {input, output}", function()
             assert.has_error(with("examples", { "abc" }), "contract example 1 must be {input = string, output = value}")
         end)
+        it("raises on an example answer the schema refuses, naming the example and why", function()
+            local def = { name = "t", version = "1", instructions = "x",
+                schema = { type = "object", properties = { intent = { type = "string", enum = { "delivery" } } },
+                    required = { "intent" }, additionalProperties = false },
+                examples = { { input = "a", output = { intent = "delivery" } },
+                    { input = "where is my parcel", output = { intent = "Lieferung", extra = 1 } } } }
+            local ok, err = pcall(function() return jc.contract(def) end)
+            assert.is_false(ok)
+            assert.truthy(err:find("contract 't': example 2 answer does not match the schema: "
+                .. '/intent "Lieferung" is not one of "delivery"; extra field /extra is not allowed', 1, true), err)
+            def.examples[2] = nil
+            assert.truthy(jc.contract(def):prompt():find('Example 1 answer: {"intent":"delivery"}', 1, true))
+        end)
         it("raises when check's opts is not a table", function()
             local c = jc.contract(base)
             assert.has_error(function() c:check("{}", 5) end, "check: opts must be a table, got number")

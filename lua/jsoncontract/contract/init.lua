@@ -151,7 +151,8 @@ local render_prompt -- below: the system prompt's text (see `prompt`)
 --   `name` (string, required), `version` (string, required, e.g. "1.0.0"),
 --   `schema` (table or JSON text, required: a JSON Schema; compiled with format assertion on),
 --   `instructions` (string, required: what the model must do, in plain words),
---   `examples` (optional list of `{input = string, output = value}`),
+--   `examples` (optional list of `{input = string, output = value}`; each output must match the
+--   schema: it is shown to the model as an answer),
 --   `rules` (optional list of rules; a rule is a function `f(value, ctx)` or a table
 --   `{name = string, check = f, retry = boolean (default true), budget = {steps =, ms =}}`; `f`
 --   gets its own copy of the value and returns nothing when it passes, else a message string, one
@@ -165,7 +166,8 @@ local render_prompt -- below: the system prompt's text (see `prompt`)
 --   words that replace the validator's for an error there: the message becomes
 --   `<pointer> <value> <words>`, e.g. `/order_id "10420" does not have 4 digits`).
 -- @treturn table contract
--- @raise on a missing or mistyped field, an unknown field, or a schema that is not a schema
+-- @raise on a missing or mistyped field, an unknown field, a schema that is not a schema, or an
+--   example output the schema refuses
 -- @usage local c = jc.contract{ name = "ticket", version = "1", schema = {...}, instructions = "..." }
 function _M.new(def)
     if type(def) ~= "table" then error("contract definition must be a table", 2) end
@@ -253,7 +255,23 @@ function _M.prompt(self)
     return self._prompt
 end
 
+-- Each example's answer against the schema. The prompt shows them as answers to copy, so one
+-- the gates would refuse teaches the model to be refused; a contract with one is not made.
+-- (Rules are not run here: they may need the request's context, which a contract has not.)
+-- `level`: the error's level, pointing at the caller of `new`.
+local function check_examples(self, level)
+    for i, ex in ipairs(self.examples) do
+        local ok, err = self.validator:validate(ex.output)
+        if not ok then
+            error(format("contract '%s': example %d answer does not match the schema: %s", self.name, i,
+                tostring(err and err.message)), level + 1)
+        end
+    end
+end
+
 function render_prompt(self)
+    -- (called from `new` only: level 4 is the caller of `new`)
+    check_examples(self, 3)
     local lines = { self.instructions, "", format("Contract: %s, version %s.", self.name, self.version) }
     local schema = self.schema
     if type(schema) == "table" and (schema.type == "object" or schema.properties) then
