@@ -1158,4 +1158,30 @@ describe("jsoncontract.core", function()
             assert.equal("too_deep", err.kind)
         end)
     end)
+
+    describe("owns what it compiled", function()
+        it("keeps enum and const as compiled when the caller changes or drops the schema's tables", function()
+            local long = ("r"):rep(60)
+            local colors = { "red_" .. long, "green_" .. long }
+            local obj = { name = "n_" .. long, tags = { "t_" .. long } }
+            local v = assert(core.compile { properties = { c = { enum = colors }, o = { const = obj } } })
+            colors[1], colors[2] = "blue", nil
+            obj.name, obj.tags[1] = "other", "x"
+            colors, obj = nil, nil
+            -- the old strings are garbage now; new ones may take their memory
+            collectgarbage()
+            collectgarbage()
+            local junk = {}
+            for i = 1, 20000 do junk[i] = "evil_" .. ("e"):rep(60) .. (i % 7) end
+            assert.is_true(v:validate { c = "red_" .. long, o = { name = "n_" .. long, tags = { "t_" .. long } } })
+            local ok, err = v:validate { c = "blue", o = { name = "other", tags = { "x" } } }
+            assert.is_nil(ok)
+            assert.equal(2, #err.errors)
+            -- what an error shows is the validator's own copy: changing it changes nothing
+            local allowed = err.errors[1].allowed or err.errors[2].allowed
+            assert.same({ "red_" .. long, "green_" .. long }, allowed)
+            allowed[1] = "blue"
+            assert.is_nil((v:validate { c = "blue", o = { name = "n_" .. long, tags = { "t_" .. long } } }))
+        end)
+    end)
 end)
