@@ -808,9 +808,17 @@ describe("jsoncontract.core", function()
             end
             assert.equal(9000, compared)
         end)
-        it("reports invalid UTF-8 instead of matching it", function()
-            local _, err = core.compile({ pattern = "a" }):validate("a\255")
-            assert.equal("(root) is not valid UTF-8", err.errors[1].message)
+        it("refuses a string or key that is not UTF-8 (it is no JSON, as for encode and decode)", function()
+            local v = core.compile({ pattern = "a" })
+            assert.has_error(function() v:validate("a\255") end, "string is not UTF-8 text, not JSON")
+            -- overlong, surrogate: every keyword, not just pattern
+            local any = core.compile({ type = "string", maxLength = 1 })
+            assert.has_error(function() any:validate("\192\128") end, "string is not UTF-8 text, not JSON")
+            assert.has_error(function() any:validate({ "x", "\237\160\128" }) end,
+                "string at /1 is not UTF-8 text, not JSON")
+            -- the key's bytes stay out of the message
+            assert.has_error(function() core.compile({}):validate({ a = { ["\255"] = 1 } }) end,
+                "object at /a has a key that is not UTF-8 text, not JSON")
         end)
     end)
 
