@@ -257,6 +257,24 @@ describe("jsoncontract.contract", function()
         end)
     end)
 
+    describe("feedback to the model", function()
+        it("names a rule's JSON Pointer with its words (a schema item names its place itself)", function()
+            local feedback = require "jsoncontract.feedback"
+            local c = jc.contract { name = "t", version = "1", instructions = "x",
+                schema = { type = "object", properties = { n = { type = "array" } } },
+                rules = { { name = "even", check = function(v)
+                    return { pointer = "/n/0", message = "must be even" }
+                end } } }
+            local _, err = c:check('{"n":[3]}')
+            assert.equal("rules", err.category)
+            assert.truthy(feedback.for_model(err):find("/n/0: must be even", 1, true), feedback.for_model(err))
+            local _, serr = c:check('{"n":3}')
+            local text = feedback.for_model(serr)
+            assert.truthy(text:find("/n is number, expected array", 1, true), text)
+            assert.falsy(text:find("/n: /n", 1, true), text)
+        end)
+    end)
+
     describe("new() keeps its own schema", function()
         it("sends, prompts and hashes what it checks when the author changes the table afterwards", function()
             local schema = { type = "object", required = { "intent" }, additionalProperties = false,
