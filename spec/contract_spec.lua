@@ -262,7 +262,7 @@ describe("jsoncontract.contract", function()
             local feedback = require "jsoncontract.feedback"
             local c = jc.contract { name = "t", version = "1", instructions = "x",
                 schema = { type = "object", properties = { n = { type = "array" } } },
-                rules = { { name = "even", check = function(v)
+                rules = { { name = "even", check = function()
                     return { pointer = "/n/0", message = "must be even" }
                 end } } }
             local _, err = c:check('{"n":[3]}')
