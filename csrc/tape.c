@@ -5,6 +5,7 @@
 ** while reading a tape, except the builder and the writer.
 */
 #include "tape.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -429,6 +430,11 @@ static JC_HOT_INLINE int jc_w_value(jc_wctx *w, int idx, int type, int top) {
     case LUA_TSTRING:
       e->kind = JT_STRING;
       e->s = lua_tolstring(L, idx, &e->u.len);
+      /* JSON text is UTF-8 (RFC 8259 §8.1): a Lua string that is not is no
+      ** JSON string, as core.encode and the parser say too */
+      if (!jc_utf8_valid((const unsigned char *)e->s, e->u.len))
+        return jc_w_raise(w, "%s%s%s is %s, not JSON", "string",
+                          "not UTF-8 text");
       return 0;
     case LUA_TBOOLEAN:
       e->kind = JT_BOOLEAN;
@@ -573,6 +579,17 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
         lua_settop(L, top + 1);
         return jc_w_raise(w, "%s%s%s has a key of type %s, not JSON",
                           "object", lua_typename(L, type));
+      }
+      {
+        size_t kl;
+        const char *ks = lua_tolstring(L, -2, &kl);
+        if (!jc_utf8_valid((const unsigned char *)ks, kl)) {
+          s->key = NULL;      /* its bytes stay out of the message */
+          s->index = 0;
+          lua_settop(L, top + 1);
+          return jc_w_raise(w, "%s%s%s has a key that is %s, not JSON",
+                            "object", "not UTF-8 text");
+        }
       }
       k = jc_tape_add(L, t);   /* may move t->v: then the address */
       e = &t->v[k];

@@ -257,6 +257,42 @@ describe("jsoncontract.contract", function()
         end)
     end)
 
+    describe("feedback to the model", function()
+        it("names a rule's JSON Pointer with its words (a schema item names its place itself)", function()
+            local feedback = require "jsoncontract.feedback"
+            local c = jc.contract { name = "t", version = "1", instructions = "x",
+                schema = { type = "object", properties = { n = { type = "array" } } },
+                rules = { { name = "even", check = function()
+                    return { pointer = "/n/0", message = "must be even" }
+                end } } }
+            local _, err = c:check('{"n":[3]}')
+            assert.equal("rules", err.category)
+            assert.truthy(feedback.for_model(err):find("/n/0: must be even", 1, true), feedback.for_model(err))
+            local _, serr = c:check('{"n":3}')
+            local text = feedback.for_model(serr)
+            assert.truthy(text:find("/n is number, expected array", 1, true), text)
+            assert.falsy(text:find("/n: /n", 1, true), text)
+        end)
+    end)
+
+    describe("new() keeps its own schema", function()
+        it("sends, prompts and hashes what it checks when the author changes the table afterwards", function()
+            local schema = { type = "object", required = { "intent" }, additionalProperties = false,
+                properties = { intent = { type = "string", enum = { "a", "b" } } } }
+            local c1 = jc.contract { name = "t", version = "1.0.0", instructions = "x", schema = schema }
+            local hash, prompt = c1.schema_hash, c1:prompt()
+            schema.properties.intent.enum[3] = "c"      -- the author derives v2 from the same table
+            local c2 = jc.contract { name = "t", version = "2.0.0", instructions = "x", schema = schema }
+            assert.is_nil((c1:check('{"intent":"c"}')))
+            local req = require("jsoncontract.providers.openai").build_request(c1,
+                { { role = "user", content = "x" } }, { model = "m" })
+            assert.truthy(req.body:find('"enum":["a","b"]', 1, true), req.body)
+            assert.same({ hash, prompt }, { c1.schema_hash, c1:prompt() })
+            assert.are_not.equal(c1.schema_hash, c2.schema_hash)
+            assert.equal(1, #require("jsoncontract.diff").diff(c1.schema, c2.schema))
+        end)
+    end)
+
     describe("new() misuse", function()
         local base = { name = "a", version = "1", instructions = "x", schema = {} }
         local function with(k, v)

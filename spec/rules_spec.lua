@@ -51,6 +51,16 @@ describe("jsoncontract.contract.rules", function()
                 setmetatable(v.order.lines, { __index = function() return "HACKED" end })
             end },
         }
+        it("cannot change the array marker every JSON array shares (the rule errs; no array changes)", function()
+            local v, err = check(function(v) getmetatable(v.tags).__index = function() return "HACKED" end end)
+            assert.is_nil(v)
+            assert.equal("rule_error", err.kind)
+            assert.truthy(err.message:find("shared by every JSON array", 1, true), err.message)
+            assert.is_nil(rawget(core.array_mt, "__index"))
+            assert.is_nil(core.decode("[1]")[5])
+            assert.has_error(function() setmetatable(core.array_mt, nil) end)
+            assert.equal("jsoncontract.array", getmetatable(core.array_mt))
+        end)
         for _, case in ipairs(MUTATIONS) do
             it("accepts the schema gate's value byte for byte when a rule " .. case[1], function()
                 local v, report = check(case[2])

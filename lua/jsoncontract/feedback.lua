@@ -55,7 +55,15 @@ _M.MAX_MESSAGE = 300
 -- @treturn string
 function _M.join(items)
     local out = {}
-    for i = 1, min(#items, _M.MAX_ERRORS) do out[i] = json.clip(items[i].message, _M.MAX_MESSAGE) end
+    for i = 1, min(#items, _M.MAX_ERRORS) do
+        local e = items[i]
+        local m, p = e.message, e.pointer
+        -- a schema item's words start with its place; a rule's may not: the model needs it
+        if type(p) == "string" and p ~= "" and type(m) == "string" and m:sub(1, #p) ~= p then
+            m = p .. ": " .. m
+        end
+        out[i] = json.clip(m, _M.MAX_MESSAGE)
+    end
     if #items > _M.MAX_ERRORS then
         out[#out + 1] = format("and %d more errors", #items - _M.MAX_ERRORS)
     end

@@ -6,6 +6,7 @@ local core = require "jsoncontract.core"
 local adapters = require "jsoncontract.contract.adapters"
 local feedback = require "jsoncontract.feedback"
 local rules_gate = require "jsoncontract.contract.rules"
+local deepcopy = require("jsoncontract.json").deepcopy
 
 local type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error =
     type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error
@@ -261,7 +262,14 @@ function _M.new(def)
         end
         error("contract '" .. def.name .. "': " .. tostring(validator), 2)
     end
-    if type(schema) == "string" then schema = decoded end
+    if type(schema) == "string" then
+        schema = decoded
+    elseif type(schema) == "table" then
+        -- The contract's own copy (compile checked it is JSON: no cycle, bounded depth): the
+        -- author may change or reuse the table afterwards, and what is sent to the provider,
+        -- put in the prompt and hashed must stay what the validator checks.
+        schema = deepcopy(schema)
+    end
 
     for _, f in ipairs { "rules", "examples", "adapters" } do
         if def[f] ~= nil and type(def[f]) ~= "table" then
@@ -294,7 +302,7 @@ function _M.new(def)
         version = def.version,
         schema = schema,
         instructions = def.instructions,
-        examples = def.examples or {},
+        examples = deepcopy(def.examples or {}),
         rules = rules,
         rules_budget = rules_budget,
         adapters = def.adapters or {},
