@@ -389,7 +389,19 @@ static int jc_w_raise(jc_wctx *w, const char *fmt, const char *what,
     }
   }
   luaL_pushresult(&b);
-  p = lua_tostring(L, -1);
+  {
+    /* a message names its place, not a 10 MB key: the pointer is cut at a
+    ** character boundary (keys written so far are UTF-8) */
+    size_t plen, n = 200;
+    p = lua_tolstring(L, -1, &plen);
+    if (plen > n) {
+      while (n > 0 && (((unsigned char)p[n]) & 0xC0) == 0x80) n--;
+      lua_pushlstring(L, p, n);
+      lua_pushliteral(L, "...");
+      lua_concat(L, 2);
+      p = lua_tostring(L, -1);
+    }
+  }
   return luaL_error(L, fmt, what, *p != '\0' ? " at " : "", p, arg);
 }
 

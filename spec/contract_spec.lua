@@ -275,6 +275,22 @@ describe("jsoncontract.contract", function()
         end)
     end)
 
+    describe("messages (the contract's own words)", function()
+        it("name the missing member of a required error, and the place of any other", function()
+            local c = jc.contract { name = "t", version = "1", instructions = "x",
+                schema = { type = "object", required = { "a", "b" },
+                    properties = { n = { type = "integer" }, c = { type = "object", required = { "d" } } } },
+                messages = { ["/required"] = "is a required field", ["/properties/n/type"] = "must be a whole number",
+                    ["/properties/c/required"] = "is needed" } }
+            local _, err = c:check('{"n":1.5,"c":{}}')
+            local got = {}
+            for i, e in ipairs(err.errors) do got[i] = e.message end
+            table.sort(got)
+            assert.same({ "/a is a required field", "/b is a required field", "/c/d is needed",
+                "/n 1.5 must be a whole number" }, got)
+        end)
+    end)
+
     describe("new() keeps its own schema", function()
         it("sends, prompts and hashes what it checks when the author changes the table afterwards", function()
             local schema = { type = "object", required = { "intent" }, additionalProperties = false,

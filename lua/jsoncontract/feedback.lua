@@ -84,7 +84,13 @@ function _M.apply_overrides(messages, err, value)
             local v = json.at(value, e.pointer)
             local shown = ""
             if v ~= nil and type(v) ~= "table" then shown = " " .. core.encode(v) end
-            e.message = e.pointer .. shown .. " " .. words
+            -- a missing member has no value to show: its place is the object's pointer and
+            -- its name (`property`), e.g. `/customer/email is a required field`
+            local place = e.pointer
+            if type(e.property) == "string" and (e.keyword == "required" or e.keyword == "dependentRequired") then
+                place = json.join(e.pointer, e.property)
+            end
+            e.message = place .. shown .. " " .. words
             changed = true
         end
     end
