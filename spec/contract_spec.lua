@@ -341,6 +341,55 @@ describe("jsoncontract.contract", function()
         it("raises on examples that are not {input, output}", function()
             assert.has_error(with("examples", { "abc" }), "contract example 1 must be {input = string, output = value}")
         end)
+        it("describes $ref properties by their target and anyOf/oneOf by their branches", function()
+            local c = jc.contract { name = "t", version = "1", instructions = "x", schema = [[{"type":"object",
+                "properties":{"kind":{"anyOf":[{"type":"string","enum":["x"]},{"type":"integer"}]},
+                "pick":{"oneOf":[{"$ref":"#/$defs/r"},{"type":"null"}]},
+                "ref":{"$ref":"#/$defs/r"},"list":{"type":"array","items":{"$ref":"#/$defs/r"}}},
+                "required":["kind","pick","ref","list"],
+                "$defs":{"r":{"type":"object","properties":{"z":{"type":"string"}},"required":["z"],
+                "additionalProperties":false}}}]] }
+            local p = c:prompt()
+            for _, want in ipairs { '- kind: one of: string, one of "x" | integer\n',
+                "- pick: one of: object, with fields z | null\n",
+                "- ref: object\n  - z: string\n  - no other fields\n",
+                "- list: array\n  each item is an object with:\n    - z: string\n" } do
+                assert.truthy(p:find(want, 1, true), want .. " in:\n" .. p)
+            end
+            assert.is_nil(p:find("any JSON value", 1, true), p)
+        end)
+        it("stays bounded on $ref cycles and wide or deep anyOfs", function()
+            local c = jc.contract { name = "t", version = "1", instructions = "x", schema = [[{"type":"object",
+                "properties":{"tree":{"$ref":"#/$defs/node"}},
+                "$defs":{"node":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/node"}},
+                "alt":{"anyOf":[{"anyOf":[{"anyOf":[{"anyOf":[{"type":"string"}]}]}]},{"$ref":"#/$defs/node"}]}}}}}]] }
+            local p = c:prompt()
+            assert.truthy(#p < 20000, #p)
+            -- (a contract refuses a cycle that consumes nothing; describe alone still stops)
+            local loop = { ["$ref"] = "#/$defs/a", ["$defs"] = { a = { ["$ref"] = "#/$defs/b" },
+                b = { ["$ref"] = "#/$defs/a" } } }
+            assert.equal("any JSON value", require("jsoncontract.contract").describe(loop))
+            assert.truthy(p:find("one of several forms", 1, true), p)
+            local wide = {}
+            for i = 1, 50 do wide[i] = { const = ("v"):rep(40) .. i } end
+            local line = jc.contract { name = "t", version = "1", instructions = "x",
+                schema = { type = "object", properties = { w = { anyOf = wide } } } }:prompt():match("\n%- w: ([^\n]*)")
+            assert.truthy(#line <= 620, #line)
+            assert.truthy(line:find("more", 1, true), line)
+        end)
+        it("raises on an example answer the schema refuses, naming the example and why", function()
+            local def = { name = "t", version = "1", instructions = "x",
+                schema = { type = "object", properties = { intent = { type = "string", enum = { "delivery" } } },
+                    required = { "intent" }, additionalProperties = false },
+                examples = { { input = "a", output = { intent = "delivery" } },
+                    { input = "where is my parcel", output = { intent = "Lieferung", extra = 1 } } } }
+            local ok, err = pcall(function() return jc.contract(def) end)
+            assert.is_false(ok)
+            assert.truthy(err:find("contract 't': example 2 answer does not match the schema: "
+                .. '/intent "Lieferung" is not one of "delivery"; extra field /extra is not allowed', 1, true), err)
+            def.examples[2] = nil
+            assert.truthy(jc.contract(def):prompt():find('Example 1 answer: {"intent":"delivery"}', 1, true))
+        end)
         it("raises when check's opts is not a table", function()
             local c = jc.contract(base)
             assert.has_error(function() c:check("{}", 5) end, "check: opts must be a table, got number")
