@@ -275,6 +275,17 @@ describe("jsoncontract.contract", function()
         end)
     end)
 
+    describe("feedback counts", function()
+        it("counts the errors a rule left out, not the one item that stands for them", function()
+            local feedback = require "jsoncontract.feedback"
+            local items = {}
+            for i = 1, 25 do items[i] = { pointer = "/a/" .. i, message = "bad " .. i } end
+            items[26] = { pointer = "", message = "and 950 more errors from rule r", more = 950 }
+            local text = feedback.join(items)
+            assert.truthy(text:find("and 956 more errors$"), text)   -- 5 shown nowhere + 1 + 950
+        end)
+    end)
+
     describe("messages (the contract's own words)", function()
         it("name the missing member of a required error, and the place of any other", function()
             local c = jc.contract { name = "t", version = "1", instructions = "x",

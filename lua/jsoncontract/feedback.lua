@@ -64,8 +64,12 @@ function _M.join(items)
         end
         out[i] = json.clip(m, _M.MAX_MESSAGE)
     end
-    if #items > _M.MAX_ERRORS then
-        out[#out + 1] = format("and %d more errors", #items - _M.MAX_ERRORS)
+    -- an item not shown that stands for errors a rule left out (`more`) counts as those too
+    -- (one shown says its count itself)
+    local left = 0
+    for i = _M.MAX_ERRORS + 1, #items do left = left + 1 + (tonumber(items[i].more) or 0) end
+    if left > 0 then
+        out[#out + 1] = format("and %d more errors", left)
     end
     return concat(out, "; ")
 end
