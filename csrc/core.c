@@ -84,6 +84,13 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 **               no value read from text nests deeper
 ** and the functions of each area file.
 */
+/* __newindex of the array marker's own metatable: the marker is shared by
+** every JSON array, so it takes no new field. */
+static int jc_array_mt_frozen(lua_State *L) {
+  return luaL_error(L, "jsoncontract.array_mt is shared by every JSON array: "
+                       "it cannot be changed");
+}
+
 LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
   lua_newtable(L);
 
@@ -92,6 +99,15 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
   if (luaL_newmetatable(L, JC_ARRAY_MT)) {
     lua_pushliteral(L, JC_ARRAY_MT);
     lua_setfield(L, -2, "__name");
+    /* Every JSON array of the process shares this table: a field added to
+    ** it (an __index, say, by a rule that got an array) would change them
+    ** all. New fields raise, and its own metatable cannot be replaced. */
+    lua_createtable(L, 0, 2);
+    lua_pushcfunction(L, jc_array_mt_frozen);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushliteral(L, JC_ARRAY_MT);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
   }
   lua_setfield(L, -2, "array_mt");
 

@@ -27,8 +27,14 @@ void jc_opts_read(lua_State *L, int arg, const jc_opt *specs,
     k = lua_tostring(L, -2);
     for (i = 0; i < n; i++)
       if (strcmp(specs[i].name, k) == 0) { o = &specs[i]; break; }
-    if (o == NULL)
-      luaL_argerror(L, arg, lua_pushfstring(L, "unknown option '%s'", k));
+    if (o == NULL) {
+      size_t kl = strlen(k), cut = kl > 60 ? 60 : kl;   /* a name, not a 10 MB key */
+      while (cut < kl && cut > 0 && (((unsigned char)k[cut]) & 0xC0) == 0x80) cut--;
+      lua_pushlstring(L, k, cut);
+      luaL_argerror(L, arg, lua_pushfstring(L, "unknown option '%s%s'",
+                                            lua_tostring(L, -1),
+                                            cut < kl ? "..." : ""));
+    }
     out[i].set = 1;
     switch (o->type) {
       case JC_OPT_BOOL:

@@ -265,6 +265,45 @@ static int jc_hash_cmp(const void *x, const void *y) {
   return (a[0] > b[0]) - (a[0] < b[0]);
 }
 
+/* Make 't' hold its strings' bytes itself (in its arena): written from a
+** Lua value, its strings point into the caller's Lua strings, which the
+** caller may drop (a schema table changed after compile) while the
+** validator lives. [-0, +0, m] */
+static void jc_own_strings(lua_State *L, jc_tape *t) {
+  size_t i;
+  for (i = 0; i < t->n; i++) {
+    jc_tv *e = &t->v[i];
+    if (e->kind != JT_STRING) continue;
+    if (e->u.len == 0) {
+      e->s = "";
+    } else {
+      char *p = jc_tape_bytes(L, t, e->u.len);
+      memcpy(p, e->s, e->u.len);
+      e->s = p;
+    }
+  }
+}
+
+/* Push the values 'roots[0..cnt)' of 't' as a new JSON array (or, with
+** 'roots' NULL, the value at entry 0): what an error shows as `allowed` or
+** `expected`, built from the validator's own tape, so that no table the
+** caller holds (and may change) is handed out or trusted. [-0, +1, m] */
+static void jc_push_kept(lua_State *L, jc_tape *t, const size_t *roots,
+                         size_t cnt) {
+  size_t k;
+  if (roots == NULL) {
+    jc_tape_push_lua(L, t, 0, 0, 0, 0);
+    return;
+  }
+  lua_createtable(L, cnt < 0x7fffffff ? (int)cnt : 0, 0);
+  luaL_getmetatable(L, JC_ARRAY_MT);
+  lua_setmetatable(L, -2);
+  for (k = 0; k < cnt; k++) {
+    jc_tape_push_lua(L, t, roots[k], 0, 0, 0);
+    lua_rawseti(L, -2, (lua_Integer)(k + 1));
+  }
+}
+
 /* Write the 'cnt' members of the list at 'list' (checked JSON values) to
 ** one tape owned by the keep table; '*roots' gets each member's entry and
 ** '*hash' (hash, member) pairs sorted by hash (both optional). */
@@ -297,6 +336,7 @@ static void jc_compile_tapes(jc_cctx *c, int list, size_t cnt, jc_tape **out,
     }
     if (r != NULL) r[k] = root;
   }
+  jc_own_strings(L, t);
   if (r != NULL) {
     for (k = 0; k < cnt; k++) {
       long budget = 0x7fffffffL;
@@ -887,6 +927,8 @@ static jc_node *jc_compile_node_in(jc_cctx *c, int idx, const char *path,
                            ? a + 1 : NULL);
     }
     n->nenum = cnt;
+    lua_pop(L, 1);
+    jc_push_kept(L, n->enum_tape, n->enum_roots, cnt);
     n->enum_ref = jc_keep(c);
   } else {
     lua_pop(L, 1);
@@ -898,7 +940,8 @@ static jc_node *jc_compile_node_in(jc_cctx *c, int idx, const char *path,
     lua_rawseti(L, -2, 1);
     jc_compile_tapes(c, lua_gettop(L), 1, &n->const_tape, NULL, NULL,
                      jc_src_member(c, idx, "const"));
-    lua_pop(L, 1);
+    lua_pop(L, 2);
+    jc_push_kept(L, n->const_tape, NULL, 1);
     n->const_ref = jc_keep(c);
   }
   else if (c->draft >= JC_D7) lua_pop(L, 1);

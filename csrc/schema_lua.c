@@ -342,7 +342,8 @@ static const jc_opt jc_validate_opts[] = {
 ** running call's intact.
 ** Raises on misuse: a closed validator, an unknown option, a value that
 ** is not JSON anywhere in it, whatever the schema checks: a function,
-** coroutine or userdata, NaN or +-infinity, an object key that is not a
+** coroutine or userdata, NaN or +-infinity, a string or key that is not
+** UTF-8 (RFC 8259 §8.1), an object key that is not a
 ** string (number keys too, as 'core.encode' refuses them), a marked
 ** array with keys other than 1..n: "value at /a/0 is NaN, not JSON"; a
 ** table that contains itself: "value at /a is a table that contains

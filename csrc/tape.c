@@ -5,6 +5,7 @@
 ** while reading a tape, except the builder and the writer.
 */
 #include "tape.h"
+#include "utf8.h"
 
 #include <limits.h>
 
@@ -390,7 +391,19 @@ static int jc_w_raise(jc_wctx *w, const char *fmt, const char *what,
     }
   }
   luaL_pushresult(&b);
-  p = lua_tostring(L, -1);
+  {
+    /* a message names its place, not a 10 MB key: the pointer is cut at a
+    ** character boundary (keys written so far are UTF-8) */
+    size_t plen, n = 200;
+    p = lua_tolstring(L, -1, &plen);
+    if (plen > n) {
+      while (n > 0 && (((unsigned char)p[n]) & 0xC0) == 0x80) n--;
+      lua_pushlstring(L, p, n);
+      lua_pushliteral(L, "...");
+      lua_concat(L, 2);
+      p = lua_tostring(L, -1);
+    }
+  }
   return luaL_error(L, fmt, what, *p != '\0' ? " at " : "", p, arg);
 }
 
@@ -431,6 +444,11 @@ static JC_HOT_INLINE int jc_w_value(jc_wctx *w, int idx, int type, int top) {
     case LUA_TSTRING:
       e->kind = JT_STRING;
       e->s = lua_tolstring(L, idx, &e->u.len);
+      /* JSON text is UTF-8 (RFC 8259 §8.1): a Lua string that is not is no
+      ** JSON string, as core.encode and the parser say too */
+      if (!jc_utf8_valid((const unsigned char *)e->s, e->u.len))
+        return jc_w_raise(w, "%s%s%s is %s, not JSON", "string",
+                          "not UTF-8 text");
       return 0;
     case LUA_TBOOLEAN:
       e->kind = JT_BOOLEAN;
@@ -575,6 +593,17 @@ static int jc_w_table(jc_wctx *w, int idx, int top, size_t me) {
         lua_settop(L, top + 1);
         return jc_w_raise(w, "%s%s%s has a key of type %s, not JSON",
                           "object", lua_typename(L, type));
+      }
+      {
+        size_t kl;
+        const char *ks = lua_tolstring(L, -2, &kl);
+        if (!jc_utf8_valid((const unsigned char *)ks, kl)) {
+          s->key = NULL;      /* its bytes stay out of the message */
+          s->index = 0;
+          lua_settop(L, top + 1);
+          return jc_w_raise(w, "%s%s%s has a key that is %s, not JSON",
+                            "object", "not UTF-8 text");
+        }
       }
       k = jc_tape_add(L, t);   /* may move t->v: then the address */
       e = &t->v[k];

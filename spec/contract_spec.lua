@@ -257,6 +257,69 @@ describe("jsoncontract.contract", function()
         end)
     end)
 
+    describe("feedback to the model", function()
+        it("names a rule's JSON Pointer with its words (a schema item names its place itself)", function()
+            local feedback = require "jsoncontract.feedback"
+            local c = jc.contract { name = "t", version = "1", instructions = "x",
+                schema = { type = "object", properties = { n = { type = "array" } } },
+                rules = { { name = "even", check = function()
+                    return { pointer = "/n/0", message = "must be even" }
+                end } } }
+            local _, err = c:check('{"n":[3]}')
+            assert.equal("rules", err.category)
+            assert.truthy(feedback.for_model(err):find("/n/0: must be even", 1, true), feedback.for_model(err))
+            local _, serr = c:check('{"n":3}')
+            local text = feedback.for_model(serr)
+            assert.truthy(text:find("/n is number, expected array", 1, true), text)
+            assert.falsy(text:find("/n: /n", 1, true), text)
+        end)
+    end)
+
+    describe("feedback counts", function()
+        it("counts the errors a rule left out, not the one item that stands for them", function()
+            local feedback = require "jsoncontract.feedback"
+            local items = {}
+            for i = 1, 25 do items[i] = { pointer = "/a/" .. i, message = "bad " .. i } end
+            items[26] = { pointer = "", message = "and 950 more errors from rule r", more = 950 }
+            local text = feedback.join(items)
+            assert.truthy(text:find("and 956 more errors$"), text)   -- 5 shown nowhere + 1 + 950
+        end)
+    end)
+
+    describe("messages (the contract's own words)", function()
+        it("name the missing member of a required error, and the place of any other", function()
+            local c = jc.contract { name = "t", version = "1", instructions = "x",
+                schema = { type = "object", required = { "a", "b" },
+                    properties = { n = { type = "integer" }, c = { type = "object", required = { "d" } } } },
+                messages = { ["/required"] = "is a required field", ["/properties/n/type"] = "must be a whole number",
+                    ["/properties/c/required"] = "is needed" } }
+            local _, err = c:check('{"n":1.5,"c":{}}')
+            local got = {}
+            for i, e in ipairs(err.errors) do got[i] = e.message end
+            table.sort(got)
+            assert.same({ "/a is a required field", "/b is a required field", "/c/d is needed",
+                "/n 1.5 must be a whole number" }, got)
+        end)
+    end)
+
+    describe("new() keeps its own schema", function()
+        it("sends, prompts and hashes what it checks when the author changes the table afterwards", function()
+            local schema = { type = "object", required = { "intent" }, additionalProperties = false,
+                properties = { intent = { type = "string", enum = { "a", "b" } } } }
+            local c1 = jc.contract { name = "t", version = "1.0.0", instructions = "x", schema = schema }
+            local hash, prompt = c1.schema_hash, c1:prompt()
+            schema.properties.intent.enum[3] = "c"      -- the author derives v2 from the same table
+            local c2 = jc.contract { name = "t", version = "2.0.0", instructions = "x", schema = schema }
+            assert.is_nil((c1:check('{"intent":"c"}')))
+            local req = require("jsoncontract.providers.openai").build_request(c1,
+                { { role = "user", content = "x" } }, { model = "m" })
+            assert.truthy(req.body:find('"enum":["a","b"]', 1, true), req.body)
+            assert.same({ hash, prompt }, { c1.schema_hash, c1:prompt() })
+            assert.are_not.equal(c1.schema_hash, c2.schema_hash)
+            assert.equal(1, #require("jsoncontract.diff").diff(c1.schema, c2.schema))
+        end)
+    end)
+
     describe("new() misuse", function()
         local base = { name = "a", version = "1", instructions = "x", schema = {} }
         local function with(k, v)
@@ -288,6 +351,55 @@ describe("jsoncontract.contract", function()
         end)
         it("raises on examples that are not {input, output}", function()
             assert.has_error(with("examples", { "abc" }), "contract example 1 must be {input = string, output = value}")
+        end)
+        it("describes $ref properties by their target and anyOf/oneOf by their branches", function()
+            local c = jc.contract { name = "t", version = "1", instructions = "x", schema = [[{"type":"object",
+                "properties":{"kind":{"anyOf":[{"type":"string","enum":["x"]},{"type":"integer"}]},
+                "pick":{"oneOf":[{"$ref":"#/$defs/r"},{"type":"null"}]},
+                "ref":{"$ref":"#/$defs/r"},"list":{"type":"array","items":{"$ref":"#/$defs/r"}}},
+                "required":["kind","pick","ref","list"],
+                "$defs":{"r":{"type":"object","properties":{"z":{"type":"string"}},"required":["z"],
+                "additionalProperties":false}}}]] }
+            local p = c:prompt()
+            for _, want in ipairs { '- kind: one of: string, one of "x" | integer\n',
+                "- pick: one of: object, with fields z | null\n",
+                "- ref: object\n  - z: string\n  - no other fields\n",
+                "- list: array\n  each item is an object with:\n    - z: string\n" } do
+                assert.truthy(p:find(want, 1, true), want .. " in:\n" .. p)
+            end
+            assert.is_nil(p:find("any JSON value", 1, true), p)
+        end)
+        it("stays bounded on $ref cycles and wide or deep anyOfs", function()
+            local c = jc.contract { name = "t", version = "1", instructions = "x", schema = [[{"type":"object",
+                "properties":{"tree":{"$ref":"#/$defs/node"}},
+                "$defs":{"node":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/node"}},
+                "alt":{"anyOf":[{"anyOf":[{"anyOf":[{"anyOf":[{"type":"string"}]}]}]},{"$ref":"#/$defs/node"}]}}}}}]] }
+            local p = c:prompt()
+            assert.truthy(#p < 20000, #p)
+            -- (a contract refuses a cycle that consumes nothing; describe alone still stops)
+            local loop = { ["$ref"] = "#/$defs/a", ["$defs"] = { a = { ["$ref"] = "#/$defs/b" },
+                b = { ["$ref"] = "#/$defs/a" } } }
+            assert.equal("any JSON value", require("jsoncontract.contract").describe(loop))
+            assert.truthy(p:find("one of several forms", 1, true), p)
+            local wide = {}
+            for i = 1, 50 do wide[i] = { const = ("v"):rep(40) .. i } end
+            local line = jc.contract { name = "t", version = "1", instructions = "x",
+                schema = { type = "object", properties = { w = { anyOf = wide } } } }:prompt():match("\n%- w: ([^\n]*)")
+            assert.truthy(#line <= 620, #line)
+            assert.truthy(line:find("more", 1, true), line)
+        end)
+        it("raises on an example answer the schema refuses, naming the example and why", function()
+            local def = { name = "t", version = "1", instructions = "x",
+                schema = { type = "object", properties = { intent = { type = "string", enum = { "delivery" } } },
+                    required = { "intent" }, additionalProperties = false },
+                examples = { { input = "a", output = { intent = "delivery" } },
+                    { input = "where is my parcel", output = { intent = "Lieferung", extra = 1 } } } }
+            local ok, err = pcall(function() return jc.contract(def) end)
+            assert.is_false(ok)
+            assert.truthy(err:find("contract 't': example 2 answer does not match the schema: "
+                .. '/intent "Lieferung" is not one of "delivery"; extra field /extra is not allowed', 1, true), err)
+            def.examples[2] = nil
+            assert.truthy(jc.contract(def):prompt():find('Example 1 answer: {"intent":"delivery"}', 1, true))
         end)
         it("raises when check's opts is not a table", function()
             local c = jc.contract(base)

@@ -86,7 +86,27 @@ describe("jsoncontract.diff", function()
             { "a lower limit raised", function(s) s.properties.summary.minLength = 10 end,
               "/properties/summary", "limit_tightened", true, "minLength raised from 1 to 10" },
             { "a limit loosened", function(s) s.properties.summary.maxLength = 500 end,
-              "/properties/summary", "limit_loosened", false, "maxLength raised from 200 to 500" },
+              "/properties/summary", "limit_loosened", true,
+              "maxLength raised from 200 to 500: consumers get values they never got" },
+            { "a lower length limit dropped", function(s) s.properties.summary.minLength = nil end,
+              "/properties/summary", "limit_loosened", true, "minLength lowered from 1 to none" },
+            { "a minimum lowered", function(s) s.properties.score.minimum = -100 end,
+              "/properties/score", "limit_loosened", true, "minimum lowered from >= 0 to >= -100",
+              function(s) s.properties.score.minimum = 0 end },
+            { "a maxItems raised", function(s) s.properties.tags = { type = "array", maxItems = 300 } end,
+              "/properties/tags", "limit_loosened", true, "maxItems raised from 3 to 300",
+              function(s) s.properties.tags = { type = "array", maxItems = 3 } end },
+            { "a maximum dropped", function() end,
+              "/properties/score", "limit_loosened", true, "maximum raised from <= 5 to none",
+              function(s) s.properties.score.maximum = 5 end },
+            { "a minimum made exclusive (draft 6)", function(s) s.properties.score.exclusiveMinimum = 0 end,
+              "/properties/score", "limit_tightened", true, "exclusiveMinimum raised from >= 0 to > 0",
+              function(s) s.properties.score.minimum = 0 end },
+            { "an enum spelled as an anyOf of consts, one value swapped", function(s)
+                s.properties.intent = { anyOf = { { const = "delivery" }, { const = "return" },
+                    { const = "payment" } } }
+            end, "/properties/intent", "enum_value_removed", true, 'value "other" is no longer allowed',
+              function(s) s.properties.intent = { enum = { "delivery", "return", "payment", "other" } } end },
             { "a description changed", function(s) s.properties.summary.description = "two sentences" end,
               "/properties/summary", "annotation_changed", false, "description changed" },
             { "an unanalysed keyword", function(s) s.properties.note.anyOf = { { minLength = 2 } } end,
@@ -146,6 +166,50 @@ describe("jsoncontract.diff", function()
             for i, x in ipairs(f) do got[i] = x.pointer .. " " .. x.change end
             assert.same({ "/properties/intent enum_value_added", "/properties/note property_removed",
                 "/properties/summary limit_loosened" }, got)
+        end)
+        it("reads draft-04's boolean exclusiveMinimum and exclusiveMaximum as bounds", function()
+            local d4 = "http://json-schema.org/draft-04/schema#"
+            local f, breaking = diff.diff({ ["$schema"] = d4, type = "number", minimum = 0, exclusiveMinimum = false },
+                { ["$schema"] = d4, type = "number", minimum = 0, exclusiveMinimum = true })
+            assert.is_true(breaking)
+            assert.same({ "limit_tightened", "exclusiveMinimum" }, { only(f).change, only(f).keyword })
+            f = only(diff.diff({ maximum = 5, exclusiveMaximum = true }, { maximum = 5 }))
+            assert.same({ "limit_loosened", true }, { f.change, f.breaking })
+            assert.truthy(f.reason:find("from < 5 to <= 5", 1, true), f.reason)
+            -- the same bound in the two drafts' spellings is no change
+            assert.same({}, (diff.diff({ minimum = 0, exclusiveMinimum = true }, { exclusiveMinimum = 0 })))
+        end)
+        it("compares draft-04 tuple items position by position", function()
+            local f = only(diff.diff({ items = { { type = "string" }, { type = "integer" } } },
+                { items = { { type = "string" }, { type = "number" } } }))
+            assert.same({ "/items/1", "type_widened" }, { f.pointer, f.change })
+        end)
+        it("sees an enum written as an anyOf of consts as the same values", function()
+            local f, breaking = diff.diff({ enum = { "a", "b" } }, { anyOf = { { const = "a" }, { const = "b" } } })
+            assert.same({}, f)
+            assert.is_false(breaking)
+            -- and a type added that the values already had is no change either
+            assert.same({}, (diff.diff({ enum = { "a", "b" } }, { type = "string", enum = { "a", "b" } })))
+        end)
+        it("names the value an enum-to-const change drops, not values consumers never got", function()
+            local x = only(diff.diff({ enum = { "a", "b" } }, { const = "a" }))
+            assert.same({ "enum_value_removed", true, "const" }, { x.change, x.breaking, x.keyword })
+            assert.truthy(x.reason:find('value "b" is no longer allowed', 1, true), x.reason)
+        end)
+        it("breaks on a new field whose name an old patternProperties pattern matched with another schema", function()
+            local old = { type = "object", patternProperties = { ["^x_"] = { type = "integer" } },
+                additionalProperties = false }
+            local new = { type = "object", properties = { x_name = { type = "string" } },
+                patternProperties = { ["^x_"] = { type = "integer" } }, additionalProperties = false }
+            local x = only(diff.diff(old, new))
+            assert.same({ "/properties/x_name", "property_added_constrained", true }, { x.pointer, x.change, x.breaking })
+            assert.truthy(x.reason:find('"^x_"', 1, true), x.reason)
+            -- the pattern's own schema, or none, changes nothing; a name it does not match is free
+            new.properties.x_name = { type = "integer" }
+            local _, breaking = diff.diff(old, new)
+            assert.is_false(breaking)
+            new.properties = { y = { type = "string" } }
+            assert.same("property_added_optional", only(diff.diff(old, new)).change)
         end)
         it("raises on a schema that is not a table", function()
             assert.has_error(function() diff.diff("x", {}) end, "diff: schema 1 must be a table or a boolean, got string")

@@ -51,6 +51,16 @@ describe("jsoncontract.contract.rules", function()
                 setmetatable(v.order.lines, { __index = function() return "HACKED" end })
             end },
         }
+        it("cannot change the array marker every JSON array shares (the rule errs; no array changes)", function()
+            local v, err = check(function(v) getmetatable(v.tags).__index = function() return "HACKED" end end)
+            assert.is_nil(v)
+            assert.equal("rule_error", err.kind)
+            assert.truthy(err.message:find("shared by every JSON array", 1, true), err.message)
+            assert.is_nil(rawget(core.array_mt, "__index"))
+            assert.is_nil(core.decode("[1]")[5])
+            assert.has_error(function() setmetatable(core.array_mt, nil) end)
+            assert.equal("jsoncontract.array", getmetatable(core.array_mt))
+        end)
         for _, case in ipairs(MUTATIONS) do
             it("accepts the schema gate's value byte for byte when a rule " .. case[1], function()
                 local v, report = check(case[2])
@@ -155,8 +165,39 @@ describe("jsoncontract.contract.rules", function()
             assert.equal("rule why failed", plain.message)
         end)
 
+        it("reads false, reason and nil, reason alike, whatever form the reason takes", function()
+            for _, first in ipairs { false, "nil" } do
+                if first == "nil" then first = nil end
+                for _, reason in ipairs { "closed", { pointer = "/intent", message = "closed" },
+                    { { pointer = "/intent", message = "closed" } } } do
+                    local _, err = check({ name = "why", check = function() return first, reason end })
+                    assert.equal("rule_failed", err.kind)
+                    assert.equal("closed", err.errors[1].message)
+                end
+            end
+            -- an empty list after false or nil is no reason: false still fails, nil still passes
+            local _, err = check({ name = "why", check = function() return false, {} end })
+            assert.same({ "rule_failed", "rule why failed" }, { err.kind, err.message })
+            assert.is_truthy((check({ name = "why", check = function() return nil, {} end })))
+        end)
+
+        it("keeps an earlier rule's failures when a later rule breaks", function()
+            local c = jc.contract { name = "t", version = "1", instructions = "x", schema = SCHEMA, rules = {
+                { name = "small", check = function() return { pointer = "/intent", message = "too many" } end },
+                { name = "broken", check = function(_, ctx) return ctx.limit end } } }
+            local v, err = c:check(TEXT)
+            assert.is_nil(v)
+            assert.same({ "rule_error", "broken", false }, { err.kind, err.rule, err.retry })
+            assert.equal(1, #err.errors)
+            assert.same({ "/intent", "too many", "small" }, { err.errors[1].pointer, err.errors[1].message,
+                err.errors[1].rule })
+        end)
+
         local BAD_VERDICTS = {
             { "an empty message", function() return "" end, "returned an empty message in error 1" },
+            { "a blank message", function() return { pointer = "/intent", message = " \t\n" } end,
+                "returned an empty message in error 1" },
+            { "false and a blank message", function() return false, "   " end, "returned an empty message" },
             { "false and an empty message", function() return false, "" end, "returned an empty message" },
             { "an empty message in a list", function() return { "x", { message = "" } } end,
                 "returned an empty message in error 2" },

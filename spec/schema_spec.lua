@@ -808,9 +808,17 @@ describe("jsoncontract.core", function()
             end
             assert.equal(9000, compared)
         end)
-        it("reports invalid UTF-8 instead of matching it", function()
-            local _, err = core.compile({ pattern = "a" }):validate("a\255")
-            assert.equal("(root) is not valid UTF-8", err.errors[1].message)
+        it("refuses a string or key that is not UTF-8 (it is no JSON, as for encode and decode)", function()
+            local v = core.compile({ pattern = "a" })
+            assert.has_error(function() v:validate("a\255") end, "string is not UTF-8 text, not JSON")
+            -- overlong, surrogate: every keyword, not just pattern
+            local any = core.compile({ type = "string", maxLength = 1 })
+            assert.has_error(function() any:validate("\192\128") end, "string is not UTF-8 text, not JSON")
+            assert.has_error(function() any:validate({ "x", "\237\160\128" }) end,
+                "string at /1 is not UTF-8 text, not JSON")
+            -- the key's bytes stay out of the message
+            assert.has_error(function() core.compile({}):validate({ a = { ["\255"] = 1 } }) end,
+                "object at /a has a key that is not UTF-8 text, not JSON")
         end)
     end)
 
@@ -1156,6 +1164,49 @@ describe("jsoncontract.core", function()
             for _ = 1, 100 do cur.child = {}; cur = cur.child end
             local _, err = v:validate(deep)
             assert.equal("too_deep", err.kind)
+        end)
+    end)
+
+    describe("bounded messages", function()
+        it("names the place of a bad value under a 1 MB key, and an unknown 1 MB option, in a few hundred bytes",
+            function()
+            local K = ("k"):rep(1000000)
+            local ok, err = pcall(core.compile({}).validate, core.compile({}), { [K] = { 0 / 0 } })
+            assert.is_false(ok)
+            assert.is_true(#err < 400, #err)
+            assert.truthy(err:find("^value at /kkk"), err)
+            assert.truthy(err:find("... is NaN, not JSON", 1, true), err)
+            ok, err = pcall(core.decode, "1", { [K] = 1 })
+            assert.is_false(ok)
+            assert.is_true(#err < 300, #err)
+            assert.truthy(err:find("unknown option 'kkk", 1, true), err)
+        end)
+    end)
+
+    describe("owns what it compiled", function()
+        it("keeps enum and const as compiled when the caller changes or drops the schema's tables", function()
+            local long = ("r"):rep(60)
+            local colors = { "red_" .. long, "green_" .. long }
+            local obj = { name = "n_" .. long, tags = { "t_" .. long } }
+            local v = assert(core.compile { properties = { c = { enum = colors }, o = { const = obj } } })
+            colors[1], colors[2] = "blue", nil
+            obj.name, obj.tags[1] = "other", "x"
+            colors, obj = nil, nil -- luacheck: ignore 311 (dropped: their strings become garbage)
+            -- the old strings are garbage now; new ones may take their memory
+            collectgarbage()
+            collectgarbage()
+            local junk = {}
+            for i = 1, 20000 do junk[i] = "evil_" .. ("e"):rep(60) .. (i % 7) end
+            assert.equal(20000, #junk)
+            assert.is_true(v:validate { c = "red_" .. long, o = { name = "n_" .. long, tags = { "t_" .. long } } })
+            local ok, err = v:validate { c = "blue", o = { name = "other", tags = { "x" } } }
+            assert.is_nil(ok)
+            assert.equal(2, #err.errors)
+            -- what an error shows is the validator's own copy: changing it changes nothing
+            local allowed = err.errors[1].allowed or err.errors[2].allowed
+            assert.same({ "red_" .. long, "green_" .. long }, allowed)
+            allowed[1] = "blue"
+            assert.is_nil((v:validate { c = "blue", o = { name = "n_" .. long, tags = { "t_" .. long } } }))
         end)
     end)
 end)

@@ -6,24 +6,28 @@
 -- * it narrows what is valid: answers that passed the old contract fail the new one, so recorded
 --   evidence no longer replays and producers must change (a field removed from the allowed set,
 --   a type narrowed, an enum value removed, a field newly required, additionalProperties closed,
---   null no longer allowed, a pattern or format added or changed, a limit tightened); or
--- * it widens what consumers must handle: values they branch on that the old contract never let
---   through (a type widened, an enum value added, null newly allowed, a field no longer required,
---   a pattern or format dropped); or
+--   null no longer allowed, a pattern or format added or changed, a limit tightened, a new field
+--   whose name an old patternProperties pattern matched with another schema); or
+-- * it widens what consumers must handle: values they branch on, size or store that the old
+--   contract never let through (a type widened, an enum value added, null newly allowed, a field
+--   no longer required, a pattern or format dropped, a limit loosened or dropped: a consumer
+--   written for "at most 3 tags" or "qty >= 0" meets 300 tags or -100); or
 -- * it removes a field consumers read.
 -- It is *compatible* when old answers stay valid and consumers see nothing new they must handle:
 -- annotations (description, title, examples, default, $comment), a new optional field where
--- additionalProperties was closed (consumers ignore fields they do not know; where it was open,
--- old answers may already hold that name with any value, so a new field with a schema that
--- constrains it narrows), additionalProperties opened, a length, size or number limit
--- loosened (the same code path handles a longer string).
--- Keywords it cannot reason about (anyOf, allOf, $ref, if/then/else, ...) count as breaking when
--- they change: it says so rather than guess.
+-- additionalProperties was closed and no patternProperties pattern matched its name (consumers
+-- ignore fields they do not know; where it was open, old answers may already hold that name with
+-- any value, so a new field with a schema that constrains it narrows), additionalProperties
+-- opened, the same allowed values spelled another way (an enum as an anyOf of consts, draft-04's
+-- `exclusiveMinimum: true` as draft-06's number).
+-- Keywords it cannot reason about (allOf, $ref, if/then/else, an anyOf that is not a list of
+-- values, ...) count as breaking when they change: it says so rather than guess.
 -- @module jsoncontract.diff
 local core = require "jsoncontract.core"
 local json = require "jsoncontract.json"
 
-local type, pairs, ipairs, error = type, pairs, ipairs, error
+local type, pairs, ipairs, error, pcall, getmetatable, setmetatable =
+    type, pairs, ipairs, error, pcall, getmetatable, setmetatable
 local format, concat, sort = string.format, table.concat, table.sort
 
 local _M = { _VERSION = core._VERSION }
@@ -33,7 +37,7 @@ local null = core.null
 -- Keywords that change nothing for validation.
 local ANNOTATIONS = { description = true, title = true, examples = true, default = true,
     ["$comment"] = true, deprecated = true, readOnly = true, writeOnly = true, ["$schema"] = true,
-    ["$id"] = true }
+    ["$id"] = true, id = true } -- (id: draft-04's $id)
 
 -- Keywords handled explicitly below; any other keyword that differs is "unknown_change".
 local HANDLED = { type = true, enum = true, const = true, properties = true, required = true,
@@ -42,9 +46,11 @@ local HANDLED = { type = true, enum = true, const = true, properties = true, req
     exclusiveMaximum = true, minItems = true, maxItems = true, minProperties = true,
     maxProperties = true, uniqueItems = true, multipleOf = true }
 
--- Lower limits: raising them tightens; upper limits: lowering them tightens.
-local LOWER = { "minLength", "minimum", "exclusiveMinimum", "minItems", "minProperties" }
-local UPPER = { "maxLength", "maximum", "exclusiveMaximum", "maxItems", "maxProperties" }
+-- Count limits. Lower ones: raising them tightens; upper ones: lowering them tightens. Either
+-- way is breaking: tightened, old answers may be rejected; loosened, consumers get values they
+-- never got. (Numeric bounds are compared as bounds, see `bound`.)
+local LOWER = { "minLength", "minItems", "minProperties" }
+local UPPER = { "maxLength", "maxItems", "maxProperties" }
 
 local ALL_TYPES = { "array", "boolean", "integer", "null", "number", "object", "string" }
 
@@ -89,13 +95,15 @@ local function set_names(set)
     return out
 end
 
+local value_list -- below
+
 local function allows_null(s)
     if not type_set(s).null then return false end
-    if type(s.enum) == "table" then
-        for _, v in ipairs(s.enum) do if v == null then return true end end
+    local list = value_list(s)
+    if list then
+        for _, v in ipairs(list) do if v == null then return true end end
         return false
     end
-    if s.const ~= nil then return s.const == null end
     return true
 end
 
@@ -103,6 +111,121 @@ local function list_set(list)
     local set = {}
     for _, v in ipairs(list or {}) do set[enc(v)] = true end
     return set
+end
+
+-- The numeric bound a schema sets on one side: value and whether it is exclusive, or nil. Both
+-- spellings count: draft-04's `minimum` with a boolean `exclusiveMinimum`, and draft-06's
+-- numeric `exclusiveMinimum` (with `minimum` beside it the tighter one holds). `side` is
+-- "lower" or "upper". Second result false: a keyword of a type neither draft allows.
+local BOUND_KW = { lower = { "minimum", "exclusiveMinimum" }, upper = { "maximum", "exclusiveMaximum" } }
+local function bound(s, side)
+    local inc_kw, exc_kw = BOUND_KW[side][1], BOUND_KW[side][2]
+    local inc, exc = s[inc_kw], s[exc_kw]
+    if (inc ~= nil and type(inc) ~= "number") or (exc ~= nil and type(exc) ~= "number" and type(exc) ~= "boolean") then
+        return nil, false
+    end
+    local v, x = nil, false
+    if inc ~= nil then v, x = inc, exc == true end
+    if type(exc) == "number" then
+        local tighter = v == nil or (side == "lower" and exc >= v) or (side == "upper" and exc <= v)
+        if tighter then v, x = exc, true end
+    end
+    return v, true, x
+end
+
+-- ">= 0", "< 10" or "none".
+local function bound_text(v, x, side)
+    if v == nil then return "none" end
+    return (side == "lower" and (x and ">" or ">=") or (x and "<" or "<=")) .. " " .. enc(v)
+end
+
+-- The JSON types of one value, as `type_set` names them (an integral number is both integer
+-- and number).
+local function value_types(v, set)
+    local t = type(v)
+    if v == null then set.null = true
+    elseif t == "boolean" or t == "string" then set[t] = true
+    elseif t == "number" then
+        set.number = true
+        if v == math.floor(v) then set.integer = true end
+    elseif t == "table" then
+        if getmetatable(v) == core.array_mt or #v > 0 then set.array = true else set.object = true end
+    end
+    return set
+end
+
+-- Is `b` an anyOf/oneOf branch that only lists values (const or enum, annotations aside)?
+local function value_branch(b)
+    if type(b) ~= "table" or (b.const == nil and type(b.enum) ~= "table") then return false end
+    for k in pairs(b) do
+        if k ~= "const" and k ~= "enum" and not ANNOTATIONS[k] then return false end
+    end
+    return true
+end
+
+-- The values a schema restricts to, whichever way it says so: `enum`, `const`, or an `anyOf` /
+-- `oneOf` whose every branch is a const or an enum (the same set, written another way).
+-- Returns the list (nil when the schema lists no values) and the keyword it came from.
+function value_list(s)
+    if type(s.enum) == "table" then
+        if s.const == nil then return s.enum, "enum" end
+        for _, v in ipairs(s.enum) do if same(v, s.const) then return { s.const }, "const" end end
+        return {}, "enum"
+    end
+    if s.const ~= nil then return { s.const }, "const" end
+    for _, kw in ipairs { "anyOf", "oneOf" } do
+        local branches = s[kw]
+        if type(branches) == "table" and #branches > 0 then
+            local list = {}
+            for _, b in ipairs(branches) do
+                if not value_branch(b) then return nil end
+                if b.const ~= nil then list[#list + 1] = b.const
+                else for _, v in ipairs(b.enum) do list[#list + 1] = v end end
+            end
+            -- (oneOf: a value listed in two branches matches both and is rejected; rare, and
+            -- counted here as allowed, which can only report more, never less)
+            return list, kw
+        end
+    end
+    return nil
+end
+
+-- The types a schema allows: its `type` keyword, and when it lists values, only theirs.
+local function effective_types(s)
+    local set = type_set(s)
+    local list = value_list(s)
+    if list == nil then return set end
+    local vt = {}
+    for _, v in ipairs(list) do value_types(v, vt) end
+    local out = {}
+    for k in pairs(vt) do if set[k] then out[k] = true end end
+    return out
+end
+
+-- Does the ECMA-262 regular expression `pattern` match `name`? Asked of the validator itself
+-- (the same engine, flags and limits the gate uses). nil when it cannot say (a pattern it
+-- does not compile).
+local function pattern_matches(pattern, name)
+    local ok, v = pcall(core.compile, { patternProperties = { [pattern] = false } })
+    if not ok then return nil end
+    local r = v:check(core.encode { [name] = 0 })
+    return r == nil
+end
+
+-- The patternProperties schemas of `s` whose pattern matches `name` (a pattern it cannot
+-- read counts as matching: the caller then reports a change it cannot rule out).
+local function matching_patterns(s, name)
+    local out = {}
+    if type(s.patternProperties) ~= "table" then return out end
+    local pats = {}
+    for pat in pairs(s.patternProperties) do pats[#pats + 1] = pat end
+    sort(pats)
+    for _, pat in ipairs(pats) do
+        if type(pat) ~= "string" or pattern_matches(pat, name) ~= false then
+            out[#out + 1] = { pattern = pat, schema = s.patternProperties[pat] }
+        end
+    end
+    return out
 end
 
 local function diff_schema(old, new, ptr, out)
@@ -128,8 +251,11 @@ local function diff_schema(old, new, ptr, out)
         add("null_allowed", true, "null is newly allowed: consumers must handle a null they never got", "type")
     end
 
-    -- types, null aside
-    local ot, nt = type_set(old), type_set(new)
+    -- types, null aside; when both list their values, the values say it all (below)
+    local ovals, okw = value_list(old)
+    local nvals, nkw = value_list(new)
+    local ot, nt = effective_types(old), effective_types(new)
+    if ovals and nvals then ot, nt = {}, {} end
     ot.null, nt.null = nil, nil
     local lost, gained = {}, {}
     for k in pairs(ot) do if not nt[k] then lost[#lost + 1] = k end end
@@ -145,33 +271,36 @@ local function diff_schema(old, new, ptr, out)
             concat(gained, ", "), concat(set_names(ot), ", "), concat(set_names(nt), ", ")), "type")
     end
 
-    -- enum and const
-    if old.enum ~= nil or new.enum ~= nil then
-        if old.enum == nil then
-            add("enum_added", true, "values are now restricted to " .. enc(new.enum) .. ": old answers may be rejected",
-                "enum")
-        elseif new.enum == nil then
-            add("enum_removed", true, "values are no longer restricted to " .. enc(old.enum) ..
-                ": consumers get values they never got", "enum")
+    -- allowed values: enum, const, or an anyOf/oneOf of consts; compared as sets, so the same
+    -- values written another way are no change, and each value gone or new is named (null aside:
+    -- reported above)
+    if okw == "const" and nkw == "const" and old.enum == nil and new.enum == nil then
+        if not same(old.const, new.const) then
+            add("const_changed", true, format("const changed from %s to %s: old answers are rejected, " ..
+                "consumers get a value they never got", enc(old.const), enc(new.const)), "const")
+        end
+    elseif ovals or nvals then
+        if ovals == nil then
+            add("enum_added", true, "values are now restricted to " .. enc(nvals) .. ": old answers may be rejected",
+                nkw)
+        elseif nvals == nil then
+            add("enum_removed", true, "values are no longer restricted to " .. enc(ovals) ..
+                ": consumers get values they never got", okw)
         else
-            local os_, ns = list_set(old.enum), list_set(new.enum)
-            for _, v in ipairs(old.enum) do
+            local os_, ns = list_set(ovals), list_set(nvals)
+            for _, v in ipairs(ovals) do
                 if not ns[enc(v)] and v ~= null then
                     add("enum_value_removed", true, "value " .. enc(v)
-                        .. " is no longer allowed: old answers with it are rejected", "enum")
+                        .. " is no longer allowed: old answers with it are rejected", nkw)
                 end
             end
-            for _, v in ipairs(new.enum) do
+            for _, v in ipairs(nvals) do
                 if not os_[enc(v)] and v ~= null then
                     add("enum_value_added", true, "value " .. enc(v)
-                        .. " is new: consumers that branch on the values meet one they do not know", "enum")
+                        .. " is new: consumers that branch on the values meet one they do not know", nkw)
                 end
             end
         end
-    end
-    if not same(old.const, new.const) then
-        add("const_changed", true, format("const changed from %s to %s", old.const == nil and "none" or enc(old.const),
-            new.const == nil and "none" or enc(new.const)), "const")
     end
 
     -- strings: pattern and format
@@ -187,25 +316,57 @@ local function diff_schema(old, new, ptr, out)
         end
     end
 
-    -- limits
-    for _, kw in ipairs(LOWER) do
+    -- limits: both directions break (see the module's rules)
+    local TIGHT = ": old answers may be rejected"
+    local LOOSE = ": consumers get values they never got"
+    local function limit(kw, upper)
         local o, n = old[kw], new[kw]
-        if n ~= nil and (o == nil or n > o) then
-            add("limit_tightened", true, format("%s raised from %s to %s: old answers may be rejected", kw,
-                o == nil and "none" or enc(o), enc(n)), kw)
-        elseif o ~= nil and (n == nil or n < o) then
-            add("limit_loosened", false, format("%s lowered from %s to %s: old answers stay valid", kw, enc(o),
-                n == nil and "none" or enc(n)), kw)
+        if (o ~= nil and type(o) ~= "number") or (n ~= nil and type(n) ~= "number") then
+            if not same(o, n) then
+                add("keyword_changed", true, kw .. " changed; not a number, not analysed, treated as breaking", kw)
+            end
+            return
+        end
+        local up, down = upper and "lowered" or "raised", upper and "raised" or "lowered"
+        if n ~= nil and (o == nil or (upper and n < o) or (not upper and n > o)) then
+            add("limit_tightened", true, format("%s %s from %s to %s", kw, up, o == nil and "none" or enc(o),
+                enc(n)) .. TIGHT, kw)
+        elseif o ~= nil and (n == nil or (upper and n > o) or (not upper and n < o)) then
+            add("limit_loosened", true, format("%s %s from %s to %s", kw, down, enc(o),
+                n == nil and "none" or enc(n)) .. LOOSE, kw)
         end
     end
-    for _, kw in ipairs(UPPER) do
-        local o, n = old[kw], new[kw]
-        if n ~= nil and (o == nil or n < o) then
-            add("limit_tightened", true, format("%s lowered from %s to %s: old answers may be rejected", kw,
-                o == nil and "none" or enc(o), enc(n)), kw)
-        elseif o ~= nil and (n == nil or n > o) then
-            add("limit_loosened", false, format("%s raised from %s to %s: old answers stay valid", kw, enc(o),
-                n == nil and "none" or enc(n)), kw)
+    for _, kw in ipairs(LOWER) do limit(kw, false) end
+    for _, kw in ipairs(UPPER) do limit(kw, true) end
+    -- numeric bounds, compared as bounds whichever draft spells them
+    for _, side in ipairs { "lower", "upper" } do
+        local inc_kw, exc_kw = BOUND_KW[side][1], BOUND_KW[side][2]
+        local ov, ook, ox = bound(old, side)
+        local nv, nok, nx = bound(new, side)
+        local kw = same(old[exc_kw], new[exc_kw]) and inc_kw or exc_kw
+        if not ook or not nok then
+            for _, k in ipairs { inc_kw, exc_kw } do
+                if not same(old[k], new[k]) then
+                    add("keyword_changed", true, k .. " changed; of a type no draft gives it, treated as breaking", k)
+                end
+            end
+        else
+            -- is bound a tighter than bound b? (nil: no bound)
+            local function tighter(av, ax, bv, bx)
+                if av == nil then return false end
+                if bv == nil then return true end
+                if av == bv then return ax and not bx end
+                if side == "lower" then return av > bv end
+                return av < bv
+            end
+            local what = side == "lower" and "lower bound" or "upper bound"
+            if tighter(nv, nx, ov, ox) then
+                add("limit_tightened", true, format("%s %s from %s to %s", kw, what == "lower bound" and "raised"
+                    or "lowered", bound_text(ov, ox, side), bound_text(nv, nx, side)) .. TIGHT, kw)
+            elseif tighter(ov, ox, nv, nx) then
+                add("limit_loosened", true, format("%s %s from %s to %s", kw, what == "lower bound" and "lowered"
+                    or "raised", bound_text(ov, ox, side), bound_text(nv, nx, side)) .. LOOSE, kw)
+            end
         end
     end
     if not same(old.multipleOf, new.multipleOf) then
@@ -246,10 +407,23 @@ local function diff_schema(old, new, ptr, out)
                 reason = "field " .. name .. " is removed: consumers that read it lose it" ..
                     (new_closed and "; old answers that have it are rejected" or "") }
         elseif o == nil and n ~= nil then
+            -- an old answer could hold this name under a patternProperties pattern that matched it
+            -- (additionalProperties then did not apply); the new schema applies both
+            local pats = matching_patterns(old, name)
+            local pat_ok = #pats > 0
+            for _, m in ipairs(pats) do
+                if not (allows_all(n) or same(m.schema, n)) then pat_ok = false end
+            end
             if nreq[name] then
                 out[#out + 1] = { pointer = p, keyword = "required", change = "property_added_required",
                     breaking = true, reason = "new field " .. name .. " is required: old answers lack it" }
-            elseif old_extra ~= false and not allows_all(n) and not same(old_extra, n) then
+            elseif #pats > 0 and not pat_ok then
+                out[#out + 1] = { pointer = p, keyword = "properties", change = "property_added_constrained",
+                    breaking = true, reason = "new optional field " .. name .. " has a schema, and the "
+                        .. "patternProperties pattern " .. enc(pats[1].pattern) .. " matched that name with "
+                        .. enc(pats[1].schema) .. ": now both apply, so old answers that hold " .. name
+                        .. " by the pattern's schema may be rejected" }
+            elseif #pats == 0 and old_extra ~= false and not allows_all(n) and not same(old_extra, n) then
                 out[#out + 1] = { pointer = p, keyword = "properties", change = "property_added_constrained",
                     breaking = true, reason = "new optional field " .. name .. " has a schema, and "
                         .. "additionalProperties was " .. (old_extra == true and "open" or enc(old_extra))
@@ -287,9 +461,17 @@ local function diff_schema(old, new, ptr, out)
             "additionalProperties")
     end
 
-    -- arrays
+    -- arrays; draft-04 to 2019-09 also spell `items` as a list (one schema per position)
     local oi, ni = old.items, new.items
-    if (type(oi) == "table" or type(oi) == "boolean") and (type(ni) == "table" or type(ni) == "boolean") then
+    local function tuple(x) return type(x) == "table" and (getmetatable(x) == core.array_mt or x[1] ~= nil) end
+    if tuple(oi) and tuple(ni) and #oi == #ni then
+        for i = 1, #oi do diff_schema(oi[i], ni[i], ptr .. "/items/" .. (i - 1), out) end
+    elseif tuple(oi) or tuple(ni) then
+        if not same(oi, ni) then
+            add("keyword_changed", true, "items changed from " .. (oi == nil and "none" or enc(oi)) .. " to " ..
+                (ni == nil and "none" or enc(ni)) .. "; not analysed, treated as breaking", "items")
+        end
+    elseif (type(oi) == "table" or type(oi) == "boolean") and (type(ni) == "table" or type(ni) == "boolean") then
         diff_schema(oi, ni, ptr .. "/items", out)
     elseif not same(oi, ni) then
         add("keyword_changed", true, "items changed from " .. (oi == nil and "none" or enc(oi)) .. " to " ..
@@ -302,7 +484,9 @@ local function diff_schema(old, new, ptr, out)
     for k in pairs(new) do if not kseen[k] then kseen[k] = true kws[#kws + 1] = k end end
     sort(kws)
     for _, k in ipairs(kws) do
-        if not HANDLED[k] and not same(old[k], new[k]) then
+        -- (an anyOf/oneOf of values was compared as values above)
+        local as_values = (k == okw or k == nkw) and ovals and nvals
+        if not HANDLED[k] and not as_values and not same(old[k], new[k]) then
             if ANNOTATIONS[k] then
                 add("annotation_changed", false, k .. " changed: annotations do not change what is valid", k)
             else

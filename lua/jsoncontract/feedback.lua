@@ -55,9 +55,21 @@ _M.MAX_MESSAGE = 300
 -- @treturn string
 function _M.join(items)
     local out = {}
-    for i = 1, min(#items, _M.MAX_ERRORS) do out[i] = json.clip(items[i].message, _M.MAX_MESSAGE) end
-    if #items > _M.MAX_ERRORS then
-        out[#out + 1] = format("and %d more errors", #items - _M.MAX_ERRORS)
+    for i = 1, min(#items, _M.MAX_ERRORS) do
+        local e = items[i]
+        local m, p = e.message, e.pointer
+        -- a schema item's words start with its place; a rule's may not: the model needs it
+        if type(p) == "string" and p ~= "" and type(m) == "string" and m:sub(1, #p) ~= p then
+            m = p .. ": " .. m
+        end
+        out[i] = json.clip(m, _M.MAX_MESSAGE)
+    end
+    -- an item not shown that stands for errors a rule left out (`more`) counts as those too
+    -- (one shown says its count itself)
+    local left = 0
+    for i = _M.MAX_ERRORS + 1, #items do left = left + 1 + (tonumber(items[i].more) or 0) end
+    if left > 0 then
+        out[#out + 1] = format("and %d more errors", left)
     end
     return concat(out, "; ")
 end
@@ -76,7 +88,13 @@ function _M.apply_overrides(messages, err, value)
             local v = json.at(value, e.pointer)
             local shown = ""
             if v ~= nil and type(v) ~= "table" then shown = " " .. core.encode(v) end
-            e.message = e.pointer .. shown .. " " .. words
+            -- a missing member has no value to show: its place is the object's pointer and
+            -- its name (`property`), e.g. `/customer/email is a required field`
+            local place = e.pointer
+            if type(e.property) == "string" and (e.keyword == "required" or e.keyword == "dependentRequired") then
+                place = json.join(e.pointer, e.property)
+            end
+            e.message = place .. shown .. " " .. words
             changed = true
         end
     end

@@ -6,10 +6,11 @@ local core = require "jsoncontract.core"
 local adapters = require "jsoncontract.contract.adapters"
 local feedback = require "jsoncontract.feedback"
 local rules_gate = require "jsoncontract.contract.rules"
+local deepcopy = require("jsoncontract.json").deepcopy
 
 local type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error =
     type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error
-local concat, sort = table.concat, table.sort
+local concat, sort, min, tonumber = table.concat, table.sort, math.min, tonumber
 local format, rep = string.format, string.rep
 
 local _M = { _VERSION = core._VERSION }
@@ -82,8 +83,49 @@ local function type_list(schema)
 end
 _M.type_list = type_list
 
--- One line describing a (sub)schema: types, allowed values and limits.
-local function describe(schema)
+-- Bounds on what the prompt says of one field: `$ref`s followed in a row (a cycle stops
+-- there), nesting of anyOf/oneOf, branches named, and bytes of one line.
+local MAX_REFS, MAX_NEST, MAX_BRANCHES, MAX_LINE = 8, 3, 6, 600
+
+-- A local `$ref` ("#", "#/$defs/x", JSON Pointer escapes ~0 ~1 and %XX) followed in `root`,
+-- up to MAX_REFS in a row; anything else (a remote ref, a missing target, a cycle) is
+-- returned as it is.
+local function resolve(schema, root)
+    for _ = 1, MAX_REFS do
+        if type(schema) ~= "table" or type(schema["$ref"]) ~= "string" or type(root) ~= "table" then
+            return schema
+        end
+        local ref = schema["$ref"]
+        if ref:sub(1, 1) ~= "#" then return schema end
+        local node = root
+        for token in ref:sub(2):gmatch("/([^/]*)") do
+            token = token:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end)
+                :gsub("~1", "/"):gsub("~0", "~")
+            if type(node) ~= "table" then return schema end
+            node = node[tonumber(token) and #node > 0 and tonumber(token) + 1 or token]
+        end
+        if node == nil then return schema end
+        schema = node
+    end
+    return schema
+end
+
+local describe_in -- below
+
+-- "one of: A | B | ..." for an anyOf / oneOf, each branch described (bounded).
+local function branches(list, root, nest)
+    if nest >= MAX_NEST then return "one of several forms" end
+    local out = {}
+    for i = 1, min(#list, MAX_BRANCHES) do out[i] = describe_in(list[i], root, nest + 1) end
+    if #list > MAX_BRANCHES then out[#out + 1] = format("%d more", #list - MAX_BRANCHES) end
+    return "one of: " .. concat(out, " | ")
+end
+
+-- One line describing a (sub)schema: types, allowed values and limits. `root`: the schema local
+-- `$ref`s point into; `nest`: anyOf/oneOf levels already open.
+function describe_in(schema, root, nest)
+    local own = schema
+    schema = resolve(schema, root)
     if schema == true then return "any JSON value" end
     if schema == false then return "nothing is allowed here" end
     if type(schema) ~= "table" then return "any JSON value" end
@@ -104,8 +146,22 @@ local function describe(schema)
         parts[#parts + 1] = "exactly " .. json(schema.const)
     elseif #main > 0 then
         parts[#parts + 1] = concat(main, " or ")
-    else
-        parts[#parts + 1] = "any JSON value"
+    elseif type(schema.anyOf) ~= "table" and type(schema.oneOf) ~= "table" then
+        parts[#parts + 1] = (type(schema.properties) == "table" or type(schema.required) == "table") and "object"
+            or (nullable and #types > 0) and "null" or "any JSON value"
+        if parts[#parts] == "null" then nullable = false end
+    end
+    for _, kw in ipairs { "anyOf", "oneOf" } do
+        if type(schema[kw]) == "table" and #schema[kw] > 0 then
+            parts[#parts + 1] = branches(schema[kw], root, nest or 0)
+        end
+    end
+    if type(schema.properties) == "table" and (nest or 0) > 0 then
+        -- (inside a branch no field list follows: name the fields here)
+        local names = property_order(schema)
+        local shown = {}
+        for i = 1, min(#names, MAX_BRANCHES) do shown[i] = names[i] end
+        parts[#parts + 1] = "with fields " .. concat(shown, ", ") .. (#names > MAX_BRANCHES and ", ..." or "")
     end
     if schema.format then parts[#parts + 1] = "format " .. tostring(schema.format) end
     if schema.pattern then parts[#parts + 1] = "matching the regular expression " .. tostring(schema.pattern) end
@@ -119,24 +175,36 @@ local function describe(schema)
     if schema.uniqueItems then parts[#parts + 1] = "no duplicate items" end
     local text = concat(parts, ", ")
     if nullable then text = text .. ", or null" end
-    if type(schema.description) == "string" then text = text .. " (" .. schema.description .. ")" end
+    local desc = type(own) == "table" and own.description or schema.description
+    if type(desc) == "string" then text = text .. " (" .. desc .. ")" end
+    if #text > MAX_LINE then -- (cut at a UTF-8 boundary)
+        text = text:sub(1, MAX_LINE):gsub("[\128-\191]*$", ""):gsub("[\192-\255]$", "") .. "..."
+    end
     return text
 end
 
-local function render_fields(schema, indent, lines)
+-- The public form: `root` optional (a schema's own `$ref`s need it).
+local function describe(schema, root)
+    return describe_in(schema, root or schema, 0)
+end
+
+local function render_fields(schema, indent, lines, root)
+    root = root or schema
+    if indent > 2 * MAX_REFS then return end -- (a schema that nests through $refs forever)
     local required = {}
     if type(schema.required) == "table" then
         for _, name in ipairs(schema.required) do required[name] = true end
     end
     for _, name in ipairs(property_order(schema)) do
-        local sub = schema.properties[name]
-        lines[#lines + 1] = format("%s- %s: %s%s", rep("  ", indent), name, describe(sub),
-            required[name] and "" or " (optional)")
+        local sub = resolve(schema.properties[name], root)
+        lines[#lines + 1] = format("%s- %s: %s%s", rep("  ", indent), name,
+            describe_in(schema.properties[name], root, 0), required[name] and "" or " (optional)")
+        local items = type(sub) == "table" and resolve(sub.items, root)
         if type(sub) == "table" and sub.properties then
-            render_fields(sub, indent + 1, lines)
-        elseif type(sub) == "table" and type(sub.items) == "table" and sub.items.properties then
+            render_fields(sub, indent + 1, lines, root)
+        elseif type(items) == "table" and items.properties then
             lines[#lines + 1] = rep("  ", indent + 1) .. "each item is an object with:"
-            render_fields(sub.items, indent + 2, lines)
+            render_fields(items, indent + 2, lines, root)
         end
     end
     if schema.additionalProperties == false then
@@ -151,7 +219,8 @@ local render_prompt -- below: the system prompt's text (see `prompt`)
 --   `name` (string, required), `version` (string, required, e.g. "1.0.0"),
 --   `schema` (table or JSON text, required: a JSON Schema; compiled with format assertion on),
 --   `instructions` (string, required: what the model must do, in plain words),
---   `examples` (optional list of `{input = string, output = value}`),
+--   `examples` (optional list of `{input = string, output = value}`; each output must match the
+--   schema: it is shown to the model as an answer),
 --   `rules` (optional list of rules; a rule is a function `f(value, ctx)` or a table
 --   `{name = string, check = f, retry = boolean (default true), budget = {steps =, ms =}}`; `f`
 --   gets its own copy of the value and returns nothing when it passes, else a message string, one
@@ -165,7 +234,8 @@ local render_prompt -- below: the system prompt's text (see `prompt`)
 --   words that replace the validator's for an error there: the message becomes
 --   `<pointer> <value> <words>`, e.g. `/order_id "10420" does not have 4 digits`).
 -- @treturn table contract
--- @raise on a missing or mistyped field, an unknown field, or a schema that is not a schema
+-- @raise on a missing or mistyped field, an unknown field, a schema that is not a schema, or an
+--   example output the schema refuses
 -- @usage local c = jc.contract{ name = "ticket", version = "1", schema = {...}, instructions = "..." }
 function _M.new(def)
     if type(def) ~= "table" then error("contract definition must be a table", 2) end
@@ -192,7 +262,14 @@ function _M.new(def)
         end
         error("contract '" .. def.name .. "': " .. tostring(validator), 2)
     end
-    if type(schema) == "string" then schema = decoded end
+    if type(schema) == "string" then
+        schema = decoded
+    elseif type(schema) == "table" then
+        -- The contract's own copy (compile checked it is JSON: no cycle, bounded depth): the
+        -- author may change or reuse the table afterwards, and what is sent to the provider,
+        -- put in the prompt and hashed must stay what the validator checks.
+        schema = deepcopy(schema)
+    end
 
     for _, f in ipairs { "rules", "examples", "adapters" } do
         if def[f] ~= nil and type(def[f]) ~= "table" then
@@ -225,7 +302,7 @@ function _M.new(def)
         version = def.version,
         schema = schema,
         instructions = def.instructions,
-        examples = def.examples or {},
+        examples = deepcopy(def.examples or {}),
         rules = rules,
         rules_budget = rules_budget,
         adapters = def.adapters or {},
@@ -253,13 +330,29 @@ function _M.prompt(self)
     return self._prompt
 end
 
+-- Each example's answer against the schema. The prompt shows them as answers to copy, so one
+-- the gates would refuse teaches the model to be refused; a contract with one is not made.
+-- (Rules are not run here: they may need the request's context, which a contract has not.)
+-- `level`: the error's level, pointing at the caller of `new`.
+local function check_examples(self, level)
+    for i, ex in ipairs(self.examples) do
+        local ok, err = self.validator:validate(ex.output)
+        if not ok then
+            error(format("contract '%s': example %d answer does not match the schema: %s", self.name, i,
+                tostring(err and err.message)), level + 1)
+        end
+    end
+end
+
 function render_prompt(self)
+    -- (called from `new` only: level 4 is the caller of `new`)
+    check_examples(self, 3)
     local lines = { self.instructions, "", format("Contract: %s, version %s.", self.name, self.version) }
     local schema = self.schema
     if type(schema) == "table" and (schema.type == "object" or schema.properties) then
         lines[#lines + 1] = "Answer with exactly one JSON object and nothing else: no prose, no code fence."
         lines[#lines + 1] = "Fields (all required unless marked optional):"
-        render_fields(schema, 0, lines)
+        render_fields(schema, 0, lines, schema)
     else
         lines[#lines + 1] = "Answer with exactly one JSON value and nothing else: " .. describe(schema) .. "."
     end
@@ -377,9 +470,12 @@ function _M.identity(self)
     return { name = self.name, version = self.version, schema_hash = self.schema_hash }
 end
 
---- One line describing a (sub)schema for the prompt: types, allowed values and limits.
+--- One line describing a (sub)schema for the prompt: types, allowed values and limits; a local
+-- `$ref` is described by its target, an anyOf / oneOf as "one of: A | B" (bounded: 8 refs in a
+-- row, 3 levels, 6 branches, 600 bytes).
 -- @function describe
 -- @tparam table|boolean schema
+-- @tparam[opt] table root the schema its `$ref`s point into (default: `schema` itself)
 -- @treturn string e.g. `string, one of "a", "b"` or `integer, minimum 1`
 _M.describe = describe
 

@@ -258,18 +258,21 @@ local function bad_pointer(p)
 end
 
 -- Normalise what a rule returned into a list of error items, or nil when it passed.
--- A rule passes with nothing, `true` or an empty list; it fails with `false` (or `false,
--- message`), a message, one `{pointer =, message =}`, a list of those, or Lua's `nil,
--- message`. Anything else is a bug in the rule: nil and a description of what was wrong;
--- so is an empty message (it tells the model nothing to fix) and a pointer that is not a
--- JSON Pointer.
+-- A rule passes with nothing, `true` or an empty list; it fails with `false`, a message, one
+-- `{pointer =, message =}`, a list of those, or any of these after `false` or Lua's `nil`
+-- (`false, "why"`, `nil, {pointer =, message =}`: the two spellings of "failed, because" mean
+-- the same, README's verdict table). An empty list after `false` or `nil` is no reason: `false,
+-- {}` fails as `false` does, `nil, {}` passes as `nil` does. Anything else is a bug in the
+-- rule: nil and a description of what was wrong; so is an empty or blank message (it tells
+-- the model nothing to fix) and a pointer that is not a JSON Pointer.
 local function verdict(rule, ret, ret2)
+    if (ret == nil or ret == false) and type(ret2) == "table" and next(ret2) == nil then ret2 = nil end
     if ret == nil and ret2 ~= nil then ret = ret2 end
     if ret == nil or ret == true then return nil end
     if ret == false then
         if ret2 == nil then
             ret = "rule " .. rule.name .. " failed"
-        elseif type(ret2) == "string" then
+        elseif type(ret2) == "string" or type(ret2) == "table" then
             ret = ret2
         else
             return nil, "returned false and a " .. type(ret2) .. " that is not a message " .. VERDICT_HELP
@@ -300,7 +303,7 @@ local function verdict(rule, ret, ret2)
                 or ("a pointer of type " .. type(e.pointer))
             return nil, format("returned %s in error %d, which is not a verdict %s", what, i, VERDICT_HELP)
         end
-        if e.message == "" then
+        if not e.message:find("%S") then -- (blank says as little as empty)
             return nil, format("returned an empty message in error %d %s", i, VERDICT_HELP)
         end
         local why = e.pointer and bad_pointer(e.pointer)
@@ -319,7 +322,9 @@ local function verdict(rule, ret, ret2)
     end
     if n > MAX_ERRORS then
         out[#out + 1] = { pointer = "", keyword = "rule:" .. rule.name, schema_pointer = "", rule = rule.name,
-            message = format("and %d more errors from rule %s", n - MAX_ERRORS, rule.name) }
+            message = format("and %d more errors from rule %s", n - MAX_ERRORS, rule.name),
+            -- the errors this item stands for, so a count over the items can count them too
+            more = n - MAX_ERRORS }
     end
     return out
 end
@@ -858,7 +863,9 @@ end
 --   yielded, or returned something that is not a verdict; `rule` names it) or
 --   `rule_timeout` (a rule ran over its steps or wall time, or out of stack; `rule`
 --   names it and `limit` says which: "steps", "ms" or "stack"). The last two are never
---   retried.
+--   retried; their `errors` hold what the rules before the one that broke found. An error
+--   item that counts the rest of one rule's list ("and N more errors from rule R") has
+--   `more = N`.
 function _M.run(list, value, ctx, budget)
     if #list == 0 then return true end -- no rules: no copy, no clock, no coroutine (per request in nginx)
     budget = budget or _M.DEFAULT_BUDGET
@@ -868,7 +875,14 @@ function _M.run(list, value, ctx, budget)
             and run_rules_light_thread(list, value, ctx, budget, item)) then
         run_rules_coroutine(list, value, ctx, budget, item)
     end
-    if item.err then return nil, item.err end
+    if item.err then
+        -- Rules that failed before the one that broke keep their errors: the verdict stays the
+        -- broken rule's (a person looks), and that person sees what the earlier rules found.
+        if item.all and type(item.err.errors) == "table" then
+            for _, e in ipairs(item.all) do item.err.errors[#item.err.errors + 1] = e end
+        end
+        return nil, item.err
+    end
     local all = item.all
     if all == nil or #all == 0 then return true end
     local msgs = {}
