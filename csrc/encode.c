@@ -38,7 +38,7 @@
 #endif
 
 /* Fixed stack slots of an encode call. */
-#define JC_E_BUF 3          /* unused (nil) */
+#define JC_E_BUF 3          /* this call's jc_encbuf userdata, or nil */
 #define JC_E_ARRMT 4        /* our array metatable */
 #define JC_E_CJ_EMPTY 5     /* cjson.empty_array or nil */
 #define JC_E_CJ_ARRMT 6     /* cjson.array_mt or nil */
@@ -56,8 +56,13 @@ typedef struct jc_path {
 /* The output block kept between calls (the upvalue of encode), so large
 ** texts do not allocate and fault in fresh memory each time. Owned by the
 ** userdata: a raise leaks nothing; freed by __gc, or after a call that
-** grew it past JC_ENCODE_KEEP. encode runs no Lua code, so it is never
-** re-entered while it uses the block. */
+** grew it past JC_ENCODE_KEEP. encode does run Lua code: a __gc at any
+** allocation (a member name's string, the result) may call encode again.
+** So a call takes the userdata out of the upvalue for its duration
+** (anchored at JC_E_BUF) and puts it back at its end: a call made meanwhile
+** finds none and uses a block of its own. After a raise the upvalue stays
+** empty until a call that returns puts its block there: nothing is left
+** marked in use. */
 typedef struct jc_encbuf {
   char *b;
   size_t cap;
@@ -86,16 +91,37 @@ typedef struct jc_key {
 /* Output buffer and errors                                              */
 /* ===================================================================== */
 
+static int jc_encbuf_gc(lua_State *L);
+
+/* A new empty output block userdata, stored at JC_E_BUF (this call's
+** block from then on). [-0, +0, m] */
+static jc_encbuf *jc_encbuf_new(lua_State *L) {
+  jc_encbuf *k = (jc_encbuf *)jc_newuserdata(L, sizeof *k);
+  k->b = NULL;
+  k->cap = 0;
+  if (luaL_newmetatable(L, JC_ENCBUF_MT)) {
+    lua_pushcfunction(L, jc_encbuf_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushliteral(L, JC_ENCBUF_MT);
+    lua_setfield(L, -2, "__name");
+  }
+  lua_setmetatable(L, -2);
+  lua_replace(L, JC_E_BUF);
+  return k;
+}
+
 /* Make room for 'n' more bytes. [-0, +0, m] */
 static void jc_enc_reserve(jc_enc *e, size_t n) {
   size_t cap;
   char *nb;
   void *ud;
   lua_Alloc alloc;
-  jc_encbuf *k = e->keep;
+  jc_encbuf *k;
   if (n <= e->cap - e->len) return;
   if (n > ((size_t)-1) / 2 - e->len)
     luaL_error(e->L, "cannot encode: output too large");
+  if (e->keep == NULL) e->keep = jc_encbuf_new(e->L);
+  k = e->keep;
   cap = e->cap * 2;
   if (cap < e->len + n) cap = e->len + n;
   alloc = lua_getallocf(e->L, &ud);
@@ -662,15 +688,19 @@ static int jc_encode(lua_State *L) {
   jc_encode_opts(L, &e);
   lua_settop(L, 2);
   luaL_checkstack(L, 20, "jsoncontract.encode");
-  e.keep = (jc_encbuf *)lua_touserdata(L, lua_upvalueindex(1));
-  if (e.keep->cap > sizeof local) {
+  /* take the kept block (see jc_encbuf): no allocation from here to the
+  ** upvalue's clearing, so no other call can take it too */
+  lua_pushvalue(L, lua_upvalueindex(1));        /* JC_E_BUF */
+  e.keep = (jc_encbuf *)lua_touserdata(L, JC_E_BUF);
+  lua_pushnil(L);
+  lua_replace(L, lua_upvalueindex(1));
+  if (e.keep != NULL && e.keep->cap > sizeof local) {
     e.b = e.keep->b;
     e.cap = e.keep->cap;
   } else {
     e.b = local;
     e.cap = sizeof local;
   }
-  lua_pushnil(L);                               /* JC_E_BUF */
   luaL_getmetatable(L, JC_ARRAY_MT);            /* JC_E_ARRMT */
   /* lua-cjson's markers, when it is loaded */
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
@@ -687,7 +717,13 @@ static int jc_encode(lua_State *L) {
   e.decpoint = localeconv()->decimal_point[0];
   jc_enc_value(&e, 1, 0, NULL);
   lua_pushlstring(L, e.b, e.len);
-  if (e.keep->cap > JC_ENCODE_KEEP) jc_encbuf_free(L, e.keep);
+  if (e.keep != NULL) {
+    if (e.keep->cap > JC_ENCODE_KEEP) jc_encbuf_free(L, e.keep);
+    /* put it back (a nested call's block there is dropped: the last
+    ** one to return is kept) */
+    lua_pushvalue(L, JC_E_BUF);
+    lua_replace(L, lua_upvalueindex(1));
+  }
   return 1;
 }
 
@@ -697,15 +733,7 @@ static const luaL_Reg jc_encode_funcs[] = {
 };
 
 void jc_encode_open(lua_State *L) {
-  jc_encbuf *k = (jc_encbuf *)jc_newuserdata(L, sizeof *k);
-  k->b = NULL;
-  k->cap = 0;
-  if (luaL_newmetatable(L, JC_ENCBUF_MT)) {
-    lua_pushcfunction(L, jc_encbuf_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pushliteral(L, JC_ENCBUF_MT);
-    lua_setfield(L, -2, "__name");
-  }
-  lua_setmetatable(L, -2);
+  /* the upvalue: nil until a call grows past its C-stack array */
+  lua_pushnil(L);
   luaL_setfuncs(L, jc_encode_funcs, 1);
 }

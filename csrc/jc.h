@@ -121,6 +121,22 @@ static inline const unsigned char *jc_scan_plain8(const unsigned char *s,
 #define jc_scan_plain8(s, end) ((void)(end), (s))
 #endif
 
+/*
+** Run the C function 'fn' under lua_pcall with the 'nargs' values on top
+** of the stack as its arguments and '*busy' set to 1 for the duration,
+** then put back the value '*busy' had (a nested call that is allowed,
+** e.g. a preview inside a preview, must not clear the outer call's mark).
+** The mark is how an object learns that Lua code run by an allocation
+** inside 'fn' (a __gc finalizer) is calling it again; the protected call
+** is how it is cleared on every exit, also a raise inside 'fn' (a memory
+** error, or on Lua 5.1 and LuaJIT an error a finalizer raised). The
+** object holding '*busy' must be anchored by the caller (below the
+** arguments). Returns lua_pcall's status: 0 with fn's results in place of
+** the arguments, else the error value there (the caller cleans up, then
+** rethrows it with lua_error). [-nargs, +(results | 1), m]
+*/
+int jc_pcall_busy(lua_State *L, lua_CFunction fn, int nargs, int *busy);
+
 /* Area entry points: each adds its functions to the table at the top of the
 ** stack. Stack: [-0, +0, m] */
 void jc_parse_open(lua_State *L);

@@ -264,6 +264,11 @@ typedef struct jc_validator {
                                   keyword location ("basic" output) */
   double work_budget;          /* work units per validation, 0 = default */
   jc_tape *tape;               /* reused by validate/check (keep.tape) */
+  int busy;                    /* a validate/check call is running: segs,
+                                  scope, via and tape are its own, so a
+                                  call from a __gc inside it raises */
+  int closing;                 /* close() came while busy: closed for new
+                                  calls, freed when the running one ends */
 } jc_validator;
 
 #define ABSENT ((size_t)-1)

@@ -4,6 +4,8 @@
 */
 #include "schema.h"
 
+#include <limits.h>
+
 /* 'n' zeroed entries on the scratch stack; returns their offset (valid
 ** until popped with 'jc_stk_pop'; the stack may move: use offsets).
 ** [-0, +0, m] */
@@ -540,23 +542,34 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i) {
 /* Find the first duplicate pair of the items of the array at entry 'a'
 ** (offset 'items' on the scratch stack holds their entries), as a
 ** pairwise scan would: the smallest 'i' whose value occurs again, then
-** the smallest 'j' > 'i' with it (0-based). Returns 1 if found. The slot
-** table is a userdata popped before return. [-0, +0, m] */
+** the smallest 'j' > 'i' with it (0-based). Returns 1 if found, -1 when
+** the work budget ran out first (the comparisons are charged to it: items
+** written from Lua may share tables, which expand to exponentially many
+** paths). The slot table is a userdata popped before return. [-0, +0, m] */
 static int jc_find_duplicate(jc_vctx *c, size_t items, size_t len,
                              size_t *di, size_t *dj) {
   lua_State *L = c->L;
   const jc_tape *t = c->t;
   size_t i, j, cap = 4, mask, best_i = 0, best_j = 0;
   jc_uslot *slots;
+  /* the budget left, as the comparisons count it (a long: 1e15 fits) */
+  long wb = c->work <= 0 ? 0 : c->work >= (double)LONG_MAX ? LONG_MAX
+                                                             : (long)c->work;
+  long w0 = wb;
   if (len <= JC_UNIQUE_SMALL) {
-    for (i = 0; i + 1 < len; i++)
+    int r = 0;
+    for (i = 0; i + 1 < len && r == 0 && wb >= 0; i++)
       for (j = i + 1; j < len; j++)
-        if (jc_tv_equal(t, c->stk[items + i], t, c->stk[items + j])) {
+        if (jc_tv_equal_b(t, c->stk[items + i], t, c->stk[items + j], &wb)) {
           *di = i;
           *dj = j;
-          return 1;
+          r = 1;
+          break;
+        } else if (wb < 0) {
+          break;
         }
-    return 0;
+    c->work -= (double)(w0 - (wb < 0 ? 0 : wb));
+    return wb < 0 ? -1 : r;
   }
   while (cap < len * 2) {
     if (cap > ((size_t)-1) / 2 / sizeof(jc_uslot))
@@ -573,16 +586,17 @@ static int jc_find_duplicate(jc_vctx *c, size_t items, size_t len,
     h = jc_tv_hash(t, e, &budget);
     if (budget < 0)
       h = (jc_u64)t->v[jc_tv_deref(t, e)].kind * 0x9E3779B97F4A7C15ULL;
-    c->work -= (double)(JC_HASH_BUDGET - (budget < 0 ? 0 : budget));
+    wb -= JC_HASH_BUDGET - (budget < 0 ? 0 : budget);
     pos = (size_t)(h & (jc_u64)mask);
-    while (slots[pos].item != 0) {
+    while (slots[pos].item != 0 && wb >= 0) {
       if (slots[pos].h == h &&
-          jc_tv_equal(t, c->stk[items + slots[pos].item - 1], t, e)) {
+          jc_tv_equal_b(t, c->stk[items + slots[pos].item - 1], t, e, &wb)) {
         rep = slots[pos].item;
         break;
       }
       pos = (pos + 1) & mask;
     }
+    if (wb < 0) break;
     if (rep == 0) {
       slots[pos].h = h;
       slots[pos].item = j + 1;
@@ -593,6 +607,8 @@ static int jc_find_duplicate(jc_vctx *c, size_t items, size_t len,
     }
   }
   lua_pop(L, 1);
+  c->work -= (double)(w0 - (wb < 0 ? 0 : wb));
+  if (wb < 0) return -1;
   if (best_i == 0) return 0;
   *di = best_i - 1;
   *dj = best_j - 1;
@@ -612,6 +628,11 @@ static JC_NOINLINE int jc_eval_unique(jc_vctx *c, const jc_node *n, size_t i,
     c->stk[items + k] = j;
   dup = jc_find_duplicate(c, items, len, &a, &b);
   jc_stk_pop(c, items);
+  if (dup < 0) {                /* hostile: out of work budget */
+    c->work = -1.0;
+    jc_over(c, n);
+    return 0;
+  }
   if (!dup) return 1;
   if (!c->quiet) {
     const char *where = jc_err_begin(c, n, "uniqueItems");

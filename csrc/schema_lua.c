@@ -48,9 +48,8 @@
 /* Lua API                                                                 */
 /* ===================================================================== */
 
-/* __gc (and close) of "jsoncontract.Validator": drops the keep table once. */
-static int jc_validator_gc(lua_State *L) {
-  jc_validator *v = (jc_validator *)luaL_checkudata(L, 1, JC_VALIDATOR_MT);
+/* Drop the keep table (once) and forget what pointed into it. */
+static void jc_validator_free(lua_State *L, jc_validator *v) {
   if (v->keep_ref != LUA_NOREF) {
     luaL_unref(L, LUA_REGISTRYINDEX, v->keep_ref);
     v->keep_ref = LUA_NOREF;
@@ -59,13 +58,25 @@ static int jc_validator_gc(lua_State *L) {
   v->tape = NULL;
   v->matcher = NULL;
   v->segs = NULL;
+  v->closing = 0;
+}
+
+/* __gc (and close) of "jsoncontract.Validator": drops the keep table once.
+** While a call runs (close from a __gc inside it) the free waits for its
+** end: that call still walks the nodes, segs and tape the keep table owns,
+** and the validator is anchored on its stack, so __gc itself never comes
+** then (only lua_close's finalizers, which end the state anyway). */
+static int jc_validator_gc(lua_State *L) {
+  jc_validator *v = (jc_validator *)luaL_checkudata(L, 1, JC_VALIDATOR_MT);
+  if (v->busy) v->closing = 1;
+  else jc_validator_free(L, v);
   return 0;
 }
 
 static int jc_validator_tostring(lua_State *L) {
   jc_validator *v = (jc_validator *)luaL_checkudata(L, 1, JC_VALIDATOR_MT);
   lua_pushfstring(L, "jsoncontract.Validator (%p)%s", (void *)v,
-                  v->root == NULL ? " (closed)" : "");
+                  v->root == NULL || v->closing ? " (closed)" : "");
   return 1;
 }
 
@@ -326,6 +337,9 @@ static const jc_opt jc_validate_opts[] = {
 **         truncated = true when max_errors stopped the walk,
 **         errors = { { pointer, keyword, schema_pointer,
 **                      absolute_schema_location, message, ...}, ...} }
+** Reentrant: a call from inside a running call of the same validator (a
+** __gc run by an allocation) works on scratch of its own, leaving the
+** running call's intact.
 ** Raises on misuse: a closed validator, an unknown option, a value that
 ** is not JSON anywhere in it, whatever the schema checks: a function,
 ** coroutine or userdata, NaN or +-infinity, a string or key that is not
@@ -353,57 +367,132 @@ static jc_validator *jc_self(lua_State *L) {
   return (jc_validator *)luaL_checkudata(L, 1, JC_VALIDATOR_MT);
 }
 
-static int jc_schema_validate(lua_State *L) {
-  int top = lua_gettop(L);
-  jc_validator *v = jc_self(L);
-  jc_optval ov[4];
+/* What a validate/check call passes to its protected body (jc_v_call). */
+typedef struct jc_vcall {
+  jc_validator *v;
   jc_vopts o;
-  jc_tape *t;
+  jc_tape *tape;              /* validate: a tape from core.parse, or NULL */
+  int json;                   /* check_json (1) or check (0) */
+  int value;                  /* check: push the Lua value too */
+  int keep_order;
+  size_t max_depth, max_bytes;
+} jc_vcall;
+
+/* Run 'body' for validator 'c->v' (stack index 1) on the value at index 2,
+** under jc_pcall_busy. The validator's path segments, dynamic scope, via
+** stack and tape belong to one call at a time, but a finalizer run by an
+** allocation inside the walk may call it again, or close it. A call made
+** while another runs gets scratch of its own (fresh blocks here, a fresh
+** tape from jc_v_tape) and puts the running call's back when it ends, so
+** that call finds them as it left them. Whatever the exit, the mark is
+** restored, the outermost call releases the kept tape, and a close that
+** came meanwhile is done once no call runs; then the results are returned
+** or the error rethrown. [-0, +n, e] */
+static int jc_v_call(lua_State *L, jc_vcall *c, lua_CFunction body) {
+  jc_validator *v = c->v;
+  jc_seg *segs = NULL;
+  jc_res **scope = NULL;
+  jc_via *via = NULL;
+  int nested = v->busy, base, st;
+  lua_settop(L, 2);
+  if (nested) {
+    /* allocating may run another __gc: the blocks are taken before any
+    ** pointer of the validator is read (3, 4, 5: anchors) */
+    jc_seg *ns = (jc_seg *)jc_newuserdata(
+        L, ((size_t)v->max_depth + 1) * sizeof(jc_seg));
+    jc_res **nsc = (jc_res **)jc_newuserdata(
+        L, (JC_SCHEMA_MAX_EVAL + 2) * sizeof(jc_res *));
+    jc_via *nv = (jc_via *)jc_newuserdata(
+        L, (JC_SCHEMA_MAX_EVAL + 2) * sizeof(jc_via));
+    /* closed meanwhile (the check before the mark): no new call */
+    if (v->root == NULL || v->closing)
+      return luaL_error(L, "validator is closed");
+    segs = v->segs;
+    scope = v->scope;
+    via = v->via;
+    v->segs = ns;
+    v->scope = nsc;
+    v->via = nv;
+  }
+  base = lua_gettop(L);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
+  lua_pushlightuserdata(L, c);
+  st = jc_pcall_busy(L, body, 3, &v->busy);
+  if (nested) {
+    v->segs = segs;
+    v->scope = scope;
+    v->via = via;
+  } else {
+    /* a raise skipped the body's release: the kept tape is this call's
+    ** (a nested call takes a fresh one while it is busy) */
+    if (v->tape != NULL && v->tape->busy) jc_tape_release(v->tape);
+    if (v->closing) jc_validator_free(L, v);
+  }
+  if (st != 0) return lua_error(L);
+  return lua_gettop(L) - base;
+}
+
+/* The body of validate under jc_v_call: 1 self, 2 value, 3 its jc_vcall.
+** [-0, +1|2, e] */
+static int jc_validate_body(lua_State *L) {
+  jc_vcall *c = (jc_vcall *)lua_touserdata(L, 3);
+  jc_validator *v = c->v;
+  jc_tape *t = c->tape;
   size_t depth = 0;
   long budget;
   int r, n;
-  luaL_argcheck(L, v->root != NULL, 1, "validator is closed");
-  luaL_argcheck(L, top >= 2, 2, "value expected");
-  luaL_argcheck(L, top <= 3, 4, "no more than 2 arguments expected");
-  if (top == 3) {             /* no options: nothing to read (per call) */
-    jc_opts_read(L, 3, jc_validate_opts, ov);
-    lua_settop(L, 2);
-    o.first = ov[0].set && ov[0].b;
-    o.basic = ov[1].set;
-    o.max_errors = ov[3].set ? (int)ov[3].n : JC_MAX_ERRORS;
-  } else {
-    o.first = o.basic = 0;
-    o.max_errors = JC_MAX_ERRORS;
-  }
-  t = NULL;
-  if (lua_type(L, 2) == LUA_TUSERDATA && lua_getmetatable(L, 2)) {
-    if (lua_topointer(L, -1) == v->tmt)
-      t = (jc_tape *)lua_touserdata(L, 2);
-    lua_pop(L, 1);
-  }
+  /* closed by a __gc run before the mark was set (option reading) */
+  if (v->root == NULL) return luaL_error(L, "validator is closed");
+  lua_settop(L, 2);
   if (t != NULL) {            /* a tape from core.parse: validated as it is */
-    luaL_argcheck(L, t->n > 0, 2, "empty tape");
-    n = jc_run(L, v, t, &o, 0);
-    if (n == 0) {
-      lua_pushboolean(L, 1);
-      return 1;
-    }
-    return n;
+    n = jc_run(L, v, t, &c->o, 0);
+  } else {
+    lua_pushnil(L);                                    /* 3 */
+    t = jc_v_tape(L, v);
+    budget = v->work_budget > 0 && v->work_budget < (double)JC_WORK_BUDGET
+                 ? (long)v->work_budget : (long)JC_WORK_BUDGET;
+    r = jc_tape_write_lua(L, t, 2, (size_t)v->max_depth, v->segs, &depth,
+                          &budget);
+    n = jc_run(L, v, t, &c->o, r == 1 ? (int)depth : r == 2 ? -1 : 0);
+    jc_tape_release(t);
+    lua_remove(L, 3);
   }
-  lua_pushnil(L);                                      /* 3 */
-  t = jc_v_tape(L, v);
-  budget = v->work_budget > 0 && v->work_budget < (double)JC_WORK_BUDGET
-               ? (long)v->work_budget : (long)JC_WORK_BUDGET;
-  r = jc_tape_write_lua(L, t, 2, (size_t)v->max_depth, v->segs, &depth,
-                        &budget);
-  n = jc_run(L, v, t, &o, r == 1 ? (int)depth : r == 2 ? -1 : 0);
-  jc_tape_release(t);
-  lua_remove(L, 3);
   if (n == 0) {
     lua_pushboolean(L, 1);
     return 1;
   }
   return n;
+}
+
+static int jc_schema_validate(lua_State *L) {
+  int top = lua_gettop(L);
+  jc_validator *v = jc_self(L);
+  jc_optval ov[4];
+  jc_vcall c;
+  luaL_argcheck(L, v->root != NULL && !v->closing, 1, "validator is closed");
+  luaL_argcheck(L, top >= 2, 2, "value expected");
+  luaL_argcheck(L, top <= 3, 4, "no more than 2 arguments expected");
+  memset(&c, 0, sizeof c);
+  c.v = v;
+  if (top == 3) {             /* no options: nothing to read (per call) */
+    jc_opts_read(L, 3, jc_validate_opts, ov);
+    lua_settop(L, 2);
+    c.o.first = ov[0].set && ov[0].b;
+    c.o.basic = ov[1].set;
+    c.o.max_errors = ov[3].set ? (int)ov[3].n : JC_MAX_ERRORS;
+  } else {
+    c.o.first = c.o.basic = 0;
+    c.o.max_errors = JC_MAX_ERRORS;
+  }
+  if (lua_type(L, 2) == LUA_TUSERDATA && lua_getmetatable(L, 2)) {
+    if (lua_topointer(L, -1) == v->tmt)
+      c.tape = (jc_tape *)lua_touserdata(L, 2);
+    lua_pop(L, 1);
+  }
+  /* a tape from core.parse: validated as it is */
+  if (c.tape != NULL) luaL_argcheck(L, c.tape->n > 0, 2, "empty tape");
+  return jc_v_call(L, &c, jc_validate_body);
 }
 
 /* check's options; check_json's are the same and then 'value' (index 5) */
@@ -435,47 +524,37 @@ static void jc_push_trimmed(lua_State *L, const char *text, size_t len) {
   else lua_pushlstring(L, text + b, e - b);
 }
 
-/* check and check_json: parse 'text' (stack index 2) to the validator's
-** tape, validate it there; on success push the Lua value ('json' 0), or
-** the accepted text and, with opts.value, the Lua value after it ('json'
-** 1). Returns the number of results (an err pushes nil, err).
-** [-0, +1|2, e] */
-static int jc_check_text(lua_State *L, int json) {
-  jc_validator *v = jc_self(L);
-  jc_optval ov[6];
-  jc_vopts o;
+/* The body of check and check_json under jc_v_call: 1 self, 2 text, 3
+** its jc_vcall. Parse the text to the validator's tape, validate it
+** there; on success push the Lua value (check), or the accepted text and,
+** with opts.value, the Lua value after it (check_json). Returns the number
+** of results (an err pushes nil, err). [-0, +1|2, e] */
+static int jc_check_body(lua_State *L) {
+  jc_vcall *c = (jc_vcall *)lua_touserdata(L, 3);
+  jc_validator *v = c->v;
   jc_tape *t;
   size_t len;
   const char *text;
-  int r, value;
-  luaL_argcheck(L, v->root != NULL, 1, "validator is closed");
-  luaL_checktype(L, 2, LUA_TSTRING);
-  luaL_argcheck(L, lua_gettop(L) <= 3, 4, "no more than 2 arguments expected");
-  ov[5].set = 0;
-  jc_opts_read(L, 3, json ? jc_check_json_opts : jc_check_opts, ov);
-  o.first = ov[0].set && ov[0].b;
-  o.basic = 0;
-  o.max_errors = ov[1].set ? (int)ov[1].n : JC_MAX_ERRORS;
-  value = !json || (ov[5].set && ov[5].b);
+  int r;
+  /* closed by a __gc run before the mark was set (option reading) */
+  if (v->root == NULL) return luaL_error(L, "validator is closed");
   lua_settop(L, 2);
   text = lua_tolstring(L, 2, &len);
   lua_pushnil(L);                                      /* 3 */
   t = jc_v_tape(L, v);
-  r = jc_parse_tape(L, t, text, len,
-                    ov[2].set ? (size_t)ov[2].n : JC_MAX_DEPTH,
-                    ov[3].set ? (size_t)ov[3].n : JC_MAX_BYTES);
+  r = jc_parse_tape(L, t, text, len, c->max_depth, c->max_bytes);
   if (r == 0) {
-    r = jc_run(L, v, t, &o, 0);
+    r = jc_run(L, v, t, &c->o, 0);
     if (r == 0) {
-      if (json) {
+      if (c->json) {
         jc_push_trimmed(L, text, len);
         r++;
       }
-      if (value) {
+      if (c->value) {
         /* member names the walk matched to declared properties come from
         ** the keep table, already interned */
         lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);
-        jc_tape_push_lua(L, t, 0, ov[4].set && ov[4].b, lua_gettop(L), 0);
+        jc_tape_push_lua(L, t, 0, c->keep_order, lua_gettop(L), 0);
         lua_remove(L, -2);
         r++;
       }
@@ -484,6 +563,30 @@ static int jc_check_text(lua_State *L, int json) {
   jc_tape_release(t);
   lua_remove(L, 3);
   return r;
+}
+
+/* check and check_json: read the options, then jc_check_body under
+** jc_v_call ('json' 1: check_json). [-0, +1|2, e] */
+static int jc_check_text(lua_State *L, int json) {
+  jc_validator *v = jc_self(L);
+  jc_optval ov[6];
+  jc_vcall c;
+  luaL_argcheck(L, v->root != NULL && !v->closing, 1, "validator is closed");
+  luaL_checktype(L, 2, LUA_TSTRING);
+  luaL_argcheck(L, lua_gettop(L) <= 3, 4, "no more than 2 arguments expected");
+  ov[5].set = 0;
+  jc_opts_read(L, 3, json ? jc_check_json_opts : jc_check_opts, ov);
+  memset(&c, 0, sizeof c);
+  c.v = v;
+  c.o.first = ov[0].set && ov[0].b;
+  c.o.basic = 0;
+  c.o.max_errors = ov[1].set ? (int)ov[1].n : JC_MAX_ERRORS;
+  c.json = json;
+  c.value = !json || (ov[5].set && ov[5].b);
+  c.keep_order = ov[4].set && ov[4].b;
+  c.max_depth = ov[2].set ? (size_t)ov[2].n : JC_MAX_DEPTH;
+  c.max_bytes = ov[3].set ? (size_t)ov[3].n : JC_MAX_BYTES;
+  return jc_v_call(L, &c, jc_check_body);
 }
 
 /*
@@ -502,7 +605,7 @@ static int jc_check_text(lua_State *L, int json) {
 ** also carry offset (0-based byte), line and column (1-based, column in
 ** UTF-8 characters) of the failing value in 'text'.
 ** Raises on misuse: a closed validator, 'text' not a string, an unknown
-** option. Stack: [-0, +1|2, e]
+** option. Reentrant as validate. Stack: [-0, +1|2, e]
 */
 static int jc_schema_check(lua_State *L) {
   return jc_check_text(L, 0);
@@ -532,6 +635,9 @@ static int jc_schema_check_json(lua_State *L) {
 ** validator:close() -> nothing
 ** Frees the compiled schema now (the keep table; __gc does the same);
 ** idempotent. Later validate/check calls raise "validator is closed".
+** Called while a validate/check of this validator runs (by a __gc inside
+** that call), the validator is closed at once for new calls but the free
+** waits for the running call's end, which completes normally.
 ** Stack: [-0, +0, -]
 */
 static int jc_schema_close(lua_State *L) {

@@ -74,6 +74,9 @@ typedef struct jc_stream {
                              while the reader has not failed */
   const char *word;       /* literal being read */
   int word_at;
+  int busy;               /* a call reads 'buf' while Lua code may run (the
+                             too_big parse, preview): a feed from a __gc
+                             then raises instead of moving 'buf' */
 } jc_stream;
 
 /* ===================================================================== */
@@ -375,34 +378,57 @@ static int jc_stream_new(lua_State *L) {
 ** would exceed 'max_bytes': err is what core.decode gives for the whole
 ** text (offset max_bytes, its line and column). The reader is then failed:
 ** every later feed() and finish() return nil and that same err table.
-** Raises when 'chunk' is not a string or after finish().
+** Raises when 'chunk' is not a string or after finish(), and "stream is in
+** use (called again from inside its own call, e.g. by a __gc)" when a
+** finalizer feeds the reader while its feed or preview is reading the
+** text (the text would move under it).
 ** Stack: [-0, +1 or +2, m]
 */
+/* The too_big err of the failed reader at index 1, under jc_pcall_busy:
+** the parser reads 'buf' while its allocations may run a __gc, and a
+** feed from there must not move it. Pushes nil, err. [-0, +2, m] */
+static int jc_stream_fail(lua_State *L) {
+  jc_stream *st = (jc_stream *)lua_touserdata(L, 1);
+  lua_settop(L, 1);
+  jc_parse_text(L, st->buf, st->len, st->max_depth, st->max_bytes);
+  lua_pushvalue(L, -1);
+  st->err_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return 2;
+}
+
+static const char jc_stream_inuse[] =
+  "stream is in use (called again from inside its own call, e.g. by a "
+  "__gc)";
+
 static int jc_stream_feed(lua_State *L) {
   jc_stream *st = jc_check_stream(L);
   size_t n, from;
   const char *chunk = luaL_checklstring(L, 2, &n);
   luaL_argcheck(L, lua_gettop(L) <= 2, 3, "no more than 1 argument expected");
   if (st->finished) return luaL_error(L, "stream: feed after finish");
+  if (st->busy) return luaL_error(L, jc_stream_inuse);
   if (st->err_ref != LUA_NOREF) {
     lua_pushnil(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, st->err_ref);
     return 2;
   }
-  if (n > st->max_bytes - st->len) {
+  /* 'len' is past max_bytes when a raise (a memory error) stopped the
+  ** too_big path before its err was kept: that path again, taking 0 */
+  if (st->len > st->max_bytes || n > st->max_bytes - st->len) {
     /* keep max_bytes + 1 bytes of the text, enough for the parser to
     ** give decode's too_big err (it locates offset max_bytes); the
     ** scanner is not run on them: the reader is failed */
-    size_t take = st->max_bytes + 1 - st->len;
+    size_t take = st->len > st->max_bytes ? 0 : st->max_bytes + 1 - st->len;
+    int rc;
     jc_stream_grow(L, &st->buf, &st->cap, st->max_bytes + 2);
     memcpy(st->buf + st->len, chunk, take);
     st->len += take;
     st->buf[st->len] = '\0';
     st->state = JC_T_INVALID;
-    lua_settop(L, 2);                    /* 2: the slots for the parser */
-    jc_parse_text(L, st->buf, st->len, st->max_depth, st->max_bytes);
-    lua_pushvalue(L, -1);
-    st->err_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_settop(L, 1);
+    lua_pushvalue(L, 1);
+    rc = jc_pcall_busy(L, jc_stream_fail, 1, &st->busy);
+    if (rc != 0) return lua_error(L);
     return 2;
   }
   /* one spare byte: the '\0' the parser expects after the text */
@@ -462,13 +488,26 @@ static int jc_stream_final(lua_State *L, jc_stream *st) {
 ** with too_big (the value is then nil and bytes 0).
 ** Stack: [-0, +2, m]
 */
+static int jc_stream_preview_body(lua_State *L);
+
 static int jc_stream_preview(lua_State *L) {
   jc_stream *st = jc_check_stream(L);
+  luaL_argcheck(L, lua_gettop(L) <= 1, 2, "no argument expected");
+  /* the closed prefix is copied from 'buf' by allocating calls: a feed
+  ** from a __gc there would move it */
+  lua_pushvalue(L, 1);
+  if (jc_pcall_busy(L, jc_stream_preview_body, 1, &st->busy) != 0)
+    return lua_error(L);
+  return 2;
+}
+
+/* The body of preview under jc_pcall_busy: 1 the reader. [-0, +2, m] */
+static int jc_stream_preview_body(lua_State *L) {
+  jc_stream *st = (jc_stream *)lua_touserdata(L, 1);
   luaL_Buffer b;
   size_t cut = st->safe, i, len;
   const char *text;
   int in_string = 0, n, invalid = st->state == JC_T_INVALID;
-  luaL_argcheck(L, lua_gettop(L) <= 1, 2, "no argument expected");
   if (st->err_ref != LUA_NOREF) {
     cut = 0;                             /* a failed reader shows nothing */
   } else if (st->state == JC_T_STRING && !st->is_key) {
@@ -530,7 +569,9 @@ static int jc_stream_finish(lua_State *L) {
     return 2;
   }
   /* the parser's text must be a string on the stack ('buf' is not
-  ** referenced by Lua, but is only freed by __gc of 'st', at slot 1) */
+  ** referenced by Lua, but is only freed by __gc of 'st', at slot 1); a
+  ** __gc run by the parser cannot move it: 'finished' is set, so feed
+  ** raises */
   lua_pushnil(L);
   return jc_parse_text(L, st->len ? st->buf : "", st->len, st->max_depth,
                        st->max_bytes);

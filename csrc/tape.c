@@ -7,6 +7,8 @@
 #include "tape.h"
 #include "utf8.h"
 
+#include <limits.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -868,11 +870,18 @@ static int jc_key_eq(const jc_tv *a, const jc_tv *b) {
   return a->u.len == b->u.len && memcmp(a->s, b->s, a->u.len) == 0;
 }
 
-int jc_tv_equal(const jc_tape *ta, size_t a, const jc_tape *tb, size_t b) {
+/* See tape.h. Each entry visited costs one unit of '*budget'; a value met
+** twice through the same shared table (JT_REF on both sides to one entry)
+** is equal without a walk: a value equals itself, and a DAG of shared
+** tables would otherwise be walked once per path, exponentially many. */
+int jc_tv_equal_b(const jc_tape *ta, size_t a, const jc_tape *tb, size_t b,
+                  long *budget) {
   const jc_tv *x, *y;
   size_t i, j;
   a = jc_tv_deref(ta, a);
   b = jc_tv_deref(tb, b);
+  if (ta == tb && a == b) return 1;
+  if (--*budget < 0) return 0;
   x = &ta->v[a];
   y = &tb->v[b];
   if (x->kind != y->kind) return 0;
@@ -885,7 +894,7 @@ int jc_tv_equal(const jc_tape *ta, size_t a, const jc_tape *tb, size_t b) {
       if (x->n != y->n) return 0;
       for (i = a + 1, j = b + 1; i < x->u.end;
            i = jc_tv_next(ta, i), j = jc_tv_next(tb, j))
-        if (!jc_tv_equal(ta, i, tb, j)) return 0;
+        if (!jc_tv_equal_b(ta, i, tb, j, budget)) return 0;
       return 1;
     case JT_OBJECT:
       if (x->n != y->n) return 0;
@@ -893,7 +902,7 @@ int jc_tv_equal(const jc_tape *ta, size_t a, const jc_tape *tb, size_t b) {
         int found = 0;
         for (j = b + 1; j < y->u.end; j = jc_tv_next(tb, j + 1)) {
           if (jc_key_eq(&ta->v[i], &tb->v[j])) {
-            found = jc_tv_equal(ta, i + 1, tb, j + 1);
+            found = jc_tv_equal_b(ta, i + 1, tb, j + 1, budget);
             break;
           }
         }
@@ -902,6 +911,11 @@ int jc_tv_equal(const jc_tape *ta, size_t a, const jc_tape *tb, size_t b) {
       return 1;
     default: return 0;
   }
+}
+
+int jc_tv_equal(const jc_tape *ta, size_t a, const jc_tape *tb, size_t b) {
+  long budget = LONG_MAX;   /* callers whose values are bounded trees */
+  return jc_tv_equal_b(ta, a, tb, b, &budget);
 }
 
 static jc_u64 jc_mix(jc_u64 h) {   /* the splitmix64 finalizer */

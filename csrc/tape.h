@@ -193,6 +193,12 @@ int jc_tape_write_lua(lua_State *L, jc_tape *t, int idx, size_t max_depth,
 ** its own tape. Bounded by the tapes' depth. */
 int jc_tv_numcmp(const jc_tv *a, const jc_tv *b);
 int jc_tv_equal(const jc_tape *ta, size_t a, const jc_tape *tb, size_t b);
+/* jc_tv_equal charging '*budget' one unit per entry compared: when it
+** goes below 0 the answer (then 0) is meaningless and the caller gives up.
+** For values from Lua, whose shared tables (JT_REF) expand to exponentially
+** many paths; a shared table compared with itself costs nothing. */
+int jc_tv_equal_b(const jc_tape *ta, size_t a, const jc_tape *tb, size_t b,
+                  long *budget);
 /* Is the number 'a' an integer (1, 1.0, 1e30)? */
 int jc_tv_integral(const jc_tv *a);
 /* Is 'a' an exact decimal multiple of 'b' (> 0)? */
