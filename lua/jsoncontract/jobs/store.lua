@@ -1,8 +1,14 @@
 --- The job store: where a batch job's state lives (issue 10).
--- One schema and one code path over LuaSQL for SQLite (the default: a file in the output
+-- One schema and one code path over LuaDBI for SQLite (the default: a file in the output
 -- folder, WAL mode) and PostgreSQL (`postgresql://...`, for several workers on several hosts).
+-- Every value is a bound parameter of a prepared statement (`?` in the SQL; the PostgreSQL
+-- driver numbers them `$1...`): an id or a text holding `?`, quotes or `$$` is data, never SQL.
 -- The two engines differ only in the few SQL words of `DIALECTS` (how to take the write lock,
--- how to read the clock, `FOR UPDATE SKIP LOCKED`).
+-- how to read the clock, `FOR UPDATE SKIP LOCKED`, how raw bytes are kept).
+--
+-- An input line that is not UTF-8 text (a Latin-1 byte, a NUL) is kept as the bytes it is
+-- (`items.input_bytes`: BLOB / bytea; `input_json` is then NULL) and read back unchanged, so
+-- the JSON decoder names the real fault (byte offset, "invalid UTF-8", "control character").
 --
 -- Tables: `jobs`, `items`, `outcomes` (UNIQUE(job_id, item_id, pass): an outcome is recorded
 -- exactly once per pass, by the database, not by luck), `evidence`, `passes`, `runs`.
@@ -21,9 +27,13 @@
 local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
 
+local seq_len = require("jsoncontract.utf8").seq_len
+
 local type, tostring, tonumber, error, ipairs, setmetatable, pcall =
     type, tostring, tonumber, error, ipairs, setmetatable, pcall
-local format, concat, floor = string.format, table.concat, math.floor
+local format, floor = string.format, math.floor
+local find, gsub, sub, byte, char = string.find, string.gsub, string.sub, string.byte, string.char
+local unpack = table.unpack or unpack -- luacheck: ignore (Lua 5.1 / LuaJIT)
 
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
@@ -34,15 +44,19 @@ local DIALECTS = {
         begin = "BEGIN IMMEDIATE",  -- take the write lock now: no upgrade deadlock later
         now = "((julianday('now') - 2440587.5) * 86400.0)",
         skip_locked = "",           -- one writer at a time: the write lock is the lease lock
+        bytes = "BLOB", bytes_in = "CAST(? AS BLOB)", bytes_out = "hex(%s)",
     },
     postgresql = {
         begin = "BEGIN",
         now = "extract(epoch from clock_timestamp())::double precision",
         skip_locked = " FOR UPDATE SKIP LOCKED",
+        -- bytea travels as hex text: the driver's text parameters stop at a NUL
+        bytes = "BYTEA", bytes_in = "decode(?, 'hex')", bytes_out = "encode(%s, 'hex')",
     },
 }
 
--- One schema for both engines (TEXT, INTEGER and DOUBLE PRECISION mean the same to both).
+-- One schema for both engines (TEXT, INTEGER and DOUBLE PRECISION mean the same to both;
+-- BYTES is the dialect's word for raw bytes).
 local SCHEMA = {
     [[CREATE TABLE IF NOT EXISTS jobs (
         id TEXT PRIMARY KEY, contract_name TEXT, contract_version TEXT, schema_hash TEXT,
@@ -53,7 +67,7 @@ local SCHEMA = {
         job_id TEXT NOT NULL, item_id TEXT NOT NULL, seq INTEGER NOT NULL, input_json TEXT,
         input_digest TEXT, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
         lease_owner TEXT, lease_expires_at DOUBLE PRECISION, pass INTEGER NOT NULL DEFAULT 1,
-        PRIMARY KEY (job_id, item_id))]],
+        input_bytes BYTES, PRIMARY KEY (job_id, item_id))]],
     "CREATE INDEX IF NOT EXISTS items_by_state ON items (job_id, state, seq)",
     [[CREATE TABLE IF NOT EXISTS outcomes (
         job_id TEXT NOT NULL, item_id TEXT NOT NULL, pass INTEGER NOT NULL, status TEXT NOT NULL,
@@ -112,12 +126,153 @@ local function has_jobs_table(self)
     return (tonumber(rows[1] and rows[1].n) or 0) > 0
 end
 
+-- Does `tbl` have the column `name`? true/false, or nil and why.
+local function has_column(self, tbl, name)
+    local sql = self.engine == "sqlite"
+        and "SELECT count(*) AS n FROM pragma_table_info(?) WHERE name = ?"
+        or "SELECT count(*) AS n FROM information_schema.columns WHERE table_name = ? AND column_name = ? "
+            .. "AND table_schema = ANY (current_schemas(false))"
+    local rows, err = self:query(sql, { tbl, name })
+    if not rows then return nil, err end
+    return (tonumber(rows[1] and rows[1].n) or 0) > 0
+end
+
+-- Columns added since the first schema, added to a store made before them (inside the
+-- schema's transaction).
+local function add_missing_columns(self)
+    local has, err = has_column(self, "items", "input_bytes")
+    if has == nil then return nil, err end
+    if not has then
+        local r, e = self:exec("ALTER TABLE items ADD COLUMN input_bytes " .. self.d.bytes)
+        if not r then return nil, e end
+    end
+    return true
+end
+
+-- Is `s` UTF-8 text without a NUL byte: what a text parameter may hold on both engines
+-- (PostgreSQL's text refuses other bytes and its driver cuts a parameter at a NUL; SQLite
+-- would keep them, but the driver reads text back only up to a NUL).
+local function is_text(s)
+    if find(s, "\0", 1, true) then return false end
+    if not find(s, "[\128-\255]") then return true end
+    local i, n = 1, #s
+    while i <= n do
+        local len = seq_len(s, i)
+        if not len then return false end
+        i = i + len
+    end
+    return true
+end
+_M.is_text = is_text
+
+local function hex_encode(s)
+    return (gsub(s, ".", function(c) return format("%02x", byte(c)) end))
+end
+local function hex_decode(h)
+    return (gsub(h, "%x%x", function(x) return char(tonumber(x, 16)) end))
+end
+
+-- A SQLite URI filename for `path` (RFC 3986 escapes for the characters a URI gives meaning).
+local function sqlite_uri(path, query)
+    return "file:" .. gsub(path, "[%%?#]", function(c) return format("%%%02X", byte(c)) end) .. "?" .. query
+end
+
+-- sqlite3_open_v2 flags (sqlite3.h): READONLY, READWRITE, CREATE, URI.
+local SQLITE_OPEN_READONLY, SQLITE_OPEN_READWRITE, SQLITE_OPEN_CREATE, SQLITE_OPEN_URI = 0x01, 0x02, 0x04, 0x40
+
+local function driver_message(msg)
+    return (gsub(tostring(msg), "^Failed to connect to database: ", ""))
+end
+
+-- Connect through LuaDBI; the connection, or nil and the driver's message.
+local function connect(DBI, engine, target, flags)
+    local okc, conn, msg
+    if engine == "sqlite" then
+        okc, conn, msg = pcall(DBI.Connect, "SQLite3", target, flags)
+    else
+        -- libpq takes a `postgresql://` URL where the database name goes (PQsetdbLogin).
+        okc, conn, msg = pcall(DBI.Connect, "PostgreSQL", target)
+    end
+    if not okc then return nil, conn end
+    if not conn then return nil, driver_message(msg) end
+    -- Statements run as written: the driver opens no transaction of its own (it would on
+    -- every statement), `tx` and `read_tx` say BEGIN and COMMIT themselves.
+    conn:autocommit(true)
+    return conn
+end
+
+-- "?, ?, ?" for n values (an `IN (...)` list binds each id).
+local function marks(n)
+    return sub(string.rep(", ?", n), 3)
+end
+
+-- How many `?` a statement has: every `?` in our SQL is a parameter (values never reach its text).
+local function placeholders(sql)
+    local _, n = gsub(sql, "%?", "")
+    return n
+end
+
+-- The values to bind, checked: numbers as text for PostgreSQL (an integral value as an
+-- integer, so an INTEGER parameter takes it), booleans as 1/0; a string that is no UTF-8
+-- text, or a value of another type, is refused (nil, message).
+local function bind_values(self, sql, args)
+    local n = placeholders(sql)
+    local vals = {}
+    for i = 1, n do
+        local v = args and args[i]
+        local t = type(v)
+        if t == "number" then
+            if self.engine == "postgresql" then
+                v = (v % 1 == 0 and v > -2^53 and v < 2^53) and format("%d", v) or format("%.17g", v)
+            end
+        elseif t == "boolean" then
+            v = v and 1 or 0
+        elseif t == "string" then
+            if not (args.bytes and args.bytes[i]) and not is_text(v) then
+                return nil, "cannot store the text " .. format("%q", sub(v, 1, 60)) .. (#v > 60 and "..." or "")
+                    .. ": it holds a NUL byte or bytes that are not UTF-8"
+            end
+        elseif v ~= nil then
+            return nil, "cannot store a " .. t
+        end
+        vals[i] = v
+    end
+    return vals, n
+end
+
+-- Prepare and run one statement with its values bound; the statement (to fetch from and
+-- close) or nil, message. A connection the server dropped raises in the driver: data, not misuse.
+local function run_statement(self, sql, args)
+    if not self.conn then return nil, "closed" end
+    local vals, n = bind_values(self, sql, args)
+    if not vals then return nil, n end
+    local okp, stmt, perr = pcall(self.conn.prepare, self.conn, sql)
+    if not okp then return nil, tostring(stmt) end
+    if not stmt then return nil, tostring(perr) end
+    local okx, ok, err = pcall(stmt.execute, stmt, unpack(vals, 1, n))
+    if not okx or not ok then
+        pcall(stmt.close, stmt)
+        return nil, tostring(okx and err or ok)
+    end
+    -- The SQLite driver binds text without copying it: the values stay referenced while the
+    -- statement is stepped (until `close`).
+    return stmt, vals
+end
+
 --- Open a store; with `opts.create` also create the schema when missing.
+-- Every value reaches the database as a bound parameter of a prepared statement (LuaDBI:
+-- Debian's lua-dbi-sqlite3 / lua-dbi-postgresql), never inside the SQL text.
 -- @tparam string url see `parse_url`
 -- @tparam[opt] table opts `create` (boolean, default true: create missing tables and put a
 --   SQLite file in WAL mode; false opens an existing job store only, changing nothing in the
---   file: workers, so several hosts never race on DDL, and the commands that only read)
--- @treturn[1] table store
+--   file: workers, so several hosts never race on DDL, and the commands that only read);
+--   `read_only` (boolean: open a SQLite file read-only, `mode=ro`; implies `create = false`).
+--   A SQLite job store on storage we cannot write (a finished job on a read-only disk) is
+--   opened read-only by `create = false` too: reads work, a write says `write_failed`.
+--   When even `mode=ro` cannot open it (WAL needs its `-shm` file, which a read-only folder
+--   cannot hold) and no `-wal` file is left beside it (so the file alone is the whole store),
+--   it is opened `immutable=1`.
+-- @treturn[1] table store (`read_only` is true when opened so)
 -- @return[2] nil
 -- @treturn[2] table err (`store`/`open_failed`; `not_found` with `create = false` when the
 --   database holds no job store: no `jobs` table, or not a SQLite database)
@@ -126,40 +281,70 @@ end
 function _M.open(url, opts)
     local engine, target = _M.parse_url(url)
     opts = opts or {}
-    local okd, driver = pcall(require, engine == "sqlite" and "luasql.sqlite3" or "luasql.postgres")
+    local create = opts.create ~= false and not opts.read_only
+    local okd, DBI = pcall(require, "DBI")
     if not okd then
-        return nil, store_error("open_failed", "the LuaSQL driver for " .. engine .. " is not installed ("
-            .. (engine == "sqlite" and "lua-sql-sqlite3" or "lua-sql-postgres") .. ")")
+        return nil, store_error("open_failed", "LuaDBI is not installed (Debian: lua-dbi-"
+            .. (engine == "sqlite" and "sqlite3" or "postgresql") .. ")")
     end
-    local env = engine == "sqlite" and driver.sqlite3() or driver.postgres()
-    local conn, msg = env:connect(target)
+    local function opened(conn, read_only)
+        return setmetatable({ engine = engine, url = url, conn = conn, d = DIALECTS[engine],
+            read_only = read_only or nil }, mt)
+    end
+    local conn, msg
+    local self
+    if engine == "sqlite" and opts.read_only then
+        conn, msg = connect(DBI, engine, sqlite_uri(target, "mode=ro"), SQLITE_OPEN_READONLY + SQLITE_OPEN_URI)
+        if conn then self = opened(conn, true) end
+    else
+        conn, msg = connect(DBI, engine, target, engine == "sqlite"
+            and (create and SQLITE_OPEN_READWRITE + SQLITE_OPEN_CREATE or SQLITE_OPEN_READWRITE) or nil)
+        if conn then self = opened(conn) end
+    end
     if not conn then
-        env:close()
-        return nil, store_error("open_failed", "cannot open the job store " .. safe_url(url) .. ": "
-            .. tostring(msg):gsub("^LuaSQL: ", ""))
+        return nil, store_error("open_failed", "cannot open the job store " .. safe_url(url) .. ": " .. tostring(msg))
     end
-    local self = setmetatable({ engine = engine, url = url, env = env, conn = conn, d = DIALECTS[engine] }, mt)
     local function fail(m)
         self:close()
         return nil, store_error("open_failed", "cannot prepare the job store " .. safe_url(url) .. ": " .. m)
     end
-    local function pragma(sql)
-        local cur, err = conn:execute(sql)
-        if not cur then return nil, tostring(err):gsub("^LuaSQL: ", "") end
-        if type(cur) == "userdata" then cur:close() end
-        return true
-    end
     if engine == "sqlite" then
-        local ok, err = pragma("PRAGMA busy_timeout = 10000")
+        local ok, err = self:exec("PRAGMA busy_timeout = 10000")
         if not ok then return fail(err) end
     else
-        local ok, err = conn:execute("SET client_min_messages = warning")
-        if not ok then return fail(tostring(err)) end
+        local ok, err = self:exec("SET client_min_messages = warning")
+        if not ok then return fail(err) end
     end
-    if opts.create == false then
+    if not create then
         -- Only a job store is opened this way (status, export, workers, the review desk): a
         -- database that is not one is named as such before anything is run or changed in it.
         local present, why = has_jobs_table(self)
+        if present == nil and why and engine == "sqlite" and not self.read_only
+            and tostring(why):find("unable to open database file", 1, true) then
+            -- A folder we cannot write (the WAL index cannot be made): read what is there.
+            self:close()
+            return _M.open(url, { read_only = true })
+        end
+        if present == nil and why and engine == "sqlite" and self.read_only and not opts.immutable
+            and tostring(why):find("unable to open database file", 1, true) then
+            local wal = io.open(target .. "-wal", "rb")
+            local wal_size = wal and wal:seek("end") or 0
+            if wal then wal:close() end
+            self:close()
+            if wal_size > 0 then
+                return nil, store_error("open_failed", "cannot read the job store " .. safe_url(url) .. " on "
+                    .. "read-only storage: its write-ahead log " .. target .. "-wal holds commits the file "
+                    .. "does not, and reading them needs a folder we can write (copy the folder elsewhere)")
+            end
+            conn, msg = connect(DBI, engine, sqlite_uri(target, "mode=ro&immutable=1"),
+                SQLITE_OPEN_READONLY + SQLITE_OPEN_URI)
+            if not conn then
+                return nil, store_error("open_failed", "cannot open the job store " .. safe_url(url) .. ": " .. msg)
+            end
+            self = opened(conn, true)
+            self.immutable = true
+            present, why = has_jobs_table(self)
+        end
         if not present then
             self:close()
             return nil, store_error(why and "open_failed" or "not_found", why
@@ -169,102 +354,88 @@ function _M.open(url, opts)
                     or "not a SQLite database"))
         end
     end
-    if engine == "sqlite" then
+    if engine == "sqlite" and not self.read_only then
         -- WAL: readers (status, export) never block the writer; FULL: a commit survives a crash
         -- of the machine, not only of the process. WAL is a property of the file, set once when
         -- we create the store: opening one (create = false) changes nothing in the file, even
         -- when it is some other database.
-        if opts.create ~= false then
-            local ok, err = pragma("PRAGMA journal_mode = WAL")
+        if create then
+            local ok, err = self:exec("PRAGMA journal_mode = WAL")
             if not ok then return fail(err) end
         end
-        local ok, err = pragma("PRAGMA synchronous = FULL")
+        local ok, err = self:exec("PRAGMA synchronous = FULL")
         if not ok then return fail(err) end
     end
-    if opts.create ~= false then
+    if create then
         local ok, err = self:tx(function()
             for _, ddl in ipairs(SCHEMA) do
-                local r, e = conn:execute(ddl)
+                local r, e = self:exec((gsub(ddl, "BYTES", self.d.bytes)))
                 if not r then return nil, e end
             end
-            return true
+            return add_missing_columns(self)
         end)
         if not ok then return fail(tostring(err.message)) end
     end
+    local has, herr = has_column(self, "items", "input_bytes")
+    if has == nil then return fail(tostring(herr)) end
+    self.has_input_bytes = has
     return self
 end
 
 --- Close the store (idempotent).
 function _M.close(self)
     if self.conn then pcall(self.conn.close, self.conn) end
-    if self.env then pcall(self.env.close, self.env) end
-    self.conn, self.env = nil, nil
-end
-
---- A SQL string literal (NULL for nil).
--- @param v string, number, boolean or nil
--- @treturn string
-function _M.quote(self, v)
-    if v == nil then return "NULL" end
-    local t = type(v)
-    if t == "number" then
-        if v % 1 == 0 and v > -2^53 and v < 2^53 then return format("%d", v) end
-        return format("%.17g", v)
-    end
-    if t == "boolean" then return v and "1" or "0" end
-    v = tostring(v)
-    -- A NUL cannot be stored in a TEXT literal (SQLite would cut the text there, silently), and
-    -- PostgreSQL's escape gives nil for bytes that are not UTF-8: refuse both, never store less.
-    local escaped = not v:find("\0", 1, true) and self.conn:escape(v)
-    if not escaped then
-        error(store_error("write_failed", "cannot store the text " .. format("%q", v:sub(1, 60))
-            .. (#v > 60 and "..." or "") .. ": it holds a NUL byte or bytes that are not UTF-8"), 2)
-    end
-    return "'" .. escaped .. "'"
-end
-
--- The statement with its `?` filled; nil and a message when a value cannot be stored as text.
-local function fill(self, sql, args)
-    if not args then return sql end
-    local i = 0
-    local ok, filled = pcall(string.gsub, sql, "%?", function()
-        i = i + 1
-        return self:quote(args[i])
-    end)
-    if not ok then return nil, errors.is_error(filled) and filled.message or tostring(filled) end
-    return filled
+    self.conn = nil
 end
 
 -- Run a statement; returns rows-affected (number) or nil, message.
+-- @tparam string sql with `?` for each value
+-- @tparam[opt] table args the values, `args[i]` for the i-th `?` (nil: NULL); `args.bytes[i]`
+--   true lets the i-th value hold any bytes (a BLOB/bytea parameter)
 function _M.exec(self, sql, args)
-    if not self.conn then return nil, "closed" end
-    local stmt, ferr = fill(self, sql, args)
-    if not stmt then return nil, ferr end
-    -- A connection the server dropped raises in some drivers: that is data, not misuse.
-    local okx, r, err = pcall(self.conn.execute, self.conn, stmt)
-    if not okx then r, err = nil, r end
-    if r == nil then return nil, tostring(err):gsub("^LuaSQL: ", "") end
-    if type(r) == "userdata" then r:close() return 0 end
-    return floor(tonumber(r) or 0)
+    local stmt, vals = run_statement(self, sql, args)
+    if not stmt then return nil, vals end
+    local okn, n = pcall(stmt.affected, stmt)
+    pcall(stmt.close, stmt)
+    vals = nil -- luacheck: ignore (kept referenced until the statement is closed)
+    return okn and floor(tonumber(n) or 0) or 0
 end
 
 -- Run a query; returns an array of rows (tables by column name) or nil, message.
 function _M.query(self, sql, args)
-    if not self.conn then return nil, "closed" end
-    local stmt, ferr = fill(self, sql, args)
-    if not stmt then return nil, ferr end
-    local okx, cur, err = pcall(self.conn.execute, self.conn, stmt)
-    if not okx then cur, err = nil, cur end
-    if cur == nil then return nil, tostring(err):gsub("^LuaSQL: ", "") end
-    if type(cur) ~= "userdata" then return {} end
+    local stmt, vals = run_statement(self, sql, args)
+    if not stmt then return nil, vals end
     local rows = {}
-    local row = cur:fetch({}, "a")
-    while row do
-        rows[#rows + 1] = row
-        row = cur:fetch({}, "a")
-    end
-    cur:close()
+    local okf, ferr = pcall(function()
+        local row = stmt:fetch(true)
+        while row do
+            rows[#rows + 1] = row
+            row = stmt:fetch(true)
+        end
+    end)
+    pcall(stmt.close, stmt)
+    vals = nil -- luacheck: ignore (kept referenced until the statement is closed)
+    if not okf then return nil, tostring(ferr) end
     return rows
+end
+
+-- The SQL expression that reads an item's kept bytes as hex (`input_hex`), or NULL on a store
+-- made before items could keep bytes.
+function _M.input_hex_sql(self, alias)
+    if not self.has_input_bytes then return "NULL AS input_hex" end
+    return format(self.d.bytes_out, (alias and alias .. "." or "") .. "input_bytes") .. " AS input_hex"
+end
+
+--- An item row's input as the line was written: `input_json`, or the bytes kept for a line
+-- that is not UTF-8 text (`input_hex`, see `input_hex_sql`). Sets `row.input_json`.
+-- @tparam table row
+-- @treturn table row
+function _M.input_of(row)
+    if row.input_hex then
+        row.input_json = hex_decode(row.input_hex)
+    end
+    row.input_hex = nil
+    return row
 end
 
 --- Run `fn()` in one transaction: committed when it returns true, rolled back when it
@@ -328,10 +499,21 @@ end
 -- Insert items into a job (inside the caller's transaction) and keep `jobs.items` counted.
 local function insert_items(self, job_id, items)
     for _, it in ipairs(items) do
-        local r, e = self:exec("INSERT INTO items (job_id, item_id, seq, input_json, input_digest, state, "
-            .. "attempts, pass) VALUES (?, ?, ?, ?, ?, 'pending', 0, "
-            .. "(SELECT pass FROM jobs WHERE id = ?))",
-            { job_id, it.item_id, it.seq, it.input_json, it.input_digest, job_id })
+        local r, e
+        local input = it.input_json
+        if input == nil or type(input) ~= "string" or is_text(input) or not self.has_input_bytes then
+            r, e = self:exec("INSERT INTO items (job_id, item_id, seq, input_json, input_digest, state, "
+                .. "attempts, pass) VALUES (?, ?, ?, ?, ?, 'pending', 0, "
+                .. "(SELECT pass FROM jobs WHERE id = ?))",
+                { job_id, it.item_id, it.seq, input, it.input_digest, job_id })
+        else
+            -- Bytes no text column holds: kept as they are, read back by `input_of`.
+            r, e = self:exec("INSERT INTO items (job_id, item_id, seq, input_bytes, input_digest, state, "
+                .. "attempts, pass) VALUES (?, ?, ?, " .. self.d.bytes_in .. ", ?, 'pending', 0, "
+                .. "(SELECT pass FROM jobs WHERE id = ?))",
+                { job_id, it.item_id, it.seq, self.engine == "postgresql" and hex_encode(input) or input,
+                  it.input_digest, job_id, bytes = { [4] = true } })
+        end
         if not r then
             if is_unique_violation(e) then
                 return nil, store_error("duplicate", format("item id %q (line %s) is already in job %s",
@@ -442,19 +624,24 @@ function _M.lease(self, job_id, owner, n, lease_seconds)
     end
     local got
     local ok, err = self:tx(function()
-        local rows, e = self:query("SELECT " .. ITEM_COLUMNS .. " FROM items WHERE job_id = ? AND (state = 'pending' "
-            .. "OR (state = 'leased' AND lease_expires_at < " .. self.d.now .. ")) ORDER BY seq LIMIT "
-            .. format("%d", n) .. self.d.skip_locked, { job_id })
+        local rows, e = self:query("SELECT " .. ITEM_COLUMNS .. ", " .. self:input_hex_sql() .. " FROM items "
+            .. "WHERE job_id = ? AND (state = 'pending' OR (state = 'leased' AND lease_expires_at < " .. self.d.now
+            .. ")) ORDER BY seq LIMIT ?" .. self.d.skip_locked, { job_id, floor(n) })
         if not rows then return nil, e end
         if #rows == 0 then got = {} return true end
-        local ids = {}
-        for i, row in ipairs(rows) do ids[i] = self:quote(row.item_id) end
+        local args = { owner, lease_seconds, job_id }
+        for i, row in ipairs(rows) do args[3 + i] = row.item_id end
         local r
         r, e = self:exec("UPDATE items SET state = 'leased', lease_owner = ?, lease_expires_at = " .. self.d.now
-            .. " + ?, attempts = attempts + 1 WHERE job_id = ? AND item_id IN (" .. concat(ids, ", ") .. ")",
-            { owner, lease_seconds, job_id })
+            .. " + ?, attempts = attempts + 1 WHERE job_id = ? AND item_id IN (" .. marks(#rows) .. ")", args)
         if not r then return nil, e end
+        if r ~= #rows then
+            -- Every row read must be marked: a lease that marks fewer would hand out items
+            -- another worker may take too.
+            return nil, store_error("write_failed", format("leased %d of %d items read", r, #rows))
+        end
         for _, row in ipairs(rows) do
+            _M.input_of(row)
             num_fields(row, ITEM_NUMS)
             row.attempts = row.attempts + 1
             row.state, row.lease_owner = "leased", owner
@@ -476,12 +663,11 @@ end
 -- @treturn[2] table err
 function _M.renew(self, job_id, owner, item_ids, lease_seconds)
     if #item_ids == 0 then return 0 end
-    local ids = {}
-    for i, id in ipairs(item_ids) do ids[i] = self:quote(id) end
+    local args = { lease_seconds, job_id, owner }
+    for i, id in ipairs(item_ids) do args[3 + i] = id end
     return self:tx(function()
         return self:exec("UPDATE items SET lease_expires_at = " .. self.d.now .. " + ? WHERE job_id = ? AND "
-            .. "lease_owner = ? AND state = 'leased' AND item_id IN (" .. concat(ids, ", ") .. ")",
-            { lease_seconds, job_id, owner })
+            .. "lease_owner = ? AND state = 'leased' AND item_id IN (" .. marks(#item_ids) .. ")", args)
     end)
 end
 
@@ -497,10 +683,10 @@ end
 function _M.held(self, job_id, owner, item_ids)
     local set = {}
     if #item_ids == 0 then return set end
-    local ids = {}
-    for i, id in ipairs(item_ids) do ids[i] = self:quote(id) end
+    local args = { job_id, owner }
+    for i, id in ipairs(item_ids) do args[2 + i] = id end
     local rows, err = self:query("SELECT item_id FROM items WHERE job_id = ? AND lease_owner = ? AND state = "
-        .. "'leased' AND item_id IN (" .. concat(ids, ", ") .. ")", { job_id, owner })
+        .. "'leased' AND item_id IN (" .. marks(#item_ids) .. ")", args)
     if not rows then return nil, store_error("read_failed", tostring(err)) end
     for _, r in ipairs(rows) do set[r.item_id] = true end
     return set
@@ -520,9 +706,8 @@ function _M.release(self, job_id, owner, item_ids)
     if owner then where = where .. " AND lease_owner = ?" args[2] = owner end
     if item_ids then
         if #item_ids == 0 then return 0 end
-        local ids = {}
-        for i, id in ipairs(item_ids) do ids[i] = self:quote(id) end
-        where = where .. " AND item_id IN (" .. concat(ids, ", ") .. ")"
+        for _, id in ipairs(item_ids) do args[#args + 1] = id end
+        where = where .. " AND item_id IN (" .. marks(#item_ids) .. ")"
     end
     return self:tx(function()
         return self:exec("UPDATE items SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL WHERE "
@@ -642,8 +827,12 @@ function _M.items(self, job_id, filter)
         args[#args + 1] = filter.reason
     end
     sql = sql .. " ORDER BY i.seq"
-    if filter.limit then sql = sql .. format(" LIMIT %d", filter.limit) end
-    if filter.offset then sql = sql .. format(" OFFSET %d", filter.offset) end
+    if filter.limit or filter.offset then
+        -- SQLite takes OFFSET only after a LIMIT; -1 / NULL mean none
+        sql = sql .. " LIMIT ? OFFSET ?"
+        args[#args + 1] = filter.limit and floor(filter.limit) or (self.engine == "sqlite" and -1 or nil)
+        args[#args + 1] = floor(filter.offset or 0)
+    end
     local rows, err = self:query(sql, args)
     if not rows then return nil, store_error("read_failed", err) end
     for _, row in ipairs(rows) do
@@ -683,9 +872,10 @@ function _M.item(self, job_id, item_id)
     num_fields(row, OUTCOME_NUMS)
     row.item_pass = tonumber(row.item_pass)
     local more
-    more, err = self:query("SELECT input_json, input_digest FROM items WHERE job_id = ? AND item_id = ?",
-        { job_id, item_id })
+    more, err = self:query("SELECT input_json, input_digest, " .. self:input_hex_sql() .. " FROM items "
+        .. "WHERE job_id = ? AND item_id = ?", { job_id, item_id })
     if not more then return nil, store_error("read_failed", err) end
+    _M.input_of(more[1])
     row.input_json, row.input_digest = more[1].input_json, more[1].input_digest
     local outs
     outs, err = self:query("SELECT " .. OUTCOME_COLUMNS .. " FROM outcomes WHERE job_id = ? AND item_id = ? "
@@ -723,18 +913,21 @@ end
 -- @treturn[2] table err
 function _M.each_evidence(self, job_id, fn)
     if not self.conn then return nil, store_error("closed", "the job store is closed") end
-    local stmt, ferr = fill(self, "SELECT e.record_json FROM evidence e JOIN items i ON "
+    local stmt, vals = run_statement(self, "SELECT e.record_json FROM evidence e JOIN items i ON "
         .. "i.job_id = e.job_id AND i.item_id = e.item_id WHERE e.job_id = ? ORDER BY i.seq, e.pass, e.seq",
         { job_id })
-    if not stmt then return nil, store_error("read_failed", ferr) end
-    local cur, err = self.conn:execute(stmt)
-    if not cur then return nil, store_error("read_failed", tostring(err)) end
-    local line = cur:fetch()
-    while line do
-        fn(line)
-        line = cur:fetch()
-    end
-    cur:close()
+    if not stmt then return nil, store_error("read_failed", vals) end
+    -- A row at a time: a job's evidence may not fit in memory at once.
+    local okf, ferr = pcall(function()
+        local row = stmt:fetch(false)
+        while row do
+            fn(row[1])
+            row = stmt:fetch(false)
+        end
+    end)
+    pcall(stmt.close, stmt)
+    vals = nil -- luacheck: ignore (kept referenced until the statement is closed)
+    if not okf then return nil, store_error("read_failed", tostring(ferr)) end
     return true
 end
 
