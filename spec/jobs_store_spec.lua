@@ -81,6 +81,7 @@ local function behaves_like_a_job_store(engine, get_url)
             local got = {}
             for _, it in ipairs(leased) do got[it.item_id] = it.input_json end
             for i, line in ipairs(lines) do assert.equal(line, got["b" .. i], "leased line " .. i) end
+            assert.equal('{"id":"m1","text":"t"}', got.m1, "a text line next to them")
             -- the decoder, not the store, names the fault
             local core = require "jsoncontract.core"
             local _, why = core.decode(got.b1)

@@ -300,15 +300,19 @@ describe("triage as a job", function()
         assert.equal(0, code, o)
         local review = jobs.jsonl(dir .. "/review.jsonl")
         assert.equal(2, #review)
+        local causes = { "invalid UTF-8 byte 0xE9 in a string at line 1, column 27", "control character U+0000" }
         for k, r in ipairs(review) do
             assert.equal("line-" .. (k + 1), r.id)
             assert.same({ "input", "invalid_input" }, { r.reason.category, r.reason.kind })
+            -- the real cause, with its offset: not the store's rewrite of the bytes
+            assert.truthy(tostring(r.reason.message):find(causes[k], 1, true), tostring(r.reason.message))
+            assert.falsy(tostring(r.reason.message):find("escape '\\'", 1, true), tostring(r.reason.message))
         end
-        -- stored whole (the bytes written \xHH), so --resume matches the mailbox by digest
+        -- stored as the bytes they are, so --resume matches the mailbox by digest
         local st = assert(store.open(dir .. "/job.sqlite", { create = false }))
         local it = st:item(st:latest_job().id, "line-3")
         st:close()
-        assert.equal('{"id":"nul","text":"a\\x00b"}', it.input_json)
+        assert.equal('{"id":"nul","text":"a\0b"}', it.input_json)
         o, code = util.sh(triage_cmd("--resume " .. q(dir)))
         assert.equal(0, code, o)
     end)

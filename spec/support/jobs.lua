@@ -118,8 +118,8 @@ local PG_BIN = os.getenv("JC_PG_BIN") or "/usr/lib/postgresql/15/bin"
 -- or nil and why (for `pending`).
 function M.start_postgres()
     if not io.open(PG_BIN .. "/initdb", "rb") then return nil, "postgresql skipped: no " .. PG_BIN .. "/initdb" end
-    local okd = pcall(require, "luasql.postgres")
-    if not okd then return nil, "postgresql skipped: lua-sql-postgres is not installed" end
+    local okd = pcall(require, "dbd.postgresql")
+    if not okd then return nil, "postgresql skipped: lua-dbi-postgresql is not installed" end
     local uid = util.sh("env -u LD_PRELOAD id -u")
     local as = ""
     local user = util.sh("env -u LD_PRELOAD id -un"):gsub("%s+$", "")

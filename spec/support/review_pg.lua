@@ -14,8 +14,8 @@ local function run(cmd) return util.sh("env -u LD_PRELOAD sh -c " .. q(cmd)) end
 -- @return[2] nil
 -- @treturn[2] string why it cannot run here
 function M.start()
-    local ok_driver = pcall(require, "luasql.postgres")
-    if not ok_driver then return nil, "PostgreSQL skipped: luasql.postgres not installed (Debian: lua-sql-postgres)" end
+    local ok_driver = pcall(require, "dbd.postgresql")
+    if not ok_driver then return nil, "PostgreSQL skipped: LuaDBI's PostgreSQL driver not installed (Debian: lua-dbi-postgresql)" end
     local bin = run("ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1"):match("(%S+)")
     if not bin then return nil, "PostgreSQL skipped: no /usr/lib/postgresql/*/bin (Debian: postgresql)" end
     local root = run("id -u"):match("^0%s") ~= nil

@@ -206,9 +206,8 @@ local function bad_id(id)
 end
 
 --- Read a JSONL mailbox into store items. Each non-blank line is an item: its id is the line's
--- `id` (else "line-N"), its input the line as written (see `storable_line` for bytes no store
--- holds as text), its digest the line's SHA-256. A line that is not a JSON object with a string
--- `text` stays an item (it ends in review as `input/invalid_input`, nothing is lost).
+-- `id` (else "line-N"), its input the line as written (bytes and all), its digest the line's
+-- SHA-256. A line that is not a JSON object with a string `text` stays an item (it ends in review as `input/invalid_input`, nothing is lost).
 -- Duplicate ids, and ids longer than `MAX_ID_BYTES` or holding a control character, are an
 -- input error, named per line.
 -- @tparam string path a file, or "-" for stdin
@@ -257,7 +256,9 @@ function _M.read_mailbox(path, limit)
                 else
                     first_line[id] = lineno
                 end
-                items[#items + 1] = { item_id = id, seq = lineno, input_json = (_M.storable_line(line)),
+                -- The line's own bytes: the store keeps a line that is not UTF-8 text as bytes, and
+                -- the decoder then names its fault (offset, "invalid UTF-8", "U+0000").
+                items[#items + 1] = { item_id = id, seq = lineno, input_json = line,
                     input_digest = core.sha256(line) }
                 if limit and #items >= limit then break end
             end

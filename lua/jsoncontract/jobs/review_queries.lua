@@ -116,7 +116,7 @@ function _M.queue(store, job_id, opts)
     local limit = opts.limit or 50
     local args = { job_id }
     local from, alias = view(opts.status, opts.reason, args)
-    local sql = "SELECT i.item_id, i.seq, i.input_json, o.status, o.decided_by, o.reason_kind AS ok, "
+    local sql = "SELECT i.item_id, i.seq, i.input_json, " .. store:input_hex_sql("i") .. ", o.status, o.decided_by, o.reason_kind AS ok, "
         .. alias .. ".reason_category AS c, " .. alias .. ".reason_kind AS k" .. from
     local backwards = opts.before ~= nil and opts.after == nil
     if backwards then
@@ -129,13 +129,15 @@ function _M.queue(store, job_id, opts)
         end
         sql = sql .. " ORDER BY i.seq"
     end
-    sql = sql .. format(" LIMIT %d", limit + 1)
+    sql = sql .. " LIMIT ?"
+    args[#args + 1] = limit + 1
     local rows, err = store:query(sql, args)
     if not rows then return fail(store, err) end
     local more = #rows > limit
     if more then rows[#rows] = nil end
     local out = {}
     for i, r in ipairs(rows) do
+        store.input_of(r)
         out[backwards and (#rows - i + 1) or i] = {
             item_id = r.item_id, seq = tonumber(r.seq),
             input = r.input_json and (core.decode(r.input_json) or r.input_json),

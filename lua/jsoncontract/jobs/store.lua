@@ -431,7 +431,8 @@ end
 -- @tparam table row
 -- @treturn table row
 function _M.input_of(row)
-    if row.input_hex then
+    -- (SQLite's hex(NULL) is '': the text column, when set, is the input)
+    if row.input_json == nil and row.input_hex then
         row.input_json = hex_decode(row.input_hex)
     end
     row.input_hex = nil
@@ -451,6 +452,9 @@ function _M.tx(self, fn)
     local okc, r, e = pcall(fn)
     if not okc or not r then
         self:exec("ROLLBACK")
+        -- The driver deallocates a PostgreSQL statement only after it ran well: the ones that
+        -- failed would stay prepared for the session's life. None is kept across calls.
+        if self.engine == "postgresql" then self:exec("DEALLOCATE ALL") end
         if okc and errors.is_error(e) then return nil, e end
         local why = okc and e or r
         if not okc and errors.is_error(r) then return nil, r end
