@@ -68,6 +68,31 @@ local function behaves_like_a_job_store(engine, get_url)
             end
         end)
 
+        it("binds every id: ids shaped like SQL are leased, renewed, held and released as themselves", function()
+            if not st then return end
+            local hostile = { "q?1", "?", "$1", "it's", "back\\slash", "$$x$$", "'); DELETE FROM items; --" }
+            local list = {}
+            for i, id in ipairs(hostile) do list[i] = { item_id = id, seq = 100 + i, input_json = "{}" } end
+            assert.equal(#hostile, st:add_items(job, list))
+            local a = assert(st:lease(job, "w1", 100, 30))
+            assert.equal(5 + #hostile, #a)
+            -- nothing is left to lease while they are in flight (a pasted `q?1` was taken again)
+            assert.same({}, assert(st:lease(job, "w2", 100, 30)))
+            assert.equal(#hostile, st:renew(job, "w1", hostile, 60))
+            local held = assert(st:held(job, "w1", hostile))
+            for _, id in ipairs(hostile) do assert.is_true(held[id], id) end
+            assert.equal(2, st:release(job, "w1", { "q?1", "$1" }))
+            local b = assert(st:lease(job, "w2", 100, 30))
+            assert.same({ "q?1", "$1" }, { b[1].item_id, b[2].item_id })
+            assert.equal(2, b[1].attempts)
+            for _, id in ipairs(hostile) do
+                assert(st:record_outcome(job, id, { pass = 1, status = "accepted", record_json = '{"id":"?"}',
+                    value_json = '"$1 ? \'"', evidence = { '{"text":"$$ ? \\u0000"}' } }))
+                assert.equal("done", st:item(job, id).state)
+            end
+            assert.equal(5 + #hostile, st:counts(job).items)
+        end)
+
         it("keeps an input line that is not UTF-8 text as the bytes it is", function()
             if not st then return end
             local lines = { '{"id":"l","text":"caf\xe9"}', "a\0b", '{"id":"n","text":"x\0y\xff"}', "\0", "\xc3\x28 $$ ? '\\" }
