@@ -177,6 +177,14 @@ local function sqlite_uri(path, query)
     return "file:" .. gsub(path, "[%%?#]", function(c) return format("%%%02X", byte(c)) end) .. "?" .. query
 end
 
+-- Does a SQLite message say the file or its folder cannot be written (a WAL store needs its
+-- `-shm` index beside it, even to read)?
+local function unwritable(msg)
+    msg = tostring(msg)
+    return find(msg, "unable to open database file", 1, true) or find(msg, "readonly database", 1, true)
+        or find(msg, "read-only", 1, true)
+end
+
 -- sqlite3_open_v2 flags (sqlite3.h): READONLY, READWRITE, CREATE, URI.
 local SQLITE_OPEN_READONLY, SQLITE_OPEN_READWRITE, SQLITE_OPEN_CREATE, SQLITE_OPEN_URI = 0x01, 0x02, 0x04, 0x40
 
@@ -319,14 +327,12 @@ function _M.open(url, opts)
         -- Only a job store is opened this way (status, export, workers, the review desk): a
         -- database that is not one is named as such before anything is run or changed in it.
         local present, why = has_jobs_table(self)
-        if present == nil and why and engine == "sqlite" and not self.read_only
-            and tostring(why):find("unable to open database file", 1, true) then
+        if present == nil and why and engine == "sqlite" and not self.read_only and unwritable(why) then
             -- A folder we cannot write (the WAL index cannot be made): read what is there.
             self:close()
             return _M.open(url, { read_only = true })
         end
-        if present == nil and why and engine == "sqlite" and self.read_only and not opts.immutable
-            and tostring(why):find("unable to open database file", 1, true) then
+        if present == nil and why and engine == "sqlite" and self.read_only and unwritable(why) then
             local wal = io.open(target .. "-wal", "rb")
             local wal_size = wal and wal:seek("end") or 0
             if wal then wal:close() end
@@ -447,6 +453,10 @@ end
 -- @treturn[2] table err (`store`/`write_failed`, or the err table fn returned)
 function _M.tx(self, fn)
     if not self.conn then return nil, store_error("closed", "the job store is closed") end
+    if self.read_only then
+        return nil, store_error("write_failed", "the job store " .. safe_url(self.url) .. " is open read-only "
+            .. "(it is on storage this process cannot write): nothing can be recorded in it")
+    end
     local ok, err = self:exec(self.d.begin)
     if not ok then return nil, store_error("write_failed", "cannot begin a transaction: " .. err) end
     local okc, r, e = pcall(fn)
