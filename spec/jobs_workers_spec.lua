@@ -161,4 +161,37 @@ describe("jsoncontract worker over PostgreSQL", function()
         assert.same({ "line-2", "input", "invalid_input" }, { review[1].id, review[1].reason.category,
             review[1].reason.kind })
     end)
+
+    it("a worker whose connection the server ends: its last line and its runs row count what it did", function()
+        if not pg then return pending(why) end
+        local admin = assert(store.open(pg.url))
+        assert(admin:exec("CREATE DATABASE cut_off"))
+        admin:close()
+        local url = (pg.url:gsub("/postgres$", "/cut_off"))
+        local tmp = os.tmpname()
+        finally(function() os.remove(tmp) end)
+        local o, code = util.sh(jc(("enqueue --store %s --input %s --delay-ms 40"):format(q(url), q(mailbox))))
+        assert.equal(0, code, o)
+        local job_id = o:match("(job%-%S+)")
+        local pid = jobs.spawn_status(jc(("worker --store %s --parallel 2"):format(q(url))), tmp)
+        finally(function() os.execute("kill -9 " .. pid .. " 2>/dev/null") end)
+        local st = assert(store.open(url, { create = false }))
+        finally(function() st:close() end)
+        local deadline = jobs.now() + 60
+        while jobs.now() < deadline and (st:counts(job_id).done or 0) < 8 do jobs.sleep(0.05) end
+        -- as an administrator's pg_terminate_backend or a server restart would
+        assert(st:query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+            .. "AND datname = current_database() AND backend_type = 'client backend'"))
+        assert.is_true(jobs.wait_gone(pid, 60))
+        local text = util.read(tmp)
+        assert.equal(1, tonumber(text:match("exit=(%d+)")), text)
+        local said = tonumber(text:match("(%d+) exchanges"))
+        local committed = tonumber(st:counts(job_id).exchanges)
+        assert.truthy(committed >= 8, text)
+        -- every committed exchange is counted on the line, and the runs row says the same
+        assert.truthy(said and said >= committed, text)
+        local runs = assert(st:query("SELECT exchanges, stop_reason FROM runs WHERE job_id = ?", { job_id }))
+        assert.equal(1, #runs, text)
+        assert.same({ said, "store_error" }, { tonumber(runs[1].exchanges), runs[1].stop_reason })
+    end)
 end)

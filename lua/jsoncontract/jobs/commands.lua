@@ -207,7 +207,8 @@ end
 
 --- Read a JSONL mailbox into store items. Each non-blank line is an item: its id is the line's
 -- `id` (else "line-N"), its input the line as written (bytes and all), its digest the line's
--- SHA-256. A line that is not a JSON object with a string `text` stays an item (it ends in review as `input/invalid_input`, nothing is lost).
+-- SHA-256. A line that is not a JSON object with a string `text` stays an item (it ends in
+-- review as `input/invalid_input`, nothing is lost).
 -- Duplicate ids, and ids longer than `MAX_ID_BYTES` or holding a control character, are an
 -- input error, named per line.
 -- @tparam string path a file, or "-" for stdin
@@ -592,12 +593,17 @@ local function work_on(st, job, c, o, env, progress)
     if stop_standin then stop_standin() end
     db:close()
     local stats = res.stats
-    st:record_run(job.id, { worker = res.owner, started_at = res.started_at, exchanges = stats.exchanges,
+    local recorded, rerr = st:record_run(job.id, { worker = res.owner, started_at = res.started_at,
+        exchanges = stats.exchanges,
         limit_wait_ms = (stats.limit_wait_s or 0) * 1000,
         stop_reason = res.store_error and "store_error" or res.signal or "done",
         stats_json = core.encode({ max_in_flight = stats.max_in_flight, duplicates = res.duplicates,
             taken_over = res.taken_over,
             lane_pauses = stats.lane_pauses }) })
+    if not recorded then
+        stderr:write("jsoncontract: this run's row (exchanges, time waiting) is not in the job store: "
+            .. tostring(rerr and rerr.message), "\n")
+    end
     core.signal_catch(false)
     return res
 end

@@ -116,7 +116,8 @@ function _M.queue(store, job_id, opts)
     local limit = opts.limit or 50
     local args = { job_id }
     local from, alias = view(opts.status, opts.reason, args)
-    local sql = "SELECT i.item_id, i.seq, i.input_json, " .. store:input_hex_sql("i") .. ", o.status, o.decided_by, o.reason_kind AS ok, "
+    local sql = "SELECT i.item_id, i.seq, i.input_json, " .. store:input_hex_sql("i")
+        .. ", o.status, o.decided_by, o.reason_kind AS ok, "
         .. alias .. ".reason_category AS c, " .. alias .. ".reason_kind AS k" .. from
     local backwards = opts.before ~= nil and opts.after == nil
     if backwards then

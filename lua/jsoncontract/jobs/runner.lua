@@ -176,8 +176,13 @@ function _M.run(store, job_id, ctx)
         return { item = item, leased = leased, outcome = outcome, evidence = log.lines }
     end
 
+    -- HTTP exchanges of the items finished here (one evidence record each): what the run's
+    -- line and `runs` row say when a store error ends the scheduler before its own count returns.
+    local finished_exchanges = 0
+
     local function on_done(w, result, ok)
         held[w.item_id] = nil
+        finished_exchanges = finished_exchanges + (ok and type(result) == "table" and #(result.evidence or {}) or 0)
         if lost[w.item_id] then
             lost[w.item_id] = nil
             res.taken_over = res.taken_over + 1
@@ -241,7 +246,7 @@ function _M.run(store, job_id, ctx)
     })
     if not okrun then
         res.store_error = errors.is_error(stats) and stats or errors.new("internal", "run_failed", tostring(stats))
-        stats = { exchanges = 0, limit_wait_s = 0, unfinished = {} }
+        stats = { exchanges = finished_exchanges, limit_wait_s = 0, unfinished = {} }
     end
     res.store_error = res.store_error or take_error
     res.stats = stats

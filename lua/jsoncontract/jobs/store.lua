@@ -1001,12 +1001,33 @@ end
 -- @return[2] nil
 -- @treturn[2] table err
 function _M.record_run(self, job_id, run)
-    return self:tx(function()
-        return self:exec("INSERT INTO runs (job_id, worker, started_at, ended_at, exchanges, limit_wait_ms, "
-            .. "stop_reason, stats_json) VALUES (?, ?, ?, " .. self.d.now .. ", ?, ?, ?, ?)",
-            { job_id, run.worker, run.started_at, floor(run.exchanges or 0), run.limit_wait_ms or 0,
-              run.stop_reason, run.stats_json })
-    end)
+    local function insert()
+        return self:tx(function()
+            return self:exec("INSERT INTO runs (job_id, worker, started_at, ended_at, exchanges, limit_wait_ms, "
+                .. "stop_reason, stats_json) VALUES (?, ?, ?, " .. self.d.now .. ", ?, ?, ?, ?)",
+                { job_id, run.worker, run.started_at, floor(run.exchanges or 0), run.limit_wait_ms or 0,
+                  run.stop_reason, run.stats_json })
+        end)
+    end
+    local ok, err = insert()
+    -- A run often ends because the store failed (a terminated backend, a server restart): the
+    -- run's row is still owed, on a new connection.
+    if not ok and not self.read_only and self:reconnect() then ok, err = insert() end
+    return ok, err
+end
+
+--- Replace the connection with a new one to the same store (after the server dropped it).
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] table err (`open_failed`)
+function _M.reconnect(self)
+    if self.read_only then return nil, store_error("open_failed", "a read-only store is not reopened") end
+    local fresh, err = _M.open(self.url, { create = false })
+    if not fresh then return nil, err end
+    if self.conn then pcall(self.conn.close, self.conn) end
+    self.conn, fresh.conn = fresh.conn, nil
+    self.has_input_bytes = fresh.has_input_bytes
+    return true
 end
 
 --- The database clock, in seconds since the epoch.
