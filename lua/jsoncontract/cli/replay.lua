@@ -1,5 +1,6 @@
 --- `jsoncontract replay EVIDENCE`: re-run the contract on recorded replies, offline.
--- EVIDENCE is an evidence log (JSONL; records written with --record-text carry the model's text)
+-- EVIDENCE is a job folder or a store URL (`--job ID`, default the newest job: its store keeps
+-- every attempt's text), an evidence log (JSONL; records written with --record-text carry the model's text)
 -- or one saved provider response body (`--provider`, default openai, or anthropic for a Messages
 -- body). Exit 0 when every replayed verdict matches the recorded one (or, for a saved response,
 -- when it is accepted), 1 otherwise, 2 on a usage error.
@@ -70,10 +71,45 @@ local function replay_response(args, env, bytes, doc, contract_for, extra)
     return 1
 end
 
+-- The evidence a job store keeps for a job, as JSONL, with the model's text (the store keeps
+-- it; an exported evidence.jsonl has it only with --record-text). nil and why on failure.
+local function store_evidence(url, job_id)
+    local store = require "jsoncontract.jobs.store"
+    local st, err = store.open(url, { create = false })
+    if not st then return nil, err.message end
+    local job
+    if job_id then job, err = st:job(job_id) else job, err = st:latest_job() end
+    if not job then
+        st:close()
+        return nil, err.message
+    end
+    local lines = {}
+    local ok
+    ok, err = st:each_evidence(job.id, function(line) lines[#lines + 1] = line end, { text = true })
+    st:close()
+    if not ok then return nil, err.message end
+    lines[#lines + 1] = ""
+    return table.concat(lines, "\n"), job.id
+end
+
 local function run_replay(args, env)
     local out = env.stdout
     local path = args.evidence
-    local bytes, err = util.read_file(path)
+    local bytes, err
+    if path:match("^postgres[a-z]*://") or util.kind(path) == "directory" then
+        -- A job folder (its job.sqlite) or a store URL: the job's evidence from its store.
+        local url = path:match("^postgres[a-z]*://") and path or (path .. "/job.sqlite")
+        if not path:match("^postgres") and util.kind(url) ~= "file" then
+            return util.fail(env, "no job store in " .. path .. " (no job.sqlite): give a job folder, a store "
+                .. "URL or an evidence log")
+        end
+        local job_id
+        bytes, job_id = store_evidence(url, args.job)
+        if not bytes then return util.fail(env, job_id) end
+        out:write(format("replay job %s from its store %s\n", job_id, url:gsub("^(%a+://[^:/@]*):[^@]*@", "%1:***@")))
+    else
+        bytes, err = util.read_file(path)
+    end
     if not bytes then return util.fail(env, err) end
     out:write(format("replay %s sha256 %s (%d bytes)\n", path, core.sha256(bytes), #bytes))
     local contract_for = contract_loader(args, env, path:match("^(.*)/[^/]*$") or ".")
@@ -154,7 +190,8 @@ local function run_replay(args, env)
         "gates skipped%s\n", n, same, differ, unknown > 0 and format(", %d not comparable offline", unknown) or "",
         skipped, broken > 0 and format("; %d line(s) not evidence records", broken) or ""))
     if n == 0 then
-        env.stderr:write("jsoncontract: no record carries the model's text (record it with --record-text)\n")
+        env.stderr:write("jsoncontract: nothing was replayed: no record carries the model's text (an exported "
+            .. "evidence.jsonl has it only with --record-text; `replay DIR` reads it from the job's store)\n")
         return 1
     end
     if broken > 0 then
@@ -168,7 +205,9 @@ return {
     name = "replay",
     summary = "Re-run the contract offline on the replies of an evidence log or one saved response.",
     configure = function(parser)
-        parser:argument("evidence", "Evidence log (JSONL, written with --record-text) or one saved response body.")
+        parser:argument("evidence", "A job folder or store URL (the store keeps the model's text), an evidence "
+            .. "log (JSONL, written with --record-text) or one saved response body.")
+        parser:option("--job", "With a job folder or store URL: the job to replay (default: the newest).")
         parser:option("--contract", "Contract to replay with (default: examples/<recorded name>.lua).")
         parser:option("--adapter", "Also allow this adapter."):choices(adapters.names)
         parser:option("--provider", "Provider of a saved response (default: openai, or anthropic for a "

@@ -106,8 +106,9 @@ end
 -- @tparam table store from `jsoncontract.jobs.store`
 -- @tparam string job_id
 -- @tparam table ctx `contract` (compiled contract), `ask` (table of `jsoncontract.run.ask` options:
---   provider, model, api_key, base_url, policy, max_tokens, timeout_ms, context), `record_text`
---   (boolean), `owner` (string, default `owner_name()`), `parallel` (integer, default 8),
+--   provider, model, api_key, base_url, policy, max_tokens, timeout_ms, context),
+--   `record_text` (boolean: the exports keep the text; the store always does), `owner` (string,
+--   default `owner_name()`), `parallel` (integer, default 8),
 --   `lease_seconds` (number, default 120), `grace` (seconds in-flight items get after a signal,
 --   default 30), `lane` (ratelimit lane or nil), `on_done` (function(counts) after each item:
 --   `{done, accepted, human_review, duplicates}` of this run), `signals` (boolean: SIGINT/SIGTERM
@@ -150,7 +151,10 @@ function _M.run(store, job_id, ctx)
 
     local function work(leased)
         local item = _M.item_of(leased)
-        local log = evidence.memory({ record_text = ctx.record_text })
+        -- The store keeps the model's text and the input (the desk pre-fills from it, `replay DIR`
+        -- re-checks it; keys are redacted before); the exported evidence.jsonl drops them unless
+        -- the job records text (`store:each_evidence`).
+        local log = evidence.memory({ record_text = true })
         if ctx.ask.api_key then log:add_secret(ctx.ask.api_key) end
         if item.input_error then
             return { item = item, leased = leased, outcome = no_attempt(item, "input", "invalid_input",

@@ -919,14 +919,28 @@ function _M.evidence_for(self, job_id, item_id)
     return out
 end
 
+-- The fields of an evidence record that hold text of any length (the model's text, the input,
+-- the re-ask's feedback): kept in the store, in an export only with `--record-text`.
+local TEXT_FIELDS = { "text", "input", "feedback" }
+
 --- Call `fn(record_json)` for every evidence line of a job, item by item in input order.
+-- The store keeps each attempt's text; the lines given to `fn` carry it only when `opts.text`
+-- says so, or, without `opts.text`, when the job records text (its `record-text` option): an
+-- exported evidence.jsonl stays text-free unless asked.
 -- @tparam string job_id
 -- @tparam function fn
+-- @tparam[opt] table opts `text` (boolean)
 -- @treturn[1] true
 -- @return[2] nil
 -- @treturn[2] table err
-function _M.each_evidence(self, job_id, fn)
+function _M.each_evidence(self, job_id, fn, opts)
     if not self.conn then return nil, store_error("closed", "the job store is closed") end
+    local keep = opts and opts.text
+    if keep == nil then
+        local job = self:job(job_id)
+        local jo = job and job.options_json and core.decode(job.options_json)
+        keep = type(jo) == "table" and jo["record-text"] == true
+    end
     local stmt, vals = run_statement(self, "SELECT e.record_json FROM evidence e JOIN items i ON "
         .. "i.job_id = e.job_id AND i.item_id = e.item_id WHERE e.job_id = ? ORDER BY i.seq, e.pass, e.seq",
         { job_id })
@@ -935,7 +949,16 @@ function _M.each_evidence(self, job_id, fn)
     local okf, ferr = pcall(function()
         local row = stmt:fetch(false)
         while row do
-            fn(row[1])
+            local line = row[1]
+            if not keep and (find(line, '"text":', 1, true) or find(line, '"input":', 1, true)
+                or find(line, '"feedback":', 1, true)) then
+                local rec = core.decode(line)
+                if type(rec) == "table" then
+                    for _, k in ipairs(TEXT_FIELDS) do rec[k] = nil end
+                    line = core.encode(rec)
+                end
+            end
+            fn(line)
             row = stmt:fetch(false)
         end
     end)
