@@ -18,11 +18,13 @@ gates and becomes a checked Lua value or a named, listed reason why not.
 dependencies = {
    "lua >= 5.1",
    -- at run time: the clock and the fault/stand-in servers (luasocket), the CLI (argparse,
-   -- luafilesystem), the examples' orders table (luasql-sqlite3), the stand-in's JSON (lua-cjson)
+   -- luafilesystem), the examples' orders table (luasql-sqlite3), the job store (luadbi-sqlite3;
+   -- luadbi-postgresql for a PostgreSQL store), the stand-in's JSON (lua-cjson)
    "luasocket",
    "luafilesystem",
    "argparse",
    "luasql-sqlite3",
+   "luadbi-sqlite3",
    "lua-cjson",
 }
 -- Only libraries are looked up: Debian puts curl/curl.h under the multiarch folder
