@@ -49,7 +49,8 @@ local GATE_RANK = { accepted = 5, rules = 4, schema = 3, format = 2, protocol = 
 --   `context_missing` (boolean: the rules want a context the desk could not find; the item
 --   page says their verdict is incomplete),
 --   `secret` (string, at least 16 bytes: keys the CSRF tokens), `page_size` (integer, default 50),
---   `now` (function -> "YYYY-MM-DDTHH:MM:SSZ", default the clock)
+--   `now` (function -> "YYYY-MM-DDTHH:MM:SSZ", default the clock), `exports_note` (string: when
+--   decisions reach the exported files, shown on the queue page)
 -- @treturn table desk
 -- @raise when a required option is missing or mistyped
 function _M.new(opts)
@@ -66,7 +67,7 @@ function _M.new(opts)
     return setmetatable({
         store = opts.store, q = opts.queries, job = opts.job, contract = opts.contract,
         context = opts.context, secret = opts.secret, page_size = opts.page_size or _M.PAGE_SIZE,
-        context_missing = opts.context_missing == true,
+        context_missing = opts.context_missing == true, exports_note = opts.exports_note,
         now = opts.now or function() return os.date("!%Y-%m-%dT%H:%M:%SZ") end,
     }, mt)
 end
@@ -145,6 +146,7 @@ local function queue_page(self, req)
     local b = {}
     local function w(s) b[#b + 1] = s end
     w(format("<h1>Review queue: %d to review, %d decided by a person</h1>", counts.open, counts.decided))
+    if self.exports_note then w('<p class="muted exports">' .. esc(self.exports_note) .. "</p>") end
     w('<p class="filters">')
     for _, f in ipairs(STATUS_FILTERS) do
         local on = f[1] == status

@@ -153,6 +153,7 @@ local function open_desk()
         store = st, queries = require "jsoncontract.jobs.review_queries", job = job,
         contract = contract_mod.contract, context = context, secret = conf.secret,
         context_missing = type(contract_mod.replay_context) == "function" and context == nil,
+        exports_note = type(conf.exports_note) == "string" and conf.exports_note or nil,
     }
     return desk
 end

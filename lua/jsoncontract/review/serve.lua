@@ -253,6 +253,11 @@ function _M.prepare(o, env)
         secret = secret, auth_file = o.auth and abs(o.auth),
         local_reviewer = o.local_reviewer or ((os.getenv("USER") or "local") .. "@localhost"),
         prefix = prefix, parent_pid = pid,
+        -- what the page says about the exports (the desk writes them when it stops)
+        exports_note = (not url:match("^postgres") and dir)
+            and ("Decisions are in the job store now and reach " .. dir .. "'s tickets.jsonl, review.jsonl, "
+                .. "evidence.jsonl and summary.json when the desk stops.")
+            or "Decisions are in the job store now; `jsoncontract export --store URL --out DIR` writes the exports.",
     }
     local f = io.open(prefix .. "/desk.json", "w")
     if not f then return nil, "cannot write " .. prefix .. "/desk.json" end
@@ -267,7 +272,8 @@ function _M.prepare(o, env)
     f:close()
     local shown = host:find(":", 1, true) and ("[" .. host .. "]") or host
     return { prefix = prefix, conf_path = prefix .. "/nginx.conf", url = "http://" .. shown .. ":" .. port .. "/",
-        job = job, open = counts.open, decided = counts.decided, auth = users ~= nil }
+        job = job, open = counts.open, decided = counts.decided, auth = users ~= nil,
+        store_url = not url:match("^postgres") and url or nil, dir = dir }
 end
 
 local function alive(pid)
@@ -337,6 +343,15 @@ function _M.run(o, env)
     sh("rm -rf " .. q(d.prefix))
     if catching then core.signal_catch(false) end
     if status ~= 1 then stdout:write("review desk stopped\n") end
+    if d.store_url and d.dir then
+        -- The decisions reach the folder's exports now, through the one writer `export` uses.
+        local code = require("jsoncontract.jobs.commands").export({ store = d.store_url, out = d.dir,
+            job = d.job.id }, { root = env.root, stdout = stdout, stderr = stderr })
+        if code ~= 0 then
+            stderr:write("jsoncontract: the decisions are in the job store; `jsoncontract export " .. d.dir
+                .. "` writes them once the folder can be written\n")
+        end
+    end
     return status
 end
 
