@@ -93,6 +93,25 @@ local function behaves_like_a_job_store(engine, get_url)
             assert.equal(5 + #hostile, st:counts(job).items)
         end)
 
+        it("opens a store made before items kept bytes, and adds the column when it may change the schema", function()
+            if not st then return end
+            assert(st:exec("ALTER TABLE items DROP COLUMN input_bytes"))
+            local url = st.url
+            st:close()
+            st = assert(store.open(url, { create = false }))
+            assert.is_false(st.has_input_bytes)
+            assert.equal('{"id":"m1","text":"t"}', st:item(job, "m1").input_json)
+            assert.equal(5, #assert(st:lease(job, "w1", 10, 30)))
+            local n, err = st:add_items(job, { { item_id = "b", seq = 9, input_json = "caf\xe9" } })
+            assert.is_nil(n)
+            assert.equal("write_failed", err.kind)
+            st:close()
+            st = assert(store.open(url))
+            assert.is_true(st.has_input_bytes)
+            assert.equal(1, st:add_items(job, { { item_id = "b", seq = 9, input_json = "caf\xe9" } }))
+            assert.equal("caf\xe9", st:item(job, "b").input_json)
+        end)
+
         it("keeps an input line that is not UTF-8 text as the bytes it is", function()
             if not st then return end
             local lines = { '{"id":"l","text":"caf\xe9"}', "a\0b", '{"id":"n","text":"x\0y\xff"}', "\0", "\xc3\x28 $$ ? '\\" }

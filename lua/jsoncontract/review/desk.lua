@@ -288,7 +288,7 @@ local function render_attempt(self, rec, i)
         local marked = spans.mark(rec.text, pointers, at)
         w('<pre class="text model">' .. marked .. "</pre>")
     elseif rec.gate ~= "transport" then
-        w('<p class="muted">The model\'s text was not recorded (triage with <code>--record-text</code> keeps it).</p>')
+        w('<p class="muted">The model\'s text is not in the store (a job made before the store kept it).</p>')
     end
     if err_now and err_now.message and not err_now.errors then
         w('<ul class="errs"><li>' .. esc(err_now.message) .. "</li></ul>")
