@@ -583,11 +583,15 @@ describe("bin/jsoncontract", function()
         end)
 
         it("check, diff and replay say when a file is a folder", function()
-            for _, args in ipairs { "check --contract examples/support_ticket.lua /", "diff / /", "replay /" } do
+            for _, args in ipairs { "check --contract examples/support_ticket.lua /", "diff / /" } do
                 local out, code = jcli(args)
                 assert.equal(2, code, args)
                 assert.truthy(out:find("Is a directory", 1, true), out)
             end
+            -- replay takes a job folder: a folder without a job store is named as such
+            local out, code = jcli("replay /")
+            assert.equal(2, code, out)
+            assert.truthy(out:find("no job store in / (no job.sqlite)", 1, true), out)
         end)
     end)
 end)
