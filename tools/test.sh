@@ -19,7 +19,7 @@ LUA51_SPECS="spec/decode_spec.lua spec/encode_spec.lua spec/schema_spec.lua spec
   spec/schema_corpora_spec.lua spec/jsontestsuite_spec.lua spec/tape_spec.lua spec/stream_spec.lua
   spec/json_spec.lua spec/errors_spec.lua spec/secrets_spec.lua spec/contract_spec.lua spec/rules_spec.lua
   spec/run_spec.lua spec/adapters_spec.lua spec/diff_spec.lua spec/lint_spec.lua spec/transport_spec.lua
-  spec/jobs_scheduler_spec.lua spec/jobs_export_spec.lua spec/standin_spec.lua"
+  spec/jobs_scheduler_spec.lua spec/jobs_export_spec.lua spec/jobs_store_spec.lua spec/standin_spec.lua"
 
 passed=0; failed=0; skipped=0; status=0
 specs=""   # the spec files of the next run; empty: all of spec/
