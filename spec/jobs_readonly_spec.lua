@@ -1,6 +1,7 @@
 -- A finished job on storage this process cannot write (a read-only folder; as root the commands
--- run as `nobody`, for whom it is): `status` and `export` read it (SQLite read-only, immutable
--- when no write-ahead log is left), a worker refuses to run on it, and nothing in it changes.
+-- run as `nobody`, for whom it is): `status`, `export` and the review desk read it (SQLite
+-- read-only, immutable when no write-ahead log is left), a worker and a decision are refused,
+-- and nothing in it changes.
 local util = require "support.util"
 local jobs = require "support.jobs"
 
@@ -54,6 +55,38 @@ describe("a finished job on read-only storage", function()
         o, code = util.sh(jc("worker --store " .. q(job .. "/job.sqlite")))
         assert.equal(1, code, o)
         assert.truthy(o:find("read-only", 1, true), o)
+
+        -- the desk serves the queue and says a decision cannot be recorded (it cannot: 500)
+        local why = require("jsoncontract.review.serve").missing()
+        if not why then
+            local curl = require "jsoncontract.transport.curl"
+            local port = util.closed_port()
+            local log = dir .. "/desk.log"
+            local pid = jobs.spawn(jc(("review %s --listen 127.0.0.1:%d"):format(q(job), port)), log)
+            finally(function()
+                -- the desk under runuser is its child: stop it (it stops its nginx), then runuser
+                for _, child in ipairs(jobs.children(pid)) do os.execute("kill -TERM " .. child .. " 2>/dev/null") end
+                if not jobs.wait_gone(pid, 10) then os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
+            end)
+            local base, page = "http://127.0.0.1:" .. port
+            for _ = 1, 200 do
+                page = curl.request { url = base .. "/", timeout_ms = 1000 }
+                if page and page.status == 200 then break end
+                jobs.sleep(0.05)
+            end
+            assert.truthy(page and page.status == 200, util.read(log))
+            assert.truthy(page.body:find("a decision cannot be recorded", 1, true), page.body)
+            local item_path = page.body:match('href="(/item/[^"?]+)')
+            local item = assert(curl.request { url = base .. item_path, timeout_ms = 5000 })
+            local res = assert(curl.request { url = base .. item_path, method = "POST", timeout_ms = 5000,
+                headers = { ["Content-Type"] = "application/x-www-form-urlencoded", Origin = base },
+                body = "action=needs_customer&csrf=" .. item.body:match('name="csrf" value="(%x+)"')
+                    .. "&seen=" .. item.body:match('name="seen" value="(%d+)"') })
+            assert.equal(500, res.status, res.body)
+            assert.truthy(res.body:find("read-only", 1, true), res.body)
+            os.execute("kill -TERM " .. pid) -- (runuser passes TERM on to the desk)
+            assert.is_true(jobs.wait_gone(pid, 10), util.read(log))
+        end
 
         assert.equal(before, (util.sh("cd " .. q(job) .. " && stat -c '%n %s %.9Y' . * && sha256sum *")))
     end)

@@ -217,6 +217,7 @@ function _M.prepare(o, env)
     if o.job then job, err = st:job(o.job) else job, err = st:latest_job() end
     if not job then st:close() return nil, tostring(err.message or err) end
     local counts = require("jsoncontract.jobs.review_queries").queue_counts(st, job.id)
+    local read_only = st.read_only
     st:close()
     if not counts then return nil, "cannot read the job's queue" end
     local file
@@ -254,7 +255,9 @@ function _M.prepare(o, env)
         local_reviewer = o.local_reviewer or ((os.getenv("USER") or "local") .. "@localhost"),
         prefix = prefix, parent_pid = pid,
         -- what the page says about the exports (the desk writes them when it stops)
-        exports_note = (not url:match("^postgres") and dir)
+        exports_note = read_only and ("The job store is on storage this desk cannot write: it shows the queue, "
+                .. "and a decision cannot be recorded.")
+            or (not url:match("^postgres") and dir)
             and ("Decisions are in the job store now and reach " .. dir .. "'s tickets.jsonl, review.jsonl, "
                 .. "evidence.jsonl and summary.json when the desk stops.")
             or "Decisions are in the job store now; `jsoncontract export --store URL --out DIR` writes the exports.",
@@ -273,7 +276,7 @@ function _M.prepare(o, env)
     local shown = host:find(":", 1, true) and ("[" .. host .. "]") or host
     return { prefix = prefix, conf_path = prefix .. "/nginx.conf", url = "http://" .. shown .. ":" .. port .. "/",
         job = job, open = counts.open, decided = counts.decided, auth = users ~= nil,
-        store_url = not url:match("^postgres") and url or nil, dir = dir }
+        store_url = not url:match("^postgres") and not read_only and url or nil, dir = dir }
 end
 
 local function alive(pid)
