@@ -149,9 +149,11 @@ local function add_missing_columns(self)
     return true
 end
 
--- Is `s` UTF-8 text without a NUL byte: what a text parameter may hold on both engines
+--- Is `s` UTF-8 text (RFC 3629) without a NUL byte: what a text value may hold on both engines
 -- (PostgreSQL's text refuses other bytes and its driver cuts a parameter at a NUL; SQLite
 -- would keep them, but the driver reads text back only up to a NUL).
+-- @tparam string s
+-- @treturn boolean
 local function is_text(s)
     if find(s, "\0", 1, true) then return false end
     if not find(s, "[\128-\255]") then return true end
