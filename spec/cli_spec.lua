@@ -411,7 +411,7 @@ describe("bin/jsoncontract", function()
             local dir = os.tmpname()
             os.remove(dir)
             os.execute("mkdir -p '" .. dir .. "'")
-            local keep = dir .. "/tickets.jsonl"
+            local keep = dir .. "/accepted.jsonl"
             local f = assert(io.open(keep, "wb"))
             f:write("precious\n")
             f:close()

@@ -33,7 +33,7 @@ end
 -- Every mail in exactly one of tickets/review, each line whole; returns the counts.
 local function check_exports(dir, ids)
     local seen = {}
-    local tickets = jobs.jsonl(dir .. "/tickets.jsonl")
+    local tickets = jobs.jsonl(dir .. "/accepted.jsonl")
     local review = jobs.jsonl(dir .. "/review.jsonl")
     for _, t in ipairs(tickets) do seen[t.id] = (seen[t.id] or 0) + 1 end
     for _, r in ipairs(review) do seen[r.id] = (seen[r.id] or 0) + 1 end
@@ -175,7 +175,7 @@ describe("triage as a job", function()
         o, code = util.sh(triage_cmd("--resume " .. q(dir) .. " </dev/null"))
         assert.equal(0, code, o)
         assert.truthy(o:find("2 of 4 messages already decided", 1, true), o)
-        assert.equal(4, #jobs.jsonl(dir .. "/tickets.jsonl") + #jobs.jsonl(dir .. "/review.jsonl"))
+        assert.equal(4, #jobs.jsonl(dir .. "/accepted.jsonl") + #jobs.jsonl(dir .. "/review.jsonl"))
         -- the same mail as a file (its first 4 lines: the job's --limit) is the same mailbox
         o, code = util.sh(triage_cmd("--resume " .. q(dir) .. " --input examples/mailbox.jsonl"))
         assert.equal(0, code, o)

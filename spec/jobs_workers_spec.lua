@@ -93,7 +93,7 @@ describe("jsoncontract worker over PostgreSQL", function()
         o, code = util.sh(jc(("export --store %s --out %s"):format(q(pg.url), q(tmp .. "/export"))))
         assert.equal(0, code, o)
         local seen = {}
-        for _, f in ipairs { "tickets.jsonl", "review.jsonl" } do
+        for _, f in ipairs { "accepted.jsonl", "review.jsonl" } do
             for _, r in ipairs(jobs.jsonl(tmp .. "/export/" .. f)) do seen[r.id] = (seen[r.id] or 0) + 1 end
         end
         for _, id in ipairs(ids) do assert.equal(1, seen[id], id) end

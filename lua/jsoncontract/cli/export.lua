@@ -1,4 +1,4 @@
---- `jsoncontract export DIR` or `export --store URL --out DIR [--job ID]`: write tickets.jsonl,
+--- `jsoncontract export DIR` or `export --store URL --out DIR [--job ID]`: write accepted.jsonl,
 -- review.jsonl, evidence.jsonl and summary.json from the job store (temp file, fsync, rename).
 -- Exit 0; 1 when the store cannot be reached or read, or a file cannot be written; 2 on a usage
 -- error (no store named, a database that holds no job store, no such job).

@@ -146,7 +146,7 @@ end
 -- @treturn[2] table err (`store`/`export_failed` or a store error)
 function _M.write(store, job_id, dir, extra)
     -- Every read of the export in one read transaction: workers committing meanwhile cannot make
-    -- tickets.jsonl, evidence.jsonl and summary.json disagree.
+    -- accepted.jsonl, evidence.jsonl and summary.json disagree.
     return store:read_tx(function() return _M.write_snapshot(store, job_id, dir, extra) end)
 end
 
