@@ -1,7 +1,7 @@
 --- The support-ticket contract (SEEDS.md §1): sort support mail into queues.
 -- A job module (`jsoncontract run --job examples/support_ticket.lua --input examples/mailbox.jsonl`;
 -- `jsoncontract triage` is its short form): it returns
--- `{ contract = <jsoncontract contract>, item = function, context = function,
+-- `{ contract = <jsoncontract contract>, context = function,
 --    contract_4digits = <the lesson's variant>, policy = <the lesson's retry policy>, rules = {...},
 --    schema = {...}, replay_context = function }`.
 --
@@ -100,16 +100,6 @@ M.contract_4digits = jc.contract {
 
 -- This file's folder: the orders table ships beside it.
 local HERE = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
-
---- The item the model reads from one mailbox line `{id, text, ...}`: its text, under its id.
--- @tparam table record a decoded line
--- @treturn[1] table `{id, text}`
--- @return[2] nil
--- @treturn[2] string why
-function M.item(record)
-    if type(record) ~= "table" or type(record.text) ~= "string" then return nil, "has no string field 'text'" end
-    return { id = record.id, text = record.text }
-end
 
 --- The rules' context of a run: the shop's orders table (examples/orders.csv) in SQLite, in the
 -- job's folder when it has one (`orders.sqlite`, which `replay` and the review desk read), else

@@ -77,8 +77,11 @@ local function offline_checks(env, check)
             expect(c.name == name and c.version:match("^%d+%.%d+%.%d+$"), name)
         end
     end)
-    check("schema: a valid SEEDS §1 answer is accepted", function()
-        expect(ticket.contract:check(GOOD) ~= nil)
+    check("schema: a valid SEEDS §1 answer is accepted (rules with the job's orders table)", function()
+        local ctx, close = assert(ticket.context {})
+        local ok = ticket.contract:check(GOOD, { context = ctx }) ~= nil
+        close()
+        expect(ok)
     end)
     check("schema: 'Lieferung' and 'ja' give enum then type", function()
         local _, err = ticket.contract:check('{"intent":"Lieferung","order_id":"1042","urgent":"ja","summary":"x"}')

@@ -150,4 +150,24 @@ function _M.open_context(job, info)
     end
 end
 
+--- The rules' context for a reader of a job after its run (the review desk, replay): what the
+-- module's `replay_context` finds in the job's folder (support_ticket: the orders table the run
+-- left there), else the module's own `context` opened afresh (without a folder: nothing is
+-- written into the job's).
+-- @tparam table job from `load`
+-- @tparam[opt] string dir the job's folder
+-- @tparam[opt] string root the install root (`replay_context` takes it)
+-- @treturn[1] table|false ctx (false: the job takes none)
+-- @treturn[1] function close
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.reader_context(job, dir, root)
+    local replay = job.module and job.module.replay_context
+    if type(replay) == "function" and dir then
+        local ok, ctx = pcall(replay, { evidence_dir = dir, root = root })
+        if ok and type(ctx) == "table" then return ctx, function() end end
+    end
+    return _M.open_context(job, { module = job.path })
+end
+
 return _M
