@@ -167,7 +167,8 @@ describe("bin/jsoncontract", function()
 
         it("reaches the recorded verdicts offline and names the file and its SHA-256", function()
             local path = new_path()
-            record(path, ticket.contract, "the courier did not come for order 1042, urgent")
+            record(path, ticket.contract, "the courier did not come for order 1042, urgent", nil,
+                { context = (ticket.context {}) })
             record(path, ex.contract, "post 7777", { script = { ["7777"] = { FENCED } } },
                 { adapters = ex.adapters, policy = ex.policy })
             local out, code = jcli("replay " .. path)
@@ -180,7 +181,8 @@ describe("bin/jsoncontract", function()
         end)
         it("says so when a verdict differs, and exits 1", function()
             local path = new_path()
-            record(path, ticket.contract, "the courier did not come for order 1042, urgent")
+            record(path, ticket.contract, "the courier did not come for order 1042, urgent", nil,
+                { context = (ticket.context {}) })
             local text = slurp(path):gsub('"gate":"schema"', '"gate":"accepted"', 1)
             local f = assert(io.open(path, "wb"))
             f:write(text)

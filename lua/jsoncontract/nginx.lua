@@ -198,7 +198,7 @@ function _M.configure(opts)
         table.sort(names)
         for _, name in ipairs(names) do
             local why = require("jsoncontract.jobs.definition").missing_context(gw.cache:get(name),
-                "the gateway (configure{context = ...})")
+                "the gateway (configure{context = ...})", "function(contract_name, input)")
             if why then error("nginx gateway: contract '" .. name .. "': " .. why, 2) end
         end
     end

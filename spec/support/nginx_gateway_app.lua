@@ -46,6 +46,12 @@ function M.init(c)
         o.base_url = "http://127.0.0.1:" .. c.standin
         o.contracts = { support_ticket = ticket, bumped = c.dir .. "/bumped.lua" }
         o.contract_check_ms = 1
+        -- the job module's own context (the shop's orders), opened once per worker on first use
+        local orders
+        o.context = function()
+            orders = orders or assert(dofile(ticket).context {})
+            return orders
+        end
         return o
     end)())
     -- A shop whose orders table knows no order: the business rule hands the mail to a person.

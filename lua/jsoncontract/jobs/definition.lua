@@ -40,14 +40,16 @@ end
 --- Why a contract cannot run where its rules get no context, or nil when it can (no rules).
 -- @tparam table contract compiled contract
 -- @tparam string where who would run it without one (e.g. "the job module x.lua")
+-- @tparam[opt] string signature how that one takes a context (default a job module's
+--   "function(job)")
 -- @treturn string|nil message naming the rules and the missing context
-function _M.missing_context(contract, where)
+function _M.missing_context(contract, where, signature)
     local names = _M.rule_names(contract)
     if #names == 0 then return nil end
     return format("the contract %s %s has rules (%s) and %s gives them no context: the rules would run "
-        .. "without their data. Give `context = function(job) return ctx end` (what the rules read), or "
+        .. "without their data. Give `context = %s return ctx end` (what the rules read), or "
         .. "`context = false` when the rules need none", tostring(contract.name), tostring(contract.version),
-        concat(names, ", "), where)
+        concat(names, ", "), where, signature or "function(job)")
 end
 
 local function is_contract(c)
