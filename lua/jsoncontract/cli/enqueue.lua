@@ -13,7 +13,9 @@ return {
         commands.configure_job(parser, util)
     end,
     run = function(args, env)
-        if args.job and args.contract then return util.fail(env, "give --job MODULE (or its older name --contract), not both") end
+        if args.job and args.contract then
+            return util.fail(env, "give --job MODULE (or its older name --contract), not both")
+        end
         return commands.enqueue(commands.options(args), env)
     end,
 }

@@ -38,7 +38,9 @@ function _M.start(args, env, command)
         return util.fail(env, "option --max-attempts must be at least 1")
     end
     if args.token_budget == 0 then return util.fail(env, "option --token-budget must be at least 1") end
-    if args.job and args.contract then return util.fail(env, "give --job MODULE (or its older name --contract), not both") end
+    if args.job and args.contract then
+        return util.fail(env, "give --job MODULE (or its older name --contract), not both")
+    end
     local o = commands.options(args)
     o.command = command
     if not args.resume then

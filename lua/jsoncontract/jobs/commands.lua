@@ -1,8 +1,8 @@
 --- The batch commands behind bin/jsoncontract, for any job module (`jsoncontract.jobs.definition`):
 -- `run` (one machine, SQLite store in the output folder, `--resume DIR`; `triage` is the support
 -- mail example's short form of it), `enqueue`, `worker`, `status` and `export` (one job in a
--- shared store, PostgreSQL for many hosts). The Lua API (`jsoncontract.job`) calls them too. Each takes a plain table of options (names as on the command line,
--- e.g. `o["base-url"]`) and an `env` `{root = repository or install root, bindir = folder of
+-- shared store, PostgreSQL for many hosts). The Lua API (`jsoncontract.job`) calls them too.
+-- Each takes a plain table of options (names as on the command line, e.g. `o["base-url"]`) and an `env` `{root = repository or install root, bindir = folder of
 -- bin/jsoncontract}`, and returns the exit status.
 -- Exit status: 0 done; 1 the job stopped on a store or export failure (nothing after it counts);
 -- 2 bad options or input (nothing created); 130 / 143 stopped by SIGINT / SIGTERM after
@@ -139,7 +139,9 @@ end
 local function load_job(o, path)
     if o.job_def and not path then return o.job_def end
     path = path or o.job or o.contract
-    if not path then return nil, "say which job: --job MODULE (a Lua file returning {contract =, item =, context =})" end
+    if not path then
+        return nil, "say which job: --job MODULE (a Lua file returning {contract =, item =, context =})"
+    end
     return definition.load(_M.absolute(path))
 end
 
@@ -541,22 +543,29 @@ local function job_context(job, env, o)
     -- (`contract`: where jobs made before job modules kept the path; those modules are job modules now)
     local given = o.job or o.contract
     local contract_path = _M.absolute(given) or stored_path(jo.job or jo.contract, env)
-    if not contract_path then
-        return nil, format("job %s does not say which job module it runs; give --job MODULE", job.id)
+    local mod, err
+    if o.job_def and not given then
+        -- a job of a module table (the Lua API): the table given again, checked below as a file would be
+        mod, contract_path = o.job_def, o.job_def.path
+    elseif not contract_path then
+        return nil, format("job %s does not say which job module it runs (it was made from a Lua table); "
+            .. "give --job MODULE", job.id)
+    else
+        mod, err = definition.load(contract_path)
+        if not mod then return nil, err .. (given and "" or relative_hint(jo.job or jo.contract, "--job MODULE")) end
     end
-    local mod, err = definition.load(contract_path)
-    if not mod then return nil, err .. (given and "" or relative_hint(jo.job or jo.contract, "--job MODULE")) end
     local ident = mod.contract:identity()
     local changed = ident.schema_hash ~= job.schema_hash or ident.name ~= job.contract_name
         or ident.version ~= job.contract_version
     if changed and not new_pass then
         return nil, format("the contract %s is %s %s (schema %s), the job was started with %s %s (schema %s); "
             .. "run the job with the contract it started with, or send its review items through the new one "
-            .. "with --retry-review --job MODULE", contract_path, ident.name, tostring(ident.version),
+            .. "with --retry-review --job MODULE", tostring(contract_path or "the job table"), ident.name,
+            tostring(ident.version),
             tostring(ident.schema_hash):sub(1, 12), tostring(job.contract_name), tostring(job.contract_version),
             tostring(job.schema_hash):sub(1, 12))
     end
-    if changed or not jo.job then jo.job, jo.contract = contract_path, nil end
+    if changed or (contract_path and not jo.job) then jo.job, jo.contract = contract_path, nil end
     -- --latency on resume replaces the job's: it sets how long the stand-in takes, never what it
     -- answers, and it is the way out for a job stored (before this check existed) with a value
     -- the stand-in refuses.

@@ -10,7 +10,7 @@ local core = require "jsoncontract.core"
 local compat = require "jsoncontract.compat"
 local lfs = require "lfs"
 
-local type, tostring, tonumber, pcall, ipairs, rawget = type, tostring, tonumber, pcall, ipairs, rawget
+local type, tostring, tonumber, ipairs, rawget = type, tostring, tonumber, ipairs, rawget
 local format, concat = string.format, table.concat
 
 local _M = { _VERSION = core._VERSION }
