@@ -2,9 +2,11 @@
 -- `run` (one machine, SQLite store in the output folder, `--resume DIR`; `triage` is the support
 -- mail example's short form of it), `enqueue`, `worker`, `status` and `export` (one job in a
 -- shared store, PostgreSQL for many hosts). The Lua API (`jsoncontract.job`) calls them too.
--- Each takes a plain table of options (names as on the command line, e.g. `o["base-url"]`) and an `env` `{root = repository or install root, bindir = folder of
--- bin/jsoncontract}`, and returns the exit status.
--- Exit status: 0 done; 1 the job stopped on a store or export failure (nothing after it counts);
+-- Each takes a plain table of options (names as on the command line, e.g. `o["base-url"]`) and
+-- an `env` `{root = repository or install root, bindir = folder of bin/jsoncontract}`, and
+-- returns the exit status.
+-- Exit status: 0 done; 1 the job stopped on a context that cannot open, a store or export
+-- failure (nothing after it counts);
 -- 2 bad options or input (nothing created); 130 / 143 stopped by SIGINT / SIGTERM after
 -- committing and exporting what was finished.
 -- @module jsoncontract.jobs.commands
