@@ -147,7 +147,7 @@ describe("triage as a job", function()
         f:close()
         o, code = util.sh(triage_cmd("--resume " .. q(dir)))
         assert.equal(2, code, o)
-        assert.truthy(o:find("message m-1187 (line 2) has changed", 1, true), o)
+        assert.truthy(o:find("record m-1187 (line 2) has changed", 1, true), o)
         o, code = util.sh(triage_cmd("--resume " .. q(dir) .. " --input spec/support/../../examples/mailbox.jsonl"))
         assert.equal(0, code, o)   -- the same mailbox under another path: same ids and digests
         o, code = util.sh(triage_cmd("--resume /nonexistent/folder"))

@@ -311,7 +311,7 @@ function _M.read_mailbox(path, limit, job)
             .. "record):\n  " .. concat(bad, "\n  ")
     end
     if #dups > 0 then
-        return nil, "the mailbox " .. path .. " has duplicate ids (each message needs its own):\n  "
+        return nil, "the input " .. path .. " has duplicate ids (each record needs its own):\n  "
             .. concat(dups, "\n  ")
     end
     local all = {}
@@ -837,19 +837,19 @@ resume_job = function(o, env)
     end
     if digest ~= job.input_digest then
         local stored = st:item_digests(job.id) or {}
-        local why = format("%d messages now, %d when the job started", #items, #stored)
+        local why = format("%d records now, %d when the job started", #items, #stored)
         local by_id = {}
         for _, it in ipairs(items) do by_id[it.item_id] = it end
         for _, s in ipairs(stored) do
             local now_item = by_id[s.item_id]
-            if not now_item then why = "message " .. s.item_id .. " is missing" break end
+            if not now_item then why = "record " .. s.item_id .. " is missing" break end
             if now_item.input_digest ~= s.input_digest then
-                why = "message " .. s.item_id .. " (line " .. now_item.seq .. ") has changed" break
+                why = "record " .. s.item_id .. " (line " .. now_item.seq .. ") has changed" break
             end
         end
         st:close()
-        return die("the mailbox " .. input .. " is not the one job " .. job.id .. " started with (" .. why
-            .. "); nothing was asked. Start a new job in a new folder for a new mailbox.")
+        return die("the input " .. input .. " is not the one job " .. job.id .. " started with (" .. why
+            .. "); nothing was asked. Start a new job in a new folder for a new input.")
     end
     if c.options_changed then
         -- The replaced option is kept, so the next resume runs as this one does.
