@@ -12,7 +12,7 @@
 local core = require "jsoncontract.core"
 local definition = require "jsoncontract.jobs.definition"
 
-local type, pairs, tostring, setmetatable = type, pairs, tostring, setmetatable
+local type, pairs, tostring, setmetatable, select = type, pairs, tostring, setmetatable, select
 local concat = table.concat
 
 local _M = { _VERSION = core._VERSION }
@@ -32,7 +32,7 @@ end
 local function sink()
     local parts = {}
     return { write = function(self, ...)
-        for _, s in pairs({ ... }) do parts[#parts + 1] = tostring(s) end
+        for i = 1, select("#", ...) do parts[#parts + 1] = tostring((select(i, ...))) end
         return self
     end, text = function() return concat(parts) end }
 end

@@ -64,7 +64,7 @@ function _M.configure_job(parser, util, help)
     parser:option("--max-attempts", "Model answers per item (default 3)."):convert(util.whole("--max-attempts"))
     parser:option("--token-budget", "Stop retrying when the history would exceed N estimated tokens.")
         :convert(util.whole("--token-budget"))
-    parser:option("--limit", "Only the first N messages."):convert(util.whole("--limit"))
+    parser:option("--limit", "Only the first N records."):convert(util.whole("--limit"))
     parser:option("--seed", "Stand-in model seed (default 1)."):convert(util.whole("--seed"))
     parser:option("--delay-ms", "Stand-in model delay per answer (default 20)."):convert(util.whole("--delay-ms"))
     parser:option("--latency", "Stand-in answer latency instead of --delay-ms: heavy, or "
