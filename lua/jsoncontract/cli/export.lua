@@ -5,6 +5,6 @@
 -- @module jsoncontract.cli.export
 local commands = require "jsoncontract.jobs.commands"
 
-return commands.store_command("export", "Write a job's accepted items, review queue, evidence and summary from its store.",
+return commands.store_command("export", "Write a job's accepted items, review queue, evidence and summary.",
     "A run's output folder (its job.sqlite; the files go there).",
     function(parser) parser:option("--out", "Folder to write to (default: DIR).") end)
