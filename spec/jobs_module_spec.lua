@@ -151,47 +151,88 @@ describe("job modules as batch jobs", function()
         end)
     end
 
-    it("a desk decision goes through the desk's code with the job's context and reaches the export", function()
+    -- A desk over a run's store, through the desk's own code, with the job module's contract and
+    -- the context a reader of the job opens.
+    local function desk_for(name)
+        local definition = require "jsoncontract.jobs.definition"
+        local def = assert(definition.load("examples/" .. name .. ".lua"))
+        local ctx, close = definition.reader_context(def, dir, ".")
+        assert.is_not_nil(ctx, tostring(close))
+        local st = assert(store.open(dir .. "/job.sqlite", { create = false }))
+        finally(function() close() st:close() end)
+        local desk = require("jsoncontract.review.desk").new { store = st,
+            queries = require "jsoncontract.jobs.review_queries", job = assert(st:latest_job()),
+            contract = def.contract, context = ctx or nil, secret = ("s"):rep(32) }
+        local function page(id)
+            return desk:handle({ method = "GET", path = "/item/" .. id, args = {}, reviewer = "ann" }).body
+        end
+        return function(id, fields)
+            fields.csrf = desk:csrf_token("ann")
+            fields.seen = page(id):match('name="seen" value="(%d+)"')
+            return desk:handle { method = "POST", path = "/item/" .. id, args = {}, post = fields, reviewer = "ann" }
+        end, ctx, page
+    end
+
+    local function exported(name, id)
+        local found
+        for _, t in ipairs(jobs.jsonl(dir .. "/" .. name)) do
+            if t.id == id then found = t end
+        end
+        return found
+    end
+
+    it("support_ticket: a desk decision goes through the desk's code with the job's context, reaches the export",
+        function()
         local out, code = sh(("run --job examples/support_ticket.lua --input examples/support_ticket.jsonl "
             .. "--out %s --delay-ms 0"):format(q(dir)))
         assert.equal(0, code, out)
         local _, review = check_outputs(dir, input_of("support_ticket"))
         assert.is_true(#review > 0, "nothing in review to decide")
         local id = review[1].id
-        local definition = require "jsoncontract.jobs.definition"
-        local def = assert(definition.load("examples/support_ticket.lua"))
-        local ctx, close = definition.reader_context(def, dir, ".")
-        assert.truthy(ctx and ctx.orders, "the desk opens the job's orders table")
-        local st = assert(store.open(dir .. "/job.sqlite", { create = false }))
-        finally(function() close() st:close() end)
-        local desk = require("jsoncontract.review.desk").new { store = st,
-            queries = require "jsoncontract.jobs.review_queries", job = assert(st:latest_job()),
-            contract = def.contract, context = ctx, secret = ("s"):rep(32) }
-        local function post(fields)
-            fields.csrf = desk:csrf_token("ann")
-            fields.seen = desk:handle({ method = "GET", path = "/item/" .. id, args = {}, reviewer = "ann" }).body
-                :match('name="seen" value="(%d+)"')
-            return desk:handle { method = "POST", path = "/item/" .. id, args = {}, post = fields, reviewer = "ann" }
-        end
+        local post, ctx = desk_for("support_ticket")
+        assert.truthy(ctx.orders, "the desk opens the job's orders table")
         local value = { action = "accept", ["v/intent"] = core.encode("other"), ["v/urgent"] = "false",
             ["v/summary"] = "A person read it." }
         -- the rules hold a person's value too: an order the shop does not have is refused
         value["v/order_id"] = "4711"
-        local res = post(value)
+        local res = post(id, value)
         assert.equal(422, res.status)
         assert.truthy(res.body:find("order 4711 does not exist", 1, true))
         value["v/order_id"] = "1042"
-        res = post(value)
+        res = post(id, value)
         assert.equal(303, res.status, res.body)
         out, code = sh("export " .. q(dir))
         assert.equal(0, code, out)
-        local found
-        for _, t in ipairs(jobs.jsonl(dir .. "/accepted.jsonl")) do
-            if t.id == id then found = t end
-        end
+        local found = exported("accepted.jsonl", id)
         assert.truthy(found, id .. " is not in accepted.jsonl after the decision")
         assert.same({ "human", "ann", "1042" }, { found.decided_by, found.reviewer, found.ticket.order_id })
     end)
+
+    -- (one answer per item and a seed at which the stand-in's answers put some in review)
+    for _, c in ipairs { { "ticket_priority", 3 }, { "leave_request", 1 }, { "blog_category", 1 } } do
+        it(c[1] .. ": a desk decision on a review item reaches the export", function()
+            local out, code = sh(("run --job examples/%s.lua --input examples/%s.jsonl --out %s --delay-ms 0 "
+                .. "--max-attempts 1 --seed %d"):format(c[1], c[1], q(dir), c[2]))
+            assert.equal(0, code, out)
+            local _, review = check_outputs(dir, input_of(c[1]))
+            assert.is_true(#review > 0, "nothing in review to decide")
+            local id = review[1].id
+            local post, _, page = desk_for(c[1])
+            -- the form is the job's schema: a field for each required property
+            local schema = dofile("examples/" .. c[1] .. ".lua").schema
+            for _, name in ipairs(schema.required) do
+                assert.truthy(page(id):find('name="v/' .. name .. '"', 1, true), name)
+            end
+            local res = post(id, { action = "needs_customer", note = "asked the sender" })
+            assert.equal(303, res.status, res.body)
+            out, code = sh("export " .. q(dir))
+            assert.equal(0, code, out)
+            local found = exported("review.jsonl", id)
+            assert.same({ "human", "ann", "needs_customer", "asked the sender" }, { found.decided_by, found.reviewer,
+                found.decision, found.note })
+            assert.equal(c[1], summary(dir).contract.name)
+        end)
+    end
 
     it("PostgreSQL: an example job enqueued, two workers, an export in the run's shape", function()
         local pg, why = jobs.start_postgres()
