@@ -50,6 +50,8 @@ end
 -- @treturn[2] string message (the module cannot load, or its rules have no context)
 function _M.new(module, opts)
     if opts ~= nil and type(opts) ~= "table" then return nil, "jc.job: opts must be a table" end
+    -- stored absolute, as `run` does: `resume` and workers find it from any folder
+    if type(module) == "string" then module = require("jsoncontract.jobs.commands").absolute(module) end
     local def, err = definition.load(module)
     if not def then return nil, err end
     local o = {}
