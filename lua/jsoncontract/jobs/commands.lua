@@ -221,6 +221,13 @@ local function bad_id(id)
     return nil
 end
 
+-- At most 20 lines of a per-line complaint, then how many more: a bad input of a million lines
+-- is one screen, not a million.
+local function listed(lines)
+    if #lines <= 20 then return concat(lines, "\n  ") end
+    return concat(lines, "\n  ", 1, 20) .. format("\n  ... and %d more", #lines - 20)
+end
+
 --- Read a JSONL input into store items. Each non-blank line is an item, its digest the line's
 -- SHA-256. Without `job` (or with a job that has no `item` function) its id is the line's `id`
 -- (else "line-N") and its input the line as written (see `storable_line` for bytes no store
@@ -308,11 +315,11 @@ function _M.read_mailbox(path, limit, job)
     if #bad > 0 then
         return nil, "the input " .. path .. " has records no job can keep (an id is UTF-8 text of at most "
             .. _M.MAX_ID_BYTES .. " bytes without control characters; the job's item(record) must map each "
-            .. "record):\n  " .. concat(bad, "\n  ")
+            .. "record):\n  " .. listed(bad)
     end
     if #dups > 0 then
         return nil, "the input " .. path .. " has duplicate ids (each record needs its own):\n  "
-            .. concat(dups, "\n  ")
+            .. listed(dups)
     end
     local all = {}
     for i, it in ipairs(items) do all[i] = it.input_digest end
