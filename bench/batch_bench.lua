@@ -46,7 +46,10 @@ for k = 1, tonumber(os.getenv("JC_BENCH_STANDINS") or "") or 2 do
     bases[k] = procs[k].base_url
 end
 local base = bases[1]
-local contract = dofile("examples/support_ticket.lua").contract
+local ticket = dofile("examples/support_ticket.lua")
+local contract = ticket.contract
+-- what its rules read, as a job opens it (the shop's orders, in memory)
+local ctx = assert(ticket.context {})
 
 local mails = {}
 for line in io.lines("examples/mailbox.jsonl") do mails[#mails + 1] = core.decode(line).text end
@@ -77,7 +80,7 @@ local function measure(c)
         end,
         work = function(i)
             local out = run.ask(contract, mails[(i - 1) % #mails + 1] .. " #" .. i, { provider = "openai",
-                model = "standin-1", base_url = bases[i % #bases + 1],
+                model = "standin-1", base_url = bases[i % #bases + 1], context = ctx,
                 transport = function(req)
                     local res, err = scheduler.send(req)
                     local r = res or err

@@ -223,7 +223,11 @@ if GW_ROUNDS > 0 then
                         .. 'model = "standin-1", base_url = "http://127.0.0.1:%d", metrics_dict = "jc_metrics", '
                         .. 'contracts = { support_ticket = %q }, pool_size = 256, backlog = 4096, '
                         .. 'timeout_ms = 60000, connect_timeout_ms = 60000, '
+                        -- the rules' context: the job module's own (the orders), per worker on first use
+                        .. 'context = (function() local c return function() c = c or dofile(%q).context {} '
+                        .. 'return c end end)(), '
                         .. 'evidence = { path = %q } } }', sport, nginx.run("pwd"):match("^(%S+)")
+                        .. "/examples/support_ticket.lua", nginx.run("pwd"):match("^(%S+)")
                         .. "/examples/support_ticket.lua", dir .. "/evidence.jsonl"),
                     "server { listen 127.0.0.1:" .. port .. " backlog=4096;",
                     '  location = /fixed { return 200 "ok"; }',

@@ -1,8 +1,9 @@
 --- The blog classifier with evidence (SEEDS.md §4, a Java 8 + Gson program): a category and
 -- 1-3 tags for a blog post, where every attempt is kept as evidence and a saved reply can be
 -- replayed offline (`bin/jsoncontract replay`).
--- Load it with `dofile`; it returns
--- `{ contract = ..., schema = ..., adapters = ..., policy = ..., result = function }`.
+-- A job module (`jsoncontract run --job examples/blog_category.lua --input examples/blog_category.jsonl`);
+-- it returns `{ contract = ..., item = ..., context = false, schema = ..., adapters = ..., policy = ...,
+-- result = function }`.
 --
 -- What it shows:
 -- * `needs-review` is the honest answer for an unrelated post or one without enough basis;
@@ -52,6 +53,19 @@ M.contract = jc.contract {
 
 --- The one adapter this program allows, named so it is recorded when used.
 M.adapters = { "unwrap-one-json-fence" }
+
+--- The item the model reads from one input line `{id, text, ...}`: its text, under its id.
+-- @tparam table record a decoded line
+-- @treturn[1] table `{id, text}`
+-- @return[2] nil
+-- @treturn[2] string why
+function M.item(record)
+    if type(record) ~= "table" or type(record.text) ~= "string" then return nil, "has no string field 'text'" end
+    return { id = record.id, text = record.text }
+end
+
+--- No rules, no context.
+M.context = false
 
 --- That program makes no automatic retry: one answer, checked, kept as evidence.
 M.policy = { max_attempts = 1 }

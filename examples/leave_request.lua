@@ -1,6 +1,7 @@
 --- The leave-request contract (SEEDS.md §3, a German guide): pull a leave request out of a
 -- message, or say honestly that it needs a question or is not a request at all.
--- Load it with `dofile`; it returns `{ contract = ..., schema = ..., result = function, policy = ... }`.
+-- A job module (`jsoncontract run --job examples/leave_request.lua --input examples/leave_request.jsonl`);
+-- it returns `{ contract = ..., item = ..., context = false, schema = ..., result = function, policy = ... }`.
 --
 -- Three separate checks, as the guide asks: is it JSON (format gate), does it match the schema
 -- (schema gate: ISO dates that are real calendar dates and round-trip exactly, 2027-06-12 and
@@ -81,6 +82,19 @@ M.contract = jc.contract {
     },
     rules = { { name = "status_fits", check = status_fits, retry = false } },
 }
+
+--- The item the model reads from one input line `{id, text, ...}`: its text, under its id.
+-- @tparam table record a decoded line
+-- @treturn[1] table `{id, text}`
+-- @return[2] nil
+-- @treturn[2] string why
+function M.item(record)
+    if type(record) ~= "table" or type(record.text) ~= "string" then return nil, "has no string field 'text'" end
+    return { id = record.id, text = record.text }
+end
+
+--- The rules read the value alone: no context.
+M.context = false
 
 --- Format and schema errors get one clearer retry; semantic errors go to a person.
 M.policy = { max_attempts = 2 }

@@ -1,7 +1,9 @@
 --- The support-ticket contract (SEEDS.md §1): sort support mail into queues.
--- Load it with `dofile` or `--contract examples/support_ticket.lua`; it returns
--- `{ contract = <jsoncontract contract>, contract_4digits = <the lesson's variant>,
---    policy = <the lesson's retry policy>, rules = {...}, schema = {...}, replay_context = function }`.
+-- A job module (`jsoncontract run --job examples/support_ticket.lua --input examples/mailbox.jsonl`;
+-- `jsoncontract triage` is its short form): it returns
+-- `{ contract = <jsoncontract contract>, context = function,
+--    contract_4digits = <the lesson's variant>, policy = <the lesson's retry policy>, rules = {...},
+--    schema = {...}, replay_context = function }`.
 --
 -- A missing order number is `null`, never an invented one. The business rules look the
 -- order up in the shop's orders table (SQLite, see examples/orders.lua): it must exist, and
@@ -32,9 +34,16 @@ M.schema = {
     additionalProperties = false,
 }
 
+-- Without the orders table a rule cannot look: the order goes to a person, never through.
+local function no_orders(value)
+    return { pointer = "/order_id", message = "order " .. value.order_id .. " cannot be checked: the rules' context "
+        .. "has no orders table" }
+end
+
 --- Rule: a given order id must exist in the orders table (`ctx.orders`, see orders.lua).
 local function order_exists(value, ctx)
-    if value.order_id == jc.null or not (ctx and ctx.orders) then return nil end
+    if value.order_id == jc.null then return nil end
+    if not (ctx and ctx.orders) then return no_orders(value) end
     if not ctx.orders:exists(value.order_id) then
         return { pointer = "/order_id", message = "order " .. value.order_id .. " does not exist" }
     end
@@ -42,7 +51,8 @@ end
 
 --- Rule: an existing order must belong to the sender (`ctx.sender`), when the sender is known.
 local function order_of_sender(value, ctx)
-    if value.order_id == jc.null or not (ctx and ctx.orders and ctx.sender) then return nil end
+    if value.order_id == jc.null or not (ctx and ctx.sender) then return nil end
+    if not ctx.orders then return no_orders(value) end
     local customer = ctx.orders:customer(value.order_id)
     if customer ~= nil and customer ~= ctx.sender then
         return { pointer = "/order_id", message = "order " .. value.order_id .. " does not belong to the sender" }
@@ -87,6 +97,23 @@ M.contract_4digits = jc.contract {
     rules = M.rules,
     messages = { ["/properties/order_id/pattern"] = "does not have 4 digits" },
 }
+
+-- This file's folder: the orders table ships beside it.
+local HERE = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+
+--- The rules' context of a run: the shop's orders table (examples/orders.csv) in SQLite, in the
+-- job's folder when it has one (`orders.sqlite`, which `replay` and the review desk read), else
+-- in memory (a worker).
+-- @tparam table job `{dir = folder or nil}`
+-- @treturn table `{orders = db}`
+-- @treturn function close
+-- @raise when the table cannot be opened or loaded
+function M.context(job)
+    local orders = dofile(HERE .. "orders.lua")
+    local db, err = orders.open_shipped(job.dir and (job.dir .. "/orders.sqlite") or ":memory:", HERE .. "orders.csv")
+    if not db then error("cannot open the orders table: " .. tostring(err), 0) end
+    return { orders = db }, function() db:close() end
+end
 
 --- The rules' context for `bin/jsoncontract replay`: the orders table a triage run leaves next
 -- to its evidence (`out/triage-*/orders.sqlite`), so a replay reaches the rules gate offline too.

@@ -1,7 +1,8 @@
 --- The ticket-classification contract (SEEDS.md §2, an Estonian guide): topic, priority and
 -- summary of a helpdesk ticket, with the field names of the guide:
 --   teema (topic), prioriteet (priority: madal = low, kõrge = high), kokkuvõte (summary).
--- Load it with `dofile`; it returns `{ contract = ..., policy = ..., schema = ..., topics = ... }`.
+-- A job module (`jsoncontract run --job examples/ticket_priority.lua --input examples/ticket_priority.jsonl`);
+-- it returns `{ contract = ..., item = ..., context = ..., policy = ..., schema = ..., topics = ... }`.
 --
 -- What it shows:
 -- * every described field is required, nothing else is allowed and only keywords of the strict
@@ -32,13 +33,15 @@ M.schema = {
     additionalProperties = false,
 }
 
---- The helpdesk's queues when the caller gives none (`ctx.topics`).
+--- The helpdesk's queues, as this job's context gives them to the rules (`ctx.topics`).
 M.topics = { "Arve", "Tarne", "Konto", "Tehniline", "Muu" }
 
 --- Rule (the record exists): the topic must be one of the helpdesk's queues. The model can
 -- pick again, so this one is retried with the list.
 local function known_topic(value, ctx)
-    local topics = (ctx and ctx.topics) or M.topics
+    local topics = ctx and ctx.topics
+    -- Without the list a topic cannot be checked: the ticket goes to a person, never through.
+    if not topics then return { pointer = "/teema", message = "the rules' context has no list of queues" } end
     for _, t in ipairs(topics) do
         if t == value.teema then return nil end
     end
@@ -70,6 +73,23 @@ M.contract = jc.contract {
         { name = "may_escalate", check = may_escalate, retry = false },
     },
 }
+
+--- The item the model reads from one input line `{id, text, ...}`: its text, under its id.
+-- @tparam table record a decoded line
+-- @treturn[1] table `{id, text}`
+-- @return[2] nil
+-- @treturn[2] string why
+function M.item(record)
+    if type(record) ~= "table" or type(record.text) ~= "string" then return nil, "has no string field 'text'" end
+    return { id = record.id, text = record.text }
+end
+
+--- The rules' context of a run: the helpdesk's queues. No requesting user in a batch job, so
+-- `may_escalate` applies where a caller names one (`ctx.user`, e.g. a gateway's context).
+-- @treturn table `{topics = {...}}`
+function M.context()
+    return { topics = M.topics }
+end
 
 --- At most one repair attempt with the same schema and a short validation error.
 M.policy = { max_attempts = 2 }

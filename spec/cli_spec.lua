@@ -77,7 +77,7 @@ describe("bin/jsoncontract", function()
             assert.equal(0, code, out)
             assert.same({ "unwrap-one-json-fence" }, core.decode(out).adapters)
         end)
-        it("gives the rules their context with --context DIR, and says so when they ran without one", function()
+        it("gives the rules the job module's context, or the run's with --context DIR", function()
             -- 9999 is no order of the shop: the order_exists rule catches it, given the orders table
             local reply = temp('{"intent":"delivery","order_id":"9999","urgent":true,"summary":"x"}')
             local dir = os.tmpname()
@@ -85,16 +85,13 @@ describe("bin/jsoncontract", function()
             finally(function() os.execute("rm -rf '" .. dir .. "'") end)
             os.execute("mkdir '" .. dir .. "'")
             assert(dofile("examples/orders.lua").open_shipped(dir .. "/orders.sqlite", "examples/orders.csv")):close()
-            local split = temp("")
-            local out, code = sh("{ " .. NOKEY .. LUA .. " bin/jsoncontract check --contract examples/support_ticket.lua "
-                .. reply .. " 2>" .. split .. "; }")
-            assert.equal(0, code, out)
+            -- without --context: the module's own context (the shipped orders table), never none
+            local out, code = jcli("check --contract examples/support_ticket.lua " .. reply)
+            assert.equal(1, code, out)
             local v = core.decode(out)
-            assert.equal("accepted", v.verdict)
-            assert.equal("none", v.rules_context)
-            local note = util.read(split)
-            assert.truthy(note:find("jsoncontract: note: the rules ran without their context", 1, true), note)
-            assert.truthy(note:find("give --context DIR", 1, true), note)
+            assert.equal("rejected", v.verdict)
+            assert.equal("order_exists", v.errors[1].rule)
+            assert.equal("given", v.rules_context)
 
             out, code = jcli("check --contract examples/support_ticket.lua --context " .. dir .. " " .. reply)
             assert.equal(1, code, out)
@@ -170,7 +167,8 @@ describe("bin/jsoncontract", function()
 
         it("reaches the recorded verdicts offline and names the file and its SHA-256", function()
             local path = new_path()
-            record(path, ticket.contract, "the courier did not come for order 1042, urgent")
+            record(path, ticket.contract, "the courier did not come for order 1042, urgent", nil,
+                { context = (ticket.context {}) })
             record(path, ex.contract, "post 7777", { script = { ["7777"] = { FENCED } } },
                 { adapters = ex.adapters, policy = ex.policy })
             local out, code = jcli("replay " .. path)
@@ -183,7 +181,8 @@ describe("bin/jsoncontract", function()
         end)
         it("says so when a verdict differs, and exits 1", function()
             local path = new_path()
-            record(path, ticket.contract, "the courier did not come for order 1042, urgent")
+            record(path, ticket.contract, "the courier did not come for order 1042, urgent", nil,
+                { context = (ticket.context {}) })
             local text = slurp(path):gsub('"gate":"schema"', '"gate":"accepted"', 1)
             local f = assert(io.open(path, "wb"))
             f:write(text)
@@ -234,10 +233,11 @@ describe("bin/jsoncontract", function()
             assert.equal(0, code, out)
             assert.truthy(out:find("%(m%-9999%) attempt %d: rules/rule_failed, same as recorded"), out)
             assert.truthy(out:find(" 0 differ;", 1, true), out)
+            -- without the run's table: the job module's own context (the shipped orders), same verdicts
             os.remove(dir .. "/orders.sqlite")
             out, code = jcli("replay " .. dir .. "/evidence.jsonl")
             assert.equal(0, code, out)
-            assert.truthy(out:find("1 not comparable offline", 1, true), out)
+            assert.truthy(out:find(" 0 differ;", 1, true), out)
             os.execute("rm -rf '" .. dir .. "'")
         end)
         it("replays one saved response: rejected strictly, accepted with the adapter", function()
@@ -411,7 +411,7 @@ describe("bin/jsoncontract", function()
             local dir = os.tmpname()
             os.remove(dir)
             os.execute("mkdir -p '" .. dir .. "'")
-            local keep = dir .. "/tickets.jsonl"
+            local keep = dir .. "/accepted.jsonl"
             local f = assert(io.open(keep, "wb"))
             f:write("precious\n")
             f:close()
@@ -430,11 +430,11 @@ describe("bin/jsoncontract", function()
             { "--parallel 100000", "option --parallel must be from 1 to 256" },
             { "--max-attempts 0", "option --max-attempts must be at least 1" },
             { "--token-budget 0", "option --token-budget must be at least 1" },
-            { "--contract /nonexistent.lua", "cannot load contract /nonexistent.lua" },
+            { "--contract /nonexistent.lua", "cannot load job /nonexistent.lua" },
             { "--provider foo", "unknown provider foo" },
             { "--model ''", "option --model needs a name" },
             { "--base-url ftp://x", "option --base-url needs an http(s) URL" },
-            { "--input /", "cannot read mailbox: /: Is a directory" },
+            { "--input /", "cannot read the input: /: Is a directory" },
             { "--limit", "option '--limit' requires an argument" },
             { "--limit=x", "option --limit needs a whole number" },
         }
@@ -571,7 +571,7 @@ describe("bin/jsoncontract", function()
             tmp[#tmp + 1] = schema .. ".json"
             local out, code = jcli("check --contract " .. schema .. ".json " .. schema .. ".json")
             assert.equal(2, code, out)
-            assert.truthy(out:find("a contract is a Lua file returning {contract = ...}", 1, true), out)
+            assert.truthy(out:find("a job module is a Lua file returning {contract = ...}", 1, true), out)
         end)
 
         it("probe says when --out cannot be written, before sending anything", function()

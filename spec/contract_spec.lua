@@ -4,6 +4,8 @@ local core = require "jsoncontract.core"
 local util = require "support.util"
 
 local ticket = dofile("examples/support_ticket.lua")
+-- what its rules read (the shipped orders table, in memory), as a job opens it
+local CTX = assert(ticket.context {})
 
 local errs = util.errs
 
@@ -30,7 +32,7 @@ describe("jsoncontract.contract", function()
         }
         for _, c in ipairs(cases) do
             it(c[1], function()
-                local v, err = ticket.contract:check(c[2])
+                local v, err = ticket.contract:check(c[2], { context = CTX })
                 if not c[3] then
                     assert.is_table(v)
                     assert.equal("delivery", v.intent)
@@ -149,7 +151,7 @@ describe("jsoncontract.contract", function()
             assert.equal("format", err.category)
         end)
         it("accept it with unwrap-one-json-fence and record the adapter", function()
-            local v, report = ticket.contract:check(fenced, { adapters = { "unwrap-one-json-fence" } })
+            local v, report = ticket.contract:check(fenced, { adapters = { "unwrap-one-json-fence" }, context = CTX })
             assert.equal("delivery", v.intent)
             assert.same({ "unwrap-one-json-fence" }, report.adapters)
         end)

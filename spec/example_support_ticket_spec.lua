@@ -12,9 +12,19 @@ local errs = util.errs
 
 local msgs = util.msgs
 
+-- The job module's own context (the shop's orders table, in memory): the rules read it.
+local job_ctx
+local function shop()
+    job_ctx = job_ctx or assert(ticket.context {})
+    return job_ctx
+end
+
 local function ask(contract, mail, fake_opts, opts)
     local send, calls = fake.transport(fake_opts)
     opts = util.fake_opts(send, opts)
+    if opts.context == nil then
+        opts.context = shop()
+    end
     opts.evidence = opts.evidence or evidence.memory()
     return jc.ask(contract, mail, opts), calls
 end
@@ -44,7 +54,7 @@ describe("examples/support_ticket.lua", function()
         }
         for _, c in ipairs(cases) do
             it(c[1], function()
-                local v, err = ticket.contract:check(c[2])
+                local v, err = ticket.contract:check(c[2], { context = shop() })
                 if not c[3] then
                     assert.same({ intent = "delivery", order_id = "1042", urgent = true, summary = S }, v)
                     return
@@ -105,7 +115,7 @@ describe("examples/support_ticket.lua", function()
             return jc.encode { intent = "delivery", order_id = order_id, urgent = false, summary = summary or "x." }
         end
         it("the 4-digit variant accepts 1042", function()
-            local v = assert(ticket.contract_4digits:check(answer("1042")))
+            local v = assert(ticket.contract_4digits:check(answer("1042"), { context = shop() }))
             assert.equal("1042", v.order_id)
         end)
         for _, id in ipairs { "10420", "#1042" } do
@@ -186,6 +196,26 @@ describe("examples/support_ticket.lua", function()
             assert.equal("human_review", out.status)
             assert.equal(1, #calls)
             assert.equal("rules", out.reason.category)
+        end)
+    end)
+
+    describe("as a job module", function()
+        local reply = '{"intent":"return","order_id":"1187","urgent":false,"summary":"Return the jacket."}'
+        it("its context opens the shipped orders table, and closes it", function()
+            local ctx, close = assert(ticket.context {})
+            assert.is_true(ctx.orders:exists("1187"))
+            assert.is_false(ctx.orders:exists("4711"))
+            assert(ticket.contract:check(reply, { context = ctx }))
+            close()
+            assert.is_nil(ctx.orders.conn)
+        end)
+        it("without the orders table an order number fails, for a person, never passes", function()
+            local v, err = ticket.contract:check(reply)
+            assert.is_nil(v)
+            assert.is_false(err.retry)
+            assert.same({ { "/order_id", "rule:order_exists" } }, errs(err))
+            -- no order number: nothing to look up
+            assert(ticket.contract:check((reply:gsub('"1187"', "null"))))
         end)
     end)
 

@@ -36,9 +36,17 @@ local function key(mail)
     return "prose"
 end
 
+-- The job module's context (the queues), plus what a case adds (a user).
+local function with_context(more)
+    local ctx = ex.context()
+    for k, v in pairs(more or {}) do ctx[k] = v end
+    return ctx
+end
+
 local function ask(ticket, opts)
     local send, calls = fake.transport { answers = ANSWERS, key = key }
     opts = util.fake_opts(send, opts)
+    opts.context = with_context(opts.context)
     opts.policy = opts.policy or ex.policy
     opts.evidence = opts.evidence or evidence.memory()
     return jc.ask(ex.contract, ticket, opts), calls, opts.evidence
@@ -47,12 +55,12 @@ end
 describe("examples/ticket_priority.lua", function()
     describe("the seed answers", function()
         it('accepts {"teema":"Arve","prioriteet":"kõrge","kokkuvõte":"Vajab kontrolli"}', function()
-            local v = assert(ex.contract:check(VALID))
+            local v = assert(ex.contract:check(VALID, { context = with_context() }))
             assert.same({ teema = "Arve", prioriteet = "kõrge", ["kokkuvõte"] = "Vajab kontrolli" }, v)
         end)
         it('rejects {"teema":"Arve","prioriteet":"kohe"}: missing summary and unknown priority, nothing filled in',
             function()
-                local v, err = ex.contract:check(SHORT)
+                local v, err = ex.contract:check(SHORT, { context = with_context() })
                 assert.is_nil(v)
                 assert.equal("schema", err.category)
                 assert.same({ { "", "required" }, { "/prioriteet", "enum" } }, errs(err))
@@ -60,7 +68,8 @@ describe("examples/ticket_priority.lua", function()
                 assert.equal('/prioriteet "kohe" is not one of "madal", "kõrge"', err.errors[2].message)
             end)
         it("rejects an extra field", function()
-            local v, err = ex.contract:check('{"teema":"Arve","prioriteet":"madal","kokkuvõte":"x","staatus":"uus"}')
+            local v, err = ex.contract:check('{"teema":"Arve","prioriteet":"madal","kokkuvõte":"x","staatus":"uus"}',
+                { context = with_context() })
             assert.is_nil(v)
             assert.same({ { "/staatus", "additionalProperties" } }, errs(err))
         end)
@@ -98,6 +107,20 @@ describe("examples/ticket_priority.lua", function()
             assert.equal("human_review", out.status)
             assert.equal(1, #calls)
             assert.same({ { "/prioriteet", "rule:may_escalate" } }, errs(out.reason))
+        end)
+    end)
+
+    describe("as a job module", function()
+        it("its rules fail, not pass, without the queues (no context)", function()
+            local v, err = ex.contract:check(VALID)
+            assert.is_nil(v)
+            assert.same({ { "/teema", "rule:known_topic" } }, errs(err))
+        end)
+        it("maps a record to the item the model reads, and refuses one without text", function()
+            assert.same({ id = "t-1", text = "Arve" }, ex.item { id = "t-1", text = "Arve", replies = {} })
+            local it, why = ex.item { id = "t-2" }
+            assert.is_nil(it)
+            assert.equal("has no string field 'text'", why)
         end)
     end)
 

@@ -127,7 +127,7 @@ assert(require("jsoncontract.jobs.export").write_atomic(%q, function(w) w("x") r
             local out = dir .. "/out"
             os.execute("mkdir -p " .. q(out))
             local summary = assert(export.write(st, job, out))
-            assert.equal(3, lines(out .. "/tickets.jsonl"))
+            assert.equal(3, lines(out .. "/accepted.jsonl"))
             assert.same({ 3, 1, 6, 4 }, { summary.accepted, summary.human_review, summary.pending,
                 summary.exchanges })
             assert.equal(4, lines(out .. "/evidence.jsonl"))
@@ -151,7 +151,7 @@ assert(require("jsoncontract.jobs.export").write_atomic(%q, function(w) w("x") r
             local summary = assert(export.write(st, job, out))
             assert.same({ 9, 6, 0, 3 }, { summary.items, summary.accepted, summary.human_review, summary.pending })
             assert.equal(0, lines(out .. "/review.jsonl"))
-            assert.equal(6, lines(out .. "/tickets.jsonl"))
+            assert.equal(6, lines(out .. "/accepted.jsonl"))
             local said = {}
             local code = commands.status({ dir = dir }, { stdout = { write = function(_, ...)
                 for _, x in ipairs { ... } do said[#said + 1] = x end

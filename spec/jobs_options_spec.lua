@@ -223,18 +223,20 @@ describe("duplicate ids in a mailbox", function()
         end)
 end)
 
-describe("enqueue without --input", function()
-    it("takes the mailbox --input's help names, as triage does", function()
+describe("enqueue without --job or --input", function()
+    it("is refused with what to give, and creates nothing: the batch layer has no default job", function()
         local dir = tmpdir()
         assert(os.execute("mkdir -p " .. q(dir)))
         finally(function() os.execute("rm -rf " .. q(dir)) end)
-        -- no shared corpus there: examples/mailbox.jsonl
-        local out, code = util.sh(("env -u LD_PRELOAD JC_SHARED=%s %s bin/jsoncontract enqueue --store %s "
-            .. "--limit 3"):format(q(dir), util.LUA, q(dir .. "/job.sqlite")))
-        assert.equal(0, code, out)
-        local st = assert(store.open(dir .. "/job.sqlite", { create = false }))
-        local job = assert(st:latest_job())
-        st:close()
-        assert.truthy(job.input_path:find("/examples/mailbox.jsonl", 1, true), job.input_path)
+        for _, c in ipairs {
+            { "--input examples/mailbox.jsonl", "say which job: --job MODULE" },
+            { "--job examples/support_ticket.lua", "say which input: --input FILE.jsonl" },
+        } do
+            local out, code = util.sh(("env -u LD_PRELOAD %s bin/jsoncontract enqueue --store %s %s 2>&1")
+                :format(util.LUA, q(dir .. "/job.sqlite"), c[1]))
+            assert.equal(2, code, out)
+            assert.truthy(out:find(c[2], 1, true), out)
+            assert.is_nil(io.open(dir .. "/job.sqlite", "rb"))
+        end
     end)
 end)

@@ -39,7 +39,8 @@ describe("jsoncontract.jobs.runner", function()
             return renew(self, ...)
         end
         local res = runner.run(st, job, { contract = ticket.contract, lease_seconds = 0.3, parallel = 1,
-            signals = false, ask = { provider = "openai", model = "m", base_url = standin.base_url } })
+            signals = false, ask = { provider = "openai", model = "m", base_url = standin.base_url,
+                context = (ticket.context {}) } })
         assert.is_nil(res.store_error)
         assert.is_true(taken)
         -- the first run of the item was given up (its wrong answer not re-asked); the lease

@@ -33,7 +33,7 @@ end
 -- Every mail in exactly one of tickets/review, each line whole; returns the counts.
 local function check_exports(dir, ids)
     local seen = {}
-    local tickets = jobs.jsonl(dir .. "/tickets.jsonl")
+    local tickets = jobs.jsonl(dir .. "/accepted.jsonl")
     local review = jobs.jsonl(dir .. "/review.jsonl")
     for _, t in ipairs(tickets) do seen[t.id] = (seen[t.id] or 0) + 1 end
     for _, r in ipairs(review) do seen[r.id] = (seen[r.id] or 0) + 1 end
@@ -147,7 +147,7 @@ describe("triage as a job", function()
         f:close()
         o, code = util.sh(triage_cmd("--resume " .. q(dir)))
         assert.equal(2, code, o)
-        assert.truthy(o:find("message m-1187 (line 2) has changed", 1, true), o)
+        assert.truthy(o:find("record m-1187 (line 2) has changed", 1, true), o)
         o, code = util.sh(triage_cmd("--resume " .. q(dir) .. " --input spec/support/../../examples/mailbox.jsonl"))
         assert.equal(0, code, o)   -- the same mailbox under another path: same ids and digests
         o, code = util.sh(triage_cmd("--resume /nonexistent/folder"))
@@ -175,7 +175,7 @@ describe("triage as a job", function()
         o, code = util.sh(triage_cmd("--resume " .. q(dir) .. " </dev/null"))
         assert.equal(0, code, o)
         assert.truthy(o:find("2 of 4 messages already decided", 1, true), o)
-        assert.equal(4, #jobs.jsonl(dir .. "/tickets.jsonl") + #jobs.jsonl(dir .. "/review.jsonl"))
+        assert.equal(4, #jobs.jsonl(dir .. "/accepted.jsonl") + #jobs.jsonl(dir .. "/review.jsonl"))
         -- the same mail as a file (its first 4 lines: the job's --limit) is the same mailbox
         o, code = util.sh(triage_cmd("--resume " .. q(dir) .. " --input examples/mailbox.jsonl"))
         assert.equal(0, code, o)
@@ -221,7 +221,7 @@ describe("triage as a job", function()
             assert.equal(0, code, o)
             local st = assert(store.open(dir .. "/job.sqlite", { create = false }))
             local job = assert(st:latest_job())
-            assert.equal(root .. "/examples/support_ticket.lua", core.decode(job.options_json).contract)
+            assert.equal(root .. "/examples/support_ticket.lua", core.decode(job.options_json).job)
             assert.equal(root .. "/examples/mailbox.jsonl", job.input_path)
             local function resume_from_elsewhere(args)
                 return util.sh(("cd %s && env -u LD_PRELOAD -u OPENAI_API_KEY -u ANTHROPIC_API_KEY %s %s triage "
@@ -232,7 +232,7 @@ describe("triage as a job", function()
             -- A job made before: the defaults as given, relative to the folder it was made in.
             local function store_paths(contract, input)
                 local jo = core.decode(job.options_json)
-                jo.contract = contract
+                jo.job, jo.contract = nil, contract   -- (as jobs made before job modules kept it)
                 assert(st:tx(function()
                     return st:exec("UPDATE jobs SET options_json = ?, input_path = ? WHERE id = ?",
                         { core.encode(jo), input, job.id })
@@ -245,7 +245,7 @@ describe("triage as a job", function()
             o, code = resume_from_elsewhere()
             assert.equal(2, code, o)
             assert.truthy(o:find("the job stored the relative path mine/ticket.lua", 1, true), o)
-            assert.truthy(o:find("give --contract FILE", 1, true), o)
+            assert.truthy(o:find("give --job MODULE", 1, true), o)
             o, code = resume_from_elsewhere("--contract " .. q(root .. "/examples/support_ticket.lua"))
             assert.equal(2, code, o)
             assert.truthy(o:find("give --input FILE", 1, true), o)
@@ -324,7 +324,8 @@ describe("triage as a job", function()
         assert.truthy(o:find("cannot open the job store", 1, true), o)
         assert.is_nil(os.rename(dir, dir))
         local env = "env -u LD_PRELOAD -u OPENAI_API_KEY -u ANTHROPIC_API_KEY " .. LUA .. " bin/jsoncontract "
-        for _, cmd in ipairs { "worker", "enqueue --input examples/mailbox.jsonl", "worker --store " .. q(dir) } do
+        for _, cmd in ipairs { "worker", "enqueue --job examples/support_ticket.lua --input examples/mailbox.jsonl",
+            "worker --store " .. q(dir) } do
             o, code = util.sh(env .. cmd)
             assert.equal(2, code, cmd .. ": " .. o)
             assert.truthy(o:find("job store", 1, true), o)
@@ -397,8 +398,11 @@ describe("triage as a job", function()
         assert.equal(2, #first.outcomes)   -- both passes' outcomes are kept
 
         -- a fixed contract (here: a new version) for a third pass over what is still in review
-        local fixed = os.tmpname()
-        finally(function() os.remove(fixed) end)
+        -- (beside its orders table, which its context opens)
+        local fixed_dir = tmpdir()
+        os.execute(("mkdir -p %s && cp examples/orders.lua examples/orders.csv %s"):format(q(fixed_dir), q(fixed_dir)))
+        finally(function() os.execute("rm -rf " .. q(fixed_dir)) end)
+        local fixed = fixed_dir .. "/support_ticket.lua"
         local f = assert(io.open(fixed, "wb"))
         f:write((util.read("examples/support_ticket.lua"):gsub('version = "1%.0%.0"', 'version = "1.0.1"', 1)))
         f:close()

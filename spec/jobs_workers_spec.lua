@@ -35,7 +35,7 @@ describe("jsoncontract worker over PostgreSQL", function()
             for _, pid in ipairs(pids) do os.execute("kill -9 " .. pid .. " 2>/dev/null") end
             os.execute("rm -rf " .. q(tmp))
         end)
-        local o, code = util.sh(jc(("enqueue --store %s --input %s --delay-ms 40"):format(q(pg.url), q(mailbox))))
+        local o, code = util.sh(jc(("enqueue --job examples/support_ticket.lua --store %s --input %s --delay-ms 40"):format(q(pg.url), q(mailbox))))
         assert.equal(0, code, o)
         local job_id = o:match("(job%-%S+)")
         assert.truthy(job_id, o)
@@ -93,7 +93,7 @@ describe("jsoncontract worker over PostgreSQL", function()
         o, code = util.sh(jc(("export --store %s --out %s"):format(q(pg.url), q(tmp .. "/export"))))
         assert.equal(0, code, o)
         local seen = {}
-        for _, f in ipairs { "tickets.jsonl", "review.jsonl" } do
+        for _, f in ipairs { "accepted.jsonl", "review.jsonl" } do
             for _, r in ipairs(jobs.jsonl(tmp .. "/export/" .. f)) do seen[r.id] = (seen[r.id] or 0) + 1 end
         end
         for _, id in ipairs(ids) do assert.equal(1, seen[id], id) end
@@ -141,7 +141,7 @@ describe("jsoncontract worker over PostgreSQL", function()
         end
         -- an id PostgreSQL could not index, a NUL in an id: refused by line before anything is made
         write_box('{"id":"ok-1","text":"hi"}\n{"id":"' .. ("x"):rep(9000) .. '","text":"t"}\n{"id":"n\\u0000b","text":"t"}\n')
-        local o, code = util.sh(jc(("enqueue --store %s --input %s"):format(q(url), q(box))))
+        local o, code = util.sh(jc(("enqueue --job examples/support_ticket.lua --store %s --input %s"):format(q(url), q(box))))
         assert.equal(2, code, o)
         assert.truthy(o:find("line 2: id .* is 9000 bytes long"), o)
         assert.truthy(o:find("line 3: id .* holds the control character U%+0000"), o)
@@ -150,7 +150,7 @@ describe("jsoncontract worker over PostgreSQL", function()
         assert.truthy(o:find("the store holds no job", 1, true), o)
 
         write_box('{"id":"ok-1","text":"hi"}\n{"id":"latin1","text":"caf\xe9 order 1042"}\n')
-        o, code = util.sh(jc(("enqueue --store %s --input %s --delay-ms 0"):format(q(url), q(box))))
+        o, code = util.sh(jc(("enqueue --job examples/support_ticket.lua --store %s --input %s --delay-ms 0"):format(q(url), q(box))))
         assert.equal(0, code, o)
         o, code = util.sh(jc(("worker --store %s"):format(q(url))))
         assert.equal(0, code, o)

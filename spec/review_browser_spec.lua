@@ -186,7 +186,7 @@ describe("jsoncontract review (nginx + headless Chromium)", function()
             run("mkdir -p " .. q(out))
             assert(export.write(st, "job-spec", out))
             local tickets = {}
-            for line in (util.read(out .. "/tickets.jsonl") or ""):gmatch("[^\n]+") do
+            for line in (util.read(out .. "/accepted.jsonl") or ""):gmatch("[^\n]+") do
                 local rec = jc.decode(line)
                 tickets[rec.id] = rec
             end

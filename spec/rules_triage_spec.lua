@@ -66,7 +66,7 @@ describe("bin/jsoncontract triage with rules that misbehave", function()
             :format(LUA, dir, dir))
         by_ticket, by_review = {}, {}
         if code == 0 then
-            for _, t in ipairs(read_lines(dir .. "/out/tickets.jsonl")) do by_ticket[t.id] = t end
+            for _, t in ipairs(read_lines(dir .. "/out/accepted.jsonl")) do by_ticket[t.id] = t end
             for _, r in ipairs(read_lines(dir .. "/out/review.jsonl")) do by_review[r.id] = r end
         end
     end)
@@ -140,7 +140,7 @@ describe("bin/jsoncontract triage with a value no line can hold", function()
             :format(port, LUA, dir, dir))
         assert.equal(0, code, out)
         local review = read_lines(dir .. "/out/review.jsonl")
-        local tickets = read_lines(dir .. "/out/tickets.jsonl")
+        local tickets = read_lines(dir .. "/out/accepted.jsonl")
         assert.equal(1, #review)
         assert.equal(11, #tickets)
         local r = review[1].reason

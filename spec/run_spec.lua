@@ -10,6 +10,8 @@ local now = require("jsoncontract.compat").now
 
 local ticket = dofile("examples/support_ticket.lua")
 local KEY = "sk-SENTINEL-never-in-output-0123456789"
+-- what its rules read (the shipped orders table, in memory), as a job opens it
+local CTX = assert(ticket.context {})
 
 local function ask(mail, fake_opts, opts)
     local send, calls = fake.transport(fake_opts)
@@ -20,6 +22,7 @@ local function ask(mail, fake_opts, opts)
     opts.base_url = "http://127.0.0.1:9"
     opts.transport = send
     opts.sleep = opts.sleep or function() end
+    if opts.context == nil then opts.context = CTX end
     local log = opts.evidence or evidence.memory()
     opts.evidence = log
     return jc.ask(ticket.contract, mail, opts), calls, log

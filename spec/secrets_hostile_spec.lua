@@ -79,7 +79,7 @@ describe("the API key against a hostile provider", function()
             assert.is_false(leaks(util.slurp(path)), path)
         end
         -- and what was redacted says so
-        local all = util.slurp(dir .. "/tickets.jsonl") .. util.slurp(dir .. "/review.jsonl")
+        local all = util.slurp(dir .. "/accepted.jsonl") .. util.slurp(dir .. "/review.jsonl")
         assert.truthy(all:find("[redacted]", 1, true))
     end)
 

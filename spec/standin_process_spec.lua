@@ -70,9 +70,9 @@ describe("jsoncontract.standin.process", function()
 local process = require "jsoncontract.standin.process"
 local jc = require "jsoncontract"
 local h = assert(process.start { max_seconds = 60, without_preload = true })
-local contract = dofile(%q).contract
-local out = jc.ask(contract, "Hello, my order 1042 never arrived, please help!",
-    { provider = "openai", model = "standin-1", base_url = h.base_url })
+local ticket = dofile(%q)
+local out = jc.ask(ticket.contract, "Hello, my order 1042 never arrived, please help!",
+    { provider = "openai", model = "standin-1", base_url = h.base_url, context = (ticket.context {}) })
 print("status " .. out.status .. " order " .. tostring(out.value and out.value.order_id))
 print("pid " .. h.pid)
 h.stop()

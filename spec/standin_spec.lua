@@ -215,6 +215,9 @@ describe("jsoncontract.standin.model, the other example contracts", function()
     }
     local NAMES = { "ticket_priority", "leave_request", "blog_category" }
     local FENCE = { "unwrap-one-json-fence" }
+    -- what each example's rules read, as its job opens it (nil: it takes none)
+    local CTX = {}
+    for name, ex in pairs(EX) do CTX[name] = type(ex.context) == "function" and ex.context {} or nil end
 
     local function ask(name, text, seed, ...)
         local messages = { { role = "user", content = text } }
@@ -371,7 +374,7 @@ describe("jsoncontract.standin.model, the other example contracts", function()
                 local clean = 0
                 for i, a in ipairs(answers) do
                     if a.kind == "json" then
-                        local v, err = EX[name].contract:check(a.text, { adapters = {} })
+                        local v, err = EX[name].contract:check(a.text, { adapters = {}, context = CTX[name] })
                         assert.is_table(v, CORPUS[name][i] .. " -> " .. a.text .. ": " .. tostring(err))
                         clean = clean + 1
                     end
@@ -386,15 +389,15 @@ describe("jsoncontract.standin.model, the other example contracts", function()
                 end
                 for _, a in ipairs(answers) do
                     if a.kind == "invalid" then
-                        local v, err = EX[name].contract:check(a.text, { adapters = {} })
+                        local v, err = EX[name].contract:check(a.text, { adapters = {}, context = CTX[name] })
                         assert.is_nil(v, a.text)
                         assert.equal("schema", err.category, a.text)
                     elseif a.kind == "fenced" then
-                        assert.is_nil((EX[name].contract:check(a.text, { adapters = {} })))
-                        local v = EX[name].contract:check(a.text, { adapters = FENCE })
+                        assert.is_nil((EX[name].contract:check(a.text, { adapters = {}, context = CTX[name] })))
+                        local v = EX[name].contract:check(a.text, { adapters = FENCE, context = CTX[name] })
                         assert.equal(a.text:sub(1, 3) == "```", v ~= nil, a.text)
                     elseif a.kind == "prose" or a.kind == "truncated" then
-                        local v, err = EX[name].contract:check(a.text, { adapters = {} })
+                        local v, err = EX[name].contract:check(a.text, { adapters = {}, context = CTX[name] })
                         assert.is_nil(v, a.text)
                         assert.equal("format", err.category)
                     elseif a.kind == "refusal" then

@@ -33,7 +33,7 @@ describe("bin/jsoncontract triage", function()
 
     it("runs to the end and every message ends in exactly one of accepted or review", function()
         assert.equal(0, code, out)
-        local tickets = read_lines(dir .. "/tickets.jsonl")
+        local tickets = read_lines(dir .. "/accepted.jsonl")
         local review = read_lines(dir .. "/review.jsonl")
         local mailbox = read_lines("examples/mailbox.jsonl")
         assert.equal(#mailbox, #tickets + #review)
@@ -49,7 +49,7 @@ describe("bin/jsoncontract triage", function()
 
     it("accepts order 1042 at attempt 2 after the seed mistakes, and 1187 at attempt 1", function()
         local by = {}
-        for _, t in ipairs(read_lines(dir .. "/tickets.jsonl")) do by[t.id] = t end
+        for _, t in ipairs(read_lines(dir .. "/accepted.jsonl")) do by[t.id] = t end
         local t1042 = assert(by["m-1042"], "m-1042 accepted")
         assert.equal(2, #t1042.attempts)
         assert.equal("schema", t1042.attempts[1].gate)

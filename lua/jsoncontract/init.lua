@@ -96,4 +96,16 @@ _M.contract = contract.new
 -- @function ask
 _M.ask = run.ask
 
+--- A batch job of a job module over a JSONL input, run from a script through the same code as
+-- `jsoncontract run`; see `jsoncontract.job.new` (loaded on first use: the batch layer needs the
+-- store drivers).
+-- @param module a job module's path or table
+-- @tparam table opts `input`, `out`, `store`, ...
+-- @treturn[1] table job (`:run`, `:resume`, `:status`, `:export`)
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.job(module, opts)
+    return require("jsoncontract.job").new(module, opts)
+end
+
 return _M

@@ -105,7 +105,7 @@ local OPTS = {
     connect_timeout_ms = "number", max_response_bytes = "number", contracts = "table",
     contract_check_ms = "number", max_body_bytes = "number", pool_size = "number",
     keepalive_timeout_ms = "number", backlog = "number", metrics_dict = "string", evidence = "table",
-    propagate_request_id = "boolean", on_handover = "function", context = "function",
+    propagate_request_id = "boolean", on_handover = "function", context = true,
 }
 
 --- A gateway.
@@ -128,7 +128,9 @@ local OPTS = {
 --   `on_handover` (`function(item)` called for a 202 with `{item_id, request_id, contract =
 --   {name, version, schema_hash}, reason = {category, kind, message}, input}`; runs in the
 --   request, may use cosockets, must not block; errors are logged);
---   `context` (`function(contract_name, input) -> table` for the contract's rules).
+--   `context` (`function(contract_name, input) -> table` for the contracts' rules; `false` says,
+--   explicitly, that their rules need none. `configure` refuses a contract with rules when it is
+--   not given: the rules would pass without their data).
 -- @treturn table gateway
 -- @raise on a missing or mistyped option, a metrics dict nginx does not have
 -- @usage local gw = require("jsoncontract.nginx").new{ provider = "openai", model = "gpt-4o-mini",
@@ -147,6 +149,9 @@ function _M.new(opts)
     end
     if not opts.model then error("nginx gateway: model is required", 2) end
     if not opts.contracts then error("nginx gateway: contracts is required", 2) end
+    if opts.context ~= nil and opts.context ~= false and type(opts.context) ~= "function" then
+        error("nginx gateway: context must be a function(contract_name, input) or false, got " .. type(opts.context), 2)
+    end
     for _, k in ipairs { "max_body_bytes", "pool_size", "keepalive_timeout_ms" } do
         local v = opts[k]
         if v ~= nil and (v < 1 or v ~= floor(v)) then error("nginx gateway: " .. k .. " must be an integer >= 1", 2) end
@@ -167,7 +172,7 @@ function _M.new(opts)
         meter = opts.metrics_dict and metrics.new(opts.metrics_dict) or nil,
         sink = opts.evidence and evidence.new(opts.evidence) or nil,
         propagate_request_id = opts.propagate_request_id ~= false,
-        on_handover = opts.on_handover, context = opts.context,
+        on_handover = opts.on_handover, context = opts.context or nil, context_given = opts.context ~= nil,
     }
     if self.sink then self.sink.meter = self.meter end
     setmetatable(self, mt)
@@ -186,6 +191,17 @@ function _M.configure(opts)
     local gw = _M.new(opts)
     local ok, err = gw.cache:preload()
     if not ok then error("nginx gateway: " .. err, 2) end
+    -- Fail closed: a contract with rules and no context would pass them without their data.
+    if not gw.context_given then
+        local names = {}
+        for name in pairs(gw.cache.sources) do names[#names + 1] = name end
+        table.sort(names)
+        for _, name in ipairs(names) do
+            local why = require("jsoncontract.jobs.definition").missing_context(gw.cache:get(name),
+                "the gateway (configure{context = ...})", "function(contract_name, input)")
+            if why then error("nginx gateway: contract '" .. name .. "': " .. why, 2) end
+        end
+    end
     default = gw
     return gw
 end

@@ -7,11 +7,17 @@ local openresty = require "jsoncontract.transport.openresty"
 
 local M = {}
 
-local ticket
+local ticket, orders
 
 --- Load the support-ticket contract from the repo at `root` (once, at init_by_lua time).
 function M.init(root)
     ticket = dofile(root .. "/examples/support_ticket.lua")
+end
+
+-- What its rules read (the job module's context: the shop's orders), opened per worker on first use.
+local function context()
+    orders = orders or assert(ticket.context {})
+    return orders
 end
 
 local function reply(status, value)
@@ -33,7 +39,7 @@ end
 --- POST /check: the request body is a model reply; answers {ok, value} or {ok, err}.
 function M.check()
     ngx.req.read_body()
-    local v, err = ticket.contract:check(ngx.req.get_body_data() or "")
+    local v, err = ticket.contract:check(ngx.req.get_body_data() or "", { context = context() })
     if v then return reply(200, { ok = true, value = v }) end
     return reply(200, { ok = false, err = show_err(err) })
 end
@@ -47,7 +53,7 @@ function M.ask()
         provider = "openai", model = "standin-1", base_url = args.base,
         transport = openresty.request, sleep = ngx.sleep,
         max_response_bytes = tonumber(args.max), timeout_ms = 10000,
-        policy = { transport_retries = 0 },
+        policy = { transport_retries = 0 }, context = context(),
     })
     local attempts = {}
     for i, a in ipairs(out.attempts) do

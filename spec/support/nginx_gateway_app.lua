@@ -27,7 +27,14 @@ function M.init(c)
     cfg = c
     init_choice = transport_name((default.choose()))
     local ticket = c.root .. "/examples/support_ticket.lua"
+    -- the job module's own context (the shop's orders), opened once per worker on first use
+    local orders
+    M.ticket_context = function()
+        orders = orders or assert(dofile(ticket).context {})
+        return orders
+    end
     local common = {
+        context = M.ticket_context,
         provider = "openai", model = "standin-1", api_key_env = c.key_env, contract_check_ms = 0,
         metrics_dict = "jc_metrics", max_body_bytes = 8192, timeout_ms = 15000,
         evidence = { path = c.dir .. "/evidence.jsonl", flush_ms = 50 },
@@ -133,7 +140,7 @@ end
 function M.ask(which)
     local args = ngx.req.get_uri_args()
     local opts = { provider = "openai", model = "standin-1", base_url = "http://127.0.0.1:" .. cfg.standin,
-        policy = { transport_retries = 0 } }
+        policy = { transport_retries = 0 }, context = M.ticket_context() }
     if which == "curl" then
         opts.transport = curl.request
         opts.allow_blocking = args.allow == "1" or nil

@@ -1,13 +1,15 @@
---- `jsoncontract check`: one reply through the format, schema and rules gates.
--- The rules get their context (the run's data, e.g. the orders table) from `--context DIR`
--- through the contract module's `replay_context`, as `replay` and the review desk do. Without
--- one, a rule that needs that data cannot check: the verdict says so (`rules_context: "none"`)
--- and so does stderr, so an accepted reply is never taken as checked against data it never saw.
--- Exit 0 accepted, 1 rejected, 2 usage error (also: a --context the contract cannot use).
+--- `jsoncontract check`: one reply through the format, schema and rules gates of a job module
+-- (`jsoncontract.jobs.definition`). The rules get their context as a run does, from the module's
+-- `context`, or from `--context DIR` (a run's folder) through its `replay_context`, as `replay` and
+-- the review desk do. A contract with rules and no context is refused (fail closed), unless the
+-- module says `context = false` (the verdict then says `rules_context: "none"`).
+-- Exit 0 accepted, 1 rejected, 2 usage error (also: rules without a context, a context that
+-- cannot open, a --context the contract cannot use).
 -- @module jsoncontract.cli.check
 local core = require "jsoncontract.core"
 local adapters = require "jsoncontract.contract.adapters"
 local util = require "jsoncontract.cli.util"
+local definition = require "jsoncontract.jobs.definition"
 
 -- The rules' context from DIR (the contract module's `replay_context`); nil and a message when
 -- the module has none or finds nothing there: a context asked for and not had is never skipped.
@@ -29,19 +31,26 @@ return {
     summary = "Run the format, schema and rules gates on one reply (a file or stdin).",
     configure = function(parser)
         parser:argument("reply", "File holding the reply's content string (- or none: stdin)."):args("?")
-        parser:option("--contract", "Lua file returning {contract=...} (default: examples/support_ticket.lua).")
+        parser:option("--job", "Job module: a Lua file returning {contract =, context =, ...} "
+            .. "(default: examples/support_ticket.lua).")
+        parser:option("--contract", "Older name of --job.")
         parser:option("--adapter", "Allow one adapter."):choices(adapters.names)
         parser:option("--context", "Folder the contract's rules read the run's data from (its module's "
             .. "replay_context; support_ticket: a triage output folder, with orders.sqlite).")
     end,
     run = function(args, env)
-        local file = args.contract or (env.root .. "/examples/support_ticket.lua")
-        local mod, err = util.load_contract(file)
-        if not mod then return util.fail(env, err) end
-        local ctx
+        local file = args.job or args.contract or (env.root .. "/examples/support_ticket.lua")
+        local def, err = definition.load(file)
+        if not def then return util.fail(env, err) end
+        local mod = def.module
+        local ctx, close
         if args.context then
             ctx, err = context_of(mod, file, args.context, env)
             if not ctx then return util.fail(env, err) end
+        else
+            ctx, close = definition.open_context(def, { module = file })
+            if ctx == nil then return util.fail(env, close) end
+            ctx = ctx or nil
         end
         local text
         if args.reply and args.reply ~= "-" then
@@ -57,6 +66,7 @@ return {
         end
         local value, report = mod.contract:check(text, { adapters = args.adapter and { args.adapter } or nil,
             context = ctx })
+        if close then close() end
         -- With rules, the verdict says whether they had their context; none: no rules to say it of.
         local has_rules = #(mod.contract.rules or {}) > 0
         local rules_context = has_rules and (ctx and "given" or "none") or nil
@@ -64,10 +74,8 @@ return {
             env.stdout:write(core.encode({ verdict = "accepted", value = value, adapters = report.adapters,
                 rules_context = rules_context }, { indent = 2 }), "\n")
             if rules_context == "none" then
-                env.stderr:write("jsoncontract: note: the rules ran without their context (the run's data, e.g. "
-                    .. "the orders table): a rule that needs it passed without checking",
-                    type(mod.replay_context) == "function" and "; give --context DIR to check against it\n"
-                    or "; this contract offers none from the command line (no replay_context)\n")
+                env.stderr:write("jsoncontract: note: the rules ran without a context (the job module says "
+                    .. "context = false)\n")
             end
             return 0
         end

@@ -1,15 +1,21 @@
---- `jsoncontract enqueue --store URL --input FILE`: create a job and its items in a shared store;
--- prints the job id. Workers (`jsoncontract worker`) then run it. See README "Batch jobs".
+--- `jsoncontract enqueue --store URL --job MODULE --input FILE`: create a job and its items in a
+-- shared store; prints the job id. Workers (`jsoncontract worker`) then run it. See README
+-- "Batch jobs".
 -- @module jsoncontract.cli.enqueue
 local util = require "jsoncontract.cli.util"
 local commands = require "jsoncontract.jobs.commands"
 
 return {
     name = "enqueue",
-    summary = "Create a job in a shared store (PostgreSQL) for workers to run.",
+    summary = "Create a job of a job module in a shared store (PostgreSQL) for workers to run.",
     configure = function(parser)
         parser:option("--store", "Job store: postgresql://... (or a SQLite file).")
         commands.configure_job(parser, util)
     end,
-    run = function(args, env) return commands.enqueue(commands.options(args), env) end,
+    run = function(args, env)
+        if args.job and args.contract then
+            return util.fail(env, "give --job MODULE (or its older name --contract), not both")
+        end
+        return commands.enqueue(commands.options(args), env)
+    end,
 }

@@ -7,6 +7,7 @@ local core = require "jsoncontract.core"
 local run = require "jsoncontract.run"
 local evidence = require "jsoncontract.evidence"
 local util = require "jsoncontract.cli.util"
+local definition = require "jsoncontract.jobs.definition"
 
 local format = string.format
 local min = math.min
@@ -40,8 +41,12 @@ end
 
 local function run_one(name, args, env, standin)
     local out = env.stdout
-    local mod, err = util.load_contract(env.root .. "/examples/" .. name .. ".lua")
-    if not mod then return nil, err end
+    local def, err = definition.load(env.root .. "/examples/" .. name .. ".lua")
+    if not def then return nil, err end
+    local mod = def.module
+    -- the rules read what the job module's context opens, as in a run
+    local ctx, close = definition.open_context(def, {})
+    if ctx == nil then return nil, close end
     local input = env.root .. "/examples/" .. name .. ".jsonl"
     local items
     items, err = util.read_mailbox(input)
@@ -54,7 +59,8 @@ local function run_one(name, args, env, standin)
             out:write(format("  %-14s not read: %s\n", item.id, item.input_error))
         else
             local opts = { provider = "openai", model = "recorded-1", base_url = "http://127.0.0.1:9",
-                sleep = function() end, policy = mod.policy, adapters = mod.adapters, item_id = item.id }
+                sleep = function() end, policy = mod.policy, adapters = mod.adapters, item_id = item.id,
+                context = ctx or nil }
             if standin then
                 opts.model, opts.base_url = "standin-1", standin
             else
@@ -70,6 +76,7 @@ local function run_one(name, args, env, standin)
             end
         end
     end
+    close()
     local c = metrics:summary()
     out:write(format("  parseable %d/%d, schema-valid %d/%d, rules passed %d/%d attempts; " ..
         "accepted %d/%d items, needing clarification or review %d, to a person %d\n",

@@ -26,11 +26,11 @@ local type, ipairs, require, tostring = type, ipairs, require, tostring
 local _M = { _VERSION = core._VERSION }
 
 --- The command modules, in the order the usage lists them (`jsoncontract.cli.<name>`).
-_M.COMMANDS = { "triage", "check", "diff", "replay", "selftest", "probe", "examples", "lint",
+_M.COMMANDS = { "run", "triage", "check", "diff", "replay", "selftest", "probe", "examples", "lint",
     "enqueue", "worker", "status", "export", "review" }
 
 local EPILOG = [[
-With OPENAI_API_KEY or ANTHROPIC_API_KEY set, triage and probe call that provider; otherwise
+With OPENAI_API_KEY or ANTHROPIC_API_KEY set, run, triage and probe call that provider; otherwise
 they start the embedded stand-in model on 127.0.0.1 and talk to it over real HTTP. Keys never
 reach any output. `jsoncontract <command> --help` describes one command.]]
 

@@ -44,6 +44,12 @@ local function contract_loader(args, env, evidence_dir)
             if type(mod.replay_context) == "function" then
                 contexts[file] = mod.replay_context { evidence_dir = evidence_dir, root = env.root }
             end
+            if contexts[file] == nil and type(mod.context) == "function" then
+                -- a job module's own context, as a run opens it (nil when it cannot open: the
+                -- rules then fail, never pass)
+                local ok, ctx = pcall(mod.context, { module = file })
+                contexts[file] = ok and type(ctx) == "table" and ctx or nil
+            end
         end
         if not contracts[file] then return nil, "no contract file " .. file end
         return contracts[file].contract, contexts[file]

@@ -35,13 +35,19 @@ local function offline_checks(env, check)
         expect(err.category == category and (kind == nil or err.kind == kind),
             "got " .. tostring(err.category) .. "/" .. tostring(err.kind))
     end
+    local ticket = ex("support_ticket")
+    -- the support ticket's rules read its job context (the shop's orders), opened when first needed
+    local ticket_ctx
     local function ask(contract, input, transport, extra)
         local opts = { provider = "openai", model = "selftest-1", base_url = "http://127.0.0.1:9",
             transport = transport, sleep = function() end }
+        if contract == ticket.contract then
+            ticket_ctx = ticket_ctx or ticket.context {}
+            opts.context = ticket_ctx
+        end
         for k, v in pairs(extra or {}) do opts[k] = v end
         return jc.ask(contract, input, opts)
     end
-    local ticket = ex("support_ticket")
     local GOOD = '{"intent":"delivery","order_id":"1042","urgent":true,"summary":"Courier did not come."}'
 
     -- format gate
@@ -77,8 +83,9 @@ local function offline_checks(env, check)
             expect(c.name == name and c.version:match("^%d+%.%d+%.%d+$"), name)
         end
     end)
-    check("schema: a valid SEEDS §1 answer is accepted", function()
-        expect(ticket.contract:check(GOOD) ~= nil)
+    check("schema: a valid SEEDS §1 answer is accepted (rules with the job's orders table)", function()
+        ticket_ctx = ticket_ctx or ticket.context {}
+        expect(ticket.contract:check(GOOD, { context = ticket_ctx }) ~= nil)
     end)
     check("schema: 'Lieferung' and 'ja' give enum then type", function()
         local _, err = ticket.contract:check('{"intent":"Lieferung","order_id":"1042","urgent":"ja","summary":"x"}')

@@ -5,6 +5,6 @@
 -- @module jsoncontract.cli.status
 local commands = require "jsoncontract.jobs.commands"
 
-return commands.store_command("status", "Progress and per-gate counts of a job (a triage folder or a shared store).",
-    "A triage output folder (its job.sqlite).",
+return commands.store_command("status", "Progress and per-gate counts of a job (a run's folder or a shared store).",
+    "A run's output folder (its job.sqlite).",
     function(parser) parser:flag("--json", "The counts as JSON.") end)

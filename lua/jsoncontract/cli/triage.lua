@@ -1,47 +1,38 @@
---- `jsoncontract triage`: every message of a mailbox (JSONL, one `{id, text}` per line)
--- through the support-ticket contract and a model, into accepted tickets or the review queue,
--- as a job in a store (SQLite in the output folder by default; see README "Batch jobs").
--- `--resume DIR` continues a stopped job. The job itself: `jsoncontract.jobs.commands`.
--- Exit 0 when every item ended in exactly one of accepted or review, whatever the split;
--- 1 on a store or export failure, or when another triage runs on the folder; 2 on bad options or
--- input; 130 / 143 after SIGINT / SIGTERM.
+--- `jsoncontract triage`: the support mail example's short form of `jsoncontract run`: the job
+-- module examples/support_ticket.lua over a mailbox (JSONL, one `{id, text}` per line; default
+-- the shared corpus's support mail when present, else examples/mailbox.jsonl). Every option of
+-- `run` works here; `--resume DIR` continues a stopped job.
+-- Exit status: as `jsoncontract run`.
 -- @module jsoncontract.cli.triage
 local util = require "jsoncontract.cli.util"
 local commands = require "jsoncontract.jobs.commands"
+local run = require "jsoncontract.cli.run"
 
-local function run_triage(args, env)
-    if args.parallel and (args.parallel < 1 or args.parallel > 256) then
-        return util.fail(env, "option --parallel must be from 1 to 256")
-    end
-    if args.max_attempts and args.max_attempts < 1 then
-        return util.fail(env, "option --max-attempts must be at least 1")
-    end
-    if args.token_budget == 0 then return util.fail(env, "option --token-budget must be at least 1") end
-    local o = commands.options(args)
-    if not args.resume then
-        -- What the user named is checked here, with the command line's words; the job runs it.
-        local p, perr = util.choose_provider(args)
-        if not p then return util.fail(env, perr) end
-        local path = args.contract or (env.root .. "/examples/support_ticket.lua")
-        local mod, err = util.load_contract(path)
-        if not mod then return util.fail(env, err) end
-        o.chosen_provider, o.contract_module, o.contract = p, mod, path
-    end
-    return commands.triage(o, env)
+-- The mailbox when --input is not given: the shared corpus's support mail when it is there,
+-- else examples/mailbox.jsonl.
+local function default_input(root)
+    local shared = os.getenv("JC_SHARED") or (root == "." and "../shared" or (root .. "/../shared"))
+    local input = shared .. "/corpora/support-emails/emails.jsonl"
+    if util.kind(input) ~= "file" then input = root .. "/examples/mailbox.jsonl" end
+    return input
 end
 
 return {
     name = "triage",
-    summary = "Triage a mailbox with the support-ticket contract into tickets and a review queue.",
+    summary = "Triage a mailbox with the support-ticket example (short for run --job examples/support_ticket.lua).",
     configure = function(parser)
-        commands.configure_job(parser, util)
-        parser:option("--out", "Output folder, must be new or empty (default: out/triage-<UTC time>).")
-        parser:option("--resume", "Continue the job in this folder: committed items are never asked again; "
-            .. "the mailbox must be the one it started with (ids and digests); a job read from stdin "
-            .. "needs none.")
-        parser:flag("--retry-review", "With --resume: send the review items to the model again, as a new pass.")
-        parser:option("--store", "Job store (default: <out>/job.sqlite; or postgresql://...).")
-        commands.configure_run(parser, util)
+        commands.configure_job(parser, util, {
+            input = "JSONL mailbox, - for stdin (default: $JC_SHARED/corpora/support-emails/emails.jsonl when "
+                .. "present, else examples/mailbox.jsonl).",
+            job = "Job module (default: examples/support_ticket.lua).",
+        })
+        run.configure_rest(parser)
     end,
-    run = run_triage,
+    run = function(args, env)
+        if not args.resume then
+            if not (args.job or args.contract) then args.job = env.root .. "/examples/support_ticket.lua" end
+            args.input = args.input or default_input(env.root)
+        end
+        return run.start(args, env, "triage")
+    end,
 }

@@ -1,21 +1,24 @@
---- The batch commands behind bin/jsoncontract: `triage` (one machine, SQLite store in the output
--- folder, `--resume DIR`), `enqueue`, `worker`, `status` and `export` (one job in a shared store,
--- PostgreSQL for many hosts). Each takes a plain table of options (names as on the command line,
--- e.g. `o["base-url"]`) and an `env` `{root = repository or install root, bindir = folder of
--- bin/jsoncontract}`, and returns the exit status.
--- Exit status: 0 done; 1 the job stopped on a store or export failure (nothing after it counts);
+--- The batch commands behind bin/jsoncontract, for any job module (`jsoncontract.jobs.definition`):
+-- `run` (one machine, SQLite store in the output folder, `--resume DIR`; `triage` is the support
+-- mail example's short form of it), `enqueue`, `worker`, `status` and `export` (one job in a
+-- shared store, PostgreSQL for many hosts). The Lua API (`jsoncontract.job`) calls them too.
+-- Each takes a plain table of options (names as on the command line, e.g. `o["base-url"]`) and
+-- an `env` `{root = repository or install root, bindir = folder of bin/jsoncontract}`, and
+-- returns the exit status.
+-- Exit status: 0 done; 1 the job stopped on a context that cannot open, a store or export
+-- failure (nothing after it counts);
 -- 2 bad options or input (nothing created); 130 / 143 stopped by SIGINT / SIGTERM after
 -- committing and exporting what was finished.
 -- @module jsoncontract.jobs.commands
 local core = require "jsoncontract.core"
 local secrets = require "jsoncontract.secrets"
 local setup = require "jsoncontract.setup"
+local definition = require "jsoncontract.jobs.definition"
 local standin_process = require "jsoncontract.standin.process"
 local store_mod = require "jsoncontract.jobs.store"
 local export = require "jsoncontract.jobs.export"
 local runner = require "jsoncontract.jobs.runner"
 local ratelimit = require "jsoncontract.jobs.ratelimit"
-local seq_len = require("jsoncontract.utf8").seq_len
 
 local type, ipairs, pairs, tostring, pcall = type, ipairs, pairs, tostring, pcall
 local format, concat = string.format, table.concat
@@ -42,14 +45,16 @@ function _M.options(args)
     return o
 end
 
---- Add the options that define a job (the mailbox, contract, provider, model and the stand-in's)
--- to an argparse parser.
+--- Add the options that define a job (the job module, its input, provider, model and the
+-- stand-in's) to an argparse parser.
 -- @tparam table parser
 -- @tparam table util `jsoncontract.cli.util` (its `whole` and `provider_name` converters)
-function _M.configure_job(parser, util)
-    parser:option("--input", "JSONL mailbox, - for stdin (default: $JC_SHARED/corpora/support-emails/"
-        .. "emails.jsonl when present, else examples/mailbox.jsonl).")
-    parser:option("--contract", "Lua file returning {contract=...} (default: examples/support_ticket.lua).")
+-- @tparam[opt] table help `{input =, job =}`: the command's own help for those options (its defaults)
+function _M.configure_job(parser, util, help)
+    help = help or {}
+    parser:option("--input", help.input or "JSONL input, one record per line; - for stdin.")
+    parser:option("--job", help.job or "Job module: a Lua file returning {contract =, item =, context =}.")
+    parser:option("--contract", "Older name of --job.")
     parser:option("--provider", "Provider: " .. concat(require("jsoncontract.providers").names, ", ")
         .. " (default: from the API key set, else the stand-in speaking openai).")
         :convert(util.provider_name)
@@ -58,13 +63,13 @@ function _M.configure_job(parser, util)
     parser:option("--max-attempts", "Model answers per item (default 3)."):convert(util.whole("--max-attempts"))
     parser:option("--token-budget", "Stop retrying when the history would exceed N estimated tokens.")
         :convert(util.whole("--token-budget"))
-    parser:option("--limit", "Only the first N messages."):convert(util.whole("--limit"))
+    parser:option("--limit", "Only the first N records."):convert(util.whole("--limit"))
     parser:option("--seed", "Stand-in model seed (default 1)."):convert(util.whole("--seed"))
     parser:option("--delay-ms", "Stand-in model delay per answer (default 20)."):convert(util.whole("--delay-ms"))
     parser:option("--latency", "Stand-in answer latency instead of --delay-ms: heavy, or "
         .. "lognormal:MED_MS:SIGMA:TAIL_SHARE:TAIL_MIN_MS:TAIL_MAX_MS (with --resume: replaces the job's).")
         :convert(util.latency)
-    parser:flag("--record-text", "Keep raw model text and mail text in the evidence log.")
+    parser:flag("--record-text", "Keep raw model text and input text in the evidence log.")
 end
 
 --- Add the options of one run (parallelism, limits, signals, leases) to an argparse parser.
@@ -129,7 +134,17 @@ local function file_exists(path)
     return false
 end
 
-local load_contract = setup.load_contract
+
+-- The job module a command names (`--job`, or its older name `--contract`), loaded and checked;
+-- `o.job_def` when a caller (the Lua API, a command that checked it already) loaded it.
+local function load_job(o, path)
+    if o.job_def and not path then return o.job_def end
+    path = path or o.job or o.contract
+    if not path then
+        return nil, "say which job: --job MODULE (a Lua file returning {contract =, item =, context =})"
+    end
+    return definition.load(_M.absolute(path))
+end
 
 --- A path as a job stores it: absolute (against the folder we run in), so `--resume` and
 -- workers find the contract and the mailbox from any folder. "-" (stdin) stays "-".
@@ -169,32 +184,6 @@ end
 -- few kilobytes; an id is a name, never a message).
 _M.MAX_ID_BYTES = 512
 
---- A mailbox line as a job stores it: the line itself when it is UTF-8 text without NUL bytes
--- (every line the JSON decoder takes is), else the line with each such byte written `\xHH`.
--- No store holds those bytes as text (SQLite cuts at a NUL, PostgreSQL refuses bad UTF-8), and
--- the line is no JSON either way (`\x` is no JSON escape, and a `\` outside a string is
--- nothing), so on every store the item goes to review as `input/invalid_input`, as the line
--- would. Its digest stays the raw line's.
--- @tparam string line
--- @treturn string
--- @treturn boolean true when bytes were rewritten
-function _M.storable_line(line)
-    if not line:find("[\128-\255]") and not line:find("\0", 1, true) then return line, false end
-    local out, i, n = {}, 1, #line
-    while i <= n do
-        local c = line:byte(i)
-        local len = c ~= 0 and seq_len(line, i)
-        if len then
-            out[#out + 1] = line:sub(i, i + len - 1)
-            i = i + len
-        else
-            out[#out + 1] = format("\\x%02X", c)
-            i = i + 1
-        end
-    end
-    return concat(out), true
-end
-
 -- Why an id a line gives cannot be an item's id, or nil. The decoder already refused lines
 -- that are not UTF-8; a control character (a NUL cuts the id in SQLite, a newline or escape
 -- garbles every message naming it) or a huge id is refused here, before anything is created.
@@ -205,19 +194,30 @@ local function bad_id(id)
     return nil
 end
 
---- Read a JSONL mailbox into store items. Each non-blank line is an item: its id is the line's
--- `id` (else "line-N"), its input the line as written (bytes and all), its digest the line's
--- SHA-256. A line that is not a JSON object with a string `text` stays an item (it ends in
--- review as `input/invalid_input`, nothing is lost).
--- Duplicate ids, and ids longer than `MAX_ID_BYTES` or holding a control character, are an
--- input error, named per line.
+-- At most 20 lines of a per-line complaint, then how many more: a bad input of a million lines
+-- is one screen, not a million.
+local function listed(lines)
+    if #lines <= 20 then return concat(lines, "\n  ") end
+    return concat(lines, "\n  ", 1, 20) .. format("\n  ... and %d more", #lines - 20)
+end
+
+--- Read a JSONL input into store items. Each non-blank line is an item, its digest the line's
+-- SHA-256. Without `job` (or with a job that has no `item` function) its id is the line's `id`
+-- (else "line-N") and its input the line as written (bytes and all: the store keeps a line that
+-- is not UTF-8 text as bytes, and the decoder then names its fault); a line that is not a JSON object with a string `text` stays an item (it ends in
+-- review as `input/invalid_input`, nothing is lost). With the job's `item(record)`, its input is
+-- the item that function makes (`{id, text, ...}`, stored as JSON: what the model and the desk
+-- read) and its id the item's; a record it cannot map is an input error, named per line, as is a
+-- line that is not JSON. Duplicate ids, and ids longer than `MAX_ID_BYTES` or holding a control
+-- character, are an input error, named per line.
 -- @tparam string path a file, or "-" for stdin
 -- @tparam[opt] integer limit only the first `limit` items
+-- @tparam[opt] table job from `jsoncontract.jobs.definition.load`
 -- @treturn[1] {table,...} items `{item_id, seq (line number), input_json, input_digest}`
 -- @treturn[1] string digest of the whole input (SHA-256 over the items' digests, in order)
 -- @return[2] nil
 -- @treturn[2] string message
-function _M.read_mailbox(path, limit)
+function _M.read_mailbox(path, limit, job)
     local f, msg
     if path == "-" then f = io.stdin else f, msg = io.open(path, "rb") end
     if not f then return nil, msg end
@@ -239,7 +239,22 @@ function _M.read_mailbox(path, limit)
             lineno = lineno + 1
             line = line:gsub("\r$", "")
             if line:match("%S") then
-                local v = core.decode(line)
+                local v, derr = core.decode(line)
+                local stored = nil
+                if job and job.item then
+                    local it, why
+                    if v == nil then why = "is not JSON: " .. tostring(derr and derr.message)
+                    else it, why = definition.item(job, v) end
+                    if it then
+                        v = it
+                        local okj, j = pcall(core.encode, it)
+                        if okj then stored = j else why = "item(record) made an item no JSON holds: " .. tostring(j) end
+                    end
+                    if not stored then
+                        bad[#bad + 1] = format("line %d: %s", lineno, secrets.clean(tostring(why), nil, 300))
+                        v = nil
+                    end
+                end
                 local own = type(v) == "table" and type(v.id) == "string" and v.id or nil
                 local id = own or ("line-" .. lineno)
                 named_by_us[lineno] = own == nil
@@ -257,9 +272,12 @@ function _M.read_mailbox(path, limit)
                 else
                     first_line[id] = lineno
                 end
-                -- The line's own bytes: the store keeps a line that is not UTF-8 text as bytes, and
-                -- the decoder then names its fault (offset, "invalid UTF-8", "U+0000").
-                items[#items + 1] = { item_id = id, seq = lineno, input_json = line,
+                if stored and not own then
+                    -- the id the item gets is stored with it, so the desk and the exports agree
+                    v.id = id
+                    stored = core.encode(v)
+                end
+                items[#items + 1] = { item_id = id, seq = lineno, input_json = stored or line,
                     input_digest = core.sha256(line) }
                 if limit and #items >= limit then break end
             end
@@ -268,12 +286,13 @@ function _M.read_mailbox(path, limit)
     if f ~= io.stdin then f:close() end
     if not ok then return nil, path .. ": " .. tostring(err):gsub("^.-: ", "") end
     if #bad > 0 then
-        return nil, "the mailbox " .. path .. " has ids no job can keep (an id is UTF-8 text of at most "
-            .. _M.MAX_ID_BYTES .. " bytes without control characters):\n  " .. concat(bad, "\n  ")
+        return nil, "the input " .. path .. " has records no job can keep (an id is UTF-8 text of at most "
+            .. _M.MAX_ID_BYTES .. " bytes without control characters; the job's item(record) must map each "
+            .. "record):\n  " .. listed(bad)
     end
     if #dups > 0 then
-        return nil, "the mailbox " .. path .. " has duplicate ids (each message needs its own):\n  "
-            .. concat(dups, "\n  ")
+        return nil, "the input " .. path .. " has duplicate ids (each record needs its own):\n  "
+            .. listed(dups)
     end
     local all = {}
     for i, it in ipairs(items) do all[i] = it.input_digest end
@@ -356,8 +375,8 @@ function _M.lock_folder(dir)
     end }
 end
 
-local function default_out_dir()
-    local base = "out/triage-" .. os.date("!%Y%m%d-%H%M%S")
+local function default_out_dir(command)
+    local base = "out/" .. (command or "run") .. "-" .. os.date("!%Y%m%d-%H%M%S")
     local dir, n = base, 1
     while file_exists(dir) or not is_empty_dir(dir) do
         n = n + 1
@@ -383,15 +402,9 @@ local function isatty(fd)
     return r == true or r == 0
 end
 
--- The shop's orders (shipped example data, independent of any mailbox), as a SQLite table
--- next to the outputs, so `replay` finds it too.
-local function open_orders(root, out)
-    local orders = dofile(root .. "/examples/orders.lua")
-    return orders.open_shipped(out .. "/orders.sqlite", root .. "/examples/orders.csv")
-end
-
--- The options a job keeps, so `--resume` and workers ask exactly as the first run did.
-local JOB_OPTIONS = { "contract", "max-attempts", "token-budget", "limit", "seed", "delay-ms", "record-text",
+-- The options a job keeps, so `--resume` and workers ask exactly as the first run did (`job`:
+-- the job module's path).
+local JOB_OPTIONS = { "max-attempts", "token-budget", "limit", "seed", "delay-ms", "record-text",
     "base-url", "rpm", "tpm", "latency" }
 
 local LATENCY_VALUES = "heavy, or lognormal:MED_MS:SIGMA:TAIL_SHARE:TAIL_MIN_MS:TAIL_MAX_MS"
@@ -478,8 +491,8 @@ end
 
 -- The options a new job keeps (JOB_OPTIONS), its base URL as `stored_base_url` makes it; nil
 -- and a message when that URL is refused.
-local function job_options(o, p, contract_path)
-    local jo = { standin = p.standin or nil, contract = contract_path }
+local function job_options(o, p, job_path)
+    local jo = { standin = p.standin or nil, job = job_path }
     for _, k in ipairs(JOB_OPTIONS) do if o[k] ~= nil and jo[k] == nil then jo[k] = o[k] end end
     if jo["base-url"] then
         local err
@@ -509,21 +522,32 @@ local function job_context(job, env, o)
     local new_pass = o["retry-review"] == true
     -- Without --retry-review, --contract may name the job's own contract elsewhere (checked just
     -- below): the way on for a job that stored a relative path.
-    local contract_path = _M.absolute(o.contract) or stored_path(jo.contract, env)
-        or _M.absolute(env.root .. "/examples/support_ticket.lua")
-    local mod, err = load_contract(contract_path)
-    if not mod then return nil, err .. (o.contract and "" or relative_hint(jo.contract, "--contract FILE")) end
+    -- (`contract`: where jobs made before job modules kept the path; those modules are job modules now)
+    local given = o.job or o.contract
+    local contract_path = _M.absolute(given) or stored_path(jo.job or jo.contract, env)
+    local mod, err
+    if o.job_def and not given then
+        -- a job of a module table (the Lua API): the table given again, checked below as a file would be
+        mod, contract_path = o.job_def, o.job_def.path
+    elseif not contract_path then
+        return nil, format("job %s does not say which job module it runs (it was made from a Lua table); "
+            .. "give --job MODULE", job.id)
+    else
+        mod, err = definition.load(contract_path)
+        if not mod then return nil, err .. (given and "" or relative_hint(jo.job or jo.contract, "--job MODULE")) end
+    end
     local ident = mod.contract:identity()
     local changed = ident.schema_hash ~= job.schema_hash or ident.name ~= job.contract_name
         or ident.version ~= job.contract_version
     if changed and not new_pass then
         return nil, format("the contract %s is %s %s (schema %s), the job was started with %s %s (schema %s); "
             .. "run the job with the contract it started with, or send its review items through the new one "
-            .. "with --retry-review --contract FILE", contract_path, ident.name, tostring(ident.version),
+            .. "with --retry-review --job MODULE", tostring(contract_path or "the job table"), ident.name,
+            tostring(ident.version),
             tostring(ident.schema_hash):sub(1, 12), tostring(job.contract_name), tostring(job.contract_version),
             tostring(job.schema_hash):sub(1, 12))
     end
-    if changed then jo.contract = contract_path end
+    if changed or (contract_path and not jo.job) then jo.job, jo.contract = contract_path, nil end
     -- --latency on resume replaces the job's: it sets how long the stand-in takes, never what it
     -- answers, and it is the way out for a job stored (before this check existed) with a value
     -- the stand-in refuses.
@@ -564,25 +588,31 @@ local function lane_for(p, o, jo)
 end
 
 -- Run this process as a worker over a job, then record the run. Returns the runner's result.
+-- The job's context opens first: a context that cannot open stops the run before any model call.
 local function work_on(st, job, c, o, env, progress)
+    local ctx, close = definition.open_context(c.mod, { id = job.id, dir = o.job_dir, module = c.mod.path })
+    if ctx == nil then
+        return nil, close .. "; nothing was asked, no item was decided"
+            .. (o.job_dir and ("; once it opens, continue with: jsoncontract " .. (o.command or "run")
+                .. " --resume " .. o.job_dir) or "")
+    end
     local stop_standin
     local p = c.p
     if p.standin then
         local standin, serr = start_standin(env, c.jo)
-        if not standin then return nil, serr end
+        if not standin then close() return nil, serr end
         p.base_url, stop_standin = standin.base_url, standin.stop
     end
-    local db, derr = open_orders(env.root, o.orders_dir)
-    if not db then
-        if stop_standin then stop_standin() end
-        return nil, "cannot open orders database: " .. tostring(derr)
-    end
+    local policy = type(c.mod.module.policy) == "table" and c.mod.module.policy or {}
     core.signal_catch(true)
     local res = runner.run(st, job.id, {
         contract = c.contract, record_text = c.jo["record-text"] == true,
         ask = { provider = p.provider, model = p.model, api_key = p.api_key, base_url = p.base_url,
-            context = { orders = db }, max_tokens = 300, timeout_ms = 120000,
-            policy = { max_attempts = c.jo["max-attempts"] or 3, token_budget = c.jo["token-budget"] } },
+            context = ctx or nil, adapters = c.mod.module.adapters, max_tokens = 300, timeout_ms = 120000,
+            -- the module's own attempts per item unless --max-attempts says otherwise; a token
+            -- budget only from --token-budget (an example's lesson budget is not a batch default)
+            policy = { max_attempts = c.jo["max-attempts"] or policy.max_attempts or 3,
+                token_budget = c.jo["token-budget"] } },
         parallel = o.parallel or 8, lease_seconds = o["lease-seconds"] or 120, grace = o.grace or 30,
         lane = lane_for(p, o, c.jo), on_done = progress,
         on_signal = function(sig)
@@ -591,7 +621,7 @@ local function work_on(st, job, c, o, env, progress)
         end,
     })
     if stop_standin then stop_standin() end
-    db:close()
+    close()
     local stats = res.stats
     local recorded, rerr = st:record_run(job.id, { worker = res.owner, started_at = res.started_at,
         exchanges = stats.exchanges,
@@ -608,7 +638,7 @@ local function work_on(st, job, c, o, env, progress)
     return res
 end
 
-local function print_summary(summary, out, n)
+local function print_summary(summary, out, n, what)
     stdout:write(summary.metrics_text, "\n")
     local caught = {}
     for name, k in pairs(summary.rules_caught or {}) do caught[#caught + 1] = format("%s %d", name, k) end
@@ -617,30 +647,30 @@ local function print_summary(summary, out, n)
     if (summary.limit_wait_s or 0) > 0 then
         stdout:write(format("waited %.1f s on rate limits\n", summary.limit_wait_s))
     end
-    stdout:write(format("%d messages: %d accepted (%s/tickets.jsonl), %d to review (%s/review.jsonl)%s; "
-        .. "evidence in %s/evidence.jsonl\n", n, summary.accepted, out, summary.human_review, out,
+    stdout:write(format("%d %s: %d accepted (%s/accepted.jsonl), %d to review (%s/review.jsonl)%s; "
+        .. "evidence in %s/evidence.jsonl\n", n, what, summary.accepted, out, summary.human_review, out,
         summary.pending > 0 and format(", %d not done yet", summary.pending) or "", out))
 end
 
 -- Finish a run: export, summary, exit status.
-local function finish(st, job, res, out, extra)
+local function finish(st, job, res, out, o)
+    local extra = { stopped_by = res.signal }
     if res.store_error then
         export.write(st, job.id, out, extra) -- best effort: what was committed, never more
         st:close()
         return fail("the job stopped: cannot record an outcome in the job store (" .. tostring(res.store_error.message)
             .. "); everything committed before is kept, continue with --resume " .. out)
     end
-    extra.stopped_by = res.signal
     local summary, err = export.write(st, job.id, out, extra)
     st:close()
     if not summary then
         return fail("the job's results are in the store, but the export failed: " .. tostring(err.message)
             .. "; run `jsoncontract export " .. out .. "` once there is room")
     end
-    print_summary(summary, out, summary.items)
+    print_summary(summary, out, summary.items, o.command == "triage" and "messages" or "items")
     if res.signal then
-        stderr:write(format("jsoncontract: stopped by %s; continue with: jsoncontract triage --resume %s\n",
-            res.signal, out))
+        stderr:write(format("jsoncontract: stopped by %s; continue with: jsoncontract %s --resume %s\n",
+            res.signal, o.command or "run", out))
         return SIGNAL_EXIT[res.signal]
     end
     if summary.pending > 0 then
@@ -658,15 +688,6 @@ local function progress_printer(total, already)
     end
 end
 
--- The mailbox when --input is not given: the shared corpus's support mail when it is there,
--- else examples/mailbox.jsonl (what `--input`'s help says, for triage and enqueue alike).
-local function default_input(root)
-    local shared = os.getenv("JC_SHARED") or (root == "." and "../shared" or (root .. "/../shared"))
-    local input = shared .. "/corpora/support-emails/emails.jsonl"
-    if not file_exists(input) then input = root .. "/examples/mailbox.jsonl" end
-    return input
-end
-
 local resume_job -- (defined after `resume`, which calls it)
 
 -- The rest of `triage` for a new job, once its folder is ours and its store open.
@@ -681,48 +702,49 @@ local function new_job(st, o, env, n)
         input_digest = digest, input_path = _M.absolute(input) }, items)
     if not job_id then st:close() return fail(err.message) end
     local job = st:job(job_id)
-    stderr:write(format("triage: %d messages from %s, provider %s (%s), model %s, output %s\n", #items, input,
-        p.provider, p.standin and "stand-in" or "live", p.model, out))
+    stderr:write(format("%s: %d %s from %s, job %s, provider %s (%s), model %s, output %s\n", o.command or "run",
+        #items, o.command == "triage" and "messages" or "items", input, mod.path or mod.contract.name, p.provider,
+        p.standin and "stand-in" or "live", p.model, out))
     local c = { mod = mod, contract = mod.contract, p = p, jo = jo }
     if p.api_key then c.p.api_key = p.api_key end
-    o.orders_dir = out
+    o.job_dir = out
     local res
     res, err = work_on(st, job, c, o, env, progress_printer(#items, 0))
     if isatty(2) then stderr:write("\n") end
     if not res then st:close() return fail(err) end
-    return finish(st, job, res, out, { input = input, provider = p.provider, model = p.model,
-        standin = p.standin or false, contract = ident })
+    return finish(st, job, res, out, o)
 end
 
---- `jsoncontract triage`: a new job in a new folder, or `--resume DIR` (`o.resume`).
--- @tparam table o options: input, out, resume, store, contract, provider, model, base-url, parallel,
---   max-attempts, token-budget, limit, seed, delay-ms, record-text, retry-review, rpm, tpm, grace,
---   latency
+--- `jsoncontract run` (and `triage`, its short form for the support mail example): a new job in
+-- a new folder, or `--resume DIR` (`o.resume`).
+-- @tparam table o options: job (module path), input, out, resume, store, provider, model, base-url,
+--   parallel, max-attempts, token-budget, limit, seed, delay-ms, record-text, retry-review, rpm, tpm,
+--   grace, latency; `command` (the word the user typed, for messages: "run" or "triage");
+--   `job_def` (a job already loaded by `jsoncontract.jobs.definition.load`, instead of `job`)
 -- @tparam table env `{root, bindir}`
 -- @treturn integer exit status
-function _M.triage(o, env)
+function _M.run(o, env)
     if o.resume then return _M.resume(o, env) end
     use_env(env)
     local ok, err = check_options(o)
     if not ok then return die(err) end
     if o["retry-review"] then return die("option --retry-review goes with --resume DIR") end
-    local root = env.root
-    local input = o.input or default_input(root)
+    local mod
+    mod, err = load_job(o)
+    if not mod then return die(err) end
+    local input = o.input
+    if not input then return die("say which input: --input FILE.jsonl (one record per line; - for stdin)") end
     local p, perr = o.chosen_provider, nil
     if not p then p, perr = choose_provider(o) end
     if not p then return die(perr) end
-    local contract_path = _M.absolute(o.contract or (root .. "/examples/support_ticket.lua"))
-    local mod = o.contract_module
-    if not mod then mod, err = load_contract(contract_path) end
-    if not mod then return die(err) end
-    local items, digest = _M.read_mailbox(input, o.limit)
-    if not items then return die("cannot read mailbox: " .. tostring(digest)) end
+    local items, digest = _M.read_mailbox(input, o.limit, mod)
+    if not items then return die("cannot read the input: " .. tostring(digest)) end
     local jo
-    jo, err = job_options(o, p, contract_path)
+    jo, err = job_options(o, p, mod.path)
     if not jo then return die(err) end
 
     -- Everything is checked; only now is anything created.
-    local out = o.out or default_out_dir()
+    local out = o.out or default_out_dir(o.command)
     local existed = os.rename(out, out) -- true when the folder was there before us
     ok, err = prepare_out_dir(out)
     if not ok then return die(err) end
@@ -747,6 +769,10 @@ function _M.triage(o, env)
     lock.release()
     return code
 end
+
+--- The older name of `run`, as the in-process callers of `triage` know it.
+-- @function triage
+_M.triage = _M.run
 
 --- `jsoncontract triage --resume DIR`: continue the folder's job. Committed items are never asked
 -- again; items in flight when it stopped are. The mailbox must be the one the job started with
@@ -788,27 +814,27 @@ resume_job = function(o, env)
     -- A job read from stdin has its items in the store and no file to read them from again:
     -- it resumes without its mailbox. A mailbox given (`--input`, `-` too) is checked as always.
     local items, digest = {}, job.input_digest
-    if o.input or input ~= "-" then items, digest = _M.read_mailbox(input, c.jo.limit) end
+    if o.input or input ~= "-" then items, digest = _M.read_mailbox(input, c.jo.limit, c.mod) end
     if not items then
         st:close()
-        return die("cannot read mailbox: " .. tostring(digest)
+        return die("cannot read the input: " .. tostring(digest)
             .. (o.input and "" or relative_hint(input, "--input FILE")))
     end
     if digest ~= job.input_digest then
         local stored = st:item_digests(job.id) or {}
-        local why = format("%d messages now, %d when the job started", #items, #stored)
+        local why = format("%d records now, %d when the job started", #items, #stored)
         local by_id = {}
         for _, it in ipairs(items) do by_id[it.item_id] = it end
         for _, s in ipairs(stored) do
             local now_item = by_id[s.item_id]
-            if not now_item then why = "message " .. s.item_id .. " is missing" break end
+            if not now_item then why = "record " .. s.item_id .. " is missing" break end
             if now_item.input_digest ~= s.input_digest then
-                why = "message " .. s.item_id .. " (line " .. now_item.seq .. ") has changed" break
+                why = "record " .. s.item_id .. " (line " .. now_item.seq .. ") has changed" break
             end
         end
         st:close()
-        return die("the mailbox " .. input .. " is not the one job " .. job.id .. " started with (" .. why
-            .. "); nothing was asked. Start a new job in a new folder for a new mailbox.")
+        return die("the input " .. input .. " is not the one job " .. job.id .. " started with (" .. why
+            .. "); nothing was asked. Start a new job in a new folder for a new input.")
     end
     if c.options_changed then
         -- The replaced option is kept, so the next resume runs as this one does.
@@ -834,18 +860,18 @@ resume_job = function(o, env)
         end
         local pass, n = st:new_review_pass(job.id, why)
         if not pass then st:close() return fail(n.message) end
-        stderr:write(format("triage: pass %d sends %d review items back to the model\n", pass, n))
+        stderr:write(format("%s: pass %d sends %d review items back to the model\n", o.command or "run", pass, n))
     end
     local counts = st:counts(job.id)
-    stderr:write(format("triage: resuming job %s: %d of %d messages already decided, provider %s, model %s\n",
-        job.id, counts.done, counts.items, job.provider, job.model))
-    o.orders_dir = out
+    stderr:write(format("%s: resuming job %s: %d of %d %s already decided, provider %s, model %s\n",
+        o.command or "run", job.id, counts.done, counts.items, o.command == "triage" and "messages" or "items",
+        job.provider, job.model))
+    o.job_dir = out
     local res
     res, err = work_on(st, job, c, o, env, progress_printer(counts.items, counts.done))
     if isatty(2) then stderr:write("\n") end
     if not res then st:close() return fail(err) end
-    return finish(st, job, res, out, { input = input, provider = job.provider, model = job.model,
-        standin = c.p.standin, contract = c.contract:identity() })
+    return finish(st, job, res, out, o)
 end
 
 -- Open the store named by --store, or DIR/job.sqlite for a folder argument. The third value is
@@ -874,25 +900,26 @@ local function pick_job(st, o)
     return nil, err, err.kind == "not_found" and die or fail
 end
 
---- `jsoncontract enqueue --store URL --input FILE`: create a job and its items in a shared store.
--- @tparam table o options: store, input, contract, provider, model, base-url, limit, max-attempts,
---   token-budget, seed, delay-ms, record-text, rpm, tpm, latency
+--- `jsoncontract enqueue --store URL --job MODULE --input FILE`: create a job and its items in a
+-- shared store.
+-- @tparam table o options: store, job (module path; or `job_def`), input, provider, model, base-url, limit,
+--   max-attempts, token-budget, seed, delay-ms, record-text, rpm, tpm, latency
 -- @tparam table env
 -- @treturn integer exit status (prints the job id on stdout)
 function _M.enqueue(o, env)
     use_env(env)
     local okn, nerr = check_options(o)
     if not okn then return die(nerr) end
-    local input = o.input or default_input(env.root)
+    local mod, err = load_job(o)
+    if not mod then return die(err) end
+    local input = o.input
+    if not input then return die("say which input: --input FILE.jsonl (one record per line; - for stdin)") end
     local p, perr = choose_provider(o)
     if not p then return die(perr) end
-    local contract_path = _M.absolute(o.contract or (env.root .. "/examples/support_ticket.lua"))
-    local mod, err = load_contract(contract_path)
-    if not mod then return die(err) end
-    local items, digest = _M.read_mailbox(input, o.limit)
-    if not items then return die("cannot read mailbox: " .. tostring(digest)) end
+    local items, digest = _M.read_mailbox(input, o.limit, mod)
+    if not items then return die("cannot read the input: " .. tostring(digest)) end
     local jo
-    jo, err = job_options(o, p, contract_path)
+    jo, err = job_options(o, p, mod.path)
     if not jo then return die(err) end
     local st, usage
     st, err, usage = open_named(o, true)
@@ -929,14 +956,10 @@ function _M.worker(o, env)
     local c
     c, err = job_context(job, env, o)
     if not c then st:close() return die(err) end
-    -- Each host keeps its own orders file (the shipped table) in a temporary folder.
-    local tmp = os.tmpname()
-    os.remove(tmp)
-    os.execute("mkdir -p " .. shell_quote(tmp))
-    o.orders_dir = tmp
+    -- A worker has no job folder: its context opens without one (`dir` nil).
+    o.job_dir = nil
     local res
     res, err = work_on(st, job, c, o, env, nil)
-    os.execute("rm -rf " .. shell_quote(tmp))
     st:close()
     if not res then return fail(err) end
     stdout:write(format("worker %s: %d items recorded (%d accepted, %d to review), %d already recorded by "
@@ -982,7 +1005,7 @@ function _M.status(o, env)
     return 0
 end
 
---- `jsoncontract export DIR` or `export --store URL --out DIR [--job ID]`: write tickets.jsonl,
+--- `jsoncontract export DIR` or `export --store URL --out DIR [--job ID]`: write accepted.jsonl,
 -- review.jsonl, evidence.jsonl and summary.json from the store (temp file, fsync, rename).
 -- @tparam table o options: dir, store, out, job
 -- @tparam table env
@@ -998,7 +1021,7 @@ function _M.export(o, env)
     if not job then st:close() return exit(err.message) end
     os.execute("mkdir -p " .. shell_quote(out))
     local summary
-    summary, err = export.write(st, job.id, out, { provider = job.provider, model = job.model, input = job.input_path })
+    summary, err = export.write(st, job.id, out)
     st:close()
     if not summary then return fail(err.message) end
     stdout:write(format("exported job %s to %s: %d accepted, %d to review, %d not decided yet\n", job.id, out,

@@ -1,5 +1,6 @@
---- Exports of a job, written from the store: `tickets.jsonl` (accepted), `review.jsonl` (to a
--- person), `evidence.jsonl` (every recorded exchange) and `summary.json`.
+--- Exports of a job, written from the store: `accepted.jsonl` (accepted), `review.jsonl` (to a
+-- person), `evidence.jsonl` (every recorded exchange) and `summary.json`. One writer: `run`,
+-- `triage`, `export` and the Lua API all write them here, in one shape (`job_fields`).
 -- Each file is written to a temporary file in the same folder, every write and the close are
 -- checked, the file is fsync'd, and only then is it renamed over the old one, and the folder
 -- fsync'd after the rename: a reader sees the old file or the new one, never a torn line, a
@@ -121,17 +122,31 @@ function _M.summary(store, job_id)
     }
 end
 
+--- What summary.json says of the job itself, from its row in the store (so every command that
+-- writes it writes the same fields): `job_id`, `job` (the job module's path), `contract`
+-- (`{name, version, schema_hash}`), `provider`, `model`, `standin` (boolean), `input` (the input's
+-- path, "-" for stdin).
+-- @tparam table job a job row (`jsoncontract.jobs.store`)
+-- @treturn table
+function _M.job_fields(job)
+    local jo = core.decode(job.options_json or "{}")
+    if type(jo) ~= "table" then jo = {} end
+    return { job_id = job.id, job = jo.job or jo.contract or core.null,
+        contract = { name = job.contract_name, version = job.contract_version, schema_hash = job.schema_hash },
+        provider = job.provider, model = job.model, standin = jo.standin == true, input = job.input_path or core.null }
+end
+
 --- Write the four exports of a job into `dir`.
 -- @tparam table store
 -- @tparam string job_id
 -- @tparam string dir existing folder
--- @tparam[opt] table extra fields merged into summary.json (input, provider, stop reason, ...)
+-- @tparam[opt] table extra `{stopped_by = "SIGINT"|"SIGTERM"|nil}` (the run that writes it; null otherwise)
 -- @treturn[1] table summary (as `summary`, plus `extra`)
 -- @return[2] nil
 -- @treturn[2] table err (`store`/`export_failed` or a store error)
 function _M.write(store, job_id, dir, extra)
     -- Every read of the export in one read transaction: workers committing meanwhile cannot make
-    -- tickets.jsonl, evidence.jsonl and summary.json disagree.
+    -- accepted.jsonl, evidence.jsonl and summary.json disagree.
     return store:read_tx(function() return _M.write_snapshot(store, job_id, dir, extra) end)
 end
 
@@ -147,7 +162,7 @@ function _M.write_snapshot(store, job_id, dir, extra)
     local rows, err = store:items(job_id)
     if not rows then return nil, err end
     local ok
-    ok, err = _M.write_atomic(dir .. "/tickets.jsonl", function(write)
+    ok, err = _M.write_atomic(dir .. "/accepted.jsonl", function(write)
         for _, row in ipairs(rows) do
             if row.status == "accepted" and row.state == "done" then
                 write(row.record_json)
@@ -174,10 +189,13 @@ function _M.write_snapshot(store, job_id, dir, extra)
     local summary
     summary, err = _M.summary(store, job_id)
     if not summary then return nil, err end
+    local job
+    job, err = store:job(job_id)
+    if not job then return nil, err end
     local text = summary.metrics_text
     summary.metrics_text = nil
-    summary.job_id = job_id
-    for k, v in pairs(extra or {}) do summary[k] = v end
+    for k, v in pairs(_M.job_fields(job)) do summary[k] = v end
+    summary.stopped_by = (extra and extra.stopped_by) or core.null
     ok, err = _M.write_atomic(dir .. "/summary.json", function(write)
         write(core.encode(summary, { indent = 2 }))
         write("\n")

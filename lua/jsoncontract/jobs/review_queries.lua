@@ -282,7 +282,7 @@ end
 --- Record a person's decision: an outcome (`decided_by = 'human'`, pass = the item's highest
 -- recorded pass + 1), its evidence record and the item's pass, in one transaction. The outcome's `record_json`
 -- is the line the exports write, marked `decided_by: "human"` with the reviewer. An accepted
--- value is an `accepted` outcome (tickets.jsonl); "not a ticket" and "needs the customer" are
+-- value is an `accepted` outcome (accepted.jsonl); "not a ticket" and "needs the customer" are
 -- `human_review` outcomes whose reason is the person's (`category = "human"`, `kind` the
 -- decision), so every item stays in exactly one of accepted / review, and a new review pass
 -- (`store:new_review_pass`, which re-asks only the model's review outcomes) leaves them alone.

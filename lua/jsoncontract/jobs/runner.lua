@@ -53,7 +53,7 @@ local function no_attempt(item, category, kind, message)
         reason = errors.new(category, kind, message) }
 end
 
--- The exported line of an outcome (tickets.jsonl / review.jsonl) and the store's columns.
+-- The exported line of an outcome (accepted.jsonl / review.jsonl) and the store's columns.
 -- Everything is checked before it is written: the key (`key`) redacted from every string, and
 -- a line that cannot be encoded (a value no JSON can hold, nested too deep) becomes that
 -- item's review line with the reason (the pointer elided in the middle), so the run goes on.

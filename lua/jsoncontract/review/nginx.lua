@@ -145,14 +145,20 @@ local function open_desk()
     local job
     job, err = st:job(conf.job_id)
     if not job then error(tostring(err), 0) end
-    local context
-    if type(contract_mod.replay_context) == "function" and conf.context_dir and conf.context_dir ~= core.null then
-        context = contract_mod.replay_context { evidence_dir = conf.context_dir, root = conf.root }
+    -- the rules' context as `jsoncontract review` checked it could be opened (jobs.definition)
+    local definition = require "jsoncontract.jobs.definition"
+    local def = definition.load(contract_mod)
+    local context, needs
+    if def then
+        local dir = conf.context_dir ~= core.null and conf.context_dir or nil
+        context = definition.reader_context(def, dir, conf.root)
+        needs = def.context ~= false and #definition.rule_names(def.contract) > 0
     end
     desk = require("jsoncontract.review.desk").new {
         store = st, queries = require "jsoncontract.jobs.review_queries", job = job,
-        contract = contract_mod.contract, context = context, secret = conf.secret,
-        context_missing = type(contract_mod.replay_context) == "function" and context == nil,
+        contract = contract_mod.contract, context = context or nil, secret = conf.secret,
+        context_missing = (needs and not context) or (type(contract_mod.replay_context) == "function"
+            and not context) or false,
         exports_note = type(conf.exports_note) == "string" and conf.exports_note or nil,
     }
     return desk

@@ -10,7 +10,7 @@ local core = require "jsoncontract.core"
 local compat = require "jsoncontract.compat"
 local lfs = require "lfs"
 
-local type, tostring, tonumber, pcall, ipairs, rawget = type, tostring, tonumber, pcall, ipairs, rawget
+local type, tostring, tonumber, ipairs, rawget = type, tostring, tonumber, ipairs, rawget
 local format, concat = string.format, table.concat
 
 local _M = { _VERSION = core._VERSION }
@@ -85,9 +85,12 @@ function _M.locate(target)
     return nil, "no such folder or store file: " .. path
 end
 
--- The contract file for a job: --contract, else examples/<contract_name>.lua.
+-- The contract file for a job: --contract, else the job module the job ran (its path is in the
+-- job's options), else examples/<contract_name>.lua (jobs made before job modules).
 local function contract_file(o, job, root)
     if o.contract then return o.contract end
+    local jo = core.decode(job.options_json or "") or {}
+    if type(jo) == "table" and type(jo.job) == "string" and exists(jo.job) then return jo.job end
     local name = job.contract_name
     -- The store is data: a name never becomes a path outside examples/.
     if type(name) ~= "string" or not name:match("^[%w_%-]+$") then
@@ -223,11 +226,14 @@ function _M.prepare(o, env)
     local file
     file, err = contract_file(o, job, root)
     if not file then return nil, err end
-    local ok, mod = pcall(dofile, file)
-    if not ok or type(mod) ~= "table" or type(mod.contract) ~= "table" then
-        return nil, "cannot load contract " .. file .. ": " .. tostring(ok and "it returns no 'contract'" or mod)
-    end
-    local c = mod.contract
+    -- Fail closed: the desk checks a person's value with the rules, so they need their context.
+    local definition = require "jsoncontract.jobs.definition"
+    local def, derr = definition.load(file)
+    if not def then return nil, derr end
+    local ctx, close = definition.reader_context(def, (o.context and abs(o.context)) or (dir and abs(dir)), abs(root))
+    if ctx == nil then return nil, close end
+    close()
+    local c = def.contract
     if c.name ~= job.contract_name or c.version ~= job.contract_version
         or (job.schema_hash and job.schema_hash ~= c.schema_hash) then
         return nil, format("the job ran contract %s %s (schema %s) but %s is %s %s (schema %s); pass --contract "
