@@ -204,8 +204,8 @@ end
 --- Read a JSONL input into store items. Each non-blank line is an item, its digest the line's
 -- SHA-256. Without `job` (or with a job that has no `item` function) its id is the line's `id`
 -- (else "line-N") and its input the line as written (bytes and all: the store keeps a line that
--- is not UTF-8 text as bytes, and the decoder then names its fault); a line that is not a JSON object with a string `text` stays an item (it ends in
--- review as `input/invalid_input`, nothing is lost). With the job's `item(record)`, its input is
+-- is not UTF-8 text as bytes, and the decoder then names its fault); a line that is not a JSON
+-- object with a string `text` stays an item (it ends in review as `input/invalid_input`, nothing is lost). With the job's `item(record)`, its input is
 -- the item that function makes (`{id, text, ...}`, stored as JSON: what the model and the desk
 -- read) and its id the item's; a record it cannot map is an input error, named per line, as is a
 -- line that is not JSON. Duplicate ids, and ids longer than `MAX_ID_BYTES` or holding a control
