@@ -72,14 +72,17 @@ end
 -- @tparam table util `jsoncontract.cli.util`
 function _M.configure_run(parser, util)
     parser:option("--parallel", "Items in flight at once (default 8)."):convert(util.whole("--parallel"))
-    parser:option("--rpm", "Requests per minute for the provider lane (default: the provider's; "
-        .. "0 = none)."):convert(util.whole("--rpm"))
-    parser:option("--tpm", "Estimated tokens per minute for the provider lane (default: the provider's; "
-        .. "0 = none)."):convert(util.whole("--tpm"))
+    parser:option("--rpm", "Requests per minute for the provider lane (default: the provider's on its own "
+        .. "API host, none on another --base-url; 0 = none)."):convert(util.whole("--rpm"))
+    parser:option("--tpm", "Estimated tokens per minute for the provider lane (default: the provider's on its "
+        .. "own API host, none on another --base-url; 0 = none)."):convert(util.whole("--tpm"))
     parser:option("--grace", "Seconds in-flight items get after SIGINT/SIGTERM (default 30).")
         :convert(util.whole("--grace"))
     parser:option("--lease-seconds", "How long a leased item stays ours without renewal (default 120).")
         :convert(util.whole("--lease-seconds"))
+    parser:option("--fail-after", "Stop the job after N failures in a row that no item can fix (connection "
+        .. "refused, DNS, TLS, HTTP 401/403/404, spent quota); those items stay waiting for --resume (default "
+        .. require("jsoncontract.jobs.breaker").DEFAULT_LIMIT .. ")."):convert(util.whole("--fail-after"))
 end
 
 --- A command over one job of a store, as `status` and `export` are: `[DIR] [--store URL]
@@ -105,8 +108,7 @@ end
 
 -- The keys a run may hold never reach the terminal, in any spelling.
 local function clean(msg)
-    return secrets.clean(msg, { os.getenv("OPENAI_API_KEY"), os.getenv("ANTHROPIC_API_KEY"),
-        os.getenv("GEMINI_API_KEY") }, 4000)
+    return secrets.clean(msg, setup.key_values(), 4000)
 end
 
 local function die(msg)
@@ -408,7 +410,7 @@ function _M.check_latency(spec)
 end
 
 -- The environment variables whose values are keys: never stored, whatever option spells them.
-local KEY_VARS = { "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY" }
+local KEY_VARS = require("jsoncontract.providers").key_variables()
 local KEY_NAMES = {}
 for _, name in ipairs(KEY_VARS) do KEY_NAMES[name] = true end
 
@@ -497,6 +499,7 @@ local function check_options(o)
     if parallel < 1 or parallel > 1024 then return nil, "option --parallel must be from 1 to 1024" end
     if o["max-attempts"] and o["max-attempts"] < 1 then return nil, "option --max-attempts must be at least 1" end
     if o["lease-seconds"] and o["lease-seconds"] < 1 then return nil, "option --lease-seconds must be at least 1" end
+    if o["fail-after"] and o["fail-after"] < 1 then return nil, "option --fail-after must be at least 1" end
     return true
 end
 
@@ -541,24 +544,29 @@ local function job_context(job, env, o)
         if not base_url then return nil, ferr end
     end
     local p = { provider = job.provider, model = job.model, base_url = base_url, standin = jo.standin == true }
-    local key_name = job.provider == "anthropic" and "ANTHROPIC_API_KEY" or "OPENAI_API_KEY"
-    local key = os.getenv(key_name)
     if not p.standin then
-        if key and key ~= "" then p.api_key = key end
-        p.base_url = p.base_url or os.getenv(job.provider == "anthropic" and "ANTHROPIC_BASE_URL" or "OPENAI_BASE_URL")
+        -- the job's own provider's key and base URL variables (its facts), never another's
+        local pe = setup.provider_env(job.provider)
+        p.api_key, p.base_url = pe.api_key, p.base_url or pe.base_url
+        if not p.api_key and not p.base_url then
+            return nil, format("job %s asks %s, whose key is read from %s, which is not set here (keys are never "
+                .. "stored); set it, or give --base-url", job.id, job.provider, tostring(pe.key_env))
+        end
     end
     return { mod = mod, contract = mod.contract, p = p, jo = jo, changed = changed and ident or nil,
         options_changed = options_changed }
 end
 
 
+-- The lane's limits (`jsoncontract.jobs.ratelimit.limits`: the provider's defaults on its own API
+-- host only) and the words the start line says them with.
+local function limits_of(p, o, jo)
+    return ratelimit.limits(p.provider, p.base_url, o.rpm or jo.rpm, o.tpm or jo.tpm, p.standin)
+end
+
 local function lane_for(p, o, jo)
-    local d = ratelimit.DEFAULTS[p.provider] or {}
-    local rpm, tpm = o.rpm or jo.rpm, o.tpm or jo.tpm
-    if p.standin and rpm == nil and tpm == nil then return nil end
-    rpm, tpm = rpm or d.rpm, tpm or d.tpm
-    if (rpm or 0) == 0 and (tpm or 0) == 0 then return nil end
-    return ratelimit.new { rpm = rpm, tpm = tpm, name = p.provider }
+    local l = limits_of(p, o, jo)
+    return l and ratelimit.new(l) or nil
 end
 
 -- Run this process as a worker over a job, then record the run. Returns the runner's result.
@@ -582,6 +590,7 @@ local function work_on(st, job, c, o, env, progress)
             context = { orders = db }, max_tokens = 300, timeout_ms = 120000,
             policy = { max_attempts = c.jo["max-attempts"] or 3, token_budget = c.jo["token-budget"] } },
         parallel = o.parallel or 8, lease_seconds = o["lease-seconds"] or 120, grace = o.grace or 30,
+        fail_after = o["fail-after"],
         lane = lane_for(p, o, c.jo), on_done = progress,
         on_signal = function(sig)
             stderr:write(format("\njsoncontract: %s: taking no new items; finishing those in flight "
@@ -593,7 +602,7 @@ local function work_on(st, job, c, o, env, progress)
     local stats = res.stats
     st:record_run(job.id, { worker = res.owner, started_at = res.started_at, exchanges = stats.exchanges,
         limit_wait_ms = (stats.limit_wait_s or 0) * 1000,
-        stop_reason = res.store_error and "store_error" or res.signal or "done",
+        stop_reason = res.store_error and "store_error" or res.breaker and "breaker" or res.signal or "done",
         stats_json = core.encode({ max_in_flight = stats.max_in_flight, duplicates = res.duplicates,
             taken_over = res.taken_over,
             lane_pauses = stats.lane_pauses }) })
@@ -622,6 +631,14 @@ local function finish(st, job, res, out, extra)
         st:close()
         return fail("the job stopped: cannot record an outcome in the job store (" .. tostring(res.store_error.message)
             .. "); everything committed before is kept, continue with --resume " .. out)
+    end
+    if res.breaker then
+        export.write(st, job.id, out, extra) -- what was settled, never more
+        local c = st:counts(job.id)
+        st:close()
+        return fail(format("the job stopped: %s. Nothing was sent to review for it; %s items are not settled "
+            .. "and wait: fix the cause and continue with --resume %s", res.breaker.message,
+            c and tostring(c.pending + c.leased) or "the", out))
     end
     extra.stopped_by = res.signal
     local summary, err = export.write(st, job.id, out, extra)
@@ -674,8 +691,8 @@ local function new_job(st, o, env, n)
         input_digest = digest, input_path = _M.absolute(input) }, items)
     if not job_id then st:close() return fail(err.message) end
     local job = st:job(job_id)
-    stderr:write(format("triage: %d messages from %s, provider %s (%s), model %s, output %s\n", #items, input,
-        p.provider, p.standin and "stand-in" or "live", p.model, out))
+    stderr:write(format("triage: %d messages from %s, provider %s (%s), model %s, output %s; %s\n", #items, input,
+        p.provider, p.standin and "stand-in" or "live", p.model, out, select(2, limits_of(p, o, jo))))
     local c = { mod = mod, contract = mod.contract, p = p, jo = jo }
     if p.api_key then c.p.api_key = p.api_key end
     o.orders_dir = out
@@ -830,8 +847,8 @@ resume_job = function(o, env)
         stderr:write(format("triage: pass %d sends %d review items back to the model\n", pass, n))
     end
     local counts = st:counts(job.id)
-    stderr:write(format("triage: resuming job %s: %d of %d messages already decided, provider %s, model %s\n",
-        job.id, counts.done, counts.items, job.provider, job.model))
+    stderr:write(format("triage: resuming job %s: %d of %d messages already decided, provider %s, model %s; %s\n",
+        job.id, counts.done, counts.items, job.provider, job.model, select(2, limits_of(c.p, o, c.jo))))
     o.orders_dir = out
     local res
     res, err = work_on(st, job, c, o, env, progress_printer(counts.items, counts.done))
@@ -927,6 +944,8 @@ function _M.worker(o, env)
     os.remove(tmp)
     os.execute("mkdir -p " .. shell_quote(tmp))
     o.orders_dir = tmp
+    stderr:write(format("worker: job %s, provider %s, model %s; %s\n", job.id, job.provider, job.model,
+        select(2, limits_of(c.p, o, c.jo))))
     local res
     res, err = work_on(st, job, c, o, env, nil)
     os.execute("rm -rf " .. shell_quote(tmp))
@@ -937,6 +956,10 @@ function _M.worker(o, env)
         .. "%.1f s waiting on rate limits\n", res.owner, res.done, res.accepted, res.human_review, res.duplicates,
         res.taken_over, res.stats.exchanges or 0, res.stats.limit_wait_s or 0))
     if res.store_error then return fail("the worker stopped: " .. tostring(res.store_error.message)) end
+    if res.breaker then
+        return fail("the worker stopped: " .. res.breaker.message .. ". Nothing was sent to review for it; the "
+            .. "items not settled wait: fix the cause and start the workers again")
+    end
     if res.signal then return SIGNAL_EXIT[res.signal] end
     return 0
 end
