@@ -3,7 +3,8 @@
 -- PostgreSQL for many hosts). Each takes a plain table of options (names as on the command line,
 -- e.g. `o["base-url"]`) and an `env` `{root = repository or install root, bindir = folder of
 -- bin/jsoncontract}`, and returns the exit status.
--- Exit status: 0 done; 1 the job stopped on a store or export failure (nothing after it counts);
+-- Exit status: 0 done; 1 the job stopped on a store or export failure (nothing after it counts), or on
+-- failures no item can fix (`--fail-after`, `jsoncontract.jobs.breaker`: the items not settled wait);
 -- 2 bad options or input (nothing created); 130 / 143 stopped by SIGINT / SIGTERM after
 -- committing and exporting what was finished.
 -- @module jsoncontract.jobs.commands
