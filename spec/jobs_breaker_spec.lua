@@ -68,6 +68,19 @@ describe("failures no item can fix", function()
         assert.is_nil(policy.systemic(nil))
     end)
 
+    it("are still each request's 502 at the gateway (a 429 or an overload its 503)", function()
+        -- (the gateway counts every answer in jsoncontract_requests_total{code} and the reason in
+        -- jsoncontract_outcomes_total{category,kind}: spec/nginx_gateway_spec.lua)
+        local gw = require "jsoncontract.nginx"
+        local function status(kind, fields)
+            return gw.STATUS[gw.failure_code { status = "human_review",
+                reason = errors.new("transport", kind, "m", fields) }]
+        end
+        assert.same({ 502, 502, 502, 502, 503, 503 }, { status("connect"), status("tls"),
+            status("client_error", { status = 401 }), status("client_error", { status = 404 }),
+            status("rate_limited", { status = 429 }), status("overloaded", { status = 503 }) })
+    end)
+
     it("trip the breaker only N in a row, and it says the cause and the fix without the key", function()
         local b = breaker.new { limit = 3, provider = "gemini", model = "gm", secret = "sk-secret-123456" }
         local denied = { status = "human_review", reason = errors.new("transport", "client_error",
