@@ -163,6 +163,30 @@ describe("failures no item can fix", function()
         assert.equal(12, review)
     end)
 
+    it("stop triage on a TLS failure and on a 404 for the path, each naming what to check", function()
+        local pipe, port = util.start_fault_server(60)
+        local dir1, dir2 = util.fresh_path(), util.fresh_path()
+        finally(function()
+            util.stop_fault_server(pipe, port)
+            os.execute("rm -rf " .. q(dir1) .. " " .. q(dir2))
+        end)
+        -- https:// to a plain HTTP server
+        local out, code = cli(("triage --input examples/mailbox.jsonl --limit 6 --base-url https://127.0.0.1:%d "
+            .. "--model m --fail-after 2 --out %s"):format(port, q(dir1)))
+        assert.equal(1, code, out)
+        assert.truthy(out:find(("the TLS handshake with https://127.0.0.1:%d failed 2 times in a row: check "
+            .. "--base-url (https:// for a server with TLS, http:// for one without)"):format(port), 1, true), out)
+        local c, review = counts(dir1 .. "/job.sqlite")
+        assert.same({ 0, 6 }, { review, c.pending })
+        out, code = cli(("triage --input examples/mailbox.jsonl --limit 6 --base-url http://127.0.0.1:%d/nothing "
+            .. "--model m9 --fail-after 2 --out %s"):format(port, q(dir2)))
+        assert.equal(1, code, out)
+        assert.truthy(out:find("answered 404 Not Found 2 times in a row: there is no model m9 there, or no such "
+            .. "path: check --model and --base-url", 1, true), out)
+        c, review = counts(dir2 .. "/job.sqlite")
+        assert.same({ 0, 6 }, { review, c.pending })
+    end)
+
     it("stop a worker the same way (--fail-after on worker)", function()
         local pipe, port = key_server("sk-right-key-0003")
         local db = util.fresh_path() .. ".sqlite"
