@@ -54,8 +54,10 @@ function _M.configure_job(parser, util)
     parser:option("--provider", "Provider: " .. concat(require("jsoncontract.providers").names, ", ")
         .. " (default: from the API key set, else the stand-in speaking openai).")
         :convert(util.provider_name)
-    parser:option("--model", "Model name (default: OPENAI_MODEL / ANTHROPIC_MODEL or a stand-in name).")
-    parser:option("--base-url", "Provider base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL).")
+    parser:option("--model", "Model name (default: the provider's model variable, e.g. OPENAI_MODEL, else its "
+        .. "default model; the stand-in's without a key).")
+    parser:option("--base-url", "Provider base URL (default: the provider's base URL variable, e.g. OPENAI_BASE_URL, "
+        .. "else its API host).")
     parser:option("--max-attempts", "Model answers per item (default 3)."):convert(util.whole("--max-attempts"))
     parser:option("--token-budget", "Stop retrying when the history would exceed N estimated tokens.")
         :convert(util.whole("--token-budget"))
