@@ -75,6 +75,7 @@ build = {
       ["jsoncontract.evidence"] = "lua/jsoncontract/evidence.lua",
       ["jsoncontract.feedback"] = "lua/jsoncontract/feedback.lua",
       ["jsoncontract"] = "lua/jsoncontract/init.lua",
+      ["jsoncontract.jobs.breaker"] = "lua/jsoncontract/jobs/breaker.lua",
       ["jsoncontract.jobs.commands"] = "lua/jsoncontract/jobs/commands.lua",
       ["jsoncontract.jobs.export"] = "lua/jsoncontract/jobs/export.lua",
       ["jsoncontract.jobs.ratelimit"] = "lua/jsoncontract/jobs/ratelimit.lua",
