@@ -187,6 +187,34 @@ describe("failures no item can fix", function()
         assert.same({ 0, 6 }, { review, c.pending })
     end)
 
+    it("send an item round again after a blip shorter than --fail-after, never to review", function()
+        local pipe, port = util.start_fault_server(60)
+        local dir = util.fresh_path()
+        finally(function()
+            util.stop_fault_server(pipe, port)
+            os.execute("rm -rf " .. q(dir))
+        end)
+        -- the fault server's first answer on this path is a 401, every later one a reply
+        local id = ("blip%d"):format(math.random(1, 1e9))
+        local path = "/f/" .. id .. "/auth401+ok"
+        local out, code = cli(("triage --input examples/mailbox.jsonl --limit 4 --base-url http://127.0.0.1:%d%s "
+            .. "--model m --parallel 1 --max-attempts 1 --fail-after 2 --out %s"):format(port, path, q(dir)),
+            "OPENAI_API_KEY=sk-blip-0009")
+        assert.equal(0, code, out)
+        local st = assert(store.open(dir .. "/job.sqlite", { create = false }))
+        local job = assert(st:latest_job())
+        local c = st:counts(job.id)
+        local rows = st:items(job.id, { state = "done" })
+        st:close()
+        assert.equal(4, c.done)
+        -- ({"label": "bug"} is no ticket: the model's to settle, and it could not)
+        for _, r in ipairs(rows) do assert.equal("schema", r.reason_category, r.item_id) end
+        -- the 401 was asked, and its item once more
+        local hits = require("jsoncontract.core").http_request { url = ("http://127.0.0.1:%d/hits/%s"):format(port, id),
+            timeout_ms = 5000 }
+        assert.equal('{"hits":5}', hits.body)
+    end)
+
     it("stop a worker the same way (--fail-after on worker)", function()
         local pipe, port = key_server("sk-right-key-0003")
         local db = util.fresh_path() .. ".sqlite"
