@@ -127,6 +127,8 @@ describe("failures no item can fix", function()
         assert.equal(0, c.done)
         assert.equal(10, c.pending)
         assert.equal(0, lines(dir .. "/review.jsonl"))
+        local summary = require("jsoncontract.core").decode(util.read(dir .. "/summary.json"))
+        assert.same({ "breaker", 10, 0 }, { summary.stopped_by, summary.pending, summary.human_review })
 
         local sport
         standin, sport = util.start_standin { examples_dir = "examples", delay_ms = 0 }

@@ -636,6 +636,7 @@ local function finish(st, job, res, out, extra)
             .. "); everything committed before is kept, continue with --resume " .. out)
     end
     if res.breaker then
+        extra.stopped_by = "breaker" -- (summary.json: why items wait)
         export.write(st, job.id, out, extra) -- what was settled, never more
         local c = st:counts(job.id)
         st:close()
