@@ -552,8 +552,10 @@ local function job_context(job, env, o)
         local pe = setup.provider_env(job.provider)
         p.api_key, p.base_url = pe.api_key, p.base_url or pe.base_url
         if not p.api_key and not p.base_url then
+            if not pe.key_env then return nil, format("job %s asks %s at no stored base URL: give --base-url", job.id,
+                job.provider) end
             return nil, format("job %s asks %s, whose key is read from %s, which is not set here (keys are never "
-                .. "stored); set it, or give --base-url", job.id, job.provider, tostring(pe.key_env))
+                .. "stored); set it, or give --base-url", job.id, job.provider, pe.key_env)
         end
     end
     return { mod = mod, contract = mod.contract, p = p, jo = jo, changed = changed and ident or nil,
