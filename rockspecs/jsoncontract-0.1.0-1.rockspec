@@ -79,6 +79,7 @@ build = {
       ["jsoncontract.feedback"] = "lua/jsoncontract/feedback.lua",
       ["jsoncontract"] = "lua/jsoncontract/init.lua",
       ["jsoncontract.job"] = "lua/jsoncontract/job.lua",
+      ["jsoncontract.jobs.breaker"] = "lua/jsoncontract/jobs/breaker.lua",
       ["jsoncontract.jobs.commands"] = "lua/jsoncontract/jobs/commands.lua",
       ["jsoncontract.jobs.definition"] = "lua/jsoncontract/jobs/definition.lua",
       ["jsoncontract.jobs.export"] = "lua/jsoncontract/jobs/export.lua",

@@ -104,7 +104,9 @@ describe("triage --base-url", function()
         local url = "http://127.0.0.1:1/v1?key=" .. KEY
         local out, code = triage("--limit 1 --max-attempts 1 --out " .. q(dir) .. " --base-url " .. q(url),
             "OPENAI_API_KEY=" .. KEY)
-        assert.equal(0, code, out)
+        -- nobody listens there: the job stops (exit 1) with its item waiting, the URL shown without the key
+        assert.equal(1, code, out)
+        assert.matches("the model at http://127.0.0.1:1/v1?key=[redacted] did not accept the connection", out, 1, true)
         assert.equal("http://127.0.0.1:1/v1?key=${OPENAI_API_KEY}", stored_options(dir)["base-url"])
         local p = io.popen("ls " .. q(dir))
         for name in p:lines() do
@@ -112,7 +114,9 @@ describe("triage --base-url", function()
         end
         p:close()
         out, code = triage("--resume " .. q(dir), "OPENAI_API_KEY=" .. KEY)
-        assert.equal(0, code, out)
+        assert.equal(1, code, out)
+        assert.matches("http://127.0.0.1:1/v1?key=[redacted]", out, 1, true)
+        assert.is_nil(out:find(KEY, 1, true))
         out, code = triage("--resume " .. q(dir))
         assert.equal(2, code, out)
         assert.matches("takes a key from OPENAI_API_KEY, which is not set here", out, 1, true)

@@ -5,7 +5,7 @@
 local core = require "jsoncontract.core"
 local standin_process = require "jsoncontract.standin.process"
 
-local type, tostring, pcall, dofile = type, tostring, pcall, dofile
+local type, tostring, pcall, dofile, ipairs = type, tostring, pcall, dofile, ipairs
 local concat = table.concat
 
 local _M = { _VERSION = core._VERSION }
@@ -28,18 +28,62 @@ function _M.load_contract(path)
     return mod
 end
 
---- Which provider, model, key and base URL. A key in the environment wins; a base URL
--- without a key talks to that server without one (a local OpenAI-compatible server, say);
--- otherwise the stand-in.
+local function set(v)
+    if v == "" then return nil end
+    return v
+end
+
+-- The providers a key chooses when no --provider is given, by their `detect` rank.
+local function detected()
+    local providers = require "jsoncontract.providers"
+    local list = {}
+    for _, name in ipairs(providers.names) do
+        if providers.facts(name).detect then list[#list + 1] = name end
+    end
+    table.sort(list, function(a, b) return providers.facts(a).detect < providers.facts(b).detect end)
+    return list
+end
+
+--- The values of the providers' key variables set here (`jsoncontract.providers.key_variables`):
+-- what a command redacts from every message it prints.
+-- @treturn {string,...}
+function _M.key_values()
+    local out = {}
+    for _, name in ipairs(require("jsoncontract.providers").key_variables()) do
+        out[#out + 1] = set(os.getenv(name))
+    end
+    return out
+end
+
+--- A provider's key and base URL from this host's environment, by its facts
+-- (`jsoncontract.providers.facts`): how a job started elsewhere, or earlier, finds its own
+-- provider's key again (keys are never stored).
+-- @tparam string name a provider name
+-- @tparam[opt] function getenv how to read a variable (default `os.getenv`)
+-- @treturn table `{api_key = string|nil, key_env = string|nil, base_url = string|nil (from the
+--   provider's base URL variable), base_url_env = string|nil}`
+function _M.provider_env(name, getenv)
+    getenv = getenv or os.getenv
+    local f = require("jsoncontract.providers").facts(name)
+    return { api_key = f.key_env and set(getenv(f.key_env)), key_env = f.key_env,
+        base_url = f.base_url_env and set(getenv(f.base_url_env)), base_url_env = f.base_url_env }
+end
+
+--- Which provider, model, key and base URL. A key in the environment wins: the named
+-- provider's key variable, or without `--provider` the first provider (by its facts' `detect`
+-- rank: openai, anthropic, gemini) whose key is set. A base URL without a key talks to that
+-- server without one (a local OpenAI-compatible server, say); otherwise the stand-in. The key
+-- variable, base URL variable, model variable and default model are the provider's facts.
 -- @tparam table o `provider`, `model`, `base_url` (the command's options; `["base-url"]` as
 --   `jsoncontract.jobs.commands` names it works too)
+-- @tparam[opt] function getenv how to read a variable (default `os.getenv`)
 -- @treturn[1] table `{provider, model, api_key, base_url, standin}`
 -- @return[2] nil
 -- @treturn[2] string message
-function _M.choose_provider(o)
-    local env = os.getenv
+function _M.choose_provider(o, getenv)
+    local env = getenv or os.getenv
+    local providers = require "jsoncontract.providers"
     if o.provider then
-        local providers = require "jsoncontract.providers"
         if not pcall(providers.get, o.provider) then
             return nil, "unknown provider " .. o.provider .. " (known: " .. concat(providers.names, ", ") .. ")"
         end
@@ -50,33 +94,35 @@ function _M.choose_provider(o)
     -- A base URL from the environment is checked here too: a bad one is one usage error, not
     -- an internal error on every item. Empty means unset.
     local function env_base(name)
-        local v = base or env(name)
-        if v == "" then v = nil end
+        local v = base or (name and set(env(name)))
         if v and not v:match("^https?://[^/]") then return nil, name .. " needs an http(s) URL, not " .. v end
         return v or false
     end
-    local openai_key, anthropic_key = env("OPENAI_API_KEY"), env("ANTHROPIC_API_KEY")
-    if openai_key and openai_key ~= "" and (o.provider == nil or o.provider == "openai") then
-        local url, uerr = env_base("OPENAI_BASE_URL")
-        if url == nil then return nil, uerr end
-        return { provider = "openai", api_key = openai_key, model = o.model or env("OPENAI_MODEL") or "gpt-4o-mini",
-            base_url = url or nil }
-    end
-    if anthropic_key and anthropic_key ~= "" and (o.provider == nil or o.provider == "anthropic") then
-        local url, uerr = env_base("ANTHROPIC_BASE_URL")
-        if url == nil then return nil, uerr end
-        return { provider = "anthropic", api_key = anthropic_key,
-            model = o.model or env("ANTHROPIC_MODEL") or "claude-sonnet-4-5",
-            base_url = url or nil }
+    for _, name in ipairs(o.provider and { o.provider } or detected()) do
+        local f = providers.facts(name)
+        local key = f.key_env and set(env(f.key_env))
+        if key then
+            local url, uerr = env_base(f.base_url_env)
+            if url == nil then return nil, uerr end
+            local model = o.model or (f.model_env and set(env(f.model_env))) or f.default_model
+            if not model then return nil, "provider " .. name .. " has no default model: give --model" end
+            return { provider = name, api_key = key, model = model, base_url = url or nil }
+        end
     end
     if base then
         if not o.model then return nil, "option --base-url without an API key needs --model" end
         return { provider = o.provider or "openai", model = o.model, base_url = base }
     end
     local name = o.provider or "openai"
-    if name ~= "openai" and name ~= "anthropic" then
-        return nil, "the stand-in model speaks openai and anthropic only; --provider " .. name
-            .. " needs its key (or --base-url and --model)"
+    if not providers.facts(name).standin then
+        local speaks = {}
+        for _, n in ipairs(detected()) do
+            if providers.facts(n).standin then speaks[#speaks + 1] = n end
+        end
+        local key_env = providers.facts(name).key_env
+        return nil, "the stand-in model speaks " .. concat(speaks, " and ") .. " only; --provider " .. name
+            .. " needs " .. (key_env and ("its key in " .. key_env .. " (or --base-url and --model)")
+            or "--base-url and --model")
     end
     return { provider = name, model = o.model or "standin-1", standin = true }
 end

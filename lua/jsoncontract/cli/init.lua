@@ -30,7 +30,7 @@ _M.COMMANDS = { "run", "triage", "check", "diff", "replay", "selftest", "probe",
     "enqueue", "worker", "status", "export", "review" }
 
 local EPILOG = [[
-With OPENAI_API_KEY or ANTHROPIC_API_KEY set, run, triage and probe call that provider; otherwise
+With OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY set, run, triage and probe call that provider; otherwise
 they start the embedded stand-in model on 127.0.0.1 and talk to it over real HTTP. Keys never
 reach any output. `jsoncontract <command> --help` describes one command.]]
 

@@ -23,8 +23,7 @@ local KEEP_ORDER = { keep_order = true }
 -- @treturn integer 2
 function _M.fail(env, msg)
     -- The keys a run may hold never reach the terminal, in any spelling.
-    local keys = { os.getenv("OPENAI_API_KEY"), os.getenv("ANTHROPIC_API_KEY"), os.getenv("GEMINI_API_KEY") }
-    env.stderr:write("jsoncontract: ", secrets.clean(msg, keys, 4000), "\n")
+    env.stderr:write("jsoncontract: ", secrets.clean(msg, setup.key_values(), 4000), "\n")
     return 2
 end
 

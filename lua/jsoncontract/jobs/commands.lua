@@ -6,7 +6,8 @@
 -- an `env` `{root = repository or install root, bindir = folder of bin/jsoncontract}`, and
 -- returns the exit status.
 -- Exit status: 0 done; 1 the job stopped on a context that cannot open, a store or export
--- failure (nothing after it counts);
+-- failure (nothing after it counts), or on failures no item can fix (`--fail-after`,
+-- `jsoncontract.jobs.breaker`: the items not settled wait);
 -- 2 bad options or input (nothing created); 130 / 143 stopped by SIGINT / SIGTERM after
 -- committing and exporting what was finished.
 -- @module jsoncontract.jobs.commands
@@ -58,8 +59,10 @@ function _M.configure_job(parser, util, help)
     parser:option("--provider", "Provider: " .. concat(require("jsoncontract.providers").names, ", ")
         .. " (default: from the API key set, else the stand-in speaking openai).")
         :convert(util.provider_name)
-    parser:option("--model", "Model name (default: OPENAI_MODEL / ANTHROPIC_MODEL or a stand-in name).")
-    parser:option("--base-url", "Provider base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL).")
+    parser:option("--model", "Model name (default: the provider's model variable, e.g. OPENAI_MODEL, else its "
+        .. "default model; the stand-in's without a key).")
+    parser:option("--base-url", "Provider base URL (default: the provider's base URL variable, e.g. OPENAI_BASE_URL, "
+        .. "else its API host).")
     parser:option("--max-attempts", "Model answers per item (default 3)."):convert(util.whole("--max-attempts"))
     parser:option("--token-budget", "Stop retrying when the history would exceed N estimated tokens.")
         :convert(util.whole("--token-budget"))
@@ -77,14 +80,17 @@ end
 -- @tparam table util `jsoncontract.cli.util`
 function _M.configure_run(parser, util)
     parser:option("--parallel", "Items in flight at once (default 8)."):convert(util.whole("--parallel"))
-    parser:option("--rpm", "Requests per minute for the provider lane (default: the provider's; "
-        .. "0 = none)."):convert(util.whole("--rpm"))
-    parser:option("--tpm", "Estimated tokens per minute for the provider lane (default: the provider's; "
-        .. "0 = none)."):convert(util.whole("--tpm"))
+    parser:option("--rpm", "Requests per minute for the provider lane (default: the provider's on its own "
+        .. "API host, none on another --base-url; 0 = none)."):convert(util.whole("--rpm"))
+    parser:option("--tpm", "Estimated tokens per minute for the provider lane (default: the provider's on its "
+        .. "own API host, none on another --base-url; 0 = none)."):convert(util.whole("--tpm"))
     parser:option("--grace", "Seconds in-flight items get after SIGINT/SIGTERM (default 30).")
         :convert(util.whole("--grace"))
     parser:option("--lease-seconds", "How long a leased item stays ours without renewal (default 120).")
         :convert(util.whole("--lease-seconds"))
+    parser:option("--fail-after", "Stop the job after N failures in a row that no item can fix (connection "
+        .. "refused, DNS, TLS, HTTP 401/403/404, spent quota); those items stay waiting for --resume (default "
+        .. require("jsoncontract.jobs.breaker").DEFAULT_LIMIT .. ")."):convert(util.whole("--fail-after"))
 end
 
 --- A command over one job of a store, as `status` and `export` are: `[DIR] [--store URL]
@@ -110,8 +116,7 @@ end
 
 -- The keys a run may hold never reach the terminal, in any spelling.
 local function clean(msg)
-    return secrets.clean(msg, { os.getenv("OPENAI_API_KEY"), os.getenv("ANTHROPIC_API_KEY"),
-        os.getenv("GEMINI_API_KEY") }, 4000)
+    return secrets.clean(msg, setup.key_values(), 4000)
 end
 
 local function die(msg)
@@ -205,9 +210,10 @@ end
 -- SHA-256. Without `job` (or with a job that has no `item` function) its id is the line's `id`
 -- (else "line-N") and its input the line as written (bytes and all: the store keeps a line that
 -- is not UTF-8 text as bytes, and the decoder then names its fault); a line that is not a JSON
--- object with a string `text` stays an item (it ends in review as `input/invalid_input`, nothing is lost). With the job's `item(record)`, its input is
--- the item that function makes (`{id, text, ...}`, stored as JSON: what the model and the desk
--- read) and its id the item's; a record it cannot map is an input error, named per line, as is a
+-- object with a string `text` stays an item (it ends in review as `input/invalid_input`, nothing
+-- is lost). With the job's `item(record)`, its input is the item that function makes
+-- (`{id, text, ...}`, stored as JSON: what the model and the desk read) and its id the item's;
+-- a record it cannot map is an input error, named per line, as is a
 -- line that is not JSON. Duplicate ids, and ids longer than `MAX_ID_BYTES` or holding a control
 -- character, are an input error, named per line.
 -- @tparam string path a file, or "-" for stdin
@@ -423,7 +429,7 @@ function _M.check_latency(spec)
 end
 
 -- The environment variables whose values are keys: never stored, whatever option spells them.
-local KEY_VARS = { "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY" }
+local KEY_VARS = require("jsoncontract.providers").key_variables()
 local KEY_NAMES = {}
 for _, name in ipairs(KEY_VARS) do KEY_NAMES[name] = true end
 
@@ -512,6 +518,7 @@ local function check_options(o)
     if parallel < 1 or parallel > 1024 then return nil, "option --parallel must be from 1 to 1024" end
     if o["max-attempts"] and o["max-attempts"] < 1 then return nil, "option --max-attempts must be at least 1" end
     if o["lease-seconds"] and o["lease-seconds"] < 1 then return nil, "option --lease-seconds must be at least 1" end
+    if o["fail-after"] and o["fail-after"] < 1 then return nil, "option --fail-after must be at least 1" end
     return true
 end
 
@@ -567,24 +574,31 @@ local function job_context(job, env, o)
         if not base_url then return nil, ferr end
     end
     local p = { provider = job.provider, model = job.model, base_url = base_url, standin = jo.standin == true }
-    local key_name = job.provider == "anthropic" and "ANTHROPIC_API_KEY" or "OPENAI_API_KEY"
-    local key = os.getenv(key_name)
     if not p.standin then
-        if key and key ~= "" then p.api_key = key end
-        p.base_url = p.base_url or os.getenv(job.provider == "anthropic" and "ANTHROPIC_BASE_URL" or "OPENAI_BASE_URL")
+        -- the job's own provider's key and base URL variables (its facts), never another's
+        local pe = setup.provider_env(job.provider)
+        p.api_key, p.base_url = pe.api_key, p.base_url or pe.base_url
+        if not p.api_key and not p.base_url then
+            if not pe.key_env then return nil, format("job %s asks %s at no stored base URL: give --base-url", job.id,
+                job.provider) end
+            return nil, format("job %s asks %s, whose key is read from %s, which is not set here (keys are never "
+                .. "stored); set it, or give --base-url", job.id, job.provider, pe.key_env)
+        end
     end
     return { mod = mod, contract = mod.contract, p = p, jo = jo, changed = changed and ident or nil,
         options_changed = options_changed }
 end
 
 
+-- The lane's limits (`jsoncontract.jobs.ratelimit.limits`: the provider's defaults on its own API
+-- host only) and the words the start line says them with.
+local function limits_of(p, o, jo)
+    return ratelimit.limits(p.provider, p.base_url, o.rpm or jo.rpm, o.tpm or jo.tpm, p.standin)
+end
+
 local function lane_for(p, o, jo)
-    local d = ratelimit.DEFAULTS[p.provider] or {}
-    local rpm, tpm = o.rpm or jo.rpm, o.tpm or jo.tpm
-    if p.standin and rpm == nil and tpm == nil then return nil end
-    rpm, tpm = rpm or d.rpm, tpm or d.tpm
-    if (rpm or 0) == 0 and (tpm or 0) == 0 then return nil end
-    return ratelimit.new { rpm = rpm, tpm = tpm, name = p.provider }
+    local l = limits_of(p, o, jo)
+    return l and ratelimit.new(l) or nil
 end
 
 -- Run this process as a worker over a job, then record the run. Returns the runner's result.
@@ -614,6 +628,7 @@ local function work_on(st, job, c, o, env, progress)
             policy = { max_attempts = c.jo["max-attempts"] or policy.max_attempts or 3,
                 token_budget = c.jo["token-budget"] } },
         parallel = o.parallel or 8, lease_seconds = o["lease-seconds"] or 120, grace = o.grace or 30,
+        fail_after = o["fail-after"],
         lane = lane_for(p, o, c.jo), on_done = progress,
         on_signal = function(sig)
             stderr:write(format("\njsoncontract: %s: taking no new items; finishing those in flight "
@@ -626,7 +641,7 @@ local function work_on(st, job, c, o, env, progress)
     local recorded, rerr = st:record_run(job.id, { worker = res.owner, started_at = res.started_at,
         exchanges = stats.exchanges,
         limit_wait_ms = (stats.limit_wait_s or 0) * 1000,
-        stop_reason = res.store_error and "store_error" or res.signal or "done",
+        stop_reason = res.store_error and "store_error" or res.breaker and "breaker" or res.signal or "done",
         stats_json = core.encode({ max_in_flight = stats.max_in_flight, duplicates = res.duplicates,
             taken_over = res.taken_over,
             lane_pauses = stats.lane_pauses }) })
@@ -661,6 +676,16 @@ local function finish(st, job, res, out, o)
         return fail("the job stopped: cannot record an outcome in the job store (" .. tostring(res.store_error.message)
             .. "); everything committed before is kept, continue with --resume " .. out)
     end
+    if res.breaker then
+        extra.stopped_by = "breaker" -- (summary.json: why items wait)
+        export.write(st, job.id, out, extra) -- what was settled, never more
+        local c = st:counts(job.id)
+        st:close()
+        return fail(format("the job stopped: %s. Nothing was sent to review for it; %s items are not settled "
+            .. "and wait: fix the cause and continue with --resume %s", res.breaker.message,
+            c and tostring(c.pending + c.leased) or "the", out))
+    end
+    extra.stopped_by = res.signal
     local summary, err = export.write(st, job.id, out, extra)
     st:close()
     if not summary then
@@ -702,9 +727,9 @@ local function new_job(st, o, env, n)
         input_digest = digest, input_path = _M.absolute(input) }, items)
     if not job_id then st:close() return fail(err.message) end
     local job = st:job(job_id)
-    stderr:write(format("%s: %d %s from %s, job %s, provider %s (%s), model %s, output %s\n", o.command or "run",
+    stderr:write(format("%s: %d %s from %s, job %s, provider %s (%s), model %s, output %s; %s\n", o.command or "run",
         #items, o.command == "triage" and "messages" or "items", input, mod.path or mod.contract.name, p.provider,
-        p.standin and "stand-in" or "live", p.model, out))
+        p.standin and "stand-in" or "live", p.model, out, select(2, limits_of(p, o, jo))))
     local c = { mod = mod, contract = mod.contract, p = p, jo = jo }
     if p.api_key then c.p.api_key = p.api_key end
     o.job_dir = out
@@ -863,9 +888,9 @@ resume_job = function(o, env)
         stderr:write(format("%s: pass %d sends %d review items back to the model\n", o.command or "run", pass, n))
     end
     local counts = st:counts(job.id)
-    stderr:write(format("%s: resuming job %s: %d of %d %s already decided, provider %s, model %s\n",
+    stderr:write(format("%s: resuming job %s: %d of %d %s already decided, provider %s, model %s; %s\n",
         o.command or "run", job.id, counts.done, counts.items, o.command == "triage" and "messages" or "items",
-        job.provider, job.model))
+        job.provider, job.model, select(2, limits_of(c.p, o, c.jo))))
     o.job_dir = out
     local res
     res, err = work_on(st, job, c, o, env, progress_printer(counts.items, counts.done))
@@ -958,6 +983,8 @@ function _M.worker(o, env)
     if not c then st:close() return die(err) end
     -- A worker has no job folder: its context opens without one (`dir` nil).
     o.job_dir = nil
+    stderr:write(format("worker: job %s, provider %s, model %s; %s\n", job.id, job.provider, job.model,
+        select(2, limits_of(c.p, o, c.jo))))
     local res
     res, err = work_on(st, job, c, o, env, nil)
     st:close()
@@ -967,6 +994,10 @@ function _M.worker(o, env)
         .. "%.1f s waiting on rate limits\n", res.owner, res.done, res.accepted, res.human_review, res.duplicates,
         res.taken_over, res.stats.exchanges or 0, res.stats.limit_wait_s or 0))
     if res.store_error then return fail("the worker stopped: " .. tostring(res.store_error.message)) end
+    if res.breaker then
+        return fail("the worker stopped: " .. res.breaker.message .. ". Nothing was sent to review for it; the "
+            .. "items not settled wait: fix the cause and start the workers again")
+    end
     if res.signal then return SIGNAL_EXIT[res.signal] end
     return 0
 end

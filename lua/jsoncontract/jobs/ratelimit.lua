@@ -5,21 +5,65 @@
 -- @module jsoncontract.jobs.ratelimit
 local core = require "jsoncontract.core"
 
-local type, error, tonumber, max, min, huge = type, error, tonumber, math.max, math.min, math.huge
-local match = string.match
+local type, error, tonumber, tostring, ipairs = type, error, tonumber, tostring, ipairs
+local max, min, huge = math.max, math.min, math.huge
+local match, format = string.match, string.format
 
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
 
---- Provider defaults (requests and tokens per minute), the first paid tier's published limits
--- for their usual small models; override with `--rpm` / `--tpm`. The stand-in has none.
--- @table DEFAULTS
-_M.DEFAULTS = {
-    openai = { rpm = 500, tpm = 200000 },
-    openai_responses = { rpm = 500, tpm = 200000 },
-    anthropic = { rpm = 50, tpm = 40000 },
-    gemini = { rpm = 1000, tpm = 1000000 },
-}
+-- The host[:port] of an http(s) URL, lowercased, without user info or the scheme's own port.
+local function host_of(url)
+    if type(url) ~= "string" then return nil end
+    local scheme, auth = url:lower():match("^(https?)://([^/?#]+)")
+    if not auth then return nil end
+    auth = auth:gsub("^.*@", "")
+    if (scheme == "https" and auth:match(":443$")) or (scheme == "http" and auth:match(":80$")) then
+        auth = auth:gsub(":%d+$", "")
+    end
+    return auth
+end
+
+--- The limits a job's lane runs with, and the words that say so. The provider's defaults
+-- (its facts' `rate_limit`, see `jsoncontract.providers.facts`) count against its own API
+-- host only: a run on another base URL (a local server, a proxy) has no limit unless `rpm` or
+-- `tpm` is given, and neither has the stand-in. A limit given wins over the default; 0 is none.
+-- @tparam string provider a provider name
+-- @tparam string|nil base_url the base URL asked (nil: the provider's own)
+-- @tparam number|nil rpm requests per minute given (`--rpm`), nil when not given
+-- @tparam number|nil tpm estimated tokens per minute given (`--tpm`), nil when not given
+-- @tparam[opt] boolean standin the stand-in answers
+-- @treturn table|nil `{rpm, tpm, name}` for `new`, nil when no limit is on
+-- @treturn string what is on and why, e.g. "rate limits: 500 requests and 200000 tokens a minute
+--   (openai's defaults for api.openai.com; --rpm/--tpm change them)"
+function _M.limits(provider, base_url, rpm, tpm, standin)
+    local f = require("jsoncontract.providers").facts(provider)
+    local d = f.rate_limit
+    local own = d and (base_url == nil or host_of(base_url) == host_of(f.base_url))
+    local why
+    if rpm ~= nil or tpm ~= nil then
+        why = "--rpm/--tpm"
+        if own and not standin then
+            rpm, tpm = rpm or d.rpm, tpm or d.tpm
+            why = why .. format(", else %s's defaults for %s", provider, host_of(f.base_url))
+        end
+    elseif standin then
+        return nil, "rate limits: none (the stand-in; --rpm/--tpm set them)"
+    elseif own then
+        rpm, tpm = d.rpm, d.tpm
+        why = format("%s's defaults for %s, %s; --rpm/--tpm change them", provider, host_of(f.base_url), d.source)
+    else
+        return nil, format("rate limits: none (%s is not %s's API host%s; --rpm/--tpm set them)",
+            host_of(base_url) or tostring(base_url), provider, d and "" or ", and it has no default")
+    end
+    rpm, tpm = (rpm or 0) > 0 and rpm or nil, (tpm or 0) > 0 and tpm or nil
+    if not rpm and not tpm then return nil, "rate limits: none (" .. why .. ")" end
+    local on = {}
+    if rpm then on[#on + 1] = format("%d requests", rpm) end
+    if tpm then on[#on + 1] = format("%d tokens", tpm) end
+    return { rpm = rpm, tpm = tpm, name = provider }, format("rate limits: %s a minute (%s)",
+        table.concat(on, " and "), why)
+end
 
 --- A new lane.
 -- @tparam[opt] table opts `rpm` (requests per minute, nil or 0 = no limit), `tpm` (estimated

@@ -9,6 +9,7 @@ local errors = require "jsoncontract.errors"
 local secrets = require "jsoncontract.secrets"
 local evidence = require "jsoncontract.evidence"
 local scheduler = require "jsoncontract.jobs.scheduler"
+local breaker_mod = require "jsoncontract.jobs.breaker"
 local compat = require "jsoncontract.compat"
 
 local type, ipairs, pairs, tostring, pcall, error, setmetatable = type, ipairs, pairs, tostring, pcall, error,
@@ -112,13 +113,17 @@ end
 --   `lease_seconds` (number, default 120), `grace` (seconds in-flight items get after a signal,
 --   default 30), `lane` (ratelimit lane or nil), `on_done` (function(counts) after each item:
 --   `{done, accepted, human_review, duplicates}` of this run), `signals` (boolean: SIGINT/SIGTERM
---   drain the run; default true)
+--   drain the run; default true), `fail_after` (integer >= 1: failures no item can fix in a row
+--   that stop the run, default `jsoncontract.jobs.breaker.DEFAULT_LIMIT`; see below)
 -- @treturn table result `stats` (scheduler stats), `done`, `accepted`, `human_review`, `duplicates`
 --   (outcomes another worker had recorded first), `taken_over` (items whose lease ran out while
 --   this worker stalled and another worker took: not asked again, not recorded here),
 --   `signal` ("SIGINT"|"SIGTERM"|nil),
 --   `store_error` (err table when recording failed: the run stopped there), `released` (leases
---   given back), `owner`, `started_at`
+--   given back), `owner`, `started_at`, `held_back` (outcomes no item could fix, not recorded: the
+--   items went back to waiting), `breaker` (nil, or `{cause, count, message}` when a run of
+--   `fail_after` such failures stopped the run: `jsoncontract.jobs.breaker`; the items not
+--   settled stay waiting, none goes to review for it)
 function _M.run(store, job_id, ctx)
     local contract = ctx.contract
     local owner = ctx.owner or _M.owner_name()
@@ -131,8 +136,12 @@ function _M.run(store, job_id, ctx)
     local lost = {}
     local last_renew = scheduler.now()
     local take_error
+    local breaker = breaker_mod.new { limit = ctx.fail_after, provider = type(ctx.ask.provider) == "string"
+        and ctx.ask.provider or nil, base_url = ctx.ask.base_url, model = ctx.ask.model, secret = ctx.ask.api_key }
+    res.held_back = 0
 
     local function take(n)
+        if breaker:tripped() then return {} end
         local rows, err = store:lease(job_id, owner, n, lease_s)
         if not rows then
             take_error = err
@@ -197,6 +206,14 @@ function _M.run(store, job_id, ctx)
                 "this item could not be processed: " .. secrets.clean(secrets.describe(result), ctx.ask.api_key, 500)),
                 evidence = {} }
         end
+        -- A failure no item can fix settles nothing: the item waits again (this run takes it
+        -- again, unless a run of them trips the breaker), and never goes to review for it.
+        if ok and breaker:observe(result.outcome) then
+            res.held_back = res.held_back + 1
+            local _, rerr = store:release(job_id, owner, { w.item_id })
+            if rerr then take_error = take_error or rerr end
+            return
+        end
         local row = outcome_row(contract, result.item, result.outcome, w.pass, owner, ctx.ask.api_key)
         row.evidence = result.evidence
         local recorded, err = store:record_outcome(job_id, w.item_id, row)
@@ -214,7 +231,7 @@ function _M.run(store, job_id, ctx)
     end
 
     local function tick(t)
-        if take_error then return "abort" end
+        if take_error or breaker:tripped() then return "abort" end
         if ctx.signals ~= false then
             local sig = core.signal_take()
             if sig then
@@ -253,6 +270,9 @@ function _M.run(store, job_id, ctx)
         stats = { exchanges = finished_exchanges, limit_wait_s = 0, unfinished = {} }
     end
     res.store_error = res.store_error or take_error
+    if breaker:tripped() then
+        res.breaker = { cause = breaker.cause, count = breaker.tripped_at, message = breaker:message() }
+    end
     res.stats = stats
     -- Leases of items still in flight go back now, so a resume or another worker takes them at once.
     local ids = {}

@@ -15,6 +15,20 @@ local _M = { _VERSION = core._VERSION, name = "anthropic" }
 --- Default base URL (a base may end with or without "/v1").
 _M.DEFAULT_BASE_URL = "https://api.anthropic.com"
 
+--- Facts about Anthropic's service (fields as `jsoncontract.providers.openai.FACTS`), each with
+-- its source: `key_env` and `base_url_env` are the variables Anthropic's SDK reads
+-- (github.com/anthropics/anthropic-sdk-python, README); `model_env` is this project's;
+-- `default_model` this project's choice (docs.anthropic.com/en/docs/about-claude/models);
+-- `rate_limit` usage tier 1 (50 requests, 40,000 input tokens per minute for Claude Sonnet,
+-- docs.anthropic.com/en/api/rate-limits), on `base_url` only.
+_M.FACTS = {
+    key_env = "ANTHROPIC_API_KEY", base_url_env = "ANTHROPIC_BASE_URL", model_env = "ANTHROPIC_MODEL",
+    default_model = "claude-sonnet-4-5", base_url = _M.DEFAULT_BASE_URL,
+    rate_limit = { rpm = 50, tpm = 40000, source = "Anthropic usage tier 1, Claude Sonnet "
+        .. "(docs.anthropic.com/en/api/rate-limits)" },
+    detect = 2, standin = true,
+}
+
 --- Value of the `anthropic-version` header.
 _M.API_VERSION = "2023-06-01"
 

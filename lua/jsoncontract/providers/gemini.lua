@@ -18,6 +18,19 @@ local _M = { _VERSION = core._VERSION, name = "gemini" }
 --- Default base URL.
 _M.DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 
+--- Facts about the Gemini API (fields as `jsoncontract.providers.openai.FACTS`), each with its
+-- source: `key_env` is the variable Google's Gemini libraries read (ai.google.dev/gemini-api/
+-- docs/api-key, "Setting the API key as an environment variable"); `model_env` is this project's;
+-- `default_model` this project's choice (ai.google.dev/gemini-api/docs/models); `rate_limit`
+-- tier 1 of gemini-2.5-flash (ai.google.dev/gemini-api/docs/rate-limits), on `base_url` only.
+_M.FACTS = {
+    key_env = "GEMINI_API_KEY", model_env = "GEMINI_MODEL",
+    default_model = "gemini-2.5-flash", base_url = _M.DEFAULT_BASE_URL,
+    rate_limit = { rpm = 1000, tpm = 1000000, source = "Gemini API tier 1, gemini-2.5-flash "
+        .. "(ai.google.dev/gemini-api/docs/rate-limits)" },
+    detect = 3,
+}
+
 local MODES = { native = true, json = true, prompt = true }
 
 --- The copy of a schema sent in `generationConfig.responseJsonSchema` (`schema_sent, dropped =

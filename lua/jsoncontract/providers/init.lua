@@ -10,6 +10,7 @@
 --    reply, err, partial = provider.read_response(status, headers, body)
 --    schema_sent, dropped, enforced, mode, plan = provider.native_schema(schema)
 --    provider.SUBSET            the profile (data) of the schema subset it enforces
+--    provider.FACTS             its service: key variable, default model, base URL, rate limits
 -- @module jsoncontract.providers
 local envelope = require "jsoncontract.providers.envelope"
 local schema_subset = require "jsoncontract.providers.schema_subset"
@@ -44,6 +45,29 @@ function _M.get(name)
         error(format("unknown provider %q (known: %s)", name, concat(_M.names, ", ")), 2)
     end
     return require("jsoncontract.providers." .. name)
+end
+
+--- The facts a provider module states about its service (its `FACTS`: `key_env`,
+-- `base_url_env`, `model_env`, `default_model`, `base_url`, `rate_limit` `{rpm, tpm, source}`,
+-- `detect`, `standin`; see `jsoncontract.providers.openai.FACTS`), each field nil when the
+-- provider has none.
+-- @tparam string name one of `names`
+-- @treturn table facts (read only)
+-- @raise on an unknown name (as `get`)
+function _M.facts(name)
+    return _M.get(name).FACTS or {}
+end
+
+--- The variables that hold the providers' API keys, each once, in `names` order: what a
+-- command keeps out of every message it prints.
+-- @treturn {string,...}
+function _M.key_variables()
+    local out, seen = {}, {}
+    for _, n in ipairs(_M.names) do
+        local v = _M.facts(n).key_env
+        if v and not seen[v] then seen[v], out[#out + 1] = true, v end
+    end
+    return out
 end
 
 --- Old place of the shared helpers, kept for callers: the envelope helpers, then the schema

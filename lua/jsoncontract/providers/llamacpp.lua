@@ -13,6 +13,11 @@ local _M = { _VERSION = core._VERSION, name = "llamacpp" }
 --- Default base URL: a local server on its default port.
 _M.DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 
+--- Facts about llama.cpp's server (fields as `jsoncontract.providers.openai.FACTS`): a local
+-- server, so no model is assumed, no rate limit, and no key variable (a server started with
+-- `--api-key` takes the key given to `ask`); never chosen by a key.
+_M.FACTS = { base_url = _M.DEFAULT_BASE_URL }
+
 local MODES = { native = true, json = true, prompt = true }
 
 --- The copy of a schema sent in `response_format.json_schema.schema` (`schema_sent, dropped =

@@ -15,6 +15,12 @@ local _M = { _VERSION = core._VERSION, name = "ollama" }
 --- Default base URL (the local server); `OLLAMA_HOST` is the caller's business.
 _M.DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 
+--- Facts about Ollama (fields as `jsoncontract.providers.openai.FACTS`): a local server, so no
+-- model is assumed (name the one pulled) and no rate limit; `key_env` is the variable Ollama's
+-- hosted API documents for its key (docs.ollama.com/cloud), sent as a Bearer token; never chosen
+-- by its key alone.
+_M.FACTS = { key_env = "OLLAMA_API_KEY", base_url = _M.DEFAULT_BASE_URL }
+
 local MODES = { native = true, json = true, prompt = true }
 
 --- The copy of a schema sent in `format` (`schema_sent, dropped = provider_schema(schema)`), and

@@ -15,6 +15,24 @@ local _M = { _VERSION = core._VERSION, name = "openai" }
 --- Default base URL (a base may end with or without "/v1").
 _M.DEFAULT_BASE_URL = "https://api.openai.com"
 
+--- Facts about OpenAI's service that the commands use, each with its source. `key_env`: the
+-- variable holding the API key (the one OpenAI's SDKs read: github.com/openai/openai-python,
+-- README "Usage"); `base_url_env`: the variable naming another base URL (read by the same SDK);
+-- `model_env`: the variable naming the model (this project's); `default_model`: the model when
+-- none is named (this project's choice: OpenAI's small model with strict structured outputs,
+-- platform.openai.com/docs/models); `base_url`: the API host (`DEFAULT_BASE_URL`); `rate_limit`:
+-- requests and estimated tokens per minute assumed on that host only (usage tier 1 of
+-- gpt-4o-mini, platform.openai.com/docs/guides/rate-limits; `--rpm`/`--tpm` override);
+-- `detect`: the rank in which a set key chooses the provider when none is named (lowest first,
+-- nil: only by name); `standin`: the stand-in model speaks its wire format.
+_M.FACTS = {
+    key_env = "OPENAI_API_KEY", base_url_env = "OPENAI_BASE_URL", model_env = "OPENAI_MODEL",
+    default_model = "gpt-4o-mini", base_url = _M.DEFAULT_BASE_URL,
+    rate_limit = { rpm = 500, tpm = 200000, source = "OpenAI usage tier 1, gpt-4o-mini "
+        .. "(platform.openai.com/docs/guides/rate-limits)" },
+    detect = 1, standin = true,
+}
+
 local MODES = { native = true, json = true, prompt = true }
 
 --- The schema fields from OpenAI's rules (jsoncontract.providers.rules.openai; see

@@ -15,6 +15,15 @@ local _M = { _VERSION = core._VERSION, name = "openai_responses" }
 --- Default base URL (a base may end with or without "/v1").
 _M.DEFAULT_BASE_URL = "https://api.openai.com"
 
+--- Facts about the service (see `jsoncontract.providers.openai.FACTS`): OpenAI's, the same key,
+-- host and limits; never chosen by its key alone (the key chooses `openai`), only by name.
+_M.FACTS = {
+    key_env = "OPENAI_API_KEY", base_url_env = "OPENAI_BASE_URL", model_env = "OPENAI_MODEL",
+    default_model = "gpt-4o-mini", base_url = _M.DEFAULT_BASE_URL,
+    rate_limit = { rpm = 500, tpm = 200000, source = "OpenAI usage tier 1, gpt-4o-mini "
+        .. "(platform.openai.com/docs/guides/rate-limits)" },
+}
+
 local MODES = { native = true, json = true, prompt = true }
 
 --- The copy of a schema sent in `text.format.schema`: the same strict subset as Chat

@@ -92,6 +92,37 @@ function _M.transient(err)
     return TRANSIENT[err.kind] or false
 end
 
+-- HTTP statuses every request gets alike, whatever its item: the key, the access, the model
+-- or the path is wrong (RFC 9110 §15.5.2, §15.5.4, §15.5.5).
+local SYSTEMIC_STATUS = { [401] = "unauthorized", [403] = "forbidden", [404] = "not_found" }
+
+--- Is this failure one that no item can fix: the model cannot be reached (connection refused,
+-- host not resolved, no route, TLS failure), or it refuses every request alike (HTTP 401, 403,
+-- 404 for the model or the path, a spent quota)? Such a failure is the job's, never one item's:
+-- a batch stops on a run of them (`jsoncontract.jobs.breaker`) rather than sending every item
+-- to review.
+-- @tparam table|nil err an outcome's reason, or any err
+-- @treturn string|nil the cause: "refused", "dns", "unreachable", "tls", "unauthorized",
+--   "forbidden", "not_found" or "quota"; nil for any other failure
+function _M.systemic(err)
+    if type(err) ~= "table" or err.category ~= "transport" then return nil end
+    local kind = err.kind
+    if kind == "connect" then
+        local code = err.curl_code
+        if code == "CURLE_COULDNT_RESOLVE_HOST" or code == "CURLE_COULDNT_RESOLVE_PROXY" then return "dns" end
+        local words = tostring(err.detail or "") .. " " .. tostring(err.message or "")
+        if words:lower():find("refused", 1, true) then return "refused" end
+        return "unreachable"
+    elseif kind == "tls" then
+        return "tls"
+    elseif kind == "quota_exceeded" then
+        return "quota"
+    elseif kind == "client_error" then
+        return SYSTEMIC_STATUS[err.status]
+    end
+    return nil
+end
+
 --- Seconds to wait before HTTP try `try + 1`: `retry_after` when the server said so, else
 -- full jitter over `backoff_base_ms * 2^(try-1)`, capped at `backoff_max_ms`.
 -- @tparam table policy
