@@ -188,6 +188,21 @@ describe("jsoncontract review: Host, Origin, failed logins, cookie (nginx)", fun
             for _, wrong in ipairs(wrongs) do assert.falsy(log:find(wrong, 1, true), wrong) end
         end)
 
+        it("behind --trusted-proxy, throttles per client named in X-Forwarded-For, not per proxy", function()
+            d2 = review_nginx.start(dir, "--auth " .. q(auth) .. " --trusted-proxy 127.0.0.1")
+            local function try(client)
+                return request("GET", d2.base .. "/", nil, { Authorization = "Bearer wrong-secret-x",
+                    ["X-Forwarded-For"] = client }).status
+            end
+            for _ = 1, 5 do assert.equal(401, try("203.0.113.7")) end
+            assert.equal(429, try("203.0.113.7"))
+            -- another client behind the same proxy is not locked out
+            assert.equal(401, try("203.0.113.8"))
+            assert.equal(200, request("GET", d2.base .. "/", nil, { Authorization = "Bearer " .. SECRET,
+                ["X-Forwarded-For"] = "203.0.113.9" }).status)
+            assert.truthy((util.read(d2.log) or ""):find("failed login from 203.0.113.7", 1, true))
+        end)
+
         it("sets a Secure session cookie with --tls, and then wants an https Origin", function()
             d2 = review_nginx.start(dir, "--auth " .. q(auth) .. " --tls")
             local res = request("GET", d2.base .. "/login?token=" .. SECRET)

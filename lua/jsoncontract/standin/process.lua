@@ -96,7 +96,8 @@ end
 -- POST /shutdown; true when the server answered.
 local function shutdown(port)
     local c = socket.tcp()
-    c:settimeout(2)
+    -- (a server on loopback that does not answer within a second is ended by its pid instead)
+    c:settimeout(1)
     if not c:connect("127.0.0.1", port) then
         c:close()
         return false
