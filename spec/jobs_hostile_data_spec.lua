@@ -120,7 +120,7 @@ describe("a job whose ids and texts look like SQL", function()
         ids_round_trip(st, job_id)
         -- the exports name each item once, under its own id
         local seen = {}
-        for _, file in ipairs { "tickets.jsonl", "review.jsonl" } do
+        for _, file in ipairs { "accepted.jsonl", "review.jsonl" } do
             for _, r in ipairs(jobs.jsonl(tmp .. "/out/" .. file)) do
                 assert.is_nil(seen[r.id], r.id)
                 seen[r.id] = true

@@ -49,7 +49,7 @@ describe("a finished job on read-only storage", function()
         os.execute("mkdir -p " .. q(out) .. " && chmod 777 " .. q(out))
         o, code = util.sh(jc(("export %s --out %s"):format(q(job), q(out))))
         assert.equal(0, code, o)
-        assert.equal(4, #jobs.jsonl(out .. "/tickets.jsonl") + #jobs.jsonl(out .. "/review.jsonl"))
+        assert.equal(4, #jobs.jsonl(out .. "/accepted.jsonl") + #jobs.jsonl(out .. "/review.jsonl"))
 
         -- fail closed: a worker cannot record anything here, and says why
         o, code = util.sh(jc("worker --store " .. q(job .. "/job.sqlite")))

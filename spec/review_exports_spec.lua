@@ -1,5 +1,5 @@
 -- A decision on the desk reaches the job folder's exports without a manual step: the queue page
--- says when (when the desk stops), and stopping the desk (SIGINT) writes tickets.jsonl,
+-- says when (when the desk stops), and stopping the desk (SIGINT) writes accepted.jsonl,
 -- review.jsonl, evidence.jsonl and summary.json through the one writer `export` uses.
 -- Without nginx or its Lua module the spec says skipped, by name.
 local curl = require "jsoncontract.transport.curl"
@@ -56,8 +56,8 @@ describe("jsoncontract review DIR: decisions reach the exports", function()
 
         local page = request("GET", base .. "/")
         assert.equal(200, page.status, page.body)
-        assert.truthy(page.body:find("reach " .. dir .. "&#39;s tickets.jsonl", 1, true)
-            or page.body:find("reach " .. dir .. "'s tickets.jsonl", 1, true), page.body)
+        assert.truthy(page.body:find("reach " .. dir .. "&#39;s accepted.jsonl", 1, true)
+            or page.body:find("reach " .. dir .. "'s accepted.jsonl", 1, true), page.body)
         assert.truthy(page.body:find("when the desk stops", 1, true), page.body)
 
         -- m5 (the model could not settle it): "needs the customer"

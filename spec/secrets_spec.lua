@@ -52,6 +52,60 @@ describe("jsoncontract.secrets", function()
             assert.equal(42, secrets.redact(42, KEY))
         end)
 
+        it("finds the key in base64 and base64url at each alignment, padded or not, and as Basic auth", function()
+            local mime = require "mime"
+            for _, pre in ipairs { "", "x", "xy", "user:", ":", "reviewer@example.com:" } do
+                for _, post in ipairs { "", "z", "zz" } do
+                    local std = mime.b64(pre .. KEY .. post)
+                    for _, enc in ipairs { std, (std:gsub("=", "")), (std:gsub("%+", "-"):gsub("/", "_")),
+                        (std:gsub("%+", "-"):gsub("/", "_"):gsub("=", "")) } do
+                        local out = secrets.redact("Authorization: Basic " .. enc .. "\n", KEY)
+                        -- what is left: the bytes of `pre` and `post` alone (and the character
+                        -- they share with the key), never a run that only the key determines
+                        local head, tail = out:match("^Authorization: Basic ([%w+/_-]*)%[redacted%]([%w+/_=-]*)\n$")
+                        assert.truthy(head, out)
+                        assert.is_true(#head <= math.ceil(#pre * 4 / 3), out)
+                        assert.is_true(#tail:gsub("=", "") <= math.ceil(#post * 4 / 3), out)
+                        if #post == 0 then assert.equal("", tail, out) end
+                    end
+                end
+            end
+            -- the encoder it uses is RFC 4648's
+            assert.same({ "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "-_8", "+/8=" },
+                { secrets.base64(""), secrets.base64("f"), secrets.base64("fo"), secrets.base64("foo"),
+                  secrets.base64("foob"), secrets.base64("\251\255", true), secrets.base64("\251\255") })
+        end)
+
+        it("looks for no base64 of a key under 8 bytes (too few characters to be sure of)", function()
+            local mime = require "mime"
+            assert.equal("Basic " .. mime.b64("u:sk-1234"), secrets.redact("Basic " .. mime.b64("u:sk-1234"), "sk-1234"))
+        end)
+
+        it("finds the key split across two adjacent string literals", function()
+            local a, b = KEY:sub(1, 5), KEY:sub(6)
+            for _, text in ipairs {
+                '"' .. a .. '" "' .. b .. '"', '["' .. a .. '","' .. b .. '"]', '"' .. a .. '" + "' .. b .. '"',
+                "'" .. a .. "'+'" .. b .. "'", '"' .. a .. '",\n\t "' .. b .. '"',
+                -- as a JSON string carries them
+                json_string('"' .. a .. '" "' .. b .. '"'), '"' .. u(a) .. '" "' .. b .. '"',
+                -- split after the first byte and before the last
+                '"' .. KEY:sub(1, 1) .. '" "' .. KEY:sub(2) .. '"', '"' .. KEY:sub(1, -2) .. '" "' .. KEY:sub(-1) .. '"',
+            } do
+                local out = secrets.redact("x " .. text .. " y", KEY)
+                assert.truthy(out:match('^x [%[\\"\']*%[redacted%][%]\\"\']* y$'), text .. " -> " .. out)
+            end
+        end)
+
+        it("does not join strings that are not adjacent literals (a key, a value, two separators)", function()
+            local a, b = KEY:sub(1, 5), KEY:sub(6)
+            for _, text in ipairs {
+                '{"x":"' .. a .. '","y":"' .. b .. '"}', '"' .. a .. '", , "' .. b .. '"',
+                '"' .. a .. "\" '" .. b .. "'", '"' .. a .. '" "x" "' .. b .. '"',
+            } do
+                assert.equal(text, secrets.redact(text, KEY))
+            end
+        end)
+
         it("is the alias errors.redact", function()
             assert.equal("[redacted]", require("jsoncontract.errors").redact(u(KEY), KEY))
         end)

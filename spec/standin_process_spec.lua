@@ -87,4 +87,72 @@ h.stop()
                 assert.is_false(alive(pid))
             end)
     end)
+
+    describe("every way out", function()
+        it("stop_all() stops every server not yet stopped, and says how many", function()
+            local a = assert(process.start { max_seconds = 60, without_preload = true })
+            local b = assert(process.start { max_seconds = 60, without_preload = true })
+            a.stop()
+            assert.equal(1, process.stop_all())
+            assert.is_false(alive(a.pid))
+            assert.is_false(alive(b.pid))
+            assert.equal(0, process.stop_all())
+        end)
+
+        it("after an error triage did not catch, stops the stand-in and exits 70 instead of waiting on it", function()
+            local dir = util.sh("mktemp -d"):match("^(%S+)")
+            finally(function() util.sh("rm -rf '" .. dir .. "'") end)
+            -- Loaded before the command (LUA_INIT): note the stand-in's pid, and make the run
+            -- raise as a store on read-only storage does (running as root, chmod cannot show it).
+            local f = assert(io.open(dir .. "/inject.lua", "w"))
+            f:write(string.format([[
+local real_require = require
+function require(name)
+    local m = real_require(name)
+    if name == "jsoncontract.standin.process" and not m.spec_wrapped then
+        m.spec_wrapped = true
+        local start = m.start
+        m.start = function(...)
+            local h, e = start(...)
+            if h then local p = io.open(%q, "w"); p:write(h.pid); p:close() end
+            return h, e
+        end
+    elseif name == "jsoncontract.jobs.runner" and not m.spec_wrapped then
+        m.spec_wrapped = true
+        m.run = function() error("attempt to write a readonly database (injected)") end
+    end
+    return m
+end
+]], dir .. "/standin.pid"))
+            f:close()
+            local out, code = util.sh(string.format("env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY -u LUA_INIT_5_4 "
+                .. "LUA_INIT=@%s timeout 60 %s bin/jsoncontract triage --input examples/mailbox.jsonl --out %s/run "
+                .. "--limit 3 2>&1", dir .. "/inject.lua", LUA, dir))
+            assert.equal(70, code, out)
+            assert.truthy(out:find("jsoncontract: internal error (exit status 70; what was committed stays): ", 1,
+                true), out)
+            assert.truthy(out:find("attempt to write a readonly database (injected)", 1, true), out)
+            local pid = tonumber(util.read(dir .. "/standin.pid") or "")
+            assert.is_number(pid, "the stand-in was started")
+            assert.is_false(alive(pid))
+        end)
+
+        it("a Lua 5.2+ script that ends with an error stops its stand-in as the state closes", function()
+            if LUA == "luajit" or LUA:match("5%.1") then
+                return pending("a table's __gc runs on Lua 5.2+ only; LuaJIT scripts call stop_all()")
+            end
+            local dir = util.sh("mktemp -d"):match("^(%S+)")
+            finally(function() util.sh("rm -rf '" .. dir .. "'") end)
+            local out, code = util.sh(string.format("timeout 60 %s -e %q 2>&1", LUA, string.format(
+                "package.path = 'lua/?.lua;lua/?/init.lua;' .. package.path; package.cpath = %q .. ';' .. package.cpath; "
+                .. "local h = assert(require('jsoncontract.standin.process').start { max_seconds = 300 }); "
+                .. "local f = io.open(%q, 'w'); f:write(h.pid); f:close(); error('the script failed')",
+                CPATH, dir .. "/pid")))
+            assert.equal(1, code, out)
+            assert.truthy(out:find("the script failed", 1, true), out)
+            local pid = tonumber(util.read(dir .. "/pid") or "")
+            assert.is_number(pid)
+            assert.is_false(alive(pid))
+        end)
+    end)
 end)

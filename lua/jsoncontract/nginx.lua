@@ -20,7 +20,8 @@
 --   * 200: the checked value itself, as the model wrote it (the JSON text the gates accepted, see
 --     `contract:check_json`: no Lua value is built for it, and large integers stay exact);
 --   * 202: handed over to a person (refusal, content filter, a business rule):
---     `{"status":"handed_over","message":<plain words for the end user>,"item_id":..,"request_id":..}`;
+--     `{"status":"handed_over","message":<plain words for the end user>,"item_id":..,"request_id":..}`
+--     (with a `store`, recorded there first; 503 `handover_unavailable` when that failed);
 --   * 400 `empty_body`, `not_utf8`; 405 `method_not_allowed`; 413 `body_too_large`;
 --   * 500 `internal_error`, `contract_unavailable`; 502 `model_unavailable` (the provider could
 --     not be reached or answered with an HTTP error), `no_valid_answer` (no answer passed the
@@ -41,6 +42,8 @@ local contracts = require "jsoncontract.nginx.contracts"
 local metrics = require "jsoncontract.nginx.metrics"
 local evidence = require "jsoncontract.nginx.evidence"
 local body = require "jsoncontract.nginx.body"
+local handover = require "jsoncontract.nginx.handover"
+local evidence_mod = require "jsoncontract.evidence"
 
 local type, pairs, ipairs, tostring, tonumber, error, pcall, xpcall, setmetatable, floor =
     type, pairs, ipairs, tostring, tonumber, error, pcall, xpcall, setmetatable, math.floor
@@ -57,7 +60,8 @@ local GATEWAYS = setmetatable({}, { __mode = "k" })
 --- HTTP status and code per outcome that is not a 200.
 -- @table STATUS
 _M.STATUS = {
-    handed_over = 202, empty_body = 400, not_utf8 = 400, method_not_allowed = 405, body_too_large = 413,
+    handed_over = 202, handover_unavailable = 503,
+    empty_body = 400, not_utf8 = 400, method_not_allowed = 405, body_too_large = 413,
     internal_error = 500, contract_unavailable = 500, body_unreadable = 500,
     model_unavailable = 502, no_valid_answer = 502, model_busy = 503, model_timeout = 504,
 }
@@ -74,6 +78,7 @@ _M.TEXT = {
     internal_error = SORRY, contract_unavailable = SORRY, body_unreadable = SORRY,
     model_unavailable = messages.TEXT.retry_later, no_valid_answer = messages.TEXT.retry_later,
     model_busy = messages.TEXT.retry_later, model_timeout = messages.TEXT.retry_later,
+    handover_unavailable = "Your request could not be passed to a person right now. Please try again.",
 }
 
 local BUSY = { rate_limited = true, overloaded = true }
@@ -105,7 +110,7 @@ local OPTS = {
     connect_timeout_ms = "number", max_response_bytes = "number", contracts = "table",
     contract_check_ms = "number", max_body_bytes = "number", pool_size = "number",
     keepalive_timeout_ms = "number", backlog = "number", metrics_dict = "string", evidence = "table",
-    propagate_request_id = "boolean", on_handover = "function", context = true,
+    propagate_request_id = "boolean", on_handover = "function", context = true, store = "string",
 }
 
 --- A gateway.
@@ -130,7 +135,12 @@ local OPTS = {
 --   request, may use cosockets, must not block; errors are logged);
 --   `context` (`function(contract_name, input) -> table` for the contracts' rules; `false` says,
 --   explicitly, that their rules need none. `configure` refuses a contract with rules when it is
---   not given: the rules would pass without their data).
+--   not given: the rules would pass without their data);
+--   `store` (a job store: SQLite file path or `postgresql://` URL; nil: none): each handed-over
+--   request is recorded there before its 202, as an item of the contract's gateway job, with its
+--   attempts (the model's text included) and reason, so `jsoncontract review STORE` serves it
+--   (see `jsoncontract.nginx.handover`); when that fails the answer is 503
+--   `handover_unavailable` instead of the 202. `on_handover` runs after it either way.
 -- @treturn table gateway
 -- @raise on a missing or mistyped option, a metrics dict nginx does not have
 -- @usage local gw = require("jsoncontract.nginx").new{ provider = "openai", model = "gpt-4o-mini",
@@ -173,6 +183,7 @@ function _M.new(opts)
         sink = opts.evidence and evidence.new(opts.evidence) or nil,
         propagate_request_id = opts.propagate_request_id ~= false,
         on_handover = opts.on_handover, context = opts.context or nil, context_given = opts.context ~= nil,
+        handover = opts.store and handover.new(opts.store) or nil,
     }
     if self.sink then self.sink.meter = self.meter end
     setmetatable(self, mt)
@@ -201,6 +212,11 @@ function _M.configure(opts)
                 "the gateway (configure{context = ...})", "function(contract_name, input)")
             if why then error("nginx gateway: contract '" .. name .. "': " .. why, 2) end
         end
+    end
+    if opts.store then
+        -- Fail at start, not at the first hand-over; the workers open their own connections.
+        local made, serr = handover.prepare(opts.store)
+        if not made then error("nginx gateway: cannot open the hand-over store: " .. serr, 2) end
     end
     default = gw
     return gw
@@ -433,6 +449,23 @@ function _M.serve(self, name)
     -- as_json: the 200 answer is the accepted JSON text, so no Lua value is built for it
     -- (a contract with rules still builds one for them)
     local writer = self.sink and self.sink:writer(key_value) or nil
+    local kept
+    if self.handover then
+        -- The hand-over's evidence for the store: every record, with the model's text (the
+        -- store is local; the desk pre-fills its form from it), the key redacted. Written first:
+        -- a writer without record_text drops the text from the record it is given.
+        kept = evidence_mod.memory({ record_text = true })
+        kept:add_secret(key_value)
+        local inner = writer
+        writer = { add_secret = function(_, s)
+            kept:add_secret(s)
+            if inner then inner:add_secret(s) end
+        end, write = function(_, rec)
+            kept:write(rec)
+            if inner then return inner:write(rec) end
+            return true
+        end }
+    end
     if self.meter then
         writer = tallying_writer(writer)
         ngx.ctx.jsoncontract_tally = writer.tally
@@ -475,6 +508,15 @@ function _M.serve(self, name)
             headers = { ["Retry-After"] = tostring(math.ceil(reason.retry_after)) }
         end
         return fail(self, name, code, rid, item_id, t0, why, ngx.WARN, headers)
+    end
+    if self.handover then
+        local job, herr = self.handover:record { item_id = item_id, request_id = rid, input = text, outcome = out,
+            identity = out.contract or c:identity(), ask = self.ask, evidence = kept.lines, key = key_value,
+            worker = "nginx:" .. tostring(ngx.worker.pid()) }
+        if not job then
+            return fail(self, name, "handover_unavailable", rid, item_id, t0, why .. "; not recorded: "
+                .. errors.redact(tostring(type(herr) == "table" and herr.message or herr), key_value), ngx.ERR)
+        end
     end
     send_json(202, encode({ status = "handed_over", message = messages.user_message(out), item_id = item_id,
         request_id = rid }))

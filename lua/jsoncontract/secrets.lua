@@ -10,10 +10,19 @@
 -- `&#x73;`, as an HTML error page from a proxy quotes a header). `redact` finds the key in every such spelling,
 -- in raw bytes and in decoded text alike, and replaces the whole spelling by "[redacted]".
 -- Text is never decoded to find it, so what is not the key stays byte for byte.
+--
+-- Two more shapes a server echoes: the key split across two adjacent string literals
+-- (`"sk-ab" "cd"`, `["sk-ab","cd"]`, `"sk-ab" + "cd"`; see `redact`), and the key inside
+-- base64 or base64url (RFC 4648 sections 4 and 5), as an echoed `Authorization: Basic`
+-- header carries `user:key`: the key may sit at any of the 3 byte alignments of the encoded
+-- text, so each alignment's characters that only the key determines are looked for, in both
+-- alphabets, with the one or two characters it shares with its neighbours and any `=`
+-- padding.
 -- @module jsoncontract.secrets
 local core = require "jsoncontract.core"
 local seq_len = require("jsoncontract.utf8").seq_len
 
+local ipairs = ipairs
 local type, pairs, next, tostring, setmetatable, getmetatable, pcall, rawget =
     type, pairs, next, tostring, setmetatable, getmetatable, pcall, rawget
 local byte, sub, find, format, lower, gsub = string.byte, string.sub, string.find, string.format,
@@ -24,11 +33,17 @@ local error_fields = core.error_fields
 
 local _M = { _VERSION = core._VERSION }
 
+-- forward declaration: the base64 spellings of a key (below)
+local base64_cores
+
 --- What replaces a secret.
 _M.REDACTED = "[redacted]"
 
 -- Shortest secret looked for: shorter "keys" would redact ordinary words.
 local MIN_SECRET = 4
+-- Shortest key whose base64 spellings are looked for: 8 bytes give at least 10 characters
+-- that only the key determines, no accident in ordinary base64 text.
+local MIN_BASE64_SECRET = 8
 -- How many layers of encoding one character may hide under (`%5Cu0073` is two: percent
 -- over JSON). Three covers a JSON string in a JSON string in a URL.
 local MAX_LAYERS = 3
@@ -145,12 +160,42 @@ local function match_byte(text, i, want, layers)
     return nil
 end
 
--- The end of a spelling of `secret` starting at `i`, or nil.
+-- The end of a string literal and the start of the next one at `i`: a quote (`"` or `'`,
+-- spelled as `decode` reads it), spaces, at most one `,` or `+`, spaces, the same quote.
+-- The index after the second quote, or nil.
+local function joiner(text, i)
+    local q, j = decode(text, i, MAX_LAYERS)
+    if q ~= 34 and q ~= 39 then return nil end
+    local sep = false
+    while true do
+        local c, k = decode(text, j, MAX_LAYERS)
+        if c == q then return k end
+        if c == 44 or c == 43 then
+            if sep then return nil end
+            sep = true
+        elseif c ~= 32 and c ~= 9 and c ~= 10 and c ~= 13 then
+            return nil
+        end
+        j = k
+    end
+end
+
+-- The end of a spelling of `secret` starting at `i`, or nil. One joiner (see `joiner`) may
+-- split it between two of its bytes.
 local function match_secret(text, i, secret, n)
     local j = i
+    local split = false
     for k = 1, n do
-        j = match_byte(text, j, byte(secret, k), MAX_LAYERS)
-        if not j then return nil end
+        local e = match_byte(text, j, byte(secret, k), MAX_LAYERS)
+        if not e and k > 1 and not split then
+            local after = joiner(text, j)
+            if after then
+                split = true
+                e = match_byte(text, after, byte(secret, k), MAX_LAYERS)
+            end
+        end
+        if not e then return nil end
+        j = e
     end
     return j
 end
@@ -160,11 +205,24 @@ local function has_escapes(text)
     return find(text, "[\\%%~&]") ~= nil
 end
 
--- Replace every spelling of one secret.
-local function redact_one(text, secret)
+local B64_CHAR = {}
+for c in ("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_"):gmatch(".") do
+    B64_CHAR[byte(c)] = true
+end
+
+-- Replace every spelling of one secret. `ext` (base64 cores only): `left`/`right` say that
+-- the character before / after the core also carries bits of the key; it goes too, and so
+-- does the `=` padding after. `escapes`: `has_escapes(text)`.
+local function redact_one(text, secret, ext, escapes)
     local n = #secret
-    if not has_escapes(text) then
-        if not find(text, secret, 1, true) then return text end
+    if not escapes and not find(text, secret, 1, true) then
+        -- Plain text can still hold the key split in two (not a base64 run: nothing a server does
+        -- splits one); one half holds its first or its second half.
+        if ext or not find(text, "[\"']") then return text end
+        local h = floor(n / 2)
+        if not find(text, sub(secret, 1, h), 1, true) and not find(text, sub(secret, h + 1), 1, true) then
+            return text
+        end
     end
     -- A spelling starts with the first byte or with an introducer of an encoding: jump
     -- from one such byte to the next (string.find runs in C).
@@ -184,6 +242,11 @@ local function redact_one(text, secret)
             j = match_secret(text, i, secret, n)
         end
         if j then
+            if ext then
+                if ext.left and i > from and B64_CHAR[byte(text, i - 1)] then i = i - 1 end
+                if ext.right and B64_CHAR[byte(text, j)] then j = j + 1 end
+                for _ = 1, 2 do if byte(text, j) == 61 then j = j + 1 end end
+            end
             parts[#parts + 1] = sub(text, from, i - 1)
             parts[#parts + 1] = _M.REDACTED
             from = j
@@ -200,7 +263,14 @@ end
 --- Replace every spelling of a secret (an API key) in a text by "[redacted]".
 -- The one redaction used by the attempt loop, the evidence writer, the CLI and the
 -- errors module: plain bytes, JSON `\u`/short escapes (mixed, escapes of escapes),
--- percent-encoding and JSON Pointer escapes, in any mix per character.
+-- percent-encoding, JSON Pointer escapes and HTML numeric character references, in any mix
+-- per character; split once, between any two of its bytes, across two adjacent string
+-- literals (a `"` or `'` closing the first, then only spaces, tabs, newlines and at most one
+-- `,` or `+`, then the same quote opening the second: `"sk-ab" "cd"`, `["sk-ab","cd"]`,
+-- `'sk-ab' + 'cd'`; the whole spelling, both quotes included, becomes one "[redacted]");
+-- and, for a secret of at least 8 bytes, inside base64 or base64url text (standard or
+-- URL-safe alphabet, padded or not, at any of the 3 alignments, so also `user:key` as Basic
+-- auth encodes it, for any user).
 -- @param text any value; only strings are changed
 -- @tparam string|table|nil secret plain bytes (not a pattern), or a list of them; nil or
 --   shorter than 4 bytes: no change
@@ -213,7 +283,61 @@ function _M.redact(text, secret)
         return text
     end
     if type(secret) ~= "string" or #secret < MIN_SECRET then return text end
-    return redact_one(text, secret)
+    -- (a redaction adds no escape, so one look serves every scan)
+    local escapes = has_escapes(text)
+    text = redact_one(text, secret, nil, escapes)
+    if #secret >= MIN_BASE64_SECRET then
+        for _, c in ipairs(base64_cores(secret)) do text = redact_one(text, c.core, c, escapes) end
+    end
+    return text
+end
+
+local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+--- Base64 of a byte string (RFC 4648 section 4, standard alphabet, with padding).
+-- @tparam string s
+-- @tparam[opt] boolean url the URL-safe alphabet (section 5: `-` and `_`), without padding
+-- @treturn string
+function _M.base64(s, url)
+    local out = {}
+    for i = 1, #s, 3 do
+        local a, b, c = byte(s, i, i + 2)
+        local v = a * 65536 + (b or 0) * 256 + (c or 0)
+        local n = c and 4 or (b and 3 or 2)
+        for k = 1, 4 do
+            local d = floor(v / 2 ^ (6 * (4 - k))) % 64
+            out[#out + 1] = k <= n and sub(B64, d + 1, d + 1) or "="
+        end
+    end
+    local text = concat(out)
+    if url then text = gsub(gsub(gsub(text, "%+", "-"), "/", "_"), "=", "") end
+    return text
+end
+
+-- The characters of the key's base64 at each alignment (the key after 0, 1 or 2 other bytes)
+-- that only the key determines, in both alphabets: `{core =, left =, right =}`, left/right
+-- when a character shared with the neighbours is next to it. Kept per key (a run has one or two).
+local cores_cache, cores_count = {}, 0
+function base64_cores(secret)
+    local list = cores_cache[secret]
+    if list then return list end
+    list = {}
+    local seen, n = {}, #secret
+    for a = 0, 2 do
+        local enc = _M.base64(("\0"):rep(a) .. secret)
+        local first = a == 0 and 0 or (a == 1 and 2 or 3)
+        local last = floor(8 * (a + n) / 6) - 1
+        local core_std = sub(enc, first + 1, last + 1)
+        for _, c in ipairs { core_std, (gsub(gsub(core_std, "%+", "-"), "/", "_")) } do
+            if not seen[c] then
+                seen[c] = true
+                list[#list + 1] = { core = c, left = a ~= 0, right = (a + n) % 3 ~= 0 }
+            end
+        end
+    end
+    if cores_count >= 64 then cores_cache, cores_count = {}, 0 end
+    cores_cache[secret], cores_count = list, cores_count + 1
+    return list
 end
 
 --- Text a server sent (a provider's error message, a body quoted in an err), made fit to

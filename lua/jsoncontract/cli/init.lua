@@ -21,7 +21,7 @@
 local core = require "jsoncontract.core"
 local argparse = require "argparse"
 
-local type, ipairs, require, tostring = type, ipairs, require, tostring
+local type, ipairs, require, tostring, xpcall, pcall = type, ipairs, require, tostring, xpcall, pcall
 
 local _M = { _VERSION = core._VERSION }
 
@@ -89,7 +89,8 @@ end
 --- Run the program.
 -- @tparam table argv the arguments (the script's `arg`: argv[1] is the command)
 -- @tparam[opt] table env `root`, `bindir`, `stdout`, `stderr` (see the module description)
--- @treturn integer exit status: the command's, 2 on a usage error, 0 after --help/--version
+-- @treturn integer exit status: the command's, 2 on a usage error, 0 after --help/--version, 70
+--   (`INTERNAL_ERROR`) after an error the command did not catch
 function _M.main(argv, env)
     env = env or {}
     env.root = env.root or "."
@@ -118,7 +119,29 @@ function _M.main(argv, env)
         env.stderr:write("jsoncontract: ", tostring(args), "\n")
         return 2
     end
-    return commands[args.command].run(args, env)
+    local done, status = xpcall(commands[args.command].run, debug.traceback, args, env)
+    if done then return status end
+    return _M.internal_error(status, env)
+end
+
+--- Exit status after an error no command caught (a bug, or a fault of the environment that no
+-- check foresaw, such as a read-only job folder): EX_SOFTWARE of sysexits.h.
+_M.INTERNAL_ERROR = 70
+
+--- The way out after an error no command caught: stop the stand-in servers the command started
+-- (`jsoncontract.standin.process.stop_all`; else closing the Lua state would wait on them),
+-- release the signal catch, and say what happened on stderr with the traceback, credentials
+-- masked.
+-- @param err the error with its traceback (from `xpcall`)
+-- @tparam table env as for `main`
+-- @treturn integer `INTERNAL_ERROR`
+function _M.internal_error(err, env)
+    pcall(require("jsoncontract.standin.process").stop_all)
+    if core.signal_catch then pcall(core.signal_catch, false) end
+    local text = require("jsoncontract.secrets").redact_credentials(tostring(err))
+    env.stderr:write("jsoncontract: internal error (exit status ", _M.INTERNAL_ERROR, "; what was committed "
+        .. "stays): ", text, "\n")
+    return _M.INTERNAL_ERROR
 end
 
 -- The old entry points of the one-file cli, `cli.triage(argv, env)`, `cli.check(argv, env)`,

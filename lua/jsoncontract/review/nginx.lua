@@ -11,6 +11,15 @@
 -- `GET /login?token=<secret>` sets (HttpOnly, SameSite=Strict); anything else gets 401. Without
 -- one (only allowed on a loopback address) the reviewer is the local user who started the desk.
 --
+-- Before any of that, and before any data is read: a request whose `Host` names none of the
+-- desk's names (`jsoncontract.review.serve.allowed_hosts`) gets 421, a POST whose `Origin` (or,
+-- without one, `Referer`) is not this desk's gets 403: a DNS-rebinding page neither reads nor
+-- decides. A secret that fails (Basic, bearer or /login token; not a stale session cookie) is
+-- logged at `warn` with the client address and, for Basic auth, the reviewer name when it is a
+-- known one; never the secret. After 5 failures in a row from one client address (kept 1 hour)
+-- that address is locked out for 1 s, doubling with each further failure up to 15 minutes: a
+-- request carrying a secret then gets 429 with `Retry-After` without being checked.
+--
 -- SQLite and PostgreSQL calls through LuaSQL block the worker while they run; the desk is a
 -- tool for a few people at once, its pages read one indexed page of rows.
 -- @module jsoncontract.review.nginx
@@ -24,6 +33,9 @@ local _M = { _VERSION = core._VERSION }
 
 local conf, users, contract_mod, desk
 local COOKIE = "jc_review"
+-- Failed logins per client address: declared by serve.nginx_conf.
+local AUTH_DICT = "jc_review_auth"
+local FREE_FAILURES, MAX_LOCK_S, FORGET_S = 5, 900, 3600
 
 local SECURITY_HEADERS = {
     ["Content-Security-Policy"] = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -112,28 +124,78 @@ function _M.init_worker()
     ngx.timer.every(1, check)
 end
 
--- The reviewer of this request, or nil (the response then is 401).
+-- The lock-out left for this client address in seconds, or nil.
+local function locked(addr)
+    local dict = ngx.shared[AUTH_DICT]
+    local till = dict and dict:get("lock:" .. addr)
+    if till and till > ngx.now() then return math.ceil(till - ngx.now()) end
+    return nil
+end
+
+-- Count a failed secret from `addr`, lock the address out once it failed too often, log it.
+local function failed_login(addr, how)
+    local dict = ngx.shared[AUTH_DICT]
+    local n = dict and dict:incr("fail:" .. addr, 1, 0, FORGET_S) or 0
+    local wait
+    if n >= FREE_FAILURES then
+        wait = math.min(2 ^ (n - FREE_FAILURES), MAX_LOCK_S)
+        dict:set("lock:" .. addr, ngx.now() + wait, wait)
+    end
+    local line = "review desk: failed login from " .. addr .. " (" .. how .. "); " .. n .. " in a row"
+        .. (wait and (", locked out for " .. wait .. " s") or "")
+    -- Logged from a timer: a log line written in the request would carry nginx's `request: "GET
+    -- /login?token=..."` context, the secret tried.
+    local ok = ngx.timer.at(0, function() ngx.log(ngx.WARN, line) end)
+    if not ok then ngx.log(ngx.WARN, "review desk: failed login (not logged in full: no timer)") end
+end
+
+local function login_ok(addr)
+    local dict = ngx.shared[AUTH_DICT]
+    if dict then dict:delete("fail:" .. addr) end
+end
+
+-- The reviewer of this request, or nil and why (the response then is 401, or 429 when the
+-- client's address is locked out).
 local function reviewer()
     if not users then return conf.local_reviewer end
-    local h = ngx.var.http_authorization
-    if h then
-        local b64 = h:match("^[Bb]asic%s+(%S+)")
-        if b64 then
-            local pair = ngx.decode_base64(b64) or ""
-            local name, secret = pair:match("^([^:]*):(.*)$")
-            for _, u in ipairs(users) do
-                if u.name == name and same(u.secret, secret) then return u.name end
-            end
-        end
-        local token = h:match("^[Bb]earer%s+(%S+)")
-        if token then
-            for _, u in ipairs(users) do if same(u.secret, token) then return u.name end end
-        end
-    end
     local cookie = ngx.var["cookie_" .. COOKIE]
     if cookie then
+        -- A session value is a hash under this start's key: guessing it is no login attempt, and a
+        -- stale cookie from an earlier start is not counted against its owner.
         for _, u in ipairs(users) do if same(session_value(u), cookie) then return u.name end end
     end
+    local h = ngx.var.http_authorization
+    if not h then return nil end
+    local b64 = h:match("^[Bb]asic%s+(%S+)")
+    local token = h:match("^[Bb]earer%s+(%S+)")
+    if not b64 and not token then return nil end
+    local addr = ngx.var.remote_addr
+    local wait = locked(addr)
+    if wait then return nil, wait end
+    local how
+    if b64 then
+        local pair = ngx.decode_base64(b64) or ""
+        local name, secret = pair:match("^([^:]*):(.*)$")
+        how = "basic auth, unknown name"
+        for _, u in ipairs(users) do
+            if u.name == name then
+                if same(u.secret, secret) then
+                    login_ok(addr)
+                    return u.name
+                end
+                how = "basic auth as " .. u.name
+            end
+        end
+    else
+        for _, u in ipairs(users) do
+            if same(u.secret, token) then
+                login_ok(addr)
+                return u.name
+            end
+        end
+        how = "bearer token"
+    end
+    failed_login(addr, how)
     return nil
 end
 
@@ -172,13 +234,28 @@ local function send(status, headers, body)
     return ngx.exit(status)
 end
 
--- Does an Origin (or, without one, a Referer) header name this desk? Absent: yes.
-local function same_origin()
+-- Does the Host header name this desk? Its name (lower case, the port left aside) must be one
+-- of conf.allowed_hosts; no Host at all (HTTP/1.0) is refused too.
+local function host_ok()
     local host = ngx.var.http_host
+    if type(host) ~= "string" then return false end
+    host = host:lower()
+    local name = host:match("^(%[[%x:]+%]):?%d*$") or host:match("^([^:%[%]]+):?%d*$")
+    if not name then return false end
+    for _, allowed in ipairs(conf.allowed_hosts) do
+        if name == allowed then return true end
+    end
+    return false
+end
+
+-- Does an Origin (or, without one, a Referer) header name this desk (its scheme: https with
+-- --tls, and the request's Host, already checked)? Absent both: yes (the CSRF token still holds).
+local function same_origin()
+    local own = (conf.tls and "https://" or "http://") .. tostring(ngx.var.http_host):lower()
     local origin = ngx.var.http_origin
-    if origin then return origin == "http://" .. tostring(host) end
+    if origin then return origin:lower() == own end
     local ref = ngx.var.http_referer
-    if ref then return ref:sub(1, #("http://" .. tostring(host)) + 1) == "http://" .. tostring(host) .. "/" end
+    if ref then return ref:sub(1, #own + 1):lower() == own .. "/" end
     return true
 end
 
@@ -186,17 +263,36 @@ end
 function _M.handle()
     local method = ngx.req.get_method()
     local path = ngx.var.uri
+    local text = { ["Content-Type"] = "text/plain; charset=utf-8" }
+    if not host_ok() then
+        return send(421, text, "this desk does not answer to that Host name (see --allow-host)\n")
+    end
+    if method == "POST" and not same_origin() then
+        return send(403, text, "refused: the request comes from another origin\n")
+    end
     if path == "/login" and users then
         local token = ngx.req.get_uri_args().token
+        local addr = ngx.var.remote_addr
+        local wait = locked(addr)
+        if wait then
+            text["Retry-After"] = tostring(wait)
+            return send(429, text, "too many failed logins from your address; try again in " .. wait .. " s\n")
+        end
         for _, u in ipairs(users) do
             if type(token) == "string" and same(u.secret, token) then
+                login_ok(addr)
                 return send(303, { Location = "/", ["Set-Cookie"] = COOKIE .. "=" .. session_value(u)
-                    .. "; Path=/; HttpOnly; SameSite=Strict" }, "")
+                    .. "; Path=/; HttpOnly; SameSite=Strict" .. (conf.tls and "; Secure" or "") }, "")
             end
         end
-        return send(401, { ["Content-Type"] = "text/plain; charset=utf-8" }, "unknown token\n")
+        failed_login(addr, "login token")
+        return send(401, text, "unknown token\n")
     end
-    local who = reviewer()
+    local who, wait = reviewer()
+    if wait then
+        text["Retry-After"] = tostring(wait)
+        return send(429, text, "too many failed logins from your address; try again in " .. wait .. " s\n")
+    end
     if not who then
         return send(401, { ["Content-Type"] = "text/plain; charset=utf-8",
             ["WWW-Authenticate"] = 'Basic realm="jsoncontract review", charset="UTF-8"' },

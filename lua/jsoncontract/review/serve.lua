@@ -66,6 +66,46 @@ function _M.is_loopback(host)
     return host == "localhost" or host == "::1" or host:match("^127%.%d+%.%d+%.%d+$") ~= nil
 end
 
+--- The host names the desk answers to (the `Host` header's name, lower case, an IPv6 address in
+-- brackets; the port is not compared, a TLS proxy in front may change it). A DNS-rebinding page
+-- reaches the desk under its own name, which is not among them.
+-- @tparam string host the listen address (from `parse_listen`)
+-- @tparam table|nil names `--allow-host` values: DNS names, IPv4 addresses or `[V6]` addresses
+-- @treturn[1] table list of names: the listen address unless it is a wildcard (0.0.0.0, ::),
+--   `localhost`, `127.0.0.1` and `[::1]` for a loopback address, then `names`
+-- @return[2] nil
+-- @treturn[2] string message (a malformed name; a wildcard address without any name)
+function _M.allowed_hosts(host, names)
+    local list, seen = {}, {}
+    local function add(name)
+        name = name:lower()
+        if not seen[name] then
+            seen[name] = true
+            list[#list + 1] = name
+        end
+    end
+    local wildcard = host == "0.0.0.0" or host == "::" or host:match("^[0:]+$") ~= nil
+    if not wildcard then add(host:find(":", 1, true) and ("[" .. host .. "]") or host) end
+    if _M.is_loopback(host) then
+        add("localhost")
+        add("127.0.0.1")
+        add("[::1]")
+    end
+    for _, name in ipairs(names or {}) do
+        local v6 = type(name) == "string" and name:match("^%[([%x:]+)%]$")
+        if type(name) ~= "string" or not (v6 or name:match("^[%w][%w%.%-]*$")) then
+            return nil, "--allow-host: expected a host name or address without port or scheme (e.g. desk.example.com), "
+                .. "got " .. tostring(name)
+        end
+        add(name)
+    end
+    if wildcard and #list == 0 then
+        return nil, "listening on " .. host .. " answers any address: name the host reviewers reach the desk by "
+            .. "with --allow-host NAME (repeatable)"
+    end
+    return list
+end
+
 --- Where the job store of `target` is: a folder (its store file), a store file, or a URL.
 -- @tparam string target
 -- @treturn[1] string store URL
@@ -155,7 +195,9 @@ end
 
 --- The nginx.conf of a desk.
 -- @tparam table c `prefix` (folder), `host`, `port`, `lua_path`, `lua_cpath`, `config` (path of
---   the desk's configuration JSON), `user` (string or nil: "root" when running as root)
+--   the desk's configuration JSON), `user` (string or nil: "root" when running as root),
+--   `trusted_proxies` (nil or a list of nginx realip lines: the client address of a request from
+--   such a proxy is the last address of its `X-Forwarded-For`)
 -- @treturn string
 function _M.nginx_conf(c)
     local listen = c.host:find(":", 1, true) and ("[" .. c.host .. "]:" .. c.port) or (c.host .. ":" .. c.port)
@@ -176,6 +218,9 @@ function _M.nginx_conf(c)
         "  scgi_temp_path " .. c.prefix .. "/scgi;",
         "  client_max_body_size 1m; client_body_buffer_size 1m;",
         "  merge_slashes off;",
+        -- failed logins per client address (jsoncontract.review.nginx)
+        "  lua_shared_dict jc_review_auth 1m;",
+        c.trusted_proxies and concat(c.trusted_proxies, "") or "",
         format("  lua_package_path %q;", c.lua_path),
         format("  lua_package_cpath %q;", c.lua_cpath),
         format("  init_by_lua_block { require('jsoncontract.review.nginx').init(%q) }", c.config),
@@ -190,7 +235,11 @@ end
 --- Prepare a desk: check everything and write its prefix folder; nothing runs yet.
 -- @tparam table o `target` (folder, store file or URL), `listen` (string), `auth` (file), `contract`
 --   (file), `job` (job id), `context` (folder the contract's `replay_context` reads the rules' data
---   from; default the job folder), `cpath` (LuaJIT cpath for the core), `local_reviewer` (string)
+--   from; default the job folder), `cpath` (LuaJIT cpath for the core), `local_reviewer` (string),
+--   `allow_host` (list of names the desk also answers to, see `allowed_hosts`), `tls` (true: the
+--   desk is reached over HTTPS through a TLS proxy: the session cookie is `Secure` and a POST's
+--   Origin must be `https://`), `trusted_proxy` (list of addresses or CIDRs whose
+--   `X-Forwarded-For` names the client, for throttling failed logins per client)
 -- @tparam table env `{root = repository or install root}`
 -- @treturn[1] table desk `{prefix, conf_path, url, job, open, decided}`
 -- @return[2] nil
@@ -200,6 +249,15 @@ function _M.prepare(o, env)
     if type(o.target) ~= "string" then return nil, "review needs a job folder or a store URL" end
     local host, port = _M.parse_listen(o.listen or _M.DEFAULT_LISTEN)
     if not host then return nil, port end
+    local proxies
+    for _, a in ipairs(o.trusted_proxy or {}) do
+        if type(a) ~= "string" or not (a:match("^[%d%.]+/?%d*$") or a:match("^[%x:]+/?%d*$")) then
+            return nil, "--trusted-proxy: expected an IP address or CIDR (e.g. 10.0.0.2 or 10.0.0.0/24), got "
+                .. tostring(a)
+        end
+        proxies = proxies or { "  real_ip_header X-Forwarded-For;" }
+        proxies[#proxies + 1] = " set_real_ip_from " .. a .. ";"
+    end
     local users
     if o.auth then
         local err
@@ -209,6 +267,8 @@ function _M.prepare(o, env)
         return nil, "refusing to serve on " .. host .. " without reviewers: pass --auth FILE (lines name:secret); "
             .. "without one the desk listens on 127.0.0.1 only"
     end
+    local hosts, herr = _M.allowed_hosts(host, o.allow_host)
+    if not hosts then return nil, herr end
     local why = _M.missing() or _M.missing_core(root, o)
     if why then return nil, why end
     local url, dir = _M.locate(o.target)
@@ -259,12 +319,12 @@ function _M.prepare(o, env)
         context_dir = (o.context and abs(o.context)) or (dir and abs(dir)) or nil, root = abs(root),
         secret = secret, auth_file = o.auth and abs(o.auth),
         local_reviewer = o.local_reviewer or ((os.getenv("USER") or "local") .. "@localhost"),
-        prefix = prefix, parent_pid = pid,
+        prefix = prefix, parent_pid = pid, allowed_hosts = hosts, tls = o.tls and true or false,
         -- what the page says about the exports (the desk writes them when it stops)
         exports_note = read_only and ("The job store is on storage this desk cannot write: it shows the queue, "
                 .. "and a decision cannot be recorded.")
             or (not url:match("^postgres") and dir)
-            and ("Decisions are in the job store now and reach " .. dir .. "'s tickets.jsonl, review.jsonl, "
+            and ("Decisions are in the job store now and reach " .. dir .. "'s accepted.jsonl, review.jsonl, "
                 .. "evidence.jsonl and summary.json when the desk stops.")
             or "Decisions are in the job store now; `jsoncontract export --store URL --out DIR` writes the exports.",
     }
@@ -275,13 +335,14 @@ function _M.prepare(o, env)
     local lua_path, lua_cpath = lua_paths(root, o)
     local user = sh("id -u"):match("^0%s") and "root" or nil
     local conf = _M.nginx_conf { prefix = prefix, host = host, port = port, lua_path = lua_path,
-        lua_cpath = lua_cpath, config = prefix .. "/desk.json", user = user }
+        lua_cpath = lua_cpath, config = prefix .. "/desk.json", user = user, trusted_proxies = proxies }
     f = io.open(prefix .. "/nginx.conf", "w")
     f:write(conf)
     f:close()
     local shown = host:find(":", 1, true) and ("[" .. host .. "]") or host
     return { prefix = prefix, conf_path = prefix .. "/nginx.conf", url = "http://" .. shown .. ":" .. port .. "/",
-        job = job, open = counts.open, decided = counts.decided, auth = users ~= nil,
+        job = job, open = counts.open, decided = counts.decided, auth = users ~= nil, hosts = hosts,
+        clear = not o.tls and not _M.is_loopback(host),
         store_url = not url:match("^postgres") and not read_only and url or nil, dir = dir }
 end
 
@@ -326,6 +387,12 @@ function _M.run(o, env)
         .. "nginx %s, files in %s (removed when it stops); Ctrl-C stops it.\n", d.job.id,
         tostring(d.job.contract_name), tostring(d.job.contract_version), d.open, d.decided, d.url,
         d.auth and " (reviewers from the auth file)" or "", pid, d.prefix))
+    stdout:write("answers to Host: " .. concat(d.hosts, ", ") .. "\n")
+    if d.clear then
+        -- Not refused: a network the operator trusts may be fine; the README shows TLS in front.
+        stderr:write("jsoncontract: warning: serving beyond loopback without --tls: reviewers' secrets and the "
+            .. "session cookie cross the network in clear; put a TLS proxy in front and pass --tls\n")
+    end
     if stdout.flush then stdout:flush() end
     local status
     while true do

@@ -48,6 +48,13 @@
 --                     value, in a refusal, in a 401 message, in a redirect's Location (user
 --                     info, query), in a header and a 429 whose Retry-After is over the cap,
 --                     and in a 500 body
+--   /keyecho64/<id>/... the same for the spellings a decoder of base64 or of two string
+--                     literals gives back (spec/secrets_encoded_spec.lua): in turn, the key in
+--                     base64 at each of the 3 alignments, standard and URL-safe alphabets, with
+--                     and without padding; `user:key` as Basic auth carries it (three users);
+--                     the key split across two adjacent string literals (`"a" "b"`, `"a" + "b"`,
+--                     an array `["a","b"]` under an extra key, a refusal); and a 401 that
+--                     quotes the request's Basic auth
 -- A connection whose first byte is 0x16 (a TLS ClientHello) gets a plain
 -- "400 Bad Request", as real HTTP servers answer TLS on a plain port.
 -- @module jsoncontract.standin.faults
@@ -227,6 +234,47 @@ function _M.serve(lifetime)
         end,
     }
 
+    -- /keyecho64: base64 (luasocket's mime, an encoder independent of the one that redacts) at
+    -- alignment `a` (the key after `a` other bytes), URL-safe and unpadded on request.
+    local function b64(s, url, pad)
+        local e = mime.b64(s)
+        if url then e = e:gsub("%+", "-"):gsub("/", "_") end
+        if not pad then e = e:gsub("=", "") end
+        return e
+    end
+    local function split(key, at) return key:sub(1, at), key:sub(at + 1) end
+    local KEYECHO64_FORMS = {}
+    for a = 0, 2 do
+        for _, url in ipairs { false, true } do
+            for _, pad in ipairs { true, false } do
+                KEYECHO64_FORMS[#KEYECHO64_FORMS + 1] = function(key)
+                    return 200, JSON, envelope(json_string(ticket(b64(("x"):rep(a) .. key .. "yz", url, pad))))
+                end
+            end
+        end
+    end
+    for _, user in ipairs { "echo-user", "", "reviewer@example.com" } do
+        KEYECHO64_FORMS[#KEYECHO64_FORMS + 1] = function(key)
+            return 200, JSON, envelope(json_string(ticket("Authorization: Basic " .. b64(user .. ":" .. key, false,
+                true))))
+        end
+    end
+    local SPLIT_FORMS = {
+        function(p1, p2) return 200, JSON, envelope(json_string(ticket('\\"' .. p1 .. '\\" \\"' .. p2 .. '\\"'))) end,
+        function(p1, p2) return 200, JSON, envelope(json_string(ticket("'" .. p1 .. "' + '" .. p2 .. "'"))) end,
+        function(p1, p2)
+            return 200, JSON, envelope(json_string(ticket("x", nil, 'tags":["' .. p1 .. '", "' .. p2 .. '"],"more')))
+        end,
+        function(p1, p2) return 200, JSON, envelope("null", json_string('I will not answer "' .. p1 .. '"\n "' .. p2
+            .. '"')) end,
+    }
+    for _, f in ipairs(SPLIT_FORMS) do
+        KEYECHO64_FORMS[#KEYECHO64_FORMS + 1] = function(key) return f(split(key, 11)) end
+    end
+    KEYECHO64_FORMS[#KEYECHO64_FORMS + 1] = function(key)
+        return 401, JSON, '{"error":{"message":"Incorrect credentials: Basic ' .. b64("api:" .. key, false, true)
+            .. '","type":"invalid_request_error","code":"invalid_api_key"}}'
+    end
 
     local function stream_big(sock, with_length)
         local total = 20 * 1024 * 1024
@@ -404,6 +452,12 @@ function _M.serve(lifetime)
             fault_hits[id] = (fault_hits[id] or 0) + 1
             local key = (headers["authorization"] or ""):match("^Bearer%s+(.+)$") or headers["x-api-key"] or ""
             local status, hs, b = KEYECHO_FORMS[(fault_hits[id] - 1) % #KEYECHO_FORMS + 1](key)
+            send_all(sock, response(status, hs, b))
+        elseif path:match("^/keyecho64/") then
+            local id = "64-" .. (path:match("^/keyecho64/([%w_%-]+)") or "-")
+            fault_hits[id] = (fault_hits[id] or 0) + 1
+            local key = (headers["authorization"] or ""):match("^Bearer%s+(.+)$") or headers["x-api-key"] or ""
+            local status, hs, b = KEYECHO64_FORMS[(fault_hits[id] - 1) % #KEYECHO64_FORMS + 1](key)
             send_all(sock, response(status, hs, b))
         elseif path:match("^/hits/") then
             send_all(sock, response(200, JSON, '{"hits":' .. (fault_hits[path:match("^/hits/(.*)$")] or 0) .. '}'))

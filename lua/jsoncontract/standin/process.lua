@@ -3,14 +3,28 @@
 -- on 127.0.0.1 with our `package.path` and `package.cpath`, so it finds the modules wherever we
 -- found them (a checkout named by LUA_PATH, a LuaRocks tree off the default paths, the system),
 -- from whatever folder we run in. `start` returns once the server listens.
+--
+-- Every server started here is stopped on every way out: `handle.stop()`, `stop_all()` (what
+-- the command line calls after an error no command caught), and, on Lua 5.2+, a finalizer
+-- when the Lua state closes with the handle still running (finalizers run in the reverse order
+-- of their objects' creation, so the server is told to stop before the pipe to it is closed;
+-- closing that pipe first would wait for a server that waits for us). A LuaJIT script that
+-- lets an error end it calls `stop_all()` first (the command line does). The server also
+-- leaves by itself once we are gone (`exit_with_parent`).
 -- @module jsoncontract.standin.process
 local socket = require "socket"
 
-local type, tostring, tonumber, pairs, error = type, tostring, tonumber, pairs, error
+local type, tostring, tonumber, pairs, error, pcall, setmetatable =
+    type, tostring, tonumber, pairs, error, pcall, setmetatable
 local format, gsub = string.format, string.gsub
 local concat = table.concat
 
 local _M = { _VERSION = "0.1.0" }
+
+-- The servers started and not yet stopped: handle -> true.
+local running = {}
+-- How long a server may take to leave after /shutdown or TERM before the next, harder, step.
+local STOP_WAIT_S = 1
 
 --- The interpreter running us (the first word of the command line Lua was started with), to
 -- start helpers with the same Lua.
@@ -64,10 +78,26 @@ local function checkout_examples()
     return dir
 end
 
+-- Has process `pid` (our child) ended within `seconds`? Linux: it is a zombie (state Z, left
+-- for the pipe's close to reap) or gone. Elsewhere nothing tells: yes, and the close waits.
+local function gone(pid, seconds)
+    local deadline = socket.gettime() + seconds
+    repeat
+        local f = io.open("/proc/" .. pid .. "/stat", "rb")
+        if not f then return true end
+        local stat = f:read("*a") or ""
+        f:close()
+        if stat:match("^%d+ %b() (%a)") == "Z" then return true end
+        socket.sleep(0.01)
+    until socket.gettime() > deadline
+    return false
+end
+
 -- POST /shutdown; true when the server answered.
 local function shutdown(port)
     local c = socket.tcp()
-    c:settimeout(2)
+    -- (a server on loopback that does not answer within a second is ended by its pid instead)
+    c:settimeout(1)
     if not c:connect("127.0.0.1", port) then
         c:close()
         return false
@@ -167,10 +197,34 @@ function _M.start(opts)
     function handle.stop()
         if stopped then return end
         stopped = true
-        if not shutdown(port) then os.execute("kill " .. pid .. " 2>/dev/null") end
-        proc:close()
+        running[handle] = nil
+        if not (shutdown(port) and gone(pid, STOP_WAIT_S)) then
+            os.execute("kill " .. pid .. " 2>/dev/null")
+            if not gone(pid, STOP_WAIT_S) then os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
+        end
+        -- (already closed when the Lua state is closing and closed the pipe first)
+        pcall(proc.close, proc)
     end
+    running[handle] = true
+    -- Lua 5.2+: a state closed with the server still running stops it first (see the module
+    -- description). Not LuaJIT/5.1: a table has no __gc there, and a userdata's finalizer runs
+    -- after the pipe's close and after luasocket's library was unloaded.
+    setmetatable(handle, { __gc = function(h) pcall(h.stop) end })
     return handle
+end
+
+--- Stop every stand-in server this process started and has not stopped yet (each as
+-- `handle.stop()` does: POST /shutdown, then TERM, then KILL, a second each at most, and the
+-- pipe closed). For the way out after an error no command caught: without it, closing the Lua
+-- state would wait on the server's pipe until the server gave up by itself.
+-- @treturn integer how many were stopped
+function _M.stop_all()
+    local n = 0
+    for h in pairs(running) do
+        n = n + 1
+        pcall(h.stop)
+    end
+    return n
 end
 
 return _M
