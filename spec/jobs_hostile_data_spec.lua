@@ -135,7 +135,7 @@ describe("a job whose ids and texts look like SQL", function()
         finally(pg.stop)
         local box = tmp .. "/box.jsonl"
         local expect, n = mailbox(box)
-        local o, code = util.sh(jc(("enqueue --store %s --input %s --delay-ms 20"):format(q(pg.url), q(box))))
+        local o, code = util.sh(jc(("enqueue --store %s --job examples/support_ticket.lua --input %s --delay-ms 20"):format(q(pg.url), q(box))))
         assert.equal(0, code, o)
         local job_id = o:match("(job%-%S+)")
         assert.truthy(job_id, o)
