@@ -4,13 +4,18 @@
 -- @module jsoncontract.setup
 local core = require "jsoncontract.core"
 local standin_process = require "jsoncontract.standin.process"
+local rules = require "jsoncontract.contract.rules"
 
 local type, tostring, pcall, dofile = type, tostring, pcall, dofile
 local concat = table.concat
 
 local _M = { _VERSION = core._VERSION }
 
---- Load a contract file: a Lua file returning `{contract = ..., ...}`.
+--- Load a contract file: a Lua file returning `{contract = ..., ...}`, run in the rules'
+-- sandbox (`jsoncontract.contract.rules.load_file`: its rules, closures too, cannot reach the
+-- host; a file that says `trusted = true` is loaded as plain Lua). Its `replay_context`, which
+-- the commands call (never a rule) to open the rules' data, is host code: it runs from the
+-- file loaded as plain Lua, on first use.
 -- @tparam string path
 -- @treturn[1] table the module
 -- @return[2] nil
@@ -20,10 +25,16 @@ function _M.load_contract(path)
         return nil, "cannot load contract " .. path .. ": a contract is a Lua file returning {contract = ...} "
             .. "(a JSON Schema alone has no instructions or rules; lint and diff take one)"
     end
-    local ok, mod = pcall(dofile, path)
-    if not ok then return nil, "cannot load contract " .. path .. ": " .. tostring(mod) end
+    local mod, err = rules.load_file(path)
+    if mod == nil and err then return nil, "cannot load contract " .. path .. ": " .. tostring(err) end
     if type(mod) ~= "table" or type(mod.contract) ~= "table" then
         return nil, path .. " must return a table with a 'contract' field"
+    end
+    if type(mod.replay_context) == "function" and not mod.contract.trusted then
+        mod.replay_context = function(where)
+            local host = dofile(path)
+            return host.replay_context(where)
+        end
     end
     return mod
 end

@@ -68,8 +68,10 @@ local type, pairs, ipairs, next, tostring, setmetatable, getmetatable, pcall, er
 -- `coroutine` (see "The sandbox") wraps them; the global table is never changed.
 local co_create, co_wrap, co_resume, co_status, co_running, co_yield =
     coroutine.create, coroutine.wrap, coroutine.resume, coroutine.status, coroutine.running, coroutine.yield
-local collectgarbage, rawset, rawget, rawequal, tonumber, xpcall, assert, load, loadstring, setfenv =
-    collectgarbage, rawset, rawget, rawequal, tonumber, xpcall, assert, load, loadstring, setfenv -- luacheck: ignore 113 143
+-- luacheck: push ignore 113 143
+local collectgarbage, rawset, rawget, rawequal, load, loadstring, setfenv =
+    collectgarbage, rawset, rawget, rawequal, load, loadstring, setfenv
+-- luacheck: pop
 local concat = table.concat
 local unpack = table.unpack or unpack -- luacheck: ignore 113 143
 local floor, huge, min, max = math.floor, math.huge, math.min, math.max
@@ -475,11 +477,20 @@ local function arm_sentinel()
     end
 end
 on_cycle = function()
-    local co = co_running()
-    local st = rule_cos[co] or children[co]
-    if st ~= nil and not st.finished and not st.over then
-        st.look_soon = true
-        if IS_JIT then sethook(jit_hook, "", 1) else sethook(co, st.hook, "", 1) end
+    if IS_JIT then
+        -- (LuaJIT runs finalizers on the main thread: every rule running or waiting looks)
+        local any = false
+        for _, st in pairs(active) do
+            if not st.over then st.look_soon, any = true, true end
+        end
+        if any then sethook(jit_hook, "", 1) end
+    else
+        local co = co_running()
+        local st = rule_cos[co] or children[co]
+        if st ~= nil and not st.finished and not st.over then
+            st.look_soon = true
+            sethook(co, st.hook, "", 1)
+        end
     end
     arm_sentinel()
 end
@@ -625,6 +636,10 @@ end
 -- JSON array of the process, `__name` included) is never handed out.
 local ARRAY_VIEW = readonly(core.array_mt, "jc.array_mt")
 
+local function quoted(v)
+    return type(v) == "string" and ('"' .. clean(v, 60) .. '"') or secrets.describe(v)
+end
+
 local function refuse(what)
     error(what .. " is not available to rules (they run in a sandbox: what a rule needs from "
         .. "outside comes through ctx; a contract that needs more says trusted = true)", 3)
@@ -654,7 +669,7 @@ end
 
 local function sb_collectgarbage(opt)
     if opt == "count" then return collectgarbage("count") end
-    refuse("collectgarbage(" .. secrets.describe(opt) .. ")")
+    refuse("collectgarbage(" .. quoted(opt) .. ")")
 end
 
 -- `string.rep` that knows the memory budget: a result over what is left fails the rule
@@ -744,7 +759,7 @@ function _M.sandbox()
     end
     env.require = function(name)
         local facade = sb_facades[name]
-        if not facade then refuse("require " .. secrets.describe(name)) end
+        if not facade then refuse("require " .. quoted(name)) end
         return facade(env)
     end
     env._G = env
@@ -1040,7 +1055,10 @@ local function end_rule(rule, item, state, tag, a, b)
         state.over = "memory"
     end
     -- (one allocation just before the end: no hook looked after it)
-    if (not state.over or state.over == "ms") and not memory_left(state, 0) then state.over = "memory" end
+    if (not state.over or state.over == "ms") and gc_count() > state.mem_limit then
+        collect_all()
+        if gc_count() > state.mem_limit then state.over = "memory" end
+    end
     if state.over == "memory" then
         -- its garbage goes now, not at some later request's expense (a dead coroutine keeps
         -- its stack until collected)
