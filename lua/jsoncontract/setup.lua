@@ -4,7 +4,6 @@
 -- @module jsoncontract.setup
 local core = require "jsoncontract.core"
 local standin_process = require "jsoncontract.standin.process"
-local rules = require "jsoncontract.contract.rules"
 
 local type, tostring, pcall, dofile = type, tostring, pcall, dofile
 local concat = table.concat
@@ -25,7 +24,7 @@ function _M.load_contract(path)
         return nil, "cannot load contract " .. path .. ": a contract is a Lua file returning {contract = ...} "
             .. "(a JSON Schema alone has no instructions or rules; lint and diff take one)"
     end
-    local mod, err = rules.load_file(path)
+    local mod, err = require("jsoncontract.contract.rules").load_file(path)
     if mod == nil and err then return nil, "cannot load contract " .. path .. ": " .. tostring(err) end
     if type(mod) ~= "table" or type(mod.contract) ~= "table" then
         return nil, path .. " must return a table with a 'contract' field"

@@ -134,7 +134,7 @@ function M.escape()
     local args = ngx.req.get_uri_args()
     local c, text
     if args.file then
-        local dir = package.searchpath("support.rules_nginx_app", package.path):match("^(.*)/")
+        local dir = package.searchpath("support.rules_nginx_app", package.path):match("^(.*)/") -- luacheck: ignore 143
         c = assert(jc.load_contract(dir .. "/rules_sandbox_contract.lua")).contract
         text = '{"' .. args.file .. '":true}'
     else

@@ -16,17 +16,25 @@
 --   over budget too.
 --   - Lua 5.4: the hook is set on the rule's coroutine.
 --   - Coroutines the rule creates count against its budget (and its item's), and are
---     stopped over budget like the rule: this module replaces `coroutine.create` and
---     `coroutine.wrap` (once, at load; under nginx it wraps OpenResty's versions) with
---     versions that, called from a rule's coroutine or one of its coroutines, make the new
---     coroutine's first act to adopt the rule's state (PUC Lua: the rule's hook on it;
---     LuaJIT: an entry the global hook reads). Elsewhere they are the originals plus one
---     table lookup. Not covered: a rule that removes the hook itself (`debug.sethook()`);
---     coroutines made through a `coroutine.create` captured before this module was loaded,
---     or by C code (`lua_newthread`, `ngx.thread.spawn`); a coroutine made outside the rule
+--     stopped over budget like the rule: the sandbox's `coroutine.create` and `coroutine.wrap`
+--     (over the host's; under nginx OpenResty's) make the new coroutine's first act, when
+--     called from a rule's coroutine or one of its coroutines, to adopt the rule's state (PUC
+--     Lua: the rule's hook on it; LuaJIT: an entry the global hook reads). The global
+--     `coroutine` table is never changed. Not covered: coroutines a rule outside the sandbox
+--     makes (a function the host program passes to `jc.contract` itself, or a trusted
+--     contract's), or C code makes (`ngx.thread.spawn`); a coroutine made outside the rule
 --     (or by an earlier rule, whose coroutines are no longer counted once it ended) that the
 --     rule resumes. Under nginx OpenResty logs a coroutine stopped this way as "lua user
 --     thread aborted".
+--   - Memory: the heap (`collectgarbage("count")`, the whole Lua state's) may grow by `mb` MiB
+--     (64) while a rule runs; looked at with the steps, after each collection cycle (a
+--     sentinel's finalizer asks the hook to look at once: a string doubled in a loop outruns
+--     any count), at the end of the rule, and before a sandbox `string.rep`. Over it, after a
+--     full collection, the rule fails as `rule_memory` and its garbage is collected at once.
+--     Under nginx another request's allocations while the rule waits count too.
+--   - The sandbox (`sandbox`, `load`, `load_file`): source-text rules and contract files
+--     loaded by `load_file` run with an environment of pure libraries, so a rule cannot reach
+--     `debug` to remove its hook, nor the host.
 --   - LuaJIT: a count hook does not fire inside compiled code, so `normalize` compiles the
 --     rule off (`jit.off(f, true)`: the function and every function defined inside it),
 --     together with the Lua functions it holds as upvalues and those defined in the same

@@ -10,7 +10,6 @@ local secrets = require "jsoncontract.secrets"
 local evidence = require "jsoncontract.evidence"
 local scheduler = require "jsoncontract.jobs.scheduler"
 local compat = require "jsoncontract.compat"
-local rules_gate = require "jsoncontract.contract.rules"
 
 local type, ipairs, pairs, tostring, pcall, error, setmetatable = type, ipairs, pairs, tostring, pcall, error,
     setmetatable
@@ -214,6 +213,7 @@ function _M.run(store, job_id, ctx)
     -- still running when the grace after the first signal is over is stopped too. An item
     -- whose rule was stopped is not decided: it goes back for --resume.
     local caught, stop_at
+    local rules_gate = require "jsoncontract.contract.rules" -- (loaded by the contract already)
     if ctx.signals ~= false then
         rules_gate.set_interrupt(function()
             caught = caught or core.signal_take()
