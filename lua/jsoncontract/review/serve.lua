@@ -10,7 +10,7 @@ local core = require "jsoncontract.core"
 local compat = require "jsoncontract.compat"
 local lfs = require "lfs"
 
-local type, tostring, tonumber, pcall, ipairs, rawget = type, tostring, tonumber, pcall, ipairs, rawget
+local type, tostring, tonumber, ipairs, rawget = type, tostring, tonumber, ipairs, rawget
 local format, concat = string.format, table.concat
 
 local _M = { _VERSION = core._VERSION }
@@ -222,10 +222,9 @@ function _M.prepare(o, env)
     local file
     file, err = contract_file(o, job, root)
     if not file then return nil, err end
-    local ok, mod = pcall(dofile, file)
-    if not ok or type(mod) ~= "table" or type(mod.contract) ~= "table" then
-        return nil, "cannot load contract " .. file .. ": " .. tostring(ok and "it returns no 'contract'" or mod)
-    end
+    -- (in the rules' sandbox, as every command loads it)
+    local mod, lerr = require("jsoncontract.setup").load_contract(file)
+    if not mod then return nil, lerr end
     local c = mod.contract
     if c.name ~= job.contract_name or c.version ~= job.contract_version
         or (job.schema_hash and job.schema_hash ~= c.schema_hash) then
