@@ -57,6 +57,14 @@ local ESCAPES = {
         "rule_error", "__gc" },
     { "jsoncontract's own table", "require('jsoncontract').null = 1", "rule_error", "read-only" },
     { "jc.ask (a network call)", "require('jsoncontract').ask()", "rule_error", "ask" },
+    { "a trusted contract made inside the rule", [[
+        local c = require("jsoncontract").contract { name = "x", version = "1", instructions = "x", schema = {},
+            trusted = true, rules = { "os.exit(3)" } }
+        local _, e = c:check("{}")
+        error(e.message)]], "rule_error", "exit" },
+    -- (5.4: __pairs's iterator hands out no state; LuaJIT's pairs gives the read-only view)
+    { "pairs' state of a read-only library", "local _, state = pairs(string) state.upper = nil", "rule_error",
+        "rule escape:1:" },
 }
 
 describe("the rules' sandbox", function()
@@ -175,15 +183,17 @@ return M
         end)
 
         it("loads a file that says trusted = true as plain Lua", function()
-            local path = write("trusted.lua", [[
+            for _, where in ipairs { "trusted = true, ", "" } do
+                local path = write("trusted.lua", [[
 local jc = require "jsoncontract"
-return { trusted = true, contract = jc.contract { name = "trusted", version = "1", instructions = "x",
+return { ]] .. where .. [[contract = jc.contract { name = "trusted", version = "1", instructions = "x",
     schema = { type = "object" }, trusted = true,
     rules = { function() return type(io) == "table" or "no io" end } } }
 ]])
-            local mod = assert(jc.load_contract(path))
-            assert.is_true(mod.contract.trusted)
-            assert.is_table(mod.contract:check("{}"))
+                local mod = assert(jc.load_contract(path))
+                assert.is_true(mod.contract.trusted)
+                assert.is_table(mod.contract:check("{}"))
+            end
         end)
 
         it("says why a file cannot load in the sandbox", function()

@@ -631,7 +631,8 @@ local function readonly(src, name, drop, add)
         __newindex = function(_, k)
             error(format("%s is read-only for rules (cannot set %s)", name, secrets.describe(k)), 2)
         end,
-        __pairs = function() return next, fields, nil end,
+        -- (an iterator that does not hand out `fields` as its state)
+        __pairs = function() return function(_, k) return next(fields, k) end, nil, nil end,
         __len = function() return #fields end,
         __metatable = false,
     })
@@ -777,12 +778,28 @@ end
 -- What a sandbox's `require` gives (read-only, made on first use: jsoncontract requires
 -- this module).
 local facade_cache = {}
+-- Contracts made in a sandbox with `trusted = true` (weak).
+local wants_trust = setmetatable({}, { __mode = "k" })
 sb_facades = {
     jsoncontract = function()
         if not facade_cache.jc then
             local jc = require "jsoncontract"
+            -- A contract made in the sandbox is never trusted (its source-text rules would get
+            -- the process's globals): `trusted = true` is only noted, for `load_file`, which
+            -- then loads the file again as plain Lua. (The definition is copied raw: no
+            -- metamethod answers `trusted` one way here and another in jc.contract.)
+            local function contract(def)
+                if type(def) ~= "table" then return jc.contract(def) end
+                local plain = {}
+                for k, v in next, def do plain[k] = v end
+                local wants = plain.trusted
+                plain.trusted = nil
+                local c = jc.contract(plain)
+                if wants == true then wants_trust[c] = true end
+                return c
+            end
             facade_cache.jc = readonly({ null = jc.null, array_mt = ARRAY_VIEW, decode = jc.decode, encode = jc.encode,
-                ordered = jc.ordered, compile = jc.compile, contract = jc.contract }, "jsoncontract")
+                ordered = jc.ordered, compile = jc.compile, contract = contract }, "jsoncontract")
         end
         return facade_cache.jc
     end,
@@ -849,8 +866,8 @@ function _M.load_file(path)
     local ok, mod = run_file(path, env)
     loading = loading - 1
     if not ok then return nil, tostring(mod) end
-    if type(mod) == "table" and (rawget(mod, "trusted") == true
-            or (type(mod.contract) == "table" and mod.contract.trusted == true)) then
+    if type(mod) == "table" and (rawget(mod, "trusted") == true or wants_trust[mod]
+            or wants_trust[rawget(mod, "contract") or false]) then
         ok, mod = pcall(dofile, path)
         if not ok then return nil, tostring(mod) end
     end
