@@ -196,6 +196,19 @@ return { ]] .. where .. [[contract = jc.contract { name = "trusted", version = "
             end
         end)
 
+        it("keeps a contract file's replay_context host code (the commands load it so)", function()
+            assert(dofile("examples/orders.lua").open_shipped(dir .. "/orders.sqlite", "examples/orders.csv")):close()
+            local mod = assert(require("jsoncontract.setup").load_contract("examples/support_ticket.lua"))
+            local ctx = assert(mod.replay_context { evidence_dir = dir, root = "." })
+            assert.is_true(ctx.orders:exists("1042"))
+            -- and its rules are the sandboxed ones: what the file's closures reach is the sandbox's
+            local v, err = mod.contract:check('{"intent":"other","order_id":"77777","urgent":false,"summary":"x"}',
+                { context = ctx })
+            assert.is_nil(v)
+            assert.equal("rule_failed", err.kind)
+            ctx.orders:close()
+        end)
+
         it("says why a file cannot load in the sandbox", function()
             local mod, err = jc.load_contract(write("native.lua", "local lfs = require 'lfs'\nreturn {}"))
             assert.is_nil(mod)
