@@ -477,7 +477,7 @@ end
 -- collector anything: the look itself is the hook's.)
 local on_cycle
 local function arm_sentinel()
-    if IS_JIT then
+    if newproxy then -- luacheck: ignore 113 (LuaJIT, PUC 5.1: no __gc on tables)
         local p = newproxy(true) -- luacheck: ignore 113
         getmetatable(p).__gc = on_cycle
     else
@@ -849,6 +849,12 @@ end
 -- `require "jsoncontract"` gives the sandbox's subset; `dofile` of another `.lua` file runs it
 -- in the same sandbox (while loading only). A file whose module or contract says `trusted =
 -- true` is then loaded again as plain Lua (`dofile`): its rules run with the process's globals.
+--
+-- Why the whole file, not the rule functions: a closure keeps its upvalues, so giving a rule
+-- the sandbox as its environment afterwards (`setfenv` on 5.1/LuaJIT, `debug.upvaluejoin` of
+-- its `_ENV` on 5.4) leaves it whatever its file captured (`local exit = os.exit`), and the
+-- helpers it calls keep their own environment (on 5.1 `setfenv` would also change them for
+-- the host). Only code that ran in the sandbox from its first line holds nothing else.
 -- @tparam string path
 -- @treturn[1] any what the file returns
 -- @return[2] nil
