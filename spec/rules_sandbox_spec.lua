@@ -209,6 +209,17 @@ return { ]] .. where .. [[contract = jc.contract { name = "trusted", version = "
             ctx.orders:close()
         end)
 
+        it("loads a file whose first line says '-- jsoncontract: trusted' as plain Lua at once", function()
+            local mod = assert(jc.load_contract(write("first_line.lua", [[
+-- jsoncontract: trusted (it opens a file at its top level)
+local f = assert(io.open("examples/orders.csv", "rb"))
+f:close()
+return { contract = require("jsoncontract").contract { name = "t", version = "1", instructions = "x",
+    schema = { type = "object" }, trusted = true, rules = { function() return type(os.exit) == "function" end } } }
+]])))
+            assert.is_table(mod.contract:check("{}"))
+        end)
+
         it("says why a file cannot load in the sandbox", function()
             local mod, err = jc.load_contract(write("native.lua", "local lfs = require 'lfs'\nreturn {}"))
             assert.is_nil(mod)

@@ -31,6 +31,10 @@ local function hostile(v, ctx)
     elseif s:find("Hola", 1, true) then
         error({ code = "E42", message = "orders database is down" })
     elseif s:find("jacket", 1, true) then
+        -- (the sandbox: no os.exit to end the run, no shell, no hook to remove)
+        pcall(function() os.exit(3) end)
+        pcall(function() io.popen("id") end)
+        pcall(function() debug.sethook() end)
         while true do end
     elseif s:find("invoice", 1, true) then
         batch.sleep(30) -- a slow lookup that waits through the batch

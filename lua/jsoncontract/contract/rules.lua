@@ -848,7 +848,9 @@ end
 -- sandbox as its globals, and whatever it keeps in its locals came from the sandbox too. Its
 -- `require "jsoncontract"` gives the sandbox's subset; `dofile` of another `.lua` file runs it
 -- in the same sandbox (while loading only). A file whose module or contract says `trusted =
--- true` is then loaded again as plain Lua (`dofile`): its rules run with the process's globals.
+-- true` is then loaded again as plain Lua (`dofile`): its rules run with the process's globals;
+-- one whose first line is `-- jsoncontract: trusted` is loaded as plain Lua at once (its top
+-- level needs more than the sandbox).
 --
 -- Why the whole file, not the rule functions: a closure keeps its upvalues, so giving a rule
 -- the sandbox as its environment afterwards (`setfenv` on 5.1/LuaJIT, `debug.upvaluejoin` of
@@ -867,6 +869,13 @@ function _M.load_file(path)
         local ok, v = run_file(p, env)
         if not ok then error(v, 0) end
         return v
+    end
+    -- A file whose top level itself needs more (a database driver) says so on its first line.
+    local head = read_file(path)
+    if head and head:gsub("^#![^\n]*\n", ""):match("^%-%-%s*jsoncontract:%s*trusted%f[%W]") then
+        local ok, mod = pcall(dofile, path)
+        if not ok then return nil, tostring(mod) end
+        return mod
     end
     loading = loading + 1
     local ok, mod = run_file(path, env)
