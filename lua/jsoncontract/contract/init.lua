@@ -381,7 +381,8 @@ end
 -- @return[2] nil
 -- @treturn[2] table err, category "rules", kind "rule_failed" (err.retry says whether the model may
 --   be asked again: false when any failing rule has `retry = false`), "rule_error" (a rule raised or
---   returned something that is not a verdict) or "rule_timeout" (a rule ran over its budget); the
+--   returned something that is not a verdict), "rule_timeout" (a rule ran over its budget),
+--   "rule_memory" (over its memory) or "rule_interrupted" (the run is stopping); the
 --   last two are never retried
 function _M.check_rules(self, value, ctx)
     return rules_gate.run(self.rules, value, ctx, self.rules_budget)

@@ -1273,9 +1273,10 @@ end
 --   `retry` false when a failing rule has `retry = false`), `rule_error` (a rule raised,
 --   yielded, or returned something that is not a verdict; `rule` names it) or
 --   `rule_timeout` (a rule ran over its steps or wall time, or out of stack; `rule`
---   names it and `limit` says which: "steps", "ms" or "stack"). The last two are never
---   retried; their `errors` hold what the rules before the one that broke found. An error
---   item that counts the rest of one rule's list ("and N more errors from rule R") has
+--   names it and `limit` says which: "steps", "ms" or "stack"), `rule_memory` (a rule grew
+--   the heap past its `mb`; `limit` "memory") or `rule_interrupted` (`set_interrupt` said stop;
+--   `limit` "interrupt", `signal` the reason). The last four are never retried; their
+--   `errors` hold what the rules before the one that broke found. An error item that counts the rest of one rule's list ("and N more errors from rule R") has
 --   `more = N`.
 function _M.run(list, value, ctx, budget)
     if #list == 0 then return true end -- no rules: no copy, no clock, no coroutine (per request in nginx)
