@@ -1276,8 +1276,8 @@ end
 --   names it and `limit` says which: "steps", "ms" or "stack"), `rule_memory` (a rule grew
 --   the heap past its `mb`; `limit` "memory") or `rule_interrupted` (`set_interrupt` said stop;
 --   `limit` "interrupt", `signal` the reason). The last four are never retried; their
---   `errors` hold what the rules before the one that broke found. An error item that counts the rest of one rule's list ("and N more errors from rule R") has
---   `more = N`.
+--   `errors` hold what the rules before the one that broke found. An error item that counts
+--   the rest of one rule's list ("and N more errors from rule R") has `more = N`.
 function _M.run(list, value, ctx, budget)
     if #list == 0 then return true end -- no rules: no copy, no clock, no coroutine (per request in nginx)
     budget = budget or _M.DEFAULT_BUDGET
