@@ -57,6 +57,12 @@ local ESCAPES = {
         "rule_error", "__gc" },
     { "jsoncontract's own table", "require('jsoncontract').null = 1", "rule_error", "read-only" },
     { "jc.ask (a network call)", "require('jsoncontract').ask()", "rule_error", "ask" },
+    { "the contracts' shared metatable", [[
+        local c = require("jsoncontract").contract { name = "x", version = "1", instructions = "x", schema = {} }
+        getmetatable(c).__index.check = function() while true do end end]], "rule_error", "index" },
+    { "the errors' shared metatable", [[
+        local _, e = require("jsoncontract").decode("{")
+        getmetatable(e).__tostring = function() while true do end end]], "rule_error", "index" },
     { "a trusted contract made inside the rule", [[
         local c = require("jsoncontract").contract { name = "x", version = "1", instructions = "x", schema = {},
             trusted = true, rules = { "os.exit(3)" } }
@@ -77,6 +83,8 @@ describe("the rules' sandbox", function()
     end
 
     it("leaves the process's tables as they were after all those tries", function()
+        assert.is_string(tostring(select(2, jc.decode("{"))))
+        assert.is_table(jc.contract { name = "x", version = "1", instructions = "x", schema = {} }:check("{}"))
         assert.equal("ABC", ("abc"):upper())
         assert.equal("function", type(string.dump))
         assert.equal("jsoncontract.array", rawget(jc.array_mt, "__name"))
@@ -93,6 +101,8 @@ describe("the rules' sandbox", function()
             assert(table.concat({ 1, 2 }, "-") == "1-2")
             assert(type(os.time()) == "number" and type(os.date("!%Y")) == "string" and os.clock() >= 0)
             assert(getmetatable(value.tags) == jc.array_mt)
+            local mine = {}
+            assert(getmetatable(setmetatable({}, mine)) == mine)
             local t = setmetatable({}, jc.array_mt)
             assert(jc.encode(t) == "[]" and jc.encode(jc.null) == "null")
             assert(select("#", pcall(error, "x")) == 2 and tostring(1) == "1" and tonumber("2") == 2)

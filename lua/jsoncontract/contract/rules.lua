@@ -225,6 +225,10 @@ end
 -- The copy a rule sees
 ----------------------------------------------------------------------------
 
+-- Metatables rules may have as they are: those of their own copies (and, see the sandbox,
+-- those they set). Weak.
+local own_mts = setmetatable({}, { __mode = "k" })
+
 local COPY_MAX_DEPTH = core.MAX_DEPTH -- the deepest the parser may be asked to read (max_depth)
 
 local function copy(v, depth, seen)
@@ -240,7 +244,9 @@ local function copy(v, depth, seen)
         setmetatable(out, mt)
     elseif type(mt) == "table" then
         -- a per-object metatable (key order): copied too, so changing it changes nothing
-        setmetatable(out, copy(mt, depth + 1, seen))
+        local mt_copy = copy(mt, depth + 1, seen)
+        own_mts[mt_copy] = true
+        setmetatable(out, mt_copy)
     end
     return out
 end
@@ -654,17 +660,22 @@ local function refuse(what)
         .. "outside comes through ctx; a contract that needs more says trusted = true)", 3)
 end
 
+-- A table's metatable as a rule sees it: its own (one it set, or the copy of a key order it
+-- got with its value) as it is; the array marker as ARRAY_VIEW; any other is hidden (false,
+-- as a `__metatable` field would): it is shared by the process (an error's, a contract's,
+-- whose `__index` is the module itself), and a view would still hand out what it holds.
+-- Strings, userdata: nil (a string's metatable's `__index` is the process's `string`).
 local function sb_getmetatable(v)
-    -- (strings: their metatable's __index is the process's own string table)
     if type(v) ~= "table" then return nil end
     local mt = getmetatable(v)
+    if mt == nil or type(mt) ~= "table" or own_mts[mt] then return mt end
     if rawequal(mt, core.array_mt) then return ARRAY_VIEW end
-    return mt
+    return false
 end
 
 local function sb_setmetatable(t, mt)
     if type(t) == "table" and locked[t] then error("setmetatable: this table is shared and cannot be changed", 2) end
-    if rawequal(mt, ARRAY_VIEW) then mt = core.array_mt end
+    if rawequal(mt, ARRAY_VIEW) then mt = core.array_mt elseif type(mt) == "table" then own_mts[mt] = true end
     -- A finalizer would run later, outside the rule and its budget, in whatever code happens
     -- to collect (another request).
     if type(mt) == "table" and rawget(mt, "__gc") ~= nil then error("setmetatable: rules cannot set __gc", 2) end
