@@ -98,8 +98,9 @@ M.contract_4digits = jc.contract {
     messages = { ["/properties/order_id/pattern"] = "does not have 4 digits" },
 }
 
--- This file's folder: the orders table ships beside it.
-local HERE = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+-- This file's folder: the orders table ships beside it. (`context` and `replay_context` run from
+-- the file loaded as plain Lua, where `debug` is; the rules' sandbox has none and needs none.)
+local HERE = debug and debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 
 --- The rules' context of a run: the shop's orders table (examples/orders.csv) in SQLite, in the
 -- job's folder when it has one (`orders.sqlite`, which `replay` and the review desk read), else

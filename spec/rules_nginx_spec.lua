@@ -42,6 +42,7 @@ describe("the rules gate in nginx", function()
                     "    listen 127.0.0.1:" .. port .. ";",
                     '    location = /rule { content_by_lua_block { require("support.rules_nginx_app").rule() } }',
                     '    location = /ping { content_by_lua_block { require("support.rules_nginx_app").ping() } }',
+                    '    location = /escape { content_by_lua_block { require("support.rules_nginx_app").escape() } }',
                     "  }",
                 }, "\n")
             end,
@@ -131,6 +132,59 @@ describe("the rules gate in nginx", function()
         assert.same({ "rule_timeout", "ms", "gen_sleep" }, { out.kind, out.limit, out.rule })
         assert.truthy(os.time() - t0 <= 2, "answered after " .. (os.time() - t0) .. " s")
         assert.is_true(get("/ping").pong)
+    end)
+
+    describe("a rule in the sandbox", function()
+        -- (case, error kind, a fragment of the message)
+        local ESCAPES = {
+            { "os_exit", "rule_error", "exit" },
+            { "io_popen", "rule_error", "'io'" },
+            { "io_open", "rule_error", "'io'" },
+            { "loadlib", "rule_error", "'package'" },
+            { "ffi", "rule_error", 'require "ffi" is not available to rules' },
+            { "sethook_loop", "rule_timeout", "steps" },
+            { "loop", "rule_timeout", "steps" },
+            { "memory", "rule_memory", "64 MiB" },
+            { "big", "rule_memory", "64 MiB" },
+            { "string_table", "rule_error", "string is read-only for rules" },
+            { "null_mt", "rule_error", "setmetatable" },
+            { "array_mt", "rule_error", "this table is shared" },
+            { "bytecode", "rule_error", "binary chunk" },
+            { "dump", "rule_error", "dump" },
+        }
+        local pid
+        for _, case in ipairs(ESCAPES) do
+            it("fails " .. case[1] .. " as " .. case[2] .. " and the worker serves on", function()
+                local out = get("/escape?case=" .. case[1])
+                assert.is_false(out.ok)
+                assert.equal(case[2], out.kind)
+                assert.truthy(out.message:find(case[3], 1, true), out.message)
+                assert.equal("ABC", out.upper)
+                pid = pid or out.pid
+                assert.equal(pid, out.pid) -- the same worker: none died
+                assert.is_true(get("/ping").pong)
+            end)
+        end
+
+        it("gives the worker's memory back after a rule that made a 300 MB string", function()
+            local before = get("/escape?case=string_table")
+            local out = get("/escape?case=big")
+            assert.equal("rule_memory", out.kind)
+            assert.truthy(out.heap_kb < before.heap_kb + 16 * 1024, out.heap_kb - before.heap_kb .. " KiB more")
+            if before.rss_kb ~= jc.null then
+                assert.truthy(out.rss_kb < before.rss_kb + 64 * 1024, out.rss_kb - before.rss_kb .. " KiB more resident")
+            end
+        end)
+
+        it("runs the closures of a contract file loaded with jc.load_contract in the sandbox", function()
+            local out = get("/escape?file=exit")
+            assert.equal("rule_error", out.kind)
+            assert.truthy(out.message:find("rule exit raised", 1, true), out.message)
+            out = get("/escape?file=shell")
+            assert.equal("rule_error", out.kind)
+            assert.truthy(out.message:find("'io'", 1, true), out.message)
+            assert.is_true(get("/ping").pong)
+        end)
     end)
 
     it("leaves nothing in the error log but what nginx says itself", function()

@@ -3,7 +3,9 @@
 -- for some mails (a Latin-1 message, NaN and a function put into the value, NaN or a
 -- function returned, a raised table, an endless loop, a wait in the batch, a slow SQLite
 -- query). The run ends with status 0, and every mail ends in exactly one of accepted or
--- review, the hurt ones with the reason that names what happened.
+-- review, the hurt ones with the reason that names what happened. The contract file is loaded
+-- in the rules' sandbox (its closures reach no `print`, `io`, `os.exit`); a run whose rule is
+-- stuck stops on SIGTERM.
 local core = require "jsoncontract.core"
 local util = require "support.util"
 
@@ -15,19 +17,24 @@ local CONTRACT = [=[
 local jc = require "jsoncontract"
 local batch = require "jsoncontract.batch"
 local M = dofile("examples/support_ticket.lua")
+local function f() end
 local function hostile(v, ctx)
     local s = v.summary
     if s:find("Guten Tag", 1, true) then
         return { pointer = "/summary", message = "Kunde M\252ller: Auftrag unbekannt" } -- Latin-1 from a database
     elseif s:find("PayPal", 1, true) then
-        v.urgent = 0 / 0; v.summary = print; v.extra = { f = print } -- ignored: a copy
+        v.urgent = 0 / 0; v.summary = f; v.extra = { f = f } -- ignored: a copy
     elseif s:find("Bonjour", 1, true) then
         return 0 / 0
     elseif s:find("Ol", 1, true) then
-        return { pointer = "/summary", message = print }
+        return { pointer = "/summary", message = f }
     elseif s:find("Hola", 1, true) then
         error({ code = "E42", message = "orders database is down" })
     elseif s:find("jacket", 1, true) then
+        -- (the sandbox: no os.exit to end the run, no shell, no hook to remove)
+        pcall(function() os.exit(3) end)
+        pcall(function() io.popen("id") end)
+        pcall(function() debug.sethook() end)
         while true do end
     elseif s:find("invoice", 1, true) then
         batch.sleep(30) -- a slow lookup that waits through the batch
@@ -149,5 +156,63 @@ describe("bin/jsoncontract triage with a value no line can hold", function()
             1, true), r.message)
         assert.truthy(r.message:find("bytes)\226\128\166", 1, true), r.message)
         assert.truthy(#r.message < 400, r.message)
+    end)
+end)
+
+describe("bin/jsoncontract triage with a rule stuck in a loop", function()
+    it("stops on SIGTERM (the budget's hook reads the signal), exit 143, the item left for --resume", function()
+        -- (whether the signal comes while the rule loops or while its item waits on the model,
+        -- the loop is stopped: at once, or once the grace is over)
+        local dir = os.tmpname()
+        os.remove(dir)
+        finally(function() os.execute("rm -rf '" .. dir .. "'") end)
+        assert(os.execute("mkdir -p '" .. dir .. "'"))
+        local f = assert(io.open(dir .. "/stuck.lua", "w"))
+        -- (the hook cannot be removed: debug is out of reach, and the budgets are a day long)
+        f:write([[
+local M = dofile("examples/support_ticket.lua")
+M.contract = require("jsoncontract").contract { name = "support_ticket", version = "1.0.0", schema = M.schema,
+    instructions = "You sort customer support mail into queues.",
+    rules_budget = { steps = 1e15, ms = 86400000, item_steps = 1e15, item_ms = 86400000 },
+    rules = { function() pcall(function() debug.sethook() end) while true do end end } }
+return M
+]])
+        f:close()
+        -- (sh's pid is the triage's: exec)
+        os.execute(("(sh -c 'echo $$ > %s/pid; exec env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY %s bin/jsoncontract "
+            .. "triage --input examples/mailbox.jsonl --out %s/out --contract %s/stuck.lua --seed 1 --delay-ms 0 "
+            .. "--parallel 1 --grace 1' > %s/log 2>&1; echo $? > %s/rc) &"):format(dir, LUA, dir, dir, dir, dir))
+        local function exists(p)
+            local h = io.open(p, "rb")
+            if h then h:close() end
+            return h ~= nil
+        end
+        -- stuck: the job exists, the stand-in answers within a second, the rule loops
+        for _ = 1, 300 do
+            if exists(dir .. "/out/job.sqlite") or exists(dir .. "/rc") then break end
+            os.execute("sleep 0.1")
+        end
+        os.execute("sleep 2")
+        assert.is_false(exists(dir .. "/rc"), "the run ended by itself: " .. tostring(util.read(dir .. "/log")))
+        local pid = assert(util.read(dir .. "/pid")):match("%d+")
+        os.execute("kill -TERM " .. pid)
+        -- (a bound against a hang, not a speed check)
+        for _ = 1, 300 do
+            if exists(dir .. "/rc") then break end
+            os.execute("sleep 0.1")
+        end
+        if not exists(dir .. "/rc") then os.execute("kill -KILL " .. pid) end
+        local log = tostring(util.read(dir .. "/log"))
+        assert.equal("143", (util.read(dir .. "/rc") or "none"):match("%d+"), log)
+        assert.truthy(log:find("stopped by SIGTERM", 1, true), log)
+        -- the stuck item was not decided: it is neither a ticket nor in review
+        local decided = 0
+        for _, name in ipairs { "tickets.jsonl", "review.jsonl" } do
+            for line in (util.read(dir .. "/out/" .. name) or ""):gmatch("[^\n]+") do
+                decided = decided + 1
+                assert.falsy(line:find("rule_interrupted", 1, true), line)
+            end
+        end
+        assert.truthy(log:find("not done yet", 1, true) or decided < 12, log)
     end)
 end)

@@ -92,6 +92,19 @@ end
 -- @function contract
 _M.contract = contract.new
 
+--- Load a contract file (or any Lua file that defines rules) in the rules' sandbox, so that the
+-- rules it defines, closures included, run without access to the host; see
+-- `jsoncontract.contract.rules.load_file` (a file that says `trusted = true` is loaded as
+-- plain Lua).
+-- @function load_contract
+-- @tparam string path
+-- @return[1] what the file returns
+-- @return[2] nil
+-- @treturn[2] string message
+_M.load_contract = function(path)
+    return require("jsoncontract.contract.rules").load_file(path)
+end
+
 --- The attempt loop; see `jsoncontract.run.ask`.
 -- @function ask
 _M.ask = run.ask

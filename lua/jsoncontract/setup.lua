@@ -10,7 +10,11 @@ local concat = table.concat
 
 local _M = { _VERSION = core._VERSION }
 
---- Load a contract file: a Lua file returning `{contract = ..., ...}`.
+--- Load a contract file: a Lua file returning `{contract = ..., ...}`, run in the rules'
+-- sandbox (`jsoncontract.contract.rules.load_file`: its rules, closures too, cannot reach the
+-- host; a file that says `trusted = true` is loaded as plain Lua). Its `replay_context`, which
+-- the commands call (never a rule) to open the rules' data, is host code: it runs from the
+-- file loaded as plain Lua, on first use.
 -- @tparam string path
 -- @treturn[1] table the module
 -- @return[2] nil
@@ -20,10 +24,28 @@ function _M.load_contract(path)
         return nil, "cannot load contract " .. path .. ": a contract is a Lua file returning {contract = ...} "
             .. "(a JSON Schema alone has no instructions or rules; lint and diff take one)"
     end
-    local ok, mod = pcall(dofile, path)
-    if not ok then return nil, "cannot load contract " .. path .. ": " .. tostring(mod) end
+    local mod, err = require("jsoncontract.contract.rules").load_file(path)
+    if mod == nil and err then return nil, "cannot load contract " .. path .. ": " .. tostring(err) end
     if type(mod) ~= "table" or type(mod.contract) ~= "table" then
         return nil, path .. " must return a table with a 'contract' field"
+    end
+    -- What opens the rules' data (`context`, `replay_context`) is host code: it opens databases
+    -- and files the sandbox keeps from rules. It comes from the file loaded as plain Lua, once,
+    -- when first called; the rules stay those of the sandboxed load.
+    if not mod.contract.trusted then
+        local host
+        local function from_host(name)
+            return function(...)
+                if not host then host = dofile(path) end
+                if type(host) ~= "table" or type(host[name]) ~= "function" then
+                    error(path .. " loaded as plain Lua has no function '" .. name .. "'", 0)
+                end
+                return host[name](...)
+            end
+        end
+        for _, name in ipairs { "context", "replay_context" } do
+            if type(mod[name]) == "function" then mod[name] = from_host(name) end
+        end
     end
     return mod
 end

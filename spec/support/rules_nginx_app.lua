@@ -10,7 +10,8 @@ local TEXT = '{"order_id":"1042"}'
 local SCHEMA = { type = "object", properties = { order_id = { type = "string" } } }
 local contracts = {}
 
--- The rule body for each kind; `arg` is the fault server's port for the cosocket one.
+-- The rule body for each kind (a function of this file, or source text run in the rules'
+-- sandbox); `ctx.port` is the fault server's port for the cosocket one.
 local RULES = {
     ok = function() end,
     -- waits briefly and then fails: the rule's answer wins the race with its timer
@@ -20,10 +21,12 @@ local RULES = {
     end,
     loop = function() while true do end end,
     spin = function() local x = 0 while true do x = x + 1 end end,
-    -- an endless loop in a coroutine the rule creates (OpenResty's coroutine.wrap)
-    child = function() coroutine.wrap(function() while true do end end)() end,
-    -- a wait inside a coroutine the rule creates, past the rule's budget (200 ms)
-    child_sleep = function() coroutine.wrap(function() ngx.sleep(1.5) end)() end,
+    -- an endless loop in a coroutine the rule creates (the sandbox's coroutine.wrap, over
+    -- OpenResty's: source text runs in the rules' sandbox)
+    child = "coroutine.wrap(function() while true do end end)()",
+    -- a wait inside a coroutine the rule creates, past the rule's budget (200 ms); ngx.sleep
+    -- comes through ctx
+    child_sleep = "local _, ctx = ... coroutine.wrap(function() ctx.sleep(1.5) end)()",
     -- a generator left suspended (it waits on nothing), then a wait of the rule's own
     gen_sleep = function()
         local gen = coroutine.wrap(function() coroutine.yield(1) end)
@@ -88,13 +91,61 @@ function M.rule()
         spawns = spawns + 1
         return spawn(...)
     end
-    local ok, v, err = pcall(c.check, c, TEXT, { context = { port = tonumber(args.port) } })
+    local ok, v, err = pcall(c.check, c, TEXT, { context = { port = tonumber(args.port), sleep = ngx.sleep } })
     ngx.thread.spawn = spawn
     if not ok then error(v, 0) end
     ngx.shared.rules:set("waiting", false)
     if v then return reply({ ok = true, spawns = spawns }) end
     return reply({ ok = false, category = err.category, kind = err.kind, limit = err.limit or jc.null,
         rule = err.rule or jc.null, message = err.message, spawns = spawns })
+end
+
+-- Rules given as source text (in the rules' sandbox), each trying one way out of it.
+local ESCAPES = {
+    os_exit = "os.exit(3)",
+    io_popen = "return io.popen('id'):read('*a')",
+    io_open = "io.open('/tmp/jc-nginx-escape', 'w'):write('x')",
+    loadlib = "package.loadlib('libc.so.6', 'system')",
+    ffi = "require('ffi').cdef('int system(const char *)')",
+    sethook_loop = "pcall(function() debug.sethook() end) while true do end",
+    loop = "while true do end",
+    memory = "local t = {} for i = 1, 1e9 do t[i] = ('x'):rep(1000) .. i end",
+    big = "local s = ('x'):rep(3e8) for _ = 1, 1e4 do end return #s > 0",
+    string_table = "string.upper = nil",
+    null_mt = "setmetatable(require('jsoncontract').null, {})",
+    array_mt = "setmetatable(require('jsoncontract').array_mt, {})",
+    bytecode = "assert(load(('').dump(function() end)))",
+    dump = "string.dump(function() end)",
+}
+
+-- The worker's resident memory, KiB (Linux).
+local function rss_kb()
+    local f = io.open("/proc/self/status", "r")
+    if not f then return nil end
+    local s = f:read("*a")
+    f:close()
+    return tonumber(s:match("VmRSS:%s*(%d+)"))
+end
+
+--- GET /escape?case=NAME: a rule that tries that escape; {kind, message, pid, heap_kb, rss_kb,
+-- upper} (upper: string.upper still works for the worker), or GET /escape?file=exit|shell: the
+-- closures of spec/support/rules_sandbox_contract.lua, loaded as the gateway loads a file.
+function M.escape()
+    local args = ngx.req.get_uri_args()
+    local c, text
+    if args.file then
+        local dir = package.searchpath("support.rules_nginx_app", package.path):match("^(.*)/") -- luacheck: ignore 143
+        c = assert(jc.load_contract(dir .. "/rules_sandbox_contract.lua")).contract
+        text = '{"' .. args.file .. '":true}'
+    else
+        c = jc.contract { name = "escape", version = "1", instructions = "x", schema = SCHEMA,
+            rules = { { name = args.case, check = assert(ESCAPES[args.case], "no such case") } } }
+        text = TEXT
+    end
+    local v, err = c:check(text)
+    return reply({ ok = v ~= nil, kind = err and err.kind or jc.null, limit = err and err.limit or jc.null,
+        message = err and err.message or jc.null, pid = ngx.worker.pid(), heap_kb = collectgarbage("count"),
+        rss_kb = rss_kb() or jc.null, upper = ("abc"):upper() })
 end
 
 --- GET /ping?wait=1: with wait, answers once a rule is waiting (at most 10 s), saying whether

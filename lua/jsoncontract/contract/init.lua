@@ -25,7 +25,7 @@ local null = core.null
 local KNOWN_FIELDS = {
     name = true, version = true, schema = true, instructions = true, examples = true,
     rules = true, rules_budget = true, adapters = true, format_assertion = true, messages = true,
-    work_budget = true,
+    work_budget = true, trusted = true,
 }
 
 -- Render a JSON value for the prompt (compact JSON).
@@ -221,12 +221,16 @@ local render_prompt -- below: the system prompt's text (see `prompt`)
 --   `instructions` (string, required: what the model must do, in plain words),
 --   `examples` (optional list of `{input = string, output = value}`; each output must match the
 --   schema: it is shown to the model as an answer),
---   `rules` (optional list of rules; a rule is a function `f(value, ctx)` or a table
---   `{name = string, check = f, retry = boolean (default true), budget = {steps =, ms =}}`; `f`
+--   `rules` (optional list of rules; a rule is a function `f(value, ctx)`, Lua source text run
+--   in the rules' sandbox, or a table `{name = string, check = f or source, retry = boolean
+--   (default true), budget = {steps =, ms =, mb =}}`; `f`
 --   gets its own copy of the value and returns nothing when it passes, else a message string, one
 --   error `{pointer =, message =}` or a list of them; see `jsoncontract.contract.rules`),
---   `rules_budget` (optional `{steps =, ms =, item_steps =, item_ms =}`: VM instructions and
---   milliseconds per rule and per item, defaults `jsoncontract.contract.rules.DEFAULT_BUDGET`),
+--   `rules_budget` (optional `{steps =, ms =, mb =, item_steps =, item_ms =}`: VM instructions,
+--   milliseconds and MiB per rule, steps and milliseconds per item, defaults
+--   `jsoncontract.contract.rules.DEFAULT_BUDGET`),
+--   `trusted` (boolean, default false: rules given as source text run with the process's
+--   globals, and a contract file loaded by `jc.load_contract` is loaded as plain Lua),
 --   `adapters` (optional list of adapter names applied before parsing, see `jsoncontract.adapters`),
 --   `format_assertion` (boolean, default true),
 --   `work_budget` (integer, optional: work units per validation, see `jc.compile`),
@@ -276,7 +280,10 @@ function _M.new(def)
             error("contract field '" .. f .. "' must be a list (table)", 2)
         end
     end
-    local rules, rules_budget = rules_gate.normalize(def.rules, def.rules_budget)
+    if def.trusted ~= nil and type(def.trusted) ~= "boolean" then
+        error("contract field 'trusted' must be a boolean", 2)
+    end
+    local rules, rules_budget = rules_gate.normalize(def.rules, def.rules_budget, { trusted = def.trusted })
     for i, name in ipairs(def.adapters or {}) do
         if type(name) ~= "string" then error("contract adapter " .. i .. " must be a name (string)", 2) end
         if not adapters.known(name) then
@@ -305,6 +312,7 @@ function _M.new(def)
         examples = deepcopy(def.examples or {}),
         rules = rules,
         rules_budget = rules_budget,
+        trusted = def.trusted or nil,
         adapters = def.adapters or {},
         validator = validator,
         -- Canonical encoding (sorted keys, `__order` ignored) makes the hash independent of
@@ -373,7 +381,8 @@ end
 -- @return[2] nil
 -- @treturn[2] table err, category "rules", kind "rule_failed" (err.retry says whether the model may
 --   be asked again: false when any failing rule has `retry = false`), "rule_error" (a rule raised or
---   returned something that is not a verdict) or "rule_timeout" (a rule ran over its budget); the
+--   returned something that is not a verdict), "rule_timeout" (a rule ran over its budget),
+--   "rule_memory" (over its memory) or "rule_interrupted" (the run is stopping); the
 --   last two are never retried
 function _M.check_rules(self, value, ctx)
     return rules_gate.run(self.rules, value, ctx, self.rules_budget)

@@ -16,17 +16,25 @@
 --   over budget too.
 --   - Lua 5.4: the hook is set on the rule's coroutine.
 --   - Coroutines the rule creates count against its budget (and its item's), and are
---     stopped over budget like the rule: this module replaces `coroutine.create` and
---     `coroutine.wrap` (once, at load; under nginx it wraps OpenResty's versions) with
---     versions that, called from a rule's coroutine or one of its coroutines, make the new
---     coroutine's first act to adopt the rule's state (PUC Lua: the rule's hook on it;
---     LuaJIT: an entry the global hook reads). Elsewhere they are the originals plus one
---     table lookup. Not covered: a rule that removes the hook itself (`debug.sethook()`);
---     coroutines made through a `coroutine.create` captured before this module was loaded,
---     or by C code (`lua_newthread`, `ngx.thread.spawn`); a coroutine made outside the rule
+--     stopped over budget like the rule: the sandbox's `coroutine.create` and `coroutine.wrap`
+--     (over the host's; under nginx OpenResty's) make the new coroutine's first act, when
+--     called from a rule's coroutine or one of its coroutines, to adopt the rule's state (PUC
+--     Lua: the rule's hook on it; LuaJIT: an entry the global hook reads). The global
+--     `coroutine` table is never changed. Not covered: coroutines a rule outside the sandbox
+--     makes (a function the host program passes to `jc.contract` itself, or a trusted
+--     contract's), or C code makes (`ngx.thread.spawn`); a coroutine made outside the rule
 --     (or by an earlier rule, whose coroutines are no longer counted once it ended) that the
 --     rule resumes. Under nginx OpenResty logs a coroutine stopped this way as "lua user
 --     thread aborted".
+--   - Memory: the heap (`collectgarbage("count")`, the whole Lua state's) may grow by `mb` MiB
+--     (64) while a rule runs; looked at with the steps, after each collection cycle (a
+--     sentinel's finalizer asks the hook to look at once: a string doubled in a loop outruns
+--     any count), at the end of the rule, and before a sandbox `string.rep`. Over it, after a
+--     full collection, the rule fails as `rule_memory` and its garbage is collected at once.
+--     Under nginx another request's allocations while the rule waits count too.
+--   - The sandbox (`sandbox`, `load`, `load_file`): source-text rules and contract files
+--     loaded by `load_file` run with an environment of pure libraries, so a rule cannot reach
+--     `debug` to remove its hook, nor the host.
 --   - LuaJIT: a count hook does not fire inside compiled code, so `normalize` compiles the
 --     rule off (`jit.off(f, true)`: the function and every function defined inside it),
 --     together with the Lua functions it holds as upvalues and those defined in the same
@@ -64,20 +72,18 @@ local secrets = require "jsoncontract.secrets"
 
 local type, pairs, ipairs, next, tostring, setmetatable, getmetatable, pcall, error, select =
     type, pairs, ipairs, next, tostring, setmetatable, getmetatable, pcall, error, select
--- coroutine.create and coroutine.wrap as they were before this module replaced them (see
--- "Coroutines a rule creates"), kept in the registry so that loading the module again wraps
--- the originals, not its own wrappers.
-local ORIGINALS_KEY = "jsoncontract.contract.rules: coroutine.create and coroutine.wrap"
-local originals = debug.getregistry()[ORIGINALS_KEY]
-if not (originals and coroutine.create == originals.create_wrapper and coroutine.wrap == originals.wrap_wrapper) then
-    originals = { create = coroutine.create, wrap = coroutine.wrap }
-    debug.getregistry()[ORIGINALS_KEY] = originals
-end
+-- The host's coroutine functions (under nginx OpenResty's), captured once: the rules' own
+-- `coroutine` (see "The sandbox") wraps them; the global table is never changed.
 local co_create, co_wrap, co_resume, co_status, co_running, co_yield =
-    originals.create, originals.wrap, coroutine.resume, coroutine.status, coroutine.running, coroutine.yield
+    coroutine.create, coroutine.wrap, coroutine.resume, coroutine.status, coroutine.running, coroutine.yield
+-- luacheck: push ignore 113 143
+local collectgarbage, rawset, rawget, rawequal, load, loadstring, setfenv =
+    collectgarbage, rawset, rawget, rawequal, load, loadstring, setfenv
+-- luacheck: pop
 local concat = table.concat
 local unpack = table.unpack or unpack -- luacheck: ignore 113 143
 local floor, huge, min, max = math.floor, math.huge, math.min, math.max
+local function gc_count() return collectgarbage("count") end
 local format = string.format
 local sethook, gethook, getinfo, getupvalue = debug.sethook, debug.gethook, debug.getinfo, debug.getupvalue
 
@@ -89,7 +95,9 @@ local _M = { _VERSION = core._VERSION }
 -- @field ms wall time of one rule, in milliseconds (1,000)
 -- @field item_steps VM instructions of all rules of one item together (50,000,000)
 -- @field item_ms wall time of all rules of one item together, in milliseconds (5,000)
-_M.DEFAULT_BUDGET = { steps = 10000000, ms = 1000, item_steps = 50000000, item_ms = 5000 }
+-- @field mb memory one rule may grow the Lua heap by, in MiB (64; `collectgarbage("count")`
+--   sampled with the steps, and before a `string.rep` of the sandbox)
+_M.DEFAULT_BUDGET = { steps = 10000000, ms = 1000, item_steps = 50000000, item_ms = 5000, mb = 64 }
 
 --- Instructions between two looks at the budget.
 _M.GRAIN = 1000
@@ -124,7 +132,8 @@ end
 -- Definition time: checking rules and budgets
 ----------------------------------------------------------------------------
 
-local BUDGET_FIELDS = { steps = true, ms = true, item_steps = true, item_ms = true }
+local BUDGET_FIELDS = { steps = true, ms = true, item_steps = true, item_ms = true, mb = true }
+local RULE_BUDGET_FIELDS = { steps = true, ms = true, mb = true }
 
 local function check_budget(b, where, allowed, level)
     if b == nil then return {} end
@@ -167,31 +176,44 @@ local function jit_off_rule(fn)
 end
 
 --- Check a contract's rules and budgets and put them in the form `run` takes.
--- A rule is a function `f(value, ctx)` or a table `{name = string, check = f, retry = boolean
--- (default true), budget = {steps =, ms =}}`.
+-- A rule is a function `f(value, ctx)`, Lua source text (run with `value, ctx` as `...`, in a
+-- sandbox: see `sandbox`) or a table `{name = string, check = f or source, retry = boolean
+-- (default true), budget = {steps =, ms =, mb =}}`.
 -- @tparam table|nil list the contract's `rules`
--- @tparam table|nil budget the contract's `rules_budget`: `steps`, `ms` (per rule) and
+-- @tparam table|nil budget the contract's `rules_budget`: `steps`, `ms`, `mb` (per rule) and
 --   `item_steps`, `item_ms` (per item); missing fields from `DEFAULT_BUDGET`
+-- @tparam[opt] table opts `trusted` (boolean: source text runs with the process's globals,
+--   not in a sandbox)
 -- @treturn table rules list of `{name, check, retry, budget}`
 -- @treturn table budget the merged contract budget
 -- @raise on a rule or budget of the wrong shape (blaming the caller's caller)
-function _M.normalize(list, budget)
+function _M.normalize(list, budget, opts)
+    local env -- (one sandbox for all the source-text rules of a contract)
+    local function from_source(text, i, name)
+        env = env or ((opts and opts.trusted) and _G or _M.sandbox())
+        local fn, err = _M.load(text, "=rule " .. name, env)
+        if not fn then error("contract rule " .. i .. ": " .. tostring(err), 4) end
+        return fn
+    end
     local merged = {}
     for k, v in pairs(_M.DEFAULT_BUDGET) do merged[k] = v end
     for k, v in pairs(check_budget(budget, "contract field 'rules_budget'", BUDGET_FIELDS, 3)) do merged[k] = v end
     local out = {}
     for i, r in ipairs(list or {}) do
         local rule
-        if type(r) == "function" then
+        if type(r) == "function" or type(r) == "string" then
             rule = { name = "rule" .. i, check = r, retry = true, budget = {} }
-        elseif type(r) == "table" and type(r.check) == "function" then
+            if type(r) == "string" then rule.check = from_source(r, i, rule.name) end
+        elseif type(r) == "table" and (type(r.check) == "function" or type(r.check) == "string") then
             if r.name ~= nil and (type(r.name) ~= "string" or r.name == "") then
                 error("contract rule " .. i .. ": name must be a non-empty string", 3)
             end
-            rule = { name = r.name or ("rule" .. i), check = r.check, retry = r.retry ~= false,
-                budget = check_budget(r.budget, "contract rule " .. i .. ": budget", { steps = true, ms = true }, 3) }
+            local name = r.name or ("rule" .. i)
+            local check = type(r.check) == "string" and from_source(r.check, i, name) or r.check
+            rule = { name = name, check = check, retry = r.retry ~= false,
+                budget = check_budget(r.budget, "contract rule " .. i .. ": budget", RULE_BUDGET_FIELDS, 3) }
         else
-            error("contract rule " .. i .. " must be a function or {name=, check=function}", 3)
+            error("contract rule " .. i .. " must be a function, Lua source or {name=, check=function or source}", 3)
         end
         if IS_JIT then jit_off_rule(rule.check) end
         out[i] = rule
@@ -202,6 +224,10 @@ end
 ----------------------------------------------------------------------------
 -- The copy a rule sees
 ----------------------------------------------------------------------------
+
+-- Metatables rules may have as they are: those of their own copies (and, see the sandbox,
+-- those they set). Weak.
+local own_mts = setmetatable({}, { __mode = "k" })
 
 local COPY_MAX_DEPTH = core.MAX_DEPTH -- the deepest the parser may be asked to read (max_depth)
 
@@ -218,7 +244,9 @@ local function copy(v, depth, seen)
         setmetatable(out, mt)
     elseif type(mt) == "table" then
         -- a per-object metatable (key order): copied too, so changing it changes nothing
-        setmetatable(out, copy(mt, depth + 1, seen))
+        local mt_copy = copy(mt, depth + 1, seen)
+        own_mts[mt_copy] = true
+        setmetatable(out, mt_copy)
     end
     return out
 end
@@ -386,16 +414,42 @@ local function over(state, what)
     if state.inner and co_status(state.inner) ~= "dead" then sethook(state.inner, state.hook, "", 1) end
 end
 
+local jit_hook -- (below)
+
+-- What a run says when it must stop (`set_interrupt`); nil: nothing asks.
+local interrupt
+
+-- Is there room for `kb` more KiB on the heap within the memory budget of `state`? The heap
+-- is the whole Lua state's (other requests under nginx too), so over the line a full
+-- collection decides: what is left is live, and the rule's (one collection per crossing: after
+-- it the heap is back under the line, or the rule is over).
+local function memory_left(state, kb)
+    if gc_count() + kb <= state.mem_limit then return true end
+    collectgarbage("collect")
+    return gc_count() + kb <= state.mem_limit
+end
+
 -- One look at the budget of `state`, from its hook (called as a statement, so the code the
 -- hook interrupted is level 3 here). Over budget it raises, but never inside this module's
 -- own code: the worker pool, the hook bookkeeping and the wrappers around the rule must not
 -- be cut halfway (a rule that runs a contract check of its own reaches them); the first
 -- instruction outside it raises instead.
 local function budget_step(state)
+    if state.look_soon then
+        -- (a collection cycle ended while the rule ran: see `on_cycle`; back to the usual pace)
+        state.look_soon = nil
+        if not state.over then sethook(IS_JIT and jit_hook or state.hook, "", _M.GRAIN) end
+    end
     if not state.over then
         state.steps = state.steps + _M.GRAIN
-        if state.steps > state.max_steps then
+        local why = interrupt and interrupt()
+        if why then
+            state.interrupted = tostring(why)
+            over(state, "interrupt")
+        elseif state.steps > state.max_steps then
             over(state, "steps")
+        elseif not memory_left(state, 0) then
+            over(state, "memory") -- (before the clock: a big allocation is slow too)
         elseif clock() > state.deadline then
             over(state, "ms")
         else
@@ -411,7 +465,7 @@ end
 
 -- LuaJIT: one hook for the whole VM: each rule coroutine, and each coroutine a rule created,
 -- counts against its rule's budget, other code not at all.
-local function jit_hook()
+jit_hook = function()
     local co = co_running()
     local st = active[co]
     if st == nil then
@@ -420,6 +474,41 @@ local function jit_hook()
     end
     budget_step(st)
 end
+
+-- Between two looks at the budget a rule can double a string many times over (`s = s .. s`):
+-- the heap grows faster than any count hook looks. The collector finishes a cycle every time
+-- the heap has grown by about its own size, and at the end of each cycle a sentinel's
+-- finalizer runs: when that happens inside a rule (its coroutine, or one it made) it has the
+-- hook look at the next instruction. (Finalizers run with hooks off and may not ask the
+-- collector anything: the look itself is the hook's.)
+local on_cycle
+local function arm_sentinel()
+    if newproxy then -- luacheck: ignore 113 (LuaJIT, PUC 5.1: no __gc on tables)
+        local p = newproxy(true) -- luacheck: ignore 113
+        getmetatable(p).__gc = on_cycle
+    else
+        setmetatable({}, { __gc = on_cycle })
+    end
+end
+on_cycle = function()
+    if IS_JIT then
+        -- (LuaJIT runs finalizers on the main thread: every rule running or waiting looks)
+        local any = false
+        for _, st in pairs(active) do
+            if not st.over then st.look_soon, any = true, true end
+        end
+        if any then sethook(jit_hook, "", 1) end
+    else
+        local co = co_running()
+        local st = rule_cos[co] or children[co]
+        if st ~= nil and not st.finished and not st.over then
+            st.look_soon = true
+            sethook(co, st.hook, "", 1)
+        end
+    end
+    arm_sentinel()
+end
+arm_sentinel()
 
 local function make_hook(state)
     if IS_JIT then return jit_hook end
@@ -522,8 +611,306 @@ end
 
 local create, wrap = adopting(co_create, "create"), adopting(co_wrap, "wrap")
 
-coroutine.create, coroutine.wrap = create, wrap -- luacheck: ignore 122
-originals.create_wrapper, originals.wrap_wrapper = create, wrap
+----------------------------------------------------------------------------
+-- The sandbox
+----------------------------------------------------------------------------
+
+-- Rules run with an environment of their own (`sandbox`): the pure libraries, read-only,
+-- and nothing that reaches the host (files, processes, native code, the debug library, the
+-- collector, the environment of other code). A rule cannot remove its hook, so its budgets
+-- hold. A table every rule shares (a library, the array marker) cannot be changed from it.
+
+-- Tables a rule may not change, not even with rawset or setmetatable (weak: per sandbox).
+local locked = setmetatable({}, { __mode = "k" })
+locked[core.array_mt] = true
+
+-- A read-only view of `src` (a copy of its fields, less `drop`): reads go to the copy, writes
+-- raise, the metatable is hidden.
+local function readonly(src, name, drop, add)
+    local fields = {}
+    for k, v in pairs(src) do
+        if not (drop and drop[k]) then fields[k] = v end
+    end
+    for k, v in pairs(add or {}) do fields[k] = v end
+    local view = setmetatable({}, {
+        __index = fields,
+        __newindex = function(_, k)
+            error(format("%s is read-only for rules (cannot set %s)", name, secrets.describe(k)), 2)
+        end,
+        -- (an iterator that does not hand out `fields` as its state)
+        __pairs = function() return function(_, k) return next(fields, k) end, nil, nil end,
+        __len = function() return #fields end,
+        __metatable = false,
+    })
+    locked[view] = true
+    return view
+end
+
+-- The array marker as rules see it: `getmetatable` of a decoded array gives this view, and
+-- `setmetatable(t, jc.array_mt)` takes it for the real marker. The real one (shared by every
+-- JSON array of the process, `__name` included) is never handed out.
+local ARRAY_VIEW = readonly(core.array_mt, "jc.array_mt")
+
+local function quoted(v)
+    return type(v) == "string" and ('"' .. clean(v, 60) .. '"') or secrets.describe(v)
+end
+
+local function refuse(what)
+    error(what .. " is not available to rules (they run in a sandbox: what a rule needs from "
+        .. "outside comes through ctx; a contract that needs more says trusted = true)", 3)
+end
+
+-- A table's metatable as a rule sees it: its own (one it set, or the copy of a key order it
+-- got with its value) as it is; the array marker as ARRAY_VIEW; any other is hidden (false,
+-- as a `__metatable` field would): it is shared by the process (an error's, a contract's,
+-- whose `__index` is the module itself), and a view would still hand out what it holds.
+-- Strings, userdata: nil (a string's metatable's `__index` is the process's `string`).
+local function sb_getmetatable(v)
+    if type(v) ~= "table" then return nil end
+    local mt = getmetatable(v)
+    if mt == nil or type(mt) ~= "table" or own_mts[mt] then return mt end
+    if rawequal(mt, core.array_mt) then return ARRAY_VIEW end
+    return false
+end
+
+local function sb_setmetatable(t, mt)
+    if type(t) == "table" and locked[t] then error("setmetatable: this table is shared and cannot be changed", 2) end
+    if rawequal(mt, ARRAY_VIEW) then mt = core.array_mt elseif type(mt) == "table" then own_mts[mt] = true end
+    -- A finalizer would run later, outside the rule and its budget, in whatever code happens
+    -- to collect (another request).
+    if type(mt) == "table" and rawget(mt, "__gc") ~= nil then error("setmetatable: rules cannot set __gc", 2) end
+    return setmetatable(t, mt)
+end
+
+local function sb_rawset(t, k, v)
+    if type(t) == "table" and locked[t] then error("rawset: this table is shared and cannot be changed", 2) end
+    return rawset(t, k, v)
+end
+
+local function sb_collectgarbage(opt)
+    if opt == "count" then return collectgarbage("count") end
+    refuse("collectgarbage(" .. quoted(opt) .. ")")
+end
+
+-- `string.rep` that knows the memory budget: a result over what is left fails the rule
+-- before it is allocated (`("x"):rep(n)` reaches the process's `string.rep` through the string
+-- metatable: that one is caught by the next look at the budget instead).
+local s_rep = string.rep
+local function sb_rep(s, n, sep)
+    local st = rule_state_here()
+    if st and type(n) == "number" and n > 0 then
+        local kb = ((type(s) == "string" and #s or 0) + (type(sep) == "string" and #sep or 0)) * n / 1024
+        if not memory_left(st, kb) then
+            over(st, "memory")
+            error(OVER, 0)
+        end
+    end
+    return s_rep(s, n, sep)
+end
+
+-- Compile `text` (Lua source only: never bytecode) with `env` as its globals. LuaJIT: compiled
+-- off, with every function it defines, so the count hook fires in all of them.
+local function compile(text, chunkname, env)
+    if type(text) ~= "string" then return nil, "source must be a string, got " .. type(text) end
+    if text:byte(1) == 27 then return nil, "attempt to load a binary chunk (rules load source text only)" end
+    local fn, err
+    if setfenv and loadstring then -- Lua 5.1 / LuaJIT
+        fn, err = loadstring(text, chunkname)
+        if fn then setfenv(fn, env) end
+    else
+        fn, err = load(text, chunkname, "t", env)
+    end
+    if not fn then return nil, err end
+    if IS_JIT then jit.off(fn, true) end
+    return fn
+end
+
+local sb_facades -- require name -> function(env) -> module, for the modules rules may require
+
+--- A fresh sandbox: the environment rules run with (and contract files are loaded with).
+-- Offers `string` (less `dump`; `rep` within the memory budget), `table`, `math` (less
+-- `randomseed`), `utf8` and `bit`/`bit32` where present, `os.time`/`os.date`/`os.clock`, a
+-- `coroutine` whose coroutines run under the budget of the rule that made them, `assert`,
+-- `error`, `ipairs`, `next`, `pairs`, `pcall`, `xpcall`, `select`, `tonumber`, `tostring`,
+-- `type`, `unpack` (5.1), `rawequal`, `rawget`, `rawlen`, `rawset` and `setmetatable`
+-- (not on shared tables; no `__gc`), `getmetatable` (tables only), `collectgarbage("count")`,
+-- `load` (source text only, this sandbox as its default environment), `require` of
+-- "jsoncontract" (null, array_mt, decode, encode, ordered, compile, contract, load) and
+-- "jsoncontract.batch" (sleep), `_VERSION`, and `_G` (the sandbox itself). Libraries are
+-- read-only views. While a contract file is being loaded (`load_file`), also `dofile` of
+-- another `.lua` file, run in the same sandbox.
+-- @treturn table env
+function _M.sandbox()
+    local env = {}
+    env.string = readonly(string, "string", { dump = true }, { rep = sb_rep })
+    env.table = readonly(table, "table")
+    env.math = readonly(math, "math", { randomseed = true })
+    env.os = readonly({ time = os.time, date = os.date, clock = os.clock }, "os")
+    local coro = { create = create, wrap = wrap }
+    for _, k in ipairs { "resume", "yield", "status", "running", "isyieldable", "close" } do
+        coro[k] = coroutine[k]
+    end
+    env.coroutine = readonly(coro, "coroutine")
+    -- (loaded from package.loaded, never through require: these are pure)
+    for _, name in ipairs { "utf8", "bit", "bit32" } do
+        local lib = package.loaded[name]
+        if type(lib) == "table" then env[name] = readonly(lib, name) end
+    end
+    for _, k in ipairs { "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "select", "tonumber",
+        "tostring", "type", "unpack", "rawequal", "rawget", "rawlen", "_VERSION" } do
+        env[k] = _G[k]
+    end
+    env.rawset, env.setmetatable, env.getmetatable = sb_rawset, sb_setmetatable, sb_getmetatable
+    env.collectgarbage = sb_collectgarbage
+    env.load = function(chunk, chunkname, mode, fenv)
+        if mode ~= nil and mode ~= "t" then return nil, "rules load source text only (mode 't')" end
+        if type(chunk) == "function" then
+            local parts = {}
+            while true do
+                local piece = chunk()
+                if piece == nil or piece == "" then break end
+                if type(piece) ~= "string" then return nil, "reader function must return a string" end
+                parts[#parts + 1] = piece
+            end
+            chunk = concat(parts)
+        end
+        return compile(chunk, "=" .. (type(chunkname) == "string" and chunkname:gsub("^[=@]", "") or "load"),
+            type(fenv) == "table" and fenv or env)
+    end
+    env.require = function(name)
+        local facade = sb_facades[name]
+        if not facade then refuse("require " .. quoted(name)) end
+        return facade(env)
+    end
+    env._G = env
+    return env
+end
+
+-- What a sandbox's `require` gives (read-only, made on first use: jsoncontract requires
+-- this module).
+local facade_cache = {}
+-- Contracts made in a sandbox with `trusted = true` (weak).
+local wants_trust = setmetatable({}, { __mode = "k" })
+sb_facades = {
+    jsoncontract = function()
+        if not facade_cache.jc then
+            local jc = require "jsoncontract"
+            -- A contract made in the sandbox is never trusted (its source-text rules would get
+            -- the process's globals): `trusted = true` is only noted, for `load_file`, which
+            -- then loads the file again as plain Lua. (The definition is copied raw: no
+            -- metamethod answers `trusted` one way here and another in jc.contract.)
+            local function contract(def)
+                if type(def) ~= "table" then return jc.contract(def) end
+                local plain = {}
+                for k, v in next, def do plain[k] = v end
+                local wants = plain.trusted
+                plain.trusted = nil
+                local c = jc.contract(plain)
+                if wants == true then wants_trust[c] = true end
+                return c
+            end
+            facade_cache.jc = readonly({ null = jc.null, array_mt = ARRAY_VIEW, decode = jc.decode, encode = jc.encode,
+                ordered = jc.ordered, compile = jc.compile, contract = contract }, "jsoncontract")
+        end
+        return facade_cache.jc
+    end,
+    ["jsoncontract.batch"] = function()
+        if not facade_cache.batch then
+            facade_cache.batch = readonly({ sleep = require("jsoncontract.batch").sleep }, "jsoncontract.batch")
+        end
+        return facade_cache.batch
+    end,
+}
+
+--- Compile Lua source text in a sandbox (see `sandbox`): never bytecode.
+-- @tparam string text Lua source
+-- @tparam[opt] string chunkname as for `load` (default "=rule")
+-- @tparam[opt] table env the environment (default a fresh `sandbox()`)
+-- @treturn[1] function the chunk
+-- @return[2] nil
+-- @treturn[2] string message
+function _M.load(text, chunkname, env)
+    return compile(text, chunkname or "=rule", env or _M.sandbox())
+end
+
+-- The file being loaded by `load_file` (its sandbox may `dofile` others meanwhile).
+local loading = 0
+
+local function read_file(path)
+    local f, msg = io.open(path, "rb")
+    if not f then return nil, msg end
+    local text = f:read("*a")
+    f:close()
+    if not text then return nil, "cannot read " .. path end
+    return text
+end
+
+local function run_file(path, env)
+    local text, err = read_file(path)
+    if not text then return false, err end
+    text = text:gsub("^#![^\n]*", "") -- (a shebang line, as lua skips it)
+    local fn, cerr = compile(text, "@" .. path, env)
+    if not fn then return false, cerr end
+    return pcall(fn)
+end
+
+--- Load a contract file (or any Lua file rules come from) in a fresh sandbox: the file's own
+-- code, and so every function it defines (rules written as closures, their helpers), has the
+-- sandbox as its globals, and whatever it keeps in its locals came from the sandbox too. Its
+-- `require "jsoncontract"` gives the sandbox's subset; `dofile` of another `.lua` file runs it
+-- in the same sandbox (while loading only). A file whose module or contract says `trusted =
+-- true` is then loaded again as plain Lua (`dofile`): its rules run with the process's globals;
+-- one whose first line is `-- jsoncontract: trusted` is loaded as plain Lua at once (its top
+-- level needs more than the sandbox).
+--
+-- Why the whole file, not the rule functions: a closure keeps its upvalues, so giving a rule
+-- the sandbox as its environment afterwards (`setfenv` on 5.1/LuaJIT, `debug.upvaluejoin` of
+-- its `_ENV` on 5.4) leaves it whatever its file captured (`local exit = os.exit`), and the
+-- helpers it calls keep their own environment (on 5.1 `setfenv` would also change them for
+-- the host). Only code that ran in the sandbox from its first line holds nothing else.
+-- @tparam string path
+-- @treturn[1] any what the file returns
+-- @return[2] nil
+-- @treturn[2] string message (cannot read, does not compile, raised while loading)
+function _M.load_file(path)
+    local env = _M.sandbox()
+    env.dofile = function(p)
+        if loading == 0 or rule_state_here() then refuse("dofile") end
+        if type(p) ~= "string" or not p:match("%.lua$") then error("dofile: only .lua files", 2) end
+        local ok, v = run_file(p, env)
+        if not ok then error(v, 0) end
+        return v
+    end
+    -- A file whose top level itself needs more (a database driver) says so on its first line.
+    local head = read_file(path)
+    if head and head:gsub("^#![^\n]*\n", ""):match("^%-%-%s*jsoncontract:%s*trusted%f[%W]") then
+        local ok, mod = pcall(dofile, path)
+        if not ok then return nil, tostring(mod) end
+        return mod
+    end
+    loading = loading + 1
+    local ok, mod = run_file(path, env)
+    loading = loading - 1
+    if not ok then return nil, tostring(mod) end
+    if type(mod) == "table" and (rawget(mod, "trusted") == true or wants_trust[mod]
+            or wants_trust[rawget(mod, "contract") or false]) then
+        ok, mod = pcall(dofile, path)
+        if not ok then return nil, tostring(mod) end
+    end
+    return mod
+end
+
+--- Have every rule that runs stop when `fn` says so: `fn()` is called at each look at the
+-- budget (every `GRAIN` instructions) and returns nil to go on or a reason (e.g. "SIGTERM").
+-- The rule then fails as `rules/rule_interrupted` (`signal` = the reason), never retried:
+-- the caller that stops decides what becomes of its item. For a run stopping on a signal
+-- while a rule is stuck (`jsoncontract.jobs.runner`).
+-- @tparam function|nil fn nil: nothing asks
+function _M.set_interrupt(fn)
+    if fn ~= nil and type(fn) ~= "function" then error("set_interrupt: fn must be a function or nil", 2) end
+    interrupt = fn
+end
+
 
 local function is_stack_overflow(e)
     return type(e) == "string" and (e:find("stack overflow", 1, true) ~= nil)
@@ -674,6 +1061,10 @@ local function over_message(rule, state)
             state.max_steps < 1e15 and thousands(state.max_steps) or tostring(state.max_steps))
     elseif state.over == "stack" then
         return format("rule %s ran out of stack (a recursion too deep)", rule.name)
+    elseif state.over == "memory" then
+        return format("rule %s ran over its budget of %s MiB (memory)", rule.name, thousands(state.mb))
+    elseif state.over == "interrupt" then
+        return format("rule %s was stopped: the run is stopping (%s)", rule.name, clean(state.interrupted, 60))
     end
     return format("rule %s ran over its budget of %s ms (wall time)", rule.name, thousands(state.ms))
 end
@@ -683,10 +1074,25 @@ local function begin_rule(rule, budget, item)
     local now = clock()
     local steps = min(rule.budget.steps or budget.steps, item.steps_left)
     local ms = max(0, min(rule.budget.ms or budget.ms, (item.deadline - now) * 1000))
-    local state = { steps = 0, max_steps = steps, ms = ms, start = now, deadline = now + ms / 1000 }
+    local state = { steps = 0, max_steps = steps, ms = ms, start = now, deadline = now + ms / 1000,
+        mb = rule.budget.mb or budget.mb or _M.DEFAULT_BUDGET.mb }
+    state.mem_limit = gc_count() + state.mb * 1024
     state.hook = make_hook(state)
     return state
 end
+
+-- Full collections until one frees less than 1 MiB (at most 16): LuaJIT halves its string
+-- buffer (which `string.rep` grew to the result's size) once per cycle.
+local function collect_all()
+    for _ = 1, 16 do
+        local before = gc_count()
+        collectgarbage("collect")
+        if gc_count() > before - 1024 then return end
+    end
+end
+
+-- The error kind of each way over budget (the others: rule_timeout).
+local OVER_KIND = { memory = "rule_memory", interrupt = "rule_interrupted" }
 
 -- What a rule came to, from what running it returned: ok, list-or-nil; or nil, err
 -- (rule_error / rule_timeout). Its steps are taken from the item's.
@@ -695,6 +1101,21 @@ local function end_rule(rule, item, state, tag, a, b)
     item.steps_left = item.steps_left - state.steps
     local elapsed = clock() - state.start
     if tag == "raised" and b and not state.over then state.over = "stack" end
+    -- (the allocator refused: the rule's doing, whatever its budget said)
+    if tag == "raised" and not state.over and type(a) == "string" and a:find("not enough memory", 1, true) then
+        state.over = "memory"
+    end
+    -- (one allocation just before the end: no hook looked after it)
+    if (not state.over or state.over == "ms") and gc_count() > state.mem_limit then
+        collect_all()
+        if gc_count() > state.mem_limit then state.over = "memory" end
+    end
+    if state.over == "memory" then
+        -- its garbage goes now, not at some later request's expense (a dead coroutine keeps
+        -- its stack until collected)
+        state.co, state.inner = nil, nil
+        collect_all()
+    end
     -- A blocking call cannot be interrupted; its time still counts, and the verdict of a
     -- rule over its budget is not trusted.
     if not state.over and elapsed * 1000 > state.ms then state.over = "ms" end
@@ -702,7 +1123,8 @@ local function end_rule(rule, item, state, tag, a, b)
     local fields = { errors = setmetatable({}, core.array_mt), retry = false, rule = rule.name }
     if state.over then
         fields.limit = state.over
-        return nil, errors.new("rules", "rule_timeout", over_message(rule, state), fields)
+        if state.over == "interrupt" then fields.signal = state.interrupted end
+        return nil, errors.new("rules", OVER_KIND[state.over] or "rule_timeout", over_message(rule, state), fields)
     end
     if tag == "raised" then
         return nil, errors.new("rules", "rule_error", "rule " .. rule.name .. " raised: " .. clean(a, MAX_MESSAGE),
@@ -862,10 +1284,11 @@ end
 --   `retry` false when a failing rule has `retry = false`), `rule_error` (a rule raised,
 --   yielded, or returned something that is not a verdict; `rule` names it) or
 --   `rule_timeout` (a rule ran over its steps or wall time, or out of stack; `rule`
---   names it and `limit` says which: "steps", "ms" or "stack"). The last two are never
---   retried; their `errors` hold what the rules before the one that broke found. An error
---   item that counts the rest of one rule's list ("and N more errors from rule R") has
---   `more = N`.
+--   names it and `limit` says which: "steps", "ms" or "stack"), `rule_memory` (a rule grew
+--   the heap past its `mb`; `limit` "memory") or `rule_interrupted` (`set_interrupt` said stop;
+--   `limit` "interrupt", `signal` the reason). The last four are never retried; their
+--   `errors` hold what the rules before the one that broke found. An error item that counts
+--   the rest of one rule's list ("and N more errors from rule R") has `more = N`.
 function _M.run(list, value, ctx, budget)
     if #list == 0 then return true end -- no rules: no copy, no clock, no coroutine (per request in nginx)
     budget = budget or _M.DEFAULT_BUDGET

@@ -21,7 +21,7 @@
 -- @module jsoncontract.jobs.definition
 local core = require "jsoncontract.core"
 
-local type, pcall, tostring, ipairs, pairs, dofile = type, pcall, tostring, ipairs, pairs, dofile
+local type, pcall, tostring, ipairs, pairs = type, pcall, tostring, ipairs, pairs
 local format, concat = string.format, table.concat
 
 local _M = { _VERSION = core._VERSION }
@@ -71,8 +71,14 @@ function _M.load(source)
                 .. "(a JSON Schema alone has no instructions or rules; lint and diff take one)"
         end
         path = source
-        local ok, m = pcall(dofile, source)
-        if not ok then return nil, "cannot load job " .. source .. ": " .. tostring(m) end
+        -- in the rules' sandbox, as every command loads a contract file (`context` stays host code)
+        local m, lerr = require("jsoncontract.setup").load_contract(source)
+        if not m then
+            local why = tostring(lerr)
+            local prefix = "cannot load contract " .. source .. ": "
+            if why:sub(1, #prefix) == prefix then why = why:sub(#prefix + 1) end
+            return nil, "cannot load job " .. source .. ": " .. why
+        end
         mod = m
     end
     local name = path or "the job table"

@@ -194,6 +194,10 @@ function _M.run(store, job_id, ctx)
     local finished_exchanges = 0
 
     local function on_done(w, result, ok)
+        local reason = ok and type(result) == "table" and type(result.outcome) == "table" and result.outcome.reason
+        if type(reason) == "table" and reason.kind == "rule_interrupted" then
+            return -- stopped by the run's signal, not decided: its lease goes back with the others
+        end
         held[w.item_id] = nil
         finished_exchanges = finished_exchanges + (ok and type(result) == "table" and #(result.evidence or {}) or 0)
         if lost[w.item_id] then
@@ -230,13 +234,29 @@ function _M.run(store, job_id, ctx)
         if ctx.on_done then ctx.on_done(res) end
     end
 
+    -- A signal taken by the rules gate, which stops a rule stuck in a loop when one comes (the
+    -- loop would never give the scheduler a turn to read it); the next tick reads it. A rule
+    -- still running when the grace after the first signal is over is stopped too. An item
+    -- whose rule was stopped is not decided: it goes back for --resume.
+    local caught, stop_at
+    local rules_gate = require "jsoncontract.contract.rules" -- (loaded by the contract already)
+    if ctx.signals ~= false then
+        rules_gate.set_interrupt(function()
+            caught = caught or core.signal_take()
+            if caught then return caught end
+            if stop_at and core.monotonic() >= stop_at then return res.signal end
+        end)
+    end
+
     local function tick(t)
         if take_error or breaker:tripped() then return "abort" end
         if ctx.signals ~= false then
-            local sig = core.signal_take()
+            local sig = caught or core.signal_take()
+            caught = nil
             if sig then
                 if res.signal then return "abort" end   -- a second signal: stop now
                 res.signal = sig
+                stop_at = core.monotonic() + (ctx.grace or 30)
                 if ctx.on_signal then ctx.on_signal(sig) end
                 return "drain"
             end
@@ -265,6 +285,7 @@ function _M.run(store, job_id, ctx)
         -- the lane waits no longer on a Retry-After than each item's attempt loop would
         retry_after_max_ms = type(ctx.ask.policy) == "table" and ctx.ask.policy.retry_after_max_ms or nil,
     })
+    if ctx.signals ~= false then rules_gate.set_interrupt(nil) end
     if not okrun then
         res.store_error = errors.is_error(stats) and stats or errors.new("internal", "run_failed", tostring(stats))
         stats = { exchanges = finished_exchanges, limit_wait_s = 0, unfinished = {} }

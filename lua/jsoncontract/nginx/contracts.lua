@@ -13,9 +13,9 @@
 -- luacheck: read globals ngx
 local jc = require "jsoncontract"
 local contract = require "jsoncontract.contract"
+local rules = require "jsoncontract.contract.rules"
 
-local type, pairs, error, tostring, setmetatable, pcall, loadfile = type, pairs, error, tostring, setmetatable,
-    pcall, loadfile
+local type, pairs, error, tostring, setmetatable, pcall = type, pairs, error, tostring, setmetatable, pcall
 local io_open, format = io.open, string.format
 
 local _M = { _VERSION = require("jsoncontract.core")._VERSION }
@@ -61,10 +61,9 @@ end
 local function load_file(path)
     local text, msg = read(path)
     if not text then return nil, msg end
-    local chunk, lerr = loadfile(path)
-    if not chunk then return nil, lerr end
-    local ok, v = pcall(chunk)
-    if not ok then return nil, path .. ": " .. tostring(v) end
+    -- (in the rules' sandbox: the file's rules, closures too, cannot reach the worker)
+    local v, lerr = rules.load_file(path)
+    if v == nil and lerr then return nil, lerr end
     local c, cerr = to_contract(v, path)
     if not c then return nil, cerr end
     return c, text
