@@ -254,8 +254,8 @@ describe("jsoncontract.providers", function()
             -- enum: wrapped, since a null would fail the enum
             assert.same({ { enum = { "low", "high" } }, { type = "null" } }, sent.properties.level.anyOf)
             assert.equal("string", sent.properties.name.type) -- required stays as it was
-            assert.is_nil(sent.properties.name.minLength)
-            assert.is_nil(sent.properties.name.maxLength)
+            assert.equal(1, sent.properties.name.minLength) -- strict mode takes string lengths
+            assert.equal(80, sent.properties.name.maxLength)
             assert.equal(0, sent.properties.score.minimum)
             assert.equal(2, sent.properties.tags.minItems)
             assert.is_nil(sent.properties.tags.uniqueItems)
@@ -266,8 +266,6 @@ describe("jsoncontract.providers", function()
             assert.is_nil(sent.properties.kind.oneOf)
             assert.same({
                 ["/additionalProperties additionalProperties"] = true,
-                ["/properties/name/minLength minLength"] = true,
-                ["/properties/name/maxLength maxLength"] = true,
                 ["/properties/site/format format"] = true,
                 ["/properties/code/pattern pattern"] = true,
                 ["/properties/tags/uniqueItems uniqueItems"] = true,
