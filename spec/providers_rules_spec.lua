@@ -269,7 +269,7 @@ describe("jsoncontract.providers rules (issue 13)", function()
                 assert.equal("native-nonstrict", req.mode)
                 local f = finding("openai", schema, ptr, kw)
                 assert.equal("fails", f.action)
-                assert.truthy(f.source:find("Supported schemas", 1, true))
+                assert.equal("https://platform.openai.com/docs/guides/structured-outputs#supported-schemas", f.source)
             end)
         end
         local values = A {}
@@ -345,12 +345,13 @@ describe("jsoncontract.providers rules (issue 13)", function()
             assert.truthy(req.fallback.source:find("_transform.py", 1, true))
         end)
 
-        it("an assistant prefill goes out in mode prompt", function()
+        it("an assistant prefill goes out in mode prompt on a model that takes one", function()
             local s = obj({ a = { type = "string" } }, { "a" })
-            local req, body = build("anthropic", s, nil, { { role = "user", content = "hi" },
+            local req, body = build("anthropic", s, { model = "claude-sonnet-4-5" }, { { role = "user", content = "hi" },
                 { role = "assistant", content = "{" } })
             assert.equal("prompt", req.mode)
             assert.is_nil(body.output_config)
+            assert.equal("{", body.messages[2].content)
             assert.equal("messages", req.fallback.keyword)
             assert.equal("native", (build("anthropic", s)).mode)
         end)

@@ -163,7 +163,8 @@ describe("jsoncontract.providers", function()
             assert.is_nil(core.decode(req.body).response_format)
             assert.same({ from = "native", to = "prompt", schema_pointer = "", keyword = "type",
                 reason = "the root is not an object: the root must be an object",
-                source = openai.rules.native.root.object.source }, req.fallback)
+                source = openai.rules.native.root.object.source, url = openai.rules.native.root.object.url },
+                req.fallback)
         end)
     end)
 
@@ -213,7 +214,7 @@ describe("jsoncontract.providers", function()
             assert.is_nil(assert(core.decode(req.body)).output_config)
             assert.is_nil(req.schema_sent)
             assert.has_error(function() anthropic.build_request(contract(), MSGS, { model = "m", mode = "json" }) end,
-                'opts.mode "json" is not supported by anthropic (supported: native, prompt)')
+                'opts.mode "json" is not supported by anthropic (supported: native, prompt, tool)')
         end)
     end)
 

@@ -48,8 +48,8 @@ end
 
 -- `native_schema`'s plan: `schema_subset.plan`'s fields (`schema`, `dropped`, `mode`, `findings`,
 -- `fallback`) and `strict` (what `schema_subset.cached` keeps per contract).
-local function native_plan(schema)
-    local res = subset.plan(schema, RULES.native)
+local function native_plan(schema, contract)
+    local res = subset.plan(schema, RULES.native, nil, subset.instances(schema, contract))
     if res.mode == "native" and #res.optional == 0 then
         res.strict = true
         return res
@@ -70,7 +70,7 @@ local function native_plan(schema)
             .. "keyword", n, n == 1 and "y" or "ies", table.concat(res.optional, ", "))
     end
     local first = { schema_pointer = "", keyword = "strict", action = "weakened", reason = reason,
-        source = RULES.nonstrict.strict_false.source }
+        source = RULES.nonstrict.strict_false.source, url = RULES.nonstrict.strict_false.url }
     local all, findings = C.new_array(), C.new_array()
     all[1], findings[1] = first, first
     for _, f in ipairs(res.fails) do
@@ -79,7 +79,7 @@ local function native_plan(schema)
     for _, d in ipairs(subset.changed(res2.findings)) do all[#all + 1] = d end
     for _, d in ipairs(res2.findings) do findings[#findings + 1] = d end
     local fallback = res.fallback or { from = "native", to = "native-nonstrict", schema_pointer = "",
-        keyword = "strict", reason = reason, source = first.source }
+        keyword = "strict", reason = reason, source = first.source, url = first.url }
     fallback.to = "native-nonstrict"
     return { schema = res2.schema, dropped = all, strict = false, mode = "native-nonstrict",
         findings = findings, fallback = fallback }
@@ -106,15 +106,17 @@ end
 -- * a root that is not an object: mode "prompt" (no schema field can carry it), a root anyOf:
 --   mode "json"; `schema_sent` is nil then.
 -- @tparam table schema
+-- @tparam[opt] table contract whose examples the strict copy must accept (see
+--   jsoncontract.providers.schema_subset.instances)
 -- @treturn table|nil schema_sent
 -- @treturn table dropped
 -- @treturn boolean strict
 -- @treturn string mode "native" | "native-nonstrict" | "json" | "prompt"
 -- @treturn table plan { findings = every finding (rewritten and narrowed ones too), fallback =
 --   nil | { from, to, schema_pointer, keyword, reason, source } }
-function _M.native_schema(schema)
+function _M.native_schema(schema, contract)
     if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local p = native_plan(schema)
+    local p = native_plan(schema, contract)
     return p.schema, p.dropped, p.strict, p.mode, p
 end
 

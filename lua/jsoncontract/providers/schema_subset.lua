@@ -1489,7 +1489,8 @@ function _M.plan(schema, rules, forced, instances)
         local f = fails[1]
         res.mode = to
         res.fallback = { from = "native", to = to, schema_pointer = f.schema_pointer, keyword = f.keyword,
-            reason = f.reason .. (#fails > 1 and format(" (and %d more)", #fails - 1) or ""), source = f.source }
+            reason = f.reason .. (#fails > 1 and format(" (and %d more)", #fails - 1) or ""), source = f.source,
+            url = f.url }
         if to == "json" or to == "prompt" then res.schema = nil end
     end
     res.dropped = _M.changed(res.findings)
