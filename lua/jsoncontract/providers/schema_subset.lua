@@ -1137,21 +1137,32 @@ function _M.grammar_refs(sent, row, add)
     end)
 end
 
---- A lower bound of the length of the grammar llama.cpp's converter writes for `sent`: every
--- property name (its key-value rule names it twice and in the rule's name), enum and const
--- value (a literal) and pattern (about its length) appears in it. Internal.
+--- A lower bound of the length of the grammar llama.cpp's converter writes for `sent`. The
+-- converter names each rule by its path ("a-b-c", runs of other characters as "-"): a property
+-- at path P costs at least its key-value rule's name and definition, its value rule's name and
+-- the parent's reference (4 x #P), its quoted name and punctuation; an enum or const value costs
+-- its literal, a pattern about its length. Only paths through `properties` and `items` are
+-- counted (others would only add). Internal.
 -- @tparam table sent
 -- @treturn integer characters
 function _M.grammar_size_floor(sent)
     local n = 0
-    _M.each_schema(sent, function(node)
+    local function rule(name) return (name:gsub("[^%w%-]+", "-")) end
+    local function visit(node, name, depth)
+        if type(node) ~= "table" or depth > 200 then return end
         if is_object(node.properties) then
-            for k in pairs(node.properties) do n = n + 3 * #k + 20 end
+            for k, sub in pairs(node.properties) do
+                local p = rule(name == "" and k or (name .. "-" .. k))
+                n = n + 4 * #p + #k + 20
+                visit(sub, p, depth + 1)
+            end
         end
+        if type(node.items) == "table" then visit(node.items, rule(name == "" and "item" or name .. "-item"), depth + 1) end
         for _, v in ipairs(is_array(node.enum) and node.enum or {}) do n = n + #core.encode(v) + 3 end
         if node.const ~= nil then n = n + #core.encode(node.const) + 3 end
         if type(node.pattern) == "string" then n = n + #node.pattern end
-    end)
+    end
+    visit(sent, "", 0)
     return n
 end
 
