@@ -1157,7 +1157,9 @@ function _M.grammar_size_floor(sent)
                 visit(sub, p, depth + 1)
             end
         end
-        if type(node.items) == "table" then visit(node.items, rule(name == "" and "item" or name .. "-item"), depth + 1) end
+        if type(node.items) == "table" then
+            visit(node.items, rule(name == "" and "item" or name .. "-item"), depth + 1)
+        end
         for _, v in ipairs(is_array(node.enum) and node.enum or {}) do n = n + #core.encode(v) + 3 end
         if node.const ~= nil then n = n + #core.encode(node.const) + 3 end
         if type(node.pattern) == "string" then n = n + #node.pattern end
@@ -1582,7 +1584,8 @@ end
 -- * `provider_schema(schema)` -> schema_sent, dropped: the copy sent (`adapt`) and the findings
 --   where it says less than the schema (`changed`), whatever the mode would be;
 -- * `native_schema(schema [, contract])` -> schema_sent|nil, dropped, enforced, mode, plan: what a
---   native request sends for `schema` (and the contract's examples, see `instances`), as lint reads it (`plan`; `enforced` is false when it falls
+--   native request sends for `schema` (and the contract's examples, see `instances`), as lint reads
+--   it (`plan`; `enforced` is false when it falls
 --   back, `schema_sent` nil when the mode sends none). What the conversation adds (a prefill, a
 --   cloud model) is the provider's `build_request`'s business.
 --

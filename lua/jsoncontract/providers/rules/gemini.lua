@@ -40,7 +40,8 @@ _M.native = {
         ["date-time"] = KW, date = KW, time = KW,
     },
     formats_row = row({ note = "not found in reference: the docstring lists format without its values; "
-        .. "jsoncontract sends date-time, date and time only", url = TYPES.url }, "format value not known to be supported"),
+        .. "jsoncontract sends date-time, date and time only", url = TYPES.url },
+        "format value not known to be supported"),
     defs_key = row(TYPES, "$defs is listed, definitions is not", { key = "$defs" }),
     const_as_enum = row(TYPES, "const is not listed; enum (strings and numbers) is"),
     enum_types = row(TYPES, "enum is supported for strings and numbers",

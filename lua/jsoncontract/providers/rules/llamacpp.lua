@@ -58,7 +58,8 @@ _M.native = {
     one_of = row(CONV, "oneOf is turned into the same grammar as anyOf", { action = "as_anyOf" }),
     union_siblings = row(README, "properties cannot be mixed with anyOf/oneOf in the same type "
         .. "(visit() takes the union and ignores the rest)"),
-    pattern = row({ note = CONV.note .. "; " .. GBNF.note, url = CONV.url }, "patterns must be ^...$; \\d, \\w, \\s are copied verbatim "
+    pattern = row({ note = CONV.note .. "; " .. GBNF.note, url = CONV.url },
+        "patterns must be ^...$; \\d, \\w, \\s are copied verbatim "
         .. "into the grammar, lookaround is skipped", { action = "grammar" }),
     grammar = {
         length_next_to_pattern = row(CONV, "visit() checks pattern and format before minLength/maxLength"),

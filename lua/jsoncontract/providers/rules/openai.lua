@@ -71,7 +71,8 @@ _M.native = {
         allOf = COMPOSITION, ["not"] = COMPOSITION, dependentRequired = COMPOSITION,
         dependentSchemas = COMPOSITION, ["if"] = COMPOSITION, ["then"] = COMPOSITION, ["else"] = COMPOSITION,
         default = row({ note = "not found in reference; from a 400 quoted at zenn.dev/nicopin/scraps/"
-            .. "a8d8f53f5faebb (\"'default' is not permitted\")", url = "https://zenn.dev/nicopin/scraps/a8d8f53f5faebb" },
+            .. "a8d8f53f5faebb (\"'default' is not permitted\")",
+            url = "https://zenn.dev/nicopin/scraps/a8d8f53f5faebb" },
             "'default' is not permitted in strict mode"),
         prefixItems = row(TUPLES, "prefixItems is rejected in strict mode", nil, RECHECKED),
     },
