@@ -62,7 +62,10 @@ describe("jsoncontract.providers rules (issue 13)", function()
                     return
                 end
                 for k, v in pairs(t) do
-                    if type(k) == "string" and k ~= "sources" then visit(v, path .. "." .. k) end
+                    -- lists of rows (Anthropic's prefill rows by model) too
+                    if (type(k) == "string" and k ~= "sources") or type(k) == "number" then
+                        visit(v, path .. "." .. tostring(k))
+                    end
                 end
             end
             for _, name in ipairs({ "openai", "anthropic", "gemini", "llamacpp", "ollama" }) do
@@ -791,6 +794,25 @@ describe("jsoncontract.providers rules (issue 13)", function()
                     assert.is_nil(c)
                     assert.equal("json", req.mode)
                     assert.equal("fails", finding(pname, cs, "/properties/x/const", "const").action)
+                end)
+
+                it(pname .. ": keywords beside an enum that cannot be checked on their own are listed", function()
+                    local s = obj({ x = { type = "object", enum = A { { a = "x" } },
+                        properties = { a = { ["$ref"] = "#/$defs/A" } } } }, { "x" },
+                        { ["$defs"] = { A = { type = "string" } } })
+                    local req, _, sent = build(pname, s)
+                    assert.equal("native", req.mode)
+                    assert.same({ { a = "x" } }, sent.properties.x.enum)
+                    local f = finding(pname, s, "/properties/x/enum", "enum")
+                    assert.equal("weakened", f.action)
+                    assert.truthy(f.reason:find("properties", 1, true))
+                    local r = lint.lint(s, pname)[1]
+                    assert.is_false(r.fails)
+                    local listed = false
+                    for _, x in ipairs(r.not_enforced) do
+                        if x.schema_pointer == "/properties/x/enum" then listed = true end
+                    end
+                    assert.is_true(listed)
                 end)
 
                 it(pname .. ": (?: is sent as a plain group with the same meaning", function()
