@@ -880,6 +880,15 @@ describe("jsoncontract.providers rules (issue 13)", function()
                 local row = providers.get("openai").rules.native.keywords.minLength
                 assert.truthy(row.source:find("^secondary"))
                 assert.truthy(row.url:find("pydantic%-ai/issues/7315"))
+                -- only OpenAI's own API is reported to take them: an OpenAI-compatible server does not get them
+                for _, name in ipairs({ "openai", "openai_responses" }) do
+                    local r2, _, s2 = build(name, s, { model = "m", base_url = "http://127.0.0.1:8000" })
+                    assert.equal("native", r2.mode, name)
+                    assert.same({ type = "string" }, s2.properties.a, name)
+                    assert.truthy(r2.dropped[1].url:find("pull/7400", 1, true), name)
+                    local _, _, s3 = build(name, s, { model = "m", base_url = "https://api.openai.com/v1" })
+                    assert.equal(2, s3.properties.a.minLength, name)
+                end
             end)
 
             it("gemini 2.5 and later keep the key order without propertyOrdering; older models get it", function()

@@ -48,8 +48,8 @@ end
 
 -- `native_schema`'s plan: `schema_subset.plan`'s fields (`schema`, `dropped`, `mode`, `findings`,
 -- `fallback`) and `strict` (what `schema_subset.cached` keeps per contract).
-local function native_plan(schema, contract)
-    local res = subset.plan(schema, RULES.native, nil, subset.instances(schema, contract))
+local function plan_with(strict_rules, schema, contract)
+    local res = subset.plan(schema, strict_rules, nil, subset.instances(schema, contract))
     if res.mode == "native" and #res.optional == 0 then
         res.strict = true
         return res
@@ -85,13 +85,25 @@ local function native_plan(schema, contract)
         findings = findings, fallback = fallback }
 end
 
+local function native_plan(schema, contract) return plan_with(RULES.native, schema, contract) end
+local function compatible_plan(schema, contract) return plan_with(RULES.compatible, schema, contract) end
+
+--- Is `base_url` OpenAI's own API (nil: the default)? Other hosts are OpenAI-compatible servers,
+-- which get strict mode without string lengths (`rules.compatible`).
+-- @tparam string|nil base_url
+-- @treturn boolean
+function _M.is_openai(base_url)
+    return base_url == nil or base_url:match("^https://api%.openai%.com[:/]?") ~= nil
+end
+
 --- The plan of a native request for a contract, computed once per contract (see
 -- jsoncontract.providers.schema_subset.cached); shared with the Responses API.
 -- @tparam table contract
+-- @tparam[opt] string base_url the server (see `is_openai`; nil: OpenAI)
 -- @treturn table plan `{schema = table|nil (the copy sent), dropped, strict = boolean, mode, findings,
 --   fallback}` (see `native_schema`)
-function _M.contract_plan(contract)
-    return subset.cached(contract, native_plan)
+function _M.contract_plan(contract, base_url)
+    return subset.cached(contract, _M.is_openai(base_url) and native_plan or compatible_plan)
 end
 
 --- The `response_format`-style schema part for a contract, shared with the Responses API.
@@ -153,7 +165,7 @@ function _M.build_request(contract, messages, opts)
     if o.stream then
         body.stream, body.stream_options = true, { include_usage = true }
     end
-    local p = o.mode == "native" and _M.contract_plan(contract) or nil
+    local p = o.mode == "native" and _M.contract_plan(contract, o.base_url) or nil
     local mode = p and p.mode or o.mode
     if p and p.schema then
         body.response_format = {

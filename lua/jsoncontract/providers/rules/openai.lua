@@ -114,6 +114,25 @@ _M.native = {
     fallback = "native-nonstrict",
 }
 
+--- Strict mode on an OpenAI-compatible server (any base URL but api.openai.com): string lengths
+-- are not sent, since only OpenAI's own API is reported to take them (pydantic-ai keeps them off
+-- by default for compatible providers, one of which documents them as unsupported).
+local compatible = {}
+for k, v in pairs(_M.native) do compatible[k] = v end
+compatible.name = "OpenAI-compatible strict mode"
+compatible.keywords = {}
+for k, v in pairs(STRICT_KEYWORDS) do compatible.keywords[k] = v end
+compatible.keywords.minLength, compatible.keywords.maxLength = nil, nil
+local COMPAT = row({ note = "secondary: pydantic/pydantic-ai PR #7400 keeps minLength/maxLength off for "
+    .. "OpenAI-compatible providers by default (DeepSeek documents them unsupported); only OpenAI's API was "
+    .. "probed", url = "https://github.com/pydantic/pydantic-ai/pull/7400" },
+    "not sent to an OpenAI-compatible server: only OpenAI's own API is reported to take string lengths", nil,
+    RECHECKED)
+compatible.unsupported = {}
+for k, v in pairs(_M.native.unsupported) do compatible.unsupported[k] = v end
+compatible.unsupported.minLength, compatible.unsupported.maxLength = COMPAT, COMPAT
+_M.compatible = compatible
+
 --- Mode "native-nonstrict": `strict: false`: the schema is shown to the model, nothing is
 -- enforced (so every keyword counts as not enforced).
 _M.nonstrict = {
