@@ -845,6 +845,13 @@ describe("jsoncontract.providers rules (issue 13)", function()
                 assert.equal("native", (build("llamacpp", top)).mode)
                 -- and a plain schema is under it
                 assert.is_nil(finding("ollama", obj({ a = { type = "string" } }, { "a" }), "", "format"))
+                -- past 32 KiB only: older builds cut it, newer keep 4 x the schema: listed, still sent
+                local mid = { type = "object", properties = {} }
+                for i = 1, 2000 do mid.properties[string.format("flat_field_%09d", i)] = { type = "string" } end
+                local floor = subset.grammar_size_floor(mid)
+                assert.truthy(floor > 32768 and floor < 4 * #core.encode(mid), floor)
+                assert.equal("native", (build("ollama", mid)).mode)
+                assert.equal("weakened", finding("ollama", mid, "", "format").action)
             end)
         end)
 

@@ -1420,6 +1420,10 @@ function _M.check_shape(sent, rules, add)
         if floor > limit then
             add("", "format", "fails", format("the grammar made from the schema sent is at least %d characters, "
                 .. "more than the %d kept: %s", floor, limit, gb.why), gb)
+        elseif floor > gb.min then
+            -- builds before the buffer grew with the schema cut at gb.min: said, not failed
+            add("", "format", "weakened", format("the grammar made from the schema sent is at least %d characters: "
+                .. "older builds, which keep %d, cut it: %s", floor, gb.min, gb.why), gb)
         end
     end
 end

@@ -32,9 +32,10 @@ for k, v in pairs(llama.native) do native[k] = v end
 native.name = "Ollama format (llama.cpp grammar)"
 native.converter = row(SERVER, "Ollama turns format into grammar with llama.cpp's converter")
 native.fallback = "json"
---- The grammar text is cut at max(32 KiB, 4 x the schema's bytes) (at most 1 MiB): a longer
--- grammar no longer means the schema. jsoncontract cannot know the server's build, so it estimates
--- a lower bound of the grammar's length and reports the schema when that passes the limit.
+--- The grammar text is cut at max(32 KiB, 4 x the schema's bytes) (at most 1 MiB; older builds:
+-- 32 KiB): a longer grammar no longer means the schema. jsoncontract cannot know the server's
+-- build, so it estimates a lower bound of the grammar's length: past the limit the request
+-- "fails", past 32 KiB only it is "weakened" (older builds cut it).
 native.grammar_buffer = row(GRAMMAR_BUF, "Ollama cuts the grammar made from format at max(32 KiB, 4 x the "
     .. "schema's bytes), at most 1 MiB", { min = 32768, factor = 4, max = 1048576 }, RECHECKED)
 _M.native = native
