@@ -871,6 +871,19 @@ describe("jsoncontract.providers rules (issue 13)", function()
                     content = A { { type = "tool_use", id = "t", name = body.tools[1].name, input = { a = "z" } } },
                     usage = { input_tokens = 1, output_tokens = 1 } }))
                 assert.equal('{"a":"z"}', reply.text)
+                -- through jc.ask: accepted, and the evidence names the mode
+                local c = jc.contract { name = "t", version = "1", instructions = "x", schema = s }
+                local log = evidence.memory()
+                local out = jc.ask(c, "hi", { provider = "anthropic", model = "claude-opus-4-6", mode = "tool",
+                    base_url = "http://127.0.0.1:9", evidence = log, sleep = function() end, transport = function()
+                        return { status = 200, headers = { ["content-type"] = "application/json" }, body = core.encode {
+                            id = "m", type = "message", role = "assistant", model = "m", stop_reason = "tool_use",
+                            content = A { { type = "tool_use", id = "x", name = "t", input = { a = "z" } } },
+                            usage = { input_tokens = 1, output_tokens = 1 } } }
+                    end })
+                assert.equal("accepted", out.status)
+                assert.equal("z", out.value.a)
+                assert.equal("tool", assert(core.decode(log.lines[1])).mode)
                 -- an input schema must be an object: otherwise mode prompt, saying why
                 local r2, b2 = build("anthropic", { type = "array", items = { type = "string" } },
                     { model = "claude-sonnet-4-5", mode = "tool" })
