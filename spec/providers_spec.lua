@@ -163,7 +163,8 @@ describe("jsoncontract.providers", function()
             assert.is_nil(core.decode(req.body).response_format)
             assert.same({ from = "native", to = "prompt", schema_pointer = "", keyword = "type",
                 reason = "the root is not an object: the root must be an object",
-                source = openai.rules.native.root.object.source }, req.fallback)
+                source = openai.rules.native.root.object.source, url = openai.rules.native.root.object.url },
+                req.fallback)
         end)
     end)
 
@@ -213,7 +214,7 @@ describe("jsoncontract.providers", function()
             assert.is_nil(assert(core.decode(req.body)).output_config)
             assert.is_nil(req.schema_sent)
             assert.has_error(function() anthropic.build_request(contract(), MSGS, { model = "m", mode = "json" }) end,
-                'opts.mode "json" is not supported by anthropic (supported: native, prompt)')
+                'opts.mode "json" is not supported by anthropic (supported: native, prompt, tool)')
         end)
     end)
 
@@ -254,8 +255,8 @@ describe("jsoncontract.providers", function()
             -- enum: wrapped, since a null would fail the enum
             assert.same({ { enum = { "low", "high" } }, { type = "null" } }, sent.properties.level.anyOf)
             assert.equal("string", sent.properties.name.type) -- required stays as it was
-            assert.is_nil(sent.properties.name.minLength)
-            assert.is_nil(sent.properties.name.maxLength)
+            assert.equal(1, sent.properties.name.minLength) -- strict mode takes string lengths
+            assert.equal(80, sent.properties.name.maxLength)
             assert.equal(0, sent.properties.score.minimum)
             assert.equal(2, sent.properties.tags.minItems)
             assert.is_nil(sent.properties.tags.uniqueItems)
@@ -266,8 +267,6 @@ describe("jsoncontract.providers", function()
             assert.is_nil(sent.properties.kind.oneOf)
             assert.same({
                 ["/additionalProperties additionalProperties"] = true,
-                ["/properties/name/minLength minLength"] = true,
-                ["/properties/name/maxLength maxLength"] = true,
                 ["/properties/site/format format"] = true,
                 ["/properties/code/pattern pattern"] = true,
                 ["/properties/tags/uniqueItems uniqueItems"] = true,

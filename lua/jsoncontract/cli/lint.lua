@@ -3,7 +3,8 @@
 --
 --     jsoncontract lint --contract FILE [--provider NAME] [--json]
 --
--- FILE is a Lua file returning `{contract = ...}` (as for `check`) or a JSON Schema file.
+-- FILE is a Lua file returning `{contract = ...}` (as for `check`; its examples are checked
+-- against each schema sent) or a JSON Schema file.
 -- Exit status: 0 when every provider enforces the whole schema, 1 when some keyword is not
 -- enforced or a native request would fail as written (and is sent in a weaker mode; the
 -- findings are printed), 2 on a usage error.
@@ -31,7 +32,16 @@ return {
         if not args.contract then return util.fail(env, "lint: --contract FILE is required") end
         local schema, msg = util.load_schema(args.contract)
         if schema == nil then return util.fail(env, "lint: " .. msg) end
-        local ok, report = pcall(lint.lint, schema, args.provider)
+        -- a contract file's examples: each copy sent must still accept them
+        local target = schema
+        if args.contract:match("%.lua$") then
+            local loaded, mod = pcall(dofile, args.contract)
+            if loaded and type(mod) == "table" and type(mod.contract) == "table"
+                and type(mod.contract.examples) == "table" then
+                target = { schema = schema, examples = mod.contract.examples }
+            end
+        end
+        local ok, report = pcall(lint.lint, target, args.provider)
         if not ok then return util.fail(env, "lint: " .. tostring(report)) end
         local any = false
         for _, r in ipairs(report) do any = any or #r.not_enforced > 0 or r.fails end

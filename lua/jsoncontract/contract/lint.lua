@@ -14,6 +14,19 @@ local _M = { _VERSION = core._VERSION }
 -- JSON text keeps its property order (see contract/init.lua).
 local KEEP_ORDER = { keep_order = true }
 
+-- A finding as lint reports it: its `source` is the rule's URL, a page a user can open (the
+-- rules data keeps the longer note of what was read, for maintainers).
+local function public(d)
+    return { schema_pointer = d.schema_pointer, keyword = d.keyword, action = d.action, reason = d.reason,
+        source = d.url, from = d.from, to = d.to }
+end
+
+local function strip(list)
+    local out = setmetatable({}, core.array_mt)
+    for i, d in ipairs(list) do out[i] = public(d) end
+    return out
+end
+
 --- Lint a schema (or a contract's schema) for one provider or for all of them.
 -- @tparam table contract_or_schema a contract (a table with a `schema` field) or a JSON Schema
 --   (Lua table, or JSON text)
@@ -22,20 +35,22 @@ local KEEP_ORDER = { keep_order = true }
 --   mode = string (the mode a native request goes out in: "native", or the weaker mode it is
 --   switched to: "native-nonstrict" (OpenAI strict false), "json", "prompt"), not_enforced =
 --   array of { schema_pointer = string (JSON Pointer into the caller's schema), keyword =
---   string, action = "dropped"|"weakened"|"fails", reason = string, source = string|nil (the
---   document or source file the rule comes from, see jsoncontract.providers.rules) },
+--   string, action = "dropped"|"weakened"|"fails", reason = string, source = string|nil (the URL of
+--   the document or source file the rule comes from, see jsoncontract.providers.rules) },
 --   findings = array of the same, also holding what is "rewritten" (sent in another form,
 --   still enforced) or "narrowed" (the provider allows less than the schema),
 --   fails = boolean (a native request as written would be rejected, or run unconstrained),
---   fallback = nil | { from = "native", to = mode, schema_pointer, keyword, reason, source } }
+--   fallback = nil | { from = "native", to = mode, schema_pointer, keyword, reason, source (URL) } }.
+--   A contract's examples are checked against each copy sent (see
+--   jsoncontract.providers.schema_subset.instances): a copy that rejects one "fails".
 -- @raise on a schema that is neither a table nor JSON text, on invalid JSON text, on an
 --   unknown provider name
 -- @usage for _, r in ipairs(lint(contract, "openai")) do print(r.provider, #r.not_enforced) end
 function _M.lint(contract_or_schema, provider_name)
-    local schema = contract_or_schema
+    local schema, contract = contract_or_schema, nil
     if type(schema) == "table" and type(schema.schema) == "table" and getmetatable(schema) ~= core.array_mt
         and schema.type == nil and schema.properties == nil then
-        schema = schema.schema
+        contract, schema = schema, schema.schema
     end
     if type(schema) == "string" then
         local v, err = core.decode(schema, KEEP_ORDER)
@@ -57,18 +72,10 @@ function _M.lint(contract_or_schema, provider_name)
     for _, name in ipairs(names) do
         -- Each provider says what it enforces (its `native_schema`, built on its `SUBSET`
         -- data); nothing here knows a provider by name.
-        local _, _, _, mode, plan = providers.get(name).native_schema(schema)
-        local function strip(list)
-            local out = setmetatable({}, core.array_mt)
-            for i, d in ipairs(list) do
-                out[i] = { schema_pointer = d.schema_pointer, keyword = d.keyword, action = d.action,
-                    reason = d.reason, source = d.source }
-            end
-            return out
-        end
+        local _, _, _, mode, plan = providers.get(name).native_schema(schema, contract)
         report[#report + 1] = { provider = name, mode = mode,
             not_enforced = strip(schema_subset.not_enforced(plan.findings)), findings = strip(plan.findings),
-            fails = plan.fallback ~= nil, fallback = plan.fallback }
+            fails = plan.fallback ~= nil, fallback = plan.fallback and public(plan.fallback) or nil }
     end
     return report
 end

@@ -32,8 +32,8 @@ _M.FACTS = {
 --- Value of the `anthropic-version` header.
 _M.API_VERSION = "2023-06-01"
 
--- Anthropic has no JSON mode: "json" raises.
-local MODES = { native = true, prompt = true }
+-- Anthropic has no JSON mode: "json" raises. "tool": strict tool use.
+local MODES = { native = true, prompt = true, tool = true }
 
 --- The copy of a schema sent in `output_config.format.schema` (`schema_sent, dropped =
 -- provider_schema(schema)`), and what a native request sends for the schema alone
@@ -43,6 +43,38 @@ local MODES = { native = true, prompt = true }
 -- unsupported keywords are left out; a `$ref` with siblings is inlined and an `allOf` merged
 -- where that keeps the meaning.
 local contract_plan = subset.provider_fields(_M, RULES)
+-- Mode "tool": the same subset, sent as a strict tool's input_schema (an object).
+local _, _, tool_plan = subset.provider_functions(RULES.tool)
+
+--- The rules row that says whether `model` takes an assistant prefill (a last message from the
+-- assistant): the first of `rules.prefill_models` whose pattern the model id matches, else
+-- `rules.prefill_unknown` (not known to take one: treated as rejecting it).
+-- @tparam string model
+-- @treturn table row { accepts = boolean, why, source, url, checked }
+function _M.prefill_row(model)
+    for _, r in ipairs(RULES.prefill_models) do
+        if model:find(r.pattern) then return r end
+    end
+    return RULES.prefill_unknown
+end
+
+-- A tool name as the Messages API takes it: [a-zA-Z0-9_-], 1 to 64 characters.
+local function tool_name(name)
+    local s = name:gsub("[^%w_%-]", "_"):sub(1, 64)
+    return s ~= "" and s or "answer"
+end
+
+-- `plan` (cached per contract, never changed) with `f` first in its findings and dropped lists.
+local function with_finding(plan, f)
+    local out = {}
+    for k, v in pairs(plan or {}) do out[k] = v end
+    local findings, dropped = C.new_array(), C.new_array()
+    findings[1], dropped[1] = f, f
+    for _, x in ipairs(out.findings or {}) do findings[#findings + 1] = x end
+    for _, x in ipairs(out.dropped or {}) do dropped[#dropped + 1] = x end
+    out.findings, out.dropped = findings, dropped
+    return out
+end
 
 --- Build the HTTP request for a contract and a conversation.
 -- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
@@ -54,7 +86,13 @@ local contract_plan = subset.provider_fields(_M, RULES)
 --   integer (tokens, default 1024), temperature = number|nil, mode = "native" (default:
 --   `output_config.format` json_schema; a schema or conversation Anthropic would reject —
 --   recursion, too many optional or union properties, an assistant prefill — goes out in
---   mode "prompt", with `req.fallback` saying why) | "prompt" (schema only in the prompt) }
+--   mode "prompt", with `req.fallback` saying why) | "tool" (strict tool use: one tool whose
+--   `input_schema` is the schema, `strict: true`, `tool_choice` naming it; the answer is its
+--   input; falls back like "native", and to "prompt" when the root is not an object) |
+--   "prompt" (schema only in the prompt) }. A last message from the assistant (a prefill) is
+--   left out for a model that rejects one with HTTP 400 (Claude Opus 4.6/4.7, Sonnet 4.6, and any
+--   model `prefill_row` does not know), in every mode, and reported first in `req.dropped`; when
+--   that leaves no message, it raises.
 -- @treturn table req { url = string, method = "POST", headers = { ["content-type"] =
 --   "application/json", ["anthropic-version"] = "2023-06-01", ["x-api-key"] = key (only
 --   with api_key) }, body = string (JSON), mode = string (the mode sent), schema_sent =
@@ -73,19 +111,40 @@ function _M.build_request(contract, messages, opts)
     }
     local schema_sent, plan
     local mode = o.mode
-    if o.mode == "native" then
+    -- A prefill the model rejects (HTTP 400 whatever the mode) is left out, and said.
+    local left_out
+    if msgs[#msgs].role == "assistant" then
+        local r = _M.prefill_row(o.model)
+        if not r.accepts then
+            msgs[#msgs] = nil
+            if #msgs == 0 then
+                error("messages: model " .. o.model .. " rejects an assistant prefill, and no other message is left", 2)
+            end
+            left_out = { schema_pointer = "", keyword = "messages", action = "dropped", reason = "the last message, "
+                .. "an assistant prefill, left out for model " .. o.model .. ": " .. r.why, source = r.source,
+                url = r.url }
+        end
+    end
+    if o.mode == "native" or o.mode == "tool" then
         local forced
         if msgs[#msgs].role == "assistant" then
             local p = RULES.prefill
             forced = { schema_pointer = "", keyword = "messages", reason = "the last message is an "
-                .. "assistant prefill: " .. p.why, source = p.source, fallback = p.fallback }
+                .. "assistant prefill: " .. p.why, source = p.source, url = p.url, fallback = p.fallback }
         end
-        plan = contract_plan(contract, forced)
+        plan = (o.mode == "tool" and tool_plan or contract_plan)(contract, forced)
         schema_sent, mode = plan.schema, plan.mode
-        if schema_sent then
+        if schema_sent and o.mode == "tool" then
+            local name = tool_name(contract.name)
+            body.tools = { { name = name, description = "Record the answer, as the instructions describe.",
+                input_schema = schema_sent, strict = true } }
+            body.tool_choice = { type = "tool", name = name }
+            mode = "tool"
+        elseif schema_sent then
             body.output_config = { format = { type = "json_schema", schema = schema_sent } }
         end
     end
+    if left_out then plan = with_finding(plan, left_out) end
     return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/messages"),
         auth = "x-api-key", body = body, mode = mode, plan = plan,
         headers = { ["anthropic-version"] = _M.API_VERSION } }

@@ -40,6 +40,22 @@ local MODES = { native = true, json = true, prompt = true }
 -- a `$ref` with siblings inlined, `const` as a one-value enum, null taken out of enums,
 -- `propertyOrdering` set where the author stated an order.
 local contract_plan = subset.provider_fields(_M, RULES)
+-- Models that keep the schema's key order get no propertyOrdering (see `keeps_order`).
+local _, _, ordered_plan = subset.provider_functions(RULES.native_ordered)
+
+--- Does `model` keep the order of the schema's keys without `propertyOrdering` (Gemini 2.5 and
+-- later, `rules.keeps_order`)? An id the rule's pattern does not read (an alias such as
+-- "gemini-flash-latest") counts as not keeping it: `propertyOrdering` is then sent, which every
+-- model takes.
+-- @tparam string model without "models/"
+-- @treturn boolean
+function _M.keeps_order(model)
+    local k = RULES.keeps_order
+    local major, minor = model:match(k.pattern)
+    major, minor = tonumber(major), tonumber(minor ~= "" and minor or "0")
+    if not major then return false end
+    return major > k.since[1] or (major == k.since[1] and minor >= k.since[2])
+end
 
 --- Build the HTTP request.
 -- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
@@ -50,8 +66,9 @@ local contract_plan = subset.provider_fields(_M, RULES)
 --   is removed; letters, digits, ".", "-", "_" only), api_key = string|nil (header
 --   `x-goog-api-key`), base_url (default "https://generativelanguage.googleapis.com"),
 --   max_tokens (sent as `maxOutputTokens`), temperature, mode = "native" (responseJsonSchema
---   + responseMimeType) | "json" (responseMimeType only) | "prompt", stream = boolean|nil
---   (`:streamGenerateContent?alt=sse`) }
+--   + responseMimeType; `propertyOrdering` where the author stated an order, except on models
+--   that keep the schema's key order, see `keeps_order`) | "json" (responseMimeType only) |
+--   "prompt", stream = boolean|nil (`:streamGenerateContent?alt=sse`) }
 -- @treturn table req { url, method = "POST", headers, body, mode (the mode sent: a schema
 --   Gemini would reject, e.g. a cycle through required properties, goes out in mode "json"),
 --   schema_sent, dropped, findings, fallback (see jsoncontract.providers.schema_subset.plan) }
@@ -70,7 +87,7 @@ function _M.build_request(contract, messages, opts)
     local schema_sent, plan
     local mode = o.mode
     if o.mode == "native" then
-        plan = contract_plan(contract)
+        plan = (_M.keeps_order(model) and ordered_plan or contract_plan)(contract)
         schema_sent, mode = plan.schema, plan.mode
     end
     if schema_sent then

@@ -67,7 +67,7 @@ function _M.build_request(contract, messages, opts)
         if _M.is_cloud(o.model, base) then
             local c = RULES.cloud
             forced = { schema_pointer = "", keyword = "format", reason = "model " .. o.model
-                .. " runs on Ollama's cloud: " .. c.why, source = c.source, fallback = c.fallback }
+                .. " runs on Ollama's cloud: " .. c.why, source = c.source, url = c.url, fallback = c.fallback }
         end
         plan = contract_plan(contract, forced)
         schema_sent, mode = plan.schema, plan.mode

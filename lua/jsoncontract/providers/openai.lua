@@ -66,8 +66,8 @@ end
 
 -- `native_schema`'s plan: `schema_subset.plan`'s fields (`schema`, `dropped`, `mode`, `findings`,
 -- `fallback`) and `strict` (what `schema_subset.cached` keeps per contract).
-local function native_plan(schema)
-    local res = subset.plan(schema, RULES.native)
+local function plan_with(strict_rules, schema, contract)
+    local res = subset.plan(schema, strict_rules, nil, subset.instances(schema, contract))
     if res.mode == "native" and #res.optional == 0 then
         res.strict = true
         return res
@@ -88,7 +88,7 @@ local function native_plan(schema)
             .. "keyword", n, n == 1 and "y" or "ies", table.concat(res.optional, ", "))
     end
     local first = { schema_pointer = "", keyword = "strict", action = "weakened", reason = reason,
-        source = RULES.nonstrict.strict_false.source }
+        source = RULES.nonstrict.strict_false.source, url = RULES.nonstrict.strict_false.url }
     local all, findings = C.new_array(), C.new_array()
     all[1], findings[1] = first, first
     for _, f in ipairs(res.fails) do
@@ -97,19 +97,31 @@ local function native_plan(schema)
     for _, d in ipairs(subset.changed(res2.findings)) do all[#all + 1] = d end
     for _, d in ipairs(res2.findings) do findings[#findings + 1] = d end
     local fallback = res.fallback or { from = "native", to = "native-nonstrict", schema_pointer = "",
-        keyword = "strict", reason = reason, source = first.source }
+        keyword = "strict", reason = reason, source = first.source, url = first.url }
     fallback.to = "native-nonstrict"
     return { schema = res2.schema, dropped = all, strict = false, mode = "native-nonstrict",
         findings = findings, fallback = fallback }
 end
 
+local function native_plan(schema, contract) return plan_with(RULES.native, schema, contract) end
+local function compatible_plan(schema, contract) return plan_with(RULES.compatible, schema, contract) end
+
+--- Is `base_url` OpenAI's own API (nil: the default)? Other hosts are OpenAI-compatible servers,
+-- which get strict mode without string lengths (`rules.compatible`).
+-- @tparam string|nil base_url
+-- @treturn boolean
+function _M.is_openai(base_url)
+    return base_url == nil or base_url:match("^https://api%.openai%.com[:/]?") ~= nil
+end
+
 --- The plan of a native request for a contract, computed once per contract (see
 -- jsoncontract.providers.schema_subset.cached); shared with the Responses API.
 -- @tparam table contract
+-- @tparam[opt] string base_url the server (see `is_openai`; nil: OpenAI)
 -- @treturn table plan `{schema = table|nil (the copy sent), dropped, strict = boolean, mode, findings,
 --   fallback}` (see `native_schema`)
-function _M.contract_plan(contract)
-    return subset.cached(contract, native_plan)
+function _M.contract_plan(contract, base_url)
+    return subset.cached(contract, _M.is_openai(base_url) and native_plan or compatible_plan)
 end
 
 --- The `response_format`-style schema part for a contract, shared with the Responses API.
@@ -124,15 +136,17 @@ end
 -- * a root that is not an object: mode "prompt" (no schema field can carry it), a root anyOf:
 --   mode "json"; `schema_sent` is nil then.
 -- @tparam table schema
+-- @tparam[opt] table contract whose examples the strict copy must accept (see
+--   jsoncontract.providers.schema_subset.instances)
 -- @treturn table|nil schema_sent
 -- @treturn table dropped
 -- @treturn boolean strict
 -- @treturn string mode "native" | "native-nonstrict" | "json" | "prompt"
 -- @treturn table plan { findings = every finding (rewritten and narrowed ones too), fallback =
 --   nil | { from, to, schema_pointer, keyword, reason, source } }
-function _M.native_schema(schema)
+function _M.native_schema(schema, contract)
     if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-    local p = native_plan(schema)
+    local p = native_plan(schema, contract)
     return p.schema, p.dropped, p.strict, p.mode, p
 end
 
@@ -169,7 +183,7 @@ function _M.build_request(contract, messages, opts)
     if o.stream then
         body.stream, body.stream_options = true, { include_usage = true }
     end
-    local p = o.mode == "native" and _M.contract_plan(contract) or nil
+    local p = o.mode == "native" and _M.contract_plan(contract, o.base_url) or nil
     local mode = p and p.mode or o.mode
     if p and p.schema then
         body.response_format = {

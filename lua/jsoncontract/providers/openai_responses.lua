@@ -59,7 +59,7 @@ function _M.build_request(contract, messages, opts)
     local body = { model = o.model, instructions = prompt, input = msgs,
         max_output_tokens = o.max_tokens, temperature = o.temperature }
     if o.stream then body.stream = true end
-    local p = o.mode == "native" and openai.contract_plan(contract) or nil
+    local p = o.mode == "native" and openai.contract_plan(contract, o.base_url) or nil
     local mode = p and p.mode or o.mode
     if p and p.schema then
         body.text = { format = { type = "json_schema", name = openai.schema_name(contract.name),

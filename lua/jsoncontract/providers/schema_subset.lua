@@ -257,6 +257,11 @@ function _M.grammar_pattern(p)
             -- a leading ] or ^] is a literal in the class
             if p:sub(i + 1, i + 1) == "^" then out[#out + 1] = "^"; i = i + 1 end
             i = i + 1
+        elseif c == "(" and p:sub(i + 1, i + 2) == "?:" then
+            -- a non-capturing group is a plain group where nothing refers back (backreferences
+            -- fail above); older copies of the converter mishandle "(?:"
+            out[#out + 1] = "("
+            i = i + 3
         elseif c == "(" and p:sub(i + 1, i + 1) == "?" and p:sub(i + 2, i + 2) ~= ":" then
             return nil, "lookaround and named groups are skipped by the converter (\"Unsupported "
                 .. "pattern syntax\"), so the pattern would not be enforced"
@@ -459,6 +464,98 @@ local ENUM_TYPE = function(v)
     return t
 end
 
+--- For a grammar converter that reads `const` or `enum` instead of every other keyword of the
+-- node (llama.cpp's `visit()`): keep only the values the other keywords accept, so the grammar
+-- made from the enum alone admits exactly what the node admits. Checked with the core validator;
+-- when the other keywords cannot be compiled on their own (a `$ref` into the root, ...), the enum
+-- is sent as it is and the keywords next to it are reported "weakened". No value left: "fails"
+-- (the contract admits no value there; an empty enum is no grammar). Changes `node`; internal.
+-- @tparam table node a copy of a schema node
+-- @tparam string ptr its JSON Pointer
+-- @tparam table row the rules row (`why`, `source`, `url`)
+-- @tparam function add the finding recorder of `adapt`
+function _M.enum_first(node, ptr, row, add)
+    local has_const, has_enum = node.const ~= nil, is_array(node.enum)
+    if not has_const and not has_enum then return end
+    local read = has_const and "const" or "enum"
+    local rest, names = {}, {}
+    for _, k in ipairs(keys_of(node)) do
+        if k ~= read and not ANNOTATION[k] and k:sub(1, 1) ~= "$" and k ~= "definitions" then
+            rest[k] = node[k]
+            names[#names + 1] = k
+        end
+    end
+    if #names == 0 then return end
+    local values = has_const and { node.const } or node.enum
+    local ok, validator = pcall(core.compile, rest)
+    if not ok then
+        add(ptr .. "/" .. read, read, "weakened", "the keywords next to it (" .. concat(names, ", ") .. ") are not "
+            .. "read and cannot be checked against its values here: " .. row.why, row)
+        return
+    end
+    local keep = new_array()
+    for _, v in ipairs(values) do
+        if validator:validate(v) == true then keep[#keep + 1] = v end
+    end
+    if #keep == #values then return end -- every value passes them: the enum alone says it all
+    if #keep == 0 then
+        add(ptr .. "/" .. read, read, "fails", "no value of " .. read .. " satisfies the keywords next to it ("
+            .. concat(names, ", ") .. "): the contract admits no value here, and an empty " .. read
+            .. " makes no grammar: " .. row.why, row)
+        return
+    end
+    node.enum = keep
+    add(ptr .. "/enum", "enum", "rewritten", format("sent with the %d of %d values the keywords next to it (%s) "
+        .. "accept: %s", #keep, #values, concat(names, ", "), row.why), row)
+end
+
+-- A bound as the converter reads it (a 64-bit integer): finite and exact in a double.
+local EXACT = 2 ^ 53
+
+--- For a grammar converter that reads one lower and one upper bound of an integer (llama.cpp:
+-- `minimum` before `exclusiveMinimum`, each cut toward zero): send the bounds as the one inclusive
+-- integer `minimum` and `maximum` that admit the same integers (ceil of minimum, floor of
+-- exclusiveMinimum + 1, the tighter of the two; likewise above). A bound beyond 2^53 is left out
+-- ("dropped"); bounds no integer lies between "fail". Changes `node`; internal.
+-- @tparam table node a copy of a schema node with type "integer"
+-- @tparam string ptr
+-- @tparam table row
+-- @tparam function add
+function _M.integer_bounds(node, ptr, row, add)
+    local function bound(k)
+        local v = node[k]
+        if v == nil then return nil end
+        if type(v) == "number" and v == v and v > -EXACT and v < EXACT then return v end
+        add(ptr .. "/" .. k, k, "dropped", "not read as a 64-bit integer by the converter: " .. row.why, row)
+        node[k] = nil
+        return nil
+    end
+    local mn, xmn, mx, xmx = bound("minimum"), bound("exclusiveMinimum"), bound("maximum"), bound("exclusiveMaximum")
+    local lo, hi
+    if mn then lo = math.ceil(mn) end
+    if xmn and (lo == nil or math.floor(xmn) + 1 > lo) then lo = math.floor(xmn) + 1 end
+    if mx then hi = math.floor(mx) end
+    if xmx and (hi == nil or math.ceil(xmx) - 1 < hi) then hi = math.ceil(xmx) - 1 end
+    local tighter = function(a, b) return a ~= nil and b ~= nil and a ~= b end
+    if xmn == nil and xmx == nil and not tighter(mn, lo) and not tighter(mx, hi) then return end
+    if lo and hi and lo > hi then
+        add(ptr, "minimum", "fails", format("no integer lies between the bounds (at least %s, at most %s): the "
+            .. "contract admits no value here: %s", tostring(lo), tostring(hi), row.why), row)
+        return
+    end
+    for _, k in ipairs({ "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum" }) do
+        local v = node[k]
+        local low = k:find("inimum") ~= nil
+        local to = low and lo or hi
+        if v ~= nil and (k:sub(1, 9) == "exclusive" or v ~= to) then
+            add(ptr .. "/" .. k, k, "rewritten", format("%s %s sent as %s %s (the same integers): %s", k, tostring(v),
+                low and "minimum" or "maximum", tostring(to), row.why), row)
+        end
+    end
+    node.exclusiveMinimum, node.exclusiveMaximum = nil, nil
+    node.minimum, node.maximum = lo, hi
+end
+
 --- Adapt `schema` to a provider's rules for one mode.
 -- @tparam table schema the contract's JSON Schema (never modified)
 -- @tparam table rules the mode's rules (see jsoncontract.providers.rules): `name`, `keywords`
@@ -486,7 +583,8 @@ function _M.adapt(schema, rules)
         if seen[key] then return end
         seen[key] = true
         local f = { schema_pointer = ptr, keyword = kw, action = action, reason = reason,
-            source = row and row.source or nil, fallback = row and row.fallback or nil }
+            source = row and row.source or nil, url = row and row.url or nil,
+            fallback = row and row.fallback or nil }
         findings[#findings + 1] = f
         if action == "fails" then fails[#fails + 1] = f end
         return f
@@ -717,6 +815,10 @@ function _M.adapt(schema, rules)
 
         -- Grammar converter specifics (llama.cpp and Ollama).
         local g = rules.grammar
+        if g and g.enum_first then _M.enum_first(node, ptr, g.enum_first, add) end
+        if g and g.integer_bounds and node.type == "integer" then
+            _M.integer_bounds(node, ptr, g.integer_bounds, add)
+        end
         if g then
             local strish = node.type == "string" or node.type == nil
             -- the converter reads a pattern (or a format it knows) instead of the lengths
@@ -773,6 +875,26 @@ function _M.adapt(schema, rules)
                     end
                 end
             end
+        end
+
+        -- items next to a prefixItems the provider does not take: it applies only after the
+        -- prefix, and sent alone it would apply to every element (items: false: "the empty array
+        -- only", while the contract asks for the prefix). items: false is sent as the length it
+        -- allows where maxItems is taken; otherwise items is left out, so the copy admits every
+        -- array the contract admits.
+        if is_array(node.prefixItems) and not rules.keywords.prefixItems and node.items ~= nil then
+            local n = #node.prefixItems
+            local why = rules.unsupported and rules.unsupported.prefixItems or rules.keywords_row
+            if node.items == false and rules.keywords.maxItems then
+                if not (type(node.maxItems) == "number" and node.maxItems <= n) then node.maxItems = n end
+                add(ptr .. "/items", "items", "rewritten", format("false next to prefixItems (not sent) sent as "
+                    .. "maxItems %d, the length it allows", n), why)
+            else
+                add(ptr .. "/items", "items", "dropped", "applies only after prefixItems, which is not sent; sent "
+                    .. "alone it would ask the same of every element" .. (node.items == false
+                    and " (items: false: the empty array only)" or ""), why)
+            end
+            node.items = nil
         end
 
         -- Keyword by keyword.
@@ -963,9 +1085,87 @@ function _M.adapt(schema, rules)
             end
         end
     end)
+    local rr = rules.grammar and rules.grammar.refs
+    if rr then _M.grammar_refs(sent, rr, add) end
     local res = { schema = sent, findings = findings, fails = fails, optional = optional }
     _M.check_shape(sent, rules, add)
     return res
+end
+
+--- References as a grammar converter takes them (llama.cpp's `resolve_refs`: "#/..." and
+-- "https://..." only): a reference to the root ("#") is sent as a reference to a copy of the
+-- root under `$defs` (named by the row's `root_def`, with "_1", "_2", ... when taken), the same
+-- recursion under a name the converter resolves; any other form "fails" (HTTP 400). Changes
+-- `sent`; internal.
+-- @tparam table sent the copy sent
+-- @tparam table row the rules row (`root_def`, `why`, `source`, `url`)
+-- @tparam function add
+function _M.grammar_refs(sent, row, add)
+    local roots = {}
+    _M.each_schema(sent, function(node, ptr)
+        if node["$ref"] == "#" then roots[#roots + 1] = { node = node, ptr = ptr } end
+    end)
+    if #roots > 0 then
+        local defs = is_object(sent["$defs"]) and sent["$defs"] or nil
+        local name, i = row.root_def, 0
+        while defs and defs[name] ~= nil do
+            i = i + 1
+            name = row.root_def .. "_" .. i
+        end
+        local target = "#/$defs/" .. esc(name)
+        for _, r in ipairs(roots) do
+            r.node["$ref"] = target
+            add(r.ptr, "$ref", "rewritten", "the reference to the root (#) sent as " .. target .. ", a copy of "
+                .. "the root: " .. row.why, row)
+        end
+        local def = copy(sent)
+        for _, k in ipairs({ "$defs", "definitions", "$schema", "$id", "$anchor" }) do def[k] = nil end
+        if not defs then
+            defs = new_object()
+            sent["$defs"] = defs
+        end
+        defs[name] = def
+        local o = order_of(defs)
+        if o then o[#o + 1] = name end
+    end
+    _M.each_schema(sent, function(node, ptr)
+        local ref = node["$ref"]
+        if type(ref) == "string" and ref:sub(1, 2) ~= "#/" and ref:sub(1, 8) ~= "https://" then
+            add(ptr, "$ref", "fails", "the reference " .. ref .. " is not of a form the converter resolves: "
+                .. row.why, row)
+        end
+    end)
+end
+
+--- A lower bound of the length of the grammar llama.cpp's converter writes for `sent`. The
+-- converter names each rule by its path ("a-b-c", runs of other characters as "-"): a property
+-- at path P costs at least its key-value rule's name and definition, its value rule's name and
+-- the parent's reference (4 x #P), its quoted name and punctuation; an enum or const value costs
+-- its literal, a pattern about its length. Only paths through `properties` and `items` are
+-- counted (others would only add). Internal.
+-- @tparam table sent
+-- @treturn integer characters
+function _M.grammar_size_floor(sent)
+    local n = 0
+    local function rule(name) return (name:gsub("[^%w%-]+", "-")) end
+    local function visit(node, name, depth)
+        if type(node) ~= "table" or depth > 200 then return end
+        if is_object(node.properties) then
+            for k, sub in pairs(node.properties) do
+                local p = rule(name == "" and k or (name .. "-" .. k))
+                n = n + 4 * #p + #k + 20
+                visit(sub, p, depth + 1)
+            end
+        end
+        if type(node.items) == "table" then
+            visit(node.items, rule(name == "" and "item" or name .. "-item"), depth + 1)
+        end
+        for _, v in ipairs(is_array(node.enum) and node.enum or {}) do n = n + #core.encode(v) + 3 end
+        if node.const ~= nil then n = n + #core.encode(node.const) + 3 end
+        if type(node.pattern) == "string" then n = n + #node.pattern end
+    end
+    visit(sent, "", 0)
+    return n
 end
 
 ------------------------------------------------------------------------------
@@ -1212,6 +1412,20 @@ function _M.check_shape(sent, rules, add)
         end
     end)
     count_limits(sent, rules, add)
+    -- A grammar longer than the server's buffer is cut (Ollama): known too long, it "fails".
+    local gb = rules.grammar_buffer
+    if gb then
+        local limit = math.max(gb.min, math.min(gb.max, gb.factor * #core.encode(sent)))
+        local floor = _M.grammar_size_floor(sent)
+        if floor > limit then
+            add("", "format", "fails", format("the grammar made from the schema sent is at least %d characters, "
+                .. "more than the %d kept: %s", floor, limit, gb.why), gb)
+        elseif floor > gb.min then
+            -- builds before the buffer grew with the schema cut at gb.min: said, not failed
+            add("", "format", "weakened", format("the grammar made from the schema sent is at least %d characters: "
+                .. "older builds, which keep %d, cut it: %s", floor, gb.min, gb.why), gb)
+        end
+    end
 end
 
 ------------------------------------------------------------------------------
@@ -1262,12 +1476,19 @@ end
 -- @tparam table rules the mode's rules
 -- @tparam[opt] table forced a finding { schema_pointer, keyword, reason, source, fallback }
 --   that forces a fallback whatever the schema
+-- @tparam[opt] table instances values the contract accepts (see `instances`): one the copy sent
+--   rejects (beyond closing objects) "fails", so a copy that lost the contract's answers is never
+--   sent (not checked while optional properties were made required: such a copy is not sent
+--   as it is, see jsoncontract.providers.openai)
 -- @treturn table plan: the fields of `adapt`'s result, plus `mode` ("native" or the fallback
 --   mode), `dropped` (see `changed`; a fallback's finding first, its reason ending in
 --   "; sent in mode <mode>"), `fallback` = nil | { from = "native", to = mode, schema_pointer,
 --   keyword, reason, source } (for the evidence); `schema` is nil when the mode sends none
-function _M.plan(schema, rules, forced)
+function _M.plan(schema, rules, forced, instances)
     local res = _M.adapt(schema, rules)
+    if instances and #instances > 0 and res.schema and #res.optional == 0 then
+        _M.check_instances(res, instances)
+    end
     local fails = {}
     if forced then
         forced.action = "fails"
@@ -1285,26 +1506,77 @@ function _M.plan(schema, rules, forced)
         local f = fails[1]
         res.mode = to
         res.fallback = { from = "native", to = to, schema_pointer = f.schema_pointer, keyword = f.keyword,
-            reason = f.reason .. (#fails > 1 and format(" (and %d more)", #fails - 1) or ""), source = f.source }
+            reason = f.reason .. (#fails > 1 and format(" (and %d more)", #fails - 1) or ""), source = f.source,
+            url = f.url }
         if to == "json" or to == "prompt" then res.schema = nil end
     end
     res.dropped = _M.changed(res.findings)
     return res
 end
 
---- `fn(contract.schema)`, computed once per contract and `fn`: a contract from
+--- The values a contract says are valid, for `plan` to check the copy sent against: the
+-- outputs of its examples and the values of its schema's root `examples`, each kept only when the
+-- contract's own schema accepts it (core validator).
+-- @tparam table schema the contract's schema
+-- @tparam[opt] table contract with `examples` = array of { input, output }
+-- @treturn table array of { value = any, what = string }
+function _M.instances(schema, contract)
+    local list = {}
+    if type(contract) == "table" and type(contract.examples) == "table" then
+        for i, ex in ipairs(contract.examples) do
+            if type(ex) == "table" and ex.output ~= nil then
+                list[#list + 1] = { value = ex.output, what = "example " .. i .. " of the contract" }
+            end
+        end
+    end
+    if type(schema) == "table" and is_array(schema.examples) then
+        for i, v in ipairs(schema.examples) do list[#list + 1] = { value = v, what = "/examples/" .. (i - 1) } end
+    end
+    if #list == 0 then return list end
+    local ok, validator = pcall(core.compile, schema)
+    if not ok then return {} end
+    local out = {}
+    for _, x in ipairs(list) do
+        if validator:validate(x.value) == true then out[#out + 1] = x end
+    end
+    return out
+end
+
+--- Check the copy `res.schema` against values the contract accepts: one it rejects, with the
+-- objects it closed opened again (closing narrows on purpose), is a "fails" finding. Internal.
+-- @tparam table res as `adapt` returns it (findings and fails appended to)
+-- @tparam table instances as `instances` returns them
+function _M.check_instances(res, instances)
+    local open = copy(res.schema)
+    _M.each_schema(open, function(node)
+        if node.additionalProperties == false then node.additionalProperties = nil end
+    end)
+    local ok, validator = pcall(core.compile, open)
+    if not ok then return end
+    for _, x in ipairs(instances) do
+        if validator:validate(x.value) ~= true then
+            local f = { schema_pointer = "", keyword = "schema", action = "fails", reason = "the schema sent rejects "
+                .. x.what .. ", which the contract accepts: a rewrite lost valid answers, so it is not sent" }
+            res.findings[#res.findings + 1] = f
+            res.fails[#res.fails + 1] = f
+            return
+        end
+    end
+end
+
+--- `fn(contract.schema, contract)`, computed once per contract and `fn`: a contract from
 -- `jsoncontract.contract` keeps it in its `provider_plans` (a contract is not changed once made),
 -- so the asks and attempts that send one contract through one provider plan its schema once. A
 -- plain `{name, schema, prompt}` table has no such slot and gets a fresh result every call.
 -- @tparam table contract
--- @tparam function fn function(schema) -> table (never changed by the caller)
+-- @tparam function fn function(schema, contract) -> table (never changed by the caller)
 -- @treturn table what `fn` returned
 function _M.cached(contract, fn)
     local cache = contract.provider_plans
-    if type(cache) ~= "table" then return fn(contract.schema) end
+    if type(cache) ~= "table" then return fn(contract.schema, contract) end
     local v = cache[fn]
     if v == nil then
-        v = fn(contract.schema)
+        v = fn(contract.schema, contract)
         cache[fn] = v
     end
     return v
@@ -1315,8 +1587,9 @@ end
 --
 -- * `provider_schema(schema)` -> schema_sent, dropped: the copy sent (`adapt`) and the findings
 --   where it says less than the schema (`changed`), whatever the mode would be;
--- * `native_schema(schema)` -> schema_sent|nil, dropped, enforced, mode, plan: what a native
---   request sends for `schema` alone, as lint reads it (`plan`; `enforced` is false when it falls
+-- * `native_schema(schema [, contract])` -> schema_sent|nil, dropped, enforced, mode, plan: what a
+--   native request sends for `schema` (and the contract's examples, see `instances`), as lint reads
+--   it (`plan`; `enforced` is false when it falls
 --   back, `schema_sent` nil when the mode sends none). What the conversation adds (a prefill, a
 --   cloud model) is the provider's `build_request`'s business.
 --
@@ -1329,9 +1602,11 @@ end
 -- @treturn function native_schema
 -- @treturn function contract_plan
 function _M.provider_functions(rules)
-    local function native_plan(schema) return _M.plan(schema, rules) end
+    local function native_plan(schema, contract)
+        return _M.plan(schema, rules, nil, _M.instances(schema, contract))
+    end
     local function contract_plan(contract, forced)
-        if forced then return _M.plan(contract.schema, rules, forced) end
+        if forced then return _M.plan(contract.schema, rules, forced, _M.instances(contract.schema, contract)) end
         return _M.cached(contract, native_plan)
     end
     local function provider_schema(schema)
@@ -1339,9 +1614,9 @@ function _M.provider_functions(rules)
         local res = _M.adapt(schema, rules)
         return res.schema, _M.changed(res.findings)
     end
-    local function native_schema(schema)
+    local function native_schema(schema, contract)
         if type(schema) ~= "table" then error("schema must be a table, got " .. type(schema), 2) end
-        local plan = _M.plan(schema, rules)
+        local plan = _M.plan(schema, rules, nil, _M.instances(schema, contract))
         return plan.schema, plan.dropped, plan.fallback == nil, plan.mode, plan
     end
     return provider_schema, native_schema, contract_plan

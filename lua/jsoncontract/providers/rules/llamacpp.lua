@@ -4,21 +4,27 @@
 -- every row here is either enforced, rewritten into a form it enforces, or reported.
 -- @module jsoncontract.providers.rules.llamacpp
 local CHECKED = "2026-12-01"
+-- Rows added or changed when checked again.
+local RECHECKED = "2026-12-04"
 
-local CONV = "ggml-org/llama.cpp common/json-schema-to-grammar.cpp (commit 011c6c3c)"
-local README = "ggml-org/llama.cpp grammars/README.md, known limitations (commit 363a490b)"
-local GBNF = "llama.cpp GBNF escapes (x, u, U, t, r, n, \\, \", [, ]): src/llama-grammar.cpp not found in "
-    .. "reference; from the GBNF syntax in grammars/README.md"
+-- Sources: `note` says what was read; `url` is where a user can open it.
+local CONV = { note = "ggml-org/llama.cpp common/json-schema-to-grammar.cpp (commit 011c6c3c)",
+    url = "https://github.com/ggml-org/llama.cpp/blob/011c6c3c305634c65886cf7f32805907f667590c/"
+        .. "common/json-schema-to-grammar.cpp" }
+local README = { note = "ggml-org/llama.cpp grammars/README.md, known limitations (commit 363a490b)",
+    url = "https://github.com/ggml-org/llama.cpp/blob/master/grammars/README.md" }
+local GBNF = { note = "llama.cpp GBNF escapes (x, u, U, t, r, n, \\, \", [, ]): src/llama-grammar.cpp not found in "
+    .. "reference; from the GBNF syntax in grammars/README.md", url = README.url }
 
-local function row(source, why, extra)
-    local r = { source = source, checked = CHECKED, why = why }
+local function row(src, why, extra, checked)
+    local r = { source = src.note, url = src.url, checked = checked or CHECKED, why = why }
     for k, v in pairs(extra or {}) do r[k] = v end
     return r
 end
 
 local KW = row(CONV, "turned into grammar by the converter")
 
-local _M = { provider = "llamacpp", checked = CHECKED, sources = { converter = CONV, readme = README } }
+local _M = { provider = "llamacpp", checked = CHECKED, sources = { converter = CONV.note, readme = README.note } }
 
 local NOT = row(README, "unsupported features are skipped silently")
 
@@ -52,7 +58,8 @@ _M.native = {
     one_of = row(CONV, "oneOf is turned into the same grammar as anyOf", { action = "as_anyOf" }),
     union_siblings = row(README, "properties cannot be mixed with anyOf/oneOf in the same type "
         .. "(visit() takes the union and ignores the rest)"),
-    pattern = row(CONV .. "; " .. GBNF, "patterns must be ^...$; \\d, \\w, \\s are copied verbatim "
+    pattern = row({ note = CONV.note .. "; " .. GBNF.note, url = CONV.url },
+        "patterns must be ^...$; \\d, \\w, \\s are copied verbatim "
         .. "into the grammar, lookaround is skipped", { action = "grammar" }),
     grammar = {
         length_next_to_pattern = row(CONV, "visit() checks pattern and format before minLength/maxLength"),
@@ -61,6 +68,23 @@ _M.native = {
         integer_bounds_only = row(README, "minimum/maximum bounds are enforced for type integer only"),
         prefix_items = row(CONV, "prefixItems becomes a fixed-length tuple; items next to it is read "
             .. "first (items: false breaks it), minItems/maxItems are not read"),
+        --- visit() reads minimum, and exclusiveMinimum only when there is no minimum (the same for
+        -- the maxima), each through get<int64_t>() (a fraction is cut toward zero): for an integer
+        -- the bounds are sent as one inclusive integer minimum and maximum.
+        integer_bounds = row(CONV, "for type integer only one lower and one upper bound is read (minimum "
+            .. "before exclusiveMinimum, maximum before exclusiveMaximum), each cut to an integer toward zero",
+            nil, RECHECKED),
+        --- visit() takes const and enum before every other keyword of the node.
+        enum_first = row(CONV, "const and enum are turned into grammar before, and instead of, every other "
+            .. "keyword of the schema (pattern, minLength, minimum, ...)", nil, RECHECKED),
+        --- resolve_refs() accepts only "#/..." and "https://..." references.
+        refs = row(CONV, "resolve_refs accepts only references starting with \"#/\" or \"https://\" (else "
+            .. "\"Unsupported ref\", and the server answers HTTP 400)", { root_def = "root" }, RECHECKED),
+        --- _visit_pattern() reads "(?:" as a group; older copies of the converter did not.
+        non_capturing = row({ note = CONV.note .. " reads (?: as a plain group (\"skip ?: for non-capturing "
+            .. "group\"); older copies of the converter (as vendored by older Ollama builds) mishandle it: "
+            .. "reported secondhand, not checked in reference", url = CONV.url },
+            "(?:...) is written (...), which means the same where there are no backreferences", nil, RECHECKED),
     },
     --- A converter behaviour that makes the grammar wider than the schema (the local gate
     -- catches the difference).
