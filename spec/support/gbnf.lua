@@ -274,7 +274,7 @@ end
 -- What a negated class or `.` picks from: printable ASCII and a few letters beyond it.
 local POOL = {}
 for cp = 0x20, 0x7E do POOL[#POOL + 1] = cp end
-for _, cp in ipairs { 0xE9, 0xDF, 0x20AC, 0x4E2D, 0x1F600 } do POOL[#POOL + 1] = cp end
+for _, cp in ipairs { 0x7F, 0x85, 0xA0, 0xE9, 0xDF, 0x2028, 0x3000, 0x20AC, 0x4E2D, 0x1F600 } do POOL[#POOL + 1] = cp end
 
 -- One random text of the grammar; nil when it ran too deep (the caller tries again).
 -- `rand(n)`: an integer in [1, n]; `extra`: how many repetitions past the minimum at most.
@@ -308,8 +308,8 @@ function M.sample(rules, rand, extra)
         elseif t == "seq" then
             for _, it in ipairs(node.items) do gen(it) end
         elseif t == "alt" then
-            -- deep down, the first alternative (the grammar writes the shortest first where it can)
-            gen(node.alts[depth > 20 and 1 or rand(#node.alts)])
+            -- deep down, the last alternative (the grammar writes the shortest last: a member left out, null)
+            gen(node.alts[depth > 20 and #node.alts or rand(#node.alts)])
         elseif t == "rep" then
             local hi = node.max or (node.min + extra)
             if hi > node.min + extra then hi = node.min + extra end

@@ -27,7 +27,9 @@ local KEEP_ORDER = { keep_order = true }
 --   findings = array of the same, also holding what is "rewritten" (sent in another form,
 --   still enforced) or "narrowed" (the provider allows less than the schema),
 --   fails = boolean (a native request as written would be rejected, or run unconstrained),
---   fallback = nil | { from = "native", to = mode, schema_pointer, keyword, reason, source } }
+--   fallback = nil | { from = "native", to = mode, schema_pointer, keyword, reason, source },
+--   grammar = nil | (llamacpp) what mode "grammar" leaves to the schema gate, see
+--   jsoncontract.providers.llamacpp.grammar_report }
 -- @raise on a schema that is neither a table nor JSON text, on invalid JSON text, on an
 --   unknown provider name
 -- @usage for _, r in ipairs(lint(contract, "openai")) do print(r.provider, #r.not_enforced) end
@@ -68,7 +70,9 @@ function _M.lint(contract_or_schema, provider_name)
         end
         report[#report + 1] = { provider = name, mode = mode,
             not_enforced = strip(schema_subset.not_enforced(plan.findings)), findings = strip(plan.findings),
-            fails = plan.fallback ~= nil, fallback = plan.fallback }
+            fails = plan.fallback ~= nil, fallback = plan.fallback,
+            -- a provider that takes jsoncontract's own grammar says what it leaves to the gate
+            grammar = providers.get(name).grammar_report and providers.get(name).grammar_report(schema) or nil }
     end
     return report
 end

@@ -32,8 +32,8 @@
 -- @module jsoncontract.providers.gbnf
 local core = require "jsoncontract.core"
 
-local type, pairs, ipairs, tostring, tonumber, pcall, error, getmetatable, setmetatable =
-    type, pairs, ipairs, tostring, tonumber, pcall, error, getmetatable, setmetatable
+local type, pairs, ipairs, tostring, tonumber, pcall, error, getmetatable, setmetatable, next =
+    type, pairs, ipairs, tostring, tonumber, pcall, error, getmetatable, setmetatable, next
 local concat, sort = table.concat, table.sort
 local floor, ceil, huge = math.floor, math.ceil, math.huge
 local format, byte, char, rep = string.format, string.byte, string.char, string.rep
@@ -237,6 +237,7 @@ end
 -- A JSON string character for one code point in a class, or nil when it needs an escape.
 local function class_char(cp)
     if cp < 0x20 or cp == 0x22 or cp == 0x5C then return nil end
+    if cp == 0x7F then return "\\x7F" end
     local c = utf8 and utf8.char and utf8.char(cp) or (cp < 128 and char(cp) or nil)
     if c == nil then return format("\\u%04X", cp) end
     if c == "]" or c == "[" or c == "\\" or c == "^" or c == "-" or c == '"' then return "\\" .. c end
@@ -304,6 +305,15 @@ local W = { { 0x30, 0x39 }, { 0x41, 0x5A }, { 0x5F, 0x5F }, { 0x61, 0x7A } }
 local S = { { 0x20, 0x20 }, { 0x09, 0x0D } }
 local SHORTHAND = { d = { D, false }, D = { D, true }, w = { W, false }, W = { W, true }, s = { S, false },
     S = { S, true } }
+-- Unicode general categories a pattern may name with \p{..} / \P{..}: the small fixed ones
+-- (Unicode 15: Cc, and the separators Z = Zs + Zl + Zp).
+local ZS = { { 0x20, 0x20 }, { 0xA0, 0xA0 }, { 0x1680, 0x1680 }, { 0x2000, 0x200A }, { 0x202F, 0x202F },
+    { 0x205F, 0x205F }, { 0x3000, 0x3000 } }
+local PROPERTY = {
+    Cc = { { 0x00, 0x1F }, { 0x7F, 0x9F } },
+    Zs = ZS, Zl = { { 0x2028, 0x2028 } }, Zp = { { 0x2029, 0x2029 } },
+    Z = { ZS[1], ZS[2], ZS[3], ZS[4], { 0x2028, 0x2029 }, ZS[5], ZS[6], ZS[7] },
+}
 local SIMPLE_ESC = { t = 0x09, n = 0x0A, r = 0x0D, f = 0x0C, v = 0x0B, ["0"] = 0 }
 
 -- Decode one UTF-8 code point of `p` at `i`: cp, next index.
@@ -326,7 +336,7 @@ local function pattern_expr(p)
     local function bad(why) fail = fail or why return nil end
     local alternation
 
-    local function escape_in(allow_class)
+    local function escape_in()
         -- at p[i] == "\\": returns {ranges, negated} or a single code point
         local c = p:sub(i + 1, i + 1)
         if c == "" then return bad("a trailing backslash") end
@@ -347,9 +357,15 @@ local function pattern_expr(p)
             if cp >= 0xD800 and cp <= 0xDFFF then return bad("a surrogate escape") end
             return cp
         end
+        if (c == "p" or c == "P") and p:sub(i, i) == "{" then
+            local name = p:match("^{(%w+)}", i)
+            local set = name and PROPERTY[name]
+            if not set then return bad("\\" .. c .. "{" .. tostring(name) .. "} is not in the subset expressed") end
+            i = i + #name + 2
+            return { set, c == "P" }
+        end
         if c:match("[%p]") then return byte(c) end
-        if not allow_class and c:match("%w") then return bad("\\" .. c .. " (not expressed)") end
-        return bad("\\" .. c .. " (not expressed)")
+        return bad("\\" .. c .. " is not in the subset expressed")
     end
 
     local function class()
@@ -365,7 +381,7 @@ local function pattern_expr(p)
             first = false
             local lo
             if c == "\\" then
-                local e = escape_in(true)
+                local e = escape_in()
                 if e == nil then return nil end
                 if type(e) == "table" then
                     if e[2] then return bad("a negated shorthand inside a class") end
@@ -383,7 +399,7 @@ local function pattern_expr(p)
                 if p:sub(i, i) == "-" and i + 1 <= n and p:sub(i + 1, i + 1) ~= "]" then
                     i = i + 1
                     if p:sub(i, i) == "\\" then
-                        local e = escape_in(true)
+                        local e = escape_in()
                         if type(e) ~= "number" then return bad("a class range to a shorthand") end
                         hi = e
                     else
@@ -419,7 +435,7 @@ local function pattern_expr(p)
             i = i + 1
             return "plain-char"
         elseif c == "\\" then
-            local e = escape_in(false)
+            local e = escape_in()
             if e == nil then return nil end
             if type(e) == "table" then return class_expr(e[1], e[2]) end
             return class_expr({ { e, e } }, false) or bad("a character no JSON string holds")
@@ -549,6 +565,21 @@ function _M.compile(schema)
         unexpressed[#unexpressed + 1] = { schema_pointer = pointer, keyword = keyword, action = action,
             reason = reason }
     end
+    -- The local $ref targets inside a subschema the grammar leaves to the gate: the gate's
+    -- errors there name the target's place, so it is listed too.
+    local function note_refs(value, why)
+        local seen, budget = {}, 2000
+        local function walk(v, d)
+            if type(v) ~= "table" or d > 16 or seen[v] or budget <= 0 then return end
+            seen[v], budget = true, budget - 1
+            if type(v["$ref"]) == "string" and v["$ref"]:sub(1, 1) == "#" then
+                note(v["$ref"]:sub(2), "$ref", "wider", why)
+            end
+            for _, sub in pairs(v) do walk(sub, d + 1) end
+        end
+        walk(value, 0)
+    end
+
     local function use(prim)
         if used[prim] then return prim end
         used[prim] = true
@@ -727,7 +758,9 @@ function _M.compile(schema)
             if sub == false then
                 if required[name] then return nil end
             else
-                local v = sub == nil and use("value") or node(sub, ptr_join(ptr_join(ptr, "properties"), name), hint .. "-" .. name)
+                local o = origin[s]
+                local pptr = o and o["properties/" .. name] or ptr_join(ptr_join(ptr, "properties"), name)
+                local v = sub == nil and use("value") or node(sub, pptr, hint .. "-" .. name)
                 if v == nil then
                     if required[name] then return nil end
                 else
@@ -859,6 +892,13 @@ function _M.compile(schema)
                 if s_ptr then from[k] = at(s, s_ptr, k) end
                 if out[k] == nil then
                     out[k] = v
+                    if s_ptr and k == "properties" and type(v) == "table" then
+                        for name in pairs(v) do
+                            if type(name) == "string" then
+                                from["properties/" .. name] = ptr_join(at(s, s_ptr, "properties"), name)
+                            end
+                        end
+                    end
                 elseif k == "required" and type(v) == "table" and type(out[k]) == "table" then
                     local both = {}
                     for _, r in ipairs(out[k]) do both[#both + 1] = r end
@@ -870,12 +910,30 @@ function _M.compile(schema)
                     for name, sub in pairs(v) do
                         if both[name] ~= nil then return nil end
                         both[name] = sub
+                        if s_ptr then from["properties/" .. name] = ptr_join(at(s, s_ptr, "properties"), name) end
                     end
                     out[k] = both
                 else
                     return nil
                 end
             end
+        end
+        -- additionalProperties counts only the properties beside it: a name the other side
+        -- brings is not allowed by a closed side
+        local sp, bp = type(s.properties) == "table" and s.properties or {}, type(branch.properties) == "table"
+            and branch.properties or {}
+        local s_ap, b_ap = skip.additionalProperties and nil or s.additionalProperties, branch.additionalProperties
+        if (s_ap ~= nil and s_ap ~= false) or (b_ap ~= nil and b_ap ~= false) then
+            if next(sp) ~= nil and next(bp) ~= nil and s_ap ~= b_ap then return nil end
+        end
+        if s_ap == false or b_ap == false then
+            local props = {}
+            for name, sub in pairs(type(out.properties) == "table" and out.properties or {}) do
+                local allowed = (s_ap ~= false or sp[name] ~= nil) and (b_ap ~= false or bp[name] ~= nil)
+                props[name] = allowed and sub or false
+            end
+            out.properties = props
+            out.additionalProperties = false
         end
         return out
     end
@@ -890,7 +948,10 @@ function _M.compile(schema)
         if depth > 64 then error({ too_big = true }) end
         local out
         for _, kw in ipairs { "not", "if", "then", "else" } do
-            if s[kw] ~= nil then note(at(s, ptr, kw), kw, "wider", kw .. " is left to the schema gate") end
+            if s[kw] ~= nil then
+                note(at(s, ptr, kw), kw, "wider", kw .. " is left to the schema gate")
+                note_refs(s[kw], "reached from " .. kw .. " at " .. (ptr == "" and "the root" or ptr) .. ", left to the schema gate")
+            end
         end
         if type(s["$ref"]) == "string" then
             local target = resolve_ref(s["$ref"])
@@ -939,12 +1000,8 @@ function _M.compile(schema)
             end
             if acc == nil then
                 note(at(s, ptr, "allOf"), "allOf", "wider", "allOf parts that share keywords are left to the schema gate")
-                for _, part in ipairs(s.allOf) do
-                    if type(part) == "table" and type(part["$ref"]) == "string" and part["$ref"]:sub(1, 1) == "#" then
-                        note(part["$ref"]:sub(2), "allOf", "wider", "a part of an allOf at " .. (ptr == "" and "the root" or ptr)
-                            .. " is left to the schema gate")
-                    end
-                end
+                note_refs(s.allOf, "reached from the allOf at " .. (ptr == "" and "the root" or ptr)
+                    .. ", left to the schema gate")
                 acc = {}
                 for k, v in pairs(s) do if k ~= "allOf" then acc[k] = v end end
             end
@@ -960,6 +1017,8 @@ function _M.compile(schema)
                 if m == nil then
                     -- the keywords beside the union are kept; the branch is not expressed
                     note(at(s, ptr, kw), kw, "wider", "a branch that repeats a keyword beside it is left to the schema gate")
+                    note_refs(branch, "reached from the " .. kw .. " at " .. (ptr == "" and "the root" or ptr)
+                        .. ", left to the schema gate")
                     m = {}
                     for k2, v2 in pairs(s) do if k2 ~= "anyOf" and k2 ~= "oneOf" then m[k2] = v2 end end
                 end
