@@ -274,7 +274,7 @@ end
 -- What a negated class or `.` picks from: printable ASCII and a few letters beyond it.
 local POOL = {}
 for cp = 0x20, 0x7E do POOL[#POOL + 1] = cp end
-for _, cp in ipairs { 0x7F, 0x85, 0xA0, 0xE9, 0xDF, 0x2028, 0x3000, 0x20AC, 0x4E2D, 0x1F600 } do POOL[#POOL + 1] = cp end
+for _, cp in ipairs { 0x7F, 0x85, 0xA0, 0xE9, 0xDF, 0x1680, 0x2000, 0x2028, 0x3000, 0xFEFF, 0x20AC, 0x4E2D, 0x1F600 } do POOL[#POOL + 1] = cp end
 
 -- One random text of the grammar; nil when it ran too deep (the caller tries again).
 -- `rand(n)`: an integer in [1, n]; `extra`: how many repetitions past the minimum at most.

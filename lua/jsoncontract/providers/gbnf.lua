@@ -62,7 +62,7 @@ local PRIMITIVES = {
     ["date"] = [=[[0-9]{4} "-" ((("0" [13578] | "1" [02]) "-" ("0" [1-9] | [12] [0-9] | "3" [01])) | (("0" [469] | "11") "-" ("0" [1-9] | [12] [0-9] | "30")) | ("02-" ("0" [1-9] | "1" [0-9] | "2" [0-8])))]=],
     ["time"] = [=[([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])]=],
     ["uuid"] = [=[[0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12}]=],
-    ["email"] = [=[[a-z0-9]{1,20} ("." [a-z0-9]{1,20})? "@" [a-z] [a-z0-9]{0,19} ("." [a-z] [a-z0-9]{0,19})? "." [a-z]{2,8}]=],
+    ["email"] = [=[[a-z0-9]{1,20} ("." [a-z0-9]{1,20})? "@" [a-z] [a-z0-9]{0,19} ("." [a-z] [a-z0-9]{0,19})? "." [a-z]{1,8}]=],
     ["ipv4"] = [=[ipv4-octet "." ipv4-octet "." ipv4-octet "." ipv4-octet]=],
     ["ipv4-octet"] = [=["25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9]]=],
     ["hostname"] = [=[[a-z] [a-z0-9]{0,19} ("." [a-z] [a-z0-9]{0,19}){0,3}]=],
@@ -213,8 +213,8 @@ local function nonneg_range(a, b)
     return "(" .. concat(alts, " | ") .. ")"
 end
 
---- Every integer in [lo, hi] written without a sign on 0, as a GBNF expression (nil for an
--- empty range). `lo`, `hi`: whole numbers with |x| < 2^53, or -huge / huge.
+--- Every integer in [lo, hi] in decimal without leading zeros ("-0" too when 0 is in range),
+-- as a GBNF expression (nil for an empty range). `lo`, `hi`: whole numbers with |x| < 2^53, or -huge / huge.
 -- @tparam number lo
 -- @tparam number hi
 -- @treturn string|nil
@@ -226,6 +226,8 @@ function _M.integer_range(lo, hi)
         local neg = nonneg_range(hi < -1 and -hi or 1, lo == -huge and huge or -lo)
         if neg then alts[#alts + 1] = '"-" ' .. neg end
     end
+    -- "-0" is 0 too
+    if lo <= 0 and hi >= 0 then alts[#alts + 1] = '"-0"' end
     if #alts == 0 then return nil end
     return #alts == 1 and alts[1] or "(" .. concat(alts, " | ") .. ")"
 end
@@ -302,9 +304,14 @@ end
 
 local D = { { 0x30, 0x39 } }
 local W = { { 0x30, 0x39 }, { 0x41, 0x5A }, { 0x5F, 0x5F }, { 0x61, 0x7A } }
+-- \s: ECMA-262 WhiteSpace and LineTerminator (what the core's matcher takes). A class that
+-- admits it writes only the ASCII ones (no JSON escape needed beyond \t \n \r \f: the rest
+-- is left out, which is narrower); a class that excludes it excludes all of them.
 local S = { { 0x20, 0x20 }, { 0x09, 0x0D } }
-local SHORTHAND = { d = { D, false }, D = { D, true }, w = { W, false }, W = { W, true }, s = { S, false },
-    S = { S, true } }
+local S_ALL = { { 0x09, 0x0D }, { 0x20, 0x20 }, { 0xA0, 0xA0 }, { 0x1680, 0x1680 }, { 0x2000, 0x200A },
+    { 0x2028, 0x2029 }, { 0x202F, 0x202F }, { 0x205F, 0x205F }, { 0x3000, 0x3000 }, { 0xFEFF, 0xFEFF } }
+local SHORTHAND = { d = { D, false }, D = { D, true }, w = { W, false }, W = { W, true },
+    s = { S, false, all = S_ALL }, S = { S_ALL, true } }
 -- Unicode general categories a pattern may name with \p{..} / \P{..}: the small fixed ones
 -- (Unicode 15: Cc, and the separators Z = Zs + Zl + Zp).
 local ZS = { { 0x20, 0x20 }, { 0xA0, 0xA0 }, { 0x1680, 0x1680 }, { 0x2000, 0x200A }, { 0x202F, 0x202F },
@@ -385,7 +392,7 @@ local function pattern_expr(p)
                 if e == nil then return nil end
                 if type(e) == "table" then
                     if e[2] then return bad("a negated shorthand inside a class") end
-                    for _, r in ipairs(e[1]) do ranges[#ranges + 1] = r end
+                    for _, r in ipairs(negated and e.all or e[1]) do ranges[#ranges + 1] = r end
                 else
                     lo = e
                 end
