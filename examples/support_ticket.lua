@@ -1,7 +1,8 @@
 --- The support-ticket contract (SEEDS.md §1): sort support mail into queues.
 -- Load it with `dofile` or `--contract examples/support_ticket.lua`; it returns
 -- `{ contract = <jsoncontract contract>, contract_4digits = <the lesson's variant>,
---    policy = <the lesson's retry policy>, rules = {...}, schema = {...}, replay_context = function }`.
+--    policy = <the lesson's retry policy>, contract_all_history = <the contract, re-asks resending every
+--    attempt>, rules = {...}, schema = {...}, replay_context = function }`.
 --
 -- A missing order number is `null`, never an invented one. The business rules look the
 -- order up in the shop's orders table (SQLite, see examples/orders.lua): it must exist, and
@@ -104,5 +105,17 @@ end
 --- The lesson's retry policy: at most 3 answers, and stop once the conversation a retry
 -- would resend exceeds 100 estimated tokens (words x 1.3), even before the third.
 M.policy = { max_attempts = 3, token_budget = 100 }
+
+-- The lesson's conversation that grows: every re-ask resends every earlier attempt
+-- (`reask_history = "all"`; by default a re-ask carries the input, the last reply and its errors).
+M.contract_all_history = jc.contract {
+    name = "support_ticket",
+    version = "1.0.0",
+    schema = M.schema,
+    instructions = INSTRUCTIONS,
+    examples = EXAMPLES,
+    rules = M.rules,
+    reask_history = "all",
+}
 
 return M
