@@ -74,9 +74,9 @@ local function hand_loop(mail)
     return false, used
 end
 
-local function jc_loop(mode)
+local function jc_loop(mode, c)
     return function(mail)
-        local out = run.ask(contract, mail, { provider = "openai", model = "standin-1", base_url = base,
+        local out = run.ask(c or contract, mail, { provider = "openai", model = "standin-1", base_url = base,
             mode = mode, transport = curl.request, sleep = function() end })
         return out.status == "accepted", { input = out.usage.input_tokens, output = out.usage.output_tokens }
     end
@@ -98,6 +98,7 @@ local rows = {
     { "jsoncontract native", measure(jc_loop("native")) },
     { "jsoncontract json", measure(jc_loop("json")) },
     { "jsoncontract prompt", measure(jc_loop("prompt")) },
+    { "jsoncontract native, all history", measure(jc_loop("native", ex.contract_all_history)) },
 }
 proc.stop()
 

@@ -440,7 +440,7 @@ function render_native(self, provider)
     if not ok2 or type(plan) ~= "table" or plan.fallback ~= nil then return nil end
     -- (every word here is paid on every request: the schema sent says the rest)
     local lines = { self.instructions,
-        "Answer with one JSON value by the schema sent, nothing else.",
+        "Answer with JSON only, by the schema sent.",
         "Never invent a value: use null where the input does not say and the field allows it." }
     local subset = require "jsoncontract.providers.schema_subset"
     -- what the provider will not enforce or pass on, one line per field, in schema order
@@ -467,7 +467,7 @@ function render_native(self, provider)
         end
     end
     if #fields > 0 then
-        lines[#lines + 1] = "Keep to these too (not in the schema sent):"
+        lines[#lines + 1] = "Also keep to:"
         for _, where in ipairs(fields) do
             local line = format("- %s: %s", where, concat(said[where], ", "))
             if #line > MAX_LINE then line = line:sub(1, MAX_LINE):gsub("[\192-\255][\128-\191]*$", "") .. "..." end
