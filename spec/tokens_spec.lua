@@ -157,3 +157,34 @@ describe("llama-server's grammar mode", function()
         assert.is_nil(lint.lint(c, "openai")[1].grammar)
     end)
 end)
+
+describe("the stand-in given only the last reply", function()
+    local conversation = require "jsoncontract.standin.conversation"
+    require "jsoncontract.standin.model" -- registers the examples
+    it("answers as it would with the whole history, where its earlier replies differ", function()
+        local compared = 0
+        for line in io.lines("examples/mailbox.jsonl") do
+            local mail = core.decode(line).text
+            for seed = 1, 12 do
+                local function ans(messages)
+                    return conversation.answer({ messages = messages, system = "intent order_id urgent summary" },
+                        { seed = seed })
+                end
+                local a1 = ans { { role = "user", content = mail } }
+                local a2 = ans { { role = "user", content = mail }, { role = "assistant", content = a1.text or "" },
+                    { role = "user", content = "fix it" } }
+                if a1.text and a2.text and a1.text ~= a2.text then
+                    local full = ans { { role = "user", content = mail }, { role = "assistant", content = a1.text },
+                        { role = "user", content = "fix it" }, { role = "assistant", content = a2.text },
+                        { role = "user", content = "fix it" } }
+                    local last = ans { { role = "user", content = mail }, { role = "assistant", content = a2.text },
+                        { role = "user", content = "fix it" } }
+                    assert.equal(3, last.attempt)
+                    assert.equal(full.text, last.text)
+                    compared = compared + 1
+                end
+            end
+        end
+        assert.is_true(compared >= 5, "compared " .. compared)
+    end)
+end)

@@ -415,7 +415,7 @@ local function field_of(pointer)
 end
 
 -- The value at a schema pointer (nil when there is none).
-local function at(schema, pointer)
+local function value_at(schema, pointer)
     local node = schema
     for token in pointer:gmatch("/([^/]*)") do
         token = token:gsub("~1", "/"):gsub("~0", "~")
@@ -447,7 +447,7 @@ function render_native(self, provider)
     local fields, said = {}, {}
     for _, f in ipairs(subset.not_enforced(plan.findings or {})) do
         local where, keyword = field_of(f.schema_pointer or "")
-        local v = at(self.schema, f.schema_pointer or "")
+        local v = value_at(self.schema, f.schema_pointer or "")
         local part
         if keyword == "description" and type(v) == "string" then
             part = v

@@ -49,7 +49,9 @@ _M.MAX_RULES = 5000
 
 local PRIMITIVES = {
     space = [[" "?]],
-    char = [=[[^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}))]=],
+    -- a JSON string character: any but '"', '\' and controls, or an escape (no lone surrogate)
+    char = [=[[^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-CefEF] [0-9a-fA-F]{3}]=]
+        .. [=[ | [dD] [0-7] [0-9a-fA-F]{2}))]=],
     ["plain-char"] = [=[[^"\\\x00-\x1F\u2028\u2029]]=],
     string = [["\"" char* "\""]],
     integer = [["-"? ("0" | [1-9] [0-9]{0,15})]],
@@ -59,10 +61,17 @@ local PRIMITIVES = {
     value = [[object | array | string | number | boolean | null]],
     object = [["{" space (string space ":" space value space ("," space string space ":" space value space)*)? "}"]],
     array = [["[" space (value space ("," space value space)*)? "]"]],
-    ["date"] = [=[[0-9]{4} "-" ((("0" [13578] | "1" [02]) "-" ("0" [1-9] | [12] [0-9] | "3" [01])) | (("0" [469] | "11") "-" ("0" [1-9] | [12] [0-9] | "30")) | ("02-" ("0" [1-9] | "1" [0-9] | "2" [0-8])))]=],
-    ["time"] = [=[([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])]=],
+    -- a calendar date (no 29 February: the year decides it)
+    ["date"] = [=[[0-9]{4} "-" ((("0" [13578] | "1" [02]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]))]=]
+        .. [=[ | (("0" [469] | "11") "-" ("0" [1-9] | [12] [0-9] | "30"))]=]
+        .. [=[ | ("02-" ("0" [1-9] | "1" [0-9] | "2" [0-8])))]=],
+    -- RFC 3339 full-time (no leap second)
+    ["time"] = [=[([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})?]=]
+        .. [=[ ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])]=],
     ["uuid"] = [=[[0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12}]=],
-    ["email"] = [=[[a-z0-9]{1,20} ("." [a-z0-9]{1,20})? "@" [a-z] [a-z0-9]{0,19} ("." [a-z] [a-z0-9]{0,19})? "." [a-z]{1,8}]=],
+    -- a plain address: a dot-atom local part and a host of letters and digits
+    ["email"] = [=[[a-z0-9]{1,20} ("." [a-z0-9]{1,20})? "@" [a-z] [a-z0-9]{0,19}]=]
+        .. [=[ ("." [a-z] [a-z0-9]{0,19})? "." [a-z]{1,8}]=],
     ["ipv4"] = [=[ipv4-octet "." ipv4-octet "." ipv4-octet "." ipv4-octet]=],
     ["ipv4-octet"] = [=["25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9]]=],
     ["hostname"] = [=[[a-z] [a-z0-9]{0,19} ("." [a-z] [a-z0-9]{0,19}){0,3}]=],
@@ -82,22 +91,6 @@ local ANNOTATION = { title = true, description = true, default = true, examples 
     ["$schema"] = true, ["$id"] = true, ["$defs"] = true, definitions = true, deprecated = true,
     readOnly = true, writeOnly = true, ["$anchor"] = true, contentMediaType = true, contentEncoding = true }
 
-local TYPE_KEYWORDS = {
-    string = { "minLength", "maxLength", "pattern", "format" },
-    number = { "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf" },
-    object = { "properties", "required", "additionalProperties", "patternProperties", "propertyNames",
-        "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "unevaluatedProperties",
-        "dependencies" },
-    array = { "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
-        "minContains", "maxContains", "unevaluatedItems" },
-}
--- Keywords of no type (each handled or listed by `node`).
-local GENERAL = { type = true, enum = true, const = true, anyOf = true, oneOf = true, allOf = true,
-    ["$ref"] = true, ["not"] = true, ["if"] = true, ["then"] = true, ["else"] = true }
-local KNOWN = {}
-for _, list in pairs(TYPE_KEYWORDS) do for _, k in ipairs(list) do KNOWN[k] = true end end
-for k in pairs(GENERAL) do KNOWN[k] = true end
-for k in pairs(ANNOTATION) do KNOWN[k] = true end
 
 local ALL_TYPES = { "object", "array", "string", "number", "boolean", "null" }
 
@@ -263,9 +256,7 @@ local function class_expr(ranges, negated)
                 local a, b = class_char(lo), class_char(hi)
                 if a and b then
                     parts[#parts + 1] = lo == hi and a or (a .. "-" .. b)
-                elseif lo == hi then
-                    -- '"' or '\': already excluded
-                else
+                elseif lo ~= hi then
                     -- a range over '"' or '\': split around them
                     local cur = lo
                     for _, bad in ipairs { 0x22, 0x5C } do
@@ -290,7 +281,9 @@ local function class_expr(ranges, negated)
         local cur = lo < 0x20 and 0x20 or lo
         for _, bad in ipairs { 0x22, 0x5C } do
             if cur <= bad and bad <= hi then
-                if cur < bad then parts[#parts + 1] = class_char(cur) .. (bad - 1 > cur and "-" .. class_char(bad - 1) or "") end
+                if cur < bad then
+                    parts[#parts + 1] = class_char(cur) .. (bad - 1 > cur and "-" .. class_char(bad - 1) or "")
+                end
                 cur = bad + 1
             end
         end
@@ -477,7 +470,8 @@ local function pattern_expr(p)
                     if hi < tonumber(m) then return bad("a quantifier {m,n} with n < m") end
                     q = "{" .. m .. "," .. hi .. "}"
                 end
-                if tonumber(m) > _M.MAX_LENGTH or (rest ~= "" and rest ~= "," and tonumber(rest:sub(2)) > _M.MAX_LENGTH) then
+                local top = (rest ~= "" and rest ~= ",") and tonumber(rest:sub(2)) or 0
+                if tonumber(m) > _M.MAX_LENGTH or top > _M.MAX_LENGTH then
                     return bad("a repetition count over " .. _M.MAX_LENGTH)
                 end
             end
@@ -601,6 +595,11 @@ function _M.compile(schema)
         return o and o[kw] or ptr .. "/" .. kw
     end
 
+    -- A keyword of `s` the grammar leaves to the schema gate.
+    local function left(s, ptr, kw, why)
+        note(at(s, ptr, kw), kw, "wider", why)
+    end
+
     local function new_rule(hint, body)
         count = count + 1
         if count > _M.MAX_RULES then error({ too_big = true }) end
@@ -666,7 +665,7 @@ function _M.compile(schema)
         local content
         local function lengths(why)
             for _, kw in ipairs { "minLength", "maxLength" } do
-                if s[kw] ~= nil then note(at(s, ptr, kw), kw, "wider", why) end
+                if s[kw] ~= nil then left(s, ptr, kw, why) end
             end
         end
         if type(fmt) == "string" and FORMATS[fmt] then
@@ -675,10 +674,10 @@ function _M.compile(schema)
             else
                 content = use(FORMATS[fmt])
             end
-            if pat ~= nil then note(at(s, ptr, "pattern"), "pattern", "wider", "a pattern beside a format is left to the schema gate") end
+            if pat ~= nil then left(s, ptr, "pattern", "a pattern beside a format is left to the schema gate") end
             lengths("a length beside a format is left to the schema gate")
         elseif type(fmt) == "string" and not ANNOTATION[fmt] then
-            note(at(s, ptr, "format"), "format", "wider", "format " .. fmt .. " is not expressed: left to the schema gate")
+            left(s, ptr, "format", "format " .. fmt .. " is not expressed: left to the schema gate")
         end
         if content == nil and pat ~= nil then
             local e, why = _M.pattern(pat)
@@ -688,13 +687,13 @@ function _M.compile(schema)
                 content = e
                 lengths("a length beside a pattern is left to the schema gate")
             else
-                note(at(s, ptr, "pattern"), "pattern", "wider", "pattern not expressed: " .. tostring(why))
+                left(s, ptr, "pattern", "pattern not expressed: " .. tostring(why))
             end
         end
         if content == nil then
             use("char")
             if maxl and maxl > _M.MAX_LENGTH then
-                note(at(s, ptr, "maxLength"), "maxLength", "wider", "maxLength over " .. _M.MAX_LENGTH .. " is left to the schema gate")
+                left(s, ptr, "maxLength", "maxLength over " .. _M.MAX_LENGTH .. " is left to the schema gate")
                 maxl = nil
             end
             if maxl and maxl < minl then return nil end
@@ -714,7 +713,7 @@ function _M.compile(schema)
         local function bound(kw, v, is_lower, exclusive)
             if type(v) ~= "number" then return end
             if v ~= v or v == huge or v == -huge or v <= -2 ^ 53 or v >= 2 ^ 53 then
-                note(at(s, ptr, kw), kw, "wider", kw .. " beyond 2^53 is left to the schema gate")
+                left(s, ptr, kw, kw .. " beyond 2^53 is left to the schema gate")
                 return
             end
             if is_lower then
@@ -729,7 +728,7 @@ function _M.compile(schema)
         bound("exclusiveMinimum", s.exclusiveMinimum, true, true)
         bound("maximum", s.maximum, false, false)
         bound("exclusiveMaximum", s.exclusiveMaximum, false, true)
-        if s.multipleOf ~= nil then note(at(s, ptr, "multipleOf"), "multipleOf", "wider", "multipleOf is left to the schema gate") end
+        if s.multipleOf ~= nil then left(s, ptr, "multipleOf", "multipleOf is left to the schema gate") end
         if not only_int then
             note(at(s, ptr, "type"), "type", "narrower", "numbers are written as integers when bounded")
         end
@@ -740,7 +739,7 @@ function _M.compile(schema)
     local function number_node(s, ptr)
         local bounded = s.minimum ~= nil or s.maximum ~= nil or s.exclusiveMinimum ~= nil or s.exclusiveMaximum ~= nil
         if bounded then return integer_node(s, ptr, false) end
-        if s.multipleOf ~= nil then note(at(s, ptr, "multipleOf"), "multipleOf", "wider", "multipleOf is left to the schema gate") end
+        if s.multipleOf ~= nil then left(s, ptr, "multipleOf", "multipleOf is left to the schema gate") end
         return use("number")
     end
 
@@ -753,7 +752,7 @@ function _M.compile(schema)
         end
         for _, kw in ipairs { "patternProperties", "propertyNames", "minProperties", "maxProperties",
             "dependentRequired", "dependentSchemas", "unevaluatedProperties", "dependencies" } do
-            if s[kw] ~= nil then note(at(s, ptr, kw), kw, "wider", kw .. " is left to the schema gate") end
+            if s[kw] ~= nil then left(s, ptr, kw, kw .. " is left to the schema gate") end
         end
         if s.additionalProperties ~= false then
             note(ptr .. (s.additionalProperties ~= nil and "/additionalProperties" or ""), "additionalProperties",
@@ -771,26 +770,27 @@ function _M.compile(schema)
                 if v == nil then
                     if required[name] then return nil end
                 else
-                    members[#members + 1] = { lit(core.encode(name)) .. ' space ":" space ' .. v .. " space", required[name] }
+                    members[#members + 1] = { lit(core.encode(name)) .. ' space ":" space ' .. v .. " space",
+                        required[name] }
                 end
             end
         end
         if #members == 0 then return '"{" space "}"' end
         -- S(i, first): the members from i on; `first`: no member written yet (no comma before)
         local srule = {}
-        local function S(i, first)
+        local function suffix(i, first)
             if i > #members then return nil end
             local key = i .. (first and "f" or "n")
             if srule[key] then return srule[key] end
             local m = members[i]
             local lead = first and "" or '"," space '
-            local next_n = S(i + 1, false)
+            local next_n = suffix(i + 1, false)
             local with = lead .. m[1] .. (next_n and " " .. next_n or "")
             local body
             if m[2] then
                 body = with
             else
-                local skip = S(i + 1, first)
+                local skip = suffix(i + 1, first)
                 body = "(" .. with .. ")" .. (skip and " | " .. skip or " | \"\"")
             end
             -- small bodies stay inline; others get a rule (the optional chain stays linear)
@@ -798,22 +798,22 @@ function _M.compile(schema)
             srule[key] = name
             return name
         end
-        return '"{" space ' .. S(1, true) .. ' "}"'
+        return '"{" space ' .. suffix(1, true) .. ' "}"'
     end
 
     local function array_node(s, ptr, hint)
         use("space")
         for _, kw in ipairs { "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems" } do
-            if s[kw] ~= nil and s[kw] ~= false then note(at(s, ptr, kw), kw, "wider", kw .. " is left to the schema gate") end
+            if s[kw] ~= nil and s[kw] ~= false then left(s, ptr, kw, kw .. " is left to the schema gate") end
         end
         local minI = is_int(s.minItems) and s.minItems or 0
         local maxI = is_int(s.maxItems) and s.maxItems or nil
         if maxI and maxI > _M.MAX_LENGTH then
-            note(at(s, ptr, "maxItems"), "maxItems", "wider", "maxItems over " .. _M.MAX_LENGTH .. " is left to the schema gate")
+            left(s, ptr, "maxItems", "maxItems over " .. _M.MAX_LENGTH .. " is left to the schema gate")
             maxI = nil
         end
         if minI > _M.MAX_LENGTH then
-            note(at(s, ptr, "minItems"), "minItems", "wider", "minItems over " .. _M.MAX_LENGTH .. " is left to the schema gate")
+            left(s, ptr, "minItems", "minItems over " .. _M.MAX_LENGTH .. " is left to the schema gate")
             minI = 0
         end
         if maxI and maxI < minI then return nil end
@@ -825,7 +825,8 @@ function _M.compile(schema)
         end
         if type(prefix_items) == "table" then
             for k, sub in ipairs(prefix_items) do
-                local e = node(sub, ptr_join(ptr .. (items_at == "/items" and "/prefixItems" or "/items"), k - 1), hint .. "-p" .. k)
+                local at_k = ptr_join(ptr .. (items_at == "/items" and "/prefixItems" or "/items"), k - 1)
+                local e = node(sub, at_k, hint .. "-p" .. k)
                 if e == nil then break end
                 prefix[#prefix + 1] = e
             end
@@ -854,10 +855,12 @@ function _M.compile(schema)
             if tmax == 0 then
                 tail = nil
             elseif tmin == 0 then
-                local rest = tmax and (tmax - 1 > 0 and format("(%s){0,%d}", more, tmax - 1) or "") or format("(%s)*", more)
+                local rest = tmax and (tmax - 1 > 0 and format("(%s){0,%d}", more, tmax - 1) or "")
+                    or format("(%s)*", more)
                 tail = "(" .. first .. (rest ~= "" and " " .. rest or "") .. ")?"
             else
-                local rest = tmax and format("(%s){%d,%d}", more, tmin - 1, tmax - 1) or format("(%s){%d,}", more, tmin - 1)
+                local rest = tmax and format("(%s){%d,%d}", more, tmin - 1, tmax - 1)
+                    or format("(%s){%d,}", more, tmin - 1)
                 tail = first .. " " .. rest
             end
         elseif minI > k then
@@ -956,14 +959,15 @@ function _M.compile(schema)
         local out
         for _, kw in ipairs { "not", "if", "then", "else" } do
             if s[kw] ~= nil then
-                note(at(s, ptr, kw), kw, "wider", kw .. " is left to the schema gate")
-                note_refs(s[kw], "reached from " .. kw .. " at " .. (ptr == "" and "the root" or ptr) .. ", left to the schema gate")
+                left(s, ptr, kw, kw .. " is left to the schema gate")
+                note_refs(s[kw], "reached from " .. kw .. " at " .. (ptr == "" and "the root" or ptr)
+                    .. ", left to the schema gate")
             end
         end
         if type(s["$ref"]) == "string" then
             local target = resolve_ref(s["$ref"])
             if target == nil then
-                note(at(s, ptr, "$ref"), "$ref", "wider", "a $ref that is not local: any value")
+                left(s, ptr, "$ref", "a $ref that is not local: any value")
                 out = use("value")
             else
                 local others = false
@@ -979,14 +983,16 @@ function _M.compile(schema)
                     depth = depth - 1
                     return out
                 end
-                if others then note(at(s, ptr, "$ref"), "$ref", "wider", "keywords beside $ref are left to the schema gate") end
+                if others then left(s, ptr, "$ref", "keywords beside $ref are left to the schema gate") end
                 local name = ref_rules[s["$ref"]]
                 if not name then
                     name = new_rule("ref-" .. s["$ref"], "")
                     ref_rules[s["$ref"]] = name
                     local body = node(target, s["$ref"]:sub(2), name)
                     rules[name] = body or '"\\u0000never"'
-                    if body == nil then note(at(s, ptr, "$ref"), "$ref", "narrower", "the target admits no value the grammar can write") end
+                    if body == nil then
+                        note(at(s, ptr, "$ref"), "$ref", "narrower", "the target admits no value the grammar can write")
+                    end
                 end
                 out = name
             end
@@ -1006,7 +1012,7 @@ function _M.compile(schema)
                 if acc == nil then break end
             end
             if acc == nil then
-                note(at(s, ptr, "allOf"), "allOf", "wider", "allOf parts that share keywords are left to the schema gate")
+                left(s, ptr, "allOf", "allOf parts that share keywords are left to the schema gate")
                 note_refs(s.allOf, "reached from the allOf at " .. (ptr == "" and "the root" or ptr)
                     .. ", left to the schema gate")
                 acc = {}
@@ -1016,14 +1022,14 @@ function _M.compile(schema)
         elseif type(s.anyOf) == "table" or type(s.oneOf) == "table" then
             local kw = type(s.anyOf) == "table" and "anyOf" or "oneOf"
             if type(s.anyOf) == "table" and type(s.oneOf) == "table" then
-                note(at(s, ptr, "oneOf"), "oneOf", "wider", "oneOf beside anyOf is left to the schema gate")
+                left(s, ptr, "oneOf", "oneOf beside anyOf is left to the schema gate")
             end
             local alts, seen_types, overlap = {}, {}, false
             for k, branch in ipairs(s[kw]) do
                 local m = merged(s, branch, { anyOf = true, oneOf = true }, ptr)
                 if m == nil then
                     -- the keywords beside the union are kept; the branch is not expressed
-                    note(at(s, ptr, kw), kw, "wider", "a branch that repeats a keyword beside it is left to the schema gate")
+                    left(s, ptr, kw, "a branch that repeats a keyword beside it is left to the schema gate")
                     note_refs(branch, "reached from the " .. kw .. " at " .. (ptr == "" and "the root" or ptr)
                         .. ", left to the schema gate")
                     m = {}
@@ -1042,7 +1048,9 @@ function _M.compile(schema)
                 local e = node(m, ptr_join(ptr_join(ptr, kw), k - 1), hint .. "-" .. k)
                 if e then alts[#alts + 1] = e end
             end
-            if overlap then note(at(s, ptr, "oneOf"), "oneOf", "wider", "oneOf branches that may overlap: exactly-one is left to the schema gate") end
+            if overlap then
+                left(s, ptr, "oneOf", "oneOf branches that may overlap: exactly-one is left to the schema gate")
+            end
             out = #alts > 0 and (#alts == 1 and alts[1] or "(" .. concat(alts, " | ") .. ")") or nil
         else
             local ts = {}
@@ -1074,7 +1082,9 @@ function _M.compile(schema)
 
     local ok, root = pcall(node, schema, "", "root")
     if not ok then
-        if type(root) == "table" and root.too_big then return nil, "the schema needs more than " .. _M.MAX_RULES .. " rules" end
+        if type(root) == "table" and root.too_big then
+            return nil, "the schema needs more than " .. _M.MAX_RULES .. " rules (or nests deeper than 64)"
+        end
         error(root, 0)
     end
     if root == nil then return nil, "the schema admits no value the grammar can write" end
