@@ -24,11 +24,14 @@
 -- around it, as JSON Schema's `pattern` searches). Anything else (backreferences, lookaround,
 -- `\b`, anchors inside) is not expressed and listed.
 --
--- Narrower by design (sound, listed where it applies): strings given a pattern, format or a
--- negated class never hold `"`, `\` or control characters (a JSON escape would be needed), `.`
--- and `\S` admit no line separators; numbers are written without exponent when bounded; an
--- object admits no members beyond `properties` (other members are listed as "narrower"); dates
--- admit no 29 February; times no leap second; `maxLength` above 1000 is not expressed.
+-- Narrower by design (the grammar never admits what the gate refuses here): strings given a
+-- pattern, format or a negated class never hold `"`, `\` or control characters (a JSON escape
+-- would be needed) and `\s` in a class writes only ASCII white space; a bounded number is
+-- written as an integer (listed "narrower"); an object admits no members beyond `properties`
+-- (listed "narrower" unless `additionalProperties` is false); numbers have at most 16 integer
+-- digits, 15 fraction digits and a two-digit exponent; dates admit no 29 February; times no
+-- leap second; formats admit plain lower-case forms only. `maxLength`/`maxItems` above
+-- `MAX_LENGTH` are left to the gate (listed "wider").
 -- @module jsoncontract.providers.gbnf
 local core = require "jsoncontract.core"
 
