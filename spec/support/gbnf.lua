@@ -276,7 +276,8 @@ local POOL = {}
 for cp = 0x20, 0x7E do POOL[#POOL + 1] = cp end
 for _, cp in ipairs { 0x7F, 0x85, 0xA0, 0xE9, 0xDF, 0x1680, 0x2000, 0x2028, 0x3000, 0xFEFF, 0x20AC, 0x4E2D, 0x1F600 } do POOL[#POOL + 1] = cp end
 
--- One random text of the grammar; nil when it ran too deep (the caller tries again).
+-- One random text of the grammar; nil when it ran too deep or into a class that matches
+-- nothing (the caller tries again).
 -- `rand(n)`: an integer in [1, n]; `extra`: how many repetitions past the minimum at most.
 function M.sample(rules, rand, extra)
     extra = extra or 3
@@ -298,7 +299,7 @@ function M.sample(rules, rand, extra)
                     if r[2] - r[1] > 1 then cands[#cands + 1] = r[1] + rand(r[2] - r[1] - 1) end
                 end
             end
-            assert(#cands > 0, "a class with nothing to pick")
+            if #cands == 0 then error("dead end", 0) end -- a class that matches nothing: try again
             out[#out + 1] = utf8_char(cands[rand(#cands)])
         elseif t == "ref" then
             depth = depth + 1
@@ -320,7 +321,7 @@ function M.sample(rules, rand, extra)
     end
     local ok, err = pcall(gen, { t = "ref", name = "root" })
     if not ok then
-        if err == "too deep" then return nil end
+        if err == "too deep" or err == "dead end" then return nil end
         error(err, 0)
     end
     return table.concat(out)

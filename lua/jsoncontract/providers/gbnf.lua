@@ -992,7 +992,7 @@ function _M.compile(schema)
                     name = new_rule("ref-" .. s["$ref"], "")
                     ref_rules[s["$ref"]] = name
                     local body = node(target, s["$ref"]:sub(2), name)
-                    rules[name] = body or '"\\u0000never"'
+                    rules[name] = body or "[^\\x00-\\U0010FFFF]" -- (matches nothing)
                     if body == nil then
                         note(at(s, ptr, "$ref"), "$ref", "narrower", "the target admits no value the grammar can write")
                     end
@@ -1091,6 +1091,11 @@ function _M.compile(schema)
         error(root, 0)
     end
     if root == nil then return nil, "the schema admits no value the grammar can write" end
+    if used.object then
+        -- GBNF cannot say "keys differ"; the strict parser refuses a repeated key
+        note("", "duplicate keys", "wider", "a free-form object (where any value is allowed) may repeat a key: "
+            .. "the format gate refuses it")
+    end
     local lines = { "root ::= " .. root .. " space" }
     use("space")
     for _, name in ipairs(order) do lines[#lines + 1] = name .. " ::= " .. rules[name] end

@@ -104,7 +104,8 @@ end
 -- @tparam table opts
 --   `provider` (a name from `jsoncontract.providers.names`: "openai", "openai_responses", "anthropic",
 --   "gemini", "ollama", "llamacpp"; or a provider module; required), `model` (string, required),
---   `api_key`, `base_url`, `max_tokens`, `temperature`, `mode` ("native"|"json"|"prompt"),
+--   `api_key`, `base_url`, `max_tokens`, `temperature`, `mode` ("native"|"json"|"prompt", and for
+--   "llamacpp" "grammar": the schema compiled to GBNF by jsoncontract.providers.gbnf),
 --   `transport` (function(req) -> res | nil, err; default `jsoncontract.transport.curl`.request, and under
 --   nginx the cosocket transport where cosockets work, see `jsoncontract.transport.default`),
 --   `allow_blocking` (boolean: accept the blocking curl transport inside an nginx worker),
