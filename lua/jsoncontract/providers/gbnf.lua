@@ -15,7 +15,7 @@
 -- local `$ref` (recursion too), strings (`minLength`, `maxLength`, `pattern` in the ECMA-262
 -- subset below, formats date, time, date-time, uuid, email, ipv4, hostname), integers
 -- (`minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`: the exact range, as decimal
--- digit ranges), booleans, null.
+-- digit ranges), numbers between integer bounds (decimals, exactly), booleans, null.
 --
 -- Patterns: literals, `.`, classes `[...]` (ranges, negation, `\d\w\s` inside), escapes
 -- `\d \D \w \W \s \S \t \n \r \f \v \xHH \uHHHH` and escaped punctuation, quantifiers
@@ -27,7 +27,8 @@
 -- Narrower by design (the grammar never admits what the gate refuses here): strings given a
 -- pattern, format or a negated class never hold `"`, `\` or control characters (a JSON escape
 -- would be needed) and `\s` in a class writes only ASCII white space; a bounded number is
--- written as an integer (listed "narrower"); an object admits no members beyond `properties`
+-- written without exponent, and a fractional or exclusive bound is taken inward to the next
+-- integer (listed "narrower"); an object admits no members beyond `properties`
 -- (listed "narrower" unless `additionalProperties` is false); numbers have at most 16 integer
 -- digits, 15 fraction digits and a two-digit exponent; dates admit no 29 February; times no
 -- leap second; formats admit plain lower-case forms only. `maxLength`/`maxItems` above
@@ -711,14 +712,18 @@ function _M.compile(schema)
         return '"\\"" ' .. content .. ' "\\""'
     end
 
-    local function integer_node(s, ptr, only_int)
-        local lo, hi = -huge, huge
+    -- The integer bounds [lo, hi] of a number or integer schema (a fractional or exclusive bound
+    -- taken inward to the next integer); `tight` is set when that left out valid numbers (a
+    -- fraction between the bound and that integer).
+    local function int_bounds(s, ptr)
+        local lo, hi, tight = -huge, huge, false
         local function bound(kw, v, is_lower, exclusive)
             if type(v) ~= "number" then return end
             if v ~= v or v == huge or v == -huge or v <= -2 ^ 53 or v >= 2 ^ 53 then
                 left(s, ptr, kw, kw .. " beyond 2^53 is left to the schema gate")
                 return
             end
+            if exclusive or v ~= floor(v) then tight = tight or kw end
             if is_lower then
                 local b = exclusive and floor(v) + 1 or ceil(v)
                 if b > lo then lo = b end
@@ -732,18 +737,52 @@ function _M.compile(schema)
         bound("maximum", s.maximum, false, false)
         bound("exclusiveMaximum", s.exclusiveMaximum, false, true)
         if s.multipleOf ~= nil then left(s, ptr, "multipleOf", "multipleOf is left to the schema gate") end
-        if not only_int then
-            note(at(s, ptr, "type"), "type", "narrower", "numbers are written as integers when bounded")
-        end
+        return lo, hi, tight
+    end
+
+    local function integer_node(s, ptr)
+        local lo, hi = int_bounds(s, ptr)
         if lo == -huge and hi == huge then return use("integer") end
         return _M.integer_range(lo, hi)
     end
 
+    -- A bounded number: decimals without exponent between integer bounds, exactly. Magnitudes
+    -- in [a, b] (0 <= a <= b, b may be huge): an integer part below b with any fraction, or b
+    -- with a zero fraction.
+    local FRAC, ZERO = '("." [0-9]{1,15})?', '("." "0"{1,15})?'
+    local function magnitudes(a, b)
+        if b == huge then return "(" .. nonneg_range(a, huge) .. ") " .. FRAC end
+        local alts = {}
+        if b - 1 >= a then alts[#alts + 1] = "(" .. nonneg_range(a, b - 1) .. ") " .. FRAC end
+        alts[#alts + 1] = lit(format("%d", b)) .. " " .. ZERO
+        return #alts == 1 and alts[1] or "(" .. concat(alts, " | ") .. ")"
+    end
+
     local function number_node(s, ptr)
         local bounded = s.minimum ~= nil or s.maximum ~= nil or s.exclusiveMinimum ~= nil or s.exclusiveMaximum ~= nil
-        if bounded then return integer_node(s, ptr, false) end
-        if s.multipleOf ~= nil then left(s, ptr, "multipleOf", "multipleOf is left to the schema gate") end
-        return use("number")
+        if not bounded then
+            if s.multipleOf ~= nil then left(s, ptr, "multipleOf", "multipleOf is left to the schema gate") end
+            return use("number")
+        end
+        local lo, hi, tight = int_bounds(s, ptr)
+        if lo > hi then
+            -- no integer between the bounds: the grammar says number, the gate the bounds
+            for _, kw in ipairs { "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum" } do
+                if s[kw] ~= nil then
+                    left(s, ptr, kw, "bounds with no integer between them are left to the schema gate")
+                end
+            end
+            return use("number")
+        end
+        if tight then
+            note(at(s, ptr, tight), tight, "narrower", "the grammar's bound is the next integer inward: "
+                .. "numbers between it and " .. tight .. " are not written")
+        end
+        if lo == -huge and hi == huge then return use("number") end
+        local alts = {}
+        if hi >= 0 then alts[#alts + 1] = magnitudes(lo > 0 and lo or 0, hi) end
+        if lo < 0 then alts[#alts + 1] = '"-" ' .. magnitudes(hi < 0 and -hi or 0, lo == -huge and huge or -lo) end
+        return #alts == 1 and alts[1] or "(" .. concat(alts, " | ") .. ")"
     end
 
     local function object_node(s, ptr, hint)
@@ -884,7 +923,7 @@ function _M.compile(schema)
 
     local function typed(s, t, ptr, hint)
         if t == "string" then return string_node(s, ptr) end
-        if t == "integer" then return integer_node(s, ptr, true) end
+        if t == "integer" then return integer_node(s, ptr) end
         if t == "number" then return number_node(s, ptr) end
         if t == "boolean" then return use("boolean") end
         if t == "null" then return use("null") end
