@@ -55,11 +55,14 @@ function _M.build_request(contract, messages, opts)
     local schema_sent, plan
     local mode = o.mode
     if mode == "grammar" then
-        local g = type(contract.schema) == "table" and subset.cached(contract, grammar_of) or nil
+        local sch = contract.schema
+        local g = (type(sch) == "table" or type(sch) == "boolean") and subset.cached(contract, grammar_of) or nil
         if g and g.text then
             body.grammar = g.text
         else
-            mode = "native" -- no grammar can be made: the server's own converter gets the schema
+            -- no grammar can be made: the server's own converter gets the schema (a schema that
+            -- is not an object cannot be sent: JSON mode)
+            mode = type(sch) == "table" and "native" or "json"
         end
     end
     if mode == "native" then
