@@ -452,7 +452,8 @@ function render_native(self, provider)
         if keyword == "description" and type(v) == "string" then
             part = v
         elseif v ~= nil and keyword ~= nil then
-            part = keyword .. " " .. json(v)
+            -- (a pattern or format as written, not as a JSON string with its escapes doubled)
+            part = keyword .. " " .. (type(v) == "string" and v or json(v))
         end
         if part then
             if not said[where] then
