@@ -70,6 +70,26 @@ describe("the prompt of a native request", function()
     end)
 end)
 
+describe("the prompt of a native request that falls back (Anthropic, Ollama)", function()
+    local c = contract()
+    it("Anthropic: an assistant prefill last sends no schema, and the full prompt in `system`", function()
+        local p = require "jsoncontract.providers.anthropic"
+        local req = p.build_request(c, { { role = "user", content = "A post." }, { role = "assistant", content = "{" } },
+            { model = "claude-x" })
+        assert.equal("prompt", req.mode)
+        assert.equal(c:prompt(), cjson.decode(req.body).system)
+        local native = p.build_request(c, { { role = "user", content = "A post." } }, { model = "claude-x" })
+        assert.equal("native", native.mode)
+        assert.equal(c:prompt("native", "anthropic"), cjson.decode(native.body).system)
+    end)
+    it("Ollama: a cloud model ignores `format`: the full prompt goes as the system message", function()
+        local p = require "jsoncontract.providers.ollama"
+        local req = p.build_request(c, { { role = "user", content = "A post." } }, { model = "gpt-oss:120b-cloud" })
+        assert.equal("prompt", req.mode)
+        assert.equal(c:prompt(), (system_of(req)))
+    end)
+end)
+
 describe("reask_history", function()
     it("is \"last\" by default, \"all\" when asked, and nothing else", function()
         assert.equal("last", contract().reask_history)
