@@ -17,8 +17,10 @@ _M.DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 local MODES = { native = true, json = true, prompt = true, grammar = true }
 
 -- Mode "grammar": the contract compiled to GBNF by jsoncontract (jsoncontract.providers.gbnf),
--- sent in llama-server's `grammar` field instead of `response_format` (the server takes one of
--- the two: ggml-org/llama.cpp tools/server/README.md, "grammar" and "json_schema" options).
+-- sent in llama-server's `grammar` field instead of `response_format`: the server takes one of
+-- the two (ggml-org/llama.cpp server.cpp answers a request with both "either \"json_schema\" or
+-- \"grammar\" can be specified, but not both"; response_format becomes json_schema there;
+-- checked 2026-12-04 on a stored copy of the source).
 local function grammar_of(schema)
     local text, unexpressed = gbnf.compile(schema)
     return { text = text, unexpressed = text and unexpressed or nil, why = not text and unexpressed or nil }
