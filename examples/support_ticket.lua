@@ -2,7 +2,8 @@
 -- A job module (`jsoncontract run --job examples/support_ticket.lua --input examples/mailbox.jsonl`;
 -- `jsoncontract triage` is its short form): it returns
 -- `{ contract = <jsoncontract contract>, context = function,
---    contract_4digits = <the lesson's variant>, policy = <the lesson's retry policy>, rules = {...},
+--    contract_4digits = <the lesson's variant>, policy = <the lesson's retry policy>,
+--    contract_all_history = <the contract, re-asks resending every attempt>, rules = {...},
 --    schema = {...}, replay_context = function }`.
 --
 -- A missing order number is `null`, never an invented one. The business rules look the
@@ -132,5 +133,17 @@ end
 --- The lesson's retry policy: at most 3 answers, and stop once the conversation a retry
 -- would resend exceeds 100 estimated tokens (words x 1.3), even before the third.
 M.policy = { max_attempts = 3, token_budget = 100 }
+
+-- The lesson's conversation that grows: every re-ask resends every earlier attempt
+-- (`reask_history = "all"`; by default a re-ask carries the input, the last reply and its errors).
+M.contract_all_history = jc.contract {
+    name = "support_ticket",
+    version = "1.0.0",
+    schema = M.schema,
+    instructions = INSTRUCTIONS,
+    examples = EXAMPLES,
+    rules = M.rules,
+    reask_history = "all",
+}
 
 return M

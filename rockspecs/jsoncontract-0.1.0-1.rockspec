@@ -101,6 +101,7 @@ build = {
       ["jsoncontract.providers.gemini"] = "lua/jsoncontract/providers/gemini.lua",
       ["jsoncontract.providers"] = "lua/jsoncontract/providers/init.lua",
       ["jsoncontract.providers.llamacpp"] = "lua/jsoncontract/providers/llamacpp.lua",
+      ["jsoncontract.providers.gbnf"] = "lua/jsoncontract/providers/gbnf.lua",
       ["jsoncontract.providers.ndjson"] = "lua/jsoncontract/providers/ndjson.lua",
       ["jsoncontract.providers.ollama"] = "lua/jsoncontract/providers/ollama.lua",
       ["jsoncontract.providers.openai"] = "lua/jsoncontract/providers/openai.lua",

@@ -96,16 +96,33 @@ describe("examples/support_ticket.lua", function()
             assert.equal("unexpected_character", out.reason.kind)
             assert.is_true(out.reason.attempts_exhausted)
         end)
-        it("each attempt resends the whole history, so it costs more input tokens than the one before", function()
-            local _, calls = ask(ticket.contract, "hello, something is wrong")
+        it("with reask_history \"all\" each attempt resends the whole history, so it costs more input tokens "
+            .. "than the one before", function()
+            local _, calls = ask(ticket.contract_all_history, "hello, something is wrong")
             local run = require "jsoncontract.run"
             local last = -1
+            assert.equal(3, #calls)
             for i, c in ipairs(calls) do
                 local n = 0
                 for _, m in ipairs(c.body.messages) do n = n + run.estimate_tokens(m.content) end
                 assert.is_true(n > last, "attempt " .. i)
                 assert.equal(2 * i, #c.body.messages)
                 last = n
+            end
+        end)
+        it("by default a re-ask carries the mail, the last reply and its errors, not the earlier attempts", function()
+            local _, calls = ask(ticket.contract, "hello, something is wrong")
+            assert.equal(3, #calls)
+            for i, c in ipairs(calls) do
+                local m = c.body.messages
+                assert.equal(i == 1 and 2 or 4, #m)
+                assert.same({ "system", "user" }, { m[1].role, m[2].role })
+                assert.equal("hello, something is wrong", m[2].content)
+                if i > 1 then
+                    assert.same({ "assistant", "user" }, { m[3].role, m[4].role })
+                    assert.is_true(#m[3].content > 0)
+                    assert.matches("^The answer is not exactly one valid JSON value", m[4].content)
+                end
             end
         end)
     end)
@@ -143,7 +160,7 @@ describe("examples/support_ticket.lua", function()
             assert.same({ { "/summary", "pattern" } }, errs(err))
         end)
         it("stops retrying once the history exceeds 100 tokens: 'hello, something is wrong' makes 2 attempts", function()
-            local out, calls = ask(ticket.contract, "hello, something is wrong", nil, { policy = ticket.policy })
+            local out, calls = ask(ticket.contract_all_history, "hello, something is wrong", nil, { policy = ticket.policy })
             assert.equal("human_review", out.status)
             assert.equal("budget", out.reason.category)
             assert.equal("token_budget", out.reason.kind)

@@ -13,7 +13,7 @@ local KEY = "sk-SENTINEL-never-in-output-0123456789"
 -- what its rules read (the shipped orders table, in memory), as a job opens it
 local CTX = assert(ticket.context {})
 
-local function ask(mail, fake_opts, opts)
+local function ask(mail, fake_opts, opts, contract)
     local send, calls = fake.transport(fake_opts)
     opts = opts or {}
     opts.provider = opts.provider or "openai"
@@ -25,7 +25,7 @@ local function ask(mail, fake_opts, opts)
     if opts.context == nil then opts.context = CTX end
     local log = opts.evidence or evidence.memory()
     opts.evidence = log
-    return jc.ask(ticket.contract, mail, opts), calls, log
+    return jc.ask(contract or ticket.contract, mail, opts), calls, log
 end
 
 describe("jsoncontract.run", function()
@@ -93,7 +93,8 @@ describe("jsoncontract.run", function()
         end)
 
         it("stops before three attempts when the history exceeds the token budget", function()
-            local out = ask("hello, something is wrong", nil, { policy = { token_budget = 100 } })
+            local out = ask("hello, something is wrong", nil, { policy = { token_budget = 100 } },
+                ticket.contract_all_history)
             assert.equal("human_review", out.status)
             assert.equal("budget", out.reason.category)
             assert.equal("token_budget", out.reason.kind)

@@ -70,6 +70,16 @@ return {
                             f.schema_pointer == "" and "/" or f.schema_pointer, f.keyword, f.reason))
                     end
                 end
+                local g = r.grammar -- mode "grammar": jsoncontract's own grammar (llamacpp)
+                if g then
+                    out:write(format("%s (mode grammar): %s\n", r.provider, g.fails and ("no grammar, sent in mode "
+                        .. g.mode .. ": " .. g.fails) or format("%d keyword%s not expressed", #g.unexpressed,
+                        #g.unexpressed == 1 and "" or "s")))
+                    for _, f in ipairs(g.unexpressed) do
+                        out:write(format("  %s %s: %s: %s\n", f.schema_pointer == "" and "/" or f.schema_pointer,
+                            f.keyword, f.action, f.reason))
+                    end
+                end
             end
         end
         return any and 1 or 0

@@ -147,7 +147,7 @@ local function offline_checks(env, check)
         expect(out.status == "human_review" and #out.attempts == 3)
     end)
     check("ask: the 100-token budget stops retrying early", function()
-        local out = ask(ticket.contract, "hello, something is wrong",
+        local out = ask(ticket.contract_all_history, "hello, something is wrong",
             scripted { "Sure! I am happy to help. Could you tell me more about the problem?" },
             { policy = ticket.policy })
         expect(out.reason.kind == "token_budget" and #out.attempts == 2, tostring(out.reason.kind) .. " after " ..

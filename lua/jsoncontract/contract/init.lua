@@ -25,8 +25,12 @@ local null = core.null
 local KNOWN_FIELDS = {
     name = true, version = true, schema = true, instructions = true, examples = true,
     rules = true, rules_budget = true, adapters = true, format_assertion = true, messages = true,
-    work_budget = true, trusted = true,
+    work_budget = true, trusted = true, reask_history = true,
 }
+
+--- What a re-ask resends (`reask_history`): "last" (the input, the last reply and the errors
+-- found in it) or "all" (every earlier attempt and its errors).
+local REASK_HISTORY = { last = true, all = true }
 
 -- Render a JSON value for the prompt (compact JSON).
 local function json(v)
@@ -236,7 +240,9 @@ local render_prompt -- below: the system prompt's text (see `prompt`)
 --   `work_budget` (integer, optional: work units per validation, see `jc.compile`),
 --   `messages` (optional map from a schema location, e.g. "/properties/order_id/pattern", to the
 --   words that replace the validator's for an error there: the message becomes
---   `<pointer> <value> <words>`, e.g. `/order_id "10420" does not have 4 digits`).
+--   `<pointer> <value> <words>`, e.g. `/order_id "10420" does not have 4 digits`),
+--   `reask_history` ("last" (default) | "all": what a re-ask resends; "last" sends the input,
+--   the last reply and its errors, "all" every earlier attempt and its errors).
 -- @treturn table contract
 -- @raise on a missing or mistyped field, an unknown field, a schema that is not a schema, or an
 --   example output the schema refuses
@@ -295,6 +301,9 @@ function _M.new(def)
             error("contract example " .. i .. " must be {input = string, output = value}", 2)
         end
     end
+    if def.reask_history ~= nil and not REASK_HISTORY[def.reask_history] then
+        error("contract field 'reask_history' must be \"last\" or \"all\"", 2)
+    end
     if def.messages ~= nil and type(def.messages) ~= "table" then
         error("contract field 'messages' must be a table", 2)
     end
@@ -305,6 +314,7 @@ function _M.new(def)
     end
     local self = {
         messages = def.messages,
+        reask_history = def.reask_history or "last",
         name = def.name,
         version = def.version,
         schema = schema,
@@ -325,17 +335,35 @@ function _M.new(def)
         provider_plans = {},
     }
     setmetatable(self, mt)
-    -- Rendered once, here: every request of every ask sends this string.
+    -- Rendered once, here: every request of every ask sends this string (the native prompts,
+    -- one per provider, on first use).
     self._prompt = render_prompt(self)
+    self._native_prompts = {}
     return self
 end
 
---- The system prompt: the instructions, then the contract's name and version, then the
--- fields, types and allowed values rendered from the schema, then the examples. Rendered once,
--- when the contract is made.
+local render_native -- below
+
+--- The system prompt for a request.
+-- Modes "prompt" and "json" (and no mode) get the full prompt: the instructions, then the
+-- contract's name and version, then the fields, types and allowed values rendered from the
+-- schema, then the examples. Mode "native" with a provider name gets the short prompt when
+-- that provider is sent the schema: the instructions, the contract's name and version, what
+-- the provider will not enforce or pass on (each keyword `lint` lists, e.g. a `pattern` or a
+-- `description` left out of the copy sent), and the examples; the types, patterns and bounds
+-- the native schema carries are not repeated. A native request that falls back (the provider
+-- cannot take the schema) gets the full prompt. Each text is rendered once per contract.
+-- @tparam[opt] string mode "native" | "json" | "prompt"
+-- @tparam[opt] string provider a name from `jsoncontract.providers.names`
 -- @treturn string
-function _M.prompt(self)
-    return self._prompt
+function _M.prompt(self, mode, provider)
+    if mode ~= "native" or type(provider) ~= "string" then return self._prompt end
+    local text = self._native_prompts[provider]
+    if text == nil then
+        text = render_native(self, provider) or self._prompt
+        self._native_prompts[provider] = text
+    end
+    return text
 end
 
 -- Each example's answer against the schema. The prompt shows them as answers to copy, so one
@@ -369,6 +397,96 @@ function render_prompt(self)
         lines[#lines + 1] = ""
         lines[#lines + 1] = format("Example %d input: %s", i, tostring(ex.input))
         lines[#lines + 1] = format("Example %d answer: %s", i, json(ex.output))
+    end
+    return concat(lines, "\n")
+end
+
+-- A field path for the prompt from a schema pointer: "/properties/a/items/properties/b/pattern"
+-- -> "a[].b"; the keyword is the last token.
+local function field_of(pointer)
+    local path, out = {}, ""
+    for token in pointer:gmatch("/([^/]*)") do path[#path + 1] = token:gsub("~1", "/"):gsub("~0", "~") end
+    local i = 1
+    while i < #path do
+        local t = path[i]
+        if (t == "properties" or t == "$defs" or t == "definitions") and i + 1 < #path then
+            out = out .. (out == "" and "" or ".") .. path[i + 1]
+            i = i + 2
+        elseif t == "items" or t == "prefixItems" or t == "additionalItems" then
+            out = out .. "[]"
+            i = i + (t == "prefixItems" and 2 or 1)
+        else
+            i = i + 1
+        end
+    end
+    return out == "" and "the answer" or out, path[#path]
+end
+
+-- The value at a schema pointer (nil when there is none).
+local function value_at(schema, pointer)
+    local node = schema
+    for token in pointer:gmatch("/([^/]*)") do
+        token = token:gsub("~1", "/"):gsub("~0", "~")
+        if type(node) ~= "table" then return nil end
+        local n = tonumber(token)
+        if n and getmetatable(node) == core.array_mt or (n and node[n + 1] ~= nil) then
+            node = node[n + 1]
+        else
+            node = node[token]
+        end
+    end
+    return node
+end
+
+-- The short prompt of a native request through `provider` (its name and version are in the
+-- schema name and evidence, not here), or nil when that provider's native
+-- request falls back (then the schema is not sent and the full prompt is needed).
+function render_native(self, provider)
+    local ok, mod = pcall(function() return require("jsoncontract.providers").get(provider) end)
+    if not ok or type(mod.native_schema) ~= "function" or type(self.schema) ~= "table" then return nil end
+    local ok2, _, _, _, _, plan = pcall(mod.native_schema, self.schema)
+    if not ok2 or type(plan) ~= "table" or plan.fallback ~= nil then return nil end
+    -- (every word here is paid on every request: the schema sent says the rest)
+    local lines = { self.instructions,
+        "Answer with JSON only, by the schema sent.",
+        "Never invent a value: use null where the input does not say and the field allows it." }
+    local subset = require "jsoncontract.providers.schema_subset"
+    -- what the provider will not enforce or pass on, one line per field, in schema order
+    local fields, said = {}, {}
+    for _, f in ipairs(subset.not_enforced(plan.findings or {})) do
+        local where, keyword = field_of(f.schema_pointer or "")
+        local v = value_at(self.schema, f.schema_pointer or "")
+        local part
+        if keyword == "description" and type(v) == "string" then
+            part = v
+        elseif v ~= nil and keyword ~= nil then
+            -- (a pattern or format as written, not as a JSON string with its escapes doubled)
+            part = keyword .. " " .. (type(v) == "string" and v or json(v))
+        end
+        if part then
+            if not said[where] then
+                said[where] = {}
+                fields[#fields + 1] = where
+            end
+            local list = said[where]
+            if not list[part] then
+                list[part] = true
+                list[#list + 1] = part
+            end
+        end
+    end
+    if #fields > 0 then
+        lines[#lines + 1] = "Also keep to:"
+        for _, where in ipairs(fields) do
+            local line = format("- %s: %s", where, concat(said[where], ", "))
+            if #line > MAX_LINE then line = line:sub(1, MAX_LINE):gsub("[\192-\255][\128-\191]*$", "") .. "..." end
+            lines[#lines + 1] = line
+        end
+    end
+    for i, ex in ipairs(self.examples) do
+        local n = #self.examples > 1 and " " .. i or ""
+        lines[#lines + 1] = format("Example%s input: %s", n, tostring(ex.input))
+        lines[#lines + 1] = format("Example%s answer: %s", n, json(ex.output))
     end
     return concat(lines, "\n")
 end

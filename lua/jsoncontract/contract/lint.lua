@@ -40,7 +40,9 @@ end
 --   findings = array of the same, also holding what is "rewritten" (sent in another form,
 --   still enforced) or "narrowed" (the provider allows less than the schema),
 --   fails = boolean (a native request as written would be rejected, or run unconstrained),
---   fallback = nil | { from = "native", to = mode, schema_pointer, keyword, reason, source (URL) } }.
+--   fallback = nil | { from = "native", to = mode, schema_pointer, keyword, reason, source (URL) },
+--   grammar = nil | (llamacpp) what mode "grammar" leaves to the schema gate, see
+--   jsoncontract.providers.llamacpp.grammar_report }.
 --   A contract's examples are checked against each copy sent (see
 --   jsoncontract.providers.schema_subset.instances): a copy that rejects one "fails".
 -- @raise on a schema that is neither a table nor JSON text, on invalid JSON text, on an
@@ -75,7 +77,9 @@ function _M.lint(contract_or_schema, provider_name)
         local _, _, _, mode, plan = providers.get(name).native_schema(schema, contract)
         report[#report + 1] = { provider = name, mode = mode,
             not_enforced = strip(schema_subset.not_enforced(plan.findings)), findings = strip(plan.findings),
-            fails = plan.fallback ~= nil, fallback = plan.fallback and public(plan.fallback) or nil }
+            fails = plan.fallback ~= nil, fallback = plan.fallback and public(plan.fallback) or nil,
+            -- a provider that takes jsoncontract's own grammar says what it leaves to the gate
+            grammar = providers.get(name).grammar_report and providers.get(name).grammar_report(schema) or nil }
     end
     return report
 end

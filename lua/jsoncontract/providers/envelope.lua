@@ -120,8 +120,14 @@ function C.check_request_args(contract, messages, opts, modes, provider)
     end
     -- A contract from jsoncontract.contract rendered its prompt when it was made (`prompt` is
     -- then its method); a plain table brings the string.
-    local prompt = contract.prompt
-    if type(prompt) == "function" then prompt = prompt(contract) end
+    local prompt, full_prompt = contract.prompt, nil
+    if type(prompt) == "function" then
+        -- a native request gets the short prompt (the schema sent carries the rest) and keeps
+        -- the full one for a fallback (see C.post)
+        full_prompt = prompt(contract)
+        local native = type(opts) == "table" and (opts.mode == nil or opts.mode == "native")
+        prompt = native and prompt(contract, "native", provider) or full_prompt
+    end
     if type(prompt) ~= "string" then
         error("contract.prompt must be a string (the rendered instructions)", 3)
     end
@@ -183,6 +189,7 @@ function C.check_request_args(contract, messages, opts, modes, provider)
         model = opts.model, api_key = opts.api_key, base_url = opts.base_url,
         max_tokens = max_tokens, temperature = opts.temperature, mode = mode,
         stream = opts.stream or nil,
+        full_prompt = full_prompt ~= prompt and full_prompt or nil, prompt = prompt,
     }, msgs, prompt
 end
 
@@ -195,6 +202,19 @@ function C.with_system(prompt, msgs)
 end
 
 local NO_PLAN = {} -- read only: a request that is not native
+
+-- A native request that went out in a weaker mode sends no schema: its body gets the full
+-- prompt back where the short one was put (the system message, `system`, `instructions` or
+-- Gemini's `systemInstruction`).
+local function full_prompt_back(body, short, full)
+    local m = type(body.messages) == "table" and body.messages[1]
+    if type(m) == "table" and m.role == "system" and m.content == short then m.content = full end
+    if body.system == short then body.system = full end
+    if body.instructions == short then body.instructions = full end
+    local si = type(body.systemInstruction) == "table" and type(body.systemInstruction.parts) == "table"
+        and body.systemInstruction.parts[1]
+    if type(si) == "table" and si.text == short then si.text = full end
+end
 
 --- The request table build_request returns: a JSON POST of `r.body` to `r.url`, ready for a
 -- transport as it is. Its own fields are the transport's (`url`, `method`, `headers`, `body`;
@@ -216,6 +236,9 @@ function C.post(r)
         headers[r.auth] = r.auth == "authorization" and "Bearer " .. key or key
     end
     local plan = r.plan or NO_PLAN
+    if r.opts.full_prompt and r.mode ~= "native" and r.mode ~= "native-nonstrict" then
+        full_prompt_back(r.body, r.opts.prompt, r.opts.full_prompt)
+    end
     return setmetatable({ url = r.url, method = "POST", headers = headers, body = core.encode(r.body) },
         { __index = { mode = r.mode, schema_sent = plan.schema, dropped = plan.dropped, findings = plan.findings,
             fallback = plan.fallback } })

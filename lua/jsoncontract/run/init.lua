@@ -1,7 +1,8 @@
 --- The attempt loop (DESIGN.md "The chain of gates").
 -- One call of `ask` sends the contract and the input to a provider, runs every gate on the
--- reply, and on a format, schema or (retryable) rules failure appends the model's answer and
--- one user message listing the errors, then asks again, up to `policy.max_attempts`. Refusals,
+-- reply, and on a format, schema or (retryable) rules failure sends the input, the model's last
+-- answer and one user message listing its errors (every earlier attempt too when the contract's
+-- `reask_history` is "all"), then asks again, up to `policy.max_attempts`. Refusals,
 -- content filters and truncated replies are never repaired and never accepted. Transient
 -- transport failures (429, 5xx, 529, timeout, reset, connect) are retried unchanged with backoff
 -- and `Retry-After`, within `policy.transport_retries`. Whatever cannot be accepted goes to
@@ -103,7 +104,8 @@ end
 -- @tparam table opts
 --   `provider` (a name from `jsoncontract.providers.names`: "openai", "openai_responses", "anthropic",
 --   "gemini", "ollama", "llamacpp"; or a provider module; required), `model` (string, required),
---   `api_key`, `base_url`, `max_tokens`, `temperature`, `mode` ("native"|"json"|"prompt"),
+--   `api_key`, `base_url`, `max_tokens`, `temperature`, `mode` ("native"|"json"|"prompt", and for
+--   "llamacpp" "grammar": the schema compiled to GBNF by jsoncontract.providers.gbnf),
 --   `transport` (function(req) -> res | nil, err; default `jsoncontract.transport.curl`.request, and under
 --   nginx the cosocket transport where cosockets work, see `jsoncontract.transport.default`),
 --   `allow_blocking` (boolean: accept the blocking curl transport inside an nginx worker),
@@ -281,6 +283,11 @@ function _M.ask(contract, input, opts)
                     format("no valid answer after %d attempts; last: %s", att, cerr.message),
                     { errors = cerr.errors, attempts_exhausted = true, offset = cerr.offset }))
             end
+            -- A re-ask carries the input, the last reply and its errors; the earlier attempts
+            -- too only when the contract asks for them (`reask_history = "all"`): each resent
+            -- attempt is paid for again as input tokens, and the errors of the last reply are
+            -- what the model must mend.
+            if contract.reask_history ~= "all" then messages = { messages[1] } end
             messages[#messages + 1] = { role = "assistant", content = reply.text }
             messages[#messages + 1] = { role = "user", content = fb }
             local over = policy_mod.over_budget(policy,

@@ -28,6 +28,9 @@ _M.ASK_MORE_TEXT = "Could you tell me more about the problem?"
 --- Share of retries that come back clean.
 _M.FIX_RATE = 0.8
 
+-- Earlier answers of its own the model recognises in a conversation that carries only the last.
+local MAX_RECALL = 8
+
 ------------------------------------------------------------------------------
 -- Faults
 ------------------------------------------------------------------------------
@@ -260,11 +263,12 @@ function _M.answer(request, opts)
     if type(request) ~= "table" then error("request must be a table", 2) end
     local seed = opts and opts.seed or 1
     local messages = type(request.messages) == "table" and request.messages or {}
-    local mail, attempt = nil, 1
+    local mail, attempt, last_reply = nil, 1, nil
     for _, m in ipairs(messages) do
         if type(m) == "table" then
             if m.role == "assistant" then
                 attempt = attempt + 1
+                last_reply = stext.text_of(m.content)
             elseif m.role == "user" and not mail then
                 mail = stext.text_of(m.content)
             end
@@ -278,7 +282,24 @@ function _M.answer(request, opts)
     end
     local schema = request.schema
     local name = _M.recognise(schema, stext.text_of(request.system))
-    if name then return _M.known(name).answer(ans, seed, request) end
+    if name then
+        local ex = _M.known(name)
+        if attempt == 2 then
+            -- One earlier reply: the whole history, or a client that re-asks with the last reply
+            -- alone. Which of its own answers that reply is says how far the conversation is, so
+            -- the model goes on as it would with the whole history (a reply it gave on several
+            -- attempts counts as the first: the same conversation gets the same answer).
+            for k = 1, MAX_RECALL do
+                local a = ex.answer({ attempt = k, mail = mail }, seed, request)
+                if a.text == last_reply then
+                    attempt = k + 1
+                    break
+                end
+            end
+            ans.attempt = attempt
+        end
+        return ex.answer(ans, seed, request)
+    end
     if schema == nil then
         ans.kind, ans.text = "json", generate.minimal_json(request.json_object and { type = "object" } or {})
     else

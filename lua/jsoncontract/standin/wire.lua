@@ -3,9 +3,10 @@
 -- (The HTTP server and the response bodies are `jsoncontract.standin.server`.)
 -- @module jsoncontract.standin.wire
 local stext = require "jsoncontract.standin.text"
+local cjson = require "cjson"
 
 local concat = table.concat
-local ipairs, type, tonumber = ipairs, type, tonumber
+local ipairs, type, tonumber, pcall = ipairs, type, tonumber, pcall
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -49,7 +50,11 @@ function _M.from_anthropic(body)
     }
 end
 
---- Input tokens of a request: all message contents and the system prompt, words x 1.3.
+--- Input tokens of a request: all message contents and the system prompt (words x 1.3), and
+-- the schema sent natively, where a real model meets it: providers put it into the model's
+-- context and bill it as input (counted as JSON text, one token per 4 bytes, as
+-- `stext.cutoff_tokens` counts unbroken text). A prompt that leaves the schema to the native
+-- field is then neither rewarded (the schema is not free) nor punished.
 -- @tparam table request as for `answer`
 -- @treturn integer tokens
 function _M.input_tokens(request)
@@ -57,7 +62,12 @@ function _M.input_tokens(request)
     for _, m in ipairs(request.messages or {}) do
         if type(m) == "table" then parts[#parts + 1] = stext.text_of(m.content) end
     end
-    return stext.tokens(concat(parts, " "))
+    local n = stext.tokens(concat(parts, " "))
+    if type(request.schema) == "table" then
+        local ok, text = pcall(cjson.encode, request.schema)
+        if ok then n = n + stext.cutoff_tokens(text) end
+    end
+    return n
 end
 
 return _M
