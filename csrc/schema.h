@@ -589,6 +589,7 @@ jc_res *jc_get_res(jc_cctx *c, const char *base);
 int jc_draft_name(const char *d);
 int jc_draft_uri(const char *u);
 int jc_meta_novalidation(lua_State *L, int uidx);
+int jc_push_metaschema(lua_State *L, const char *u, size_t len);
 
 /* schema_eval.c */
 /* The verdict of 'n' on entry 'i' in the verdict pass (c->qbase, not

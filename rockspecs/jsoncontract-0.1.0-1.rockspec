@@ -41,7 +41,7 @@ build = {
                      "csrc/parse.c", "csrc/encode.c", "csrc/schema_compile.c",
                      "csrc/schema_ref.c", "csrc/schema_eval.c", "csrc/schema_report.c",
                      "csrc/schema_lua.c", "csrc/schema_format.c", "csrc/pattern.c",
-                     "csrc/transport.c", "csrc/stream.c" },
+                     "csrc/transport.c", "csrc/stream.c", "csrc/metaschemas.c" },
          defines = { "JC_VERSION=\"0.1.0\"", "_POSIX_C_SOURCE=200809L" },
          libraries = { "curl", "pcre2-8", "crypto" },
          incdirs = { "$(CURL_INCDIR)", "$(PCRE2_INCDIR)", "$(CRYPTO_INCDIR)" },
