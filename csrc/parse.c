@@ -876,8 +876,11 @@ static int jc_push_parse_error(jc_parser *p) {
   return 2;
 }
 
-int jc_parse_tape(lua_State *L, jc_tape *t, const char *text, size_t len,
-                  size_t max_depth, size_t max_bytes) {
+/* 'jc_parse_tape', the err pushed only when 'want_err' (else 1 returned
+** on a format error, nothing pushed). */
+static int jc_parse_into(lua_State *L, jc_tape *t, const char *text,
+                         size_t len, size_t max_depth, size_t max_bytes,
+                         int want_err) {
   jc_parser p;
   jc_frame local[JC_LOCAL_FRAMES];
   memset(&p, 0, offsetof(jc_parser, head));   /* 'head' is written on error */
@@ -891,6 +894,7 @@ int jc_parse_tape(lua_State *L, jc_tape *t, const char *text, size_t len,
   p.frames = local;
   p.nframes = JC_LOCAL_FRAMES;
   if (len > max_bytes) {
+    if (!want_err) return 1;
     snprintf(p.head, sizeof p.head, "text longer than %lu bytes at ",
              (unsigned long)max_bytes);
     jc_fail(&p, "too_big", p.start + max_bytes, "");
@@ -902,7 +906,17 @@ int jc_parse_tape(lua_State *L, jc_tape *t, const char *text, size_t len,
     jc_tape_grow(L, t, (void **)&t->v, &t->cap, len / 16, sizeof(jc_tv));
   p.max_depth = max_depth;
   if (jc_parse_run(&p) == 0) return 0;
-  return jc_push_parse_error(&p);
+  return want_err ? jc_push_parse_error(&p) : 1;
+}
+
+int jc_parse_tape(lua_State *L, jc_tape *t, const char *text, size_t len,
+                  size_t max_depth, size_t max_bytes) {
+  return jc_parse_into(L, t, text, len, max_depth, max_bytes, 1);
+}
+
+int jc_parse_tape_quiet(lua_State *L, jc_tape *t, const char *text,
+                        size_t len, size_t max_depth, size_t max_bytes) {
+  return jc_parse_into(L, t, text, len, max_depth, max_bytes, 0);
 }
 
 int jc_parse_text(lua_State *L, const char *text, size_t len,
