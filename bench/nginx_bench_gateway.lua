@@ -60,6 +60,8 @@ local srv = nginx.start {
             "  location /up/ { content_by_lua_block { " .. app .. ".upstream() } }",
             "  location = /proxy { proxy_http_version 1.1; proxy_set_header Connection \"\";",
             "    proxy_pass http://up_keepalive/up/v1/chat/completions; }",
+            "  location = /profile_start { content_by_lua_block { " .. app .. ".profile_start() } }",
+            "  location = /profile_stop { content_by_lua_block { " .. app .. ".profile_stop() } }",
             "  location = /gateway { content_by_lua_block { " .. app .. '.gw:serve("support_ticket") } }',
             "}" }, "\n")
     end,
@@ -87,6 +89,40 @@ local ok, err = pcall(function()
     table.sort(ratios_up)
     say("gateway/proxy_pass = %.2f (median round; the goal: >= 0.5); proxy_pass/upstream alone = %.2f",
         ratios[math.floor((#ratios + 1) / 2)], ratios_up[math.floor((#ratios_up + 1) / 2)])
+    -- Where the gateway's time goes: LuaJIT's sampling profiler in the worker during one more
+    -- /gateway run, by VM state (compiled, interpreted, C, GC) and by function.
+    local curl = require "jsoncontract.transport.curl"
+    for _, mode in ipairs { "vi1", "Fi1", "jitv" } do
+        local out = srv.dir .. "/profile-" .. mode .. ".txt"
+        curl.request { url = srv.base .. "/profile_start?mode=" .. mode .. "&path=" .. out, timeout_ms = 2000 }
+        wrk(srv.dir, "/gateway", srv.base)
+        curl.request { url = srv.base .. "/profile_stop?mode=" .. mode, timeout_ms = 2000 }
+        local text = util.read(out) or "(no profile written)\n"
+        if mode == "jitv" then
+            -- the JIT's trace aborts by reason, most frequent first: code left to the interpreter
+            local count = {}
+            for line in text:gmatch("[^\n]+") do
+                local where, why = line:match("^%[TRACE %-%-%- (.-) %-%- (.-)%]$")
+                if why then
+                    where = where:gsub("^%(%d+/%d+%) ", "")
+                    local k = why .. " at " .. where
+                    count[k] = (count[k] or 0) + 1
+                end
+            end
+            local rows = {}
+            for k, c in pairs(count) do rows[#rows + 1] = { k, c } end
+            table.sort(rows, function(a, b) return a[2] > b[2] end)
+            say("trace aborts in the worker under /gateway (jit.v), most frequent first:")
+            for i = 1, math.min(12, #rows) do say("  %4d  %s", rows[i][2], rows[i][1]) end
+        else
+            say("profile of the worker under /gateway (jit.p %s, top of the samples):", mode)
+            local n = 0
+            for line in text:gmatch("[^\n]+") do
+                n = n + 1
+                if n <= 14 then say("  %s", line) end
+            end
+        end
+    end
 end)
 srv:stop()
 if not ok then error(err, 0) end

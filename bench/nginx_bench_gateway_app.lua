@@ -32,4 +32,23 @@ function M.upstream()
     ngx.print(M.ENVELOPE)
 end
 
+--- Start LuaJIT's sampling profiler in this worker (jit.p, mode e.g. "Fi1": functions with
+-- their files, 1 ms samples; "vi1": VM states), writing to 'path' at profile_stop.
+-- Mode "jitv": the JIT compiler's trace log (jit.v) instead: which traces abort, and why.
+function M.profile_start()
+    local args = ngx.req.get_uri_args()
+    if args.mode == "jitv" then
+        require("jit.v").on(args.path)
+    else
+        require("jit.p").start(args.mode or "Fi1", args.path)
+    end
+    ngx.say("ok")
+end
+
+function M.profile_stop()
+    local args = ngx.req.get_uri_args()
+    if args.mode == "jitv" then require("jit.v").off() else require("jit.p").stop() end
+    ngx.say("ok")
+end
+
 return M

@@ -18,6 +18,7 @@
 */
 #include "jc.h"
 #include "parse.h"
+#include "schema.h"
 #include "tape.h"
 
 #include <stddef.h>
@@ -32,6 +33,7 @@ typedef struct jc_ffi_ctx {
 
 typedef struct jc_ffi_job {
   jc_tape *t;
+  jc_validator *v;      /* check: the validator, else NULL */
   const char *text;
   size_t len, max_depth, max_bytes;
   int r;
@@ -40,6 +42,10 @@ typedef struct jc_ffi_job {
 JC_EXPORT jc_ffi_ctx *jc_ffi_new(void);
 JC_EXPORT void jc_ffi_free(jc_ffi_ctx *c);
 JC_EXPORT size_t jc_ffi_layout(int what);
+JC_EXPORT int jc_ffi_check(jc_ffi_ctx *c, void *validator, const char *text,
+                           size_t len, size_t max_depth, size_t max_bytes,
+                           const jc_tv **entries, size_t *n, size_t *b,
+                           size_t *e, char *errbuf, size_t errlen);
 JC_EXPORT int jc_ffi_parse(jc_ffi_ctx *c, const char *text, size_t len,
                            size_t max_depth, size_t max_bytes,
                            const jc_tv **entries, size_t *n, char *errbuf,
@@ -100,7 +106,39 @@ static int jc_ffi_run(lua_State *L) {
   jc_ffi_job *j = (jc_ffi_job *)lua_touserdata(L, -1);
   j->r = jc_parse_tape_quiet(L, j->t, j->text, j->len, j->max_depth,
                              j->max_bytes);
+  if (j->r == 0 && j->v != NULL) {
+    jc_vopts o;
+    memset(&o, 0, sizeof o);
+    o.max_errors = 1;
+    o.verdict_only = 1;
+    lua_settop(L, 0);
+    j->r = jc_run(L, j->v, j->t, &o, 0) == 0 ? 0 : 1;
+  }
   return 0;
+}
+
+/* Run 'j' on the private state. Returns 0, 1 (j->r) or -1 (message in
+** errbuf). */
+static int jc_ffi_job_run(jc_ffi_ctx *c, jc_ffi_job *j, char *errbuf,
+                          size_t errlen) {
+  lua_State *L = c->L;
+  int status;
+  jc_tape_reset(c->t);
+  j->t = c->t;
+  j->r = -1;
+  lua_settop(L, 1);
+  lua_pushcfunction(L, jc_ffi_run);
+  lua_pushlightuserdata(L, j);
+  status = lua_pcall(L, 1, 0, 0);
+  if (status != 0) {
+    const char *msg = lua_tostring(L, -1);
+    if (errlen > 0)
+      snprintf(errbuf, errlen, "%s", msg != NULL ? msg : "not enough memory");
+    lua_settop(L, 1);
+    return -1;
+  }
+  lua_settop(L, 1);
+  return j->r != 0;
 }
 
 /*
@@ -114,30 +152,56 @@ static int jc_ffi_run(lua_State *L) {
 int jc_ffi_parse(jc_ffi_ctx *c, const char *text, size_t len,
                  size_t max_depth, size_t max_bytes, const jc_tv **entries,
                  size_t *n, char *errbuf, size_t errlen) {
-  lua_State *L = c->L;
   jc_ffi_job j;
-  int status;
-  jc_tape_reset(c->t);
-  j.t = c->t;
+  int r;
+  j.v = NULL;
   j.text = text;
   j.len = len;
   j.max_depth = max_depth;
   j.max_bytes = max_bytes;
-  j.r = -1;
-  lua_settop(L, 1);
-  lua_pushcfunction(L, jc_ffi_run);
-  lua_pushlightuserdata(L, &j);
-  status = lua_pcall(L, 1, 0, 0);
-  if (status != 0) {
-    const char *msg = lua_tostring(L, -1);
-    if (errlen > 0)
-      snprintf(errbuf, errlen, "%s", msg != NULL ? msg : "not enough memory");
-    lua_settop(L, 1);
-    return -1;
-  }
-  lua_settop(L, 1);
-  if (j.r != 0) return 1;
+  r = jc_ffi_job_run(c, &j, errbuf, errlen);
+  if (r != 0) return r;
   *entries = c->t->v;
   *n = c->t->n;
+  return 0;
+}
+
+/*
+** validator:check_json's and check's gates on text[0..len) ('\0' at
+** text[len]): the strict parse as jc_ffi_parse, then the validator's quiet
+** verdict on the tape ('validator': the payload of a "jsoncontract.
+** Validator" userdata, which the caller keeps reachable). Returns 0 when
+** the text is valid JSON and valid, with the tape's entries as
+** jc_ffi_parse and text[*b..*e) the value without the whitespace around
+** it; 1 when it is not, or the validator is closed (no err: the caller
+** asks the C API, which reports exactly); -1 on a memory error (message
+** in errbuf). Calls no Lua code: the validator cannot be closed meanwhile.
+*/
+int jc_ffi_check(jc_ffi_ctx *c, void *validator, const char *text,
+                 size_t len, size_t max_depth, size_t max_bytes,
+                 const jc_tv **entries, size_t *n, size_t *b, size_t *e,
+                 char *errbuf, size_t errlen) {
+  jc_validator *v = (jc_validator *)validator;
+  jc_ffi_job j;
+  size_t lo = 0, hi = len;
+  int r;
+  if (v == NULL || v->root == NULL || v->closing) return 1;
+  j.v = v;
+  j.text = text;
+  j.len = len;
+  j.max_depth = max_depth;
+  j.max_bytes = max_bytes;
+  r = jc_ffi_job_run(c, &j, errbuf, errlen);
+  if (r != 0) return r;
+  while (lo < hi && (text[lo] == ' ' || text[lo] == '\t' || text[lo] == '\n'
+                     || text[lo] == '\r'))
+    lo++;
+  while (hi > lo && (text[hi - 1] == ' ' || text[hi - 1] == '\t'
+                     || text[hi - 1] == '\n' || text[hi - 1] == '\r'))
+    hi--;
+  *entries = c->t->v;
+  *n = c->t->n;
+  *b = lo;
+  *e = hi;
   return 0;
 }

@@ -418,6 +418,9 @@ typedef struct jc_key {
 
 typedef struct jc_vopts {
   int first, basic, max_errors;
+  int verdict_only;    /* jc_run stops after the quiet verdict: an invalid
+                          value returns -1, nothing pushed, no error built
+                          (the FFI path, whose state has no error tables) */
 } jc_vopts;
 
 extern const char *const jc_jt_names[];   /* by JT_* kind */

@@ -88,6 +88,72 @@ describe("jsoncontract.ffi", function()
         assert.equal("too_deep", err.kind)
     end)
 
+    -- check_json / check both ways on one validator and text: same result or same err.
+    local function check_both(v, text, what)
+        for _, m in ipairs { "check_json", "check" } do
+            local a, ea = jffi.capi[m](v, text)
+            local b, eb = jffi[m](v, text)
+            if a == nil then
+                assert.is_nil(b, what)
+                assert.equal(tostring(ea), tostring(eb), what)
+                for _, f in ipairs(ERR_FIELDS) do assert.equal(ea[f], eb[f], what .. " err." .. f) end
+            else
+                same(a, b, what .. " " .. m)
+            end
+        end
+    end
+
+    it("is the validators' check_json method, and check_json gives what the C API gives", function()
+        local v = core.compile({ type = "object", required = { "a" } })
+        assert.equal(jffi.check_json, getmetatable(v).__index.check_json)
+        for _, text in ipairs { '{"a":1}', ' {"a":1}\n', '{"b":1}', "[1]", "{", "", '{"a":1,"a":2}' } do
+            check_both(v, text, text)
+        end
+        assert.equal('{"a":1}', v:check_json(' {"a":1}\n'))
+        local t = '{"a":1}'
+        assert.equal(t, v:check_json(t))
+    end)
+
+    it("runs the JSON-Schema-Test-Suite (2020-12, draft7, draft4) as the C API does", function()
+        local root = util.shared("corpora/JSON-Schema-Test-Suite/")
+        local n = 0
+        for _, d in ipairs { { "draft2020-12", "2020-12" }, { "draft7", "draft7" }, { "draft4", "draft4" } } do
+            local dir = root .. "tests/" .. d[1]
+            for _, name in ipairs(list(dir)) do
+                if name:match("%.json$") then
+                    for _, group in ipairs(core.decode(util.read(dir .. "/" .. name))) do
+                        local ok, v = pcall(core.compile, group.schema, { draft = d[2], loader = function(uri)
+                            local rel = uri:match("^http://localhost:1234/(.*)$")
+                            local text = rel and util.read(root .. "remotes/" .. rel)
+                            return text and core.decode(text)
+                        end })
+                        if ok then
+                            for _, test in ipairs(group.tests) do
+                                local text = core.encode(test.data)
+                                check_both(v, text, name .. ": " .. group.description .. " / " .. test.description)
+                                n = n + 1
+                            end
+                        end
+                    end
+                end
+            end
+        end
+        if n == 0 then pending("JSON-Schema-Test-Suite not found") end
+        assert.is_true(n > 2000)
+    end)
+
+    it("falls back to the C API for options, a closed validator and misuse", function()
+        local v = core.compile({ type = "array" })
+        assert.same({ "[1]", core.decode("[1]") }, { jffi.check_json(v, "[1]", { value = true }) })
+        assert.has_error(function() jffi.check_json(v, nil) end)
+        assert.has_error(function() jffi.check_json(v, "[1]", { nope = 1 }) end)
+        v:close()
+        local ok, msg = pcall(jffi.check_json, v, "[1]")
+        assert.is_false(ok)
+        assert.truthy(tostring(msg):find("validator is closed", 1, true))
+        assert.has_error(function() v:check_json("[1]") end)
+    end)
+
     it("a finalizer that decodes while a value is built gets its own value, and leaves it whole", function()
         local inner = {}
         local big = "[" .. string.rep('{"k":"v","n":[1,2,3]},', 2000) .. '{"k":"v"}]'

@@ -3,10 +3,12 @@
 -- Lua (`table.new` with exact sizes, `ffi.string`), as lua-resty-core and lua-resty-simdjson
 -- cross into C. The same C code decides; only the crossing and the value building differ.
 --
--- Not chosen by default: measured against the C API path (bench/decode_bench.lua, LuaJIT
--- rows "decode ... (ffi)"), the JIT-built value costs more than the C builder on the 1 KB
--- reply and about the same on 1 MB, so `jc.decode` and the validators keep the C API path.
--- `require("jsoncontract.ffi").decode` is there for a caller who measures otherwise.
+-- Chosen case by case, by measurement (bench/decode_bench.lua and tape_bench.lua, LuaJIT
+-- rows "(ffi)"): `validator:check_json`, which builds no Lua value, is faster through the FFI
+-- and is replaced by it when this module loads (jsoncontract.contract loads it, so contracts
+-- and the nginx gateway use it); where a Lua value is built (`decode`, `check`) the C API
+-- builder is faster than the JIT-built value, so those keep the C API path, and `decode` and
+-- `check` here are there for a caller who measures otherwise.
 --
 -- `available` is false (and `reason` says why) on PUC Lua, without `ffi`, when the core's
 -- shared object cannot be found or its tape layout differs from the cdef below, or when
@@ -50,6 +52,9 @@ size_t jc_ffi_layout(int what);
 int jc_ffi_parse(jsoncontract_ffi_ctx *c, const char *text, size_t len, size_t max_depth,
                  size_t max_bytes, const jsoncontract_tv **entries, size_t *n, char *errbuf,
                  size_t errlen);
+int jc_ffi_check(jsoncontract_ffi_ctx *c, void *validator, const char *text, size_t len,
+                 size_t max_depth, size_t max_bytes, const jsoncontract_tv **entries, size_t *n,
+                 size_t *b, size_t *e, char *errbuf, size_t errlen);
 ]])
 if not ok_cdef then
     _M.reason = "ffi.cdef failed: " .. tostring(cdef_err)
@@ -189,10 +194,70 @@ function _M.decode(text, opts, ...)
     return value
 end
 
+local bounds = ffi.new("size_t[2]")
+local VALIDATOR_MT = getmetatable(core.compile(true))
+local methods = VALIDATOR_MT.__index
+-- The C API methods (kept: the FFI ones fall back to them, and specs compare with them).
+local c_check_json, c_check = methods.check_json, methods.check
+_M.capi = { check_json = c_check_json, check = c_check, decode = core_decode }
+local cast, voidp = ffi.cast, ffi.typeof("void *")
+local sub = string.sub
+
+--- `validator:check_json(text)` through the FFI: parse and the validator's verdict in one
+-- FFI call, no Lua value built. A valid text gives what the C API gives (the text without
+-- the JSON whitespace around it); anything else (options, a non-string text, a format or
+-- schema error, a closed validator, a call while another builds its value) is
+-- `validator:check_json` itself, so errs and raises are the C API's.
+-- @param validator a compiled validator (core.compile)
+-- @tparam string text JSON text
+-- @param[opt] opts as validator:check_json
+-- @return the accepted JSON text, or nil and err
+function _M.check_json(validator, text, opts, ...)
+    if opts ~= nil or busy or type(text) ~= "string" or getmetatable(validator) ~= VALIDATOR_MT
+        or select("#", ...) > 0 then
+        return c_check_json(validator, text, opts, ...)
+    end
+    local len = #text
+    local r = lib.jc_ffi_check(ctx, cast(voidp, validator), text, len, MAX_DEPTH, MAX_BYTES, entries,
+        count, bounds, bounds + 1, errbuf, ERRLEN)
+    if r ~= 0 then return c_check_json(validator, text) end
+    local b, e = tonumber(bounds[0]), tonumber(bounds[1])
+    if b == 0 and e == len then return text end
+    return sub(text, b + 1, e)
+end
+
+--- `validator:check(text)` through the FFI: parse and verdict as check_json, then the Lua
+-- value built from the tape by JIT-compiled Lua. Falls back to `validator:check` as
+-- check_json does.
+-- @param validator a compiled validator (core.compile)
+-- @tparam string text JSON text
+-- @param[opt] opts as validator:check
+-- @return the value, or nil and err
+function _M.check(validator, text, opts, ...)
+    if opts ~= nil or busy or type(text) ~= "string" or getmetatable(validator) ~= VALIDATOR_MT
+        or select("#", ...) > 0 then
+        return c_check(validator, text, opts, ...)
+    end
+    local r = lib.jc_ffi_check(ctx, cast(voidp, validator), text, #text, MAX_DEPTH, MAX_BYTES, entries,
+        count, bounds, bounds + 1, errbuf, ERRLEN)
+    if r ~= 0 then return c_check(validator, text) end
+    busy = true
+    local value = build(entries[0], tonumber(count[0]))
+    busy = false
+    return value
+end
+
 -- The parse alone (for the bench's profile): true, or false on a format error.
 function _M.parse_only(text)
     return lib.jc_ffi_parse(ctx, text, #text, MAX_DEPTH, MAX_BYTES, entries, count, errbuf, ERRLEN) == 0
 end
+
+-- Measured case by case (bench/decode_bench.lua and tape_bench.lua on LuaJIT): the FFI
+-- check_json beats the C API method on the 1 KB reply (no value is built, the call is
+-- cheaper), so it becomes the validators' check_json method; decode and check build a Lua
+-- value, where the C builder wins, and keep the C API.
+methods.check_json = _M.check_json
+_M.installed = { check_json = true }
 
 _M.available = true
 return _M
