@@ -74,6 +74,7 @@ build = {
       ["jsoncontract.diff"] = "lua/jsoncontract/diff.lua",
       ["jsoncontract.errors"] = "lua/jsoncontract/errors.lua",
       ["jsoncontract.evidence"] = "lua/jsoncontract/evidence.lua",
+      ["jsoncontract.ffi"] = "lua/jsoncontract/ffi.lua",
       ["jsoncontract.feedback"] = "lua/jsoncontract/feedback.lua",
       ["jsoncontract"] = "lua/jsoncontract/init.lua",
       ["jsoncontract.jobs.commands"] = "lua/jsoncontract/jobs/commands.lua",
