@@ -34,6 +34,7 @@ typedef struct jc_ffi_ctx {
 typedef struct jc_ffi_job {
   jc_tape *t;
   jc_validator *v;      /* check: the validator, else NULL */
+  const jc_tape *given; /* validate: a tape from core.parse, else NULL */
   const char *text;
   size_t len, max_depth, max_bytes;
   int r;
@@ -46,6 +47,9 @@ JC_EXPORT int jc_ffi_check(jc_ffi_ctx *c, void *validator, const char *text,
                            size_t len, size_t max_depth, size_t max_bytes,
                            const jc_tv **entries, size_t *n, size_t *b,
                            size_t *e, char *errbuf, size_t errlen);
+JC_EXPORT int jc_ffi_validate_tape(jc_ffi_ctx *c, void *validator,
+                                   const void *tape, char *errbuf,
+                                   size_t errlen);
 JC_EXPORT int jc_ffi_parse(jc_ffi_ctx *c, const char *text, size_t len,
                            size_t max_depth, size_t max_bytes,
                            const jc_tv **entries, size_t *n, char *errbuf,
@@ -104,6 +108,15 @@ size_t jc_ffi_layout(int what) {
 
 static int jc_ffi_run(lua_State *L) {
   jc_ffi_job *j = (jc_ffi_job *)lua_touserdata(L, -1);
+  if (j->given != NULL) {
+    jc_vopts o;
+    memset(&o, 0, sizeof o);
+    o.max_errors = 1;
+    o.verdict_only = 1;
+    lua_settop(L, 0);
+    j->r = jc_run(L, j->v, j->given, &o, 0) == 0 ? 0 : 1;
+    return 0;
+  }
   j->r = jc_parse_tape_quiet(L, j->t, j->text, j->len, j->max_depth,
                              j->max_bytes);
   if (j->r == 0 && j->v != NULL) {
@@ -123,7 +136,7 @@ static int jc_ffi_job_run(jc_ffi_ctx *c, jc_ffi_job *j, char *errbuf,
                           size_t errlen) {
   lua_State *L = c->L;
   int status;
-  jc_tape_reset(c->t);
+  if (j->given == NULL) jc_tape_reset(c->t);
   j->t = c->t;
   j->r = -1;
   lua_settop(L, 1);
@@ -155,6 +168,7 @@ int jc_ffi_parse(jc_ffi_ctx *c, const char *text, size_t len,
   jc_ffi_job j;
   int r;
   j.v = NULL;
+  j.given = NULL;
   j.text = text;
   j.len = len;
   j.max_depth = max_depth;
@@ -187,6 +201,7 @@ int jc_ffi_check(jc_ffi_ctx *c, void *validator, const char *text,
   int r;
   if (v == NULL || v->root == NULL || v->closing) return 1;
   j.v = v;
+  j.given = NULL;
   j.text = text;
   j.len = len;
   j.max_depth = max_depth;
@@ -204,4 +219,23 @@ int jc_ffi_check(jc_ffi_ctx *c, void *validator, const char *text,
   *b = lo;
   *e = hi;
   return 0;
+}
+
+/*
+** validator:validate(tape)'s verdict: 'tape' the payload of a
+** "jsoncontract.Tape" userdata from core.parse, 'validator' of a
+** "jsoncontract.Validator" (the caller keeps both reachable). Returns 0
+** when the tape's value is valid; 1 when it is not or the validator is
+** closed (the caller asks the C API, which reports); -1 on a memory error
+** (message in errbuf). The context's own tape is left alone.
+*/
+int jc_ffi_validate_tape(jc_ffi_ctx *c, void *validator, const void *tape,
+                         char *errbuf, size_t errlen) {
+  jc_validator *v = (jc_validator *)validator;
+  jc_ffi_job j;
+  if (v == NULL || v->root == NULL || v->closing || tape == NULL) return 1;
+  memset(&j, 0, sizeof j);
+  j.v = v;
+  j.given = (const jc_tape *)tape;
+  return jc_ffi_job_run(c, &j, errbuf, errlen);
 }

@@ -101,11 +101,23 @@ describe("jsoncontract.ffi", function()
                 same(a, b, what .. " " .. m)
             end
         end
+        local tape = core.parse(text)
+        if tape then
+            local a, ea = jffi.capi.validate(v, tape)
+            local b, eb = jffi.validate(v, tape)
+            assert.equal(a, b, what .. " validate(tape)")
+            assert.equal(tostring(ea), tostring(eb), what .. " validate(tape)")
+        end
     end
 
-    it("is the validators' check_json method, and check_json gives what the C API gives", function()
+    it("is the validators' check_json and validate method, giving what the C API gives", function()
         local v = core.compile({ type = "object", required = { "a" } })
         assert.equal(jffi.check_json, getmetatable(v).__index.check_json)
+        assert.equal(jffi.validate, getmetatable(v).__index.validate)
+        assert.is_true(v:validate(core.parse('{"a":1}')))
+        assert.is_true(v:validate({ a = 1 }))
+        assert.is_nil(v:validate(core.parse('{"b":1}')))
+        assert.is_false(v:validate(core.parse('{"b":1}'), { output = "basic" }).valid)
         for _, text in ipairs { '{"a":1}', ' {"a":1}\n', '{"b":1}', "[1]", "{", "", '{"a":1,"a":2}' } do
             check_both(v, text, text)
         end
@@ -142,6 +154,30 @@ describe("jsoncontract.ffi", function()
         assert.is_true(n > 2000)
     end)
 
+    it("raises on misuse with the C API's messages", function()
+        local v = core.compile(true)
+        -- each call's arguments after the validator, by a function (explicit nils count)
+        local CALLS = {
+            { "validate", function(f) return pcall(f, v) end },
+            { "validate", function(f) return pcall(f, v, 1, { firts = true }) end },
+            { "validate", function(f) return pcall(f, v, print) end },
+            { "check_json", function(f) return pcall(f, v) end },
+            { "check_json", function(f) return pcall(f, v, nil) end },
+            { "check_json", function(f) return pcall(f, v, "1", 2) end },
+            { "check_json", function(f) return pcall(f, v, "1", nil, 3) end },
+            { "check", function(f) return pcall(f, v) end },
+            { "check", function(f) return pcall(f, v, 1) end },
+        }
+        for i, call in ipairs(CALLS) do
+            local ok_a, msg_a = call[2](jffi.capi[call[1]])
+            local ok_b, msg_b = call[2](jffi[call[1]])
+            assert.is_false(ok_a, "call " .. i)
+            assert.is_false(ok_b, "call " .. i)
+            assert.equal(msg_a, msg_b, "call " .. i)
+        end
+        assert.equal(select(2, pcall(jffi.capi.decode)), select(2, pcall(jffi.decode)))
+    end)
+
     it("falls back to the C API for options, a closed validator and misuse", function()
         local v = core.compile({ type = "array" })
         assert.same({ "[1]", core.decode("[1]") }, { jffi.check_json(v, "[1]", { value = true }) })
@@ -152,6 +188,7 @@ describe("jsoncontract.ffi", function()
         assert.is_false(ok)
         assert.truthy(tostring(msg):find("validator is closed", 1, true))
         assert.has_error(function() v:check_json("[1]") end)
+        assert.has_error(function() v:validate(core.parse("[1]")) end)
     end)
 
     it("a finalizer that decodes while a value is built gets its own value, and leaves it whole", function()

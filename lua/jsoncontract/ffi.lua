@@ -3,12 +3,13 @@
 -- Lua (`table.new` with exact sizes, `ffi.string`), as lua-resty-core and lua-resty-simdjson
 -- cross into C. The same C code decides; only the crossing and the value building differ.
 --
--- Chosen case by case, by measurement (bench/decode_bench.lua and tape_bench.lua, LuaJIT
--- rows "(ffi)"): `validator:check_json`, which builds no Lua value, is faster through the FFI
--- and is replaced by it when this module loads (jsoncontract.contract loads it, so contracts
--- and the nginx gateway use it); where a Lua value is built (`decode`, `check`) the C API
--- builder is faster than the JIT-built value, so those keep the C API path, and `decode` and
--- `check` here are there for a caller who measures otherwise.
+-- Chosen case by case, by measurement (bench/decode_bench.lua, tape_bench.lua and
+-- validate_bench.lua on LuaJIT): `validator:check_json` and `validator:validate(tape)`, which
+-- build no Lua value, are faster through the FFI and are replaced by it when this module loads
+-- (jsoncontract.contract loads it, so contracts and the nginx gateway use it); where a Lua
+-- value is built (`decode`, `check`) the C API builder is faster than the JIT-built value, so
+-- those keep the C API path, and `decode` and `check` here are there for a caller who
+-- measures otherwise.
 --
 -- `available` is false (and `reason` says why) on PUC Lua, without `ffi`, when the core's
 -- shared object cannot be found or its tape layout differs from the cdef below, or when
@@ -52,6 +53,8 @@ size_t jc_ffi_layout(int what);
 int jc_ffi_parse(jsoncontract_ffi_ctx *c, const char *text, size_t len, size_t max_depth,
                  size_t max_bytes, const jsoncontract_tv **entries, size_t *n, char *errbuf,
                  size_t errlen);
+int jc_ffi_validate_tape(jsoncontract_ffi_ctx *c, void *validator, const void *tape, char *errbuf,
+                         size_t errlen);
 int jc_ffi_check(jsoncontract_ffi_ctx *c, void *validator, const char *text, size_t len,
                  size_t max_depth, size_t max_bytes, const jsoncontract_tv **entries, size_t *n,
                  size_t *b, size_t *e, char *errbuf, size_t errlen);
@@ -182,9 +185,10 @@ local busy = false
 -- @tparam string text JSON text
 -- @tparam[opt] table opts as core.decode
 -- @return value, or nil and err (as core.decode)
-function _M.decode(text, opts, ...)
-    if opts ~= nil or busy or type(text) ~= "string" or select("#", ...) > 0 then
-        return core_decode(text, opts, ...)
+function _M.decode(...)
+    local text = ...
+    if select("#", ...) ~= 1 or busy or type(text) ~= "string" then
+        return core_decode(...)
     end
     local r = lib.jc_ffi_parse(ctx, text, #text, MAX_DEPTH, MAX_BYTES, entries, count, errbuf, ERRLEN)
     if r ~= 0 then return core_decode(text) end
@@ -198,8 +202,9 @@ local bounds = ffi.new("size_t[2]")
 local VALIDATOR_MT = getmetatable(core.compile(true))
 local methods = VALIDATOR_MT.__index
 -- The C API methods (kept: the FFI ones fall back to them, and specs compare with them).
-local c_check_json, c_check = methods.check_json, methods.check
-_M.capi = { check_json = c_check_json, check = c_check, decode = core_decode }
+local c_check_json, c_check, c_validate = methods.check_json, methods.check, methods.validate
+_M.capi = { check_json = c_check_json, check = c_check, validate = c_validate, decode = core_decode }
+local TAPE_MT = getmetatable(core.parse("1"))
 local cast, voidp = ffi.cast, ffi.typeof("void *")
 local sub = string.sub
 
@@ -212,10 +217,10 @@ local sub = string.sub
 -- @tparam string text JSON text
 -- @param[opt] opts as validator:check_json
 -- @return the accepted JSON text, or nil and err
-function _M.check_json(validator, text, opts, ...)
-    if opts ~= nil or busy or type(text) ~= "string" or getmetatable(validator) ~= VALIDATOR_MT
-        or select("#", ...) > 0 then
-        return c_check_json(validator, text, opts, ...)
+function _M.check_json(validator, ...)
+    local text = ...
+    if select("#", ...) ~= 1 or busy or type(text) ~= "string" or getmetatable(validator) ~= VALIDATOR_MT then
+        return c_check_json(validator, ...)
     end
     local len = #text
     local r = lib.jc_ffi_check(ctx, cast(voidp, validator), text, len, MAX_DEPTH, MAX_BYTES, entries,
@@ -233,10 +238,10 @@ end
 -- @tparam string text JSON text
 -- @param[opt] opts as validator:check
 -- @return the value, or nil and err
-function _M.check(validator, text, opts, ...)
-    if opts ~= nil or busy or type(text) ~= "string" or getmetatable(validator) ~= VALIDATOR_MT
-        or select("#", ...) > 0 then
-        return c_check(validator, text, opts, ...)
+function _M.check(validator, ...)
+    local text = ...
+    if select("#", ...) ~= 1 or busy or type(text) ~= "string" or getmetatable(validator) ~= VALIDATOR_MT then
+        return c_check(validator, ...)
     end
     local r = lib.jc_ffi_check(ctx, cast(voidp, validator), text, #text, MAX_DEPTH, MAX_BYTES, entries,
         count, bounds, bounds + 1, errbuf, ERRLEN)
@@ -247,17 +252,36 @@ function _M.check(validator, text, opts, ...)
     return value
 end
 
+--- `validator:validate(tape)` through the FFI for a tape from core.parse: the verdict in one
+-- FFI call (no `lua_CFunction` call); `true` when valid. Anything else (a Lua value, options,
+-- an invalid value, a closed validator) is `validator:validate` itself: errs and raises are
+-- the C API's.
+-- @param validator a compiled validator (core.compile)
+-- @param value a tape (core.parse) or a Lua value
+-- @param[opt] opts as validator:validate
+-- @return true, or nil and err (or the basic output, with opts)
+function _M.validate(validator, ...)
+    local value = ...
+    if select("#", ...) == 1 and getmetatable(value) == TAPE_MT and getmetatable(validator) == VALIDATOR_MT
+        and lib.jc_ffi_validate_tape(ctx, cast(voidp, validator), cast(voidp, value), errbuf, ERRLEN) == 0 then
+        return true
+    end
+    return c_validate(validator, ...)
+end
+
 -- The parse alone (for the bench's profile): true, or false on a format error.
 function _M.parse_only(text)
     return lib.jc_ffi_parse(ctx, text, #text, MAX_DEPTH, MAX_BYTES, entries, count, errbuf, ERRLEN) == 0
 end
 
--- Measured case by case (bench/decode_bench.lua and tape_bench.lua on LuaJIT): the FFI
--- check_json beats the C API method on the 1 KB reply (no value is built, the call is
--- cheaper), so it becomes the validators' check_json method; decode and check build a Lua
--- value, where the C builder wins, and keep the C API.
+-- Measured case by case (bench/decode_bench.lua, tape_bench.lua and validate_bench.lua on
+-- LuaJIT): the FFI check_json beats the C API method on the 1 KB reply (no value is built,
+-- the call is cheaper), and validate(tape) halves the call floor (45 against 95 ns), so they
+-- become the validators' methods; decode and check build a Lua value, where the C builder
+-- wins, and keep the C API.
 methods.check_json = _M.check_json
-_M.installed = { check_json = true }
+methods.validate = _M.validate
+_M.installed = { check_json = true, validate = true }
 
 _M.available = true
 return _M
