@@ -1,4 +1,4 @@
--- The nginx side of bench/nginx_bench_gateway.lua (not part of the library): a gateway whose
+-- The nginx side of bench/nginx_gateway_bench.lua (not part of the library): a gateway whose
 -- provider is a location of the same nginx that answers an OpenAI chat envelope at once.
 -- luacheck: globals ngx
 local gateway = require "jsoncontract.nginx"

@@ -8,7 +8,7 @@
 -- gateway's Lua work (prompt and request building, cosocket client, envelope, check, metrics)
 -- against nginx's C proxy. Not a test: nothing asserts a time. Skipped when nginx, its lua
 -- module or wrk is missing.
---   lua5.4 bench/nginx_bench_gateway.lua      (after make and make LUA=luajit)
+--   lua5.4 bench/nginx_gateway_bench.lua      (after make and make LUA=luajit)
 package.path = "lua/?.lua;lua/?/init.lua;spec/?.lua;bench/?.lua;" .. package.path
 package.cpath = "build/lua5.4/?.so;" .. package.cpath
 
@@ -24,7 +24,7 @@ local function say(...) print(fmt(...)) end
 local missing = nginx.missing()
 if not missing and select(2, nginx.run("command -v wrk")) ~= 0 then missing = "wrk not found on PATH" end
 if missing then
-    say("nginx_bench_gateway: skipped: %s", missing)
+    say("nginx_gateway_bench: skipped: %s", missing)
     return
 end
 
