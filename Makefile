@@ -35,7 +35,7 @@ ALL_CFLAGS  := -std=c99 -D_POSIX_C_SOURCE=200809L $(CWARNS) $(CFLAGS) -fPIC -fvi
                -I$(LUA_INCDIR) $(DEP_CFLAGS) -DJC_VERSION='"$(VERSION)"'
 
 BUILD       ?= build/$(LUA)
-SRCS        := csrc/core.c csrc/error.c csrc/utf8.c csrc/opts.c csrc/tape.c csrc/parse.c csrc/encode.c csrc/schema_compile.c csrc/schema_ref.c csrc/schema_eval.c csrc/schema_report.c csrc/schema_lua.c csrc/schema_format.c csrc/pattern.c csrc/transport.c csrc/stream.c
+SRCS        := csrc/core.c csrc/error.c csrc/utf8.c csrc/opts.c csrc/tape.c csrc/parse.c csrc/encode.c csrc/schema_compile.c csrc/schema_ref.c csrc/schema_eval.c csrc/schema_report.c csrc/schema_lua.c csrc/schema_format.c csrc/pattern.c csrc/transport.c csrc/stream.c csrc/metaschemas.c csrc/ffi.c
 HDRS        := csrc/jc.h csrc/compat.h $(wildcard csrc/*.h)
 OBJS        := $(patsubst csrc/%.c,$(BUILD)/%.o,$(SRCS))
 TARGET      := $(BUILD)/jsoncontract/core.so

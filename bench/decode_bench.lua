@@ -11,6 +11,7 @@
 local is_jit = type(jit) == "table"
 local build = os.getenv("BUILD") or (is_jit and "build/luajit" or "build/lua5.4")
 package.cpath = build .. "/?.so;" .. package.cpath
+package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
 
 local core = require "jsoncontract.core"
 local ok_cjson, cjson = pcall(require, "cjson")
@@ -182,6 +183,20 @@ for _, c in ipairs(cases) do
     if not v then error("decode_bench: " .. c.name .. ": " .. tostring(err)) end
     check_same(v, cdecode(c.text), c.name)
     row("decode " .. c.name, measure_pair(decode, c.text, cdecode, c.text))
+end
+-- LuaJIT: the FFI path (jsoncontract.ffi: parse through ffi, value built by JIT-compiled
+-- Lua), against lua-cjson and against the C API path above; "the faster one wins" is read
+-- from these rows (jc.decode keeps the C API path while its rows are lower).
+local ok_ffi, jffi = pcall(require, "jsoncontract.ffi")
+if ok_ffi and jffi.available then
+    for _, c in ipairs(cases) do
+        check_same(jffi.decode(c.text), cdecode(c.text), c.name .. " (ffi)")
+        row("decode " .. c.name .. " (ffi)", measure_pair(jffi.decode, c.text, cdecode, c.text))
+        local f, capi = measure_pair(jffi.decode, c.text, decode, c.text)
+        print(fmt("%-22s %11.0f ns %11.0f ns %8.2f  (ffi / C API)", "  ffi vs C API", f, capi, f / capi))
+    end
+elseif is_jit then
+    print("FFI path not available: " .. tostring(ok_ffi and jffi.reason or jffi))
 end
 for _, c in ipairs(cases) do
     local v = decode(c.text)

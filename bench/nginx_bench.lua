@@ -108,12 +108,16 @@ if ROUNDS > 0 then
                 '  location = /decode { content_by_lua_block { require("nginx_bench_app").decode() } }',
                 '  location = /validate { content_by_lua_block { require("nginx_bench_app").validate() } }',
                 '  location = /cjson_decode { content_by_lua_block { require("nginx_bench_app").cjson_decode() } }',
+                '  location = /ffi_status { content_by_lua_block { require("nginx_bench_app").ffi_status() } }',
                 '  location = /lua_literal { content_by_lua_block { require("nginx_bench_app").lua_literal() } }',
                 "}" }, "\n")
         end,
     }
     local ok, err = pcall(function()
         local reply = #require("nginx_bench_app").REPLY
+        local status = require("jsoncontract.transport.curl").request { url = srv.base .. "/ffi_status",
+            timeout_ms = 2000 }
+        say("validator:check_json in the worker: %s", status and status.body and status.body:gsub("%s+$", "") or "?")
         say("nginx: contract:check and check_json on a %d-byte reply vs fixed strings; 1 worker, "
             .. "wrk -t2 -c50 -d%ds, %d rounds", reply, SECONDS, ROUNDS)
         -- Every round measures each location once, back to back, so a ratio compares

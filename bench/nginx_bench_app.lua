@@ -152,6 +152,12 @@ function M.lua_literal()
 end
 
 --- GET /fixed_reply: the 1 KB reply as a fixed string from Lua (check_json's body, unchecked).
+--- Which path validator:check_json takes in this worker: "ffi" or "C API (<why>)".
+function M.ffi_status()
+    local jffi = require "jsoncontract.ffi"
+    ngx.say(jffi.available and "ffi" or ("C API (" .. tostring(jffi.reason) .. ")"))
+end
+
 function M.fixed_reply()
     say(REPLY)
 end

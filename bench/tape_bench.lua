@@ -101,6 +101,23 @@ js_ns, jc_ns = pair(function() return v1k:check_json(t1k.TEXT) end, function() r
 print(fmt("ticket 1 KB: validator:check_json %.0f ns, validator:check %.0f ns: json/check %.2f, json/cjson %.2f",
     js_ns, jc_ns, js_ns / jc_ns, js_ns / cj_ns))
 
+-- 1d. LuaJIT: the FFI path (jsoncontract.ffi) against the C API on the same 1 KB reply; the
+-- faster one is what jsoncontract uses (check_json through the FFI, check on the C API)
+local ok_ffi, jffi = pcall(require, "jsoncontract.ffi")
+if ok_ffi and jffi.available then
+    local capi = jffi.capi
+    local fj, cjn = pair(function() return jffi.check_json(v1k, t1k.TEXT) end,
+        function() return capi.check_json(v1k, t1k.TEXT) end)
+    print(fmt("ticket 1 KB: check_json ffi %.0f ns, C API %.0f ns: ffi/C API %.2f, ffi/cjson %.2f", fj, cjn,
+        fj / cjn, fj / cj_ns))
+    local fk, ck = pair(function() return jffi.check(v1k, t1k.TEXT) end,
+        function() return capi.check(v1k, t1k.TEXT) end)
+    print(fmt("ticket 1 KB: check ffi %.0f ns, C API %.0f ns: ffi/C API %.2f; C API check/cjson %.2f", fk, ck,
+        fk / ck, ck / cj_ns))
+elseif is_jit then
+    print("FFI path not available: " .. tostring(ok_ffi and jffi.reason or jffi))
+end
+
 -- 2./3. documents of growing size: ticket-like objects in an array
 local function document(bytes)
     local parts, size, i = {}, 2, 0

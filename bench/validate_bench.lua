@@ -349,8 +349,11 @@ if not ajv then print("ajv skipped: " .. why) end
 -- ----------------------------------------------------------------------
 -- Run
 -- ----------------------------------------------------------------------
-print(fmt("%s, %d rounds; ns per instance (validation alone | decode + validation)",
-    is_jit and jit.version or _VERSION, ROUNDS))
+-- LuaJIT: validator:validate(tape) goes through the FFI (jsoncontract.ffi) as in a contract
+local ok_ffi, jffi = pcall(require, "jsoncontract.ffi")
+print(fmt("%s, %d rounds; ns per instance (validation alone | decode + validation); validate(tape) "
+    .. "through %s", is_jit and jit.version or _VERSION, ROUNDS,
+    ok_ffi and jffi.available and "the FFI" or "the C API"))
 print("  validation alone: jc = validator:validate(tape) (a tape from core.parse), jc(lua) ="
     .. " validator:validate(Lua value) (written to a tape, then validated)")
 print(fmt("%-24s %6s | %8s %8s %8s %8s %7s %7s %7s | %8s %8s %8s %7s %7s", "case", "bytes",

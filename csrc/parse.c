@@ -50,6 +50,8 @@ typedef struct jc_parser {
   const unsigned char *at;
   const char *tail;
   int duplicate;                /* the error is a duplicate key */
+  int in_value;                 /* the error is inside a member's value or
+                                   an array element: its pointer names it */
   char head[400];
 } jc_parser;
 
@@ -130,8 +132,8 @@ static int jc_fail_unexpected(jc_parser *p, const unsigned char *at,
 }
 
 /* Push the JSON Pointer of the innermost container being read ('full':
-** of the member whose name was just read, for duplicate keys).
-** [-0, +1, m] */
+** of the member whose name was just read, or of the array element being
+** read: for duplicate keys and errors inside a value). [-0, +1, m] */
 static void jc_push_pointer(jc_parser *p, int full) {
   lua_State *L = p->L;
   luaL_Buffer b;
@@ -633,6 +635,14 @@ static int jc_is_dup(jc_parser *p, jc_frame *f, size_t k) {
   return jc_dset_put(p, f->at, k) != 0;
 }
 
+/* Mark the error being returned as one inside the value being read (a
+** member's value or an array element): its pointer names that value, not
+** the container around it. Returns -1. */
+static int jc_in_value(jc_parser *p) {
+  p->in_value = 1;
+  return -1;
+}
+
 /* Parse the whole text into the tape. */
 static int jc_parse_run(jc_parser *p) {
   jc_tape *t = p->t;
@@ -674,18 +684,18 @@ value:
     case '"':
       e = jc_tape_add(p->L, t);
       t->v[e].kind = JT_STRING;
-      if (jc_string_plain(p, &s, e)) return -1;
+      if (jc_string_plain(p, &s, e)) return jc_in_value(p);
       goto done;
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
       e = jc_tape_add(p->L, t);
       t->v[e].kind = JT_NUMBER;
       t->v[e].s = (const char *)s;
-      if (jc_number(p, &s, e)) return -1;
+      if (jc_number(p, &s, e)) return jc_in_value(p);
       goto done;
     case 't':
       if (s[1] != 'r' || s[2] != 'u' || s[3] != 'e')
-        return jc_bad_literal(p, s, "true");
+        { jc_in_value(p); return jc_bad_literal(p, s, "true"); }
       e = jc_tape_add(p->L, t);
       t->v[e].kind = JT_BOOLEAN;
       t->v[e].flags = JC_TF_TRUE;
@@ -694,7 +704,7 @@ value:
       goto done;
     case 'f':
       if (s[1] != 'a' || s[2] != 'l' || s[3] != 's' || s[4] != 'e')
-        return jc_bad_literal(p, s, "false");
+        { jc_in_value(p); return jc_bad_literal(p, s, "false"); }
       e = jc_tape_add(p->L, t);
       t->v[e].kind = JT_BOOLEAN;
       t->v[e].s = (const char *)s;
@@ -702,17 +712,20 @@ value:
       goto done;
     case 'n':
       if (s[1] != 'u' || s[2] != 'l' || s[3] != 'l')
-        return jc_bad_literal(p, s, "null");
+        { jc_in_value(p); return jc_bad_literal(p, s, "null"); }
       e = jc_tape_add(p->L, t);
       t->v[e].kind = JT_NULL;
       t->v[e].s = (const char *)s;
       s += 4;
       goto done;
     case '+':
+      jc_in_value(p);
       return jc_bad_number(p, s, ": a number must not start with '+'");
     case '.':
+      jc_in_value(p);
       return jc_bad_number(p, s, ": a number must start with a digit");
     case 'N': case 'I':
+      jc_in_value(p);
       if ((s[0] == 'N' && s[1] == 'a' && s[2] == 'N')
           || (s[0] == 'I' && s[1] == 'n' && s[2] == 'f'))
         return jc_bad_number(p, s, ": NaN and Infinity are not JSON numbers");
@@ -725,6 +738,7 @@ value:
       }
       return jc_fail_unexpected(p, s, ": expected a JSON value");
     default:
+      jc_in_value(p);
       return jc_fail_unexpected(p, s, ": expected a JSON value");
   }
 
@@ -849,7 +863,7 @@ static int jc_push_parse_error(jc_parser *p) {
     lua_setfield(L, -2, "key");
   } else {
     jc_error_begin(L, "format", p->kind, "%s%s%s", p->head, pos, p->tail);
-    jc_push_pointer(p, 0);
+    jc_push_pointer(p, p->in_value);
     lua_setfield(L, -2, "pointer");
   }
   lua_pushinteger(L, (lua_Integer)offset);
@@ -862,8 +876,11 @@ static int jc_push_parse_error(jc_parser *p) {
   return 2;
 }
 
-int jc_parse_tape(lua_State *L, jc_tape *t, const char *text, size_t len,
-                  size_t max_depth, size_t max_bytes) {
+/* 'jc_parse_tape', the err pushed only when 'want_err' (else 1 returned
+** on a format error, nothing pushed). */
+static int jc_parse_into(lua_State *L, jc_tape *t, const char *text,
+                         size_t len, size_t max_depth, size_t max_bytes,
+                         int want_err) {
   jc_parser p;
   jc_frame local[JC_LOCAL_FRAMES];
   memset(&p, 0, offsetof(jc_parser, head));   /* 'head' is written on error */
@@ -877,6 +894,7 @@ int jc_parse_tape(lua_State *L, jc_tape *t, const char *text, size_t len,
   p.frames = local;
   p.nframes = JC_LOCAL_FRAMES;
   if (len > max_bytes) {
+    if (!want_err) return 1;
     snprintf(p.head, sizeof p.head, "text longer than %lu bytes at ",
              (unsigned long)max_bytes);
     jc_fail(&p, "too_big", p.start + max_bytes, "");
@@ -888,7 +906,17 @@ int jc_parse_tape(lua_State *L, jc_tape *t, const char *text, size_t len,
     jc_tape_grow(L, t, (void **)&t->v, &t->cap, len / 16, sizeof(jc_tv));
   p.max_depth = max_depth;
   if (jc_parse_run(&p) == 0) return 0;
-  return jc_push_parse_error(&p);
+  return want_err ? jc_push_parse_error(&p) : 1;
+}
+
+int jc_parse_tape(lua_State *L, jc_tape *t, const char *text, size_t len,
+                  size_t max_depth, size_t max_bytes) {
+  return jc_parse_into(L, t, text, len, max_depth, max_bytes, 1);
+}
+
+int jc_parse_tape_quiet(lua_State *L, jc_tape *t, const char *text,
+                        size_t len, size_t max_depth, size_t max_bytes) {
+  return jc_parse_into(L, t, text, len, max_depth, max_bytes, 0);
 }
 
 int jc_parse_text(lua_State *L, const char *text, size_t len,
@@ -934,8 +962,11 @@ int jc_parse_text(lua_State *L, const char *text, size_t len,
 **   err.pointer is the JSON Pointer of the repeated member), too_deep,
 **   too_big;
 ** every err has offset (0-based byte), line and column (1-based, column
-** in UTF-8 characters) and pointer (the JSON Pointer of the innermost
-** container being read, "" at the top). A leading byte order mark is
+** in UTF-8 characters) and pointer: for an error inside a scalar value or
+** at the start of one (a bad byte or escape in a string, a bad number or
+** literal, a character that starts no value) the JSON Pointer of that
+** member or element ("/note", "/items/3"), else of the innermost container
+** being read ("" at the top). A leading byte order mark is
 ** rejected (unexpected_character).
 ** Raises: 'text' not a string, 'opts' not a table, unknown option, option
 ** out of range; memory errors.

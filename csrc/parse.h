@@ -46,6 +46,15 @@ int jc_parse_tape(lua_State *L, jc_tape *t, const char *text, size_t len,
                   size_t max_depth, size_t max_bytes);
 
 /*
+** 'jc_parse_tape' without the err: returns 0, or 1 on a format error with
+** nothing pushed (no error metatables needed: a state of its own may call
+** it). Raises only memory errors.
+** Stack: [-0, +0, m]
+*/
+int jc_parse_tape_quiet(lua_State *L, jc_tape *t, const char *text,
+                        size_t len, size_t max_depth, size_t max_bytes);
+
+/*
 ** Parse 'text' like 'jc_parse_tape' and push the Lua value as core.decode
 ** makes it. Returns 1 with the value pushed, or 2 with nil and the err
 ** pushed. Raises only memory errors.

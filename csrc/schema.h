@@ -418,6 +418,9 @@ typedef struct jc_key {
 
 typedef struct jc_vopts {
   int first, basic, max_errors;
+  int verdict_only;    /* jc_run stops after the quiet verdict: an invalid
+                          value returns -1, nothing pushed, no error built
+                          (the FFI path, whose state has no error tables) */
 } jc_vopts;
 
 extern const char *const jc_jt_names[];   /* by JT_* kind */
@@ -589,6 +592,7 @@ jc_res *jc_get_res(jc_cctx *c, const char *base);
 int jc_draft_name(const char *d);
 int jc_draft_uri(const char *u);
 int jc_meta_novalidation(lua_State *L, int uidx);
+int jc_push_metaschema(lua_State *L, const char *u, size_t len);
 
 /* schema_eval.c */
 /* The verdict of 'n' on entry 'i' in the verdict pass (c->qbase, not

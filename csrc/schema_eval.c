@@ -1500,7 +1500,8 @@ int jc_verdict(jc_vctx *c, const jc_node *n, size_t i) {
 ** writer found it deeper than max_depth at v->segs[0..deep); 'deep' -1:
 ** the writer ran out of budget). Returns 0 (valid, nothing pushed; the
 ** basic output pushes { valid = true } and returns 1) or the number of
-** results pushed: nil, err (or the basic output table).
+** results pushed: nil, err (or the basic output table); with
+** o->verdict_only, -1 (nothing pushed, no error built) when not valid.
 ** [-0, +0|1|2, m] */
 int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
                   const jc_vopts *o, int deep) {
@@ -1560,6 +1561,10 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
     c.quiet = c.qbase = 1;
     c.nvia = -1;
     valid = jc_verdict(&c, v->root, 0) && !c.abort;
+    if (!valid && o->verdict_only) {
+      if (c.slots) lua_settop(L, base);
+      return -1;
+    }
     if (!valid) {
       c.quiet = c.qbase = 0;
       c.nvia = o->basic ? 0 : -1;

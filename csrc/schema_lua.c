@@ -659,8 +659,29 @@ static const luaL_Reg jc_validator_meta[] = {
   { NULL, NULL }
 };
 
+/*
+** core.metaschema(uri) -> table | nil
+** The built-in standard meta-schema at 'uri' (string; a trailing '#' is
+** ignored), decoded as core.decode decodes, a new table on every call:
+** http://json-schema.org/draft-04/schema, .../draft-06/schema,
+** .../draft-07/schema, https://json-schema.org/draft/2019-09/schema and
+** https://json-schema.org/draft/2020-12/schema, and the vocabulary
+** meta-schemas of the last two (.../meta/core, applicator, validation,
+** ...). nil for any other URI. compile resolves a $ref to any of them
+** without a loader (before calling one), as ajv and python-jsonschema do.
+** Raises: 'uri' not a string; memory errors.
+** Stack: [-0, +1, m]
+*/
+static int jc_schema_metaschema(lua_State *L) {
+  size_t len;
+  const char *uri = luaL_checklstring(L, 1, &len);
+  if (!jc_push_metaschema(L, uri, len)) lua_pushnil(L);
+  return 1;
+}
+
 static const luaL_Reg jc_schema_funcs[] = {
   { "compile", jc_schema_compile },
+  { "metaschema", jc_schema_metaschema },
   { NULL, NULL }
 };
 

@@ -4,6 +4,7 @@
 ** $dynamicRef at compile, remote documents through the loader, drafts.
 */
 #include "schema.h"
+#include "metaschemas.h"
 
 /* Percent-decode a URI fragment; pushes the result. [-0, +1, m] */
 static void jc_push_unpercent(jc_cctx *c, const char *path, const char *kw,
@@ -239,8 +240,32 @@ static const char *jc_show_path(jc_cctx *c, const char *loc) {
   return loc;
 }
 
-/* Fetch document 'doc' through the loader into reg and index it; pushes
-** it. Raises a schema error when there is no loader or it fails: it
+/* Push the built-in standard meta-schema whose URI is u[0..len) (one
+** trailing '#' ignored), decoded as core.decode decodes; returns 1, or 0
+** with nothing pushed for any other URI. [-0, +0 or +1, m] */
+int jc_push_metaschema(lua_State *L, const char *u, size_t len) {
+  const jc_metaschema *m;
+  if (len > 0 && u[len - 1] == '#') len--;
+  for (m = jc_metaschemas; m->uri != NULL; m++) {
+    const char *const *piece;
+    const char *text;
+    size_t tl;
+    luaL_Buffer b;
+    if (strlen(m->uri) != len || memcmp(m->uri, u, len) != 0) continue;
+    luaL_buffinit(L, &b);
+    for (piece = m->text; *piece != NULL; piece++) luaL_addstring(&b, *piece);
+    luaL_pushresult(&b);
+    text = lua_tolstring(L, -1, &tl);
+    if (jc_parse_text(L, text, tl, JC_MAX_DEPTH, JC_MAX_BYTES) != 1)
+      luaL_error(L, "built-in meta-schema %s is not JSON", m->uri);
+    lua_remove(L, -2);   /* the text */
+    return 1;
+  }
+  return 0;
+}
+
+/* Fetch document 'doc' (a built-in meta-schema, else through the loader)
+** into reg and index it; pushes it. Raises a schema error when there is no loader or it fails: it
 ** raised ("the loader failed: <message>" for a string or number, "the
 ** loader raised a <type> value" otherwise), returned nil ("the loader found
 ** nothing", then ": <message>" when its second result is a string), a
@@ -251,6 +276,10 @@ static void jc_load(jc_cctx *c, const char *path, const char *kw,
                     const char *doc, size_t dl, const char *ref) {
   lua_State *L = c->L;
   int t;
+  if (jc_push_metaschema(L, doc, dl)) {   /* built in: before any loader */
+    lua_pushnil(L);
+    goto found;
+  }
   if (c->loader == 0)
     jc_schema_error(L, path, kw,
                     "cannot resolve \"%s\": \"%s\" is not in this schema "
@@ -280,6 +309,7 @@ static void jc_load(jc_cctx *c, const char *path, const char *kw,
     jc_schema_error(L, path, kw, "cannot resolve \"%s\": the loader returned "
                     "a %s, expected a schema table or nil, message", ref,
                     luaL_typename(L, -2));
+found:
   lua_pop(L, 1);
   lua_pushlstring(L, doc, dl);
   lua_pushvalue(L, -2);

@@ -104,6 +104,43 @@ describe("jsoncontract.core", function()
             assert.equal(18, err.offset)
         end)
 
+        it("names the member or element whose value holds a format error", function()
+            local CASES = {
+                { '{"id":1,"note":"a\\qb"}', "invalid_escape", "/note", 17 },
+                { '{"note":"a\1b"}', "control_character", "/note", 10 },
+                { '{"note":"a\255b"}', "invalid_utf8", "/note", 10 },
+                { '{"items":[1,2,3,"\\u12"]}', "invalid_escape", "/items/3", 21 },
+                { '{"a":{"n":01}}', "invalid_number", "/a/n", 11 },
+                { '{"a":[0,-]}', "invalid_number", "/a/1", 9 },
+                { '{"a":1e400}', "number_out_of_range", "/a", 5 },
+                { '{"ok":tru}', "unexpected_character", "/ok", 9 },
+                { '{"a":1,"b":[nul]}', "unexpected_character", "/b/0", 15 },
+                { '{"a/b~":x}', "unexpected_character", "/a~1b~0", 8 },
+                { '{"a":+1}', "invalid_number", "/a", 5 },
+            }
+            for _, case in ipairs(CASES) do
+                local v, err = core.decode(case[1])
+                assert.is_nil(v)
+                assert.equal(case[2], err.kind, case[1])
+                assert.equal(case[3], err.pointer, case[1])
+                assert.equal(case[4], err.offset, case[1])
+                assert.equal(1, err.line, case[1])
+            end
+        end)
+
+        it("keeps the container's pointer for errors outside a value", function()
+            local CASES = {
+                { '{"a\\q":1}', "" },         -- inside a member name: no member yet
+                { '{"a":[1,]}', "/a" },         -- a trailing comma: no element
+                { '{"a":{"b" 1}}', "/a" },      -- between name and value
+                { '"\\x"', "" },              -- the top-level value
+            }
+            for _, case in ipairs(CASES) do
+                local _, err = core.decode(case[1])
+                assert.equal(case[2], err.pointer, case[1])
+            end
+        end)
+
         it("treats keys that differ only after escapes as duplicates", function()
             local _, err = core.decode('{"\\u0061":1,"a":2}')
             assert.equal("duplicate_key", err.kind)

@@ -148,11 +148,11 @@ describe("jsoncontract.core tape", function()
         end)
     end)
 
-    describe("format errors carry the JSON Pointer of the innermost container", function()
+    describe("format errors carry the JSON Pointer of the value they are in, else of the container", function()
         local cases = {
-            { '{"skills":["a","b","c\\q"]}', "invalid_escape", "/skills" },
+            { '{"skills":["a","b","c\\q"]}', "invalid_escape", "/skills/2" },
             { '{"a":{"b":[1,2,}]}}', "unexpected_character", "/a/b" },
-            { '[1,{"x":tru}]', "unexpected_character", "/1" },
+            { '[1,{"x":tru}]', "unexpected_character", "/1/x" },
             { '{"a" 1}', "unexpected_character", "" },
             { '{"a":1,"a":2}', "duplicate_key", "/a" },
         }

@@ -3,6 +3,7 @@
 -- model is told and what is checked cannot drift apart.
 -- @module jsoncontract.contract
 local core = require "jsoncontract.core"
+require "jsoncontract.ffi" -- on LuaJIT: validator:check_json through the FFI (see that module)
 local adapters = require "jsoncontract.contract.adapters"
 local feedback = require "jsoncontract.feedback"
 local rules_gate = require "jsoncontract.contract.rules"

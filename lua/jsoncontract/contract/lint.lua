@@ -7,7 +7,9 @@ local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
 local schema_subset = require "jsoncontract.providers.schema_subset"
 
-local type, ipairs, error, getmetatable, setmetatable = type, ipairs, error, getmetatable, setmetatable
+local type, ipairs, error, getmetatable, setmetatable, next, tonumber =
+    type, ipairs, error, getmetatable, setmetatable, next, tonumber
+local concat = table.concat
 
 local _M = { _VERSION = core._VERSION }
 
@@ -25,6 +27,40 @@ local function strip(list)
     local out = setmetatable({}, core.array_mt)
     for i, d in ipairs(list) do out[i] = public(d) end
     return out
+end
+
+local DEFAULT_META = "https://json-schema.org/draft/2020-12/schema"
+
+-- The value at JSON Pointer 'pointer' in 'doc' (nil when absent).
+local function at_pointer(doc, pointer)
+    local v = doc
+    for token in pointer:gmatch("/([^/]*)") do
+        if type(v) ~= "table" then return nil end
+        token = token:gsub("~1", "/"):gsub("~0", "~")
+        local n = tonumber(token)
+        if getmetatable(v) == core.array_mt and n then v = v[n + 1] else v = v[token] end
+    end
+    return v
+end
+
+-- Raise when 'schema' does not conform to its draft's meta-schema ($schema when it names a
+-- built-in one, else 2020-12, compile's default); a custom $schema is not checked here. An
+-- empty Lua table without a metatable is both {} and [], so a mismatch on one is not a fault.
+local function check_meta(schema)
+    local uri = type(schema["$schema"]) == "string" and schema["$schema"] or DEFAULT_META
+    if core.metaschema(uri) == nil then return end
+    local ok, err = core.compile({ ["$ref"] = uri }):validate(schema)
+    if ok then return end
+    local msgs = {}
+    for _, e in ipairs(err.errors or {}) do
+        local v = at_pointer(schema, e.pointer)
+        if not (type(v) == "table" and next(v) == nil and getmetatable(v) == nil) then
+            msgs[#msgs + 1] = e.message
+        end
+    end
+    if #msgs > 0 then
+        error("schema does not conform to its meta-schema " .. uri .. ": " .. concat(msgs, "; "), 3)
+    end
 end
 
 --- Lint a schema (or a contract's schema) for one provider or for all of them.
@@ -45,8 +81,10 @@ end
 --   jsoncontract.providers.llamacpp.grammar_report }.
 --   A contract's examples are checked against each copy sent (see
 --   jsoncontract.providers.schema_subset.instances): a copy that rejects one "fails".
--- @raise on a schema that is neither a table nor JSON text, on invalid JSON text, on an
---   unknown provider name
+-- @raise on a schema that is neither a table nor JSON text, on invalid JSON text, on a schema
+--   that does not conform to its draft's meta-schema (built in: `$schema` when it names
+--   draft-04, -06, -07, 2019-09 or 2020-12, else 2020-12; the message lists each mismatch), on
+--   an unknown provider name
 -- @usage for _, r in ipairs(lint(contract, "openai")) do print(r.provider, #r.not_enforced) end
 function _M.lint(contract_or_schema, provider_name)
     local schema, contract = contract_or_schema, nil
@@ -62,6 +100,7 @@ function _M.lint(contract_or_schema, provider_name)
     if type(schema) ~= "table" then
         error("contract_or_schema must be a contract, a schema table or JSON text, got " .. type(schema), 2)
     end
+    check_meta(schema)
     local names = providers.names
     if provider_name ~= nil then
         if type(provider_name) ~= "string" then

@@ -1,0 +1,54 @@
+-- The nginx side of bench/nginx_gateway_bench.lua (not part of the library): a gateway whose
+-- provider is a location of the same nginx that answers an OpenAI chat envelope at once.
+-- luacheck: globals ngx
+local gateway = require "jsoncontract.nginx"
+
+local M = {}
+
+-- What the model "answers": a valid support ticket, in an OpenAI chat completion envelope.
+M.ENVELOPE = '{"id":"chatcmpl-bench","object":"chat.completion","created":1732950123,'
+    .. '"model":"bench-1","choices":[{"index":0,"message":{"role":"assistant","content":'
+    .. '"{\\"intent\\":\\"delivery\\",\\"order_id\\":\\"55310\\",\\"urgent\\":true,\\"summary\\":'
+    .. '\\"The parcel for order 55310 has not arrived after two weeks.\\"}","refusal":null},'
+    .. '"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":412,'
+    .. '"completion_tokens":61,"total_tokens":473}}'
+
+--- Build the gateway (init_by_lua). `c` = { root, port, key_env }.
+function M.init(c)
+    M.gw = gateway.new {
+        provider = "openai", model = "bench-1", api_key_env = c.key_env,
+        base_url = "http://127.0.0.1:" .. c.port .. "/up",
+        contracts = { support_ticket = c.root .. "/examples/support_ticket.lua" },
+        contract_check_ms = 0, max_body_bytes = 8192, timeout_ms = 5000,
+        policy = { transport_retries = 0 },
+    }
+    assert(M.gw.cache:preload())
+end
+
+--- The upstream: reads the request body (as a provider does) and answers the envelope.
+function M.upstream()
+    ngx.req.read_body()
+    ngx.header["Content-Type"] = "application/json"
+    ngx.print(M.ENVELOPE)
+end
+
+--- Start LuaJIT's sampling profiler in this worker (jit.p, mode e.g. "Fi1": functions with
+-- their files, 1 ms samples; "vi1": VM states), writing to 'path' at profile_stop.
+-- Mode "jitv": the JIT compiler's trace log (jit.v) instead: which traces abort, and why.
+function M.profile_start()
+    local args = ngx.req.get_uri_args()
+    if args.mode == "jitv" then
+        require("jit.v").on(args.path)
+    else
+        require("jit.p").start(args.mode or "Fi1", args.path)
+    end
+    ngx.say("ok")
+end
+
+function M.profile_stop()
+    local args = ngx.req.get_uri_args()
+    if args.mode == "jitv" then require("jit.v").off() else require("jit.p").stop() end
+    ngx.say("ok")
+end
+
+return M

@@ -1,0 +1,241 @@
+/*
+** ffi.c: plain C entry points for LuaJIT's FFI (lua/jsoncontract/ffi.lua),
+** the way lua-resty-core crosses into nginx: no lua_CFunction call and no
+** Lua C API on the caller's state. The strict parser (parse.c) fills a
+** tape; JIT-compiled Lua reads its entries (tape.h's 'jc_tv', mirrored in
+** an ffi.cdef) and builds the Lua value with table.new and ffi.string.
+**
+** The parser raises memory errors and writes its temporaries through a
+** lua_State. A context therefore owns a private state (luaL_newstate):
+** every raise stays inside a lua_pcall on that state, never unwinding
+** through the caller's (possibly JIT-compiled) frames, and nothing here
+** touches the caller's state or calls back into Lua. A context is used by
+** one Lua state at a time; the Lua side never reenters it (a finalizer run
+** while a value is built takes the C API path).
+**
+** A failed parse returns 1 without the err: the caller asks core.decode,
+** which makes the same err (kind, message, offset, line, column, pointer).
+*/
+#include "jc.h"
+#include "parse.h"
+#include "schema.h"
+#include "tape.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct jc_ffi_ctx {
+  lua_State *L;     /* private: holds the tape at stack index 1 */
+  jc_tape *t;
+} jc_ffi_ctx;
+
+typedef struct jc_ffi_job {
+  jc_tape *t;
+  jc_validator *v;      /* check: the validator, else NULL */
+  const jc_tape *given; /* validate: a tape from core.parse, else NULL */
+  const char *text;
+  size_t len, max_depth, max_bytes;
+  int r;
+} jc_ffi_job;
+
+JC_EXPORT jc_ffi_ctx *jc_ffi_new(void);
+JC_EXPORT void jc_ffi_free(jc_ffi_ctx *c);
+JC_EXPORT size_t jc_ffi_layout(int what);
+JC_EXPORT int jc_ffi_check(jc_ffi_ctx *c, void *validator, const char *text,
+                           size_t len, size_t max_depth, size_t max_bytes,
+                           const jc_tv **entries, size_t *n, size_t *b,
+                           size_t *e, char *errbuf, size_t errlen);
+JC_EXPORT int jc_ffi_validate_tape(jc_ffi_ctx *c, void *validator,
+                                   const void *tape, char *errbuf,
+                                   size_t errlen);
+JC_EXPORT int jc_ffi_parse(jc_ffi_ctx *c, const char *text, size_t len,
+                           size_t max_depth, size_t max_bytes,
+                           const jc_tv **entries, size_t *n, char *errbuf,
+                           size_t errlen);
+
+/* Make the tape in the private state. [-0, +1, m] */
+static int jc_ffi_init(lua_State *L) {
+  jc_ffi_ctx *c = (jc_ffi_ctx *)lua_touserdata(L, 1);
+  lua_settop(L, 0);
+  c->t = jc_tape_new(L);
+  return 1;
+}
+
+/*
+** A new context, or NULL when memory is short. Free it with jc_ffi_free.
+*/
+jc_ffi_ctx *jc_ffi_new(void) {
+  jc_ffi_ctx *c = (jc_ffi_ctx *)calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  c->L = luaL_newstate();
+  if (c->L == NULL) { free(c); return NULL; }
+  lua_pushcfunction(c->L, jc_ffi_init);
+  lua_pushlightuserdata(c->L, c);
+  if (lua_pcall(c->L, 1, 1, 0) != 0 || c->t == NULL) {
+    lua_close(c->L);
+    free(c);
+    return NULL;
+  }
+  /* stack index 1: the tape userdata, kept until jc_ffi_free */
+  return c;
+}
+
+void jc_ffi_free(jc_ffi_ctx *c) {
+  if (c == NULL) return;
+  lua_close(c->L);
+  free(c);
+}
+
+/*
+** The layout the Lua side's cdef must match: what 0 sizeof(jc_tv), 1..4
+** the offsets of flags, n, s and u; 5 and 6 core.decode's default
+** max_depth and max_bytes. Another 'what': 0.
+*/
+size_t jc_ffi_layout(int what) {
+  switch (what) {
+    case 0: return sizeof(jc_tv);
+    case 1: return offsetof(jc_tv, flags);
+    case 2: return offsetof(jc_tv, n);
+    case 3: return offsetof(jc_tv, s);
+    case 4: return offsetof(jc_tv, u);
+    case 5: return JC_MAX_DEPTH;
+    case 6: return JC_MAX_BYTES;
+    default: return 0;
+  }
+}
+
+static int jc_ffi_run(lua_State *L) {
+  jc_ffi_job *j = (jc_ffi_job *)lua_touserdata(L, -1);
+  if (j->given != NULL) {
+    jc_vopts o;
+    memset(&o, 0, sizeof o);
+    o.max_errors = 1;
+    o.verdict_only = 1;
+    lua_settop(L, 0);
+    j->r = jc_run(L, j->v, j->given, &o, 0) == 0 ? 0 : 1;
+    return 0;
+  }
+  j->r = jc_parse_tape_quiet(L, j->t, j->text, j->len, j->max_depth,
+                             j->max_bytes);
+  if (j->r == 0 && j->v != NULL) {
+    jc_vopts o;
+    memset(&o, 0, sizeof o);
+    o.max_errors = 1;
+    o.verdict_only = 1;
+    lua_settop(L, 0);
+    j->r = jc_run(L, j->v, j->t, &o, 0) == 0 ? 0 : 1;
+  }
+  return 0;
+}
+
+/* Run 'j' on the private state. Returns 0, 1 (j->r) or -1 (message in
+** errbuf). */
+static int jc_ffi_job_run(jc_ffi_ctx *c, jc_ffi_job *j, char *errbuf,
+                          size_t errlen) {
+  lua_State *L = c->L;
+  int status;
+  if (j->given == NULL) jc_tape_reset(c->t);
+  j->t = c->t;
+  j->r = -1;
+  lua_settop(L, 1);
+  lua_pushcfunction(L, jc_ffi_run);
+  lua_pushlightuserdata(L, j);
+  status = lua_pcall(L, 1, 0, 0);
+  if (status != 0) {
+    const char *msg = lua_tostring(L, -1);
+    if (errlen > 0)
+      snprintf(errbuf, errlen, "%s", msg != NULL ? msg : "not enough memory");
+    lua_settop(L, 1);
+    return -1;
+  }
+  lua_settop(L, 1);
+  return j->r != 0;
+}
+
+/*
+** Parse text[0..len) (text[len] must be '\0', as in a Lua string) as
+** core.decode does with max_depth and max_bytes. Returns 0 with
+** '*entries' and '*n' the tape's entries (valid until the next call on 'c'
+** or jc_ffi_free; strings point into 'text' or the context's arena); 1 on
+** a format error (no details: core.decode gives the err); -1 when the
+** parse failed otherwise (memory), with a message in errbuf[0..errlen).
+*/
+int jc_ffi_parse(jc_ffi_ctx *c, const char *text, size_t len,
+                 size_t max_depth, size_t max_bytes, const jc_tv **entries,
+                 size_t *n, char *errbuf, size_t errlen) {
+  jc_ffi_job j;
+  int r;
+  j.v = NULL;
+  j.given = NULL;
+  j.text = text;
+  j.len = len;
+  j.max_depth = max_depth;
+  j.max_bytes = max_bytes;
+  r = jc_ffi_job_run(c, &j, errbuf, errlen);
+  if (r != 0) return r;
+  *entries = c->t->v;
+  *n = c->t->n;
+  return 0;
+}
+
+/*
+** validator:check_json's and check's gates on text[0..len) ('\0' at
+** text[len]): the strict parse as jc_ffi_parse, then the validator's quiet
+** verdict on the tape ('validator': the payload of a "jsoncontract.
+** Validator" userdata, which the caller keeps reachable). Returns 0 when
+** the text is valid JSON and valid, with the tape's entries as
+** jc_ffi_parse and text[*b..*e) the value without the whitespace around
+** it; 1 when it is not, or the validator is closed (no err: the caller
+** asks the C API, which reports exactly); -1 on a memory error (message
+** in errbuf). Calls no Lua code: the validator cannot be closed meanwhile.
+*/
+int jc_ffi_check(jc_ffi_ctx *c, void *validator, const char *text,
+                 size_t len, size_t max_depth, size_t max_bytes,
+                 const jc_tv **entries, size_t *n, size_t *b, size_t *e,
+                 char *errbuf, size_t errlen) {
+  jc_validator *v = (jc_validator *)validator;
+  jc_ffi_job j;
+  size_t lo = 0, hi = len;
+  int r;
+  if (v == NULL || v->root == NULL || v->closing) return 1;
+  j.v = v;
+  j.given = NULL;
+  j.text = text;
+  j.len = len;
+  j.max_depth = max_depth;
+  j.max_bytes = max_bytes;
+  r = jc_ffi_job_run(c, &j, errbuf, errlen);
+  if (r != 0) return r;
+  while (lo < hi && (text[lo] == ' ' || text[lo] == '\t' || text[lo] == '\n'
+                     || text[lo] == '\r'))
+    lo++;
+  while (hi > lo && (text[hi - 1] == ' ' || text[hi - 1] == '\t'
+                     || text[hi - 1] == '\n' || text[hi - 1] == '\r'))
+    hi--;
+  *entries = c->t->v;
+  *n = c->t->n;
+  *b = lo;
+  *e = hi;
+  return 0;
+}
+
+/*
+** validator:validate(tape)'s verdict: 'tape' the payload of a
+** "jsoncontract.Tape" userdata from core.parse, 'validator' of a
+** "jsoncontract.Validator" (the caller keeps both reachable). Returns 0
+** when the tape's value is valid; 1 when it is not or the validator is
+** closed (the caller asks the C API, which reports); -1 on a memory error
+** (message in errbuf). The context's own tape is left alone.
+*/
+int jc_ffi_validate_tape(jc_ffi_ctx *c, void *validator, const void *tape,
+                         char *errbuf, size_t errlen) {
+  jc_validator *v = (jc_validator *)validator;
+  jc_ffi_job j;
+  if (v == NULL || v->root == NULL || v->closing || tape == NULL) return 1;
+  memset(&j, 0, sizeof j);
+  j.v = v;
+  j.given = (const jc_tape *)tape;
+  return jc_ffi_job_run(c, &j, errbuf, errlen);
+}
