@@ -55,20 +55,6 @@ static int jc_monotonic(lua_State *L) {
   return 1;
 }
 
-/* See jc.h. */
-int jc_pcall_busy(lua_State *L, lua_CFunction fn, int nargs, int *busy) {
-  int st, was;
-  /* may allocate (a closure on Lua 5.1 and LuaJIT) and so run a __gc:
-  ** before the mark, while the caller holds no pointer into its object */
-  lua_pushcfunction(L, fn);
-  lua_insert(L, -(nargs + 1));
-  was = *busy;
-  *busy = 1;
-  st = lua_pcall(L, nargs, LUA_MULTRET, 0);
-  *busy = was;
-  return st;
-}
-
 LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 
 /*

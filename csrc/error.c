@@ -1,7 +1,8 @@
 /*
 ** error.c: the one err constructor of jsoncontract.core (jc_error_begin
 ** and jc_error_end from C, core.error from Lua), the metamethods every err
-** carries, and the JSON Pointer token helpers. jc.h declares what other
+** carries, the JSON Pointer token helpers, and jc_pcall_busy (the guard
+** every re-entrant object's calls run under). jc.h declares what other
 ** files call.
 */
 #include "jc.h"
@@ -282,4 +283,18 @@ void jc_error_open(lua_State *L) {
   lua_pushvalue(L, -2);
   lua_rawset(L, LUA_REGISTRYINDEX);
   lua_setfield(L, -2, "error_mt");
+}
+
+/* See jc.h. */
+int jc_pcall_busy(lua_State *L, lua_CFunction fn, int nargs, int *busy) {
+  int st, was;
+  /* may allocate (a closure on Lua 5.1 and LuaJIT) and so run a __gc:
+  ** before the mark, while the caller holds no pointer into its object */
+  lua_pushcfunction(L, fn);
+  lua_insert(L, -(nargs + 1));
+  was = *busy;
+  *busy = 1;
+  st = lua_pcall(L, nargs, LUA_MULTRET, 0);
+  *busy = was;
+  return st;
 }

@@ -26,6 +26,16 @@ static void jc_push_limit(lua_State *L, const jc_limit *lim) {
   lua_pushnumber(L, lim->d);
 }
 
+/* A count (a length, a number of items or members) is an integer where Lua
+** has integers: printed "1", not "1.0". Past lua_Integer's range (only a
+** limit can be: minItems 2^64) it goes as a number, its nearest double. */
+static void jc_push_count(lua_State *L, size_t n) {
+#if JC_HAVE_INTEGER
+  if (n <= (size_t)LUA_MAXINTEGER) { lua_pushinteger(L, (lua_Integer)n); return; }
+#endif
+  lua_pushnumber(L, (lua_Number)n);
+}
+
 /* Push the instance location as a JSON Pointer. [-0, +1, m] */
 static void jc_push_pointer(jc_vctx *c) {
   luaL_Buffer b;
@@ -347,9 +357,9 @@ void jc_report_count(jc_vctx *c, const jc_node *n, const char *kw,
   char a[32], l[32];
   if (c->quiet) return;
   where = jc_err_begin(c, n, kw);
-  lua_pushnumber(L, (lua_Number)limit);
+  jc_push_count(L, limit);
   lua_setfield(L, -3, "limit");
-  lua_pushnumber(L, (lua_Number)actual);
+  jc_push_count(L, actual);
   lua_setfield(L, -3, "actual");
   snprintf(a, sizeof a, "%lu", (unsigned long)actual);
   snprintf(l, sizeof l, "%lu", (unsigned long)limit);

@@ -1183,6 +1183,30 @@ describe("jsoncontract.core", function()
         end)
     end)
 
+    describe("numbers keep their kind", function()
+        it("writes counts and integer limits as integers ('1', not '1.0'), floats as floats", function()
+            local v = core.compile { properties = {
+                s = { minLength = 1 }, a = { maxItems = 2 }, o = { minProperties = 1 },
+                i = { minimum = 5 }, f = { maximum = 2.5 } } }
+            local _, err = v:validate { s = "", a = A { 1, 2, 3 }, o = {}, i = 4, f = 3 }
+            local seen = {}
+            for _, e in ipairs(err.errors) do seen[e.keyword] = e end
+            for _, kw in ipairs { "minLength", "maxItems", "minProperties" } do
+                local e = assert(seen[kw], kw)
+                if math.type then
+                    assert.equal("integer", math.type(e.limit), kw)
+                    assert.equal("integer", math.type(e.actual), kw)
+                end
+            end
+            assert.equal("integer", math.type and math.type(seen.minimum.limit) or "integer")
+            local text = core.encode { minLength = seen.minLength, minimum = seen.minimum, maximum = seen.maximum }
+            assert.truthy(text:find('"limit":1,', 1, true), text)
+            assert.truthy(text:find('"actual":0,', 1, true), text)
+            assert.truthy(text:find('"limit":5,', 1, true), text)
+            assert.truthy(text:find('"limit":2.5,', 1, true), text)
+        end)
+    end)
+
     describe("owns what it compiled", function()
         it("keeps enum and const as compiled when the caller changes or drops the schema's tables", function()
             local long = ("r"):rep(60)
