@@ -119,7 +119,9 @@ function _M.main(argv, env)
         env.stderr:write("jsoncontract: ", tostring(args), "\n")
         return 2
     end
-    local done, status = xpcall(commands[args.command].run, debug.traceback, args, env)
+    -- (a closure: PUC Lua 5.1's xpcall passes no arguments)
+    local run = commands[args.command].run
+    local done, status = xpcall(function() return run(args, env) end, debug.traceback)
     if done then return status end
     return _M.internal_error(status, env)
 end
