@@ -205,7 +205,7 @@ describe("job modules as batch jobs", function()
         assert.equal(0, code, out)
         local found = exported("accepted.jsonl", id)
         assert.truthy(found, id .. " is not in accepted.jsonl after the decision")
-        assert.same({ "human", "ann", "1042" }, { found.decided_by, found.reviewer, found.ticket.order_id })
+        assert.same({ "human", "ann", "1042" }, { found.decided_by, found.reviewer, found.value.order_id })
     end)
 
     -- (one answer per item and a seed at which the stand-in's answers put some in review)

@@ -3,7 +3,7 @@
 -- Lua module on 127.0.0.1, and headless Chromium (Debian's chromium + chromium-driver, driven
 -- by tools/review_browser.py through python3-selenium) works the queue with the keyboard:
 -- opens the first item, sees the contract refuse the model's intent and a forbidden value
--- beside the field, fixes the intent, accepts, marks the <script> mail "not a ticket", skips
+-- beside the field, fixes the intent, accepts, marks the <script> mail "not for this job", skips
 -- one and goes back to the queue. The spec then reads the store and the export. Requests
 -- without a CSRF token, from another origin, or without a reviewer (with --auth) are refused;
 -- SIGTERM and SIGINT stop the desk and remove its files. Without nginx, its Lua module,
@@ -143,7 +143,7 @@ describe("jsoncontract review (nginx + headless Chromium)", function()
             assert.same({ desk.base .. "/desk.js" }, walk.scripts)
             assert.is_true(walk.no_alert)
             assert.equal(0, walk.bold_in_mail)
-            assert.equal("/item/m3?saved=m2", walk.after_not_a_ticket)
+            assert.equal("/item/m3?saved=m2", walk.after_not_applicable)
             assert.equal("/item/m5", walk.after_skip)
             assert.equal("Review queue: 3 to review, 2 decided by a person", walk.queue_title_after)
             for _, e in ipairs(walk.console_errors) do
@@ -172,7 +172,7 @@ describe("jsoncontract review (nginx + headless Chromium)", function()
             assert.truthy(who:find("@localhost", 1, true), who)
             assert.equal(2, #humans[3].errors_seen)
             local m2 = st:item("job-spec", "m2")
-            assert.same({ "human_review", "human", "not_a_ticket" }, { m2.status, m2.decided_by, m2.reason_kind })
+            assert.same({ "human_review", "human", "not_applicable" }, { m2.status, m2.decided_by, m2.reason_kind })
         end)
 
         it("exports the human decisions marked as such", function()
@@ -191,14 +191,14 @@ describe("jsoncontract review (nginx + headless Chromium)", function()
                 tickets[rec.id] = rec
             end
             assert.same({ "human", "accept", "delivery" }, { tickets.m1.decided_by, tickets.m1.decision,
-                tickets.m1.ticket.intent })
+                tickets.m1.value.intent })
             assert.is_nil(tickets.m4.decided_by)
             local review = {}
             for line in (util.read(out .. "/review.jsonl") or ""):gmatch("[^\n]+") do
                 local rec = jc.decode(line)
                 review[rec.id] = rec
             end
-            assert.same({ "human", "not_a_ticket" }, { review.m2.decided_by, review.m2.reason.kind })
+            assert.same({ "human", "not_applicable" }, { review.m2.decided_by, review.m2.reason.kind })
             assert.is_nil(review.m3.decided_by)
             assert.is_nil(review.m1)
         end)

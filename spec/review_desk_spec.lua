@@ -197,7 +197,7 @@ local function desk_specs(engine)
             assert.same({ "delivery", "1042", true }, { value.intent, value.order_id, value.urgent })
             local line = jc.decode(it.record_json)
             assert.same({ "human", "ann", "accept", "delivery" }, { line.decided_by, line.reviewer, line.decision,
-                line.ticket.intent })
+                line.value.intent })
             local ev = st:evidence_for("job-spec", "m1")
             local rec = ev[#ev]
             assert.same({ "human", "accepted", 2, "ann" }, { rec.decided_by, rec.gate, rec.pass, rec.reviewer })
@@ -209,11 +209,11 @@ local function desk_specs(engine)
             assert.truthy(get("/", { status = "decided" }).body:find("decided: accepted", 1, true))
         end)
 
-        it("records 'not a ticket' and 'needs the customer' as the person's review outcomes", function()
-            assert.equal(303, post("/item/m2", { action = "not_a_ticket", note = "spam" }).status)
+        it("records 'not for this job' and 'needs the customer' as the person's review outcomes", function()
+            assert.equal(303, post("/item/m2", { action = "not_applicable", note = "spam" }).status)
             assert.equal(303, post("/item/m6", { action = "needs_customer" }).status)
             local m2 = st:item("job-spec", "m2")
-            assert.same({ "human_review", "human", "human", "not_a_ticket" },
+            assert.same({ "human_review", "human", "human", "not_applicable" },
                 { m2.status, m2.decided_by, m2.reason_category, m2.reason_kind })
             assert.equal("spam", jc.decode(m2.record_json).note)
             assert.equal("needs_customer", st:item("job-spec", "m6").reason_kind)
@@ -236,8 +236,8 @@ local function desk_specs(engine)
             local fields = ticket_fields("delivery", "1042", "true", "x")
             for _, case in ipairs {
                 { "none", desk:handle { method = "POST", path = "/item/m1", post = fields, reviewer = "ann" } },
-                { "wrong", post("/item/m1", { csrf = desk:csrf_token("bob"), action = "not_a_ticket" }, "ann") },
-                { "origin", post("/item/m1", { action = "not_a_ticket" }, "ann", { origin_ok = false }) },
+                { "wrong", post("/item/m1", { csrf = desk:csrf_token("bob"), action = "not_applicable" }, "ann") },
+                { "origin", post("/item/m1", { action = "not_applicable" }, "ann", { origin_ok = false }) },
             } do
                 assert.equal(403, case[2].status, case[1])
             end
@@ -247,7 +247,7 @@ local function desk_specs(engine)
         it("refuses a decision without the pass its page showed (400)", function()
             assert.equal(303, post("/item/m6", { action = "needs_customer" }, "bob").status)
             for _, seen in ipairs { false, "", "x", "-1", "1.5" } do
-                local res = post("/item/m6", { action = "not_a_ticket", seen = seen }, "ann")
+                local res = post("/item/m6", { action = "not_applicable", seen = seen }, "ann")
                 assert.equal(400, res.status, tostring(seen))
                 assert.truthy(res.body:find("missing or bad 'seen'", 1, true))
             end
@@ -263,7 +263,7 @@ local function desk_specs(engine)
             local seen = get("/item/m6").body:match('name="seen" value="(%d+)"')
             assert.equal("1", seen)
             assert.equal(303, post("/item/m6", { action = "needs_customer", seen = seen }, "bob").status)
-            local res = post("/item/m6", { action = "not_a_ticket", seen = seen }, "ann")
+            local res = post("/item/m6", { action = "not_applicable", seen = seen }, "ann")
             assert.equal(409, res.status)
             assert.truthy(res.body:find("was decided by someone else meanwhile", 1, true))
             local it = st:item("job-spec", "m6")

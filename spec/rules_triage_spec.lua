@@ -117,7 +117,7 @@ describe("bin/jsoncontract triage with rules that misbehave", function()
         local t = assert(by_ticket["m-paypal"], "m-paypal accepted")
         assert.same({ intent = "payment", order_id = core.null, urgent = true,
             summary = "Payment issue: My PayPal payment for order 2005 failed but the money left my account." },
-            t.ticket)
+            t.value)
     end)
 
     it("leaves the other mails as the plain contract has them", function()
@@ -152,7 +152,7 @@ describe("bin/jsoncontract triage with a value no line can hold", function()
         assert.equal(11, #tickets)
         local r = review[1].reason
         assert.same({ "internal", "item_error" }, { r.category, r.kind })
-        assert.truthy(r.message:find("this item's ticket could not be written: cannot encode a table nested deeper",
+        assert.truthy(r.message:find("this item's value could not be written: cannot encode a table nested deeper",
             1, true), r.message)
         assert.truthy(r.message:find("bytes)\226\128\166", 1, true), r.message)
         assert.truthy(#r.message < 400, r.message)

@@ -54,10 +54,10 @@ describe("bin/jsoncontract triage", function()
         assert.equal(2, #t1042.attempts)
         assert.equal("schema", t1042.attempts[1].gate)
         assert.same({ intent = "delivery", order_id = "1042", urgent = true },
-            { intent = t1042.ticket.intent, order_id = t1042.ticket.order_id, urgent = t1042.ticket.urgent })
+            { intent = t1042.value.intent, order_id = t1042.value.order_id, urgent = t1042.value.urgent })
         local t1187 = assert(by["m-1187"], "m-1187 accepted")
         assert.equal(1, #t1187.attempts)
-        assert.equal("return", t1187.ticket.intent)
+        assert.equal("return", t1187.value.intent)
     end)
 
     it("sends the vague mails to a person after three attempts, and an unknown order by the rule", function()

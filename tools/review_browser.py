@@ -123,10 +123,10 @@ def walk(base):
         out["scripts"] = drv.execute_script("return Array.prototype.map.call(document.scripts, function(s){return s.src})")
         out["no_alert"] = no_alert(drv)
         out["bold_in_mail"] = len(drv.find_elements(By.CSS_SELECTOR, "#mail b"))
-        # 7. "Not a ticket" with its key on this item.
-        press(drv, "t")
+        # 7. "Not for this job" with its key on this item.
+        press(drv, "x")
         wait_for(drv, lambda d: "saved=m2" in d.current_url)
-        out["after_not_a_ticket"] = drv.current_url[len(base):]
+        out["after_not_applicable"] = drv.current_url[len(base):]
         # 8. s skips to the next without deciding.
         before = drv.current_url
         press(drv, "s")

@@ -56,7 +56,7 @@ local function line_of(item_id, contract, outcome)
     end
     local base = { id = item_id, contract = contract:identity(), attempts = attempts, usage = outcome.usage }
     if outcome.status == "accepted" then
-        base.ticket = outcome.value
+        base.value = outcome.value
     else
         local r = outcome.reason
         local errs = setmetatable({}, core.array_mt)

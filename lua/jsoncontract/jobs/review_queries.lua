@@ -107,7 +107,7 @@ end
 --   `limit` (integer, default 50)
 -- @treturn[1] table rows, each `item_id`, `seq` (integer), `input` (decoded input JSON),
 --   `reason` ("category/kind" of the model's outcome), `status` and `decided_by` of the latest outcome,
---   `decision` (a person's: "accept", "not_a_ticket", "needs_customer"; nil when none)
+--   `decision` (a person's: "accept", "not_applicable", "needs_customer"; nil when none)
 -- @treturn[1] boolean more: another page lies beyond this one in the paging direction
 -- @return[2] nil
 -- @treturn[2] table err
@@ -282,14 +282,14 @@ end
 --- Record a person's decision: an outcome (`decided_by = 'human'`, pass = the item's highest
 -- recorded pass + 1), its evidence record and the item's pass, in one transaction. The outcome's `record_json`
 -- is the line the exports write, marked `decided_by: "human"` with the reviewer. An accepted
--- value is an `accepted` outcome (accepted.jsonl); "not a ticket" and "needs the customer" are
+-- value is an `accepted` outcome (accepted.jsonl); "not for this job" and "needs the customer" are
 -- `human_review` outcomes whose reason is the person's (`category = "human"`, `kind` the
 -- decision), so every item stays in exactly one of accepted / review, and a new review pass
 -- (`store:new_review_pass`, which re-asks only the model's review outcomes) leaves them alone.
 -- @tparam table store
 -- @tparam string job_id
 -- @tparam string item_id
--- @tparam table d `decision` ("accept"|"not_a_ticket"|"needs_customer"), `value` (the checked value
+-- @tparam table d `decision` ("accept"|"not_applicable"|"needs_customer"), `value` (the checked value
 --   when accepted), `reviewer` (string), `decided_at` (UTC text), `record` (the desk's record:
 --   `decision`, `note`, `gate`), `contract` (`{name, version, schema_hash}`)
 -- @tparam[opt] integer seen_pass the item's latest pass when the reviewer loaded the page: when
@@ -321,10 +321,10 @@ function _M.record_decision(store, job_id, item_id, d, seen_pass)
     }
     local reason_json, cat, kind
     if status == "accepted" then
-        line.ticket = d.value
+        line.value = d.value
     else
         local reason = { category = "human", kind = d.decision,
-            message = d.decision == "not_a_ticket" and "a person decided this is not a ticket"
+            message = d.decision == "not_applicable" and "a person decided this item is not for this job"
                 or "a person decided this needs the customer" }
         line.reason = reason
         reason_json, cat, kind = core.encode(reason), reason.category, reason.kind

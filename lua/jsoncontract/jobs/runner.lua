@@ -69,7 +69,7 @@ local function outcome_row(contract, item, outcome, pass, owner, key)
     local row = { pass = pass, status = outcome.status, decided_by = "model", worker = owner }
     local reason = outcome.reason
     if outcome.status == "accepted" then
-        base.ticket = outcome.value
+        base.value = outcome.value
         base.adapters = outcome.adapters
         local ok1, value_json = pcall(core.encode, secrets.redact_value(outcome.value, key))
         local ok2, record_json = pcall(core.encode, secrets.redact_value(base, key))
@@ -77,9 +77,9 @@ local function outcome_row(contract, item, outcome, pass, owner, key)
             row.value_json, row.record_json = value_json, record_json
             return row
         end
-        base.ticket, base.adapters = nil, nil
+        base.value, base.adapters = nil, nil
         row.status = "human_review"
-        reason = errors.new("internal", "item_error", "this item's ticket could not be written: "
+        reason = errors.new("internal", "item_error", "this item's value could not be written: "
             .. secrets.clean(ok1 and record_json or value_json, key, 300))
     end
     local errs = setmetatable({}, core.array_mt)

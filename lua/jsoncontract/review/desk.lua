@@ -31,7 +31,7 @@ local SNIPPET = 140
 -- Decisions a person can take, in the order of the buttons.
 local ACTIONS = {
     accept = { label = "Accept", key = "a", done = "accepted" },
-    not_a_ticket = { label = "Not a ticket", key = "t", done = "not a ticket" },
+    not_applicable = { label = "Not for this job", key = "x", done = "not for this job" },
     needs_customer = { label = "Needs the customer", key = "c", done = "needs the customer" },
 }
 _M.ACTIONS = ACTIONS
@@ -391,7 +391,7 @@ local function item_page(self, req, item_id, state, status)
     w(format('<input type="hidden" name="seen" value="%d">', it.latest_pass or 0))
     w(fields)
     w('<div class="buttons">')
-    for _, name in ipairs { "accept", "not_a_ticket", "needs_customer" } do
+    for _, name in ipairs { "accept", "not_applicable", "needs_customer" } do
         local act = ACTIONS[name]
         w(format('<button type="submit" name="action" value="%s"%s>%s <kbd>%s</kbd></button>', name,
             name == "accept" and ' class="primary"' or "", esc(act.label), act.key))
@@ -410,7 +410,7 @@ local function item_page(self, req, item_id, state, status)
     w("</p></section></div>")
     return response(status or 200, html.page {
         title = "item " .. tostring(item_id), page = "item", body = concat(b), reviewer = req.reviewer, job = self.job,
-        keys = keys_help { { "a", "accept" }, { "Ctrl+Enter", "accept" }, { "s", "skip" }, { "t", "not a ticket" },
+        keys = keys_help { { "a", "accept" }, { "Ctrl+Enter", "accept" }, { "s", "skip" }, { "x", "not for this job" },
             { "c", "needs customer" }, { "e", "edit" }, { "q", "queue" } },
     })
 end

@@ -167,7 +167,7 @@ _M.JS = [[
     } else {
       if (k === "a") done = go("button[value=accept]");
       else if (k === "s" || k === "n") done = go("a[rel=next]");
-      else if (k === "t") done = go("button[value=not_a_ticket]");
+      else if (k === "x") done = go("button[value=not_applicable]");
       else if (k === "c") done = go("button[value=needs_customer]");
       else if (k === "q" || k === "u") done = go("a[rel=up]");
       else if (k === "e") {
