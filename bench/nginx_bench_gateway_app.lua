@@ -15,10 +15,16 @@ M.ENVELOPE = '{"id":"chatcmpl-bench","object":"chat.completion","created":173295
 
 --- Build the gateway (init_by_lua). `c` = { root, port, key_env }.
 function M.init(c)
+    local ticket = c.root .. "/examples/support_ticket.lua"
+    local orders -- what its rules read (the job module's context), opened per worker on first use
     M.gw = gateway.new {
         provider = "openai", model = "bench-1", api_key_env = c.key_env,
         base_url = "http://127.0.0.1:" .. c.port .. "/up",
-        contracts = { support_ticket = c.root .. "/examples/support_ticket.lua" },
+        contracts = { support_ticket = ticket },
+        context = function()
+            orders = orders or assert(dofile(ticket).context {})
+            return orders
+        end,
         contract_check_ms = 0, max_body_bytes = 8192, timeout_ms = 5000,
         policy = { transport_retries = 0 },
     }

@@ -164,6 +164,20 @@ describe("bin/jsoncontract", function()
             tmp[#tmp + 1] = p
             return p
         end
+        -- A folder holding what the support ticket's rules read (its orders.sqlite, as a run
+        -- leaves it): `replay --context DIR` for a log kept elsewhere.
+        local orders
+        local function orders_dir()
+            if orders then return orders end
+            orders = os.tmpname()
+            os.remove(orders)
+            assert(os.execute("mkdir -p '" .. orders .. "'"))
+            local db = assert(dofile("examples/orders.lua").open_shipped(orders .. "/orders.sqlite",
+                "examples/orders.csv"))
+            db:close()
+            return orders
+        end
+        teardown(function() if orders then os.execute("rm -rf '" .. orders .. "'") end end)
 
         it("reaches the recorded verdicts offline and names the file and its SHA-256", function()
             local path = new_path()
@@ -171,7 +185,7 @@ describe("bin/jsoncontract", function()
                 { context = (ticket.context {}) })
             record(path, ex.contract, "post 7777", { script = { ["7777"] = { FENCED } } },
                 { adapters = ex.adapters, policy = ex.policy })
-            local out, code = jcli("replay " .. path)
+            local out, code = jcli("replay --context " .. orders_dir() .. " " .. path)
             assert.equal(0, code, out)
             assert.truthy(out:find("replay " .. path .. " sha256 " .. core.sha256(slurp(path)), 1, true), out)
             assert.truthy(out:find("line 1 attempt 1: schema/schema_mismatch, same as recorded", 1, true), out)
@@ -187,7 +201,7 @@ describe("bin/jsoncontract", function()
             local f = assert(io.open(path, "wb"))
             f:write(text)
             f:close()
-            local out, code = jcli("replay " .. path)
+            local out, code = jcli("replay --context " .. orders_dir() .. " " .. path)
             assert.equal(1, code, out)
             assert.truthy(out:find("line 1 attempt 1: DIFFERS: recorded accepted, replayed schema/schema_mismatch",
                 1, true), out)
@@ -208,7 +222,7 @@ describe("bin/jsoncontract", function()
             .. "attempt number as such", function()
             local ev = temp('[1,2]\n"x"\n{"gate":"schema","kind":"schema_mismatch","text":"{}",'
                 .. '"contract":{"name":"support_ticket","version":"1.0.0"}}\n{"gate":"acc')
-            local out, code = jcli("replay " .. ev)
+            local out, code = jcli("replay --context " .. orders_dir() .. " " .. ev)
             assert.equal(1, code, out)
             assert.truthy(out:find("line 1: not an evidence record (not a JSON object), skipped", 1, true), out)
             assert.truthy(out:find("line 2: not an evidence record (not a JSON object), skipped", 1, true), out)
@@ -233,9 +247,17 @@ describe("bin/jsoncontract", function()
             assert.equal(0, code, out)
             assert.truthy(out:find("%(m%-9999%) attempt %d: rules/rule_failed, same as recorded"), out)
             assert.truthy(out:find(" 0 differ;", 1, true), out)
-            -- without the run's table: the job module's own context (the shipped orders), same verdicts
+            -- without the run's table: refused, naming the rules and the missing context, rather
+            -- than replaying them on other data (the module's own context) or none
             os.remove(dir .. "/orders.sqlite")
             out, code = jcli("replay " .. dir .. "/evidence.jsonl")
+            assert.equal(2, code, out)
+            assert.truthy(out:find("has rules (order_exists", 1, true), out)
+            assert.truthy(out:find("no context to replay them with: its replay_context found none for the run in "
+                .. dir, 1, true), out)
+            assert.falsy(out:find("replayed:", 1, true), out)
+            -- the folder that holds them, given: replayed again
+            out, code = jcli("replay --context " .. orders_dir() .. " " .. dir .. "/evidence.jsonl")
             assert.equal(0, code, out)
             assert.truthy(out:find(" 0 differ;", 1, true), out)
             os.execute("rm -rf '" .. dir .. "'")

@@ -23,9 +23,11 @@
 --     `{"status":"handed_over","message":<plain words for the end user>,"item_id":..,"request_id":..}`
 --     (with a `store`, recorded there first; 503 `handover_unavailable` when that failed);
 --   * 400 `empty_body`, `not_utf8`; 405 `method_not_allowed`; 413 `body_too_large`;
---   * 500 `internal_error`, `contract_unavailable`; 502 `model_unavailable` (the provider could
---     not be reached or answered with an HTTP error), `no_valid_answer` (no answer passed the
---     gates: format, schema, truncated, protocol, budget); 503 `model_busy` (rate limited or
+--   * 500 `internal_error`, `contract_unavailable`, `context_missing` (a contract with rules and a
+--     gateway without `context`: refused before its rules could pass without their data);
+--     502 `model_unavailable` (the provider could not be reached or answered with an HTTP
+--     error), `no_valid_answer` (no answer passed the gates: format, schema, truncated, protocol,
+--     budget); 503 `model_busy` (rate limited or
 --     overloaded; `Retry-After` when the provider gave one); 504 `model_timeout`.
 --
 -- Errors are `{"error":{"code":..,"message":<plain words>},"request_id":..,"item_id":..}`;
@@ -62,7 +64,7 @@ local GATEWAYS = setmetatable({}, { __mode = "k" })
 _M.STATUS = {
     handed_over = 202, handover_unavailable = 503,
     empty_body = 400, not_utf8 = 400, method_not_allowed = 405, body_too_large = 413,
-    internal_error = 500, contract_unavailable = 500, body_unreadable = 500,
+    internal_error = 500, contract_unavailable = 500, body_unreadable = 500, context_missing = 500,
     model_unavailable = 502, no_valid_answer = 502, model_busy = 503, model_timeout = 504,
 }
 
@@ -76,6 +78,8 @@ _M.TEXT = {
     method_not_allowed = "Use POST with the text to process as the body.",
     body_too_large = "The request body is too large.",
     internal_error = SORRY, contract_unavailable = SORRY, body_unreadable = SORRY,
+    context_missing = "This service is not set up correctly: the contract's rules have no context. "
+        .. "The error log names the rule.",
     model_unavailable = messages.TEXT.retry_later, no_valid_answer = messages.TEXT.retry_later,
     model_busy = messages.TEXT.retry_later, model_timeout = messages.TEXT.retry_later,
     handover_unavailable = "Your request could not be passed to a person right now. Please try again.",
@@ -87,7 +91,7 @@ local BUSY = { rate_limited = true, overloaded = true }
 -- or the model's side failed (everything else).
 local OUTCOME_OF = {
     empty_body = "rejected", not_utf8 = "rejected", method_not_allowed = "rejected", body_too_large = "rejected",
-    internal_error = "error", contract_unavailable = "error", body_unreadable = "error",
+    internal_error = "error", contract_unavailable = "error", body_unreadable = "error", context_missing = "error",
 }
 
 -- The error code for an outcome that was not accepted.
@@ -135,7 +139,9 @@ local OPTS = {
 --   request, may use cosockets, must not block; errors are logged);
 --   `context` (`function(contract_name, input) -> table` for the contracts' rules; `false` says,
 --   explicitly, that their rules need none. `configure` refuses a contract with rules when it is
---   not given: the rules would pass without their data);
+--   not given: the rules would pass without their data; a gateway from `new` loads its contracts
+--   when first asked for them and answers each request for such a contract 500 `context_missing`,
+--   the rule and the missing context in the error log);
 --   `store` (a job store: SQLite file path or `postgresql://` URL; nil: none): each handed-over
 --   request is recorded there before its 202, as an item of the contract's gateway job, with its
 --   attempts (the model's text included) and reason, so `jsoncontract review STORE` serves it
@@ -191,6 +197,21 @@ function _M.new(opts)
     return self
 end
 
+-- Why a contract cannot be served without a context (its rules would pass without their
+-- data), per contract object: nil-free (false when it can), weak so a reloaded version is
+-- looked at again.
+local NO_CONTEXT = setmetatable({}, { __mode = "k" })
+
+local function missing_context(c, where)
+    local why = NO_CONTEXT[c]
+    if why == nil then
+        why = require("jsoncontract.jobs.definition").missing_context(c, where, "function(contract_name, input)")
+            or false
+        NO_CONTEXT[c] = why
+    end
+    return why or nil
+end
+
 local default
 
 --- Make the gateway that `serve` and `metrics` use, and compile its contracts now (in
@@ -208,8 +229,7 @@ function _M.configure(opts)
         for name in pairs(gw.cache.sources) do names[#names + 1] = name end
         table.sort(names)
         for _, name in ipairs(names) do
-            local why = require("jsoncontract.jobs.definition").missing_context(gw.cache:get(name),
-                "the gateway (configure{context = ...})", "function(contract_name, input)")
+            local why = missing_context(gw.cache:get(name), "the gateway (configure{context = ...})")
             if why then error("nginx gateway: contract '" .. name .. "': " .. why, 2) end
         end
     end
@@ -426,6 +446,9 @@ function _M.serve(self, name)
 
     local c, key = self.cache:get(name)
     if not c then return fail(self, name, "contract_unavailable", rid, nil, t0, key, nil, nil, {}) end
+    -- Fail closed, as `configure` does at start: a gateway from `new` sees its contracts first here.
+    local no_context = not self.context_given and missing_context(c, "the gateway (new{context = ...})")
+    if no_context then return fail(self, name, "context_missing", rid, nil, t0, no_context, nil, nil, {}) end
     local ev = { contract = c }
     ngx.header["X-Contract"] = c.name
     ngx.header["X-Contract-Version"] = c.version

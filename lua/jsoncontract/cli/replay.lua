@@ -3,7 +3,9 @@
 -- every attempt's text), an evidence log (JSONL; records written with --record-text carry the model's text)
 -- or one saved provider response body (`--provider`, default openai, or anthropic for a Messages
 -- body). Exit 0 when every replayed verdict matches the recorded one (or, for a saved response,
--- when it is accepted), 1 otherwise, 2 on a usage error.
+-- when it is accepted), 1 otherwise, 2 on a usage error or when a contract with rules finds no
+-- context for them (its module's `replay_context` finds none for the run, or it has neither that
+-- nor a `context`), unless the module says `context = false`: rules never run without their data.
 -- @module jsoncontract.cli.replay
 local core = require "jsoncontract.core"
 local adapters = require "jsoncontract.contract.adapters"
@@ -21,10 +23,28 @@ local function show_verdict(gate, kind)
     return kind and (gate .. "/" .. kind) or gate
 end
 
+-- Why a loaded module's rules have no context for this replay (nil when they have one or need
+-- none): a `replay_context` that finds nothing for the run is not replaced by the module's own
+-- `context`, which opens other data than the run read.
+local function missing_context(mod, ctx, file, context_dir)
+    if ctx ~= nil or mod.context == false then return nil end
+    local names = require("jsoncontract.jobs.definition").rule_names(mod.contract)
+    if #names == 0 then return nil end
+    local c = mod.contract
+    local where = type(mod.replay_context) == "function"
+        and ("its replay_context found none for the run in " .. context_dir .. " (give the run's folder, or "
+            .. "--context DIR: the folder holding what the rules read)")
+        or "the module has no replay_context and no context"
+    return format("the contract %s %s (%s) has rules (%s) and no context to replay them with: %s; "
+        .. "the rules would run without their data. A module whose rules need none says `context = false`",
+        tostring(c.name), tostring(c.version), file, table.concat(names, ", "), where)
+end
+
 -- The contract a record names, loaded once per file (with its offline rules context, when the
 -- contract module knows how to find it). The evidence is data: a name never becomes a path
 -- outside examples/.
 local function contract_loader(args, env, evidence_dir)
+    evidence_dir = args.context or evidence_dir
     local contracts, contexts = {}, {}
     return function(name)
         if not args.contract and name ~= nil and (type(name) ~= "string" or not name:match("^[%w_%-]+$")) then
@@ -40,16 +60,24 @@ local function contract_loader(args, env, evidence_dir)
             end
             local mod, lerr = util.load_contract(file)
             if not mod then return nil, lerr end
-            contracts[file] = mod
             if type(mod.replay_context) == "function" then
                 contexts[file] = mod.replay_context { evidence_dir = evidence_dir, root = env.root }
-            end
-            if contexts[file] == nil and type(mod.context) == "function" then
-                -- a job module's own context, as a run opens it (nil when it cannot open: the
-                -- rules then fail, never pass)
+            elseif type(mod.context) == "function" then
+                -- no run data to find: the job module's own context, as a run opens it
                 local ok, ctx = pcall(mod.context, { module = file })
-                contexts[file] = ok and type(ctx) == "table" and ctx or nil
+                if not ok or type(ctx) ~= "table" then
+                    contracts[file] = false
+                    return nil, "the context of " .. file .. " failed to open: "
+                        .. (ok and ("it returned " .. type(ctx) .. ", not a table") or tostring(ctx))
+                end
+                contexts[file] = ctx
             end
+            local why = missing_context(mod, contexts[file], file, evidence_dir)
+            if why then
+                contracts[file] = false
+                return nil, why
+            end
+            contracts[file] = mod
         end
         if not contracts[file] then return nil, "no contract file " .. file end
         return contracts[file].contract, contexts[file]
@@ -60,14 +88,14 @@ end
 local function replay_response(args, env, bytes, doc, contract_for, extra)
     local out = env.stdout
     local provider = providers.get(args.provider or (doc.type == "message" and "anthropic" or "openai"))
-    local contract, cerr = contract_for(nil)
-    if not contract then return util.fail(env, cerr) end
+    local contract, ctx = contract_for(nil)
+    if not contract then return util.fail(env, ctx) end
     local reply, perr = provider.read_response(200, {}, bytes)
     if not reply then
         out:write(format("saved response: rejected at the protocol gate: %s\n", tostring(perr)))
         return 1
     end
-    local value, report = contract:check(reply.text, { adapters = extra })
+    local value, report = contract:check(reply.text, { adapters = extra, context = ctx })
     if value ~= nil then
         out:write(format("saved response: accepted by %s %s%s\n", contract.name, contract.version,
             #report.adapters > 0 and (" with adapter " .. table.concat(report.adapters, ", ")) or ""))
@@ -118,7 +146,9 @@ local function run_replay(args, env)
     end
     if not bytes then return util.fail(env, err) end
     out:write(format("replay %s sha256 %s (%d bytes)\n", path, core.sha256(bytes), #bytes))
-    local contract_for = contract_loader(args, env, path:match("^(.*)/[^/]*$") or ".")
+    -- the folder a module's replay_context looks in: a job folder itself, else the log's folder
+    local contract_for = contract_loader(args, env, util.kind(path) == "directory" and path
+        or path:match("^(.*)/[^/]*$") or ".")
     local extra = args.adapter and { args.adapter } or {}
 
     local doc = core.decode(bytes)
@@ -147,9 +177,6 @@ local function run_replay(args, env)
                 end
                 skipped = skipped + 1
             else
-                local name = type(rec.contract) == "table" and rec.contract.name or nil
-                local contract, ctx = contract_for(name)
-                if not contract then return util.fail(env, "line " .. lineno .. ": " .. ctx) end
                 local names = {}
                 if rec.adapters ~= nil and getmetatable(rec.adapters) ~= core.array_mt then
                     return util.fail(env, "line " .. lineno .. ": the record's adapters are not a list of names")
@@ -162,6 +189,9 @@ local function run_replay(args, env)
                     names[#names + 1] = a
                 end
                 for _, a in ipairs(extra) do names[#names + 1] = a end
+                local name = type(rec.contract) == "table" and rec.contract.name or nil
+                local contract, ctx = contract_for(name)
+                if not contract then return util.fail(env, "line " .. lineno .. ": " .. ctx) end
                 local value, cres = contract:check(rec.text, { adapters = names, context = ctx })
                 local gate, kind = verdict_of(value, cres)
                 local rgate = rec.gate
@@ -215,6 +245,8 @@ return {
             .. "log (JSONL, written with --record-text) or one saved response body.")
         parser:option("--job", "With a job folder or store URL: the job to replay (default: the newest).")
         parser:option("--contract", "Contract to replay with (default: examples/<recorded name>.lua).")
+        parser:option("--context", "The folder the contract module's replay_context reads the run's data from "
+            .. "(default: the job folder, or the evidence log's folder).")
         parser:option("--adapter", "Also allow this adapter."):choices(adapters.names)
         parser:option("--provider", "Provider of a saved response (default: openai, or anthropic for a "
             .. "Messages body)."):convert(util.provider_name)
