@@ -102,6 +102,8 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
                         "  location = /loads { content_by_lua_block { " .. app .. ".loads() } }",
                         "  location = /handover { content_by_lua_block { " .. app .. ".handover() } }",
                         "  location = /rules { content_by_lua_block { " .. app .. '.gw.rules:serve("support_ticket") } }',
+                        "  location = /nocontext { content_by_lua_block { " .. app
+                            .. '.gw.nocontext:serve("support_ticket") } }',
                         "  location = /slow { content_by_lua_block { " .. app .. '.gw.slow:serve("slow_ticket") } }',
                         "  location = /pooled { content_by_lua_block { " .. app .. '.gw.pool:serve("pooled_ticket") } }',
                         "  location = /echo { content_by_lua_block { " .. app .. '.gw.echo:serve("echo_ticket") } }',
@@ -191,6 +193,19 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
             assert.same({ "handed_over", PERSON }, { v.status, v.message })
             assert.truthy(v.item_id:match("^%x+$") and #v.item_id == 32, v.item_id)
             assert.equal(res.headers["x-request-id"], v.request_id)
+        end)
+
+        it("is 500 context_missing, the model never asked, when a gateway from new has no context for rules",
+            function()
+            local res = post("/nocontext", MAIL_1187, { ["X-Request-Id"] = "spec-nocontext-1" })
+            assert.equal(500, res.status, res.body)
+            assert.equal("context_missing", json(res).error.code, res.body)
+            assert.truthy(json(res).error.message:find("no context", 1, true), res.body)
+            assert.is_nil(res.headers["x-attempts"])
+            local log = srv:error_log()
+            assert.truthy(log:find("request_id=spec-nocontext-1 item_id=- contract=support_ticket status=500 "
+                .. "code=context_missing: the contract support_ticket 1.0.0 has rules (order_exists, order_of_sender) "
+                .. "and the gateway (new{context = ...}) gives them no context", 1, true), log)
         end)
 
         it("is 202 when a business rule sends the ticket to a person, and calls on_handover", function()

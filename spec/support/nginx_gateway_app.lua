@@ -69,6 +69,16 @@ function M.init(c)
     M.gw.pool = make { base_url = "http://127.0.0.1:" .. c.pool, contracts = { pooled_ticket = ticket } }
     -- A provider that answers 401 and echoes the Authorization header, as real ones have.
     M.gw.echo = make { base_url = "http://127.0.0.1:" .. c.port .. "/echo401", contracts = { echo_ticket = ticket } }
+    -- No context for a contract with rules, from new (configure would refuse it at start): each
+    -- request for it is refused, never served with rules that cannot look.
+    M.gw.nocontext = (function()
+        local o = {}
+        for k, v in pairs(common) do o[k] = v end
+        o.context = nil
+        o.base_url = "http://127.0.0.1:" .. c.standin
+        o.contracts = { support_ticket = ticket }
+        return gateway.new(o)
+    end)()
     -- Looks at its contract file never: only a HUP (new workers) brings a new version.
     M.gw.hup = make { base_url = "http://127.0.0.1:" .. c.standin, contracts = { hup = c.dir .. "/hup.lua" } }
     -- A model that answers one fixed reply, fenced, with an integer beyond 2^53 (exact_model
