@@ -198,16 +198,21 @@ function _M.new(opts)
 end
 
 -- Why a contract cannot be served without a context (its rules would pass without their
--- data), per contract object: nil-free (false when it can), weak so a reloaded version is
--- looked at again.
+-- data), per contract object and asker (false when it can), so a request does not work it
+-- out again; weak, so a reloaded version is looked at anew.
 local NO_CONTEXT = setmetatable({}, { __mode = "k" })
 
 local function missing_context(c, where)
-    local why = NO_CONTEXT[c]
+    local seen = NO_CONTEXT[c]
+    if not seen then
+        seen = {}
+        NO_CONTEXT[c] = seen
+    end
+    local why = seen[where]
     if why == nil then
         why = require("jsoncontract.jobs.definition").missing_context(c, where, "function(contract_name, input)")
             or false
-        NO_CONTEXT[c] = why
+        seen[where] = why
     end
     return why or nil
 end
