@@ -230,7 +230,11 @@ local render_prompt -- below: the system prompt's text (see `prompt`)
 --   in the rules' sandbox, or a table `{name = string, check = f or source, retry = boolean
 --   (default true), budget = {steps =, ms =, mb =}}`; `f`
 --   gets its own copy of the value and returns nothing when it passes, else a message string, one
---   error `{pointer =, message =}` or a list of them; see `jsoncontract.contract.rules`),
+--   error `{pointer =, message =}` or a list of them; see `jsoncontract.contract.rules`). A
+--   function given here is host code, trusted like the caller's own: not sandboxed; its
+--   budgets hold for its own code (unless it removes them with `debug.sethook`), but
+--   coroutines it makes with the global `coroutine` run outside them (a loop in one is
+--   stopped by nothing); rules from `jc.load_contract` or source text are sandboxed,
 --   `rules_budget` (optional `{steps =, ms =, mb =, item_steps =, item_ms =}`: VM instructions,
 --   milliseconds and MiB per rule, steps and milliseconds per item, defaults
 --   `jsoncontract.contract.rules.DEFAULT_BUDGET`),
