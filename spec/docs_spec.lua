@@ -1,7 +1,11 @@
 -- The documentation's shape: a README of a few hundred lines that maps docs/, and relative
 -- links between README.md and docs/*.md that reach a file and, with a #fragment, a heading
--- (GitHub's anchors: lower case, punctuation dropped, spaces as '-').
+-- (GitHub's anchors: lower case, punctuation dropped, spaces as '-'); the examples of
+-- docs/api.md run and their asserts hold.
 local util = require "support.util"
+
+local LUA = util.LUA
+local CPATH = os.getenv("JC_TEST_CPATH") or "build/lua5.4/?.so"
 
 local function docs()
     local files = { "README.md" }
@@ -59,5 +63,24 @@ describe("the documentation", function()
             end
         end
         assert.is_true(checked >= 20, "only " .. checked .. " relative links")
+    end)
+
+    it("has examples in docs/api.md that run and whose asserts hold", function()
+        local api = assert(util.read("docs/api.md"))
+        local n = 0
+        for code in api:gmatch("```lua\n(.-\n)```\n") do  -- a fence closes on its own line
+            n = n + 1
+            local script = os.tmpname()
+            local f = assert(io.open(script, "wb"))
+            f:write('package.path = "lua/?.lua;lua/?/init.lua;" .. package.path\n',
+                'package.cpath = "', CPATH, ';" .. package.cpath\n', code)
+            f:close()
+            local p = io.popen(("%s %s 2>&1; echo \"exit $?\""):format(LUA, script))
+            local out = p:read("*a")
+            p:close()
+            os.remove(script)
+            assert.truthy(out:find("exit 0\n", 1, true), "example " .. n .. ":\n" .. code .. "\n" .. out)
+        end
+        assert.is_true(n >= 6, "only " .. n .. " examples")
     end)
 end)
