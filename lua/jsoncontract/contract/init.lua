@@ -567,7 +567,7 @@ end
 -- @return[1] the checked value (JSON null is `jsoncontract.null`)
 -- @treturn[1] table report `{adapters = {names applied}}`
 -- @return[2] nil
--- @treturn[2] table err with `category` format, schema or rules (see README); `err.adapters` lists
+-- @treturn[2] table err with `category` format, schema or rules (see docs/design.md); `err.adapters` lists
 --   the adapters that were applied
 -- @raise when `text` is not a string, `opts` not a table or `opts.adapters` not a list
 function _M.check(self, text, opts)

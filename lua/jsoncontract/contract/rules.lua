@@ -293,7 +293,7 @@ end
 -- A rule passes with nothing, `true` or an empty list; it fails with `false`, a message, one
 -- `{pointer =, message =}`, a list of those, or any of these after `false` or Lua's `nil`
 -- (`false, "why"`, `nil, {pointer =, message =}`: the two spellings of "failed, because" mean
--- the same, README's verdict table). An empty list after `false` or `nil` is no reason: `false,
+-- the same, docs/design.md's verdict table). An empty list after `false` or `nil` is no reason: `false,
 -- {}` fails as `false` does, `nil, {}` passes as `nil` does. Anything else is a bug in the
 -- rule: nil and a description of what was wrong; so is an empty or blank message (it tells
 -- the model nothing to fix) and a pointer that is not a JSON Pointer.
