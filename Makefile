@@ -87,7 +87,7 @@ bench:
 fuzz:
 	sh fuzz/run.sh
 
-# The review desk's item page, as README shows it (needs nginx + Lua module, chromium,
+# The review desk's item page, as docs/jobs.md shows it (needs nginx + Lua module, chromium,
 # chromium-driver, python3-selenium).
 docs/review-desk.png: lua/jsoncontract/review/*.lua lua/jsoncontract/jobs/review_queries.lua \
                       tools/review_browser.py tools/review_shot.sh spec/support/review_job.lua

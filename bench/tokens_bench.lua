@@ -38,6 +38,9 @@ end
 
 local ex = dofile("examples/support_ticket.lua")
 local contract = ex.contract
+-- The rules read the shop's orders table, as in the job: both loops check the same rules, so an
+-- order that does not exist goes to a person in both (never re-asked, never accepted).
+local ctx, close_ctx = ex.context {}
 local proc = assert(standin_process.start { seed = 1, max_seconds = 900 })
 local base = proc.base_url
 
@@ -65,7 +68,11 @@ local function hand_loop(mail)
             why = "not JSON: " .. tostring(err)
         else
             local ok, verr = contract.validator:validate(value)
-            if ok then return true, used end
+            if ok then
+                -- the same business rules: a failure the model cannot fix goes to a person
+                local checked = contract:check(text, { context = ctx })
+                return checked ~= nil, used
+            end
             why = verr.message
         end
         messages = { messages[1], messages[2], { role = "assistant", content = text },
@@ -77,7 +84,7 @@ end
 local function jc_loop(mode, c)
     return function(mail)
         local out = run.ask(c or contract, mail, { provider = "openai", model = "standin-1", base_url = base,
-            mode = mode, transport = curl.request, sleep = function() end })
+            mode = mode, transport = curl.request, sleep = function() end, context = ctx })
         return out.status == "accepted", { input = out.usage.input_tokens, output = out.usage.output_tokens }
     end
 end
@@ -101,6 +108,7 @@ local rows = {
     { "jsoncontract native, all history", measure(jc_loop("native", ex.contract_all_history)) },
 }
 proc.stop()
+close_ctx()
 
 local function per(n, acc) return acc > 0 and n / acc or 0 / 0 end
 local hand_in = per(hand.input, hand.accepted)

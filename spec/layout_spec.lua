@@ -1,4 +1,4 @@
--- The house's rooms (README "Layout"): no require cycle among the Lua modules, and each room
+-- The house's rooms (docs/design.md "Layout"): no require cycle among the Lua modules, and each room
 -- imports only what the map allows.
 local util = require "support.util"
 

@@ -1,16 +1,18 @@
--- README.md's OpenResty nginx.conf runs as written: the snippet is taken from the README,
--- only what the README says to change is changed (paths, the port, the provider's base URL
+-- The nginx.conf of docs/openresty.md runs as written: the snippet is taken from that page,
+-- only what the page says to change is changed (paths, the port, the provider's base URL
 -- for the stand-in model, the evidence file), and Debian's nginx serves it on 127.0.0.1.
 local jc = require "jsoncontract"
 local curl = require "jsoncontract.transport.curl"
 local util = require "support.util"
 local nginx = require "support.nginx_server"
 
+local DOC = "docs/openresty.md"
+
 -- `s` with every plain occurrence of `from` replaced by `to`; raises when there is none, so a
--- README change that moves what the spec adapts fails here, not later in nginx.
+-- docs change that moves what the spec adapts fails here, not later in nginx.
 local function replace(s, from, to)
     local i = s:find(from, 1, true)
-    assert(i, "the README's nginx.conf no longer holds " .. from)
+    assert(i, "the nginx.conf of " .. DOC .. " no longer holds " .. from)
     local out, at = {}, 1
     while i do
         out[#out + 1] = s:sub(at, i - 1) .. to
@@ -21,7 +23,7 @@ local function replace(s, from, to)
     return table.concat(out)
 end
 
-describe("README.md's nginx.conf", function()
+describe("docs/openresty.md's nginx.conf", function()
     local why = nginx.missing()
     if why then
         it("runs nginx", function() pending("nginx skipped: " .. why) end)
@@ -29,8 +31,8 @@ describe("README.md's nginx.conf", function()
     end
 
     it("serves the contract, the metrics and the JSON 413 as written, and keeps the evidence", function()
-        local readme = assert(util.read("README.md"))
-        local snippet = assert(readme:match("```nginx\n(# nginx%.conf\n.-)```"), "README has an nginx.conf block")
+        local readme = assert(util.read(DOC))
+        local snippet = assert(readme:match("```nginx\n(# nginx%.conf\n.-)```"), DOC .. " has an nginx.conf block")
         local standin, sport = nginx.start_standin()
         local root = nginx.run("pwd"):match("^(%S+)")
         local evidence_file
@@ -50,10 +52,10 @@ describe("README.md's nginx.conf", function()
             if ok then srv:stop() end
             util.stop_standin(standin)
         end)
-        -- nginx is here (above): a snippet that does not start is the README's defect
+        -- nginx is here (above): a snippet that does not start is the page's defect
         assert(ok, srv)
 
-        -- the README's curl line
+        -- the page's curl line
         local mail = readme:match("%-%-data '([^']+)'")
         local res = assert(curl.request { url = srv.base .. "/triage", method = "POST", body = mail,
             headers = { ["X-Request-Id"] = "order-mail-77" }, timeout_ms = 30000 })

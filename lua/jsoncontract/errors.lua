@@ -32,7 +32,7 @@ _M.mt = ERROR_MT
 --- Make an err.
 -- @tparam string category one of DESIGN.md's categories (transport, protocol, refused,
 --   truncated, filtered, format, schema, rules, budget)
--- @tparam string kind stable snake_case identifier (see README's table)
+-- @tparam string kind stable snake_case identifier (see docs/design.md's table)
 -- @tparam string message short text, fit to be sent back to a model
 -- @tparam[opt] table fields extra fields copied in (errors, pointer, status, ...); an err
 --   given here gives its fields

@@ -1,6 +1,6 @@
 --- What a command (`jsoncontract.cli.*`) and a job (`jsoncontract.jobs.*`) both need to get
 -- going: the contract file, the provider, the interpreter running us. One copy, here, because
--- `jobs/` may not import `cli/` (README "Layout").
+-- `jobs/` may not import `cli/` (docs/design.md "Layout").
 -- @module jsoncontract.setup
 local core = require "jsoncontract.core"
 local standin_process = require "jsoncontract.standin.process"

@@ -111,6 +111,8 @@ local ESCAPES = {
     loop = "while true do end",
     memory = "local t = {} for i = 1, 1e9 do t[i] = ('x'):rep(1000) .. i end",
     big = "local s = ('x'):rep(3e8) for _ = 1, 1e4 do end return #s > 0",
+    -- (a string doubled 40 times: 2^40 bytes, fewer instructions than one look at the count)
+    double = "local s = 'x' for _ = 1, 40 do s = s .. s end return #s > 0",
     string_table = "string.upper = nil",
     null_mt = "setmetatable(require('jsoncontract').null, {})",
     array_mt = "setmetatable(require('jsoncontract').array_mt, {})",
@@ -118,17 +120,17 @@ local ESCAPES = {
     dump = "string.dump(function() end)",
 }
 
--- The worker's resident memory, KiB (Linux).
-local function rss_kb()
+-- The worker's resident memory now ("VmRSS") or at its peak ("VmHWM"), KiB (Linux).
+local function rss_kb(field)
     local f = io.open("/proc/self/status", "r")
     if not f then return nil end
     local s = f:read("*a")
     f:close()
-    return tonumber(s:match("VmRSS:%s*(%d+)"))
+    return tonumber(s:match((field or "VmRSS") .. ":%s*(%d+)"))
 end
 
 --- GET /escape?case=NAME: a rule that tries that escape; {kind, message, pid, heap_kb, rss_kb,
--- upper} (upper: string.upper still works for the worker), or GET /escape?file=exit|shell: the
+-- peak_kb, upper} (upper: string.upper still works for the worker), or GET /escape?file=exit|shell: the
 -- closures of spec/support/rules_sandbox_contract.lua, loaded as the gateway loads a file.
 function M.escape()
     local args = ngx.req.get_uri_args()
@@ -145,7 +147,7 @@ function M.escape()
     local v, err = c:check(text)
     return reply({ ok = v ~= nil, kind = err and err.kind or jc.null, limit = err and err.limit or jc.null,
         message = err and err.message or jc.null, pid = ngx.worker.pid(), heap_kb = collectgarbage("count"),
-        rss_kb = rss_kb() or jc.null, upper = ("abc"):upper() })
+        rss_kb = rss_kb() or jc.null, peak_kb = rss_kb("VmHWM") or jc.null, upper = ("abc"):upper() })
 end
 
 --- GET /ping?wait=1: with wait, answers once a rule is waiting (at most 10 s), saying whether

@@ -1,6 +1,6 @@
 --- `jsoncontract enqueue --store URL --job MODULE --input FILE`: create a job and its items in a
--- shared store; prints the job id. Workers (`jsoncontract worker`) then run it. See README
--- "Batch jobs".
+-- shared store; prints the job id. Workers (`jsoncontract worker`) then run it. See
+-- docs/jobs.md.
 -- @module jsoncontract.cli.enqueue
 local util = require "jsoncontract.cli.util"
 local commands = require "jsoncontract.jobs.commands"

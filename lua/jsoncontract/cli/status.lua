@@ -1,5 +1,5 @@
 --- `jsoncontract status [DIR] [--store URL] [--job ID] [--json]`: progress and per-gate counts
--- of a job, also while it runs. See README "Batch jobs".
+-- of a job, also while it runs. See docs/jobs.md.
 -- Exit 0; 1 when the store cannot be reached or read; 2 on a usage error (no store named, a
 -- database that holds no job store, no such job).
 -- @module jsoncontract.cli.status

@@ -1,5 +1,5 @@
 --- `jsoncontract worker --store URL [--job ID]`: work on a shared job with other workers (leases
--- with FOR UPDATE SKIP LOCKED on PostgreSQL) until no item is left. See README "Batch jobs".
+-- with FOR UPDATE SKIP LOCKED on PostgreSQL) until no item is left. See docs/jobs.md.
 -- @module jsoncontract.cli.worker
 local util = require "jsoncontract.cli.util"
 local commands = require "jsoncontract.jobs.commands"

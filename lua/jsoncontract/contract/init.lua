@@ -230,7 +230,11 @@ local render_prompt -- below: the system prompt's text (see `prompt`)
 --   in the rules' sandbox, or a table `{name = string, check = f or source, retry = boolean
 --   (default true), budget = {steps =, ms =, mb =}}`; `f`
 --   gets its own copy of the value and returns nothing when it passes, else a message string, one
---   error `{pointer =, message =}` or a list of them; see `jsoncontract.contract.rules`),
+--   error `{pointer =, message =}` or a list of them; see `jsoncontract.contract.rules`). A
+--   function given here is host code, trusted like the caller's own: not sandboxed; its
+--   budgets hold for its own code (unless it removes them with `debug.sethook`), but
+--   coroutines it makes with the global `coroutine` run outside them (a loop in one is
+--   stopped by nothing); rules from `jc.load_contract` or source text are sandboxed,
 --   `rules_budget` (optional `{steps =, ms =, mb =, item_steps =, item_ms =}`: VM instructions,
 --   milliseconds and MiB per rule, steps and milliseconds per item, defaults
 --   `jsoncontract.contract.rules.DEFAULT_BUDGET`),
@@ -563,7 +567,7 @@ end
 -- @return[1] the checked value (JSON null is `jsoncontract.null`)
 -- @treturn[1] table report `{adapters = {names applied}}`
 -- @return[2] nil
--- @treturn[2] table err with `category` format, schema or rules (see README); `err.adapters` lists
+-- @treturn[2] table err with `category` format, schema or rules (see docs/design.md); `err.adapters` lists
 --   the adapters that were applied
 -- @raise when `text` is not a string, `opts` not a table or `opts.adapters` not a list
 function _M.check(self, text, opts)

@@ -31,7 +31,11 @@
 --     sentinel's finalizer asks the hook to look at once: a string doubled in a loop outruns
 --     any count), at the end of the rule, and before a sandbox `string.rep`. Over it, after a
 --     full collection, the rule fails as `rule_memory` and its garbage is collected at once.
---     Under nginx another request's allocations while the rule waits count too.
+--     Under nginx another request's allocations while the rule waits count too. LuaJIT: its
+--     incremental collector ends no cycle while a string doubles a few dozen times, so while
+--     the hook is installed (a rule runs or waits) the collector runs each cycle whole, once
+--     each time the heap doubles (`setstepmul`; the host's multiplier is put back after): a
+--     pause per cycle instead of many small steps, for other code running meanwhile too.
 --   - The sandbox (`sandbox`, `load`, `load_file`): source-text rules and contract files
 --     loaded by `load_file` run with an environment of pure libraries, so a rule cannot reach
 --     `debug` to remove its hook, nor the host.
@@ -289,7 +293,7 @@ end
 -- A rule passes with nothing, `true` or an empty list; it fails with `false`, a message, one
 -- `{pointer =, message =}`, a list of those, or any of these after `false` or Lua's `nil`
 -- (`false, "why"`, `nil, {pointer =, message =}`: the two spellings of "failed, because" mean
--- the same, README's verdict table). An empty list after `false` or `nil` is no reason: `false,
+-- the same, docs/design.md's verdict table). An empty list after `false` or `nil` is no reason: `false,
 -- {}` fails as `false` does, `nil, {}` passes as `nil` does. Anything else is a bug in the
 -- rule: nil and a description of what was wrong; so is an empty or blank message (it tells
 -- the model nothing to fix) and a pointer that is not a JSON Pointer.
@@ -368,7 +372,20 @@ local OVER = setmetatable({}, { __tostring = function() return "rule over budget
 -- LuaJIT: rule coroutines being run or waited on (weak: a coroutine left behind by a rule
 -- that was cut off drops out when it is collected), and the hook that was there before.
 local active = setmetatable({}, { __mode = "k" })
-local saved_hook, saved_mask, saved_count
+local saved_hook, saved_mask, saved_count, saved_stepmul
+-- LuaJIT: the collector's step multiplier while the hook is installed. LuaJIT's incremental
+-- collector does a bounded amount of work per step, and a string doubled in a loop (a handful
+-- of allocations) grows the heap to 2 GiB before a cycle ends; at this multiplier each step
+-- runs a whole cycle (one each time the heap doubles: the usual pace, done at once), so the
+-- sentinel below tells the hook to look at least once per doubling. (Its product with the
+-- step size, 10 units per point, stays within a signed 32-bit step limit.)
+local JIT_STEPMUL = 100000000
+
+-- LuaJIT: the hook goes on (nothing held it): keep what was there, collect in whole cycles.
+local function take_hook()
+    saved_hook, saved_mask, saved_count = gethook()
+    saved_stepmul = collectgarbage("setstepmul", JIT_STEPMUL)
+end
 -- LuaJIT: items whose rules run one after another, nothing else running between them: the
 -- hook stays installed from one of their rules to the next (taking it off and putting it
 -- back rewrites the VM's dispatch table each time). Weak, as `active`.
@@ -385,12 +402,13 @@ local function restore_if_idle()
     else
         sethook()
     end
-    saved_hook, saved_mask, saved_count = nil, nil, nil
+    if saved_stepmul then collectgarbage("setstepmul", saved_stepmul) end
+    saved_hook, saved_mask, saved_count, saved_stepmul = nil, nil, nil, nil
 end
 
 local function hold(item)
     if not IS_JIT then return end
-    if hook_idle() then saved_hook, saved_mask, saved_count = gethook() end
+    if hook_idle() then take_hook() end
     holders[item] = true
 end
 
@@ -521,7 +539,7 @@ end
 
 local function hook_on(state, co)
     if IS_JIT then
-        if hook_idle() then saved_hook, saved_mask, saved_count = gethook() end
+        if hook_idle() then take_hook() end
         active[co] = state
     end
     rule_cos[co] = state

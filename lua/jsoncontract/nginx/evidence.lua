@@ -101,7 +101,7 @@ local function report(self, what, msg, n)
     self.last_error = msg
     ngx.log(ngx.ERR, "jsoncontract evidence: cannot ", what, " ", self.path, " as ", whoami(), ": ", msg,
         n > 0 and " (" .. n .. " lines dropped)" or "", "; evidence lines are dropped until that user may ",
-        "append to it (create its directory for the worker user, see the README's \"OpenResty\" section)")
+        "append to it (create its directory for the worker user, see docs/openresty.md)")
 end
 
 -- Write the buffer to the file (runs in a timer; `premature` at worker exit, when it must

@@ -389,7 +389,7 @@ function _M.run(o, env)
         d.auth and " (reviewers from the auth file)" or "", pid, d.prefix))
     stdout:write("answers to Host: " .. concat(d.hosts, ", ") .. "\n")
     if d.clear then
-        -- Not refused: a network the operator trusts may be fine; the README shows TLS in front.
+        -- Not refused: a network the operator trusts may be fine; docs/jobs.md shows TLS in front.
         stderr:write("jsoncontract: warning: serving beyond loopback without --tls: reviewers' secrets and the "
             .. "session cookie cross the network in clear; put a TLS proxy in front and pass --tls\n")
     end
