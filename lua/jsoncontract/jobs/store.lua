@@ -44,10 +44,14 @@ local DIALECTS = {
         begin = "BEGIN IMMEDIATE",  -- take the write lock now: no upgrade deadlock later
         now = "((julianday('now') - 2440587.5) * 86400.0)",
         skip_locked = "",           -- one writer at a time: the write lock is the lease lock
+        -- julianday('now') has millisecond resolution: two jobs made in one millisecond tie, and
+        -- the later insert (the larger rowid, one writer at a time) is the newer
+        newest = "created_at DESC, rowid DESC",
         bytes = "BLOB", bytes_in = "CAST(? AS BLOB)", bytes_out = "hex(%s)",
     },
     postgresql = {
         begin = "BEGIN",
+        newest = "created_at DESC, id DESC", -- clock_timestamp(): microseconds
         now = "extract(epoch from clock_timestamp())::double precision",
         skip_locked = " FOR UPDATE SKIP LOCKED",
         -- bytea travels as hex text: the driver's text parameters stop at a NUL
@@ -604,7 +608,7 @@ end
 -- @return[2] nil
 -- @treturn[2] table err (`not_found` when the store has no job)
 function _M.latest_job(self)
-    local rows, err = self:query("SELECT * FROM jobs ORDER BY created_at DESC, id DESC LIMIT 1")
+    local rows, err = self:query("SELECT * FROM jobs ORDER BY " .. self.d.newest .. " LIMIT 1")
     if not rows then return nil, store_error("read_failed", err) end
     if not rows[1] then return nil, store_error("not_found", "the store holds no job") end
     return num_fields(rows[1], JOB_NUMS)
