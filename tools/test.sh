@@ -22,14 +22,19 @@ LUA51_SPECS="spec/decode_spec.lua spec/encode_spec.lua spec/schema_spec.lua spec
   spec/jobs_scheduler_spec.lua spec/jobs_export_spec.lua spec/jobs_store_spec.lua spec/standin_spec.lua"
 
 passed=0; failed=0; skipped=0; status=0
+STAGE_SECONDS=${JC_TEST_STAGE_SECONDS:-1200}
 specs=""   # the spec files of the next run; empty: all of spec/
 run() { # run NAME LUA CPATH [env...]
   name=$1; lua=$2; cpath=$3; shift 3
   out=build/test-$name.tap
   # shellcheck disable=SC2086 # $specs is a list of paths
-  env "$@" JC_TEST_LUA="$lua" JC_TEST_CPATH="$cpath" \
+  # A hung spec must fail its run, not use up CI's time: each run has STAGE_SECONDS.
+  env "$@" JC_TEST_LUA="$lua" JC_TEST_CPATH="$cpath" timeout -k 30 "$STAGE_SECONDS" \
     busted --lua="$lua" --cpath="$cpath" -o TAP $specs >"$out" 2>&1
   rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "not ok - $name: the run did not end within $STAGE_SECONDS s (the last test above it hung)" >>"$out"
+  fi
   p=$(grep -c '^ok [0-9]*' "$out" | tr -d ' '); s=$(grep -c '^ok [0-9]* - # SKIP' "$out" | tr -d ' ')
   f=$(grep -c '^not ok' "$out" | tr -d ' ')
   p=$((p - s))
