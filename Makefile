@@ -89,7 +89,7 @@ fuzz:
 
 # The review desk's item page, as docs/jobs.md shows it (needs nginx + Lua module, chromium,
 # chromium-driver, python3-selenium).
-docs/review-desk.png: lua/jsoncontract/review/*.lua lua/jsoncontract/jobs/review_queries.lua \
+docs/review-desk.png: lua/jsoncontract/review/*.lua lua/jsoncontract/review/queries.lua \
                       tools/review_browser.py tools/review_shot.sh spec/support/review_job.lua
 	$(MAKE) -s all && $(MAKE) -s LUA=luajit
 	@mkdir -p docs

@@ -13,7 +13,7 @@ package.cpath = build .. "/?.so;" .. package.cpath
 local ok_socket, socket = pcall(require, "socket")
 local now = ok_socket and socket.gettime or os.clock
 local store_mod = require "jsoncontract.jobs.store"
-local rq = require "jsoncontract.jobs.review_queries"
+local rq = require "jsoncontract.review.queries"
 local review_job = require "support.review_job"
 
 local ROUNDS = tonumber(os.getenv("BENCH_ROUNDS")) or 7

@@ -318,7 +318,7 @@ describe("jsoncontract.contract", function()
             assert.truthy(req.body:find('"enum":["a","b"]', 1, true), req.body)
             assert.same({ hash, prompt }, { c1.schema_hash, c1:prompt() })
             assert.are_not.equal(c1.schema_hash, c2.schema_hash)
-            assert.equal(1, #require("jsoncontract.diff").diff(c1.schema, c2.schema))
+            assert.equal(1, #require("jsoncontract.contract.diff").diff(c1.schema, c2.schema))
         end)
     end)
 

@@ -1,5 +1,5 @@
--- jsoncontract.diff: one spec per kind of change, with its classification and reason.
-local diff = require "jsoncontract.diff"
+-- jsoncontract.contract.diff: one spec per kind of change, with its classification and reason.
+local diff = require "jsoncontract.contract.diff"
 
 local function base()
     return {
@@ -29,7 +29,7 @@ local function only(findings)
     return findings[1]
 end
 
-describe("jsoncontract.diff", function()
+describe("jsoncontract.contract.diff", function()
     describe("diff()", function()
         it("finds nothing between equal schemas", function()
             local f, breaking = diff.diff(base(), base())

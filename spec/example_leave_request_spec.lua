@@ -177,7 +177,7 @@ describe("examples/leave_request.lua", function()
     end)
 
     describe("compatibility across versions", function()
-        local diff = require "jsoncontract.diff"
+        local diff = require "jsoncontract.contract.diff"
         local function v2(edit)
             local s = core.decode(core.encode(ex.schema))
             edit(s)

@@ -82,7 +82,7 @@ assert(require("jsoncontract.jobs.export").write_atomic(%q, function(w) w("x") r
 
     describe("write() and summary() over a store", function()
         local store = require "jsoncontract.jobs.store"
-        local commands = require "jsoncontract.jobs.commands"
+        local commands = require "jsoncontract.cli.job_commands"
 
         -- A SQLite job of n items; items 1..decided get an outcome (every third to review),
         -- one evidence line each.

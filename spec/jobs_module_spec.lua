@@ -161,7 +161,7 @@ describe("job modules as batch jobs", function()
         local st = assert(store.open(dir .. "/job.sqlite", { create = false }))
         finally(function() close() st:close() end)
         local desk = require("jsoncontract.review.desk").new { store = st,
-            queries = require "jsoncontract.jobs.review_queries", job = assert(st:latest_job()),
+            queries = require "jsoncontract.review.queries", job = assert(st:latest_job()),
             contract = def.contract, context = ctx or nil, secret = ("s"):rep(32) }
         local function page(id)
             return desk:handle({ method = "GET", path = "/item/" .. id, args = {}, reviewer = "ann" }).body

@@ -3,7 +3,7 @@
 -- `exchanges` that agree with the evidence after a resume, a negative number in either spelling,
 -- and duplicate-id messages that are true of ids we gave.
 local cli = require "jsoncontract.cli"
-local commands = require "jsoncontract.jobs.commands"
+local commands = require "jsoncontract.cli.job_commands"
 local export = require "jsoncontract.jobs.export"
 local store = require "jsoncontract.jobs.store"
 local core = require "jsoncontract.core"

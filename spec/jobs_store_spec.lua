@@ -219,7 +219,7 @@ local function behaves_like_a_job_store(engine, get_url)
         it("a person's decision on an item leased in a review pass ends it: the worker's late outcome is a "
             .. "duplicate and nobody takes the item again", function()
             if not st then return end
-            local review = require "jsoncontract.jobs.review_queries"
+            local review = require "jsoncontract.review.queries"
             assert(st:lease(job, "w1", 5, 30))
             assert(st:record_outcome(job, "m2", { pass = 1, status = "human_review", record_json = '{"id":"m2"}' }))
             assert(st:new_review_pass(job, "contract fixed"))

@@ -44,7 +44,7 @@ describe("the model's text in a job", function()
         local st = assert(store.open(dir .. "/job.sqlite", { create = false }))
         finally(function() st:close() end)
         local job = st:latest_job()
-        local review = require "jsoncontract.jobs.review_queries"
+        local review = require "jsoncontract.review.queries"
         local queue = assert(review.queue(st, job.id))
         assert.truthy(#queue > 0)
         local item = assert(review.item(st, job.id, queue[1].item_id))

@@ -42,7 +42,7 @@ local RULES = {
     { "jsoncontract.setup", { "jsoncontract.providers", "jsoncontract.standin.process" } },
     -- The review desk: nothing at the desk reaches a model (no run, providers, transport).
     { "jsoncontract.review.", { "jsoncontract.json", "jsoncontract.compat", "jsoncontract.contract",
-        "jsoncontract.jobs.store", "jsoncontract.jobs.review_queries", "jsoncontract.review.",
+        "jsoncontract.jobs.store", "jsoncontract.review.queries", "jsoncontract.review.",
         "jsoncontract.secrets" } },
 }
 

@@ -8,7 +8,7 @@ local util = require "support.util"
 local review_job = require "support.review_job"
 local review_pg = require "support.review_pg"
 local store_mod = require "jsoncontract.jobs.store"
-local rq = require "jsoncontract.jobs.review_queries"
+local rq = require "jsoncontract.review.queries"
 local desk_mod = require "jsoncontract.review.desk"
 
 local ticket = dofile("examples/support_ticket.lua")
@@ -290,7 +290,7 @@ end
 
 describe("jsoncontract.review.desk", function()
     it("sends nothing to a model: no desk module loads a provider, a transport or the attempt loop", function()
-        for _, f in ipairs(util.lines("ls lua/jsoncontract/review/*.lua lua/jsoncontract/jobs/review_queries.lua")) do
+        for _, f in ipairs(util.lines("ls lua/jsoncontract/review/*.lua")) do
             local src = util.slurp(f)
             for _, m in ipairs { "jsoncontract.run", "jsoncontract.providers", "jsoncontract.transport",
                 "jsoncontract.batch" } do

@@ -1,10 +1,10 @@
 -- jsoncontract.setup: the one copy of what cli/ and jobs/ share (the contract file, the provider).
 local setup = require "jsoncontract.setup"
 local util = require "jsoncontract.cli.util"
-local commands_src = io.open("lua/jsoncontract/jobs/commands.lua"):read("*a")
+local commands_src = io.open("lua/jsoncontract/cli/job_commands.lua"):read("*a")
 
 describe("jsoncontract.setup", function()
-    it("is what cli.util and jobs.commands use, not a copy", function()
+    it("is what cli.util and cli.job_commands use, not a copy", function()
         assert.equal(setup.choose_provider, util.choose_provider)
         assert.equal(setup.load_contract, util.load_contract)
         assert.is_nil(commands_src:find("local function choose_provider", 1, true))

@@ -1,5 +1,5 @@
 --- Batch jobs from a Lua script, through the same code as `jsoncontract run`, `--resume`,
--- `status` and `export` (`jsoncontract.jobs.commands`):
+-- `status` and `export` (`jsoncontract.cli.job_commands`):
 --
 --    local jc = require "jsoncontract"
 --    local job = assert(jc.job("examples/leave_request.lua", { input = "examples/leave_request.jsonl",
@@ -51,7 +51,7 @@ end
 function _M.new(module, opts)
     if opts ~= nil and type(opts) ~= "table" then return nil, "jc.job: opts must be a table" end
     -- stored absolute, as `run` does: `resume` and workers find it from any folder
-    if type(module) == "string" then module = require("jsoncontract.jobs.commands").absolute(module) end
+    if type(module) == "string" then module = require("jsoncontract.cli.job_commands").absolute(module) end
     local def, err = definition.load(module)
     if not def then return nil, err end
     local o = {}
@@ -59,7 +59,7 @@ function _M.new(module, opts)
     return setmetatable({ def = def, o = o }, mt)
 end
 
--- Run a command of `jsoncontract.jobs.commands` with our options plus `more`; the exit status
+-- Run a command of `jsoncontract.cli.job_commands` with our options plus `more`; the exit status
 -- and what it wrote.
 local function call(self, name, more)
     local o = {}
@@ -67,7 +67,7 @@ local function call(self, name, more)
     for k, v in pairs(more or {}) do o[k] = v end
     o.job_def, o.command = self.def, "run"
     local out, err = sink(), sink()
-    local code = require("jsoncontract.jobs.commands")[name](o, { root = root_dir(), bindir = ".", stdout = out,
+    local code = require("jsoncontract.cli.job_commands")[name](o, { root = root_dir(), bindir = ".", stdout = out,
         stderr = err })
     return code, out.text(), err.text()
 end

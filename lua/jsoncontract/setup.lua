@@ -97,7 +97,7 @@ end
 -- server without one (a local OpenAI-compatible server, say); otherwise the stand-in. The key
 -- variable, base URL variable, model variable and default model are the provider's facts.
 -- @tparam table o `provider`, `model`, `base_url` (the command's options; `["base-url"]` as
---   `jsoncontract.jobs.commands` names it works too)
+--   `jsoncontract.cli.job_commands` names it works too)
 -- @tparam[opt] function getenv how to read a variable (default `os.getenv`)
 -- @treturn[1] table `{provider, model, api_key, base_url, standin}`
 -- @return[2] nil

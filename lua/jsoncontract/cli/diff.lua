@@ -2,7 +2,7 @@
 -- Exit 0 compatible, 1 breaking, 2 usage error.
 -- @module jsoncontract.cli.diff
 local core = require "jsoncontract.core"
-local schema_diff = require "jsoncontract.diff"
+local schema_diff = require "jsoncontract.contract.diff"
 local util = require "jsoncontract.cli.util"
 
 local format = string.format

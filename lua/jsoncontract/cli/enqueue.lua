@@ -3,7 +3,7 @@
 -- docs/jobs.md.
 -- @module jsoncontract.cli.enqueue
 local util = require "jsoncontract.cli.util"
-local commands = require "jsoncontract.jobs.commands"
+local commands = require "jsoncontract.cli.job_commands"
 
 return {
     name = "enqueue",

@@ -3,7 +3,7 @@
 -- Exit 0; 1 when the store cannot be reached or read, or a file cannot be written; 2 on a usage
 -- error (no store named, a database that holds no job store, no such job).
 -- @module jsoncontract.cli.export
-local commands = require "jsoncontract.jobs.commands"
+local commands = require "jsoncontract.cli.job_commands"
 
 return commands.store_command("export", "Write a job's accepted items, review queue, evidence and summary.",
     "A run's output folder (its job.sqlite; the files go there).",

@@ -2,14 +2,14 @@
 -- of the input through the job module's contract and a model, into accepted items or the review
 -- queue, as a job in a store (SQLite in the output folder by default). `--resume DIR` continues a
 -- stopped job. A job module: `jsoncontract.jobs.definition`; the job itself:
--- `jsoncontract.jobs.commands`.
+-- `jsoncontract.cli.job_commands`.
 -- Exit 0 when every item ended in exactly one of accepted or review, whatever the split;
 -- 1 on a context that cannot open, a store or export failure, or when another run holds the
 -- folder; 2 on bad options or input (a contract with rules and no context too); 130 / 143 after
 -- SIGINT / SIGTERM.
 -- @module jsoncontract.cli.run
 local util = require "jsoncontract.cli.util"
-local commands = require "jsoncontract.jobs.commands"
+local commands = require "jsoncontract.cli.job_commands"
 
 local _M = {}
 

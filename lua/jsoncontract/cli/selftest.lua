@@ -25,7 +25,7 @@ end
 local function offline_checks(env, check)
     local root = env.root
     local jc = require "jsoncontract"
-    local diff = require "jsoncontract.diff"
+    local diff = require "jsoncontract.contract.diff"
     local feedback = require "jsoncontract.feedback"
     local openai = require "jsoncontract.providers.openai"
     local function ex(name) return dofile(root .. "/examples/" .. name .. ".lua") end

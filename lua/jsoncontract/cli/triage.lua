@@ -5,7 +5,7 @@
 -- Exit status: as `jsoncontract run`.
 -- @module jsoncontract.cli.triage
 local util = require "jsoncontract.cli.util"
-local commands = require "jsoncontract.jobs.commands"
+local commands = require "jsoncontract.cli.job_commands"
 local run = require "jsoncontract.cli.run"
 
 -- The mailbox when --input is not given: the shared corpus's support mail when it is there,

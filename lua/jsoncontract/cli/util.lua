@@ -165,7 +165,7 @@ end
 
 --- Read a JSONL mailbox. A line that is not a JSON object with a string `text` becomes an item
 -- with `input_error`, so it still ends in the review queue: nothing is lost. The reading is the
--- jobs' (`jsoncontract.jobs.commands.read_mailbox`, each line decoded as `jobs.runner.item_of`
+-- jobs' (`jsoncontract.cli.job_commands.read_mailbox`, each line decoded as `jobs.runner.item_of`
 -- does), so ids, "line-N" for a line without one, and the refusal of duplicate ids are the
 -- same in every command that reads a mailbox.
 -- @tparam string path a file, or "-" for stdin
@@ -174,7 +174,7 @@ end
 -- @return[2] nil
 -- @treturn[2] string message (one line per duplicate id)
 function _M.read_mailbox(path, limit)
-    local lines, err = require("jsoncontract.jobs.commands").read_mailbox(path, limit)
+    local lines, err = require("jsoncontract.cli.job_commands").read_mailbox(path, limit)
     if not lines then return nil, err end
     local item_of = require("jsoncontract.jobs.runner").item_of
     local items = {}
@@ -214,13 +214,13 @@ function _M.whole(option)
 end
 
 --- An argparse `convert` for `--latency`: the spec when the stand-in understands it
--- (`jsoncontract.jobs.commands.check_latency`), else nil and a message naming the option and
+-- (`jsoncontract.cli.job_commands.check_latency`), else nil and a message naming the option and
 -- the values it takes.
 -- @tparam string spec
 -- @treturn string|nil
 -- @treturn string|nil message
 function _M.latency(spec)
-    local ok, err = require("jsoncontract.jobs.commands").check_latency(spec)
+    local ok, err = require("jsoncontract.cli.job_commands").check_latency(spec)
     if not ok then return nil, err end
     return spec
 end

@@ -2,7 +2,7 @@
 -- with FOR UPDATE SKIP LOCKED on PostgreSQL) until no item is left. See docs/jobs.md.
 -- @module jsoncontract.cli.worker
 local util = require "jsoncontract.cli.util"
-local commands = require "jsoncontract.jobs.commands"
+local commands = require "jsoncontract.cli.job_commands"
 
 return {
     name = "worker",

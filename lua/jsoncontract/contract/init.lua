@@ -552,7 +552,7 @@ local function gates(self, text, opts, as_json, caller)
     end
     if #rules > 0 then
         local ok
-        ok, err = rules_gate.run(rules, as_json and err or result, opts.context, self.rules_budget)
+        ok, err = rules_gate.run(rules, as_json and err or result, opts.context, self.rules_budget, opts.transport)
         if not ok then
             err.adapters = applied
             return nil, err
@@ -563,7 +563,9 @@ end
 
 --- Run the format, schema and rules gates on a reply's content string.
 -- @tparam string text the content string (the inner JSON)
--- @tparam[opt] table opts `adapters` (list of names, default the contract's), `context` (passed to rules)
+-- @tparam[opt] table opts `adapters` (list of names, default the contract's), `context` (passed to rules),
+--   `transport` (`function(req) -> res | nil, err`: where a rule's `batch.send` goes outside a batch;
+--   default the one `jsoncontract.transport.default` picks)
 -- @return[1] the checked value (JSON null is `jsoncontract.null`)
 -- @treturn[1] table report `{adapters = {names applied}}`
 -- @return[2] nil

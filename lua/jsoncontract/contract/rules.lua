@@ -1041,7 +1041,10 @@ local function run_coroutine(rule, value, ctx, state)
                 res = co_yield("http", req)
                 if type(res) == "table" and res.category then res, err = nil, res end
             else
-                res, err = require("jsoncontract.transport.curl").request(req)
+                -- outside a scheduler: the caller's transport (the run's), or the one
+                -- `jsoncontract.transport.default` picks where this runs
+                local send = state.send or require("jsoncontract.transport.default").choose(nil, nil, nil, 1)
+                res, err = send(req)
             end
             out = { res, err }
         end
@@ -1177,6 +1180,7 @@ local function run_rules_coroutine(list, value, ctx, budget, item)
     for i = item.next, #list do
         local rule = list[i]
         local state = begin_rule(rule, budget, item)
+        state.send = item.send
         local copied, view = pcall(copy, value, 0, {})
         if not copied then
             release(item)
@@ -1296,6 +1300,9 @@ end
 -- @param value the schema-valid value (never changed, never handed to a rule)
 -- @param ctx passed to every rule as its second argument
 -- @tparam table budget the merged contract budget from `normalize`
+-- @tparam[opt] function send `function(req) -> res | nil, err`: where a rule's `batch.send`
+--   goes when the rules run outside a batch scheduler (the run's transport; default the one
+--   `jsoncontract.transport.default` picks)
 -- @treturn[1] true
 -- @return[2] nil
 -- @treturn[2] table err, category "rules": kind `rule_failed` (`errors` lists each failure;
@@ -1307,11 +1314,11 @@ end
 --   `limit` "interrupt", `signal` the reason). The last four are never retried; their
 --   `errors` hold what the rules before the one that broke found. An error item that counts
 --   the rest of one rule's list ("and N more errors from rule R") has `more = N`.
-function _M.run(list, value, ctx, budget)
+function _M.run(list, value, ctx, budget, send)
     if #list == 0 then return true end -- no rules: no copy, no clock, no coroutine (per request in nginx)
     budget = budget or _M.DEFAULT_BUDGET
     local item = { steps_left = budget.item_steps, deadline = clock() + budget.item_ms / 1000, next = 1,
-        retry = true }
+        retry = true, send = send }
     if not (NGX and NGX.thread and NGX_THREAD_PHASES[NGX.get_phase and NGX.get_phase() or ""]
             and run_rules_light_thread(list, value, ctx, budget, item)) then
         run_rules_coroutine(list, value, ctx, budget, item)

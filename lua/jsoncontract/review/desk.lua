@@ -1,7 +1,7 @@
 --- The review desk: the pages and the decisions, independent of the web server.
 -- `desk.new(opts)` gives an object whose `handle(req)` turns one request into one response;
 -- `jsoncontract.review.nginx` feeds it from nginx. The desk reads the job from the store
--- (`jsoncontract.jobs.review_queries`), shows the queue and one item at a time, and holds
+-- (`jsoncontract.review.queries`), shows the queue and one item at a time, and holds
 -- every decision to the contract: the value a person submits is encoded and goes through
 -- `contract:check`, the same format, schema and rules gates as a model's reply. Nothing the
 -- desk receives is ever sent to a model.
@@ -43,7 +43,7 @@ local GATE_RANK = { accepted = 5, rules = 4, schema = 3, format = 2, protocol = 
 --- A new desk.
 -- @tparam table opts
 --   `store` (an open store, `jsoncontract.jobs.store`), `queries` (the module
---   `jsoncontract.jobs.review_queries`, or a table with the same functions), `job` (the job row:
+--   `jsoncontract.review.queries`, or a table with the same functions), `job` (the job row:
 --   `id`, `contract_name`, `contract_version`, `schema_hash`), `contract` (the contract object),
 --   `context` (the rules' context, e.g. `{orders = db}`; nil when the rules need none),
 --   `context_missing` (boolean: the rules want a context the desk could not find; the item

@@ -223,7 +223,7 @@ local function open_desk()
         needs = def.context ~= false and #definition.rule_names(def.contract) > 0
     end
     desk = require("jsoncontract.review.desk").new {
-        store = st, queries = require "jsoncontract.jobs.review_queries", job = job,
+        store = st, queries = require "jsoncontract.review.queries", job = job,
         contract = contract_mod.contract, context = context or nil, secret = conf.secret,
         context_missing = (needs and not context) or (type(contract_mod.replay_context) == "function"
             and not context) or false,

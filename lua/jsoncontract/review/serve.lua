@@ -279,7 +279,7 @@ function _M.prepare(o, env)
     local job
     if o.job then job, err = st:job(o.job) else job, err = st:latest_job() end
     if not job then st:close() return nil, tostring(err.message or err) end
-    local counts = require("jsoncontract.jobs.review_queries").queue_counts(st, job.id)
+    local counts = require("jsoncontract.review.queries").queue_counts(st, job.id)
     local read_only = st.read_only
     st:close()
     if not counts then return nil, "cannot read the job's queue" end
@@ -421,7 +421,7 @@ function _M.run(o, env)
     if status ~= 1 then stdout:write("review desk stopped\n") end
     if d.store_url and d.dir then
         -- The decisions reach the folder's exports now, through the one writer `export` uses.
-        local code = require("jsoncontract.jobs.commands").export({ store = d.store_url, out = d.dir,
+        local code = require("jsoncontract.cli.job_commands").export({ store = d.store_url, out = d.dir,
             job = d.job.id }, { root = env.root, stdout = stdout, stderr = stderr })
         if code ~= 0 then
             stderr:write("jsoncontract: the decisions are in the job store; `jsoncontract export " .. d.dir

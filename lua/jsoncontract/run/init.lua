@@ -262,7 +262,8 @@ function _M.ask(contract, input, opts)
                 { __index = opts })
         else
             -- the contract's gates: format, schema, rules
-            local value, cerr = check(contract, reply.text, { adapters = opts.adapters, context = opts.context })
+            local value, cerr = check(contract, reply.text, { adapters = opts.adapters, context = opts.context,
+                transport = send })
             if value ~= nil then
                 a.gate, a.adapters = "accepted", cerr.adapters
                 record(a, { text = reply.text, response_headers = x.headers })

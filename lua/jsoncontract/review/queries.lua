@@ -8,7 +8,7 @@
 -- The queue's words: an item is "open" when its latest outcome is the model's and says
 -- `human_review` (and the item is not being asked again); "decided" when its latest outcome is
 -- a person's. Its reason is the category/kind of its latest model outcome.
--- @module jsoncontract.jobs.review_queries
+-- @module jsoncontract.review.queries
 local core = require "jsoncontract.core"
 
 local type, tostring, tonumber, ipairs, pcall, setmetatable =

@@ -10,7 +10,7 @@
 -- `jsoncontract.jobs.breaker`: the items not settled wait);
 -- 2 bad options or input (nothing created); 130 / 143 stopped by SIGINT / SIGTERM after
 -- committing and exporting what was finished.
--- @module jsoncontract.jobs.commands
+-- @module jsoncontract.cli.job_commands
 local core = require "jsoncontract.core"
 local secrets = require "jsoncontract.secrets"
 local setup = require "jsoncontract.setup"

@@ -22,7 +22,7 @@
 -- `exclusiveMinimum: true` as draft-06's number).
 -- Keywords it cannot reason about (allOf, $ref, if/then/else, an anyOf that is not a list of
 -- values, ...) count as breaking when they change: it says so rather than guess.
--- @module jsoncontract.diff
+-- @module jsoncontract.contract.diff
 local core = require "jsoncontract.core"
 local json = require "jsoncontract.json"
 
