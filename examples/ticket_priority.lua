@@ -13,7 +13,7 @@
 -- * the order of checks is the library's: refusal, then "did generation finish", then parse,
 --   then schema, then these business rules;
 -- * at most one repair attempt (`policy`), then a controlled error; the user sees only
---   `jsoncontract.messages.user_message(outcome)`, the evidence keeps the detail.
+--   `jsoncontract.feedback.user_message(outcome)`, the evidence keeps the detail.
 --
 -- Run it: `bin/jsoncontract examples ticket_priority` (examples/ticket_priority.jsonl through the
 -- stand-in) or `bin/jsoncontract check --contract examples/ticket_priority.lua REPLY`.

@@ -1,6 +1,6 @@
--- jsoncontract.adapters: the two named adapters (issue 3 §7), each rule of
+-- jsoncontract.contract.adapters: the two named adapters (issue 3 §7), each rule of
 -- their contract, and that contract:check records which one was applied.
-local adapters = require "jsoncontract.adapters"
+local adapters = require "jsoncontract.contract.adapters"
 local jc = require "jsoncontract"
 
 local FENCE = "unwrap-one-json-fence"
@@ -22,7 +22,7 @@ local function rejected(name, text, fragment)
     if fragment then assert.truthy(err.message:find(fragment, 1, true), err.message) end
 end
 
-describe("jsoncontract.adapters", function()
+describe("jsoncontract.contract.adapters", function()
     describe("unwrap-one-json-fence", function()
         it("unwraps exactly one fence covering the whole content", function()
             local out, applied = run(FENCE, "```json\n" .. BODY .. "\n```")

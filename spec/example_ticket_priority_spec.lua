@@ -4,7 +4,7 @@
 local jc = require "jsoncontract"
 local core = require "jsoncontract.core"
 local evidence = require "jsoncontract.evidence"
-local messages = require "jsoncontract.messages"
+local messages = require "jsoncontract.feedback"
 local fake = require "support.fake_model"
 local util = require "support.util"
 

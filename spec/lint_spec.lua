@@ -1,7 +1,7 @@
--- Specs for jsoncontract.lint and the `lint` command (jsoncontract.cli_lint).
+-- Specs for jsoncontract.contract.lint and the `lint` command (`jsoncontract.cli.main({"lint", ...})`).
 local core = require "jsoncontract.core"
-local lint = require "jsoncontract.lint"
-local cli_lint = require "jsoncontract.cli_lint"
+local lint = require "jsoncontract.contract.lint"
+local cli = require "jsoncontract.cli"
 
 local SCHEMA = {
     type = "object",
@@ -29,7 +29,7 @@ local function sink()
     end, text = function() return table.concat(buf) end }
 end
 
-describe("jsoncontract.lint", function()
+describe("jsoncontract.contract.lint", function()
     it("reports every provider in names order, with the mode a native request uses", function()
         local report = lint.lint(SCHEMA)
         local names = {}
@@ -76,10 +76,10 @@ describe("jsoncontract.lint", function()
     end)
 end)
 
-describe("jsoncontract.cli_lint.run()", function()
+describe("the lint command", function()
     it("exits 0 for the support-ticket contract on OpenAI: strict mode takes its minLength/maxLength", function()
         local out, err = sink(), sink()
-        local status = cli_lint.run({ "--contract", "examples/support_ticket.lua", "--provider", "openai" },
+        local status = cli.main({ "lint", "--contract", "examples/support_ticket.lua", "--provider", "openai" },
             { stdout = out, stderr = err })
         assert.equal(0, status)
         assert.equal("", err.text())
@@ -88,14 +88,14 @@ describe("jsoncontract.cli_lint.run()", function()
 
     it("takes the whole command line too, as cli.main passes it", function()
         local out = sink()
-        assert.equal(1, cli_lint.run({ "lint", "--contract", "examples/support_ticket.lua", "--provider", "ollama" },
+        assert.equal(1, cli.main({ "lint", "--contract", "examples/support_ticket.lua", "--provider", "ollama" },
             { stdout = out, stderr = sink() }))
         assert.truthy(out.text():find("^ollama %(mode native%): 1 keyword not enforced\n"))
     end)
 
     it("--json prints the report as JSON", function()
         local out = sink()
-        assert.equal(1, cli_lint.run({ "--contract", "examples/support_ticket.lua", "--json" },
+        assert.equal(1, cli.main({ "lint", "--contract", "examples/support_ticket.lua", "--json" },
             { stdout = out, stderr = sink() }))
         local report = assert(core.decode(out.text()))
         assert.equal(6, #report)
@@ -111,17 +111,18 @@ describe("jsoncontract.cli_lint.run()", function()
         f:write('{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],'
             .. '"additionalProperties":false}')
         f:close()
-        assert.equal(0, cli_lint.run({ "--contract", json_path }, { stdout = sink(), stderr = sink() }))
+        assert.equal(0, cli.main({ "lint", "--contract", json_path }, { stdout = sink(), stderr = sink() }))
         local err = sink()
-        assert.equal(2, cli_lint.run({}, { stdout = sink(), stderr = err }))
+        assert.equal(2, cli.main({ "lint" }, { stdout = sink(), stderr = err }))
         assert.truthy(err.text():find("--contract FILE is required", 1, true))
-        assert.equal(2, cli_lint.run({ "--contract", json_path, "--provider", "x" }, { stdout = sink(), stderr = sink() }))
-        assert.equal(2, cli_lint.run({ "--contract", "/nonexistent.json" }, { stdout = sink(), stderr = sink() }))
-        assert.equal(2, cli_lint.run({ "--bogus" }, { stdout = sink(), stderr = sink() }))
+        assert.equal(2, cli.main({ "lint", "--contract", json_path, "--provider", "x" }, { stdout = sink(), stderr = sink() }))
+        assert.equal(2, cli.main({ "lint", "--contract", "/nonexistent.json" }, { stdout = sink(), stderr = sink() }))
+        assert.equal(2, cli.main({ "lint", "--bogus" }, { stdout = sink(), stderr = sink() }))
     end)
-    it("keeps the old module's USAGE and _VERSION", function()
-        assert.truthy(cli_lint.USAGE:find("Usage: jsoncontract lint", 1, true), cli_lint.USAGE)
-        assert.truthy(cli_lint.USAGE:find("--provider", 1, true), cli_lint.USAGE)
-        assert.equal(require("jsoncontract.core")._VERSION, cli_lint._VERSION)
+    it("has a help that names the command and its --provider", function()
+        local _, _, _, parsers = cli.parser()
+        local usage = parsers.lint:get_help()
+        assert.truthy(usage:find("Usage: jsoncontract lint", 1, true), usage)
+        assert.truthy(usage:find("--provider", 1, true), usage)
     end)
 end)

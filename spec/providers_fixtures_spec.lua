@@ -15,7 +15,7 @@
 
 local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
-local adapters = require "jsoncontract.adapters"
+local adapters = require "jsoncontract.contract.adapters"
 
 local util = require "support.util"
 

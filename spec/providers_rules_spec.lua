@@ -3,7 +3,7 @@
 local core = require "jsoncontract.core"
 local jc = require "jsoncontract"
 local providers = require "jsoncontract.providers"
-local lint = require "jsoncontract.lint"
+local lint = require "jsoncontract.contract.lint"
 local subset = require "jsoncontract.providers.schema_subset"
 local evidence = require "jsoncontract.evidence"
 
@@ -682,7 +682,7 @@ describe("jsoncontract.providers rules (issue 13)", function()
             f:close()
             local buf = {}
             local out = { write = function(self, ...) for _, x in ipairs({ ... }) do buf[#buf + 1] = x end return self end }
-            assert.equal(1, require("jsoncontract.cli_lint").run({ "--contract", path, "--provider", "llamacpp" },
+            assert.equal(1, require("jsoncontract.cli").main({ "lint", "--contract", path, "--provider", "llamacpp" },
                 { stdout = out, stderr = out }))
             assert.truthy(table.concat(buf):find("would fail in mode native, sent in mode json", 1, true))
         end)
@@ -936,7 +936,7 @@ describe("jsoncontract.providers rules (issue 13)", function()
             f:close()
             local buf = {}
             local out = { write = function(self, ...) for _, x in ipairs({ ... }) do buf[#buf + 1] = x end return self end }
-            assert.equal(1, require("jsoncontract.cli_lint").run({ "--contract", path, "--json" },
+            assert.equal(1, require("jsoncontract.cli").main({ "lint", "--contract", path, "--json" },
                 { stdout = out, stderr = out }))
             local text = table.concat(buf)
             assert.is_nil(text:find("artifactize", 1, true))
@@ -964,7 +964,7 @@ describe("jsoncontract.providers rules (issue 13)", function()
             f:close()
             local buf = {}
             local out = { write = function(self, ...) for _, x in ipairs({ ... }) do buf[#buf + 1] = x end return self end }
-            local status = require("jsoncontract.cli_lint").run({ "--contract", path, "--provider", "openai" },
+            local status = require("jsoncontract.cli").main({ "lint", "--contract", path, "--provider", "openai" },
                 { stdout = out, stderr = out })
             assert.equal(1, status)
             assert.truthy(table.concat(buf):find("would fail in mode native, sent in mode prompt: / the root is not an "

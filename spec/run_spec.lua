@@ -352,8 +352,8 @@ describe("jsoncontract.run", function()
         end)
     end)
 
-    describe("errors.redact()", function()
-        local redact = require("jsoncontract.errors").redact
+    describe("secrets.redact()", function()
+        local redact = require("jsoncontract.secrets").redact
         it("replaces every occurrence, as plain bytes, not a pattern", function()
             assert.equal("a [redacted] b [redacted][redacted]", redact("a k%y. b k%y.k%y.", "k%y."))
         end)

@@ -105,10 +105,6 @@ describe("jsoncontract.secrets", function()
                 assert.equal(text, secrets.redact(text, KEY))
             end
         end)
-
-        it("is the alias errors.redact", function()
-            assert.equal("[redacted]", require("jsoncontract.errors").redact(u(KEY), KEY))
-        end)
     end)
 
     describe("redact_value()", function()

@@ -1,7 +1,29 @@
--- Specs for the stand-in model (jsoncontract.standin.model) and its HTTP server
--- (jsoncontract.standin.server via bin/jsoncontract-standin).
+-- Specs for the stand-in model (jsoncontract.standin.conversation, .generate, .text and the
+-- examples' examples/<name>_standin.lua) and its HTTP server (jsoncontract.standin.server via
+-- bin/jsoncontract-standin).
 local cjson = require "cjson"
-local model = require "jsoncontract.standin.model"
+local conversation = require "jsoncontract.standin.conversation"
+local generate = require "jsoncontract.standin.generate"
+local stext = require "jsoncontract.standin.text"
+
+if #conversation.registered() == 0 then conversation.load_examples("examples") end
+
+-- The parts this spec reads, under one name: the stand-in's modules, then what each example
+-- knows (intent_of, extract_leave, FAULTS, ...).
+local model = setmetatable({
+    answer = conversation.answer, ASK_MORE_TEXT = conversation.ASK_MORE_TEXT,
+    tokens = stext.tokens, cutoff_tokens = stext.cutoff_tokens, instance_json = generate.instance_json,
+    -- the example a request is for, nil for the support ticket (the default) and any other schema
+    contract_of = function(schema, system)
+        local name = conversation.recognise(schema, system)
+        if name ~= "support_ticket" then return name end
+    end,
+    CONTRACT_FAULTS = setmetatable({}, { __index = function(_, name) return conversation.known(name).FAULTS end }),
+}, { __index = function(_, k)
+    for _, ex in ipairs(conversation.registered()) do
+        if ex[k] ~= nil then return ex[k] end
+    end
+end })
 
 local SHARED = os.getenv("JC_SHARED") or "../shared"
 local EMAILS = SHARED .. "/corpora/support-emails/emails.jsonl"
@@ -42,7 +64,7 @@ local function load_emails()
     return out
 end
 
-describe("jsoncontract.standin.model", function()
+describe("the stand-in model", function()
     describe("answer() scripted cases", function()
         it("answers the 1042 mail with Lieferung/ja first, then the valid ticket", function()
             local a1 = model.answer(convo(MAIL_1042), { seed = 1 })
@@ -205,7 +227,7 @@ describe("jsoncontract.standin.model", function()
     end)
 end)
 
-describe("jsoncontract.standin.model, the other example contracts", function()
+describe("the stand-in model, the other example contracts", function()
     local jc = require "jsoncontract"
     local core = require "jsoncontract.core"
     local EX = {

@@ -53,8 +53,6 @@ end
 function _M.is(v)
     return type(v) == "table" and getmetatable(getmetatable(v)) == ERROR_MT
 end
---- Old name of `is`, kept for callers.
-_M.is_error = _M.is
 
 --- The plain table of an err's named fields (the table itself, not a copy), for code that
 -- walks, copies or encodes an err on any Lua. Set fields through the err (`err.x = v`), so
@@ -64,24 +62,6 @@ _M.is_error = _M.is
 -- @return[2] nil when `err` is not an err
 function _M.fields(err)
     return fields_of(err)
-end
-
---- Alias of `jsoncontract.secrets.redact` (the one redaction: the key in plain bytes and in
--- every escaped or percent-encoded spelling), kept for callers of the old name.
--- @param text any value; only strings are changed
--- @tparam string|table|nil secret plain bytes (not a pattern) or a list of them
--- @return the text without the secret
-function _M.redact(text, secret)
-    return secrets.redact(text, secret)
-end
-
---- Old name of `jsoncontract.secrets.redact_credentials` (the key in every spelling, then
--- credential-like runs masked), kept for callers.
--- @param text any value; only strings are changed
--- @tparam[opt] string secret the API key
--- @return the text without the key or anything that looks like a credential
-function _M.scrub(text, secret)
-    return secrets.redact_credentials(text, secret)
 end
 
 --- Longest foreign text (a provider's message, a body) copied into an err message, in bytes.

@@ -146,16 +146,4 @@ function _M.internal_error(err, env)
     return _M.INTERNAL_ERROR
 end
 
--- The old entry points of the one-file cli, `cli.triage(argv, env)`, `cli.check(argv, env)`,
--- ... (argv[1] is the command's word, as before), kept for callers: each runs through `main`.
-for _, name in ipairs(_M.COMMANDS) do
-    if _M[name] == nil then
-        _M[name] = function(argv, env)
-            local list = { name }
-            for i = 2, #(argv or {}) do list[i] = argv[i] end
-            return _M.main(list, env)
-        end
-    end
-end
-
 return _M

@@ -240,7 +240,7 @@ local render_prompt -- below: the system prompt's text (see `prompt`)
 --   `jsoncontract.contract.rules.DEFAULT_BUDGET`),
 --   `trusted` (boolean, default false: rules given as source text run with the process's
 --   globals, and a contract file loaded by `jc.load_contract` is loaded as plain Lua),
---   `adapters` (optional list of adapter names applied before parsing, see `jsoncontract.adapters`),
+--   `adapters` (optional list of adapter names applied before parsing, see `jsoncontract.contract.adapters`),
 --   `format_assertion` (boolean, default true),
 --   `work_budget` (integer, optional: work units per validation, see `jc.compile`),
 --   `messages` (optional map from a schema location, e.g. "/properties/order_id/pattern", to the

@@ -287,7 +287,7 @@ function _M.run(store, job_id, ctx)
     })
     if ctx.signals ~= false then rules_gate.set_interrupt(nil) end
     if not okrun then
-        res.store_error = errors.is_error(stats) and stats or errors.new("internal", "run_failed", tostring(stats))
+        res.store_error = errors.is(stats) and stats or errors.new("internal", "run_failed", tostring(stats))
         stats = { exchanges = finished_exchanges, limit_wait_s = 0, unfinished = {} }
     end
     res.store_error = res.store_error or take_error

@@ -471,9 +471,9 @@ function _M.tx(self, fn)
         -- The driver deallocates a PostgreSQL statement only after it ran well: the ones that
         -- failed would stay prepared for the session's life. None is kept across calls.
         if self.engine == "postgresql" then self:exec("DEALLOCATE ALL") end
-        if okc and errors.is_error(e) then return nil, e end
+        if okc and errors.is(e) then return nil, e end
         local why = okc and e or r
-        if not okc and errors.is_error(r) then return nil, r end
+        if not okc and errors.is(r) then return nil, r end
         return nil, store_error("write_failed", tostring(why))
     end
     ok, err = self:exec("COMMIT")

@@ -36,7 +36,7 @@
 -- @module jsoncontract.nginx
 -- luacheck: globals ngx
 local core = require "jsoncontract.core"
-local errors = require "jsoncontract.errors"
+local secrets = require "jsoncontract.secrets"
 local run = require "jsoncontract.run"
 local messages = require "jsoncontract.feedback"
 local openresty = require "jsoncontract.transport.openresty"
@@ -505,7 +505,7 @@ function _M.serve(self, name)
         local ok, ctx = pcall(self.context, name, text)
         if not ok then
             return fail(self, name, "internal_error", rid, item_id, t0,
-                errors.redact("context: " .. tostring(ctx), key_value), nil, nil, ev)
+                secrets.redact("context: " .. tostring(ctx), key_value), nil, nil, ev)
         end
         opts.context = ctx
     end
@@ -515,7 +515,7 @@ function _M.serve(self, name)
     in_flight(self, name, false)
     if not ok then
         -- the run raised: its records (if any) do not say so
-        return fail(self, name, "internal_error", rid, item_id, t0, errors.redact(tostring(out), key_value), nil,
+        return fail(self, name, "internal_error", rid, item_id, t0, secrets.redact(tostring(out), key_value), nil,
             nil, ev)
     end
     observe_outcome(self, name, out)
@@ -528,7 +528,7 @@ function _M.serve(self, name)
     end
     local reason = out.reason or {}
     local why = format("%s/%s: %s (attempts %d, contract %s)", tostring(reason.category), tostring(reason.kind),
-        errors.redact(tostring(reason.message), key_value), #out.attempts, key)
+        secrets.redact(tostring(reason.message), key_value), #out.attempts, key)
     code = failure_code(out)
     if code ~= "handed_over" then
         local headers
@@ -543,7 +543,7 @@ function _M.serve(self, name)
             worker = "nginx:" .. tostring(ngx.worker.pid()) }
         if not job then
             return fail(self, name, "handover_unavailable", rid, item_id, t0, why .. "; not recorded: "
-                .. errors.redact(tostring(type(herr) == "table" and herr.message or herr), key_value), ngx.ERR)
+                .. secrets.redact(tostring(type(herr) == "table" and herr.message or herr), key_value), ngx.ERR)
         end
     end
     send_json(202, encode({ status = "handed_over", message = messages.user_message(out), item_id = item_id,
@@ -556,7 +556,7 @@ function _M.serve(self, name)
             reason = { category = reason.category, kind = reason.kind, message = reason.message }, input = text })
         if not hok then
             ngx.log(ngx.ERR, "jsoncontract: on_handover failed for item ", item_id, ": ",
-                errors.redact(tostring(herr), key_value))
+                secrets.redact(tostring(herr), key_value))
         end
     end
 end

@@ -13,10 +13,8 @@
 --    provider.FACTS             its service: key variable, default model, base URL, rate limits
 -- @module jsoncontract.providers
 local envelope = require "jsoncontract.providers.envelope"
-local schema_subset = require "jsoncontract.providers.schema_subset"
-local http_status = require "jsoncontract.transport.http_status"
 
-local type, ipairs, error, require, setmetatable = type, ipairs, error, require, setmetatable
+local type, ipairs, error, require = type, ipairs, error, require
 local concat = table.concat
 local format = string.format
 
@@ -69,14 +67,5 @@ function _M.key_variables()
     end
     return out
 end
-
---- Old place of the shared helpers, kept for callers: the envelope helpers, then the schema
--- subset and HTTP status functions (read-only view).
-_M.common = setmetatable({}, { __index = function(_, k)
-    local v = envelope[k]
-    if v == nil then v = schema_subset[k] end
-    if v == nil then v = http_status[k] end
-    return v
-end })
 
 return _M

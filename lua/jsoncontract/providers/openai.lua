@@ -51,9 +51,6 @@ local MODES = { native = true, json = true, prompt = true }
 -- strict mode has a non-strict fallback.
 subset.provider_fields(_M, RULES)
 
---- Old names of `KEYWORDS` and `FORMATS`.
-_M.STRICT_KEYWORDS, _M.STRICT_FORMATS = _M.KEYWORDS, _M.FORMATS
-
 --- A contract name as OpenAI accepts it in `json_schema.name`: characters outside
 -- [a-zA-Z0-9_-] become "_", at most 64 characters.
 -- @tparam string name
