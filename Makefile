@@ -4,7 +4,7 @@
 #   make LUA=luajit           OpenResty LuaJIT 2.1 build into build/luajit/
 #   make test                 specs on Lua 5.4, LuaJIT, under ASan+UBSan, and the core's on Lua 5.1
 # The version is the rockspec's (rockspecs/jsoncontract-<version>-<rev>.rockspec).
-VERSION     := $(shell ls rockspecs | sed -n 's/^jsoncontract-\(.*\)-[0-9]*\.rockspec$$/\1/p' | tail -1)
+VERSION     := $(shell ls rockspecs | sed -n 's/^jsoncontract-\([0-9][^-]*\)-[0-9]*\.rockspec$$/\1/p' | tail -1)
 LUA         ?= lua5.4
 PREFIX      ?= /usr/local
 DESTDIR     ?=
@@ -40,7 +40,7 @@ HDRS        := csrc/jc.h csrc/compat.h $(wildcard csrc/*.h)
 OBJS        := $(patsubst csrc/%.c,$(BUILD)/%.o,$(SRCS))
 TARGET      := $(BUILD)/jsoncontract/core.so
 
-.PHONY: all test check asan bench fuzz install clean triage deps luajit
+.PHONY: all test check asan bench fuzz install clean triage deps luajit dist
 
 all: $(TARGET)
 
@@ -107,6 +107,11 @@ install: $(TARGET)
 	cp -R lua/jsoncontract $(DESTDIR)$(LUADIR)/
 	install -m 644 examples/* $(DESTDIR)$(PREFIX)/share/jsoncontract/examples/
 	install -m 755 bin/jsoncontract bin/jsoncontract-standin $(DESTDIR)$(BINDIR)/
+
+# The rocks' sources (rockspecs/*.rockspec source.url): the committed checkout as tarballs.
+dist:
+	git archive --format=tar.gz --prefix=jsoncontract-$(VERSION)/ -o jsoncontract-$(VERSION).tar.gz HEAD
+	git archive --format=tar.gz --prefix=jsoncontract-scm/ -o jsoncontract-scm.tar.gz HEAD
 
 clean:
 	rm -rf build

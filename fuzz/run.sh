@@ -29,7 +29,7 @@ fi
 mkdir -p "$OUT"
 DEP_CFLAGS=$(pkg-config --cflags lua5.4 libcurl libpcre2-8 libcrypto)
 DEP_LIBS=$(pkg-config --libs lua5.4 libcurl libpcre2-8 libcrypto 2>/dev/null || echo -llua5.4 -lcurl -lpcre2-8 -lcrypto)
-VERSION=$(ls rockspecs | sed -n 's/^jsoncontract-\(.*\)-[0-9]*\.rockspec$/\1/p' | tail -1)
+VERSION=$(ls rockspecs | sed -n 's/^jsoncontract-\([0-9][^-]*\)-[0-9]*\.rockspec$/\1/p' | tail -1)
 # The module's sources as the Makefile lists them.
 SRCS=$(sed -n 's/^SRCS *:= *//p' Makefile)
 FLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"

@@ -1,9 +1,12 @@
 rockspec_format = "3.0"
 package = "jsoncontract"
 version = "0.1.0-1"
+-- The release's source is its tarball, `make dist` (git archive of the checkout):
+-- `luarocks build rockspecs/jsoncontract-0.1.0-1.rockspec` beside jsoncontract-0.1.0.tar.gz;
+-- `luarocks make rockspecs/jsoncontract-0.1.0-1.rockspec` builds the checkout itself.
 source = {
-   url = "git+file://.",
-   tag = "v0.1.0",
+   url = "jsoncontract-0.1.0.tar.gz",
+   dir = "jsoncontract-0.1.0",
 }
 description = {
    summary = "Make a language model's structured output safe to hand to code",
@@ -137,8 +140,6 @@ build = {
       ["jsoncontract.transport.http_status"] = "lua/jsoncontract/transport/http_status.lua",
       ["jsoncontract.transport.openresty"] = "lua/jsoncontract/transport/openresty.lua",
       ["jsoncontract.utf8"] = "lua/jsoncontract/utf8.lua",
-      ["jsoncontract"] = "lua/jsoncontract/init.lua",
-      ["jsoncontract"] = "lua/jsoncontract/init.lua",
    },
    install = {
       bin = { "bin/jsoncontract", "bin/jsoncontract-standin" },

@@ -4,8 +4,16 @@ local util = require "support.util"
 
 local read, lines = util.slurp, util.lines
 
+-- The release rockspec (a numbered version; beside it the scm one).
+local function release_rockspec()
+    for _, f in ipairs(lines("ls rockspecs/jsoncontract-*.rockspec")) do
+        if f:match("jsoncontract%-%d[^-]*%-%d+%.rockspec$") then return f end
+    end
+    error("no release rockspec in rockspecs/")
+end
+
 describe("packaging", function()
-    local rockspec_path = lines("ls rockspecs/jsoncontract-*.rockspec")[1]
+    local rockspec_path = release_rockspec()
     local rockspec = read(rockspec_path)
     local makefile = read("Makefile")
 
@@ -22,6 +30,25 @@ describe("packaging", function()
             mapped[f] = nil
         end
         assert.same({}, mapped)
+    end)
+
+    it("has an scm rockspec that is the release one but for its version and source", function()
+        local scm = read("rockspecs/jsoncontract-scm-1.rockspec")
+        local function body(text)
+            return (text:gsub('\nversion = "[^"]*"', ""):gsub("\n%-%-[^\n]*", ""):gsub("\nsource = %b{}", ""))
+        end
+        assert.equal(body(rockspec), body(scm))
+        assert.truthy(scm:find('version = "scm-1"', 1, true))
+        -- each source is something `luarocks build` can fetch: a tarball `make dist` writes, not a
+        -- `git+file://.` (which LuaRocks clones from inside its temporary folder)
+        for _, text in ipairs { rockspec, scm } do
+            local url = text:match("source = {%s*url = \"([^\"]+)\"")
+            assert.is_string(url)
+            assert.falsy(url:find("git+file://", 1, true), url)
+            assert.truthy(url:match("^jsoncontract%-[%w.]+%.tar%.gz$"), url)
+            assert.truthy(makefile:find("-o " .. url:gsub("%-[%w.]+%.tar%.gz$", "-$(VERSION).tar.gz"), 1, true)
+                or makefile:find("-o " .. url, 1, true), url .. " is not what make dist writes")
+        end
     end)
 
     it("lists the same C sources as the Makefile", function()
@@ -79,7 +106,7 @@ describe("the rock", function()
     local LUA = util.LUA
     local CPATH = os.getenv("JC_TEST_CPATH") or ""
     local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-    local rockspec_path = lines("ls rockspecs/jsoncontract-*.rockspec")[1]
+    local rockspec_path = release_rockspec()
 
     -- make, pack, install, run: for interpreter `lua` (a LuaRocks tree of Lua `version`).
     local function install_and_run(lua)
@@ -142,6 +169,31 @@ describe("the rock", function()
             return
         end
         install_and_run(LUA)
+    end)
+
+    it("builds with luarocks build from its source tarball (the checkout, as make dist writes it)", function()
+        local why = skip_reason() or (LUA ~= "lua5.4" and "luarocks build skipped: checked in the lua5.4 run")
+        if why then
+            pending(why)
+            return
+        end
+        local version = rockspec_path:match("jsoncontract%-(.-)%-%d+%.rockspec$")
+        local base = os.tmpname()
+        os.remove(base)
+        local away, tree = base .. "-dist", base .. "-tree"
+        finally(function() sh("rm -rf " .. q(away) .. " " .. q(tree)) end)
+        -- the files of the checkout as they are now (make dist archives the last commit)
+        local prefix = "jsoncontract-" .. version
+        local out, code = sh("mkdir -p " .. q(away) .. " && git ls-files -co --exclude-standard | while read -r f; do "
+            .. "[ -f \"$f\" ] && printf '%s\\n' \"$f\"; done > " .. q(away .. "/files") .. " && tar -czf "
+            .. q(away .. "/" .. prefix .. ".tar.gz") .. " --transform " .. q("s,^," .. prefix .. "/,")
+            .. " -T " .. q(away .. "/files"))
+        assert.equal(0, code, out)
+        out, code = sh("cd " .. q(away) .. " && luarocks --lua-version 5.4 --tree " .. q(tree)
+            .. " build --deps-mode=none " .. q(os.getenv("PWD") .. "/" .. rockspec_path))
+        assert.equal(0, code, out)
+        assert.truthy(util.read(tree .. "/share/lua/5.4/jsoncontract/nginx/init.lua"), out)
+        assert.is_string(lines("ls " .. q(tree) .. "/lib/lua/5.4/jsoncontract/core.so")[1], out)
     end)
 
     it("builds one 5.1 module: the core built against LuaJIT's headers loads in PUC lua5.1 too", function()
