@@ -795,10 +795,6 @@ function _M.run(o, env)
     return code
 end
 
---- The older name of `run`, as the in-process callers of `triage` know it.
--- @function triage
-_M.triage = _M.run
-
 --- `jsoncontract triage --resume DIR`: continue the folder's job. Committed items are never asked
 -- again; items in flight when it stopped are. The mailbox must be the one the job started with
 -- (ids and digests); a job read from stdin needs none (its items are in the store), unless one

@@ -13,7 +13,7 @@ local concat = table.concat
 local format = string.format
 
 local _M = { _VERSION = core._VERSION }
-local C = _M -- the functions below keep the names they had in providers.common
+local C = _M
 
 local is_object = json.is_object
 local snippet = errors.snippet
