@@ -134,7 +134,7 @@ describe("the Lua layout", function()
         local shown = check.section(doc)
         assert.is_string(shown, "docs/design.md has no <!-- layout:begin --> ... <!-- layout:end --> section")
         assert.equal(layout.markdown(), shown, "docs/design.md's Layout map differs from tools/layout.lua: "
-            .. "regenerate it with `lua tools/layout.lua --markdown` (between the layout markers)")
+            .. "regenerate it with `lua tools/layout.lua --write docs/design.md`")
         for _, r in ipairs(layout.rooms) do
             assert.truthy(shown:find("| **" .. r.name .. "**", 1, true), r.name)
         end

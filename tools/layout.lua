@@ -2,7 +2,8 @@
 -- table, checked by spec/layout_spec.lua (every `require` in lua/ against it, every file of
 -- lua/ in a room) and printed as docs/design.md's "Layout" map by
 --   lua tools/layout.lua --markdown
--- which writes the text between `<!-- layout:begin -->` and `<!-- layout:end -->`.
+-- which prints the text between `<!-- layout:begin -->` and `<!-- layout:end -->`
+-- (`lua tools/layout.lua --write docs/design.md` puts it there).
 --
 -- A room: `name`; `files` (paths under the repository: a path ending in "/" is a folder and
 -- everything under it, a more specific entry of another room wins); `modules` (module names
@@ -112,12 +113,27 @@ function _M.markdown()
     return table.concat(out, "\n") .. "\n"
 end
 
+-- `--markdown`: print the map; `--write FILE`: replace the map between FILE's markers.
 if arg and arg[0] and arg[0]:match("tools/layout%.lua$") then
-    if arg[1] ~= "--markdown" then
-        io.stderr:write("usage: lua tools/layout.lua --markdown\n")
+    if arg[1] == "--markdown" then
+        io.write(_M.markdown())
+    elseif arg[1] == "--write" and arg[2] then
+        local f = assert(io.open(arg[2], "rb"))
+        local doc = f:read("*a")
+        f:close()
+        local s = doc:find("<!-- layout:begin -->", 1, true)
+        local _, e = doc:find("<!-- layout:end -->\n", 1, true)
+        if not s or not e then
+            io.stderr:write(arg[2], " has no <!-- layout:begin --> ... <!-- layout:end --> lines\n")
+            os.exit(1)
+        end
+        f = assert(io.open(arg[2], "wb"))
+        assert(f:write(doc:sub(1, s - 1), _M.markdown(), doc:sub(e + 1)))
+        assert(f:close())
+    else
+        io.stderr:write("usage: lua tools/layout.lua --markdown | --write docs/design.md\n")
         os.exit(2)
     end
-    io.write(_M.markdown())
 end
 
 return _M
