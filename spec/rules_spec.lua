@@ -538,3 +538,39 @@ print(coroutine.create == create, coroutine.wrap == wrap)
         end)
     end)
 end)
+
+describe("a rule's batch.send outside a batch", function()
+    local c_def = {
+        name = "sends", version = "1.0.0", instructions = "x", schema = { type = "object" }, trusted = true,
+        rules = { function()
+            local res, err = batch.send { url = "http://127.0.0.1:1/lookup" }
+            if not res then return "lookup failed: " .. tostring(err.category) end
+            return res.body == "known" or "unknown"
+        end },
+    }
+
+    it("goes through the transport the caller passes (check{transport=}, the run's)", function()
+        local c = jc.contract(c_def)
+        local seen = {}
+        local function send(req)
+            seen[#seen + 1] = req
+            return { status = 200, headers = {}, body = "known" }
+        end
+        local v, report = c:check("{}", { transport = send })
+        assert.is_table(v, report and report.message)
+        assert.same({}, report.adapters)
+        assert.equal(1, #seen)
+        assert.equal("http://127.0.0.1:1/lookup", seen[1].url)
+        assert.is_true(seen[1].timeout_ms >= 1 and seen[1].timeout_ms <= rules.DEFAULT_BUDGET.ms + 1)
+        -- and through rules.run's `send` argument
+        local list = rules.normalize(c_def.rules)
+        assert.is_true(rules.run(list, {}, nil, nil, send))
+        assert.equal(2, #seen)
+    end)
+
+    it("without one, goes through the transport jsoncontract.transport.default picks (curl here)", function()
+        local _, err = jc.contract(c_def):check("{}")
+        assert.equal("rule_failed", err.kind)
+        assert.matches("lookup failed: transport", err.message)
+    end)
+end)

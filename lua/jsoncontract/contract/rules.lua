@@ -1046,7 +1046,8 @@ local function run_coroutine(rule, value, ctx, state)
                 local send = state.send or require("jsoncontract.transport.default").choose(nil, nil, nil, 1)
                 res, err = send(req)
             end
-            out = { res, err }
+            -- one value, as a batch scheduler answers `batch.send`: the response or the err
+            out = { res ~= nil and res or err }
         end
         if clock() > state.deadline then
             state.over = "ms"
