@@ -47,7 +47,7 @@ _M.rooms = {
         only = { { "jsoncontract.transport.http_status", why = "an HTTP status or a provider's error object "
             .. "read as a transport err" } },
         says = "the protocol gate: the registry (init), envelope, schema_subset, one file per provider, "
-            .. "streaming, rules/<name> (what each provider enforces, as data)" },
+            .. "streaming, `rules/NAME.lua` (what each provider enforces, as data)" },
     { name = "contract", files = { "lua/jsoncontract/contract/" }, may = with(BASE, "feedback", "providers"),
         only = {
             { "jsoncontract.transport.default", why = "a rule's `batch.send` outside a batch, when the caller "
