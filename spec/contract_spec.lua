@@ -1,4 +1,4 @@
--- Contracts: the SEEDS.md §1 cases through contract:check, rules, adapters, the prompt.
+-- Contracts: the example's cases through contract:check, rules, adapters, the prompt.
 local jc = require "jsoncontract"
 local core = require "jsoncontract.core"
 local util = require "support.util"

@@ -22,6 +22,7 @@ local RULES = {
     { "jsoncontract.errors", { "jsoncontract.json", "jsoncontract.utf8", "jsoncontract.secrets" } },
     { "jsoncontract.json", { "jsoncontract.utf8" } },
     { "jsoncontract.utf8", {} },
+    { "jsoncontract.util", {} },
     { "jsoncontract.compat", {} },
     { "jsoncontract.transport.", { "jsoncontract.errors", "jsoncontract.json", "jsoncontract.compat",
         "jsoncontract.secrets" } },
@@ -36,14 +37,14 @@ local RULES = {
         "jsoncontract.compat", "jsoncontract.run.", "jsoncontract.secrets" } },
     { "jsoncontract.jobs.", { "jsoncontract.errors", "jsoncontract.evidence", "jsoncontract.compat",
         "jsoncontract.run", "jsoncontract.providers", "jsoncontract.jobs.", "jsoncontract.secrets",
-        "jsoncontract.setup", "jsoncontract.standin.process", "jsoncontract.utf8" } },
+        "jsoncontract.setup", "jsoncontract.standin.process", "jsoncontract.utf8", "jsoncontract.util" } },
     -- What cli/ and jobs/ share (the contract file, the provider, the interpreter): the registry,
     -- lazily, and the stand-in's starter (which knows the interpreter).
     { "jsoncontract.setup", { "jsoncontract.providers", "jsoncontract.standin.process" } },
     -- The review desk: nothing at the desk reaches a model (no run, providers, transport).
     { "jsoncontract.review.", { "jsoncontract.json", "jsoncontract.compat", "jsoncontract.contract",
         "jsoncontract.jobs.store", "jsoncontract.jobs.review_queries", "jsoncontract.review.",
-        "jsoncontract.secrets" } },
+        "jsoncontract.secrets", "jsoncontract.util" } },
 }
 
 local function starts(s, prefix) return s:sub(1, #prefix) == prefix end

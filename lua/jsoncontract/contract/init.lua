@@ -1,5 +1,5 @@
 --- Contracts: a JSON Schema, a version, the instructions that name it, examples and
--- business rules in Lua (DESIGN.md). The prompt is rendered from the schema, so what the
+-- business rules in Lua (docs/api.md, "Contracts"). The prompt is rendered from the schema, so what the
 -- model is told and what is checked cannot drift apart.
 -- @module jsoncontract.contract
 local core = require "jsoncontract.core"
@@ -7,7 +7,8 @@ require "jsoncontract.ffi" -- on LuaJIT: validator:check_json through the FFI (s
 local adapters = require "jsoncontract.contract.adapters"
 local feedback = require "jsoncontract.feedback"
 local rules_gate = require "jsoncontract.contract.rules"
-local deepcopy = require("jsoncontract.json").deepcopy
+local json_util = require "jsoncontract.json"
+local deepcopy, clip = json_util.deepcopy, json_util.clip
 
 local type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error =
     type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error
@@ -18,7 +19,7 @@ local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
 
 -- decode(text, {keep_order = true}) gives each object an `__order` metatable (the tape
--- decoder, issue 11): a JSON-text schema keeps the author's property order.
+-- decoder, csrc/tape.c): a JSON-text schema keeps the author's property order.
 local CANONICAL = { keep_order = false }
 
 local null = core.null
@@ -41,7 +42,7 @@ end
 -- Property names in a stable order: the author's (an `__order` metatable field on
 -- `properties`, see jc.ordered and decode's keep_order) when stated, else `required` first, in
 -- its order, then the rest sorted. The validator reports errors in the latter order (see
--- csrc/schema.c).
+-- csrc/schema_compile.c).
 local function property_order(schema)
     local props = schema.properties
     if type(props) ~= "table" then return {} end
@@ -182,10 +183,7 @@ function describe_in(schema, root, nest)
     if nullable then text = text .. ", or null" end
     local desc = type(own) == "table" and own.description or schema.description
     if type(desc) == "string" then text = text .. " (" .. desc .. ")" end
-    if #text > MAX_LINE then -- (cut at a UTF-8 boundary)
-        text = text:sub(1, MAX_LINE):gsub("[\128-\191]*$", ""):gsub("[\192-\255]$", "") .. "..."
-    end
-    return text
+    return clip(text, MAX_LINE)
 end
 
 -- The public form: `root` optional (a schema's own `$ref`s need it).
@@ -484,8 +482,7 @@ function render_native(self, provider)
         lines[#lines + 1] = "Also keep to:"
         for _, where in ipairs(fields) do
             local line = format("- %s: %s", where, concat(said[where], ", "))
-            if #line > MAX_LINE then line = line:sub(1, MAX_LINE):gsub("[\192-\255][\128-\191]*$", "") .. "..." end
-            lines[#lines + 1] = line
+            lines[#lines + 1] = clip(line, MAX_LINE)
         end
     end
     for i, ex in ipairs(self.examples) do

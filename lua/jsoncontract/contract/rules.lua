@@ -1,5 +1,5 @@
---- The rules gate (DESIGN.md gate 5): business rules in Lua, run so that they cannot hurt
--- the run.
+--- The rules gate (the last gate, docs/design.md "Rules and secrets"): business rules in Lua,
+-- run so that they cannot hurt the run.
 --
 -- * A rule sees a deep copy of the schema-valid value: whatever it changes (at any depth,
 --   metatables included) is thrown away, so the value accepted is the value that passed

@@ -129,9 +129,7 @@ local function fail(msg)
     return 1
 end
 
-local function shell_quote(s)
-    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
+local shell_quote = require("jsoncontract.util").shell_quote
 
 local function file_exists(path)
     local f = io.open(path, "rb")

@@ -1,4 +1,4 @@
---- The job store: where a batch job's state lives (issue 10).
+--- The job store: where a batch job's state lives (docs/jobs.md).
 -- One schema and one code path over LuaDBI for SQLite (the default: a file in the output
 -- folder, WAL mode) and PostgreSQL (`postgresql://...`, for several workers on several hosts).
 -- Every value is a bound parameter of a prepared statement (`?` in the SQL; the PostgreSQL
