@@ -12,7 +12,7 @@ local deepcopy, clip = json_util.deepcopy, json_util.clip
 
 local type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error =
     type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error
-local concat, sort, min, tonumber = table.concat, table.sort, math.min, tonumber
+local concat, min, tonumber = table.concat, math.min, tonumber
 local format, rep = string.format, string.rep
 
 local _M = { _VERSION = core._VERSION }
@@ -39,39 +39,7 @@ local function json(v)
     return core.encode(v)
 end
 
--- Property names in a stable order: the author's (an `__order` metatable field on
--- `properties`, see jc.ordered and decode's keep_order) when stated, else `required` first, in
--- its order, then the rest sorted. The validator reports errors in the latter order (see
--- csrc/schema_compile.c).
-local function property_order(schema)
-    local props = schema.properties
-    if type(props) ~= "table" then return {} end
-    local seen, order = {}, {}
-    local pmt = getmetatable(props)
-    if type(pmt) == "table" and type(pmt.__order) == "table" then
-        for _, name in ipairs(pmt.__order) do
-            if type(name) == "string" and props[name] ~= nil and not seen[name] then
-                seen[name] = true
-                order[#order + 1] = name
-            end
-        end
-    end
-    if type(schema.required) == "table" then
-        for _, name in ipairs(schema.required) do
-            if props[name] ~= nil and not seen[name] then
-                seen[name] = true
-                order[#order + 1] = name
-            end
-        end
-    end
-    local rest = {}
-    for name in pairs(props) do
-        if not seen[name] then rest[#rest + 1] = name end
-    end
-    sort(rest)
-    for _, name in ipairs(rest) do order[#order + 1] = name end
-    return order
-end
+local property_order = json_util.property_order
 
 --- The `type` keyword of a (sub)schema as a new list (JSON Schema 2020-12 validation §6.1.1:
 -- a string or an array of strings).
@@ -608,8 +576,7 @@ end
 -- @treturn string e.g. `string, one of "a", "b"` or `integer, minimum 1`
 _M.describe = describe
 
---- An object schema's property names in prompt order: `required` first, in its order, then
--- the rest sorted (the validator reports errors in the same order).
+--- An object schema's property names in prompt order (`jsoncontract.json.property_order`).
 -- @function property_order
 -- @tparam table schema
 -- @treturn {string,...}
