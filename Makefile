@@ -59,6 +59,7 @@ luajit:
 asan:
 	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	        LIBFLAG="-shared -fsanitize=address,undefined"
+	$(CC) -shared -fPIC -o build/asan/keep_modules.so tools/asan_keep_modules.c
 
 # Install the Debian packages this project needs (idempotent).
 deps:

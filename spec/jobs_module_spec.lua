@@ -380,7 +380,7 @@ describe("the Lua API (jc.job)", function()
     after_each(function() os.execute("rm -rf " .. q(dir)) end)
 
     it("examples/job_script.lua runs a job from a script; a second run into the same folder fails", function()
-        local env = ("env -u LD_PRELOAD -u OPENAI_API_KEY -u ANTHROPIC_API_KEY LUA_PATH=%s LUA_CPATH=%s ")
+        local env = ("env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY LUA_PATH=%s LUA_CPATH=%s ")
             :format(q("lua/?.lua;lua/?/init.lua;;"), q(CPATH .. ";;"))
         local out, code = util.sh(env .. LUA .. " examples/job_script.lua " .. q(dir) .. " 2>&1")
         assert.equal(0, code, out)

@@ -56,7 +56,7 @@ fi
 run lua5.4 lua5.4 "build/lua5.4/?.so"
 run luajit luajit "build/luajit/?.so"
 run asan lua5.4 "build/asan/?.so" \
-  LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+  LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so) $PWD/build/asan/keep_modules.so" \
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" LSAN_OPTIONS="suppressions=tools/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 specs=$LUA51_SPECS
