@@ -89,7 +89,8 @@ function _M.configure_run(parser, util)
     parser:option("--lease-seconds", "How long a leased item stays ours without renewal (default 120).")
         :convert(util.whole("--lease-seconds"))
     parser:option("--fail-after", "Stop the job after N failures in a row that no item can fix (connection "
-        .. "refused, DNS, TLS, HTTP 401/403/404, spent quota); those items stay waiting for --resume (default "
+        .. "refused, DNS, TLS, HTTP 401/403/404, spent quota), or after N items whose rules could not run (a rule "
+        .. "raised or ran out of its budget); those items stay waiting for --resume (default "
         .. require("jsoncontract.jobs.breaker").DEFAULT_LIMIT .. ")."):convert(util.whole("--fail-after"))
 end
 
@@ -639,7 +640,8 @@ local function work_on(st, job, c, o, env, progress)
     local recorded, rerr = st:record_run(job.id, { worker = res.owner, started_at = res.started_at,
         exchanges = stats.exchanges,
         limit_wait_ms = (stats.limit_wait_s or 0) * 1000,
-        stop_reason = res.store_error and "store_error" or res.breaker and "breaker" or res.signal or "done",
+        stop_reason = res.store_error and "store_error" or res.breaker and "breaker" or res.signal
+            or res.rule_faults and "rule_faults" or "done",
         stats_json = core.encode({ max_in_flight = stats.max_in_flight, duplicates = res.duplicates,
             taken_over = res.taken_over,
             lane_pauses = stats.lane_pauses }) })
@@ -683,7 +685,7 @@ local function finish(st, job, res, out, o)
             .. "and wait: fix the cause and continue with --resume %s", res.breaker.message,
             c and tostring(c.pending + c.leased) or "the", out))
     end
-    extra.stopped_by = res.signal
+    extra.stopped_by = res.signal or (res.rule_faults and "rule_faults")
     local summary, err = export.write(st, job.id, out, extra)
     st:close()
     if not summary then
@@ -691,6 +693,10 @@ local function finish(st, job, res, out, o)
             .. "; run `jsoncontract export " .. out .. "` once there is room")
     end
     print_summary(summary, out, summary.items, o.command == "triage" and "messages" or "items")
+    if res.rule_faults and not res.signal then
+        return fail(format("the job did not finish: %s. Nothing was sent to review for it; those %d items wait: "
+            .. "fix the rule and continue with --resume %s", res.rule_faults.message, res.rule_faults.count, out))
+    end
     if res.signal then
         stderr:write(format("jsoncontract: stopped by %s; continue with: jsoncontract %s --resume %s\n",
             res.signal, o.command or "run", out))
@@ -995,6 +1001,10 @@ function _M.worker(o, env)
     if res.breaker then
         return fail("the worker stopped: " .. res.breaker.message .. ". Nothing was sent to review for it; the "
             .. "items not settled wait: fix the cause and start the workers again")
+    end
+    if res.rule_faults and not res.signal then
+        return fail(format("the worker left %d items waiting: %s. Nothing was sent to review for it: fix the "
+            .. "rule and start the workers again", res.rule_faults.count, res.rule_faults.message))
     end
     if res.signal then return SIGNAL_EXIT[res.signal] end
     return 0
