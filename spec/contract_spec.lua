@@ -417,3 +417,16 @@ describe("jsoncontract.contract", function()
         end)
     end)
 end)
+
+describe("the prompt of a list of scalars", function()
+    it("says what each item must be, as it does for a list of objects", function()
+        local c = jc.contract { name = "t", version = "1", instructions = "Tag it.", schema = {
+            type = "object", required = { "tags" }, properties = {
+                tags = { type = "array", minItems = 1, items = { type = "string", enum = { "a", "b" } } },
+                scores = { type = "array", items = { type = "number", minimum = 0 } },
+            } } }
+        local p = c:prompt()
+        assert.truthy(p:find("- tags: array, at least 1 item\n  each item: string, one of \"a\", \"b\"\n", 1, true), p)
+        assert.truthy(p:find("- scores: array (optional)\n  each item: number, minimum 0\n", 1, true), p)
+    end)
+end)

@@ -176,6 +176,9 @@ local function render_fields(schema, indent, lines, root)
         elseif type(items) == "table" and items.properties then
             lines[#lines + 1] = rep("  ", indent + 1) .. "each item is an object with:"
             render_fields(items, indent + 2, lines, root)
+        elseif type(items) == "table" then
+            -- (a list of strings or numbers: what each must be is part of the contract too)
+            lines[#lines + 1] = rep("  ", indent + 1) .. "each item: " .. describe_in(sub.items, root, 0)
         end
     end
     if schema.additionalProperties == false then
