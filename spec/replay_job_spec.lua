@@ -70,3 +70,54 @@ describe("replay of a job run with its own job module", function()
         assert.truthy(o:find("opens its context itself (its `context`), and has no replay_context", 1, true), o)
     end)
 end)
+
+describe("inputs a job cannot take", function()
+    local tmp
+
+    lazy_setup(function()
+        tmp = os.tmpname()
+        os.remove(tmp)
+        os.execute("mkdir -p " .. q(tmp))
+    end)
+    lazy_teardown(function() os.execute("rm -rf " .. q(tmp)) end)
+
+    local function write(name, text)
+        local f = assert(io.open(tmp .. "/" .. name, "w"))
+        f:write(text)
+        f:close()
+        return tmp .. "/" .. name
+    end
+
+    it("an empty input (or blank lines only) is refused, and nothing is created", function()
+        for _, text in ipairs { "", "\n  \n\n" } do
+            local input = write("empty.jsonl", text)
+            local o, code = util.sh(jc(("run --job examples/blog_category.lua --input %s --out %s 2>&1")
+                :format(q(input), q(tmp .. "/out-empty"))))
+            assert.equal(2, code, o)
+            assert.truthy(o:find("holds no records (nothing but blank lines): there is nothing to run", 1, true), o)
+            assert.is_nil(io.open(tmp .. "/out-empty/job.sqlite", "rb"))
+        end
+    end)
+
+    it("an id that is not a string is refused naming its line, never replaced by a line number", function()
+        local input = write("numeric.jsonl", '{"id":"a","text":"one"}\n{"id":5,"text":"two"}\n{"id":null,"text":"x"}\n')
+        -- a module without item(record): the records are the items
+        local module = write("plain_job.lua", (MODULE:gsub("    item = function%(record%).-\n", "")))
+        assert.is_nil(util.read(module):find("item =", 1, true))
+        local o, code = util.sh(jc(("run --job %s --input %s --out %s 2>&1")
+            :format(q(module), q(input), q(tmp .. "/out-num"))))
+        assert.equal(2, code, o)
+        assert.truthy(o:find("line 2: id 5 is a number; an id is a string", 1, true), o)
+        assert.truthy(o:find("line 3: id null is a null", 1, true), o)
+    end)
+
+    it("export to a folder it cannot create says so once, without the shell's words", function()
+        local o, code = util.sh(jc(("run --job examples/blog_category.lua --input examples/blog_category.jsonl "
+            .. "--out %s --delay-ms 0 2>&1"):format(q(tmp .. "/out-ok"))))
+        assert.equal(0, code, o)
+        o, code = util.sh(jc(("export %s --out /proc/no-such-folder 2>&1"):format(q(tmp .. "/out-ok"))))
+        assert.equal(1, code, o)
+        assert.truthy(o:find("cannot write /proc/no-such-folder/", 1, true), o)
+        assert.is_nil(o:find("mkdir:", 1, true), o)
+    end)
+end)

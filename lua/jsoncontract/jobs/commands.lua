@@ -265,6 +265,13 @@ function _M.read_mailbox(path, limit, job)
                 named_by_us[lineno] = own == nil
                 local first = first_line[id]
                 local why = own and bad_id(own)
+                if type(v) == "table" and v.id ~= nil and not own then
+                    -- (never coerced, never silently replaced by a line number)
+                    bad[#bad + 1] = format("line %d: id %s is a %s; an id is a string (or give the job an "
+                        .. "item(record) that maps it, e.g. id = tostring(record.id))", lineno,
+                        secrets.clean(tostring(core.encode(v.id)), nil, 60), core.null == v.id and "null"
+                        or type(v.id))
+                end
                 if why then
                     -- %q shows a control character as an escape, never raw on the terminal
                     bad[#bad + 1] = format("line %d: id %s %s", lineno,
@@ -768,6 +775,10 @@ function _M.run(o, env)
     if not p then return die(perr) end
     local items, digest = _M.read_mailbox(input, o.limit, mod)
     if not items then return die("cannot read the input: " .. tostring(digest)) end
+    if #items == 0 and o.limit ~= 0 then
+        return die("the input " .. (input == "-" and "on stdin" or input) .. " holds no records (nothing but "
+            .. "blank lines): there is nothing to run")
+    end
     local jo
     jo, err = job_options(o, p, mod.path)
     if not jo then return die(err) end
@@ -947,6 +958,10 @@ function _M.enqueue(o, env)
     if not p then return die(perr) end
     local items, digest = _M.read_mailbox(input, o.limit, mod)
     if not items then return die("cannot read the input: " .. tostring(digest)) end
+    if #items == 0 and o.limit ~= 0 then
+        return die("the input " .. (input == "-" and "on stdin" or input) .. " holds no records (nothing but "
+            .. "blank lines): there is nothing to run")
+    end
     local jo
     jo, err = job_options(o, p, mod.path)
     if not jo then return die(err) end
@@ -1058,7 +1073,7 @@ function _M.export(o, env)
     local job, exit
     job, err, exit = pick_job(st, o)
     if not job then st:close() return exit(err.message) end
-    os.execute("mkdir -p " .. shell_quote(out))
+    os.execute("mkdir -p " .. shell_quote(out) .. " 2>/dev/null") -- (export.write says why it cannot)
     local summary
     summary, err = export.write(st, job.id, out)
     st:close()
