@@ -741,6 +741,12 @@ local function new_job(st, o, env, n)
     stderr:write(format("%s: %d %s from %s, job %s, provider %s (%s), model %s, output %s; %s\n", o.command or "run",
         #items, o.command == "triage" and "messages" or "items", input, mod.path or mod.contract.name, p.provider,
         p.standin and "stand-in" or "live", p.model, out, select(2, limits_of(p, o, jo))))
+    -- A misspelt keyword checks nothing: say so before the first answer is judged by it.
+    local unknown = require("jsoncontract.contract.lint").unknown_keywords(mod.contract.schema)
+    for i = 1, math.min(#unknown, 5) do
+        stderr:write(format("jsoncontract: warning: the schema's %s %s\n", unknown[i].schema_pointer,
+            unknown[i].message))
+    end
     local c = { mod = mod, contract = mod.contract, p = p, jo = jo }
     if p.api_key then c.p.api_key = p.api_key end
     o.job_dir = out
