@@ -1,7 +1,7 @@
 -- make bench: what the rules gate and the one redaction cost, against their plain peers
 -- under the same Lua, side by side in one run.
 --   rules:  a contract's rules gate (a copy per rule, the budget hook) against calling the
---           same rule on the value in a plain coroutine (the gate before issue 12)
+--           same rule on the value in a plain coroutine (the cost of the copy and the budget)
 --   redact: secrets.redact (every spelling of the key) against a plain string.find
 --           replacement (raw bytes only), on a 1 KB envelope and a 1 MB body
 -- Prints microseconds per call (best of ROUNDS alternating rounds of CPU time, os.clock) and

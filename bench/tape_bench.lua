@@ -1,4 +1,4 @@
--- make bench: the tape (issue 11's numbers), side by side with lua-cjson in one run.
+-- make bench: the tape, side by side with lua-cjson in one run.
 --   1. the support-ticket reply (239 B) and a 1 KB reply of the same kind (bench/ticket_1k.lua):
 --      bytes -> validated Lua value (validator:check) against lua-cjson's decode alone (no
 --      validation): ratio jc/cjson; and validator:check_json (the same gates answering with the

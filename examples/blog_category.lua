@@ -1,4 +1,4 @@
---- The blog classifier with evidence (SEEDS.md §4, a Java 8 + Gson program): a category and
+--- The blog classifier with evidence (after a Java 8 + Gson program): a category and
 -- 1-3 tags for a blog post, where every attempt is kept as evidence and a saved reply can be
 -- replayed offline (`bin/jsoncontract replay`).
 -- A job module (`jsoncontract run --job examples/blog_category.lua --input examples/blog_category.jsonl`);

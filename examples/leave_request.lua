@@ -1,4 +1,4 @@
---- The leave-request contract (SEEDS.md §3, a German guide): pull a leave request out of a
+--- The leave-request contract (after a German guide): pull a leave request out of a
 -- message, or say honestly that it needs a question or is not a request at all.
 -- A job module (`jsoncontract run --job examples/leave_request.lua --input examples/leave_request.jsonl`);
 -- it returns `{ contract = ..., item = ..., context = false, schema = ..., result = function, policy = ... }`.

@@ -1,4 +1,4 @@
---- The support-ticket contract (SEEDS.md §1): sort support mail into queues.
+--- The support-ticket contract: sort support mail into queues.
 -- A job module (`jsoncontract run --job examples/support_ticket.lua --input examples/mailbox.jsonl`;
 -- `jsoncontract triage` is its short form): it returns
 -- `{ contract = <jsoncontract contract>, context = function,

@@ -1,4 +1,4 @@
---- The ticket-classification contract (SEEDS.md §2, an Estonian guide): topic, priority and
+--- The ticket-classification contract (after an Estonian guide): topic, priority and
 -- summary of a helpdesk ticket, with the field names of the guide:
 --   teema (topic), prioriteet (priority: madal = low, kõrge = high), kokkuvõte (summary).
 -- A job module (`jsoncontract run --job examples/ticket_priority.lua --input examples/ticket_priority.jsonl`);

@@ -1,4 +1,4 @@
--- jsoncontract.contract.adapters: the two named adapters (issue 3 §7), each rule of
+-- jsoncontract.contract.adapters: the two named adapters, each rule of
 -- their contract, and that contract:check records which one was applied.
 local adapters = require "jsoncontract.contract.adapters"
 local jc = require "jsoncontract"

@@ -1,4 +1,4 @@
--- Contracts: the SEEDS.md §1 cases through contract:check, rules, adapters, the prompt.
+-- Contracts: the example's cases through contract:check, rules, adapters, the prompt.
 local jc = require "jsoncontract"
 local core = require "jsoncontract.core"
 local util = require "support.util"
@@ -415,5 +415,18 @@ describe("jsoncontract.contract", function()
             assert.has_error(function() jc.contract { name = "a", instructions = "x", schema = {} } end,
                 "contract field 'version' must be a non-empty string")
         end)
+    end)
+end)
+
+describe("the prompt of a list of scalars", function()
+    it("says what each item must be, as it does for a list of objects", function()
+        local c = jc.contract { name = "t", version = "1", instructions = "Tag it.", schema = {
+            type = "object", required = { "tags" }, properties = {
+                tags = { type = "array", minItems = 1, items = { type = "string", enum = { "a", "b" } } },
+                scores = { type = "array", items = { type = "number", minimum = 0 } },
+            } } }
+        local p = c:prompt()
+        assert.truthy(p:find("- tags: array, at least 1 item\n  each item: string, one of \"a\", \"b\"\n", 1, true), p)
+        assert.truthy(p:find("- scores: array (optional)\n  each item: number, minimum 0\n", 1, true), p)
     end)
 end)

@@ -224,7 +224,7 @@ describe("jsoncontract.core", function()
             assert.same({ b = { 1, 2 }, a = "x" }, t)
         end)
     end)
-    describe("encode() and __order (issue 13: the author's property order)", function()
+    describe("encode() and __order (the author's property order)", function()
         local function ord(t, o) return setmetatable(t, { __order = o }) end
         local ORDER_CASES = {
             { "listed names first, in that order", ord({ b = 1, a = 2, answer = 3, reasoning = 4 },

@@ -1,4 +1,4 @@
--- An err is printed by ngx.say and ngx.print as it is (issue 9 §5): Debian's nginx with the
+-- An err is printed by ngx.say and ngx.print as it is: Debian's nginx with the
 -- lua module (one worker, 127.0.0.1, a temp prefix; spec/support/nginx_server.lua) runs
 -- spec/support/errors_nginx_app.lua, whose locations write errs from contract:check and from
 -- errors.new without tostring. lua-nginx-module reads a table raw, as an array of strings, and

@@ -1,4 +1,4 @@
--- jsoncontract.errors: one constructor, errs that behave like Lua values (issue 9 §5).
+-- jsoncontract.errors: one constructor, errs that behave like Lua values.
 local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
 local util = require "support.util"

@@ -1,4 +1,4 @@
--- examples/blog_category.lua: the SEEDS.md §4 cases: the real fenced reply (strict: rejected;
+-- examples/blog_category.lua: the example's cases: the real fenced reply (strict: rejected;
 -- with unwrap-one-json-fence: accepted and recorded), tag rules, duplicate keys, a second
 -- object, 12 is not "12", finish_reason length, needs-review as the honest answer.
 local jc = require "jsoncontract"
@@ -9,7 +9,7 @@ local util = require "support.util"
 
 local ex = dofile("examples/blog_category.lua")
 
--- The real reply of SEEDS.md §4 (HTTP 200, usage 431 in, 79 out).
+-- The real reply of the example (HTTP 200, usage 431 in, 79 out).
 local FENCED = '\n\n```json\n{"category":"ai-apps","tags":["LLM應用","API集成","多輪對話"]}\n```'
 
 local errs = util.errs

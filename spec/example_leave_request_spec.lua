@@ -1,4 +1,4 @@
--- examples/leave_request.lua: the SEEDS.md §3 tests. Inputs (ordinary, ambiguous, incomplete,
+-- examples/leave_request.lua: the example's tests. Inputs (ordinary, ambiguous, incomplete,
 -- contradictory, off-topic) run through the recorded fake model; replies (reversed range,
 -- impossible date, wrong type, extra key, non-JSON, ...) through contract:check.
 local jc = require "jsoncontract"

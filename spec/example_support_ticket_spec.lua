@@ -1,4 +1,4 @@
--- examples/support_ticket.lua: every SEEDS.md §1 case, the lesson's exercises (4-digit order
+-- examples/support_ticket.lua: every case of the example, the lesson's exercises (4-digit order
 -- ids, blank summaries, the 100-token budget) and the shop rules against a real SQLite table.
 local jc = require "jsoncontract"
 local evidence = require "jsoncontract.evidence"
@@ -30,7 +30,7 @@ local function ask(contract, mail, fake_opts, opts)
 end
 
 describe("examples/support_ticket.lua", function()
-    describe("the SEEDS.md §1 answers", function()
+    describe("the example's answers", function()
         local S = "Courier did not come."
         local ENUM = '"delivery", "return", "payment", "other"'
         local cases = {

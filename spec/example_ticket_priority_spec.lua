@@ -1,4 +1,4 @@
--- examples/ticket_priority.lua: the SEEDS.md §2 cases (Estonian ticket classification): the two
+-- examples/ticket_priority.lua: the example's cases (Estonian ticket classification): the two
 -- seed answers, the order of checks, one repair at most, strict schema == checked schema, the
 -- per-attempt log and the plain user message.
 local jc = require "jsoncontract"

@@ -350,3 +350,97 @@ describe("rate limits", function()
         assert.is_nil(out:find("waited", 1, true), out)
     end)
 end)
+
+describe("rules that cannot run", function()
+    it("trip the breaker after N such items, in a row or not, and a verdict of a rule does not count", function()
+        local b = breaker.new { limit = 3 }
+        local raised = { status = "human_review", reason = errors.new("rules", "rule_error",
+            "rule known raised: attempt to index a nil value", { rule = "known" }) }
+        local said_no = { status = "human_review", reason = errors.new("rules", "rule_failed", "no such order") }
+        assert.equal("rule", b:observe(raised))
+        assert.is_nil(b:observe(said_no))
+        assert.is_nil(b:observe({ status = "accepted" }))
+        assert.equal("rule", b:observe({ status = "human_review",
+            reason = errors.new("rules", "rule_timeout", "rule known ran out of its step budget") }))
+        assert.is_false(b:tripped())
+        assert.equal("rule", b:observe(raised))
+        assert.is_true(b:tripped())
+        local msg = b:message()
+        assert.truthy(msg:find("the contract's rules could not run on 3 items (rule_error: rule known raised", 1, true),
+            msg)
+        assert.truthy(msg:find("fix the rule", 1, true), msg)
+    end)
+
+    it("stop run --job with exit 1 and nothing in review when a rule raises on every item", function()
+        local dir = util.fresh_path()
+        finally(function() os.execute("rm -rf " .. q(dir)) end)
+        os.execute("mkdir -p " .. q(dir))
+        local f = assert(io.open(dir .. "/job.lua", "w"))
+        f:write([[
+local jc = require "jsoncontract"
+return {
+    contract = jc.contract {
+        name = "own_mood", version = "1.0.0", instructions = "Say the mood of the note.",
+        schema = { type = "object", additionalProperties = false, required = { "mood" },
+            properties = { mood = { type = "string", enum = { "glad", "sad" } } } },
+        rules = { { name = "known", check = function(v) return v.missing.field == 1 end } },
+    },
+    context = false,
+}
+]])
+        f:close()
+        f = assert(io.open(dir .. "/in.jsonl", "w"))
+        for i = 1, 12 do f:write(('{"id":"n%d","text":"note %d"}\n'):format(i, i)) end
+        f:close()
+        local out, code = cli(("run --job %s --input %s --out %s --delay-ms 0 --fail-after 3"):format(
+            q(dir .. "/job.lua"), q(dir .. "/in.jsonl"), q(dir .. "/out")))
+        assert.equal(1, code, out)
+        -- (it stops taking at the third; items already in flight may add to the count)
+        assert.truthy(out:find("the job stopped: the contract's rules could not run on %d+ items %(rule_error: rule "
+            .. "known raised"), out)
+        assert.equal(0, lines(dir .. "/out/review.jsonl"), out)
+        local c = counts(dir .. "/out/job.sqlite")
+        assert.equal(0, c.done or 0)
+    end)
+end)
+
+describe("a rule that cannot run on a few items", function()
+    it("lets the run settle the rest, keeps those items waiting and out of review, and exits 1", function()
+        local dir = util.fresh_path()
+        finally(function() os.execute("rm -rf " .. q(dir)) end)
+        os.execute("mkdir -p " .. q(dir))
+        local f = assert(io.open(dir .. "/job.lua", "w"))
+        f:write([[
+local jc = require "jsoncontract"
+local calls = 0
+return {
+    contract = jc.contract {
+        name = "own_note", version = "1.0.0", instructions = "Say the mood of the note.",
+        schema = { type = "object", additionalProperties = false, required = { "mood" },
+            properties = { mood = { type = "string", enum = { "glad", "sad" } } } },
+        rules = { { name = "known", check = function()
+            calls = calls + 1
+            if calls == 3 or calls == 7 then error("no ledger row for call " .. calls) end
+            return true
+        end } },
+    },
+    context = false,
+}
+]])
+        f:close()
+        f = assert(io.open(dir .. "/in.jsonl", "w"))
+        for i = 1, 10 do f:write(('{"id":"n%d","text":"note %d"}\n'):format(i, i)) end
+        f:close()
+        local out, code = cli(("run --job %s --input %s --out %s --delay-ms 0 --parallel 2"):format(
+            q(dir .. "/job.lua"), q(dir .. "/in.jsonl"), q(dir .. "/out")))
+        assert.equal(1, code, out)
+        assert.truthy(out:find("the job did not finish: the contract's rules could not run on 2 items", 1, true), out)
+        assert.truthy(out:find("no ledger row for call ", 1, true), out)
+        local c, in_review = counts(dir .. "/out/job.sqlite")
+        assert.equal(8, c.done, out)
+        assert.equal(2, c.pending, out)
+        local review = util.read(dir .. "/out/review.jsonl") or ""
+        assert.is_nil(review:find("rule_error", 1, true), review)
+        assert.equal(in_review, lines(dir .. "/out/review.jsonl"))
+    end)
+end)

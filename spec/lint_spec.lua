@@ -126,3 +126,43 @@ describe("the lint command", function()
         assert.truthy(usage:find("--provider", 1, true), usage)
     end)
 end)
+
+describe("lint of keywords JSON Schema does not know", function()
+    local lint_mod = require "jsoncontract.contract.lint"
+    local util = require "support.util"
+
+    it("lists each one with its pointer and the keyword it is closest to; x- extensions pass", function()
+        local found = lint_mod.unknown_keywords { type = "object", requird = { "a" }, ["x-ui"] = true,
+            properties = { a = { typ = "number" }, ["a/b"] = { type = "string", minLenght = 3, title = "t" } },
+            items = { { enumm = { 1 } }, { zzzzzzzzzz = 1 } }, ["$defs"] = { d = { maximun = 3 } } }
+        local got = {}
+        for _, f in ipairs(found) do got[#got + 1] = f.schema_pointer .. " " .. tostring(f.suggestion) end
+        assert.same({ "/$defs/d/maximun maximum", "/items/0/enumm enum", "/items/1/zzzzzzzzzz nil",
+            "/properties/a/typ type", "/properties/a~1b/minLenght minLength", "/requird required" }, got)
+        assert.truthy(found[1].message:find("JSON Schema ignores it, so it checks nothing", 1, true))
+        assert.same({}, lint_mod.unknown_keywords { type = "object", properties = { a = { type = "string" } } })
+    end)
+
+    it("makes `jsoncontract lint` exit 1 and `run` warn before the first answer", function()
+        local dir = os.tmpname()
+        os.remove(dir)
+        finally(function() os.execute("rm -rf '" .. dir .. "'") end)
+        os.execute("mkdir -p '" .. dir .. "'")
+        local f = assert(io.open(dir .. "/job.lua", "w"))
+        f:write('local jc = require "jsoncontract"\nreturn { context = false, contract = jc.contract { name = "x",\n'
+            .. '  version = "1", instructions = "i", schema = { type = "object", requird = { "a" },\n'
+            .. '  properties = { a = { type = "number" } } } } }\n')
+        f:close()
+        f = assert(io.open(dir .. "/in.jsonl", "w"))
+        f:write('{"id":"a","text":"t"}\n')
+        f:close()
+        local env = "env -u LD_PRELOAD -u OPENAI_API_KEY -u ANTHROPIC_API_KEY " .. util.LUA .. " bin/jsoncontract "
+        local out, code = util.sh(env .. "lint --provider openai --contract " .. dir .. "/job.lua 2>&1")
+        assert.equal(1, code, out)
+        assert.truthy(out:find("/requird unknown keyword requird (did you mean required?)", 1, true), out)
+        out, code = util.sh(env .. "run --job " .. dir .. "/job.lua --input " .. dir .. "/in.jsonl --out " .. dir
+            .. "/out --delay-ms 0 2>&1")
+        assert.equal(0, code, out)
+        assert.truthy(out:find("warning: the schema's /requird unknown keyword requird", 1, true), out)
+    end)
+end)

@@ -99,7 +99,7 @@ end)
 
 -- The rock as a new user gets it: `luarocks make` into an empty tree, `luarocks pack` of what was
 -- installed, `luarocks install` of that rock into a second empty tree, and the installed command
--- run from a folder outside the repository (issue 9 §6). No network: the dependencies are the
+-- run from a folder outside the repository. No network: the dependencies are the
 -- Debian Lua packages on the default paths (--deps-mode=none).
 describe("the rock", function()
     local sh = util.sh

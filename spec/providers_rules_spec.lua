@@ -46,7 +46,7 @@ local function obj(props, required, extra)
     return s
 end
 
-describe("jsoncontract.providers rules (issue 13)", function()
+describe("jsoncontract.providers rules", function()
     describe("rules data", function()
         it("every row of every provider names its source and the date it was checked", function()
             local rows = 0

@@ -156,7 +156,7 @@ describe("jsoncontract.providers", function()
             end, 'messages[1].role must be "user" or "assistant"')
         end)
 
-        it("sends a root that is not an object in mode prompt, saying why (issue 13: no 400 known in advance)",
+        it("sends a root that is not an object in mode prompt, saying why (no 400 known in advance)",
             function()
             local req = openai.build_request(contract({ type = "array" }), MSGS, { model = "m" })
             assert.equal("prompt", req.mode)

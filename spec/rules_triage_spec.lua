@@ -2,8 +2,9 @@
 -- example mailbox against the stand-in model, with a contract whose extra rule misbehaves
 -- for some mails (a Latin-1 message, NaN and a function put into the value, NaN or a
 -- function returned, a raised table, an endless loop, a wait in the batch, a slow SQLite
--- query). The run ends with status 0, and every mail ends in exactly one of accepted or
--- review, the hurt ones with the reason that names what happened. The contract file is loaded
+-- query). The run goes on past each of them; a rule that could not run (it raised, returned
+-- what is not a verdict or ran out of its budget) settles nothing: its mail waits, never goes
+-- to review, and the run ends with status 1 saying so. The contract file is loaded
 -- in the rules' sandbox (its closures reach no `print`, `io`, `os.exit`); a run whose rule is
 -- stuck stops on SIGTERM.
 local core = require "jsoncontract.core"
@@ -69,10 +70,11 @@ describe("bin/jsoncontract triage with rules that misbehave", function()
         f:write(CONTRACT)
         f:close()
         out, code = util.sh(("env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY %s bin/jsoncontract triage " ..
-            "--input examples/mailbox.jsonl --out %s/out --contract %s/contract.lua --seed 1 --delay-ms 0")
+            "--input examples/mailbox.jsonl --out %s/out --contract %s/contract.lua --seed 1 --delay-ms 0 " ..
+            "--fail-after 10 2>&1")
             :format(LUA, dir, dir))
         by_ticket, by_review = {}, {}
-        if code == 0 then
+        if code == 1 then
             for _, t in ipairs(read_lines(dir .. "/out/accepted.jsonl")) do by_ticket[t.id] = t end
             for _, r in ipairs(read_lines(dir .. "/out/review.jsonl")) do by_review[r.id] = r end
         end
@@ -82,26 +84,24 @@ describe("bin/jsoncontract triage with rules that misbehave", function()
         if dir then os.execute("rm -rf '" .. dir .. "'") end
     end)
 
-    it("runs to the end, and every mail ends in exactly one of accepted or review", function()
-        assert.equal(0, code, out)
+    -- the mails whose rule could not run
+    local WAITING = { "m-2003", "m-2004", "m-2002", "m-1187", "m-invoice", "m-pw" }
+
+    it("runs to the end, each mail in at most one of accepted or review, and says the rules failed", function()
+        assert.equal(1, code, out)
+        assert.truthy(out:find("the job did not finish: the contract's rules could not run on 6 items", 1, true), out)
+        assert.truthy(out:find("those 6 items wait: fix the rule and continue with --resume", 1, true), out)
+        local waiting = {}
+        for _, id in ipairs(WAITING) do waiting[id] = true end
         local mailbox = read_lines("examples/mailbox.jsonl")
         for _, m in ipairs(mailbox) do
-            assert.is_true((by_ticket[m.id] ~= nil) ~= (by_review[m.id] ~= nil), m.id)
+            local settled = (by_ticket[m.id] ~= nil and 1 or 0) + (by_review[m.id] ~= nil and 1 or 0)
+            assert.equal(waiting[m.id] and 0 or 1, settled, m.id)
         end
-        local n = 0
-        for _ in pairs(by_ticket) do n = n + 1 end
-        for _ in pairs(by_review) do n = n + 1 end
-        assert.equal(#mailbox, n)
     end)
 
     local REVIEW = {
         { "m-2001", "rule_failed", "Kunde M\239\191\189ller: Auftrag unbekannt" },
-        { "m-2003", "rule_error", "rule hostile returned a number" },
-        { "m-2004", "rule_error", "rule hostile returned a message of type function in error 1" },
-        { "m-2002", "rule_error", 'rule hostile raised: {code = "E42", message = "orders database is down"}' },
-        { "m-1187", "rule_timeout", "rule hostile ran over its budget of" },
-        { "m-invoice", "rule_timeout", "rule hostile ran over its budget of 300 ms" },
-        { "m-pw", "rule_timeout", "rule hostile ran over its budget of 300 ms" },
     }
     for _, case in ipairs(REVIEW) do
         it("sends " .. case[1] .. " to review as rules/" .. case[2], function()

@@ -1,5 +1,5 @@
 -- The attempt loop, driven through the real OpenAI provider and every gate by a recorded
--- fake model (SEEDS.md §1 mail runs), plus refusal, truncation, transport retries,
+-- fake model (support-mail runs), plus refusal, truncation, transport retries,
 -- budgets and evidence.
 local jc = require "jsoncontract"
 local core = require "jsoncontract.core"

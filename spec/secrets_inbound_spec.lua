@@ -1,4 +1,4 @@
--- What a server sends comes in once (issue 9 §4): run/exchange.lua reads the response through
+-- What a server sends comes in once: run/exchange.lua reads the response through
 -- the provider and redacts the key from everything the protocol gate passes on, in one place,
 -- before any gate, record or outcome sees it; evidence records carry no request header, and of
 -- a response's headers only those secrets.recorded_headers names. Against the hostile provider

@@ -1,4 +1,4 @@
---- Error values shared by the Lua layers (see DESIGN.md "Errors").
+--- Error values shared by the Lua layers (docs/design.md "Outcome categories and error kinds").
 --
 -- There is one err constructor, in the C core (`jc_error_end` in csrc/error.c; `core.error`
 -- from Lua, which `new` here calls), so errors made in C and in Lua have one shape:
@@ -30,7 +30,7 @@ local ERROR_MT = core.error_mt
 _M.mt = ERROR_MT
 
 --- Make an err.
--- @tparam string category one of DESIGN.md's categories (transport, protocol, refused,
+-- @tparam string category one of the categories (transport, protocol, refused,
 --   truncated, filtered, format, schema, rules, budget)
 -- @tparam string kind stable snake_case identifier (see docs/design.md's table)
 -- @tparam string message short text, fit to be sent back to a model

@@ -1,4 +1,4 @@
---- Evidence: one JSON line per attempt, and metrics per gate (DESIGN.md "Evidence and privacy").
+--- Evidence: one JSON line per attempt, and metrics per gate (docs/design.md "Evidence").
 -- A record never holds an API key or a request header (of a response's headers only what
 -- `jsoncontract.secrets.recorded_headers` keeps: its request id, Retry-After, rate-limit
 -- counters); raw model text and user input only when the writer was opened with

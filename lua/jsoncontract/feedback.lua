@@ -1,6 +1,6 @@
 --- The one place that words errors: for the model (the feedback message sent after a format,
 -- schema or rules failure), with the contract's own words for schema locations it names, and
--- for the end user (SEEDS.md §2: "users see a plain message without internals").
+-- for the end user (a plain message without internals).
 -- The gates return structured items (`err.errors`: pointer, keyword, schema_pointer, message);
 -- they are clipped and joined here, once, and never more than `MAX_ERRORS` of them, so a reply
 -- with 10,000 wrong items never becomes a 100 MB prompt.

@@ -1,5 +1,5 @@
 --- jsoncontract: make a language model's structured output safe to hand to code.
--- The public surface of DESIGN.md. Data that fails a gate comes back as `nil, err`
+-- The public surface (docs/api.md). Data that fails a gate comes back as `nil, err`
 -- (err.category, err.kind, err.message, ...); misuse raises.
 -- @module jsoncontract
 local core = require "jsoncontract.core"

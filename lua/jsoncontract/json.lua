@@ -7,6 +7,7 @@ local utf8 = require "jsoncontract.utf8"
 local type, pairs, getmetatable, setmetatable, tostring, tonumber, next =
     type, pairs, getmetatable, setmetatable, tostring, tonumber, next
 local gsub, gmatch = string.gsub, string.gmatch
+local ipairs, sort = ipairs, table.sort
 
 local ARRAY_MT = core.array_mt
 
@@ -98,6 +99,36 @@ function _M.clip(text, max)
     text = tostring(text)
     if #text <= max then return text end
     return utf8.cut(text, max) .. "..."
+end
+
+--- An object schema's property names in a stable order: the author's when the schema keeps it
+-- (an `__order` metatable field on `properties`, as decode's keep_order and jc.ordered give),
+-- else `required` first in its order, then the rest sorted. The prompt lists fields, the
+-- grammar writes members and the validator reports errors in this order.
+-- @tparam table schema an object schema (a non-table `properties` gives no names)
+-- @treturn {string,...} names that have a schema under `properties`
+function _M.property_order(schema)
+    local props = schema.properties
+    if type(props) ~= "table" then return {} end
+    local seen, order = {}, {}
+    local function take(names)
+        for _, name in ipairs(names) do
+            if type(name) == "string" and props[name] ~= nil and not seen[name] then
+                seen[name] = true
+                order[#order + 1] = name
+            end
+        end
+    end
+    local pmt = getmetatable(props)
+    if type(pmt) == "table" and type(pmt.__order) == "table" then take(pmt.__order) end
+    if type(schema.required) == "table" then take(schema.required) end
+    local rest = {}
+    for name in pairs(props) do
+        if type(name) == "string" and not seen[name] then rest[#rest + 1] = name end
+    end
+    sort(rest)
+    take(rest)
+    return order
 end
 
 return _M

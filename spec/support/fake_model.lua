@@ -1,4 +1,4 @@
--- A recorded fake model for specs (SEEDS.md §1): answers keyed by the order number in
+-- A recorded fake model for specs: answers keyed by the order number in
 -- the mail, served as real OpenAI Chat Completions envelopes through a fake transport,
 -- so the attempt loop, the provider and every gate run for real.
 local core = require "jsoncontract.core"

@@ -16,6 +16,10 @@ local definition = require "jsoncontract.jobs.definition"
 local function context_of(mod, file, dir, env)
     if util.kind(dir) ~= "directory" then return nil, "option --context needs a folder; " .. dir .. " is not one" end
     if type(mod.replay_context) ~= "function" then
+        if type(mod.context) == "function" then
+            return nil, "the job module " .. file .. " opens its context itself (its `context`), and has no "
+                .. "replay_context to read a run's data from a folder: leave out --context"
+        end
         return nil, "the contract " .. file .. " takes no context (its module has no replay_context)"
     end
     local ctx = mod.replay_context { evidence_dir = dir, root = env.root }

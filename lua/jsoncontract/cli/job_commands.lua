@@ -89,7 +89,8 @@ function _M.configure_run(parser, util)
     parser:option("--lease-seconds", "How long a leased item stays ours without renewal (default 120).")
         :convert(util.whole("--lease-seconds"))
     parser:option("--fail-after", "Stop the job after N failures in a row that no item can fix (connection "
-        .. "refused, DNS, TLS, HTTP 401/403/404, spent quota); those items stay waiting for --resume (default "
+        .. "refused, DNS, TLS, HTTP 401/403/404, spent quota), or after N items whose rules could not run (a rule "
+        .. "raised or ran out of its budget); those items stay waiting for --resume (default "
         .. require("jsoncontract.jobs.breaker").DEFAULT_LIMIT .. ")."):convert(util.whole("--fail-after"))
 end
 
@@ -129,9 +130,7 @@ local function fail(msg)
     return 1
 end
 
-local function shell_quote(s)
-    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
+local shell_quote = require("jsoncontract.util").shell_quote
 
 local function file_exists(path)
     local f = io.open(path, "rb")
@@ -266,6 +265,13 @@ function _M.read_mailbox(path, limit, job)
                 named_by_us[lineno] = own == nil
                 local first = first_line[id]
                 local why = own and bad_id(own)
+                if type(v) == "table" and v.id ~= nil and not own then
+                    -- (never coerced, never silently replaced by a line number)
+                    bad[#bad + 1] = format("line %d: id %s is a %s; an id is a string (or give the job an "
+                        .. "item(record) that maps it, e.g. id = tostring(record.id))", lineno,
+                        secrets.clean(tostring(core.encode(v.id)), nil, 60), core.null == v.id and "null"
+                        or type(v.id))
+                end
                 if why then
                     -- %q shows a control character as an escape, never raw on the terminal
                     bad[#bad + 1] = format("line %d: id %s %s", lineno,
@@ -641,7 +647,8 @@ local function work_on(st, job, c, o, env, progress)
     local recorded, rerr = st:record_run(job.id, { worker = res.owner, started_at = res.started_at,
         exchanges = stats.exchanges,
         limit_wait_ms = (stats.limit_wait_s or 0) * 1000,
-        stop_reason = res.store_error and "store_error" or res.breaker and "breaker" or res.signal or "done",
+        stop_reason = res.store_error and "store_error" or res.breaker and "breaker" or res.signal
+            or res.rule_faults and "rule_faults" or "done",
         stats_json = core.encode({ max_in_flight = stats.max_in_flight, duplicates = res.duplicates,
             taken_over = res.taken_over,
             lane_pauses = stats.lane_pauses }) })
@@ -685,7 +692,7 @@ local function finish(st, job, res, out, o)
             .. "and wait: fix the cause and continue with --resume %s", res.breaker.message,
             c and tostring(c.pending + c.leased) or "the", out))
     end
-    extra.stopped_by = res.signal
+    extra.stopped_by = res.signal or (res.rule_faults and "rule_faults")
     local summary, err = export.write(st, job.id, out, extra)
     st:close()
     if not summary then
@@ -693,6 +700,10 @@ local function finish(st, job, res, out, o)
             .. "; run `jsoncontract export " .. out .. "` once there is room")
     end
     print_summary(summary, out, summary.items, o.command == "triage" and "messages" or "items")
+    if res.rule_faults and not res.signal then
+        return fail(format("the job did not finish: %s. Nothing was sent to review for it; those %d items wait: "
+            .. "fix the rule and continue with --resume %s", res.rule_faults.message, res.rule_faults.count, out))
+    end
     if res.signal then
         stderr:write(format("jsoncontract: stopped by %s; continue with: jsoncontract %s --resume %s\n",
             res.signal, o.command or "run", out))
@@ -730,6 +741,12 @@ local function new_job(st, o, env, n)
     stderr:write(format("%s: %d %s from %s, job %s, provider %s (%s), model %s, output %s; %s\n", o.command or "run",
         #items, o.command == "triage" and "messages" or "items", input, mod.path or mod.contract.name, p.provider,
         p.standin and "stand-in" or "live", p.model, out, select(2, limits_of(p, o, jo))))
+    -- A misspelt keyword checks nothing: say so before the first answer is judged by it.
+    local unknown = require("jsoncontract.contract.lint").unknown_keywords(mod.contract.schema)
+    for i = 1, math.min(#unknown, 5) do
+        stderr:write(format("jsoncontract: warning: the schema's %s %s\n", unknown[i].schema_pointer,
+            unknown[i].message))
+    end
     local c = { mod = mod, contract = mod.contract, p = p, jo = jo }
     if p.api_key then c.p.api_key = p.api_key end
     o.job_dir = out
@@ -764,6 +781,10 @@ function _M.run(o, env)
     if not p then return die(perr) end
     local items, digest = _M.read_mailbox(input, o.limit, mod)
     if not items then return die("cannot read the input: " .. tostring(digest)) end
+    if #items == 0 and o.limit ~= 0 then
+        return die("the input " .. (input == "-" and "on stdin" or input) .. " holds no records (nothing but "
+            .. "blank lines): there is nothing to run")
+    end
     local jo
     jo, err = job_options(o, p, mod.path)
     if not jo then return die(err) end
@@ -939,6 +960,10 @@ function _M.enqueue(o, env)
     if not p then return die(perr) end
     local items, digest = _M.read_mailbox(input, o.limit, mod)
     if not items then return die("cannot read the input: " .. tostring(digest)) end
+    if #items == 0 and o.limit ~= 0 then
+        return die("the input " .. (input == "-" and "on stdin" or input) .. " holds no records (nothing but "
+            .. "blank lines): there is nothing to run")
+    end
     local jo
     jo, err = job_options(o, p, mod.path)
     if not jo then return die(err) end
@@ -994,6 +1019,10 @@ function _M.worker(o, env)
         return fail("the worker stopped: " .. res.breaker.message .. ". Nothing was sent to review for it; the "
             .. "items not settled wait: fix the cause and start the workers again")
     end
+    if res.rule_faults and not res.signal then
+        return fail(format("the worker left %d items waiting: %s. Nothing was sent to review for it: fix the "
+            .. "rule and start the workers again", res.rule_faults.count, res.rule_faults.message))
+    end
     if res.signal then return SIGNAL_EXIT[res.signal] end
     return 0
 end
@@ -1046,7 +1075,7 @@ function _M.export(o, env)
     local job, exit
     job, err, exit = pick_job(st, o)
     if not job then st:close() return exit(err.message) end
-    os.execute("mkdir -p " .. shell_quote(out))
+    os.execute("mkdir -p " .. shell_quote(out) .. " 2>/dev/null") -- (export.write says why it cannot)
     local summary
     summary, err = export.write(st, job.id, out)
     st:close()

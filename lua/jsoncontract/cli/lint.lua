@@ -6,8 +6,9 @@
 -- FILE is a Lua file returning `{contract = ...}` (as for `check`; its examples are checked
 -- against each schema sent) or a JSON Schema file.
 -- Exit status: 0 when every provider enforces the whole schema, 1 when some keyword is not
--- enforced or a native request would fail as written (and is sent in a weaker mode; the
--- findings are printed), 2 on a usage error.
+-- enforced, is not a JSON Schema keyword at all (a typo: it checks nothing), or a native request
+-- would fail as written (and is sent in a weaker mode; the findings are printed), 2 on a usage
+-- error.
 -- @module jsoncontract.cli.lint
 local core = require "jsoncontract.core"
 local lint = require "jsoncontract.contract.lint"
@@ -24,8 +25,9 @@ return {
         parser:option("--provider", "One of: " .. table.concat(providers.names, ", ") .. " (default: all).")
             :convert(util.provider_name)
         parser:flag("--json", "Print the report as JSON.")
-        parser:epilog("Exit status: 0 every keyword enforced, 1 some keyword not enforced or the native "
-            .. "request would fail (it is then sent in the weaker mode shown), 2 usage error.")
+        parser:epilog("Exit status: 0 every keyword enforced, 1 some keyword not enforced or unknown to JSON "
+            .. "Schema (a typo checks nothing), or the native request would fail (it is then sent in the weaker "
+            .. "mode shown), 2 usage error.")
     end,
     run = function(args, env)
         local out = env.stdout
@@ -43,11 +45,14 @@ return {
         end
         local ok, report = pcall(lint.lint, target, args.provider)
         if not ok then return util.fail(env, "lint: " .. tostring(report)) end
-        local any = false
+        local unknown = lint.unknown_keywords(schema)
+        local any = #unknown > 0
         for _, r in ipairs(report) do any = any or #r.not_enforced > 0 or r.fails end
         if args.json then
+            for _, r in ipairs(report) do r.unknown_keywords = unknown end
             out:write(core.encode(report), "\n")
         else
+            for _, f in ipairs(unknown) do out:write(format("%s %s\n", f.schema_pointer, f.message)) end
             for _, r in ipairs(report) do
                 local rewritten = 0
                 for _, f in ipairs(r.findings) do

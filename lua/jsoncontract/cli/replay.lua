@@ -115,6 +115,10 @@ local function store_evidence(url, job_id)
     if job_id then job, err = st:job(job_id) else job, err = st:latest_job() end
     if not job then
         st:close()
+        if job_id and job_id:match("%.lua$") then
+            return nil, err.message .. " (here --job names a job id, as `status` lists them; the job module "
+                .. "to replay with is --contract FILE)"
+        end
         return nil, err.message
     end
     local lines = {}
@@ -123,7 +127,18 @@ local function store_evidence(url, job_id)
     st:close()
     if not ok then return nil, err.message end
     lines[#lines + 1] = ""
-    return table.concat(lines, "\n"), job.id
+    local options = core.decode(job.options_json or "")
+    return table.concat(lines, "\n"), job.id, type(options) == "table" and options.job or nil
+end
+
+-- The job module a run recorded (`summary.json`'s `job`, beside an exported evidence log),
+-- when that file still exists: replay checks with what the run ran.
+local function recorded_module(dir)
+    local text = util.read_file(dir .. "/summary.json")
+    local summary = text and core.decode(text)
+    local file = type(summary) == "table" and summary.job
+    if type(file) == "string" and util.kind(file) == "file" then return file end
+    return nil
 end
 
 local function run_replay(args, env)
@@ -137,12 +152,17 @@ local function run_replay(args, env)
             return util.fail(env, "no job store in " .. path .. " (no job.sqlite): give a job folder, a store "
                 .. "URL or an evidence log")
         end
-        local job_id
-        bytes, job_id = store_evidence(url, args.job)
+        local job_id, module
+        bytes, job_id, module = store_evidence(url, args.job)
         if not bytes then return util.fail(env, job_id) end
+        if not args.contract and type(module) == "string" and util.kind(module) == "file" then
+            args.contract = module
+            out:write(format("with the job module the run recorded: %s\n", module))
+        end
         out:write(format("replay job %s from its store %s\n", job_id, url:gsub("^(%a+://[^:/@]*):[^@]*@", "%1:***@")))
     else
         bytes, err = util.read_file(path)
+        if bytes and not args.contract then args.contract = recorded_module(path:match("^(.*)/[^/]*$") or ".") end
     end
     if not bytes then return util.fail(env, err) end
     out:write(format("replay %s sha256 %s (%d bytes)\n", path, core.sha256(bytes), #bytes))
@@ -244,7 +264,8 @@ return {
         parser:argument("evidence", "A job folder or store URL (the store keeps the model's text), an evidence "
             .. "log (JSONL, written with --record-text) or one saved response body.")
         parser:option("--job", "With a job folder or store URL: the job to replay (default: the newest).")
-        parser:option("--contract", "Contract to replay with (default: examples/<recorded name>.lua).")
+        parser:option("--contract", "Contract or job module to replay with (default: the job module the run "
+            .. "recorded, else examples/<recorded name>.lua).")
         parser:option("--context", "The folder the contract module's replay_context reads the run's data from "
             .. "(default: the job folder, or the evidence log's folder).")
         parser:option("--adapter", "Also allow this adapter."):choices(adapters.names)

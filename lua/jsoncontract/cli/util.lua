@@ -154,7 +154,7 @@ function _M.load_schema(path)
     end
     local text, err = _M.read_file(path)
     if not text then return nil, err end
-    -- the author's property order is kept (issue 13)
+    -- the author's property order is kept: the prompt lists fields in it
     local v, derr = core.decode(text, KEEP_ORDER)
     if v == nil then return nil, path .. " is not JSON: " .. derr.message end
     if type(v) ~= "table" and type(v) ~= "boolean" then return nil, path .. " is not a JSON Schema" end
@@ -225,9 +225,7 @@ function _M.latency(spec)
     return spec
 end
 
-local function shell_quote(s)
-    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
+local shell_quote = require("jsoncontract.util").shell_quote
 
 --- The interpreter running us (`jsoncontract.setup.interpreter`).
 _M.interpreter = setup.interpreter

@@ -1,4 +1,4 @@
---- Named, narrow adapters between the protocol gate and the format gate (DESIGN.md).
+--- Named, narrow adapters between the protocol gate and the format gate (docs/api.md).
 -- Each is off by default, is applied only when the caller names it, and is recorded
 -- in the result when it changed the text. None of them searches for JSON inside prose:
 -- there is no "cut from the first { to the last }" anywhere.

@@ -1,6 +1,5 @@
 --- Compare two versions of a contract's JSON Schema and classify every change as compatible
--- or breaking for the code that consumes the answers (SEEDS.md §3 "compatibility tests across
--- versions"; `bin/jsoncontract diff OLD NEW`).
+-- or breaking for the code that consumes the answers (`bin/jsoncontract diff OLD NEW`, docs/cli.md).
 --
 -- A change is *breaking* when
 -- * it narrows what is valid: answers that passed the old contract fail the new one, so recorded

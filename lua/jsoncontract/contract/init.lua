@@ -1,5 +1,5 @@
 --- Contracts: a JSON Schema, a version, the instructions that name it, examples and
--- business rules in Lua (DESIGN.md). The prompt is rendered from the schema, so what the
+-- business rules in Lua (docs/api.md, "Contracts"). The prompt is rendered from the schema, so what the
 -- model is told and what is checked cannot drift apart.
 -- @module jsoncontract.contract
 local core = require "jsoncontract.core"
@@ -7,18 +7,19 @@ require "jsoncontract.ffi" -- on LuaJIT: validator:check_json through the FFI (s
 local adapters = require "jsoncontract.contract.adapters"
 local feedback = require "jsoncontract.feedback"
 local rules_gate = require "jsoncontract.contract.rules"
-local deepcopy = require("jsoncontract.json").deepcopy
+local json_util = require "jsoncontract.json"
+local deepcopy, clip = json_util.deepcopy, json_util.clip
 
 local type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error =
     type, pairs, ipairs, tostring, setmetatable, getmetatable, pcall, error
-local concat, sort, min, tonumber = table.concat, table.sort, math.min, tonumber
+local concat, min, tonumber = table.concat, math.min, tonumber
 local format, rep = string.format, string.rep
 
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
 
 -- decode(text, {keep_order = true}) gives each object an `__order` metatable (the tape
--- decoder, issue 11): a JSON-text schema keeps the author's property order.
+-- decoder, csrc/tape.c): a JSON-text schema keeps the author's property order.
 local CANONICAL = { keep_order = false }
 
 local null = core.null
@@ -38,39 +39,7 @@ local function json(v)
     return core.encode(v)
 end
 
--- Property names in a stable order: the author's (an `__order` metatable field on
--- `properties`, see jc.ordered and decode's keep_order) when stated, else `required` first, in
--- its order, then the rest sorted. The validator reports errors in the latter order (see
--- csrc/schema.c).
-local function property_order(schema)
-    local props = schema.properties
-    if type(props) ~= "table" then return {} end
-    local seen, order = {}, {}
-    local pmt = getmetatable(props)
-    if type(pmt) == "table" and type(pmt.__order) == "table" then
-        for _, name in ipairs(pmt.__order) do
-            if type(name) == "string" and props[name] ~= nil and not seen[name] then
-                seen[name] = true
-                order[#order + 1] = name
-            end
-        end
-    end
-    if type(schema.required) == "table" then
-        for _, name in ipairs(schema.required) do
-            if props[name] ~= nil and not seen[name] then
-                seen[name] = true
-                order[#order + 1] = name
-            end
-        end
-    end
-    local rest = {}
-    for name in pairs(props) do
-        if not seen[name] then rest[#rest + 1] = name end
-    end
-    sort(rest)
-    for _, name in ipairs(rest) do order[#order + 1] = name end
-    return order
-end
+local property_order = json_util.property_order
 
 --- The `type` keyword of a (sub)schema as a new list (JSON Schema 2020-12 validation §6.1.1:
 -- a string or an array of strings).
@@ -182,10 +151,7 @@ function describe_in(schema, root, nest)
     if nullable then text = text .. ", or null" end
     local desc = type(own) == "table" and own.description or schema.description
     if type(desc) == "string" then text = text .. " (" .. desc .. ")" end
-    if #text > MAX_LINE then -- (cut at a UTF-8 boundary)
-        text = text:sub(1, MAX_LINE):gsub("[\128-\191]*$", ""):gsub("[\192-\255]$", "") .. "..."
-    end
-    return text
+    return clip(text, MAX_LINE)
 end
 
 -- The public form: `root` optional (a schema's own `$ref`s need it).
@@ -210,6 +176,9 @@ local function render_fields(schema, indent, lines, root)
         elseif type(items) == "table" and items.properties then
             lines[#lines + 1] = rep("  ", indent + 1) .. "each item is an object with:"
             render_fields(items, indent + 2, lines, root)
+        elseif type(items) == "table" then
+            -- (a list of strings or numbers: what each must be is part of the contract too)
+            lines[#lines + 1] = rep("  ", indent + 1) .. "each item: " .. describe_in(sub.items, root, 0)
         end
     end
     if schema.additionalProperties == false then
@@ -484,8 +453,7 @@ function render_native(self, provider)
         lines[#lines + 1] = "Also keep to:"
         for _, where in ipairs(fields) do
             local line = format("- %s: %s", where, concat(said[where], ", "))
-            if #line > MAX_LINE then line = line:sub(1, MAX_LINE):gsub("[\192-\255][\128-\191]*$", "") .. "..." end
-            lines[#lines + 1] = line
+            lines[#lines + 1] = clip(line, MAX_LINE)
         end
     end
     for i, ex in ipairs(self.examples) do
@@ -613,8 +581,7 @@ end
 -- @treturn string e.g. `string, one of "a", "b"` or `integer, minimum 1`
 _M.describe = describe
 
---- An object schema's property names in prompt order: `required` first, in its order, then
--- the rest sorted (the validator reports errors in the same order).
+--- An object schema's property names in prompt order (`jsoncontract.json.property_order`).
 -- @function property_order
 -- @tparam table schema
 -- @treturn {string,...}

@@ -7,9 +7,10 @@ local core = require "jsoncontract.core"
 local providers = require "jsoncontract.providers"
 local schema_subset = require "jsoncontract.providers.schema_subset"
 
-local type, ipairs, error, getmetatable, setmetatable, next, tonumber =
-    type, ipairs, error, getmetatable, setmetatable, next, tonumber
-local concat = table.concat
+local type, ipairs, pairs, error, getmetatable, setmetatable, next, tonumber =
+    type, ipairs, pairs, error, getmetatable, setmetatable, next, tonumber
+local concat, sort = table.concat, table.sort
+local format = string.format
 
 local _M = { _VERSION = core._VERSION }
 
@@ -61,6 +62,92 @@ local function check_meta(schema)
     if #msgs > 0 then
         error("schema does not conform to its meta-schema " .. uri .. ": " .. concat(msgs, "; "), 3)
     end
+end
+
+-- The keywords of JSON Schema (draft 2020-12's vocabularies, and the older drafts' spellings
+-- a schema may still use: definitions, dependencies, additionalItems, id).
+local KNOWN = {}
+for word in ([[$schema $id $ref $anchor $dynamicRef $dynamicAnchor $vocabulary $comment $defs
+    $recursiveRef $recursiveAnchor id definitions dependencies additionalItems
+    allOf anyOf oneOf not if then else dependentSchemas prefixItems items contains properties
+    patternProperties additionalProperties propertyNames unevaluatedItems unevaluatedProperties
+    type enum const multipleOf maximum exclusiveMaximum minimum exclusiveMinimum maxLength minLength
+    pattern maxItems minItems uniqueItems maxContains minContains maxProperties minProperties required
+    dependentRequired title description default deprecated readOnly writeOnly examples format
+    contentEncoding contentMediaType contentSchema]]):gmatch("%S+") do
+    KNOWN[word] = true
+end
+-- Where subschemas sit: one schema, an array of them, or a map of name -> schema.
+local ONE = { ["not"] = true, ["if"] = true, ["then"] = true, ["else"] = true, additionalItems = true,
+    contains = true, additionalProperties = true, propertyNames = true, unevaluatedItems = true,
+    unevaluatedProperties = true, contentSchema = true, items = true }
+local MANY = { allOf = true, anyOf = true, oneOf = true, prefixItems = true, items = true }
+local MAP = { properties = true, patternProperties = true, ["$defs"] = true, definitions = true,
+    dependentSchemas = true, dependencies = true }
+
+-- Edit distance of two short words (for "did you mean"); nil when over 2.
+local function near(a, b)
+    if math.abs(#a - #b) > 2 then return nil end
+    local prev = {}
+    for j = 0, #b do prev[j] = j end
+    for i = 1, #a do
+        local cur = { [0] = i }
+        for j = 1, #b do
+            local cost = a:byte(i) == b:byte(j) and 0 or 1
+            cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+        end
+        prev = cur
+    end
+    return prev[#b] <= 2 and prev[#b] or nil
+end
+
+--- The keywords of `schema` that JSON Schema does not know: they check nothing (a validator
+-- ignores them, JSON Schema 2020-12 Core §6.5), so a misspelt `requird` or `typ` makes the
+-- schema quietly weaker. Names starting with "x-" (extensions, as OpenAPI spells them) are
+-- not reported.
+-- @tparam table schema a JSON Schema (Lua table)
+-- @treturn table array of { schema_pointer = string, keyword = string, suggestion = string|nil
+--   (the known keyword it is closest to), message = string }
+function _M.unknown_keywords(schema)
+    local found = setmetatable({}, core.array_mt)
+    local seen, budget = {}, 100000 -- (a shared or cyclic table is walked once; work is bounded)
+    local function walk(s, ptr, depth)
+        if type(s) ~= "table" or getmetatable(s) == core.array_mt or seen[s] or depth > 64 then return end
+        budget = budget - 1
+        if budget < 0 then return end
+        seen[s] = true
+        local names = {}
+        for k in pairs(s) do if type(k) == "string" then names[#names + 1] = k end end
+        sort(names)
+        for _, k in ipairs(names) do
+            local v = s[k]
+            local here = ptr .. "/" .. k:gsub("~", "~0"):gsub("/", "~1")
+            if not KNOWN[k] and k:sub(1, 2) ~= "x-" then
+                local best, dist
+                for w in pairs(KNOWN) do
+                    local d = near(k, w)
+                    if d and (not dist or d < dist or (d == dist and w < best)) then best, dist = w, d end
+                end
+                found[#found + 1] = { schema_pointer = here, keyword = k, suggestion = best,
+                    message = format("unknown keyword %s%s: JSON Schema ignores it, so it checks nothing", k,
+                        best and format(" (did you mean %s?)", best) or "") }
+            end
+            if MAP[k] and type(v) == "table" then
+                local members = {}
+                for name in pairs(v) do if type(name) == "string" then members[#members + 1] = name end end
+                sort(members)
+                for _, name in ipairs(members) do
+                    walk(v[name], here .. "/" .. name:gsub("~", "~0"):gsub("/", "~1"), depth + 1)
+                end
+            elseif MANY[k] and type(v) == "table" and (getmetatable(v) == core.array_mt or v[1] ~= nil) then
+                for i, sub in ipairs(v) do walk(sub, here .. "/" .. (i - 1), depth + 1) end
+            elseif ONE[k] then
+                walk(v, here, depth + 1)
+            end
+        end
+    end
+    walk(schema, "", 0)
+    return found
 end
 
 --- Lint a schema (or a contract's schema) for one provider or for all of them.

@@ -1,5 +1,5 @@
---- The rules gate (DESIGN.md gate 5): business rules in Lua, run so that they cannot hurt
--- the run.
+--- The rules gate (the last gate, docs/design.md "Rules and secrets"): business rules in Lua,
+-- run so that they cannot hurt the run.
 --
 -- * A rule sees a deep copy of the schema-valid value: whatever it changes (at any depth,
 --   metatables included) is thrown away, so the value accepted is the value that passed
@@ -817,13 +817,23 @@ sb_facades = {
             -- the process's globals): `trusted = true` is only noted, for `load_file`, which
             -- then loads the file again as plain Lua. (The definition is copied raw: no
             -- metamethod answers `trusted` one way here and another in jc.contract.)
+            local here = getinfo(1, "S").short_src
             local function contract(def)
-                if type(def) ~= "table" then return jc.contract(def) end
-                local plain = {}
-                for k, v in next, def do plain[k] = v end
-                local wants = plain.trusted
-                plain.trusted = nil
-                local c = jc.contract(plain)
+                local plain, wants = def, nil
+                if type(def) == "table" then
+                    plain = {}
+                    for k, v in next, def do plain[k] = v end
+                    wants = plain.trusted
+                    plain.trusted = nil
+                end
+                local ok, c = pcall(jc.contract, plain)
+                if not ok then
+                    -- (the author's file and line, not this wrapper's, as a direct call gives)
+                    if type(c) == "string" and c:sub(1, #here + 1) == here .. ":" then
+                        c = c:gsub("^[^\n]-:%d+: ", "", 1)
+                    end
+                    error(c, 2)
+                end
                 if wants == true then wants_trust[c] = true end
                 return c
             end

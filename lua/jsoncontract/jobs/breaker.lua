@@ -4,6 +4,10 @@
 -- failures in a row (counted as outcomes come in; any other outcome starts the count again)
 -- trips the breaker: the run stops, and `message` names the cause and the fix. A few such
 -- failures between good answers (a blip) only send those items round again.
+-- A rule that cannot run (it raises, or runs out of its step, time or memory budget) is a
+-- fault of the contract, not of the item: a person cannot decide an item its rules cannot
+-- check, so that item is not settled either (the runner does not take it again: the same rule
+-- fails on it again), and `limit` such items in the run, in a row or not, trip the breaker.
 -- @module jsoncontract.jobs.breaker
 local core = require "jsoncontract.core"
 local policy = require "jsoncontract.run.policy"
@@ -41,23 +45,39 @@ function _M.new(opts)
     end
     return setmetatable({ limit = limit, provider = opts.provider, model = opts.model, secret = opts.secret,
         url = secrets.scrub_url(opts.base_url or facts.base_url or "the provider's URL"), key_env = facts.key_env,
-        count = 0, held_back = 0 }, mt)
+        count = 0, rule_faults = 0, held_back = 0 }, mt)
 end
+
+-- Rule outcomes that say the rule could not run (jsoncontract.contract.rules): not a verdict.
+local RULE_FAULT = { rule_error = true, rule_timeout = true, rule_memory = true }
 
 --- Take one outcome in.
 -- @tparam table outcome a `jsoncontract.run.ask` outcome (`status`, `reason`)
 -- @treturn string|nil the cause when the outcome is a failure no item can fix (the item is not
 --   settled: give it back), nil when the outcome settles its item
 function _M.observe(self, outcome)
-    local cause = outcome and outcome.status ~= "accepted" and policy.systemic(outcome.reason) or nil
+    local reason = outcome and outcome.status ~= "accepted" and outcome.reason or nil
+    if type(reason) == "table" and reason.category == "rules" and RULE_FAULT[reason.kind] then
+        self.rule_faults = self.rule_faults + 1
+        self.held_back = self.held_back + 1
+        self.rule_reason = reason
+        if not self.tripped_at then
+            self.cause, self.reason = "rule", reason
+            if self.rule_faults >= self.limit then self.tripped_at = self.rule_faults end
+        end
+        return "rule"
+    end
+    local cause = reason and policy.systemic(reason) or nil
     if not cause then
         self.count = 0
         return nil
     end
     self.count = self.count + 1
     self.held_back = self.held_back + 1
-    self.cause, self.reason = cause, outcome.reason
-    if self.count >= self.limit and not self.tripped_at then self.tripped_at = self.count end
+    if not self.tripped_at then
+        self.cause, self.reason = cause, reason
+        if self.count >= self.limit then self.tripped_at = self.count end
+    end
     return cause
 end
 
@@ -65,6 +85,17 @@ end
 -- @treturn boolean
 function _M.tripped(self)
     return self.tripped_at ~= nil
+end
+
+--- What the rules' faults were, in one sentence (no key in it), or nil when there were none.
+-- @treturn string|nil e.g. "the contract's rules could not run on 2 items (rule_error: rule
+--   known raised: ...): fix the rule, as no person can decide an item its rules cannot check"
+function _M.rule_message(self)
+    if self.rule_faults == 0 then return nil end
+    local r = self.rule_reason
+    return secrets.clean(format("the contract's rules could not run on %d items (%s: %s): fix the rule, as "
+        .. "no person can decide an item its rules cannot check", self.rule_faults, tostring(r.kind),
+        errors.snippet(r.message or "")), self.secret, 2000)
 end
 
 -- What each cause says happened and what to check.
@@ -88,6 +119,8 @@ local WORDS = {
 -- @treturn string|nil nil when the breaker has not tripped
 function _M.message(self)
     if not self.tripped_at then return nil end
+    local last = self.reason and self.reason.message
+    if self.cause == "rule" then return self:rule_message() end
     local w = WORDS[self.cause]
     local fix = w[2]
     if self.cause == "unauthorized" or self.cause == "forbidden" then
@@ -95,7 +128,6 @@ function _M.message(self)
     elseif self.cause == "not_found" then
         fix = format(fix, tostring(self.model))
     end
-    local last = self.reason and self.reason.message
     return secrets.clean(format("%s %d times in a row: %s%s", format(w[1], self.url), self.tripped_at, fix,
         last and (" (last: " .. errors.snippet(last) .. ")") or ""), self.secret, 2000)
 end

@@ -121,7 +121,7 @@ function _M.item(job, record)
     if type(it.text) ~= "string" then return nil, job.item and "item(record) gave no string 'text'" or why end
     if it.id ~= nil and type(it.id) ~= "string" then
         return nil, format("item(record) gave an id of type %s; an id is a string (e.g. tostring(record.n))",
-            type(it.id))
+            it.id == core.null and "null" or type(it.id))
     end
     local copy = {}
     for k, v in pairs(it) do copy[k] = v end

@@ -162,26 +162,19 @@ function _M.write_snapshot(store, job_id, dir, extra)
     local rows, err = store:items(job_id)
     if not rows then return nil, err end
     local ok
-    ok, err = _M.write_atomic(dir .. "/accepted.jsonl", function(write)
-        for _, row in ipairs(rows) do
-            if row.status == "accepted" and row.state == "done" then
-                write(row.record_json)
-                write("\n")
+    for _, out in ipairs { { "accepted.jsonl", "accepted" }, { "review.jsonl", "human_review" } } do
+        local file, status = out[1], out[2]
+        ok, err = _M.write_atomic(dir .. "/" .. file, function(write)
+            for _, row in ipairs(rows) do
+                if row.status == status and row.state == "done" then
+                    write(row.record_json)
+                    write("\n")
+                end
             end
-        end
-        return true
-    end)
-    if not ok then return nil, err end
-    ok, err = _M.write_atomic(dir .. "/review.jsonl", function(write)
-        for _, row in ipairs(rows) do
-            if row.status == "human_review" and row.state == "done" then
-                write(row.record_json)
-                write("\n")
-            end
-        end
-        return true
-    end)
-    if not ok then return nil, err end
+            return true
+        end)
+        if not ok then return nil, err end
+    end
     ok, err = _M.write_atomic(dir .. "/evidence.jsonl", function(write)
         return store:each_evidence(job_id, function(line) write(line) write("\n") end)
     end)

@@ -123,7 +123,9 @@ end
 --   given back), `owner`, `started_at`, `held_back` (outcomes no item could fix, not recorded: the
 --   items went back to waiting), `breaker` (nil, or `{cause, count, message}` when a run of
 --   `fail_after` such failures stopped the run: `jsoncontract.jobs.breaker`; the items not
---   settled stay waiting, none goes to review for it)
+--   settled stay waiting, none goes to review for it), `rule_faults` (nil, or `{count, message}`
+--   when the rules could not run on some items and the breaker did not trip: those items wait,
+--   none went to review)
 function _M.run(store, job_id, ctx)
     local contract = ctx.contract
     local owner = ctx.owner or _M.owner_name()
@@ -139,10 +141,13 @@ function _M.run(store, job_id, ctx)
     local breaker = breaker_mod.new { limit = ctx.fail_after, provider = type(ctx.ask.provider) == "string"
         and ctx.ask.provider or nil, base_url = ctx.ask.base_url, model = ctx.ask.model, secret = ctx.ask.api_key }
     res.held_back = 0
+    -- Items whose rules could not run: given back, and not taken again by this run (the same
+    -- rule on the same item fails again); they wait for a fixed rule and --resume.
+    local parked = {}
 
     local function take(n)
         if breaker:tripped() then return {} end
-        local rows, err = store:lease(job_id, owner, n, lease_s)
+        local rows, err = store:lease(job_id, owner, n, lease_s, parked)
         if not rows then
             take_error = err
             return {}
@@ -154,8 +159,9 @@ function _M.run(store, job_id, ctx)
     local function exhausted()
         if take_error then return true end
         local c = store:counts(job_id)
-        -- Items leased by others may come back when their leases expire: keep looking.
-        return c == nil or (c.pending == 0 and c.leased == 0)
+        -- Items leased by others may come back when their leases expire: keep looking (the
+        -- parked ones are not ours to take again).
+        return c == nil or c.pending + c.leased <= #parked
     end
 
     local function work(leased)
@@ -212,8 +218,10 @@ function _M.run(store, job_id, ctx)
         end
         -- A failure no item can fix settles nothing: the item waits again (this run takes it
         -- again, unless a run of them trips the breaker), and never goes to review for it.
-        if ok and breaker:observe(result.outcome) then
+        local cause = ok and breaker:observe(result.outcome)
+        if cause then
             res.held_back = res.held_back + 1
+            if cause == "rule" then parked[#parked + 1] = w.item_id end
             local _, rerr = store:release(job_id, owner, { w.item_id })
             if rerr then take_error = take_error or rerr end
             return
@@ -293,6 +301,8 @@ function _M.run(store, job_id, ctx)
     res.store_error = res.store_error or take_error
     if breaker:tripped() then
         res.breaker = { cause = breaker.cause, count = breaker.tripped_at, message = breaker:message() }
+    elseif #parked > 0 then
+        res.rule_faults = { count = #parked, message = breaker:rule_message() }
     end
     res.stats = stats
     -- Leases of items still in flight go back now, so a resume or another worker takes them at once.

@@ -1,4 +1,4 @@
---- The job store: where a batch job's state lives (issue 10).
+--- The job store: where a batch job's state lives (docs/jobs.md).
 -- One schema and one code path over LuaDBI for SQLite (the default: a file in the output
 -- folder, WAL mode) and PostgreSQL (`postgresql://...`, for several workers on several hosts).
 -- Every value is a bound parameter of a prepared statement (`?` in the SQL; the PostgreSQL
@@ -634,19 +634,26 @@ end
 -- @tparam string owner the worker's name (host:pid:random)
 -- @tparam integer n most items to take (>= 1)
 -- @tparam number lease_seconds how long the lease lasts unless renewed
+-- @tparam[opt] {string,...} exclude item ids not to take (items this run gave back for good)
 -- @treturn[1] {table,...} leased items (`item_id`, `seq`, `input_json`, `input_digest`, `pass`, `attempts`),
 --   in `seq` order; empty when nothing is waiting
 -- @return[2] nil
 -- @treturn[2] table err (`write_failed`)
-function _M.lease(self, job_id, owner, n, lease_seconds)
+function _M.lease(self, job_id, owner, n, lease_seconds, exclude)
     if type(owner) ~= "string" or type(n) ~= "number" or type(lease_seconds) ~= "number" then
         error("store:lease: owner (string), n and lease_seconds (numbers) expected", 2)
     end
+    local select_args, skip = { job_id }, ""
+    if exclude and #exclude > 0 then
+        for i, id in ipairs(exclude) do select_args[1 + i] = id end
+        skip = " AND item_id NOT IN (" .. marks(#exclude) .. ")"
+    end
+    select_args[#select_args + 1] = floor(n)
     local got
     local ok, err = self:tx(function()
         local rows, e = self:query("SELECT " .. ITEM_COLUMNS .. ", " .. self:input_hex_sql() .. " FROM items "
             .. "WHERE job_id = ? AND (state = 'pending' OR (state = 'leased' AND lease_expires_at < " .. self.d.now
-            .. ")) ORDER BY seq LIMIT ?" .. self.d.skip_locked, { job_id, floor(n) })
+            .. "))" .. skip .. " ORDER BY seq LIMIT ?" .. self.d.skip_locked, select_args)
         if not rows then return nil, e end
         if #rows == 0 then got = {} return true end
         local args = { owner, lease_seconds, job_id }

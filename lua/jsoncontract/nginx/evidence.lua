@@ -285,16 +285,7 @@ _M.LOG_LINE_MAX = 1500
 -- The record fields that hold text of any length (kept only with record_text).
 local TEXT_FIELDS = { "input", "text", "feedback" }
 
--- `s` cut to at most `n` bytes, not inside a UTF-8 sequence.
-local function cut(s, n)
-    if #s <= n then return s end
-    while n > 0 do
-        local b = s:byte(n + 1)
-        if not b or b < 0x80 or b >= 0xC0 then break end
-        n = n - 1
-    end
-    return s:sub(1, n)
-end
+local cut = require("jsoncontract.utf8").cut
 
 local function encode_redacted(record, list)
     return secrets.redact(core.encode(record), list)

@@ -35,9 +35,10 @@
 -- `MAX_LENGTH` are left to the gate (listed "wider").
 -- @module jsoncontract.providers.gbnf
 local core = require "jsoncontract.core"
+local json = require "jsoncontract.json"
 
-local type, pairs, ipairs, tostring, tonumber, pcall, error, getmetatable, setmetatable, next =
-    type, pairs, ipairs, tostring, tonumber, pcall, error, getmetatable, setmetatable, next
+local type, pairs, ipairs, tostring, tonumber, pcall, error, setmetatable, next =
+    type, pairs, ipairs, tostring, tonumber, pcall, error, setmetatable, next
 local concat, sort = table.concat, table.sort
 local floor, ceil, huge = math.floor, math.ceil, math.huge
 local format, byte, char, rep = string.format, string.byte, string.char, string.rep
@@ -107,40 +108,15 @@ local function lit(s)
 end
 _M.literal = lit
 
-local function escape_token(t)
-    return (t:gsub("~1", "/"):gsub("~0", "~"))
-end
-local function ptr_join(p, token)
-    return p .. "/" .. tostring(token):gsub("~", "~0"):gsub("/", "~1")
-end
+local escape_token, ptr_join = json.unescape_token, json.join
 
--- The property order of the grammar (and the prompt): see jsoncontract.contract.property_order.
+-- The members' order of the grammar: the prompt's (`jsoncontract.json.property_order`), then
+-- required names without a property schema (any value).
 local function property_order(schema)
     local props = type(schema.properties) == "table" and schema.properties or {}
-    local seen, order = {}, {}
-    local pmt = getmetatable(props)
-    if type(pmt) == "table" and type(pmt.__order) == "table" then
-        for _, name in ipairs(pmt.__order) do
-            if type(name) == "string" and props[name] ~= nil and not seen[name] then
-                seen[name] = true
-                order[#order + 1] = name
-            end
-        end
-    end
-    if type(schema.required) == "table" then
-        for _, name in ipairs(schema.required) do
-            if type(name) == "string" and props[name] ~= nil and not seen[name] then
-                seen[name] = true
-                order[#order + 1] = name
-            end
-        end
-    end
-    local rest = {}
-    for name in pairs(props) do
-        if type(name) == "string" and not seen[name] then rest[#rest + 1] = name end
-    end
-    sort(rest)
-    for _, name in ipairs(rest) do order[#order + 1] = name end
+    local order = json.property_order(schema)
+    local seen = {}
+    for _, name in ipairs(order) do seen[name] = true end
     -- required names without a property schema: any value
     if type(schema.required) == "table" then
         for _, name in ipairs(schema.required) do

@@ -79,15 +79,7 @@ function _M.csrf_token(self, reviewer)
     return core.sha256(self.secret .. "\0csrf\0" .. tostring(reviewer))
 end
 
--- Compare without stopping at the first difference.
-local function same(a, b)
-    if type(a) ~= "string" or type(b) ~= "string" or #a ~= #b then return false end
-    local diff = 0
-    for i = 1, #a do
-        if a:byte(i) ~= b:byte(i) then diff = diff + 1 end
-    end
-    return diff == 0
-end
+local same = require("jsoncontract.util").constant_time_equal
 
 local function response(status, body, ctype, extra)
     local headers = { ["Content-Type"] = ctype or "text/html; charset=utf-8" }

@@ -79,13 +79,7 @@ function _M.read_auth(path)
     return list
 end
 
--- Constant-time comparison of two strings.
-local function same(a, b)
-    if type(a) ~= "string" or type(b) ~= "string" or #a ~= #b then return false end
-    local d = 0
-    for i = 1, #a do if a:byte(i) ~= b:byte(i) then d = d + 1 end end
-    return d == 0
-end
+local same = require("jsoncontract.util").constant_time_equal
 
 local function session_value(user)
     return user.name:gsub("[^%w%-%._]", "_") .. "." .. core.sha256(conf.secret .. "\0session\0" .. user.name

@@ -21,7 +21,7 @@ local MODULES = "/usr/lib/nginx/modules"
 -- Job store files `jsoncontract triage` may leave in an output folder, in the order tried.
 local STORE_FILES = { "job.sqlite", "jobs.sqlite", "store.sqlite", "job.db" }
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local q = require("jsoncontract.util").shell_quote
 
 local function exists(path)
     return lfs.attributes(path, "mode") ~= nil

@@ -1,4 +1,4 @@
---- The attempt loop (DESIGN.md "The chain of gates").
+--- The attempt loop (docs/design.md, the pipeline).
 -- One call of `ask` sends the contract and the input to a provider, runs every gate on the
 -- reply, and on a format, schema or (retryable) rules failure sends the input, the model's last
 -- answer and one user message listing its errors (every earlier attempt too when the contract's

@@ -135,7 +135,7 @@ function _M.backoff(policy, try, retry_after)
     return random() * cap / 1000
 end
 
---- Estimate tokens as words x 1.3, rounded up (the estimate SEEDS.md's lesson uses).
+--- Estimate tokens as words x 1.3, rounded up (a common rule of thumb for English text; a budget guard, not a bill).
 -- @tparam string text
 -- @treturn integer
 function _M.estimate_tokens(text)

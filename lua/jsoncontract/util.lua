@@ -1,0 +1,29 @@
+--- Small helpers every room may use, each defined once; imports nothing.
+-- @module jsoncontract.util
+local byte, type = string.byte, type
+
+local _M = { _VERSION = "0.1.0" }
+
+--- `s` as one POSIX shell word: single-quoted, each `'` written as `'\''` (POSIX.1-2017
+-- Shell Command Language §2.2.2: nothing inside single quotes is special).
+-- @param s any value (converted with tostring)
+-- @treturn string
+function _M.shell_quote(s)
+    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+--- Are `a` and `b` the same string? The time taken depends on their length only, not on
+-- where they first differ, so a token or a session cookie cannot be guessed byte by byte.
+-- @param a any value (false unless a string)
+-- @param b any value (false unless a string)
+-- @treturn boolean
+function _M.constant_time_equal(a, b)
+    if type(a) ~= "string" or type(b) ~= "string" or #a ~= #b then return false end
+    local diff = 0
+    for i = 1, #a do
+        if byte(a, i) ~= byte(b, i) then diff = diff + 1 end
+    end
+    return diff == 0
+end
+
+return _M
