@@ -139,6 +139,7 @@ build = {
       ["jsoncontract.transport.default"] = "lua/jsoncontract/transport/default.lua",
       ["jsoncontract.transport.http_status"] = "lua/jsoncontract/transport/http_status.lua",
       ["jsoncontract.transport.openresty"] = "lua/jsoncontract/transport/openresty.lua",
+      ["jsoncontract.util"] = "lua/jsoncontract/util.lua",
       ["jsoncontract.utf8"] = "lua/jsoncontract/utf8.lua",
    },
    install = {

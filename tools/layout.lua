@@ -13,7 +13,7 @@
 -- Rooms are listed beneath first (what every room may stand on), then in the order a reply
 -- walks: transport -> providers (protocol) -> contract (format, schema, rules) -> run -> jobs
 -- -> the fronts (cli, nginx, review).
-local BASE = { "core", "utf8", "compat", "secrets", "json", "errors" }
+local BASE = { "core", "utf8", "util", "compat", "secrets", "json", "errors" }
 
 local function with(list, ...)
     local out = {}
@@ -29,6 +29,8 @@ _M.rooms = {
         says = "the C core (csrc/, `jsoncontract.core`) and its FFI path on LuaJIT (ffi.lua)" },
     { name = "utf8", files = { "lua/jsoncontract/utf8.lua" }, may = {},
         says = "UTF-8 cuts; imports nothing (the stand-in uses it without the C core)" },
+    { name = "util", files = { "lua/jsoncontract/util.lua" }, may = {},
+        says = "helpers defined once: shell quoting, constant-time compare; imports nothing" },
     { name = "compat", files = { "lua/jsoncontract/compat.lua" }, may = { "core" },
         says = "clock, sleep, unpack, a pcall batch items may yield through (Lua 5.1)" },
     { name = "secrets", files = { "lua/jsoncontract/secrets.lua" }, may = { "core", "utf8" },
