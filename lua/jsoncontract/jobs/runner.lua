@@ -71,8 +71,8 @@ local function outcome_row(contract, item, outcome, pass, owner, key)
     if outcome.status == "accepted" then
         base.value = outcome.value
         base.adapters = outcome.adapters
-        local ok1, value_json = pcall(core.encode, secrets.redact_value(outcome.value, key))
-        local ok2, record_json = pcall(core.encode, secrets.redact_value(base, key))
+        local ok1, value_json = pcall(core.encode, outcome.value)
+        local ok2, record_json = pcall(core.encode, base)
         if ok1 and ok2 then
             row.value_json, row.record_json = value_json, record_json
             return row
@@ -89,7 +89,6 @@ local function outcome_row(contract, item, outcome, pass, owner, key)
     end
     base.reason = { category = reason.category, kind = reason.kind, message = secrets.clean(reason.message, key, 2000),
         errors = errs }
-    base = secrets.redact_value(base, key)
     local ok1, reason_json = pcall(core.encode, base.reason)
     local ok2, record_json = pcall(core.encode, base)
     if not (ok1 and ok2) then

@@ -15,7 +15,6 @@
 -- @module jsoncontract.run
 local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
-local secrets = require "jsoncontract.secrets"
 local providers = require "jsoncontract.providers"
 local feedback = require "jsoncontract.feedback"
 local policy_mod = require "jsoncontract.run.policy"
@@ -192,9 +191,6 @@ function _M.ask(contract, input, opts)
     local as_json = opts.as_json
     local check = as_json and contract.check_json or contract.check
     local function finish(status, value, reason, applied)
-        -- every string of the reason (messages, pointers, details, locations) and of the attempts
-        reason = secrets.redact_value(reason, opts.api_key)
-        attempts = secrets.redact_value(attempts, opts.api_key)
         return {
             status = status, value = not as_json and value or nil, json = as_json and value or nil,
             reason = reason, attempts = attempts, usage = usage,
