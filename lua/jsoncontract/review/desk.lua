@@ -218,15 +218,7 @@ local function best_value(self, records)
     return best
 end
 
--- Errors a recorded model text gets from the contract now (with messages; the evidence
--- keeps pointers and keywords only).
-local function recheck(self, text)
-    local _, err = self.contract:check(text, { context = self.context })
-    if err and err.category then return err end
-    return nil
-end
-
-local function render_attempt(self, rec, i)
+local function render_attempt(rec, i)
     local b = {}
     local function w(s) b[#b + 1] = s end
     if rec.decided_by == "human" then
@@ -276,22 +268,20 @@ local function render_attempt(self, rec, i)
     if rec.provider or rec.model then meta[#meta + 1] = esc(rec.provider) .. " " .. esc(rec.model) end
     if #meta > 0 then w('<div class="meta">' .. concat(meta, " &middot; ") .. "</div>") end
 
-    local errs = rec.errors
-    local err_now
+    -- The gate's errors as the store kept them when the attempt ran (with messages and
+    -- `property`; a store from before it kept them has pointers and keywords only).
+    local errs = failed and (rec.error_items or rec.errors) or nil
     if type(rec.text) == "string" then
-        err_now = failed and recheck(self, rec.text) or nil
-        if err_now and err_now.errors then errs = err_now.errors end
         local pointers = {}
         for k, e in ipairs(type(errs) == "table" and errs or {}) do pointers[k] = e.pointer end
-        local at = (rec.category == "format" or (err_now and err_now.category == "format"))
-            and tonumber(rec.offset or (err_now and err_now.offset)) or nil
+        local at = rec.category == "format" and tonumber(rec.offset) or nil
         local marked = spans.mark(rec.text, pointers, at)
         w('<pre class="text model">' .. marked .. "</pre>")
     elseif rec.gate ~= "transport" then
         w('<p class="muted">The model\'s text is not in the store (a job made before the store kept it).</p>')
     end
-    if err_now and err_now.message and not err_now.errors then
-        w('<ul class="errs"><li>' .. esc(err_now.message) .. "</li></ul>")
+    if failed and type(rec.error_message) == "string" and not (type(errs) == "table" and #errs > 0) then
+        w('<ul class="errs"><li>' .. esc(rec.error_message) .. "</li></ul>")
     end
     if type(errs) == "table" and #errs > 0 then
         w('<ul class="errs">')
@@ -359,7 +349,7 @@ local function item_page(self, req, item_id, state, status)
     w(format("<h2>Attempts: %d by the model%s</h2>", by_model, #records > by_model
         and format(", %d by a person", #records - by_model) or ""))
     if #records == 0 then w('<p class="muted">No attempt was recorded for this item.</p>') end
-    for i, rec in ipairs(records) do w(render_attempt(self, rec, i)) end
+    for i, rec in ipairs(records) do w(render_attempt(rec, i)) end
     w('</section><section class="right">')
     w(format("<h2>Decision <span class=\"muted\">contract %s %s</span></h2>", esc(self.contract.name),
         esc(self.contract.version)))
