@@ -132,6 +132,19 @@ local function desk_specs(engine)
             assert.truthy(res.body:find("tokens in 50 / out 10", 1, true))
         end)
 
+        it("shows each attempt's errors as the store kept them, without running the gates again", function()
+            local stored = st:evidence_for("job-spec", "m1")[1].error_items
+            assert.equal("/intent", stored[1].pointer)
+            local check, calls = desk.contract.check, 0
+            desk.contract.check = function(...) calls = calls + 1 return check(...) end
+            local ok, res = pcall(get, "/item/m1")
+            desk.contract.check = check
+            assert(ok, res)
+            assert.equal(0, calls)
+            local words = stored[1].message:sub(#"/intent " + 1):gsub("&", "&amp;"):gsub('"', "&quot;")
+            assert.truthy(res.body:find("<li><code>/intent</code> " .. words, 1, true), words)
+        end)
+
         it("pre-fills the form from the best attempt (the one that got furthest)", function()
             local res = get("/item/m1")
             -- attempt 2 fixed "urgent"; both kept "Lieferung"
