@@ -514,10 +514,12 @@ local function check_options(o)
         local ok, err = _M.check_latency(o.latency)
         if not ok then return nil, err end
     end
-    local parallel = o.parallel or 8
-    if parallel < 1 or parallel > 1024 then return nil, "option --parallel must be from 1 to 1024" end
-    if o["max-attempts"] and o["max-attempts"] < 1 then return nil, "option --max-attempts must be at least 1" end
-    if o["lease-seconds"] and o["lease-seconds"] < 1 then return nil, "option --lease-seconds must be at least 1" end
+    -- bounds and defaults: runner.OPTIONS (one place for every command)
+    for name, flag in pairs { parallel = "--parallel", max_attempts = "--max-attempts",
+        lease_seconds = "--lease-seconds" } do
+        local ok, err = runner.check_option(name, flag, o[flag:sub(3)])
+        if not ok then return nil, err end
+    end
     if o["fail-after"] and o["fail-after"] < 1 then return nil, "option --fail-after must be at least 1" end
     return true
 end
@@ -622,17 +624,18 @@ local function work_on(st, job, c, o, env, progress)
     local res = runner.run(st, job.id, {
         contract = c.contract, record_text = c.jo["record-text"] == true,
         ask = { provider = p.provider, model = p.model, api_key = p.api_key, base_url = p.base_url,
-            context = ctx or nil, adapters = c.mod.module.adapters, max_tokens = 300, timeout_ms = 120000,
+            context = ctx or nil, adapters = c.mod.module.adapters,
+            max_tokens = runner.option("max_tokens"), timeout_ms = runner.option("timeout_ms"),
             -- the module's own attempts per item unless --max-attempts says otherwise; a token
             -- budget only from --token-budget (an example's lesson budget is not a batch default)
-            policy = { max_attempts = c.jo["max-attempts"] or policy.max_attempts or 3,
+            policy = { max_attempts = c.jo["max-attempts"] or runner.option("max_attempts", policy.max_attempts),
                 token_budget = c.jo["token-budget"] } },
-        parallel = o.parallel or 8, lease_seconds = o["lease-seconds"] or 120, grace = o.grace or 30,
+        parallel = o.parallel, lease_seconds = o["lease-seconds"], grace = o.grace,
         fail_after = o["fail-after"],
         lane = lane_for(p, o, c.jo), on_done = progress,
         on_signal = function(sig)
             stderr:write(format("\njsoncontract: %s: taking no new items; finishing those in flight "
-                .. "(up to %d s; again to stop now)\n", sig, o.grace or 30))
+                .. "(up to %d s; again to stop now)\n", sig, runner.option("grace", o.grace)))
         end,
     })
     if stop_standin then stop_standin() end

@@ -18,6 +18,49 @@ local format = string.format
 
 local _M = { _VERSION = core._VERSION }
 
+--- The run's options with their defaults and bounds, defined here once; the commands
+-- (`triage`, `run`, `worker`) check and fill their options from this table and nowhere else.
+-- `parallel` (items in flight, 1..256), `lease_seconds` (a lease's length, >= 1), `grace`
+-- (seconds in-flight items get after a signal), `max_tokens` (the reply's token limit asked of
+-- the provider), `timeout_ms` (one HTTP exchange), `max_attempts` (per item, >= 1, unless the
+-- job module's policy says otherwise).
+_M.OPTIONS = {
+    parallel = { default = 8, min = 1, max = 256 },
+    lease_seconds = { default = 120, min = 1 },
+    grace = { default = 30, min = 0 },
+    max_tokens = { default = 300, min = 1 },
+    timeout_ms = { default = 120000, min = 1 },
+    max_attempts = { default = 3, min = 1 },
+}
+local OPTIONS = _M.OPTIONS
+
+--- The value of a run option: `value` when given, else its default (`OPTIONS`).
+-- @tparam string name a key of `OPTIONS`
+-- @param value the caller's value or nil
+-- @return the value
+function _M.option(name, value)
+    if value ~= nil then return value end
+    return OPTIONS[name].default
+end
+
+--- Check a given run option against its bounds (`OPTIONS`); nil passes (the default applies).
+-- @tparam string name a key of `OPTIONS`
+-- @tparam string flag the option as the user spelt it ("--parallel")
+-- @param value
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] string "option --parallel must be from 1 to 256"
+function _M.check_option(name, flag, value)
+    if value == nil then return true end
+    local o = OPTIONS[name]
+    if o.max and (value < o.min or value > o.max) then
+        return nil, format("option %s must be from %d to %d", flag, o.min, o.max)
+    elseif value < o.min then
+        return nil, format("option %s must be at least %d", flag, o.min)
+    end
+    return true
+end
+
 --- A worker name unique across hosts: host:pid:random.
 -- @treturn string
 function _M.owner_name()
@@ -108,9 +151,8 @@ end
 -- @tparam table ctx `contract` (compiled contract), `ask` (table of `jsoncontract.run.ask` options:
 --   provider, model, api_key, base_url, policy, max_tokens, timeout_ms, context),
 --   `record_text` (boolean: the exports keep the text; the store always does), `owner` (string,
---   default `owner_name()`), `parallel` (integer, default 8),
---   `lease_seconds` (number, default 120), `grace` (seconds in-flight items get after a signal,
---   default 30), `lane` (ratelimit lane or nil), `on_done` (function(counts) after each item:
+--   default `owner_name()`), `parallel`, `lease_seconds`, `grace` (defaults in `OPTIONS`),
+--   `lane` (ratelimit lane or nil), `on_done` (function(counts) after each item:
 --   `{done, accepted, human_review, duplicates}` of this run), `signals` (boolean: SIGINT/SIGTERM
 --   drain the run; default true), `fail_after` (integer >= 1: failures no item can fix in a row
 --   that stop the run, default `jsoncontract.jobs.breaker.DEFAULT_LIMIT`; see below)
@@ -126,7 +168,7 @@ end
 function _M.run(store, job_id, ctx)
     local contract = ctx.contract
     local owner = ctx.owner or _M.owner_name()
-    local lease_s = ctx.lease_seconds or 120
+    local lease_s = _M.option("lease_seconds", ctx.lease_seconds)
     local res = { done = 0, accepted = 0, human_review = 0, duplicates = 0, taken_over = 0, owner = owner,
         started_at = scheduler.now() }
     local held = {}          -- item_id -> true while leased by us and in flight
@@ -255,7 +297,7 @@ function _M.run(store, job_id, ctx)
             if sig then
                 if res.signal then return "abort" end   -- a second signal: stop now
                 res.signal = sig
-                stop_at = core.monotonic() + (ctx.grace or 30)
+                stop_at = core.monotonic() + _M.option("grace", ctx.grace)
                 if ctx.on_signal then ctx.on_signal(sig) end
                 return "drain"
             end
@@ -279,8 +321,9 @@ function _M.run(store, job_id, ctx)
     end
 
     local okrun, stats = pcall(scheduler.run, {
-        parallel = ctx.parallel or 8, take = take, exhausted = exhausted, work = work, on_done = on_done,
-        tick = tick, grace = ctx.grace or 30, lane = ctx.lane, idle_seconds = ctx.idle_seconds,
+        parallel = _M.option("parallel", ctx.parallel), take = take, exhausted = exhausted, work = work,
+        on_done = on_done,
+        tick = tick, grace = _M.option("grace", ctx.grace), lane = ctx.lane, idle_seconds = ctx.idle_seconds,
         -- the lane waits no longer on a Retry-After than each item's attempt loop would
         retry_after_max_ms = type(ctx.ask.policy) == "table" and ctx.ask.policy.retry_after_max_ms or nil,
     })
