@@ -63,7 +63,8 @@ function _M.configure_job(parser, util, help)
         .. "default model; the stand-in's without a key).")
     parser:option("--base-url", "Provider base URL (default: the provider's base URL variable, e.g. OPENAI_BASE_URL, "
         .. "else its API host).")
-    parser:option("--max-attempts", "Model answers per item (default 3)."):convert(util.whole("--max-attempts"))
+    parser:option("--max-attempts", "Model answers per item (default " .. runner.option("max_attempts") .. ").")
+        :convert(util.whole("--max-attempts"))
     parser:option("--token-budget", "Stop retrying when the history would exceed N estimated tokens.")
         :convert(util.whole("--token-budget"))
     parser:option("--limit", "Only the first N records."):convert(util.whole("--limit"))
@@ -79,14 +80,17 @@ end
 -- @tparam table parser
 -- @tparam table util `jsoncontract.cli.util`
 function _M.configure_run(parser, util)
-    parser:option("--parallel", "Items in flight at once (default 8)."):convert(util.whole("--parallel"))
+    parser:option("--parallel", "Items in flight at once (default " .. runner.option("parallel") .. ", at most "
+        .. runner.OPTIONS.parallel.max .. ")."):convert(util.whole("--parallel"))
     parser:option("--rpm", "Requests per minute for the provider lane (default: the provider's on its own "
         .. "API host, none on another --base-url; 0 = none)."):convert(util.whole("--rpm"))
     parser:option("--tpm", "Estimated tokens per minute for the provider lane (default: the provider's on its "
         .. "own API host, none on another --base-url; 0 = none)."):convert(util.whole("--tpm"))
-    parser:option("--grace", "Seconds in-flight items get after SIGINT/SIGTERM (default 30).")
+    parser:option("--grace", "Seconds in-flight items get after SIGINT/SIGTERM (default "
+        .. runner.option("grace") .. ").")
         :convert(util.whole("--grace"))
-    parser:option("--lease-seconds", "How long a leased item stays ours without renewal (default 120).")
+    parser:option("--lease-seconds", "How long a leased item stays ours without renewal (default "
+        .. runner.option("lease_seconds") .. ").")
         :convert(util.whole("--lease-seconds"))
     parser:option("--fail-after", "Stop the job after N failures in a row that no item can fix (connection "
         .. "refused, DNS, TLS, HTTP 401/403/404, spent quota); those items stay waiting for --resume (default "
