@@ -14,7 +14,8 @@ local compat = require "jsoncontract.compat"
 
 local type, ipairs, pairs, tostring, pcall, error, setmetatable = type, ipairs, pairs, tostring, pcall, error,
     setmetatable
-local format = string.format
+local format, find, gsub, sub = string.format, string.find, string.gsub, string.sub
+local concat = table.concat
 
 local _M = { _VERSION = core._VERSION }
 
@@ -91,6 +92,30 @@ function _M.item_of(leased)
     return v
 end
 
+--- Accepted JSON text (valid: the format gate passed it) without the whitespace between its
+-- tokens, so it fits on one line of a JSON Lines file; strings and numbers stay as the model
+-- spelt them (`1.0` stays `1.0`, an integer beyond 2^53 stays exact).
+-- @tparam string text valid JSON text
+-- @treturn string the same JSON on one line
+function _M.one_line(text)
+    if not find(text, "[ \t\r\n]") then return text end
+    local out, i, n = {}, 1, #text
+    while i <= n do
+        local q = find(text, '"', i, true)
+        out[#out + 1] = (gsub(sub(text, i, (q or n + 1) - 1), "[ \t\r\n]+", ""))
+        if not q then break end
+        local e = q + 1
+        while true do  -- the string's closing quote: the first '"' not escaped
+            e = find(text, '["\\]', e)
+            if sub(text, e, e) == '"' then break end
+            e = e + 2
+        end
+        out[#out + 1] = sub(text, q, e)
+        i = e + 1
+    end
+    return concat(out)
+end
+
 local function no_attempt(item, category, kind, message)
     return { status = "human_review", attempts = setmetatable({}, core.array_mt),
         usage = { input_tokens = 0, output_tokens = 0 }, item_id = item.id,
@@ -112,18 +137,21 @@ local function outcome_row(contract, item, outcome, pass, owner, key)
     local row = { pass = pass, status = outcome.status, decided_by = "model", worker = owner }
     local reason = outcome.reason
     if outcome.status == "accepted" then
-        base.value = outcome.value
+        -- The accepted text as the gates passed it (asked with as_json: never decoded and
+        -- encoded again here), put on one line. "value" sorts after every other key of the
+        -- line, so it goes last, as the encoder would put it.
         base.adapters = outcome.adapters
-        local ok1, value_json = pcall(core.encode, outcome.value)
-        local ok2, record_json = pcall(core.encode, base)
-        if ok1 and ok2 then
-            row.value_json, row.record_json = value_json, record_json
+        local value_json = _M.one_line(outcome.json)
+        local ok, record_json = pcall(core.encode, base)
+        if ok then
+            row.value_json = value_json
+            row.record_json = sub(record_json, 1, -2) .. ',"value":' .. value_json .. "}"
             return row
         end
-        base.value, base.adapters = nil, nil
+        base.adapters = nil
         row.status = "human_review"
-        reason = errors.new("internal", "item_error", "this item's value could not be written: "
-            .. secrets.clean(ok1 and record_json or value_json, key, 300))
+        reason = errors.new("internal", "item_error", "this item's line could not be written: "
+            .. secrets.clean(record_json, key, 300))
     end
     local errs = setmetatable({}, core.array_mt)
     -- Messages a person reads: long pointers and values in them elided in the middle.
@@ -213,6 +241,7 @@ function _M.run(store, job_id, ctx)
         local opts = {}
         for k, v in pairs(ctx.ask) do opts[k] = v end
         opts.sleep, opts.evidence, opts.item_id = scheduler.sleep, log, item.id
+        opts.as_json = true -- the accepted text is stored as it is
         opts.transport = function(req)
             if lost[item.id] then
                 return nil, errors.new("transport", "lease_lost", "this worker's lease on the item ran out and "
