@@ -199,13 +199,26 @@ local function desk_specs(engine)
         it("accepts a valid value: an outcome decided by a human, evidence with the errors seen, in one pass",
             function()
             post("/item/m1", ticket_fields("Lieferung", "1042", "true", "Courier missing."))
-            local res = post("/item/m1", ticket_fields("delivery", "1042", "true", "Courier missing."))
+            -- the value is encoded once and checked from that text, which is what is stored
+            local checked = {}
+            local check_json = desk.contract.check_json
+            desk.contract.check_json = function(c, text, ...)
+                local out, err = check_json(c, text, ...)
+                if out then checked[#checked + 1] = out end
+                return out, err
+            end
+            local ok, res = pcall(post, "/item/m1", ticket_fields("delivery", "1042", "true", "Courier missing."))
+            desk.contract.check_json = check_json
+            assert(ok, res)
             assert.equal(303, res.status)
+            assert.equal(1, #checked)
             assert.equal("/item/m2?saved=m1", res.headers.Location)
             local it = st:item("job-spec", "m1")
             assert.same({ 2, "accepted", "human", "accepted" }, { it.pass, it.status, it.decided_by,
                 it.outcomes[2].status })
             assert.same({ "model", "human_review" }, { it.outcomes[1].decided_by, it.outcomes[1].status })
+            assert.equal(checked[1], it.value_json)
+            assert.equal(',"value":' .. checked[1] .. "}", it.record_json:sub(-#checked[1] - 10))
             local value = jc.decode(it.value_json)
             assert.same({ "delivery", "1042", true }, { value.intent, value.order_id, value.urgent })
             local line = jc.decode(it.record_json)

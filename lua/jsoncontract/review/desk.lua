@@ -409,7 +409,9 @@ end
 -- Decisions
 ----------------------------------------------------------------------------
 
--- The errors of a human value through the contract's gates, as `{pointer, keyword, message}`.
+-- The errors of a human value through the contract's gates, as `{pointer, keyword, message}`;
+-- when it passes: nil, "accepted", and the JSON text the gates checked (encoded once here and
+-- stored as it is: the checked value is not decoded and encoded again).
 local function gate_errors(self, value, problems)
     local out = {}
     for _, p in ipairs(problems) do out[#out + 1] = p end
@@ -421,8 +423,8 @@ local function gate_errors(self, value, problems)
     if not ok then return { { pointer = "", keyword = "form", message = "not JSON: " .. tostring(text) } }, "form" end
     -- The same gates as a model's reply: format, schema, rules (adapters have nothing to do on
     -- JSON we encoded).
-    local v, err = self.contract:check(text, { adapters = {}, context = self.context })
-    if v ~= nil then return nil, "accepted", v end
+    local checked, err = self.contract:check_json(text, { adapters = {}, context = self.context })
+    if checked ~= nil then return nil, "accepted", checked end
     if err.errors and #err.errors > 0 then
         for _, e in ipairs(err.errors) do
             out[#out + 1] = { pointer = e.pointer or "", keyword = e.keyword, message = e.message }
@@ -470,12 +472,12 @@ local function decide(self, req, item_id)
                 "text/plain; charset=utf-8") end
             return item_page(self, req, item_id, { value = value, errors = errs, note = note }, 422)
         end
-        rec.gate, rec.value = "accepted", checked
+        rec.gate, rec.value, rec.value_json = "accepted", value, checked
     else
         rec.gate = "accepted"
     end
     local ok, err = self.q.record_decision(self.store, self.job.id, item_id, {
-        decision = action, value = rec.value, reviewer = req.reviewer, decided_at = rec.ts, record = rec,
+        decision = action, value_json = rec.value_json, reviewer = req.reviewer, decided_at = rec.ts, record = rec,
         contract = rec.contract }, seen)
     if not ok and type(err) == "table" and err.kind == "duplicate" then
         local page = item_page(self, req, item_id, { conflict = "Not saved: " .. tostring(err.message)
