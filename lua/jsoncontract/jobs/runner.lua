@@ -31,7 +31,8 @@ _M.OPTIONS = {
     grace = { default = 30, min = 0 },
     max_tokens = { default = 300, min = 1 },
     timeout_ms = { default = 120000, min = 1 },
-    max_attempts = { default = 3, min = 1 },
+    -- the attempt loop's own default (jsoncontract.run.policy), not a copy
+    max_attempts = { default = require("jsoncontract.run.policy").DEFAULT.max_attempts, min = 1 },
 }
 local OPTIONS = _M.OPTIONS
 
