@@ -124,10 +124,11 @@ local function no_attempt(item, category, kind, message)
 end
 
 -- The exported line of an outcome (accepted.jsonl / review.jsonl) and the store's columns.
--- Everything is checked before it is written: the key (`key`) redacted from every string, and
--- a line that cannot be encoded (a value no JSON can hold, nested too deep) becomes that
--- item's review line with the reason (the pointer elided in the middle), so the run goes on.
-local function outcome_row(contract, item, outcome, pass, owner, key)
+-- The outcome holds no key (run.exchange took it out as each response came in); messages are
+-- cleaned (control characters, length) for a person, and a line that cannot be encoded (a
+-- value no JSON can hold, nested too deep) becomes that item's review line with the reason (the
+-- pointer elided in the middle), so the run goes on.
+local function outcome_row(contract, item, outcome, pass, owner)
     local attempts = setmetatable({}, core.array_mt)
     for k, a in ipairs(outcome.attempts or {}) do
         attempts[k] = { gate = a.gate, kind = a.kind, finish = a.finish, http_status = a.http_status }
@@ -152,21 +153,21 @@ local function outcome_row(contract, item, outcome, pass, owner, key)
         base.adapters = nil
         row.status = "human_review"
         reason = errors.new("internal", "item_error", "this item's line could not be written: "
-            .. secrets.clean(record_json, key, 300))
+            .. secrets.clean(record_json, nil, 300))
     end
     local errs = setmetatable({}, core.array_mt)
     -- Messages a person reads: long pointers and values in them elided in the middle.
     for k, e in ipairs(reason.errors or {}) do
-        errs[k] = { pointer = e.pointer, keyword = e.keyword, message = secrets.clean(e.message, key, 1000) }
+        errs[k] = { pointer = e.pointer, keyword = e.keyword, message = secrets.clean(e.message, nil, 1000) }
     end
-    base.reason = { category = reason.category, kind = reason.kind, message = secrets.clean(reason.message, key, 2000),
+    base.reason = { category = reason.category, kind = reason.kind, message = secrets.clean(reason.message, nil, 2000),
         errors = errs }
     local ok1, reason_json = pcall(core.encode, base.reason)
     local ok2, record_json = pcall(core.encode, base)
     if not (ok1 and ok2) then
         base.reason = { category = "internal", kind = "item_error", errors = setmetatable({}, core.array_mt),
             message = "this item's review line could not be written: "
-                .. secrets.clean(ok1 and record_json or reason_json, key, 300) }
+                .. secrets.clean(ok1 and record_json or reason_json, nil, 300) }
         reason_json, record_json = core.encode(base.reason), core.encode(base)
     end
     row.reason_json, row.record_json = reason_json, record_json
@@ -289,7 +290,7 @@ function _M.run(store, job_id, ctx)
             if rerr then take_error = take_error or rerr end
             return
         end
-        local row = outcome_row(contract, result.item, result.outcome, w.pass, owner, ctx.ask.api_key)
+        local row = outcome_row(contract, result.item, result.outcome, w.pass, owner)
         row.evidence = result.evidence
         local recorded, err = store:record_outcome(job_id, w.item_id, row)
         if not recorded then
