@@ -196,6 +196,16 @@ local function desk_specs(engine)
             assert.equal("rules", st:evidence_for("job-spec", "m3")[2].gate)
         end)
 
+        it("puts a missing required field's error beside that field (by the error's property)", function()
+            local fields = ticket_fields("delivery", nil, "true", "Courier missing.")
+            fields["o/order_id"] = "1"
+            local res = post("/item/m1", fields)
+            assert.equal(422, res.status)
+            assert.truthy(res.body:find('<div class="field bad" data-pointer="/order_id">', 1, true), res.body)
+            local ev = st:evidence_for("job-spec", "m1")
+            assert.same({ "required", "order_id" }, { ev[#ev].errors[1].keyword, ev[#ev].errors[1].property })
+        end)
+
         it("accepts a valid value: an outcome decided by a human, evidence with the errors seen, in one pass",
             function()
             post("/item/m1", ticket_fields("Lieferung", "1042", "true", "Courier missing."))

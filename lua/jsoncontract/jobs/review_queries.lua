@@ -224,7 +224,7 @@ local function human_record(job_id, item_id, rec, pass, contract)
     if rec.errors then
         local list = setmetatable({}, core.array_mt)
         for i, e in ipairs(rec.errors) do
-            list[i] = { pointer = e.pointer, keyword = e.keyword, message = e.message }
+            list[i] = { pointer = e.pointer, keyword = e.keyword, property = e.property, message = e.message }
         end
         out.errors = list
     end
@@ -239,7 +239,7 @@ end
 -- @tparam string job_id
 -- @tparam string item_id
 -- @tparam table rec `reviewer`, `ts` (UTC text), `gate` ("form"|"schema"|"rules"|"format"),
---   `decision` ("accept"), `value` (what was submitted), `errors` (list of `{pointer, keyword, message}`),
+--   `decision` ("accept"), `value` (what was submitted), `errors` (list of `{pointer, keyword, property, message}`),
 --   `note`, `contract` (`{name, version, schema_hash}`)
 -- @treturn[1] true
 -- @return[2] nil

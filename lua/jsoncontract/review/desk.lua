@@ -409,9 +409,9 @@ end
 -- Decisions
 ----------------------------------------------------------------------------
 
--- The errors of a human value through the contract's gates, as `{pointer, keyword, message}`;
--- when it passes: nil, "accepted", and the JSON text the gates checked (encoded once here and
--- stored as it is: the checked value is not decoded and encoded again).
+-- The errors of a human value through the contract's gates, as `{pointer, keyword, property,
+-- message}`; when it passes: nil, "accepted", and the JSON text the gates checked (encoded once
+-- here and stored as it is: the checked value is not decoded and encoded again).
 local function gate_errors(self, value, problems)
     local out = {}
     for _, p in ipairs(problems) do out[#out + 1] = p end
@@ -427,7 +427,8 @@ local function gate_errors(self, value, problems)
     if checked ~= nil then return nil, "accepted", checked end
     if err.errors and #err.errors > 0 then
         for _, e in ipairs(err.errors) do
-            out[#out + 1] = { pointer = e.pointer or "", keyword = e.keyword, message = e.message }
+            out[#out + 1] = { pointer = e.pointer or "", keyword = e.keyword, property = e.property,
+                message = e.message }
         end
     else
         out[1] = { pointer = "", keyword = err.kind, message = err.message }
