@@ -5,6 +5,7 @@ local util = require "support.util"
 local jobs = require "support.jobs"
 local store = require "jsoncontract.jobs.store"
 local runner = require "jsoncontract.jobs.runner"
+local jc = require "jsoncontract"
 
 local ticket = dofile("examples/support_ticket.lua")
 -- the stand-in answers this mail wrongly first (examples/support_ticket_standin.lua): a re-ask follows
@@ -49,5 +50,22 @@ describe("jsoncontract.jobs.runner", function()
         assert.equal(3, #jobs.standin_log(log)) -- wrong answer (given up), then wrong and right
         local m1 = st:item(job, "m1")
         assert.same({ "done", "accepted", 1 }, { m1.state, m1.status, #m1.outcomes })
+        -- the accepted value is the model's text as the gates passed it (not decoded and
+        -- encoded again), on one line; the exported line carries the same text last
+        local ev = st:evidence_for(job, "m1")
+        local text = ev[#ev].text
+        assert.equal("accepted", ev[#ev].gate)
+        local o = m1.outcomes[1]
+        assert.equal(runner.one_line(text), o.value_json)
+        assert.truthy(o.value_json:find("Delivery issue: the courier", 1, true)) -- spaces in strings kept
+        assert.falsy(o.value_json:find("\n", 1, true))
+        assert.equal(',"value":' .. o.value_json .. "}", o.record_json:sub(-#o.value_json - 10))
+        assert.same(jc.decode(o.value_json), jc.decode(o.record_json).value)
+    end)
+
+    it("puts accepted JSON text on one line, strings and numbers as the model spelt them", function()
+        local text = '{\n  "a" : [ 1.0 , 2e3 ],\t"b":"x \\" y\\\\",\r\n "c" : { } }'
+        assert.equal('{"a":[1.0,2e3],"b":"x \\" y\\\\","c":{}}', runner.one_line(text))
+        assert.equal("true", runner.one_line(" true "))
     end)
 end)

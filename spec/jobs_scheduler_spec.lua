@@ -102,6 +102,7 @@ describe("the batch event loop", function()
         it("hands on_done the raised table's words, never an address", function()
             local got
             scheduler.run {
+                parallel = 1,
                 take = function() local w = got == nil and { "w" } or {} got = got or false return w end,
                 work = function() error({ code = 42 }) end,
                 on_done = function(_, result, ok) got = { result, ok } end,
@@ -150,8 +151,13 @@ describe("the batch event loop", function()
 
         it("raises on a bad retry_after_max_ms", function()
             assert.has_error(function()
-                scheduler.run { retry_after_max_ms = -1, take = function() return {} end, work = print }
+                scheduler.run { parallel = 1, retry_after_max_ms = -1, take = function() return {} end, work = print }
             end, "scheduler.run: retry_after_max_ms must be a number >= 0")
+            -- no default parallelism or grace here: each caller gives its own
+            util.raises("scheduler.run: parallel must be a number >= 1", scheduler.run,
+                { take = function() return {} end, work = print })
+            util.raises("scheduler.run: grace must be a number >= 0 when tick may drain", scheduler.run,
+                { parallel = 1, take = function() return {} end, work = print, tick = function() end })
         end)
 
         it("token buckets: requests and tokens per minute, on the caller's clock", function()

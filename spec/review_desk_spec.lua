@@ -132,6 +132,19 @@ local function desk_specs(engine)
             assert.truthy(res.body:find("tokens in 50 / out 10", 1, true))
         end)
 
+        it("shows each attempt's errors as the store kept them, without running the gates again", function()
+            local stored = st:evidence_for("job-spec", "m1")[1].error_items
+            assert.equal("/intent", stored[1].pointer)
+            local check, calls = desk.contract.check, 0
+            desk.contract.check = function(...) calls = calls + 1 return check(...) end
+            local ok, res = pcall(get, "/item/m1")
+            desk.contract.check = check
+            assert(ok, res)
+            assert.equal(0, calls)
+            local words = stored[1].message:sub(#"/intent " + 1):gsub("&", "&amp;"):gsub('"', "&quot;")
+            assert.truthy(res.body:find("<li><code>/intent</code> " .. words, 1, true), words)
+        end)
+
         it("pre-fills the form from the best attempt (the one that got furthest)", function()
             local res = get("/item/m1")
             -- attempt 2 fixed "urgent"; both kept "Lieferung"
@@ -183,16 +196,39 @@ local function desk_specs(engine)
             assert.equal("rules", st:evidence_for("job-spec", "m3")[2].gate)
         end)
 
+        it("puts a missing required field's error beside that field (by the error's property)", function()
+            local fields = ticket_fields("delivery", nil, "true", "Courier missing.")
+            fields["o/order_id"] = "1"
+            local res = post("/item/m1", fields)
+            assert.equal(422, res.status)
+            assert.truthy(res.body:find('<div class="field bad" data-pointer="/order_id">', 1, true), res.body)
+            local ev = st:evidence_for("job-spec", "m1")
+            assert.same({ "required", "order_id" }, { ev[#ev].errors[1].keyword, ev[#ev].errors[1].property })
+        end)
+
         it("accepts a valid value: an outcome decided by a human, evidence with the errors seen, in one pass",
             function()
             post("/item/m1", ticket_fields("Lieferung", "1042", "true", "Courier missing."))
-            local res = post("/item/m1", ticket_fields("delivery", "1042", "true", "Courier missing."))
+            -- the value is encoded once and checked from that text, which is what is stored
+            local checked = {}
+            local check_json = desk.contract.check_json
+            desk.contract.check_json = function(c, text, ...)
+                local out, err = check_json(c, text, ...)
+                if out then checked[#checked + 1] = out end
+                return out, err
+            end
+            local ok, res = pcall(post, "/item/m1", ticket_fields("delivery", "1042", "true", "Courier missing."))
+            desk.contract.check_json = check_json
+            assert(ok, res)
             assert.equal(303, res.status)
+            assert.equal(1, #checked)
             assert.equal("/item/m2?saved=m1", res.headers.Location)
             local it = st:item("job-spec", "m1")
             assert.same({ 2, "accepted", "human", "accepted" }, { it.pass, it.status, it.decided_by,
                 it.outcomes[2].status })
             assert.same({ "model", "human_review" }, { it.outcomes[1].decided_by, it.outcomes[1].status })
+            assert.equal(checked[1], it.value_json)
+            assert.equal(',"value":' .. checked[1] .. "}", it.record_json:sub(-#checked[1] - 10))
             local value = jc.decode(it.value_json)
             assert.same({ "delivery", "1042", true }, { value.intent, value.order_id, value.urgent })
             local line = jc.decode(it.record_json)

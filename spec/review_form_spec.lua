@@ -80,6 +80,19 @@ describe("jsoncontract.review.form", function()
             assert.truthy(out:find("missing required field /order_id", 1, true))
         end)
 
+        it("routes a missing property by the error item's property, not by the message's wording", function()
+            local schema = { type = "object", required = { "who" }, properties = {
+                who = { type = "object", required = { "a/b" }, properties = { ["a/b"] = { type = "string" } } } } }
+            local out, loose = form.render(schema, nil,
+                { { pointer = "/who", keyword = "required", property = "a/b", message = "worded any way" } })
+            assert.same({}, loose)
+            assert.truthy(out:find('<div class="field bad" data-pointer="/who/a~1b">', 1, true))
+            -- without `property` the error stays with the object, whatever the message says
+            out = form.render(schema, nil,
+                { { pointer = "/who", keyword = "required", message = "missing required field /who/a~1b" } })
+            assert.falsy(out:find('<div class="field bad" data-pointer="/who/a~1b">', 1, true))
+        end)
+
         it("returns the errors no field holds", function()
             local _, loose = form.render(ticket.schema, nil, { { pointer = "/extra", message = "not allowed" } })
             assert.equal(1, #loose)

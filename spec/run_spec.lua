@@ -394,6 +394,21 @@ describe("jsoncontract.run", function()
             -- the input once, on the item's first exchange
             assert.equal("order 1042 courier", core.decode(log.lines[1]).input)
             assert.is_nil(core.decode(log.lines[2]).input)
+            -- the gate's words, for the review desk: each error item with its message
+            local r1 = core.decode(log.lines[1])
+            assert.equal("/intent", r1.error_items[1].pointer)
+            assert.equal("enum", r1.error_items[1].keyword)
+            assert.equal("string", type(r1.error_items[1].message))
+            assert.equal("string", type(r1.error_message))
+        end)
+
+        it("keeps the gate's messages out unless the writer records text", function()
+            local _, _, log = ask("order 1042 courier")
+            local r1 = core.decode(log.lines[1])
+            assert.equal("/intent", r1.errors[1].pointer)
+            assert.is_nil(r1.error_items)
+            assert.is_nil(r1.error_message)
+            assert.is_nil(r1.errors[1].message)
         end)
 
         it("keeps the input out unless the writer records text", function()

@@ -57,28 +57,46 @@ function W.add_secret(self, secret)
 end
 
 
---- Write one record.
--- `text` and `input` fields are dropped unless the writer records text.
+--- The fields of an evidence record that hold text of any length or words that may quote the
+-- model or the user (the model's text, the input, the re-ask's feedback, the gate's message and
+-- error items): on a line only when the writer records text. The batch writer, the nginx
+-- writer and the job store's export all drop these and no others.
+_M.TEXT_FIELDS = { "text", "input", "feedback", "error_message", "error_items" }
+local TEXT_FIELDS = _M.TEXT_FIELDS
+
+--- The one rule from a record to the line that may leave (the batch writer here and
+-- `jsoncontract.nginx.evidence` both use it): the text fields (`TEXT_FIELDS`) dropped unless
+-- `record_text`; never a request's headers, of a response's only what
+-- `jsoncontract.secrets.recorded_headers` keeps; encoded, and every spelling of each secret
+-- replaced (`jsoncontract.secrets.redact`). A record that cannot be encoded (a value no JSON
+-- can hold) becomes its identity and gate with `evidence_error`, so it still leaves a trace.
+-- Changes `record` in place (the dropped fields, the headers).
+-- @tparam table record a JSON-encodable table
+-- @tparam boolean record_text keep the text fields
+-- @tparam table secrets_list strings never to appear on the line
+-- @treturn string the line (no newline)
+function _M.line(record, record_text, secrets_list)
+    if not record_text then
+        for _, k in ipairs(TEXT_FIELDS) do record[k] = nil end
+    end
+    record.headers, record.request_headers = nil, nil
+    record.response_headers = secrets.recorded_headers(record.response_headers, secrets_list)
+    local encoded, line = pcall(core.encode, record)
+    if not encoded then
+        line = core.encode { ts = record.ts, request_id = record.request_id, item_id = record.item_id,
+            attempt = record.attempt, gate = record.gate, kind = record.kind,
+            evidence_error = secrets.clean(line, secrets_list, 300) }
+    end
+    return (secrets.redact(line, secrets_list))
+end
+
+--- Write one record (`_M.line`: text fields dropped unless the writer records text).
 -- @tparam table record a JSON-encodable table
 -- @treturn[1] true
 -- @return[2] nil
 -- @treturn[2] string io error message, or "closed"
 function W.write(self, record)
-    if not self.record_text then
-        record.text, record.input, record.feedback = nil, nil, nil
-    end
-    -- Headers: never a request's; of a response's only what secrets.recorded_headers keeps.
-    record.headers, record.request_headers = nil, nil
-    record.response_headers = secrets.recorded_headers(record.response_headers, self.secrets)
-    -- A record that cannot be encoded (a value no JSON can hold) still leaves a trace, and
-    -- never stops the run.
-    local encoded, line = pcall(core.encode, record)
-    if not encoded then
-        line = core.encode { ts = record.ts, request_id = record.request_id, item_id = record.item_id,
-            attempt = record.attempt, gate = record.gate, kind = record.kind,
-            evidence_error = secrets.clean(line, self.secrets, 300) }
-    end
-    line = secrets.redact(line, self.secrets)
+    local line = _M.line(record, self.record_text, self.secrets)
     self.records = self.records + 1
     if self.lines then
         self.lines[#self.lines + 1] = line

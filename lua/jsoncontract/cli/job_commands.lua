@@ -63,7 +63,8 @@ function _M.configure_job(parser, util, help)
         .. "default model; the stand-in's without a key).")
     parser:option("--base-url", "Provider base URL (default: the provider's base URL variable, e.g. OPENAI_BASE_URL, "
         .. "else its API host).")
-    parser:option("--max-attempts", "Model answers per item (default 3)."):convert(util.whole("--max-attempts"))
+    parser:option("--max-attempts", "Model answers per item (default " .. runner.option("max_attempts") .. ").")
+        :convert(util.whole("--max-attempts"))
     parser:option("--token-budget", "Stop retrying when the history would exceed N estimated tokens.")
         :convert(util.whole("--token-budget"))
     parser:option("--limit", "Only the first N records."):convert(util.whole("--limit"))
@@ -79,14 +80,17 @@ end
 -- @tparam table parser
 -- @tparam table util `jsoncontract.cli.util`
 function _M.configure_run(parser, util)
-    parser:option("--parallel", "Items in flight at once (default 8)."):convert(util.whole("--parallel"))
+    parser:option("--parallel", "Items in flight at once (default " .. runner.option("parallel") .. ", at most "
+        .. runner.OPTIONS.parallel.max .. ")."):convert(util.whole("--parallel"))
     parser:option("--rpm", "Requests per minute for the provider lane (default: the provider's on its own "
         .. "API host, none on another --base-url; 0 = none)."):convert(util.whole("--rpm"))
     parser:option("--tpm", "Estimated tokens per minute for the provider lane (default: the provider's on its "
         .. "own API host, none on another --base-url; 0 = none)."):convert(util.whole("--tpm"))
-    parser:option("--grace", "Seconds in-flight items get after SIGINT/SIGTERM (default 30).")
+    parser:option("--grace", "Seconds in-flight items get after SIGINT/SIGTERM (default "
+        .. runner.option("grace") .. ").")
         :convert(util.whole("--grace"))
-    parser:option("--lease-seconds", "How long a leased item stays ours without renewal (default 120).")
+    parser:option("--lease-seconds", "How long a leased item stays ours without renewal (default "
+        .. runner.option("lease_seconds") .. ").")
         :convert(util.whole("--lease-seconds"))
     parser:option("--fail-after", "Stop the job after N failures in a row that no item can fix (connection "
         .. "refused, DNS, TLS, HTTP 401/403/404, spent quota), or after N items whose rules could not run (a rule "
@@ -520,10 +524,12 @@ local function check_options(o)
         local ok, err = _M.check_latency(o.latency)
         if not ok then return nil, err end
     end
-    local parallel = o.parallel or 8
-    if parallel < 1 or parallel > 1024 then return nil, "option --parallel must be from 1 to 1024" end
-    if o["max-attempts"] and o["max-attempts"] < 1 then return nil, "option --max-attempts must be at least 1" end
-    if o["lease-seconds"] and o["lease-seconds"] < 1 then return nil, "option --lease-seconds must be at least 1" end
+    -- bounds and defaults: runner.OPTIONS (one place for every command)
+    for name, flag in pairs { parallel = "--parallel", max_attempts = "--max-attempts",
+        lease_seconds = "--lease-seconds" } do
+        local ok, err = runner.check_option(name, flag, o[flag:sub(3)])
+        if not ok then return nil, err end
+    end
     if o["fail-after"] and o["fail-after"] < 1 then return nil, "option --fail-after must be at least 1" end
     return true
 end
@@ -628,17 +634,18 @@ local function work_on(st, job, c, o, env, progress)
     local res = runner.run(st, job.id, {
         contract = c.contract, record_text = c.jo["record-text"] == true,
         ask = { provider = p.provider, model = p.model, api_key = p.api_key, base_url = p.base_url,
-            context = ctx or nil, adapters = c.mod.module.adapters, max_tokens = 300, timeout_ms = 120000,
+            context = ctx or nil, adapters = c.mod.module.adapters,
+            max_tokens = runner.option("max_tokens"), timeout_ms = runner.option("timeout_ms"),
             -- the module's own attempts per item unless --max-attempts says otherwise; a token
             -- budget only from --token-budget (an example's lesson budget is not a batch default)
-            policy = { max_attempts = c.jo["max-attempts"] or policy.max_attempts or 3,
+            policy = { max_attempts = c.jo["max-attempts"] or runner.option("max_attempts", policy.max_attempts),
                 token_budget = c.jo["token-budget"] } },
-        parallel = o.parallel or 8, lease_seconds = o["lease-seconds"] or 120, grace = o.grace or 30,
+        parallel = o.parallel, lease_seconds = o["lease-seconds"], grace = o.grace,
         fail_after = o["fail-after"],
         lane = lane_for(p, o, c.jo), on_done = progress,
         on_signal = function(sig)
             stderr:write(format("\njsoncontract: %s: taking no new items; finishing those in flight "
-                .. "(up to %d s; again to stop now)\n", sig, o.grace or 30))
+                .. "(up to %d s; again to stop now)\n", sig, runner.option("grace", o.grace)))
         end,
     })
     if stop_standin then stop_standin() end

@@ -31,12 +31,7 @@ end
 -- @tparam string command "run" or "triage"
 -- @treturn integer exit status
 function _M.start(args, env, command)
-    if args.parallel and (args.parallel < 1 or args.parallel > 256) then
-        return util.fail(env, "option --parallel must be from 1 to 256")
-    end
-    if args.max_attempts and args.max_attempts < 1 then
-        return util.fail(env, "option --max-attempts must be at least 1")
-    end
+    -- --parallel, --max-attempts, --lease-seconds: checked by commands.run (runner.OPTIONS)
     if args.token_budget == 0 then return util.fail(env, "option --token-budget must be at least 1") end
     if args.job and args.contract then
         return util.fail(env, "give --job MODULE (or its older name --contract), not both")

@@ -14,6 +14,8 @@ local evidence = require "jsoncontract.evidence"
 local type, ipairs, pairs, tostring, tonumber = type, ipairs, pairs, tostring, tonumber
 local format = string.format
 
+local tointeger = math.tointeger -- luacheck: ignore 143 (Lua 5.3+; nil on LuaJIT)
+
 local _M = { _VERSION = core._VERSION }
 
 local function export_error(message)
@@ -74,6 +76,13 @@ local function outcome_of(line, status)
     return { status = status, attempts = rec.attempts or {}, reason = rec.reason }, rec
 end
 
+-- Milliseconds as seconds to the millisecond; a whole number of seconds is an integer on
+-- every runtime (Lua 5.4 would write 0 / 1000 as 0.0, LuaJIT as 0).
+local function seconds(ms)
+    local s = math.floor((tonumber(ms) or 0) + 0.5) / 1000
+    return tointeger and tointeger(s) or s
+end
+
 --- Per-gate metrics, outcome counts and what the rules caught, from the store.
 -- @tparam table store
 -- @tparam string job_id
@@ -118,7 +127,7 @@ function _M.summary(store, job_id)
         pending = counts.items - counts.done, pass = counts.pass,
         metrics = m:summary(), metrics_text = m:format(), rules_caught = caught,
         review_reasons = counts.by_reason, exchanges = counts.exchanges,
-        limit_wait_s = (tonumber(counts.limit_wait_ms) or 0) / 1000, workers = counts.workers,
+        limit_wait_s = seconds(counts.limit_wait_ms), workers = counts.workers,
     }
 end
 

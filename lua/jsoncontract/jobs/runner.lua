@@ -14,9 +14,54 @@ local compat = require "jsoncontract.compat"
 
 local type, ipairs, pairs, tostring, pcall, error, setmetatable = type, ipairs, pairs, tostring, pcall, error,
     setmetatable
-local format = string.format
+local format, find, gsub, sub = string.format, string.find, string.gsub, string.sub
+local concat = table.concat
 
 local _M = { _VERSION = core._VERSION }
+
+--- The run's options with their defaults and bounds, defined here once; the commands
+-- (`triage`, `run`, `worker`) check and fill their options from this table and nowhere else.
+-- `parallel` (items in flight, 1..256), `lease_seconds` (a lease's length, >= 1), `grace`
+-- (seconds in-flight items get after a signal), `max_tokens` (the reply's token limit asked of
+-- the provider), `timeout_ms` (one HTTP exchange), `max_attempts` (per item, >= 1, unless the
+-- job module's policy says otherwise).
+_M.OPTIONS = {
+    parallel = { default = 8, min = 1, max = 256 },
+    lease_seconds = { default = 120, min = 1 },
+    grace = { default = 30, min = 0 },
+    max_tokens = { default = 300, min = 1 },
+    timeout_ms = { default = 120000, min = 1 },
+    -- the attempt loop's own default (jsoncontract.run.policy), not a copy
+    max_attempts = { default = require("jsoncontract.run.policy").DEFAULT.max_attempts, min = 1 },
+}
+local OPTIONS = _M.OPTIONS
+
+--- The value of a run option: `value` when given, else its default (`OPTIONS`).
+-- @tparam string name a key of `OPTIONS`
+-- @param value the caller's value or nil
+-- @return the value
+function _M.option(name, value)
+    if value ~= nil then return value end
+    return OPTIONS[name].default
+end
+
+--- Check a given run option against its bounds (`OPTIONS`); nil passes (the default applies).
+-- @tparam string name a key of `OPTIONS`
+-- @tparam string flag the option as the user spelt it ("--parallel")
+-- @param value
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] string "option --parallel must be from 1 to 256"
+function _M.check_option(name, flag, value)
+    if value == nil then return true end
+    local o = OPTIONS[name]
+    if o.max and (value < o.min or value > o.max) then
+        return nil, format("option %s must be from %d to %d", flag, o.min, o.max)
+    elseif value < o.min then
+        return nil, format("option %s must be at least %d", flag, o.min)
+    end
+    return true
+end
 
 --- A worker name unique across hosts: host:pid:random.
 -- @treturn string
@@ -48,6 +93,30 @@ function _M.item_of(leased)
     return v
 end
 
+--- Accepted JSON text (valid: the format gate passed it) without the whitespace between its
+-- tokens, so it fits on one line of a JSON Lines file; strings and numbers stay as the model
+-- spelt them (`1.0` stays `1.0`, an integer beyond 2^53 stays exact).
+-- @tparam string text valid JSON text
+-- @treturn string the same JSON on one line
+function _M.one_line(text)
+    if not find(text, "[ \t\r\n]") then return text end
+    local out, i, n = {}, 1, #text
+    while i <= n do
+        local q = find(text, '"', i, true)
+        out[#out + 1] = (gsub(sub(text, i, (q or n + 1) - 1), "[ \t\r\n]+", ""))
+        if not q then break end
+        local e = q + 1
+        while true do  -- the string's closing quote: the first '"' not escaped
+            e = find(text, '["\\]', e)
+            if sub(text, e, e) == '"' then break end
+            e = e + 2
+        end
+        out[#out + 1] = sub(text, q, e)
+        i = e + 1
+    end
+    return concat(out)
+end
+
 local function no_attempt(item, category, kind, message)
     return { status = "human_review", attempts = setmetatable({}, core.array_mt),
         usage = { input_tokens = 0, output_tokens = 0 }, item_id = item.id,
@@ -55,10 +124,11 @@ local function no_attempt(item, category, kind, message)
 end
 
 -- The exported line of an outcome (accepted.jsonl / review.jsonl) and the store's columns.
--- Everything is checked before it is written: the key (`key`) redacted from every string, and
--- a line that cannot be encoded (a value no JSON can hold, nested too deep) becomes that
--- item's review line with the reason (the pointer elided in the middle), so the run goes on.
-local function outcome_row(contract, item, outcome, pass, owner, key)
+-- The outcome holds no key (run.exchange took it out as each response came in); messages are
+-- cleaned (control characters, length) for a person, and a line that cannot be encoded (a
+-- value no JSON can hold, nested too deep) becomes that item's review line with the reason (the
+-- pointer elided in the middle), so the run goes on.
+local function outcome_row(contract, item, outcome, pass, owner)
     local attempts = setmetatable({}, core.array_mt)
     for k, a in ipairs(outcome.attempts or {}) do
         attempts[k] = { gate = a.gate, kind = a.kind, finish = a.finish, http_status = a.http_status }
@@ -69,33 +139,35 @@ local function outcome_row(contract, item, outcome, pass, owner, key)
     local row = { pass = pass, status = outcome.status, decided_by = "model", worker = owner }
     local reason = outcome.reason
     if outcome.status == "accepted" then
-        base.value = outcome.value
+        -- The accepted text as the gates passed it (asked with as_json: never decoded and
+        -- encoded again here), put on one line. "value" sorts after every other key of the
+        -- line, so it goes last, as the encoder would put it.
         base.adapters = outcome.adapters
-        local ok1, value_json = pcall(core.encode, secrets.redact_value(outcome.value, key))
-        local ok2, record_json = pcall(core.encode, secrets.redact_value(base, key))
-        if ok1 and ok2 then
-            row.value_json, row.record_json = value_json, record_json
+        local value_json = _M.one_line(outcome.json)
+        local ok, record_json = pcall(core.encode, base)
+        if ok then
+            row.value_json = value_json
+            row.record_json = sub(record_json, 1, -2) .. ',"value":' .. value_json .. "}"
             return row
         end
-        base.value, base.adapters = nil, nil
+        base.adapters = nil
         row.status = "human_review"
-        reason = errors.new("internal", "item_error", "this item's value could not be written: "
-            .. secrets.clean(ok1 and record_json or value_json, key, 300))
+        reason = errors.new("internal", "item_error", "this item's line could not be written: "
+            .. secrets.clean(record_json, nil, 300))
     end
     local errs = setmetatable({}, core.array_mt)
     -- Messages a person reads: long pointers and values in them elided in the middle.
     for k, e in ipairs(reason.errors or {}) do
-        errs[k] = { pointer = e.pointer, keyword = e.keyword, message = secrets.clean(e.message, key, 1000) }
+        errs[k] = { pointer = e.pointer, keyword = e.keyword, message = secrets.clean(e.message, nil, 1000) }
     end
-    base.reason = { category = reason.category, kind = reason.kind, message = secrets.clean(reason.message, key, 2000),
+    base.reason = { category = reason.category, kind = reason.kind, message = secrets.clean(reason.message, nil, 2000),
         errors = errs }
-    base = secrets.redact_value(base, key)
     local ok1, reason_json = pcall(core.encode, base.reason)
     local ok2, record_json = pcall(core.encode, base)
     if not (ok1 and ok2) then
         base.reason = { category = "internal", kind = "item_error", errors = setmetatable({}, core.array_mt),
             message = "this item's review line could not be written: "
-                .. secrets.clean(ok1 and record_json or reason_json, key, 300) }
+                .. secrets.clean(ok1 and record_json or reason_json, nil, 300) }
         reason_json, record_json = core.encode(base.reason), core.encode(base)
     end
     row.reason_json, row.record_json = reason_json, record_json
@@ -109,9 +181,8 @@ end
 -- @tparam table ctx `contract` (compiled contract), `ask` (table of `jsoncontract.run.ask` options:
 --   provider, model, api_key, base_url, policy, max_tokens, timeout_ms, context),
 --   `record_text` (boolean: the exports keep the text; the store always does), `owner` (string,
---   default `owner_name()`), `parallel` (integer, default 8),
---   `lease_seconds` (number, default 120), `grace` (seconds in-flight items get after a signal,
---   default 30), `lane` (ratelimit lane or nil), `on_done` (function(counts) after each item:
+--   default `owner_name()`), `parallel`, `lease_seconds`, `grace` (defaults in `OPTIONS`),
+--   `lane` (ratelimit lane or nil), `on_done` (function(counts) after each item:
 --   `{done, accepted, human_review, duplicates}` of this run), `signals` (boolean: SIGINT/SIGTERM
 --   drain the run; default true), `fail_after` (integer >= 1: failures no item can fix in a row
 --   that stop the run, default `jsoncontract.jobs.breaker.DEFAULT_LIMIT`; see below)
@@ -129,7 +200,7 @@ end
 function _M.run(store, job_id, ctx)
     local contract = ctx.contract
     local owner = ctx.owner or _M.owner_name()
-    local lease_s = ctx.lease_seconds or 120
+    local lease_s = _M.option("lease_seconds", ctx.lease_seconds)
     local res = { done = 0, accepted = 0, human_review = 0, duplicates = 0, taken_over = 0, owner = owner,
         started_at = scheduler.now() }
     local held = {}          -- item_id -> true while leased by us and in flight
@@ -178,6 +249,7 @@ function _M.run(store, job_id, ctx)
         local opts = {}
         for k, v in pairs(ctx.ask) do opts[k] = v end
         opts.sleep, opts.evidence, opts.item_id = scheduler.sleep, log, item.id
+        opts.as_json = true -- the accepted text is stored as it is
         opts.transport = function(req)
             if lost[item.id] then
                 return nil, errors.new("transport", "lease_lost", "this worker's lease on the item ran out and "
@@ -226,7 +298,7 @@ function _M.run(store, job_id, ctx)
             if rerr then take_error = take_error or rerr end
             return
         end
-        local row = outcome_row(contract, result.item, result.outcome, w.pass, owner, ctx.ask.api_key)
+        local row = outcome_row(contract, result.item, result.outcome, w.pass, owner)
         row.evidence = result.evidence
         local recorded, err = store:record_outcome(job_id, w.item_id, row)
         if not recorded then
@@ -264,7 +336,7 @@ function _M.run(store, job_id, ctx)
             if sig then
                 if res.signal then return "abort" end   -- a second signal: stop now
                 res.signal = sig
-                stop_at = core.monotonic() + (ctx.grace or 30)
+                stop_at = core.monotonic() + _M.option("grace", ctx.grace)
                 if ctx.on_signal then ctx.on_signal(sig) end
                 return "drain"
             end
@@ -288,8 +360,9 @@ function _M.run(store, job_id, ctx)
     end
 
     local okrun, stats = pcall(scheduler.run, {
-        parallel = ctx.parallel or 8, take = take, exhausted = exhausted, work = work, on_done = on_done,
-        tick = tick, grace = ctx.grace or 30, lane = ctx.lane, idle_seconds = ctx.idle_seconds,
+        parallel = _M.option("parallel", ctx.parallel), take = take, exhausted = exhausted, work = work,
+        on_done = on_done,
+        tick = tick, grace = _M.option("grace", ctx.grace), lane = ctx.lane, idle_seconds = ctx.idle_seconds,
         -- the lane waits no longer on a Retry-After than each item's attempt loop would
         retry_after_max_ms = type(ctx.ask.policy) == "table" and ctx.ask.policy.retry_after_max_ms or nil,
     })

@@ -61,7 +61,7 @@ end
 --   stops the run at once and the error propagates),
 --   `tick` (function(now) -> nil | "drain" | "abort": called every loop turn; "drain" stops taking
 --   new items and lets those in flight finish within `grace` seconds; "abort" stops at once),
---   `grace` (seconds in-flight items get after "drain", default 30),
+--   `grace` (seconds in-flight items get after "drain"; required with `tick`),
 --   `lane` (a ratelimit lane or nil), `retry_after_max_ms` (longest pause of the lane a 429's
 --   `Retry-After` may cause, in milliseconds; default the attempt loop's
 --   `policy.retry_after_max_ms`, see `jsoncontract.run.policy`), `idle_seconds` (pause between
@@ -74,13 +74,17 @@ function _M.run(opts)
     if type(opts) ~= "table" or type(opts.take) ~= "function" or type(opts.work) ~= "function" then
         error("scheduler.run: opts with take and work functions expected", 2)
     end
-    local parallel = opts.parallel or 8
-    if type(parallel) ~= "number" or parallel < 1 then error("scheduler.run: parallel must be >= 1", 2) end
+    -- no default here: the callers own theirs (jobs.runner.OPTIONS, batch.run)
+    local parallel = opts.parallel
+    if type(parallel) ~= "number" or parallel < 1 then error("scheduler.run: parallel must be a number >= 1", 2) end
     local loop = opts.loop or core.http_loop()
     local own_loop = opts.loop == nil
     local lane = opts.lane
     local idle = opts.idle_seconds or 0.25
-    local grace = opts.grace or 30
+    local grace = opts.grace
+    if opts.tick ~= nil and (type(grace) ~= "number" or grace < 0) then
+        error("scheduler.run: grace must be a number >= 0 when tick may drain", 2)
+    end
     local retry_after_max = opts.retry_after_max_ms or policy.DEFAULT.retry_after_max_ms
     if type(retry_after_max) ~= "number" or retry_after_max < 0 then
         error("scheduler.run: retry_after_max_ms must be a number >= 0", 2)

@@ -932,9 +932,10 @@ function _M.evidence_for(self, job_id, item_id)
     return out
 end
 
--- The fields of an evidence record that hold text of any length (the model's text, the input,
--- the re-ask's feedback): kept in the store, in an export only with `--record-text`.
-local TEXT_FIELDS = { "text", "input", "feedback" }
+-- The fields of an evidence record that hold text or the model's words (the model's text, the
+-- input, the re-ask's feedback, the gate's messages): kept in the store, in an export only
+-- with `--record-text`; the evidence writers' list (`jsoncontract.evidence.TEXT_FIELDS`).
+local TEXT_FIELDS = require("jsoncontract.evidence").TEXT_FIELDS
 
 --- Call `fn(record_json)` for every evidence line of a job, item by item in input order.
 -- The store keeps each attempt's text; the lines given to `fn` carry it only when `opts.text`
@@ -963,8 +964,13 @@ function _M.each_evidence(self, job_id, fn, opts)
         local row = stmt:fetch(false)
         while row do
             local line = row[1]
-            if not keep and (find(line, '"text":', 1, true) or find(line, '"input":', 1, true)
-                or find(line, '"feedback":', 1, true)) then
+            local has_text = false
+            if not keep then
+                for _, k in ipairs(TEXT_FIELDS) do
+                    if find(line, '"' .. k .. '":', 1, true) then has_text = true break end
+                end
+            end
+            if has_text then
                 local rec = core.decode(line)
                 if type(rec) == "table" then
                     for _, k in ipairs(TEXT_FIELDS) do rec[k] = nil end

@@ -16,7 +16,8 @@ local secrets = require "jsoncontract.secrets"
 
 local type, setmetatable, error, ipairs, pairs, tostring = type, setmetatable, error, ipairs, pairs, tostring
 local io_open, concat = io.open, table.concat
-local EVIDENCE_MODE = require("jsoncontract.evidence").EVIDENCE_MODE
+local evidence = require "jsoncontract.evidence"
+local EVIDENCE_MODE = evidence.EVIDENCE_MODE
 
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
@@ -283,7 +284,7 @@ end
 _M.LOG_LINE_MAX = 1500
 
 -- The record fields that hold text of any length (kept only with record_text).
-local TEXT_FIELDS = { "input", "text", "feedback" }
+local TEXT_FIELDS = evidence.TEXT_FIELDS
 
 local cut = require("jsoncontract.utf8").cut
 
@@ -347,14 +348,8 @@ end
 -- @return[2] nil
 -- @treturn[2] string "buffer full"
 function W.write(self, record)
-    if not self.sink.record_text then
-        record.text, record.input, record.feedback = nil, nil, nil
-    end
-    -- Headers: never a request's, whoever built the record; of a response's only what
-    -- secrets.recorded_headers keeps.
-    record.headers, record.request_headers = nil, nil
-    record.response_headers = secrets.recorded_headers(record.response_headers, self.secrets)
-    local line = encode_redacted(record, self.secrets)
+    -- the batch writer's rule: text fields, headers, the key (jsoncontract.evidence.line)
+    local line = evidence.line(record, self.sink.record_text, self.secrets)
     if self.sink.to_log and #line > _M.LOG_LINE_MAX then line = fit_log(record, line, self.secrets) end
     self.records = self.records + 1
     return self.sink:push(line)

@@ -210,15 +210,7 @@ local function best_value(self, records)
     return best
 end
 
--- Errors a recorded model text gets from the contract now (with messages; the evidence
--- keeps pointers and keywords only).
-local function recheck(self, text)
-    local _, err = self.contract:check(text, { context = self.context })
-    if err and err.category then return err end
-    return nil
-end
-
-local function render_attempt(self, rec, i)
+local function render_attempt(rec, i)
     local b = {}
     local function w(s) b[#b + 1] = s end
     if rec.decided_by == "human" then
@@ -268,22 +260,20 @@ local function render_attempt(self, rec, i)
     if rec.provider or rec.model then meta[#meta + 1] = esc(rec.provider) .. " " .. esc(rec.model) end
     if #meta > 0 then w('<div class="meta">' .. concat(meta, " &middot; ") .. "</div>") end
 
-    local errs = rec.errors
-    local err_now
+    -- The gate's errors as the store kept them when the attempt ran (with messages and
+    -- `property`; a store from before it kept them has pointers and keywords only).
+    local errs = failed and (rec.error_items or rec.errors) or nil
     if type(rec.text) == "string" then
-        err_now = failed and recheck(self, rec.text) or nil
-        if err_now and err_now.errors then errs = err_now.errors end
         local pointers = {}
         for k, e in ipairs(type(errs) == "table" and errs or {}) do pointers[k] = e.pointer end
-        local at = (rec.category == "format" or (err_now and err_now.category == "format"))
-            and tonumber(rec.offset or (err_now and err_now.offset)) or nil
+        local at = rec.category == "format" and tonumber(rec.offset) or nil
         local marked = spans.mark(rec.text, pointers, at)
         w('<pre class="text model">' .. marked .. "</pre>")
     elseif rec.gate ~= "transport" then
         w('<p class="muted">The model\'s text is not in the store (a job made before the store kept it).</p>')
     end
-    if err_now and err_now.message and not err_now.errors then
-        w('<ul class="errs"><li>' .. esc(err_now.message) .. "</li></ul>")
+    if failed and type(rec.error_message) == "string" and not (type(errs) == "table" and #errs > 0) then
+        w('<ul class="errs"><li>' .. esc(rec.error_message) .. "</li></ul>")
     end
     if type(errs) == "table" and #errs > 0 then
         w('<ul class="errs">')
@@ -351,7 +341,7 @@ local function item_page(self, req, item_id, state, status)
     w(format("<h2>Attempts: %d by the model%s</h2>", by_model, #records > by_model
         and format(", %d by a person", #records - by_model) or ""))
     if #records == 0 then w('<p class="muted">No attempt was recorded for this item.</p>') end
-    for i, rec in ipairs(records) do w(render_attempt(self, rec, i)) end
+    for i, rec in ipairs(records) do w(render_attempt(rec, i)) end
     w('</section><section class="right">')
     w(format("<h2>Decision <span class=\"muted\">contract %s %s</span></h2>", esc(self.contract.name),
         esc(self.contract.version)))
@@ -411,7 +401,9 @@ end
 -- Decisions
 ----------------------------------------------------------------------------
 
--- The errors of a human value through the contract's gates, as `{pointer, keyword, message}`.
+-- The errors of a human value through the contract's gates, as `{pointer, keyword, property,
+-- message}`; when it passes: nil, "accepted", and the JSON text the gates checked (encoded once
+-- here and stored as it is: the checked value is not decoded and encoded again).
 local function gate_errors(self, value, problems)
     local out = {}
     for _, p in ipairs(problems) do out[#out + 1] = p end
@@ -423,11 +415,12 @@ local function gate_errors(self, value, problems)
     if not ok then return { { pointer = "", keyword = "form", message = "not JSON: " .. tostring(text) } }, "form" end
     -- The same gates as a model's reply: format, schema, rules (adapters have nothing to do on
     -- JSON we encoded).
-    local v, err = self.contract:check(text, { adapters = {}, context = self.context })
-    if v ~= nil then return nil, "accepted", v end
+    local checked, err = self.contract:check_json(text, { adapters = {}, context = self.context })
+    if checked ~= nil then return nil, "accepted", checked end
     if err.errors and #err.errors > 0 then
         for _, e in ipairs(err.errors) do
-            out[#out + 1] = { pointer = e.pointer or "", keyword = e.keyword, message = e.message }
+            out[#out + 1] = { pointer = e.pointer or "", keyword = e.keyword, property = e.property,
+                message = e.message }
         end
     else
         out[1] = { pointer = "", keyword = err.kind, message = err.message }
@@ -472,12 +465,12 @@ local function decide(self, req, item_id)
                 "text/plain; charset=utf-8") end
             return item_page(self, req, item_id, { value = value, errors = errs, note = note }, 422)
         end
-        rec.gate, rec.value = "accepted", checked
+        rec.gate, rec.value, rec.value_json = "accepted", value, checked
     else
         rec.gate = "accepted"
     end
     local ok, err = self.q.record_decision(self.store, self.job.id, item_id, {
-        decision = action, value = rec.value, reviewer = req.reviewer, decided_at = rec.ts, record = rec,
+        decision = action, value_json = rec.value_json, reviewer = req.reviewer, decided_at = rec.ts, record = rec,
         contract = rec.contract }, seen)
     if not ok and type(err) == "table" and err.kind == "duplicate" then
         local page = item_page(self, req, item_id, { conflict = "Not saved: " .. tostring(err.message)

@@ -133,12 +133,11 @@ function _M.render(schema, value, errs)
     for _, e in ipairs(errs or {}) do
         local p = e.pointer or ""
         while p ~= "" and not fields[p] do p = match(p, "^(.*)/[^/]*$") or "" end
-        -- The root object's own errors (a missing required property) name the property.
-        -- An object's own errors (a missing required property) go to the property's field;
-        -- the validator words them "missing required field /a/b".
-        if e.keyword == "required" and type(e.message) == "string" then
-            local target = match(e.message, "required field (/%S*)$")
-            if target and fields[target] then p = target end
+        -- An object's own error about one property (a missing required one) goes to that
+        -- property's field: the error item names it (`property`).
+        if e.keyword == "required" and type(e.property) == "string" then
+            local target = (e.pointer or "") .. "/" .. e.property:gsub("~", "~0"):gsub("/", "~1")
+            if fields[target] then p = target end
         end
         if fields[p] and (p ~= "" or kind_of(schema, 0) ~= "object") then
             by_field[p] = by_field[p] or {}

@@ -224,7 +224,7 @@ local function human_record(job_id, item_id, rec, pass, contract)
     if rec.errors then
         local list = setmetatable({}, core.array_mt)
         for i, e in ipairs(rec.errors) do
-            list[i] = { pointer = e.pointer, keyword = e.keyword, message = e.message }
+            list[i] = { pointer = e.pointer, keyword = e.keyword, property = e.property, message = e.message }
         end
         out.errors = list
     end
@@ -239,7 +239,7 @@ end
 -- @tparam string job_id
 -- @tparam string item_id
 -- @tparam table rec `reviewer`, `ts` (UTC text), `gate` ("form"|"schema"|"rules"|"format"),
---   `decision` ("accept"), `value` (what was submitted), `errors` (list of `{pointer, keyword, message}`),
+--   `decision` ("accept"), `value` (what was submitted), `errors` (list of `{pointer, keyword, property, message}`),
 --   `note`, `contract` (`{name, version, schema_hash}`)
 -- @treturn[1] true
 -- @return[2] nil
@@ -289,8 +289,9 @@ end
 -- @tparam table store
 -- @tparam string job_id
 -- @tparam string item_id
--- @tparam table d `decision` ("accept"|"not_applicable"|"needs_customer"), `value` (the checked value
---   when accepted), `reviewer` (string), `decided_at` (UTC text), `record` (the desk's record:
+-- @tparam table d `decision` ("accept"|"not_applicable"|"needs_customer"), `value_json` (when
+--   accepted: the JSON text the contract's gates passed, stored as it is; or `value`, a Lua
+--   value encoded here), `reviewer` (string), `decided_at` (UTC text), `record` (the desk's record:
 --   `decision`, `note`, `gate`), `contract` (`{name, version, schema_hash}`)
 -- @tparam[opt] integer seen_pass the item's latest pass when the reviewer loaded the page: when
 --   another outcome was recorded since, nothing is written and the err is `duplicate`
@@ -311,6 +312,8 @@ function _M.record_decision(store, job_id, item_id, d, seen_pass)
     end
     local pass = latest + 1
     local rec = d.record or {}
+    local value_json = d.value_json or (d.value ~= nil and core.encode(d.value) or nil)
+    rec.value_json = nil -- (the desk's copy of value_json: the record carries `value`)
     rec.reviewer, rec.ts = d.reviewer, d.decided_at or rec.ts
     rec.errors_seen = errors_seen(store, job_id, item_id)
     local ev = human_record(job_id, item_id, rec, pass, d.contract)
@@ -320,16 +323,16 @@ function _M.record_decision(store, job_id, item_id, d, seen_pass)
         contract = d.contract, pass = pass, note = rec.note,
     }
     local reason_json, cat, kind
-    if status == "accepted" then
-        line.value = d.value
-    else
+    if status ~= "accepted" then
         local reason = { category = "human", kind = d.decision,
             message = d.decision == "not_applicable" and "a person decided this item is not for this job"
                 or "a person decided this needs the customer" }
         line.reason = reason
         reason_json, cat, kind = core.encode(reason), reason.category, reason.kind
     end
-    local value_json = d.value ~= nil and core.encode(d.value) or nil
+    -- "value" sorts after every other key of the line: the checked text goes last, as it is
+    local line_json = core.encode(line)
+    if status == "accepted" and value_json then line_json = line_json:sub(1, -2) .. ',"value":' .. value_json .. "}" end
     -- As store:record_outcome (the item done, its lease cleared), plus the item's pass moved
     -- to the decision's: the store's `new_review_pass` then sees a person's outcome, not the
     -- model's, and leaves the item alone. An item waiting or leased in a review pass is done
@@ -338,7 +341,7 @@ function _M.record_decision(store, job_id, item_id, d, seen_pass)
         local r, e = store:exec("INSERT INTO outcomes (job_id, item_id, pass, status, value_json, reason_json, "
             .. "reason_category, reason_kind, record_json, decided_by, decided_at, worker) VALUES "
             .. "(?, ?, ?, ?, ?, ?, ?, ?, ?, 'human', " .. store.d.now .. ", ?)",
-            { job_id, item_id, pass, status, value_json, reason_json, cat, kind, core.encode(line),
+            { job_id, item_id, pass, status, value_json, reason_json, cat, kind, line_json,
               "review:" .. tostring(d.reviewer) })
         if not r then
             local msg = tostring(e)

@@ -15,7 +15,6 @@
 -- @module jsoncontract.run
 local core = require "jsoncontract.core"
 local errors = require "jsoncontract.errors"
-local secrets = require "jsoncontract.secrets"
 local providers = require "jsoncontract.providers"
 local feedback = require "jsoncontract.feedback"
 local policy_mod = require "jsoncontract.run.policy"
@@ -54,6 +53,17 @@ local function error_summary(list)
     local out = setmetatable({}, core.array_mt)
     for i, e in ipairs(list) do
         out[i] = { pointer = e.pointer, keyword = e.keyword, schema_pointer = e.schema_pointer }
+    end
+    return out
+end
+
+-- The gate's errors as a person reads them (`property` and `message` may quote the model):
+-- kept only where the writer keeps text (the job store always does; the desk shows them).
+local function error_items(list)
+    if not list then return nil end
+    local out = setmetatable({}, core.array_mt)
+    for i, e in ipairs(list) do
+        out[i] = { pointer = e.pointer, keyword = e.keyword, property = e.property, message = e.message }
     end
     return out
 end
@@ -176,7 +186,8 @@ function _M.ask(contract, input, opts)
 
     -- One evidence line per HTTP exchange: the item's identity and the attempt record, less what
     -- may quote the model (`message`; kinds and pointers say what failed). `private` (model text,
-    -- feedback) is kept by the writer only on opt-in; so is the input, on the item's first line.
+    -- feedback), the input (on the item's first line) and the gate's words (`error_message`,
+    -- `error_items`) are kept by the writer only on opt-in (`jsoncontract.evidence.TEXT_FIELDS`).
     local function record(a, private)
         if not evidence then return end
         local rec = { ts = os.date("!%Y-%m-%dT%H:%M:%SZ"), try = a.tries }
@@ -185,6 +196,7 @@ function _M.ask(contract, input, opts)
         for k, v in pairs(private or NO_REPLY) do rec[k] = v end
         rec.message, rec.tries = nil, nil
         rec.errors = error_summary(a.errors)
+        rec.error_message, rec.error_items = a.message, error_items(a.errors)
         if a.attempt == 1 and a.tries == 1 then rec.input = input end
         evidence:write(rec)
     end
@@ -192,9 +204,6 @@ function _M.ask(contract, input, opts)
     local as_json = opts.as_json
     local check = as_json and contract.check_json or contract.check
     local function finish(status, value, reason, applied)
-        -- every string of the reason (messages, pointers, details, locations) and of the attempts
-        reason = secrets.redact_value(reason, opts.api_key)
-        attempts = secrets.redact_value(attempts, opts.api_key)
         return {
             status = status, value = not as_json and value or nil, json = as_json and value or nil,
             reason = reason, attempts = attempts, usage = usage,
