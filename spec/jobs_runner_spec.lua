@@ -67,5 +67,6 @@ describe("jsoncontract.jobs.runner", function()
         local text = '{\n  "a" : [ 1.0 , 2e3 ],\t"b":"x \\" y\\\\",\r\n "c" : { } }'
         assert.equal('{"a":[1.0,2e3],"b":"x \\" y\\\\","c":{}}', runner.one_line(text))
         assert.equal("true", runner.one_line(" true "))
+        assert.same({ '{"a":[[1]],"b":"[[[{"}', 3 }, { runner.one_line('{"a": [ [1] ], "b": "[[[{"}') })
     end)
 end)

@@ -14,7 +14,7 @@ local compat = require "jsoncontract.compat"
 
 local type, ipairs, pairs, tostring, pcall, error, setmetatable = type, ipairs, pairs, tostring, pcall, error,
     setmetatable
-local format, find, gsub, sub = string.format, string.find, string.gsub, string.sub
+local format, find, gsub, gmatch, sub = string.format, string.find, string.gsub, string.gmatch, string.sub
 local concat = table.concat
 
 local _M = { _VERSION = core._VERSION }
@@ -98,12 +98,22 @@ end
 -- spelt them (`1.0` stays `1.0`, an integer beyond 2^53 stays exact).
 -- @tparam string text valid JSON text
 -- @treturn string the same JSON on one line
+-- @treturn integer how deep its arrays and objects nest (0 for a scalar)
 function _M.one_line(text)
-    if not find(text, "[ \t\r\n]") then return text end
     local out, i, n = {}, 1, #text
+    local depth, deepest = 0, 0
     while i <= n do
         local q = find(text, '"', i, true)
-        out[#out + 1] = (gsub(sub(text, i, (q or n + 1) - 1), "[ \t\r\n]+", ""))
+        local between = sub(text, i, (q or n + 1) - 1)
+        for b in gmatch(between, "[%[%]{}]") do
+            if b == "[" or b == "{" then
+                depth = depth + 1
+                if depth > deepest then deepest = depth end
+            else
+                depth = depth - 1
+            end
+        end
+        out[#out + 1] = (gsub(between, "[ \t\r\n]+", ""))
         if not q then break end
         local e = q + 1
         while true do  -- the string's closing quote: the first '"' not escaped
@@ -114,8 +124,12 @@ function _M.one_line(text)
         out[#out + 1] = sub(text, q, e)
         i = e + 1
     end
-    return concat(out)
+    return concat(out), deepest
 end
+
+-- The deepest a value may nest so that its line (the value inside the line's object) still
+-- reads back with the decoder's default max_depth (1000 levels, csrc/parse.h).
+local MAX_VALUE_DEPTH = 999
 
 local function no_attempt(item, category, kind, message)
     return { status = "human_review", attempts = setmetatable({}, core.array_mt),
@@ -143,8 +157,12 @@ local function outcome_row(contract, item, outcome, pass, owner)
         -- encoded again here), put on one line. "value" sorts after every other key of the
         -- line, so it goes last, as the encoder would put it.
         base.adapters = outcome.adapters
-        local value_json = _M.one_line(outcome.json)
+        local value_json, depth = _M.one_line(outcome.json)
         local ok, record_json = pcall(core.encode, base)
+        if ok and depth > MAX_VALUE_DEPTH then
+            ok, record_json = false, format("the value nests %d levels deep, and its line of accepted.jsonl "
+                .. "would be deeper than a JSON reader takes by default (1000 levels)", depth)
+        end
         if ok then
             row.value_json = value_json
             row.record_json = sub(record_json, 1, -2) .. ',"value":' .. value_json .. "}"
