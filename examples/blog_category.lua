@@ -17,7 +17,7 @@
 --   wrong; only labelled data can tell.
 --
 -- Run it: `bin/jsoncontract examples blog_category`; a saved reply:
---   bin/jsoncontract check --contract examples/blog_category.lua --adapter unwrap-one-json-fence reply.txt
+--   bin/jsoncontract check --job examples/blog_category.lua --adapter unwrap-one-json-fence reply.txt
 -- Specs: spec/example_blog_category_spec.lua.
 local jc = require "jsoncontract"
 

@@ -15,7 +15,7 @@
 --   { kind = "invalid", reason = err }                  a human reviews it (reason for the log)
 --
 -- Run it: `bin/jsoncontract examples leave_request`; one reply:
---   bin/jsoncontract check --contract examples/leave_request.lua reply.json
+--   bin/jsoncontract check --job examples/leave_request.lua reply.json
 -- Specs: spec/example_leave_request_spec.lua.
 local jc = require "jsoncontract"
 

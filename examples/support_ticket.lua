@@ -13,7 +13,7 @@
 --
 -- Run it: `bin/jsoncontract triage` (the whole mailbox), or one reply:
 --   echo '{"intent":"other","order_id":null,"urgent":false,"summary":"Hi."}' |
---     bin/jsoncontract check --contract examples/support_ticket.lua
+--     bin/jsoncontract check --job examples/support_ticket.lua
 -- Specs: spec/example_support_ticket_spec.lua.
 local jc = require "jsoncontract"
 

@@ -16,7 +16,7 @@
 --   `jsoncontract.feedback.user_message(outcome)`, the evidence keeps the detail.
 --
 -- Run it: `bin/jsoncontract examples ticket_priority` (examples/ticket_priority.jsonl through the
--- stand-in) or `bin/jsoncontract check --contract examples/ticket_priority.lua REPLY`.
+-- stand-in) or `bin/jsoncontract check --job examples/ticket_priority.lua REPLY`.
 -- Specs: spec/example_ticket_priority_spec.lua.
 local jc = require "jsoncontract"
 

@@ -57,10 +57,10 @@ describe("bin/jsoncontract", function()
         }
         for _, c in ipairs(cases) do
             it("works with examples/" .. c[1] .. ".lua: accepted exits 0, rejected exits 1 with the errors", function()
-                local out, code = jcli("check --contract examples/" .. c[1] .. ".lua " .. temp(c[2]))
+                local out, code = jcli("check --job examples/" .. c[1] .. ".lua " .. temp(c[2]))
                 assert.equal(0, code, out)
                 assert.equal("accepted", verdict_of(out).verdict)
-                out, code = jcli("check --contract examples/" .. c[1] .. ".lua " .. temp(c[3]))
+                out, code = jcli("check --job examples/" .. c[1] .. ".lua " .. temp(c[3]))
                 assert.equal(1, code, out)
                 local v = verdict_of(out)
                 assert.equal("rejected", v.verdict)
@@ -70,10 +70,10 @@ describe("bin/jsoncontract", function()
         end
         it("reads the reply from stdin and takes --adapter", function()
             local path = temp(FENCED)
-            local out, code = jcli("check --contract examples/blog_category.lua < " .. path)
+            local out, code = jcli("check --job examples/blog_category.lua < " .. path)
             assert.equal(1, code)
             assert.equal("unexpected_character", core.decode(out).kind)
-            out, code = jcli("check --contract examples/blog_category.lua --adapter unwrap-one-json-fence < " .. path)
+            out, code = jcli("check --job examples/blog_category.lua --adapter unwrap-one-json-fence < " .. path)
             assert.equal(0, code, out)
             assert.same({ "unwrap-one-json-fence" }, core.decode(out).adapters)
         end)
@@ -86,14 +86,14 @@ describe("bin/jsoncontract", function()
             os.execute("mkdir '" .. dir .. "'")
             assert(dofile("examples/orders.lua").open_shipped(dir .. "/orders.sqlite", "examples/orders.csv")):close()
             -- without --context: the module's own context (the shipped orders table), never none
-            local out, code = jcli("check --contract examples/support_ticket.lua " .. reply)
+            local out, code = jcli("check --job examples/support_ticket.lua " .. reply)
             assert.equal(1, code, out)
             local v = core.decode(out)
             assert.equal("rejected", v.verdict)
             assert.equal("order_exists", v.errors[1].rule)
             assert.equal("given", v.rules_context)
 
-            out, code = jcli("check --contract examples/support_ticket.lua --context " .. dir .. " " .. reply)
+            out, code = jcli("check --job examples/support_ticket.lua --context " .. dir .. " " .. reply)
             assert.equal(1, code, out)
             v = core.decode(out)
             assert.equal("rejected", v.verdict)
@@ -109,14 +109,14 @@ describe("bin/jsoncontract", function()
             out, code = jcli("check --context /tmp " .. reply)
             assert.equal(2, code, out)
             assert.truthy(out:find("found no context in /tmp", 1, true), out)
-            out, code = jcli("check --contract examples/blog_category.lua --context " .. dir .. " " .. reply)
+            out, code = jcli("check --job examples/blog_category.lua --context " .. dir .. " " .. reply)
             assert.equal(2, code, out)
             assert.truthy(out:find("takes no context (its module has no replay_context)", 1, true), out)
             out, code = jcli("check --context " .. reply .. " " .. reply)
             assert.equal(2, code, out)
             assert.truthy(out:find("option --context needs a folder", 1, true), out)
             -- a contract without rules: nothing to say of them
-            out, code = jcli("check --contract examples/blog_category.lua " .. temp('{"category":"llm","tags":["LLM"]}'))
+            out, code = jcli("check --job examples/blog_category.lua " .. temp('{"category":"llm","tags":["LLM"]}'))
             assert.equal(0, code, out)
             assert.is_nil(core.decode(out).rules_context)
         end)
@@ -407,13 +407,13 @@ describe("bin/jsoncontract", function()
         end)
         it("reads --opt=value as the option, not as a file name", function()
             local path = temp('{"intent":"delivery","order_id":"1042","urgent":true,"summary":"x."}')
-            local out, code = jcli("check --contract=examples/support_ticket.lua " .. path)
+            local out, code = jcli("check --job=examples/support_ticket.lua " .. path)
             assert.equal(0, code, out)
         end)
         it("runs a command through cli.main(argv, env), argv[1] being the command (the only entry point)", function()
             local path = temp('{"intent":"delivery","order_id":"1042","urgent":true,"summary":"x."}')
             local out = sink()
-            assert.equal(0, cli.main({ "check", "--contract", "examples/support_ticket.lua", path },
+            assert.equal(0, cli.main({ "check", "--job", "examples/support_ticket.lua", path },
                 { root = ".", stdout = out, stderr = sink() }))
             assert.equal("accepted", core.decode(out.text()).verdict)
             for _, name in ipairs(cli.COMMANDS) do assert.is_nil(rawget(cli, name), name) end
@@ -452,7 +452,7 @@ describe("bin/jsoncontract", function()
             { "--parallel 100000", "option --parallel must be from 1 to 256" },
             { "--max-attempts 0", "option --max-attempts must be at least 1" },
             { "--token-budget 0", "option --token-budget must be at least 1" },
-            { "--contract /nonexistent.lua", "cannot load job /nonexistent.lua" },
+            { "--job /nonexistent.lua", "cannot load job /nonexistent.lua" },
             { "--provider foo", "unknown provider foo" },
             { "--model ''", "option --model needs a name" },
             { "--base-url ftp://x", "option --base-url needs an http(s) URL" },
@@ -560,7 +560,7 @@ describe("bin/jsoncontract", function()
 
         it("check reads the reply from stdin when it is - or not given", function()
             local reply = temp('{"intent":"delivery","order_id":null,"urgent":true,"summary":"x."}')
-            for _, args in ipairs { "check - < ", "check < ", "check --contract=examples/support_ticket.lua - < " } do
+            for _, args in ipairs { "check - < ", "check < ", "check --job=examples/support_ticket.lua - < " } do
                 local out, code = jcli(args .. reply)
                 assert.equal(0, code, args .. out)
                 assert.equal("accepted", verdict_of(out).verdict)
@@ -591,7 +591,7 @@ describe("bin/jsoncontract", function()
             local schema = temp('{"type":"object"}')
             os.rename(schema, schema .. ".json")
             tmp[#tmp + 1] = schema .. ".json"
-            local out, code = jcli("check --contract " .. schema .. ".json " .. schema .. ".json")
+            local out, code = jcli("check --job " .. schema .. ".json " .. schema .. ".json")
             assert.equal(2, code, out)
             assert.truthy(out:find("a job module is a Lua file returning {contract = ...}", 1, true), out)
         end)
@@ -605,7 +605,7 @@ describe("bin/jsoncontract", function()
         end)
 
         it("check, diff and replay say when a file is a folder", function()
-            for _, args in ipairs { "check --contract examples/support_ticket.lua /", "diff / /" } do
+            for _, args in ipairs { "check --job examples/support_ticket.lua /", "diff / /" } do
                 local out, code = jcli(args)
                 assert.equal(2, code, args)
                 assert.truthy(out:find("Is a directory", 1, true), out)

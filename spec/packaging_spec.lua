@@ -146,7 +146,7 @@ describe("the rock", function()
         assert.truthy(out:find("2 messages: ", 1, true), out)
         -- the examples are the rock's data, beside its bin/
         local examples = script:match("^(.*)/bin/jsoncontract$") .. "/examples"
-        out, code = sh(run .. "check --contract=" .. q(examples .. "/blog_category.lua") .. " < /dev/null")
+        out, code = sh(run .. "check --job=" .. q(examples .. "/blog_category.lua") .. " < /dev/null")
         assert.equal(1, code, out)
         -- and without `luarocks path`: the script finds its tree's modules itself
         local v_ = (version:gsub("%.", "_"))

@@ -70,7 +70,7 @@ describe("bin/jsoncontract triage with rules that misbehave", function()
         f:write(CONTRACT)
         f:close()
         out, code = util.sh(("env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY %s bin/jsoncontract triage " ..
-            "--input examples/mailbox.jsonl --out %s/out --contract %s/contract.lua --seed 1 --delay-ms 0 " ..
+            "--input examples/mailbox.jsonl --out %s/out --job %s/contract.lua --seed 1 --delay-ms 0 " ..
             "--fail-after 10 2>&1")
             :format(LUA, dir, dir))
         by_ticket, by_review = {}, {}
@@ -143,7 +143,7 @@ describe("bin/jsoncontract triage with a value no line can hold", function()
         f:close()
         local out, code = util.sh(("env -u ANTHROPIC_API_KEY OPENAI_API_KEY=sk-test-0000 " ..
             "OPENAI_BASE_URL=http://127.0.0.1:%d/f/deep1/deep+ok OPENAI_MODEL=m %s bin/jsoncontract triage " ..
-            "--input examples/mailbox.jsonl --out %s/out --contract %s/any.lua --parallel 1")
+            "--input examples/mailbox.jsonl --out %s/out --job %s/any.lua --parallel 1")
             :format(port, LUA, dir, dir))
         assert.equal(0, code, out)
         local review = read_lines(dir .. "/out/review.jsonl")
@@ -181,7 +181,7 @@ return M
         f:close()
         -- (sh's pid is the triage's: exec)
         os.execute(("(sh -c 'echo $$ > %s/pid; exec env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY %s bin/jsoncontract "
-            .. "triage --input examples/mailbox.jsonl --out %s/out --contract %s/stuck.lua --seed 1 --delay-ms 0 "
+            .. "triage --input examples/mailbox.jsonl --out %s/out --job %s/stuck.lua --seed 1 --delay-ms 0 "
             .. "--parallel 1 --grace 1' > %s/log 2>&1; echo $? > %s/rc) &"):format(dir, LUA, dir, dir, dir, dir))
         local function exists(p)
             local h = io.open(p, "rb")

@@ -37,13 +37,12 @@ return {
         parser:argument("reply", "File holding the reply's content string (- or none: stdin)."):args("?")
         parser:option("--job", "Job module: a Lua file returning {contract =, context =, ...} "
             .. "(default: examples/support_ticket.lua).")
-        parser:option("--contract", "Older name of --job.")
         parser:option("--adapter", "Allow one adapter."):choices(adapters.names)
         parser:option("--context", "Folder the contract's rules read the run's data from (its module's "
             .. "replay_context; support_ticket: a triage output folder, with orders.sqlite).")
     end,
     run = function(args, env)
-        local file = args.job or args.contract or (env.root .. "/examples/support_ticket.lua")
+        local file = args.job or (env.root .. "/examples/support_ticket.lua")
         local def, err = definition.load(file)
         if not def then return util.fail(env, err) end
         local mod = def.module

@@ -13,9 +13,6 @@ return {
         commands.configure_job(parser, util)
     end,
     run = function(args, env)
-        if args.job and args.contract then
-            return util.fail(env, "give --job MODULE (or its older name --contract), not both")
-        end
         return commands.enqueue(commands.options(args), env)
     end,
 }

@@ -55,7 +55,6 @@ function _M.configure_job(parser, util, help)
     help = help or {}
     parser:option("--input", help.input or "JSONL input, one record per line; - for stdin.")
     parser:option("--job", help.job or "Job module: a Lua file returning {contract =, item =, context =}.")
-    parser:option("--contract", "Older name of --job.")
     parser:option("--provider", "Provider: " .. concat(require("jsoncontract.providers").names, ", ")
         .. " (default: from the API key set, else the stand-in speaking openai).")
         :convert(util.provider_name)
@@ -143,11 +142,11 @@ local function file_exists(path)
 end
 
 
--- The job module a command names (`--job`, or its older name `--contract`), loaded and checked;
+-- The job module a command names (`--job`), loaded and checked;
 -- `o.job_def` when a caller (the Lua API, a command that checked it already) loaded it.
 local function load_job(o, path)
     if o.job_def and not path then return o.job_def end
-    path = path or o.job or o.contract
+    path = path or o.job
     if not path then
         return nil, "say which job: --job MODULE (a Lua file returning {contract =, item =, context =})"
     end
@@ -537,12 +536,12 @@ end
 -- Everything a worker needs to ask, from a job row (plus this host's environment).
 local function job_context(job, env, o)
     local jo = core.decode(job.options_json or "{}") or {}
-    -- --retry-review may bring a fixed contract (--contract FILE): that is what a new pass is for.
+    -- --retry-review may bring a fixed job module (--job FILE): that is what a new pass is for.
     local new_pass = o["retry-review"] == true
-    -- Without --retry-review, --contract may name the job's own contract elsewhere (checked just
+    -- Without --retry-review, --job may name the job's own module elsewhere (checked just
     -- below): the way on for a job that stored a relative path.
     -- (`contract`: where jobs made before job modules kept the path; those modules are job modules now)
-    local given = o.job or o.contract
+    local given = o.job
     local contract_path = _M.absolute(given) or stored_path(jo.job or jo.contract, env)
     local mod, err
     if o.job_def and not given then
@@ -566,13 +565,16 @@ local function job_context(job, env, o)
             tostring(ident.schema_hash):sub(1, 12), tostring(job.contract_name), tostring(job.contract_version),
             tostring(job.schema_hash):sub(1, 12))
     end
-    if changed or (contract_path and not jo.job) then jo.job, jo.contract = contract_path, nil end
+    -- (a new pass runs the module it was given, and the job records it even when the contract
+    -- kept its name and version: a fixed context or item mapping is a fix too)
+    local module_changed = new_pass and given and jo.job ~= contract_path
+    if changed or module_changed or (contract_path and not jo.job) then jo.job, jo.contract = contract_path, nil end
     -- --latency on resume replaces the job's: it sets how long the stand-in takes, never what it
     -- answers, and it is the way out for a job stored (before this check existed) with a value
     -- the stand-in refuses.
-    local options_changed = false
+    local options_changed = module_changed and not changed
     if o.latency ~= nil then -- (checked with the other options: check_options)
-        options_changed = jo.latency ~= o.latency
+        options_changed = options_changed or jo.latency ~= o.latency
         jo.latency = o.latency
     elseif jo.standin == true and jo.latency ~= nil and not _M.check_latency(jo.latency) then
         return nil, format("job %s was stored with --latency %q, which the stand-in does not take; continue it "
@@ -598,7 +600,7 @@ local function job_context(job, env, o)
         end
     end
     return { mod = mod, contract = mod.contract, p = p, jo = jo, changed = changed and ident or nil,
-        options_changed = options_changed }
+        options_changed = options_changed, module_changed = module_changed and not changed }
 end
 
 
@@ -897,6 +899,9 @@ resume_job = function(o, env)
     if st.engine == "sqlite" then st:release(job.id, nil) end
     if o["retry-review"] then
         local why = "review items sent again (--retry-review)"
+        if c.module_changed then
+            why = format("review items sent again with job module %s (--retry-review)", tostring(c.jo.job))
+        end
         if c.changed then
             why = format("review items sent again with contract %s %s (--retry-review)", c.changed.name,
                 tostring(c.changed.version))

@@ -33,9 +33,6 @@ end
 function _M.start(args, env, command)
     -- --parallel, --max-attempts, --lease-seconds: checked by commands.run (runner.OPTIONS)
     if args.token_budget == 0 then return util.fail(env, "option --token-budget must be at least 1") end
-    if args.job and args.contract then
-        return util.fail(env, "give --job MODULE (or its older name --contract), not both")
-    end
     local o = commands.options(args)
     o.command = command
     if not args.resume then

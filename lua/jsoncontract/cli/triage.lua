@@ -30,7 +30,7 @@ return {
     end,
     run = function(args, env)
         if not args.resume then
-            if not (args.job or args.contract) then args.job = env.root .. "/examples/support_ticket.lua" end
+            if not args.job then args.job = env.root .. "/examples/support_ticket.lua" end
             args.input = args.input or default_input(env.root)
         end
         return run.start(args, env, "triage")
