@@ -314,6 +314,18 @@ function _M.read_mailbox(path, limit, job)
     return items, core.sha256(concat(all, "\n"))
 end
 
+-- The input's items and digest for a new job, or nil and the exit status of a refusal (a usage
+-- error: nothing is created for an input that cannot be read or holds no records).
+local function input_items(o, input, mod)
+    local items, digest = _M.read_mailbox(input, o.limit, mod)
+    if not items then return nil, die("cannot read the input: " .. tostring(digest)) end
+    if #items == 0 and o.limit ~= 0 then
+        return nil, die("the input " .. (input == "-" and "on stdin" or input) .. " holds no records (nothing "
+            .. "but blank lines): there is nothing to run")
+    end
+    return items, digest
+end
+
 local function is_empty_dir(dir)
     local p = io.popen("ls -A " .. shell_quote(dir) .. " 2>/dev/null")
     local listing = p:read("*a")
@@ -788,12 +800,8 @@ function _M.run(o, env)
     local p, perr = o.chosen_provider, nil
     if not p then p, perr = choose_provider(o) end
     if not p then return die(perr) end
-    local items, digest = _M.read_mailbox(input, o.limit, mod)
-    if not items then return die("cannot read the input: " .. tostring(digest)) end
-    if #items == 0 and o.limit ~= 0 then
-        return die("the input " .. (input == "-" and "on stdin" or input) .. " holds no records (nothing but "
-            .. "blank lines): there is nothing to run")
-    end
+    local items, digest = input_items(o, input, mod)
+    if not items then return digest end
     local jo
     jo, err = job_options(o, p, mod.path)
     if not jo then return die(err) end
@@ -970,12 +978,8 @@ function _M.enqueue(o, env)
     if not input then return die("say which input: --input FILE.jsonl (one record per line; - for stdin)") end
     local p, perr = choose_provider(o)
     if not p then return die(perr) end
-    local items, digest = _M.read_mailbox(input, o.limit, mod)
-    if not items then return die("cannot read the input: " .. tostring(digest)) end
-    if #items == 0 and o.limit ~= 0 then
-        return die("the input " .. (input == "-" and "on stdin" or input) .. " holds no records (nothing but "
-            .. "blank lines): there is nothing to run")
-    end
+    local items, digest = input_items(o, input, mod)
+    if not items then return digest end
     local jo
     jo, err = job_options(o, p, mod.path)
     if not jo then return die(err) end

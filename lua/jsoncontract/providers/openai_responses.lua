@@ -6,23 +6,21 @@ local C = require "jsoncontract.providers.envelope"
 local streaming = require "jsoncontract.providers.streaming"
 local openai = require "jsoncontract.providers.openai"
 
-local type, ipairs = type, ipairs
+local type, ipairs, pairs = type, ipairs, pairs
 local concat = table.concat
 local format = string.format
 
 local _M = { _VERSION = core._VERSION, name = "openai_responses" }
 
---- Default base URL (a base may end with or without "/v1").
-_M.DEFAULT_BASE_URL = "https://api.openai.com"
+--- Default base URL (OpenAI's; a base may end with or without "/v1").
+_M.DEFAULT_BASE_URL = openai.DEFAULT_BASE_URL
 
 --- Facts about the service (see `jsoncontract.providers.openai.FACTS`): OpenAI's, the same key,
 -- host and limits; never chosen by its key alone (the key chooses `openai`), only by name.
-_M.FACTS = {
-    key_env = "OPENAI_API_KEY", base_url_env = "OPENAI_BASE_URL", model_env = "OPENAI_MODEL",
-    default_model = "gpt-4o-mini", base_url = _M.DEFAULT_BASE_URL,
-    rate_limit = { rpm = 500, tpm = 200000, source = "OpenAI usage tier 1, gpt-4o-mini "
-        .. "(platform.openai.com/docs/guides/rate-limits)" },
-}
+_M.FACTS = {}
+for k, v in pairs(openai.FACTS) do
+    if k ~= "detect" and k ~= "standin" then _M.FACTS[k] = v end
+end
 
 local MODES = { native = true, json = true, prompt = true }
 
