@@ -113,6 +113,17 @@ local function bare(e)
     return m
 end
 
+-- A list of errors, each at its instance location ("/" for the root), with `w` the page writer.
+local function error_list(w, errs)
+    if type(errs) ~= "table" or #errs == 0 then return end
+    w('<ul class="errs">')
+    for _, e in ipairs(errs) do
+        w(format("<li><code>%s</code> %s</li>", esc((e.pointer == "" or e.pointer == nil) and "/" or e.pointer),
+            esc(bare(e))))
+    end
+    w("</ul>")
+end
+
 local function keys_help(list)
     local out = {}
     for i, k in ipairs(list) do out[i] = "<kbd>" .. esc(k[1]) .. "</kbd> " .. esc(k[2]) end
@@ -225,13 +236,7 @@ local function render_attempt(rec, i)
         if type(rec.note) == "string" and rec.note ~= "" then
             w('<div class="meta">note: ' .. esc(rec.note) .. "</div>")
         end
-        if type(rec.errors) == "table" and #rec.errors > 0 then
-            w('<ul class="errs">')
-            for _, e in ipairs(rec.errors) do
-                w(format("<li><code>%s</code> %s</li>", esc(e.pointer == "" and "/" or e.pointer), esc(bare(e))))
-            end
-            w("</ul>")
-        end
+        error_list(w, rec.errors)
         w("</div>")
         return concat(b)
     end
@@ -275,14 +280,7 @@ local function render_attempt(rec, i)
     if failed and type(rec.error_message) == "string" and not (type(errs) == "table" and #errs > 0) then
         w('<ul class="errs"><li>' .. esc(rec.error_message) .. "</li></ul>")
     end
-    if type(errs) == "table" and #errs > 0 then
-        w('<ul class="errs">')
-        for _, e in ipairs(errs) do
-            w(format("<li><code>%s</code> %s</li>", esc((e.pointer == "" or e.pointer == nil) and "/" or e.pointer),
-                esc(bare(e))))
-        end
-        w("</ul>")
-    end
+    error_list(w, errs)
     w("</div>")
     return concat(b)
 end
