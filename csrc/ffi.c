@@ -154,6 +154,21 @@ static int jc_ffi_job_run(jc_ffi_ctx *c, jc_ffi_job *j, char *errbuf,
   return j->r != 0;
 }
 
+/* The strict parse of text[0..len) into the context's own tape and, with
+** 'v', the validator's quiet verdict on it. Returns as jc_ffi_job_run. */
+static int jc_ffi_run_text(jc_ffi_ctx *c, jc_validator *v, const char *text,
+                           size_t len, size_t max_depth, size_t max_bytes,
+                           char *errbuf, size_t errlen) {
+  jc_ffi_job j;
+  memset(&j, 0, sizeof j);
+  j.v = v;
+  j.text = text;
+  j.len = len;
+  j.max_depth = max_depth;
+  j.max_bytes = max_bytes;
+  return jc_ffi_job_run(c, &j, errbuf, errlen);
+}
+
 /*
 ** Parse text[0..len) (text[len] must be '\0', as in a Lua string) as
 ** core.decode does with max_depth and max_bytes. Returns 0 with
@@ -165,15 +180,8 @@ static int jc_ffi_job_run(jc_ffi_ctx *c, jc_ffi_job *j, char *errbuf,
 int jc_ffi_parse(jc_ffi_ctx *c, const char *text, size_t len,
                  size_t max_depth, size_t max_bytes, const jc_tv **entries,
                  size_t *n, char *errbuf, size_t errlen) {
-  jc_ffi_job j;
-  int r;
-  j.v = NULL;
-  j.given = NULL;
-  j.text = text;
-  j.len = len;
-  j.max_depth = max_depth;
-  j.max_bytes = max_bytes;
-  r = jc_ffi_job_run(c, &j, errbuf, errlen);
+  int r = jc_ffi_run_text(c, NULL, text, len, max_depth, max_bytes, errbuf,
+                          errlen);
   if (r != 0) return r;
   *entries = c->t->v;
   *n = c->t->n;
@@ -196,17 +204,10 @@ int jc_ffi_check(jc_ffi_ctx *c, void *validator, const char *text,
                  const jc_tv **entries, size_t *n, size_t *b, size_t *e,
                  char *errbuf, size_t errlen) {
   jc_validator *v = (jc_validator *)validator;
-  jc_ffi_job j;
   size_t lo = 0, hi = len;
   int r;
   if (v == NULL || v->root == NULL || v->closing) return 1;
-  j.v = v;
-  j.given = NULL;
-  j.text = text;
-  j.len = len;
-  j.max_depth = max_depth;
-  j.max_bytes = max_bytes;
-  r = jc_ffi_job_run(c, &j, errbuf, errlen);
+  r = jc_ffi_run_text(c, v, text, len, max_depth, max_bytes, errbuf, errlen);
   if (r != 0) return r;
   while (lo < hi && (text[lo] == ' ' || text[lo] == '\t' || text[lo] == '\n'
                      || text[lo] == '\r'))
