@@ -142,42 +142,77 @@ local function contract_file(o, job, root)
     return file
 end
 
--- The module search paths nginx's LuaJIT needs: this checkout's lua/ (or wherever
--- jsoncontract's Lua files were found) and the LuaJIT build of the core.
-local function lua_paths(root, o)
-    -- package.searchpath is 5.2+ (and LuaJIT); without it, the checkout's lua/.
-    local searchpath = rawget(package, "searchpath")
-    local desk = searchpath and searchpath("jsoncontract.review.desk", package.path)
-    local luadir = desk and desk:match("^(.*)/jsoncontract/review/desk%.lua$") or (root .. "/lua")
-    if luadir:sub(1, 1) ~= "/" then luadir = os.getenv("PWD") .. "/" .. luadir end
-    local cpath = o.cpath or os.getenv("JC_NGINX_CPATH")
-    if not cpath then
-        local abs = root:sub(1, 1) == "/" and root or (os.getenv("PWD") .. "/" .. root)
-        if exists(abs .. "/build/luajit/jsoncontract/core.so") then cpath = abs .. "/build/luajit/?.so" end
-    end
-    return luadir .. "/?.lua;" .. luadir .. "/?/init.lua;;", (cpath and (cpath .. ";") or "") .. ";"
-end
-
 local function abs(path)
     if path:sub(1, 1) == "/" then return path end
     return os.getenv("PWD") .. "/" .. path
 end
 
---- Why nginx's LuaJIT would not find the core, or nil. A source checkout (it has `csrc/`) needs
--- its LuaJIT build (`make LUA=luajit`; `make` alone builds Lua 5.4's); without the check, nginx
--- fails at start with a "module 'jsoncontract.core' not found" traceback. An installed tree is
--- left to LuaJIT's default paths.
+-- package.searchpath (5.2+, LuaJIT), written out for PUC Lua 5.1.
+local function search(name, path)
+    local searchpath = rawget(package, "searchpath")
+    if searchpath then return (searchpath(name, path)) end
+    local file = name:gsub("%.", "/")
+    for template in path:gmatch("[^;]+") do
+        local candidate = template:gsub("%?", file)
+        if exists(candidate) then return candidate end
+    end
+    return nil
+end
+
+-- Where jsoncontract's Lua files were found: this checkout's lua/, or an installed tree's.
+local function lua_dir(root)
+    local desk = search("jsoncontract.review.desk", package.path)
+    local dir = desk and desk:match("^(.*)/jsoncontract/review/desk%.lua$") or (root .. "/lua")
+    return abs(dir)
+end
+
+-- The `package.cpath` entry under which nginx's LuaJIT finds a core built for it (Lua 5.1's
+-- ABI), or nil and what to do. In order: --cpath or JC_NGINX_CPATH; a checkout's LuaJIT build;
+-- the core this process loaded, when it runs on LuaJIT or Lua 5.1; an installed tree's
+-- lib/lua/5.1 (the rock installed for LuaJIT too); LuaJIT's default folders.
+local function core_cpath(root, o)
+    local given = o.cpath or os.getenv("JC_NGINX_CPATH")
+    if given then return given end
+    local dir = abs(root):gsub("/%.$", "")
+    if exists(dir .. "/csrc/core.c") then
+        if exists(dir .. "/build/luajit/jsoncontract/core.so") then return dir .. "/build/luajit/?.so" end
+        return nil, "the desk runs in nginx's LuaJIT, which needs the LuaJIT build of the core: run `make LUA=luajit` "
+            .. "in " .. dir .. " (or set JC_NGINX_CPATH to where a LuaJIT core.so is)"
+    end
+    if rawget(_G, "jit") or _VERSION == "Lua 5.1" then
+        local loaded = search("jsoncontract.core", package.cpath)
+        if loaded then return (abs(loaded):gsub("jsoncontract/core%.so$", "?.so")) end
+    end
+    local looked, candidates = {}, { "/usr/local/lib/lua/5.1", "/usr/lib/x86_64-linux-gnu/lua/5.1", "/usr/lib/lua/5.1" }
+    local tree = lua_dir(root):match("^(.*)/share/lua/[^/]+$")
+    if tree then table.insert(candidates, 1, tree .. "/lib/lua/5.1") end
+    for _, lib in ipairs(candidates) do
+        if exists(lib .. "/jsoncontract/core.so") then return lib .. "/?.so" end
+        looked[#looked + 1] = lib
+    end
+    return nil, "the desk runs in nginx's LuaJIT, which needs a build of the core for LuaJIT (Lua 5.1's ABI), "
+        .. "and there is none in " .. concat(looked, ", ") .. ": install the rock for LuaJIT too (README.md, "
+        .. "Install: LuaJIT), into the same tree, or set JC_NGINX_CPATH to the ?.so pattern of a LuaJIT core.so "
+        .. "(e.g. /usr/local/lib/lua/5.1/?.so)"
+end
+
+-- The module search paths nginx's LuaJIT needs: jsoncontract's Lua files where they were found,
+-- and the core built for LuaJIT (`core_cpath`).
+local function lua_paths(root, o)
+    local luadir = lua_dir(root)
+    local cpath = core_cpath(root, o)
+    return luadir .. "/?.lua;" .. luadir .. "/?/init.lua;;", (cpath and (cpath .. ";") or "") .. ";"
+end
+
+--- Why nginx's LuaJIT would not find the core, or nil (see `core_cpath`): without the check,
+-- nginx fails at start with a "module 'jsoncontract.core' not found" traceback.
 -- @tparam string root the repository or install root
 -- @tparam table o `cpath` (as for `prepare`)
 -- @treturn string|nil
 function _M.missing_core(root, o)
-    if o.cpath or os.getenv("JC_NGINX_CPATH") then return nil end
-    local dir = abs(root):gsub("/%.$", "")
-    if exists(dir .. "/csrc/core.c") and not exists(dir .. "/build/luajit/jsoncontract/core.so") then
-        return "the desk runs in nginx's LuaJIT, which needs the LuaJIT build of the core: run `make LUA=luajit` in "
-            .. dir .. " (or set JC_NGINX_CPATH to where a LuaJIT core.so is)"
-    end
-    return nil
+    local cpath, why = core_cpath(root, o)
+    if cpath then return nil end
+    return why
 end
 
 --- Why nginx with the Lua module cannot run here, or nil.
@@ -366,7 +401,10 @@ function _M.run(o, env)
     local catching = core.signal_catch and core.signal_catch(true)
     -- nginx stays in the foreground of its own shell line (daemon off); its errors go to our
     -- stderr; its pid file says whom to stop.
-    os.execute(format("nginx -p %s -c %s -e stderr </dev/null &", q(d.prefix), q(d.conf_path)))
+    -- (LUA_PATH/LUA_CPATH name this interpreter's modules, e.g. Lua 5.4's after `luarocks path`;
+    -- nginx's LuaJIT would read them for the ";;" of its own paths and load 5.4 drivers)
+    os.execute(format("env -u LUA_PATH -u LUA_CPATH nginx -p %s -c %s -e stderr </dev/null &", q(d.prefix),
+        q(d.conf_path)))
     local pid
     for _ = 1, 100 do
         local text = io.open(d.prefix .. "/nginx.pid", "rb")
