@@ -748,6 +748,21 @@ end
 local resume_job -- (defined after `resume`, which calls it)
 
 -- The rest of `triage` for a new job, once its folder is ours and its store open.
+-- What a new job needs before anything is created: its input's items, the provider and the
+-- job's options; nil and the exit status of a refusal (a usage error) otherwise.
+local function new_job_parts(o, mod)
+    local input = o.input
+    if not input then return nil, die("say which input: --input FILE.jsonl (one record per line; - for stdin)") end
+    local p, perr = o.chosen_provider, nil
+    if not p then p, perr = choose_provider(o) end
+    if not p then return nil, die(perr) end
+    local items, digest = input_items(o, input, mod)
+    if not items then return nil, digest end
+    local jo, err = job_options(o, p, mod.path)
+    if not jo then return nil, die(err) end
+    return { input = input, p = p, items = items, digest = digest, jo = jo }
+end
+
 local function new_job(st, o, env, n)
     local mod, p, jo, items, digest, input, out = n.mod, n.p, n.jo, n.items, n.digest, n.input, n.out
     local err
@@ -795,16 +810,8 @@ function _M.run(o, env)
     local mod
     mod, err = load_job(o)
     if not mod then return die(err) end
-    local input = o.input
-    if not input then return die("say which input: --input FILE.jsonl (one record per line; - for stdin)") end
-    local p, perr = o.chosen_provider, nil
-    if not p then p, perr = choose_provider(o) end
-    if not p then return die(perr) end
-    local items, digest = input_items(o, input, mod)
-    if not items then return digest end
-    local jo
-    jo, err = job_options(o, p, mod.path)
-    if not jo then return die(err) end
+    local n, refused = new_job_parts(o, mod)
+    if not n then return refused end
 
     -- Everything is checked; only now is anything created.
     local out = o.out or default_out_dir(o.command)
@@ -827,8 +834,8 @@ function _M.run(o, env)
         if not existed then os.remove(out) end -- the empty folder we made: nothing is left behind
         return fail(err.message)
     end
-    local code = new_job(st, o, env, { mod = mod, p = p, jo = jo, items = items, digest = digest, input = input,
-        out = out })
+    n.mod, n.out = mod, out
+    local code = new_job(st, o, env, n)
     lock.release()
     return code
 end
@@ -974,15 +981,9 @@ function _M.enqueue(o, env)
     if not okn then return die(nerr) end
     local mod, err = load_job(o)
     if not mod then return die(err) end
-    local input = o.input
-    if not input then return die("say which input: --input FILE.jsonl (one record per line; - for stdin)") end
-    local p, perr = choose_provider(o)
-    if not p then return die(perr) end
-    local items, digest = input_items(o, input, mod)
-    if not items then return digest end
-    local jo
-    jo, err = job_options(o, p, mod.path)
-    if not jo then return die(err) end
+    local n, code = new_job_parts(o, mod)
+    if not n then return code end
+    local input, p, items, digest, jo = n.input, n.p, n.items, n.digest, n.jo
     local st, usage
     st, err, usage = open_named(o, true)
     if not st then return (usage and die or fail)(err) end
