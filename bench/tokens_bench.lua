@@ -21,10 +21,6 @@ local shared = os.getenv("JC_SHARED") or "../shared"
 local corpus = shared .. "/corpora/support-emails/emails.jsonl"
 local f = io.open(corpus, "rb")
 if not f then
-    corpus = "/work/shared/corpora/support-emails/emails.jsonl"
-    f = io.open(corpus, "rb")
-end
-if not f then
     print("skipped: no support-mail corpus (set JC_SHARED)")
     return
 end

@@ -68,6 +68,8 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L);
 **   monotonic   monotonic() -> seconds on the monotonic clock (jc_monotonic)
 **   MAX_DEPTH   the largest 'max_depth' the parser accepts (levels, 3000):
 **               no value read from text nests deeper
+**   DEFAULT_MAX_DEPTH  the 'max_depth' decode uses when none is given
+**               (levels, 1000): what a reader of our output takes
 ** and the functions of each area file.
 */
 /* __newindex of the array marker's own metatable: the marker is shared by
@@ -107,6 +109,8 @@ LUALIB_API JC_EXPORT int luaopen_jsoncontract_core(lua_State *L) {
   lua_setfield(L, -2, "monotonic");
   lua_pushinteger(L, JC_MAX_DEPTH_LIMIT);
   lua_setfield(L, -2, "MAX_DEPTH");
+  lua_pushinteger(L, JC_MAX_DEPTH);
+  lua_setfield(L, -2, "DEFAULT_MAX_DEPTH");
 
   jc_parse_open(L);
   jc_encode_open(L);

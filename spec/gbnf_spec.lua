@@ -6,6 +6,7 @@
 local core = require "jsoncontract.core"
 local gbnf = require "jsoncontract.providers.gbnf"
 local G = require "spec.support.gbnf"
+local util = require "support.util"
 
 -- JC_GBNF_SEED=N: other draws (the specs use 0; a longer hunt tries more)
 local EXTRA_SEED = tonumber(os.getenv("JC_GBNF_SEED") or "") or 0
@@ -317,15 +318,9 @@ describe("gbnf: the example contracts", function()
 end)
 
 describe("gbnf: JSONSchemaBench schemas", function()
-    local root
-    for _, dir in ipairs { "../shared/corpora/jsonschemabench/", "/work/shared/corpora/jsonschemabench/" } do
-        local f = io.open(dir .. "index.json", "rb")
-        if f then
-            f:close()
-            root = dir
-            break
-        end
-    end
+    local root = util.shared("corpora/jsonschemabench/")
+    local f = io.open(root .. "index.json", "rb")
+    if f then f:close() else root = nil end
     if not root then
         pending("skipped: the JSONSchemaBench corpus is not here")
         return

@@ -351,6 +351,34 @@ describe("rate limits", function()
     end)
 end)
 
+-- A job folder with a job module whose one rule is `rule_src` (Lua source of a function, with
+-- `calls` counting its calls) and `n` input records; the folder is removed after the test.
+local function rule_job(rule_src, n)
+    local dir = util.fresh_path()
+    finally(function() os.execute("rm -rf " .. q(dir)) end)
+    os.execute("mkdir -p " .. q(dir))
+    local f = assert(io.open(dir .. "/job.lua", "w"))
+    local text = ([[
+local jc = require "jsoncontract"
+local calls = 0
+return {
+    contract = jc.contract {
+        name = "own_mood", version = "1.0.0", instructions = "Say the mood of the note.",
+        schema = { type = "object", additionalProperties = false, required = { "mood" },
+            properties = { mood = { type = "string", enum = { "glad", "sad" } } } },
+        rules = { { name = "known", check = RULE } },
+    },
+    context = false,
+}
+]]):gsub("RULE", function() return rule_src end)
+    f:write(text)
+    f:close()
+    f = assert(io.open(dir .. "/in.jsonl", "w"))
+    for i = 1, n do f:write(('{"id":"n%d","text":"note %d"}\n'):format(i, i)) end
+    f:close()
+    return dir
+end
+
 describe("rules that cannot run", function()
     it("trip the breaker after N such items, in a row or not, and a verdict of a rule does not count", function()
         local b = breaker.new { limit = 3 }
@@ -372,26 +400,7 @@ describe("rules that cannot run", function()
     end)
 
     it("stop run --job with exit 1 and nothing in review when a rule raises on every item", function()
-        local dir = util.fresh_path()
-        finally(function() os.execute("rm -rf " .. q(dir)) end)
-        os.execute("mkdir -p " .. q(dir))
-        local f = assert(io.open(dir .. "/job.lua", "w"))
-        f:write([[
-local jc = require "jsoncontract"
-return {
-    contract = jc.contract {
-        name = "own_mood", version = "1.0.0", instructions = "Say the mood of the note.",
-        schema = { type = "object", additionalProperties = false, required = { "mood" },
-            properties = { mood = { type = "string", enum = { "glad", "sad" } } } },
-        rules = { { name = "known", check = function(v) return v.missing.field == 1 end } },
-    },
-    context = false,
-}
-]])
-        f:close()
-        f = assert(io.open(dir .. "/in.jsonl", "w"))
-        for i = 1, 12 do f:write(('{"id":"n%d","text":"note %d"}\n'):format(i, i)) end
-        f:close()
+        local dir = rule_job("function(v) return v.missing.field == 1 end", 12)
         local out, code = cli(("run --job %s --input %s --out %s --delay-ms 0 --fail-after 3"):format(
             q(dir .. "/job.lua"), q(dir .. "/in.jsonl"), q(dir .. "/out")))
         assert.equal(1, code, out)
@@ -406,31 +415,11 @@ end)
 
 describe("a rule that cannot run on a few items", function()
     it("lets the run settle the rest, keeps those items waiting and out of review, and exits 1", function()
-        local dir = util.fresh_path()
-        finally(function() os.execute("rm -rf " .. q(dir)) end)
-        os.execute("mkdir -p " .. q(dir))
-        local f = assert(io.open(dir .. "/job.lua", "w"))
-        f:write([[
-local jc = require "jsoncontract"
-local calls = 0
-return {
-    contract = jc.contract {
-        name = "own_note", version = "1.0.0", instructions = "Say the mood of the note.",
-        schema = { type = "object", additionalProperties = false, required = { "mood" },
-            properties = { mood = { type = "string", enum = { "glad", "sad" } } } },
-        rules = { { name = "known", check = function()
+        local dir = rule_job([[function()
             calls = calls + 1
             if calls == 3 or calls == 7 then error("no ledger row for call " .. calls) end
             return true
-        end } },
-    },
-    context = false,
-}
-]])
-        f:close()
-        f = assert(io.open(dir .. "/in.jsonl", "w"))
-        for i = 1, 10 do f:write(('{"id":"n%d","text":"note %d"}\n'):format(i, i)) end
-        f:close()
+        end]], 10)
         local out, code = cli(("run --job %s --input %s --out %s --delay-ms 0 --parallel 2"):format(
             q(dir .. "/job.lua"), q(dir .. "/in.jsonl"), q(dir .. "/out")))
         assert.equal(1, code, out)

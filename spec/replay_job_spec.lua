@@ -24,19 +24,31 @@ return {
 }
 ]]
 
+-- A fresh temporary folder (the caller removes it).
+local function new_folder()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. q(dir))
+    return dir
+end
+
+-- Write `text` to `dir/name`; returns the path.
+local function write(dir, name, text)
+    local f = assert(io.open(dir .. "/" .. name, "w"))
+    f:write(text)
+    f:close()
+    return dir .. "/" .. name
+end
+
 describe("replay of a job run with its own job module", function()
     local tmp
 
     lazy_setup(function()
-        tmp = os.tmpname()
-        os.remove(tmp)
-        os.execute("mkdir -p " .. q(tmp))
-        local f = assert(io.open(tmp .. "/own_job.lua", "w"))
-        f:write(MODULE)
-        f:close()
-        f = assert(io.open(tmp .. "/notes.jsonl", "w"))
-        for i = 1, 4 do f:write(('{"key":"n%d","note":"note number %d"}\n'):format(i, i)) end
-        f:close()
+        tmp = new_folder()
+        write(tmp, "own_job.lua", MODULE)
+        local lines = {}
+        for i = 1, 4 do lines[i] = ('{"key":"n%d","note":"note number %d"}\n'):format(i, i) end
+        write(tmp, "notes.jsonl", table.concat(lines))
     end)
     lazy_teardown(function() os.execute("rm -rf " .. q(tmp)) end)
 
@@ -61,10 +73,9 @@ describe("replay of a job run with its own job module", function()
     end)
 
     it("check --context on a module that opens its own context says to leave --context out", function()
-        local f = assert(io.open(tmp .. "/ctx_job.lua", "w"))
-        f:write((MODULE:gsub("context = false", "context = function() return { ledger = {} } end")))
-        f:close()
-        local o, code = util.sh(jc(("check --job %s --context %s %s 2>&1"):format(q(tmp .. "/ctx_job.lua"), q(tmp),
+        local module = write(tmp, "ctx_job.lua",
+            (MODULE:gsub("context = false", "context = function() return { ledger = {} } end")))
+        local o, code = util.sh(jc(("check --job %s --context %s %s 2>&1"):format(q(module), q(tmp),
             q(tmp .. "/notes.jsonl"))))
         assert.equal(2, code, o)
         assert.truthy(o:find("opens its context itself (its `context`), and has no replay_context", 1, true), o)
@@ -74,23 +85,12 @@ end)
 describe("inputs a job cannot take", function()
     local tmp
 
-    lazy_setup(function()
-        tmp = os.tmpname()
-        os.remove(tmp)
-        os.execute("mkdir -p " .. q(tmp))
-    end)
+    lazy_setup(function() tmp = new_folder() end)
     lazy_teardown(function() os.execute("rm -rf " .. q(tmp)) end)
-
-    local function write(name, text)
-        local f = assert(io.open(tmp .. "/" .. name, "w"))
-        f:write(text)
-        f:close()
-        return tmp .. "/" .. name
-    end
 
     it("an empty input (or blank lines only) is refused, and nothing is created", function()
         for _, text in ipairs { "", "\n  \n\n" } do
-            local input = write("empty.jsonl", text)
+            local input = write(tmp, "empty.jsonl", text)
             local o, code = util.sh(jc(("run --job examples/blog_category.lua --input %s --out %s 2>&1")
                 :format(q(input), q(tmp .. "/out-empty"))))
             assert.equal(2, code, o)
@@ -100,9 +100,9 @@ describe("inputs a job cannot take", function()
     end)
 
     it("an id that is not a string is refused naming its line, never replaced by a line number", function()
-        local input = write("numeric.jsonl", '{"id":"a","text":"one"}\n{"id":5,"text":"two"}\n{"id":null,"text":"x"}\n')
+        local input = write(tmp, "numeric.jsonl", '{"id":"a","text":"one"}\n{"id":5,"text":"two"}\n{"id":null,"text":"x"}\n')
         -- a module without item(record): the records are the items
-        local module = write("plain_job.lua", (MODULE:gsub("    item = function%(record%).-\n", "")))
+        local module = write(tmp, "plain_job.lua", (MODULE:gsub("    item = function%(record%).-\n", "")))
         assert.is_nil(util.read(module):find("item =", 1, true))
         local o, code = util.sh(jc(("run --job %s --input %s --out %s 2>&1")
             :format(q(module), q(input), q(tmp .. "/out-num"))))
@@ -124,19 +124,11 @@ end)
 
 describe("--retry-review with a fixed job module of the same contract", function()
     it("records the module the new pass ran, and says so in the pass", function()
-        local tmp = os.tmpname()
-        os.remove(tmp)
-        os.execute("mkdir -p " .. q(tmp))
+        local tmp = new_folder()
         finally(function() os.execute("rm -rf " .. q(tmp)) end)
-        local function write(name, text)
-            local f = assert(io.open(tmp .. "/" .. name, "w"))
-            f:write(text)
-            f:close()
-            return tmp .. "/" .. name
-        end
-        local sad = write("sad.lua", MODULE)
-        local fixed = write("fixed.lua", (MODULE:gsub('return v.mood ~= "sad" or "sad"', 'return true')))
-        local input = write("notes.jsonl", '{"key":"n1","note":"one"}\n{"key":"n2","note":"two"}\n')
+        local sad = write(tmp, "sad.lua", MODULE)
+        local fixed = write(tmp, "fixed.lua", (MODULE:gsub('return v.mood ~= "sad" or "sad"', 'return true')))
+        local input = write(tmp, "notes.jsonl", '{"key":"n1","note":"one"}\n{"key":"n2","note":"two"}\n')
         local dir = tmp .. "/run"
         local o, code = util.sh(jc(("run --job %s --input %s --out %s --delay-ms 0 2>&1"):format(q(sad), q(input),
             q(dir))))

@@ -128,8 +128,8 @@ function _M.one_line(text)
 end
 
 -- The deepest a value may nest so that its line (the value inside the line's object) still
--- reads back with the decoder's default max_depth (1000 levels, csrc/parse.h).
-local MAX_VALUE_DEPTH = 999
+-- reads back with the decoder's default max_depth.
+local MAX_VALUE_DEPTH = core.DEFAULT_MAX_DEPTH - 1
 
 local function no_attempt(item, category, kind, message)
     return { status = "human_review", attempts = setmetatable({}, core.array_mt),
@@ -161,7 +161,7 @@ local function outcome_row(contract, item, outcome, pass, owner)
         local ok, record_json = pcall(core.encode, base)
         if ok and depth > MAX_VALUE_DEPTH then
             ok, record_json = false, format("the value nests %d levels deep, and its line of accepted.jsonl "
-                .. "would be deeper than a JSON reader takes by default (1000 levels)", depth)
+                .. "would be deeper than a JSON reader takes by default (%d levels)", depth, core.DEFAULT_MAX_DEPTH)
         end
         if ok then
             row.value_json = value_json
