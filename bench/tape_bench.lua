@@ -23,7 +23,7 @@ if not ok_cjson then
     os.exit(1)
 end
 local ROUNDS = tonumber(os.getenv("BENCH_ROUNDS")) or 15
-local clock, fmt, concat = os.clock, string.format, table.concat
+local clock, fmt, concat, sub = os.clock, string.format, table.concat, string.sub
 
 -- the child process for the memory figure: decode the file with one library, print VmHWM
 if arg and arg[1] == "--peak" then
@@ -116,6 +116,72 @@ if ok_ffi and jffi.available then
         fk / ck, ck / cj_ns))
 elseif is_jit then
     print("FFI path not available: " .. tostring(ok_ffi and jffi.reason or jffi))
+end
+
+-- 1e. the profile of bytes -> validated Lua value on the 1 KB reply: what each part costs, as a
+-- share of cjson.decode, and what limits the ratio. "parse" is check_json against the schema
+-- true (the strict parse and one call); "validate" is validate(tape); "build" is what check
+-- costs over check_json (the Lua value). "Lua objects alone" makes the same value's tables and
+-- value strings and nothing else (table.new with exact sizes, each string interned from one
+-- buffer, member names reused as check reuses them): what any decoder that builds this value
+-- pays on this runtime, whatever its parser. LuaJIT only (table.new).
+do
+    local ok_new, new_tab = pcall(require, "table.new")
+    local any = core.compile(true)
+    local p_ns = pair(function() return any:check_json(t1k.TEXT) end, function() end)
+    local va_ns = pair(function() return v1k:validate(tape) end, function() end)
+    local cj2_ns, ck_ns = pair(function() return v1k:check_json(t1k.TEXT) end,
+        function() return v1k:check(t1k.TEXT) end)
+    local line = fmt("ticket 1 KB profile (share of cjson.decode %.0f ns): parse %.2f, validate %.2f, "
+        .. "build %.2f = check %.2f", cj_ns, p_ns / cj_ns, va_ns / cj_ns, (ck_ns - cj2_ns) / cj_ns, ck_ns / cj_ns)
+    if ok_new then
+        local array_mt, value = core.array_mt, assert(v1k:check(t1k.TEXT))
+        local buf, at, keys = {}, {}, {}
+        local size = 0
+        local function plan(x)
+            if type(x) == "string" then
+                if not at[x] then
+                    buf[#buf + 1] = x
+                    at[x] = { size + 1, size + #x }
+                    size = size + #x
+                end
+            elseif type(x) == "table" and x ~= core.null then
+                local list = {}
+                if getmetatable(x) == array_mt then
+                    for i = 1, #x do plan(x[i]) end
+                else
+                    for k, y in pairs(x) do list[#list + 1] = k; plan(y) end
+                end
+                keys[x] = list
+            end
+        end
+        plan(value)
+        local text = concat(buf)
+        local function make(x)
+            if type(x) == "string" then
+                local p = at[x]
+                return sub(text, p[1], p[2])
+            elseif type(x) ~= "table" or x == core.null then
+                return x
+            end
+            local list = keys[x]
+            if getmetatable(x) == array_mt then
+                local n = #x
+                local y = setmetatable(new_tab(n, 0), array_mt)
+                for i = 1, n do y[i] = make(x[i]) end
+                return y
+            end
+            local y = new_tab(0, #list)
+            for i = 1, #list do
+                local k = list[i]
+                y[k] = make(x[k])
+            end
+            return y
+        end
+        local ob_ns = pair(function() return make(value) end, function() end)
+        line = line .. fmt("; Lua objects alone %.2f (the floor of any builder here)", ob_ns / cj_ns)
+    end
+    print(line)
 end
 
 -- 2./3. documents of growing size: ticket-like objects in an array
