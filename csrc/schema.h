@@ -183,6 +183,8 @@ struct jc_node {
   jc_tape *enum_tape;          /* the enum members on one tape */
   size_t nenum;
   size_t *enum_roots;          /* entry of each member */
+  int *enum_names;             /* keep index of each string member's Lua
+                                  string (check reuses it), 0 for others */
   jc_u64 *enum_hash;           /* (hash, member) pairs sorted by hash */
   jc_tape *const_tape;         /* 'const' at entry 0 */
   const char *base;            /* base URI */

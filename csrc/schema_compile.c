@@ -929,6 +929,14 @@ static jc_node *jc_compile_node_in(jc_cctx *c, int idx, const char *path,
     n->nenum = cnt;
     lua_pop(L, 1);
     jc_push_kept(L, n->enum_tape, n->enum_roots, cnt);
+    /* each string member's Lua string kept on its own: a value that
+    ** matched it is built from it instead of being interned again */
+    n->enum_names = (int *)jc_keep_block(c, cnt, sizeof(int));
+    for (k = 0; k < cnt; k++) {
+      if (n->enum_tape->v[n->enum_roots[k]].kind != JT_STRING) continue;
+      lua_rawgeti(L, -1, (lua_Integer)(k + 1));
+      n->enum_names[k] = jc_keep(c);
+    }
     n->enum_ref = jc_keep(c);
   } else {
     lua_pop(L, 1);

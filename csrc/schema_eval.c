@@ -1200,16 +1200,16 @@ static JC_NOINLINE int jc_eval_contains(jc_vctx *c, const jc_node *n,
 }
 
 /* jc_enum_has by hash, every member when the value is too big to hash
-** whole. */
-static JC_NOINLINE int jc_enum_hashed(jc_vctx *c, const jc_node *n,
-                                      size_t i) {
+** whole. Returns the member's index + 1, 0 when none is equal. */
+static JC_NOINLINE size_t jc_enum_hashed(jc_vctx *c, const jc_node *n,
+                                         size_t i) {
   long budget = JC_HASH_BUDGET;
   jc_u64 h;
   size_t lo = 0, hi = n->nenum, k;
   h = jc_tv_hash(c->t, i, &budget);
   if (budget < 0) {
     for (k = 0; k < n->nenum; k++)
-      if (jc_tv_equal(c->t, i, n->enum_tape, n->enum_roots[k])) return 1;
+      if (jc_tv_equal(c->t, i, n->enum_tape, n->enum_roots[k])) return k + 1;
     return 0;
   }
   while (lo < hi) {               /* first pair with hash >= h */
@@ -1220,8 +1220,21 @@ static JC_NOINLINE int jc_enum_hashed(jc_vctx *c, const jc_node *n,
   for (k = lo; k < n->nenum && n->enum_hash[2 * k] == h; k++)
     if (jc_tv_equal(c->t, i, n->enum_tape,
                     n->enum_roots[n->enum_hash[2 * k + 1]]))
-      return 1;
+      return (size_t)n->enum_hash[2 * k + 1] + 1;
   return 0;
+}
+
+/* A string of a parsed text (not escaped) equal to member 'k' of the enum
+** of 'n' is marked as jc_mark_name marks names: check builds its Lua value
+** from the kept string instead of interning it again. */
+static JC_INLINE void jc_mark_member(jc_vctx *c, const jc_node *n,
+                                     size_t i, size_t k) {
+  jc_tv *x = (jc_tv *)&c->t->v[i];
+  if (x->kind == JT_STRING && !(x->flags & JC_TF_ESC) && c->t->text != NULL
+      && n->enum_names[k] != 0) {
+    x->n = (unsigned)n->enum_names[k];
+    x->flags |= JC_TF_NAME;
+  }
 }
 
 /* Is 'i' in the enum of 'n'? A string among a few members is compared
@@ -1230,12 +1243,19 @@ static JC_NOINLINE int jc_enum_hashed(jc_vctx *c, const jc_node *n,
 static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i) {
   const jc_tv *x = &c->t->v[i];
   size_t k;
-  if (x->kind != JT_STRING || n->nenum > 8) return jc_enum_hashed(c, n, i);
+  if (x->kind != JT_STRING || n->nenum > 8) {
+    k = jc_enum_hashed(c, n, i);
+    if (k == 0) return 0;
+    jc_mark_member(c, n, i, k - 1);
+    return 1;
+  }
   for (k = 0; k < n->nenum; k++) {
     const jc_tv *m = &n->enum_tape->v[n->enum_roots[k]];
     if (m->kind == JT_STRING && m->u.len == x->u.len &&
-        jc_bytes_eq(m->s, x->s, x->u.len))
+        jc_bytes_eq(m->s, x->s, x->u.len)) {
+      jc_mark_member(c, n, i, k);
       return 1;
+    }
   }
   return 0;
 }

@@ -219,9 +219,15 @@ typedef struct jc_bframe {
   lua_Integer count;
 } jc_bframe;
 
-static JC_HOT_INLINE void jc_push_scalar(lua_State *L, const jc_tv *v) {
+static JC_HOT_INLINE void jc_push_scalar(lua_State *L, const jc_tv *v,
+                                         int names) {
   switch (v->kind) {
-    case JT_STRING: lua_pushlstring(L, v->s, v->u.len); break;
+    case JT_STRING:
+      if (names != 0 && (v->flags & JC_TF_NAME))
+        lua_rawgeti(L, names, (int)v->n);
+      else
+        lua_pushlstring(L, v->s, v->u.len);
+      break;
     case JT_NUMBER:
 #if JC_HAVE_INTEGER
       if (v->flags & JC_TF_INT) lua_pushinteger(L, (lua_Integer)v->u.i);
@@ -259,7 +265,7 @@ void jc_tape_push_lua(lua_State *L, jc_tape *t, size_t i, int keep_order,
   int amt;
   const jc_tv *v;
   if (t->v[i].kind != JT_OBJECT && t->v[i].kind != JT_ARRAY) {
-    jc_push_scalar(L, &t->v[i]);
+    jc_push_scalar(L, &t->v[i], names);
     return;
   }
   if (cap > ((size_t)-1) / sizeof(jc_bframe)) luaL_error(L, "not enough memory");
@@ -321,7 +327,7 @@ void jc_tape_push_lua(lua_State *L, jc_tape *t, size_t i, int keep_order,
       }
       continue;
     }
-    jc_push_scalar(L, v);
+    jc_push_scalar(L, v, names);
     i++;
 store:
     if (nf == 0) break;

@@ -36,9 +36,9 @@ enum { JT_NULL, JT_BOOLEAN, JT_OBJECT, JT_ARRAY, JT_NUMBER, JT_STRING,
                            'n'), 'u.d' its nearest double */
 #define JC_TF_ESC 16u   /* string: had escapes, 's' is in the arena and 'n'
                            its offset in the text (0xffffffff: unknown) */
-#define JC_TF_NAME 32u  /* member name (not escaped) whose Lua string is kept
-                           at index 'n' of a names table (see
-                           'jc_tape_push_lua') */
+#define JC_TF_NAME 32u  /* member name, or string equal to an enum member
+                           (not escaped), whose Lua string is kept at index
+                           'n' of a names table (see 'jc_tape_push_lua') */
 #define JC_NOOFF ((size_t)-1)   /* no offset: written from Lua */
 
 /* 24 bytes. The byte offset of a value in the text is not stored but
@@ -155,7 +155,8 @@ void jc_tape_free(jc_tape *t, void *p, size_t size);
 ** 'names' is 0 or the stack index of a table whose integer keys hold the
 ** Lua strings of member names marked JC_TF_NAME (the validator marks the
 ** names it found among declared properties, with their keep index): those
-** are pushed from it instead of being interned again.
+** are pushed from it instead of being interned again; so are strings it
+** marked as equal to a string member of an 'enum'.
 ** 'map' is 0 or the stack index of a table that gets, for every table made
 ** for an object or array, table -> its entry index (a schema compiled from
 ** text finds its numbers' exact lexemes through it).

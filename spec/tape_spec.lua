@@ -88,6 +88,38 @@ describe("jsoncontract.core tape", function()
             assert.equal(core.null, value.a[2].b)
         end)
 
+        it("builds strings equal to an enum member from the schema's kept string: the same values", function()
+            -- small enums (compared in line) and large ones (by hash), members that are not
+            -- strings, escaped strings (never marked), enum strings used as member names too,
+            -- and a string marked inside a branch that fails
+            local colours = { "red", "green", "blue", "cyan", "magenta", "yellow", "black", "white", "grey",
+                "orange", 7, core.null, "" }
+            local v = core.compile({ type = "object", properties = {
+                small = { enum = { "a", "b", 3, "red" } },
+                big = { type = "array", items = { enum = colours } },
+                either = { anyOf = { { enum = { "x", "y" }, maxLength = 0 }, { type = "string" } } },
+                map = { type = "object", additionalProperties = { enum = { "red", "a" } } },
+            } })
+            for _, text in ipairs {
+                '{"small":"b","big":["grey","red","blue",7,null,"","orange"],"either":"y","map":{"red":"a","a":"red"}}',
+                '{"small":"red","big":["r\\u0065d","\\u0067rey","white"],"either":"x","map":{"x":"\\u0061"}}',
+                '{"small":3,"big":[],"either":"z","map":{}}',
+            } do
+                local value = assert(v:check(text))
+                assert.same(core.decode(text), value)
+                local _, also = v:check_json(text, { value = true })
+                assert.same(value, also)
+            end
+            local _, err = v:check('{"small":"red","either":"y","big":["red",1]}')
+            assert.equal("/big/1", err.errors[1].pointer)
+            assert.same({ 41, 1, 42 }, { err.errors[1].offset, err.errors[1].line, err.errors[1].column })
+            -- a string marked by its enum, then failing another keyword: its position is intact
+            local tight = core.compile({ properties = { t = { allOf = { { enum = { "red" } }, { maxLength = 1 } } } } })
+            _, err = tight:check('{"t":\n "red"}')
+            assert.equal("/t", err.errors[1].pointer)
+            assert.same({ 7, 2, 2 }, { err.errors[1].offset, err.errors[1].line, err.errors[1].column })
+        end)
+
         it("returns format errors exactly as decode does", function()
             local v = core.compile(true)
             local _, e1 = v:check('{"a":1,"a":2}')
