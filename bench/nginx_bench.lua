@@ -1,14 +1,15 @@
 -- make bench: jsoncontract in nginx, measured with wrk on loopback, in one run:
---   1. requests/s of locations checking a 1 KB model reply (bench/nginx_bench_app.lua) against
---      a location that only says "ok" from Lua (content_by_lua; the goal: >= 0.8 of it) and one
---      that says it with nginx's `return 200`: `contract:check` (the Lua value built, answers
---      "ok") and `contract:check_json` (the same gates, answers with the checked JSON text as
---      the gateway's 200 does, no Lua value built), beside a location that sends the 1 KB reply
---      unchecked (the body's own cost); for scale, contract:check on the 70-byte support-ticket
---      reply; one worker, wrk -t2 -c50, BENCH_NGINX_ROUNDS rounds of BENCH_NGINX_SECONDS each,
---      locations interleaved, ratios per round, the median round; the format gate (decode)
---      and the schema gate (validate) alone show where check's time goes, and the same value
---      built by a Lua table constructor (lua_literal) what the Lua tables alone cost.
+--   1. the contract check inside nginx: requests/s of four locations that each read the same
+--      POSTed 1 KB reply (bench/ticket_1k.lua's TEXT) and answer "ok" after their work
+--      (bench/nginx_bench_app.lua): the body read alone, `contract:check_json`,
+--      `contract:check` (the Lua value built) and lua-cjson's decode + api7/jsonschema v0.9.12
+--      (what APISIX and Kong plugins do; not packaged: JC_API7_JSONSCHEMA_PATH is a
+--      lua_package_path fragment with it and neturl, e.g.
+--      "/x/jsonschema/lib/?.lua;/x/neturl/lib/?.lua", else that location is skipped, saying so).
+--      One worker, wrk -t2 -c50, BENCH_NGINX_ROUNDS rounds of BENCH_NGINX_SECONDS each,
+--      locations interleaved; req/s per round, and the ratios check_json / body, check / body,
+--      check_json / api7, check / api7 as ranges over the rounds (and by the worker's CPU time
+--      per request, which the neighbours on the machine move less).
 --   2. the gateway (jsoncontract.nginx) in front of the stand-in model answering after 200 ms:
 --      wrk with 1,000 connections against one worker; requests/s, latency percentiles, errors,
 --      and the worker's RSS (and its Lua heap) before, after each round and its peak (VmHWM).
@@ -66,13 +67,6 @@ local function wrk(args, url)
     return r
 end
 
-local function median(t)
-    local s = {}
-    for i, v in ipairs(t) do s[i] = v end
-    table.sort(s)
-    return s[math.floor((#s + 1) / 2)]
-end
-
 -- CPU seconds (user + system) a process has used: fields 14 and 15 of /proc/<pid>/stat, in
 -- clock ticks (100 per second on Linux).
 local function cpu_seconds(pid)
@@ -90,121 +84,104 @@ local function rss_kb(pid, field)
 end
 
 ------------------------------------------------------------------------------
--- 1. contract:check and contract:check_json vs fixed strings (BENCH_NGINX_ROUNDS=0 skips it)
+-- 1. the contract check inside nginx (BENCH_NGINX_ROUNDS=0 skips it)
 ------------------------------------------------------------------------------
+-- "lo-hi" of a list of numbers.
+local function range(t, f)
+    local lo, hi = math.huge, -math.huge
+    for _, v in ipairs(t) do lo, hi = math.min(lo, v), math.max(hi, v) end
+    return fmt(f .. "-" .. f, lo, hi)
+end
+
+local function list(t, f)
+    local out = {}
+    for i, v in ipairs(t) do out[i] = fmt(f, v) end
+    return table.concat(out, " ")
+end
+
 if ROUNDS > 0 then
+    local API7 = os.getenv("JC_API7_JSONSCHEMA_PATH")
     local srv = nginx.start {
-        ready = "/fixed_return",
+        ready = "/ffi_status",
+        -- the workers read it in init_by_lua (nginx passes no other variable on)
+        main = "env JC_API7_JSONSCHEMA_PATH;",
+        env = API7 and { JC_API7_JSONSCHEMA_PATH = API7 } or nil,
         http = function(port)
+            local loc = {}
+            for _, name in ipairs { "body", "check_json", "check", "api7" } do
+                loc[#loc + 1] = fmt('  location = /%s { content_by_lua_block { require("nginx_bench_app").%s() } }',
+                    name, name)
+            end
             return table.concat({
                 'init_by_lua_block { require("nginx_bench_app") }',
+                -- the 1 KB reply stays in memory (get_body_data), never in a temp file
+                "client_body_buffer_size 16k; client_max_body_size 16k;",
                 "server { listen 127.0.0.1:" .. port .. " backlog=1024;",
-                '  location = /fixed_return { return 200 "ok\\n"; }',
-                '  location = /fixed_lua { content_by_lua_block { ngx.say("ok") } }',
-                '  location = /fixed_reply { content_by_lua_block { require("nginx_bench_app").fixed_reply() } }',
-                '  location = /check { content_by_lua_block { require("nginx_bench_app").check() } }',
-                '  location = /check_json { content_by_lua_block { require("nginx_bench_app").check_json() } }',
-                '  location = /check_ticket { content_by_lua_block { require("nginx_bench_app").check_ticket() } }',
-                '  location = /decode { content_by_lua_block { require("nginx_bench_app").decode() } }',
-                '  location = /validate { content_by_lua_block { require("nginx_bench_app").validate() } }',
-                '  location = /cjson_decode { content_by_lua_block { require("nginx_bench_app").cjson_decode() } }',
                 '  location = /ffi_status { content_by_lua_block { require("nginx_bench_app").ffi_status() } }',
-                '  location = /lua_literal { content_by_lua_block { require("nginx_bench_app").lua_literal() } }',
+                table.concat(loc, "\n"),
                 "}" }, "\n")
         end,
     }
     local ok, err = pcall(function()
-        local reply = #require("nginx_bench_app").REPLY
+        local TEXT = require("ticket_1k").TEXT
+        local script = srv.dir .. "/post.lua"
+        local f = assert(io.open(script, "w"))
+        f:write(fmt('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %q\n',
+            TEXT))
+        f:close()
+        local post = "-s " .. script
         local status = require("jsoncontract.transport.curl").request { url = srv.base .. "/ffi_status",
             timeout_ms = 2000 }
-        say("validator:check_json in the worker: %s", status and status.body and status.body:gsub("%s+$", "") or "?")
-        say("nginx: contract:check and check_json on a %d-byte reply vs fixed strings; 1 worker, "
-            .. "wrk -t2 -c50 -d%ds, %d rounds", reply, SECONDS, ROUNDS)
-        -- Every round measures each location once, back to back, so a ratio compares
-        -- neighbours in time (other processes on the machine come and go); the median round wins.
-        local names = { "fixed_return", "fixed_lua", "fixed_reply", "check", "check_json", "check_ticket",
-            "decode", "validate", "lua_literal" }
-        -- lua-cjson as nginx's LuaJIT finds it: the location answers 500 without it
-        local probe = wrk("-t1 -c1 -d1s", srv.base .. "/cjson_decode")
-        local has_cjson = probe.requests > 0 and probe.non2xx == 0
-        if has_cjson then
-            names[#names + 1] = "cjson_decode"
-        else
-            say("  (lua-cjson not found by nginx's LuaJIT: the cjson_decode location is left out)")
+        say("nginx: the contract check on the POSTed %d-byte reply (bench/ticket_1k.lua); 1 worker, "
+            .. "wrk -t2 -c50 -d%ds, %d rounds, locations interleaved; the core's path in the worker: %s",
+            #TEXT, SECONDS, ROUNDS, status and status.body and status.body:gsub("%s+$", "") or "?")
+        local names = { "body", "check_json", "check", "api7" }
+        local probe = wrk("-t1 -c1 -d1s " .. post, srv.base .. "/api7")
+        if probe.requests == 0 or probe.non2xx > 0 then
+            table.remove(names)
+            say("  cjson+api7: skipped (set JC_API7_JSONSCHEMA_PATH to a lua_package_path fragment with "
+                .. "api7/jsonschema v0.9.12 and neturl, e.g. \"/x/jsonschema/lib/?.lua;/x/neturl/lib/?.lua\"; "
+                .. "the worker says: %s)", (nginx.run(fmt("curl -s -X POST --data-binary @/dev/null %s/api7",
+                    srv.base)):gsub("%s+$", "")))
         end
-        -- ratio name -> { numerator location, denominator location }
-        local RATIOS = {
-            { "check/fixed_lua", "check", "fixed_lua" },
-            { "check_json/fixed_lua", "check_json", "fixed_lua" },
-            { "check/fixed_return", "check", "fixed_return" },
-            { "check_json/fixed_return", "check_json", "fixed_return" },
-            { "check_json/fixed_reply", "check_json", "fixed_reply" },
-            { "check_ticket/fixed_lua", "check_ticket", "fixed_lua" },
-            { "decode/fixed_lua", "decode", "fixed_lua" },
-            { "validate/fixed_lua", "validate", "fixed_lua" },
-            { "lua_literal/fixed_lua", "lua_literal", "fixed_lua" },
-        }
-        if has_cjson then RATIOS[#RATIOS + 1] = { "cjson_decode/fixed_lua", "cjson_decode", "fixed_lua" } end
-        local rps, ratios = {}, {}
-        for _, r in ipairs(RATIOS) do ratios[r[1]] = {} end
-        -- The worker's CPU time per request: what a request costs nginx, whatever else runs on
-        -- the machine (wall-clock req/s on a shared machine move with the neighbours).
-        local cpu_us = {}
+        local rps, cpu_us = {}, {}
         for _, name in ipairs(names) do rps[name], cpu_us[name] = {}, {} end
         local worker = srv:workers()[1]
-        for _, name in ipairs(names) do wrk("-t2 -c50 -d1s", srv.base .. "/" .. name) end -- warm up
+        for _, name in ipairs(names) do wrk("-t2 -c50 -d1s " .. post, srv.base .. "/" .. name) end -- warm up
+        -- Every round measures each location once, back to back, so a ratio compares
+        -- neighbours in time (other processes on the machine come and go).
         for round = 1, ROUNDS do
             for _, name in ipairs(names) do
                 local c0 = cpu_seconds(worker)
-                local r = wrk(fmt("-t2 -c50 -d%ds", SECONDS), srv.base .. "/" .. name)
+                local r = wrk(fmt("-t2 -c50 -d%ds %s", SECONDS, post), srv.base .. "/" .. name)
                 rps[name][round] = r.rps
+                -- the worker's CPU time per request: what a request costs nginx, whatever else
+                -- runs on the machine
                 cpu_us[name][round] = (cpu_seconds(worker) - c0) * 1e6 / math.max(r.requests, 1)
                 if r.non2xx > 0 or r.errors > 0 then say("  %s: %d non-2xx, %d socket errors", name, r.non2xx, r.errors) end
             end
-            for _, r in ipairs(RATIOS) do ratios[r[1]][round] = rps[r[2]][round] / rps[r[3]][round] end
         end
-        local function list(t, f)
-            local out = {}
-            for i, v in ipairs(t) do out[i] = fmt(f, v) end
-            return table.concat(out, " ")
-        end
+        local LABEL = { body = "body only", check_json = "check_json", check = "check", api7 = "cjson+api7" }
         for _, name in ipairs(names) do
-            say("  %-13s %9.0f req/s (median; rounds %s)", name, median(rps[name]), list(rps[name], "%.0f"))
+            say("  %-11s req/s per round %s; worker CPU %s us/request", LABEL[name], list(rps[name], "%.0f"),
+                range(cpu_us[name], "%.1f"))
         end
-        local NOTE = {
-            ["check/fixed_lua"] = "  (goal >= 0.80; contract:check, the Lua value built, answers \"ok\")",
-            ["check_json/fixed_lua"] = "  (goal >= 0.80; contract:check_json, answers the 1 KB checked JSON)",
-            ["check_json/fixed_reply"] = "  (both send the same 1 KB body: the checking alone)",
-            ["check_ticket/fixed_lua"] = "  (contract:check on the 70-byte support-ticket reply)",
-            ["decode/fixed_lua"] = "  (the format gate alone, building the value)",
-            ["validate/fixed_lua"] = "  (the schema gate alone, on the decoded value)",
-            ["cjson_decode/fixed_lua"] = "  (lua-cjson's lax decode alone, no schema: the peer, for scale)",
-            ["lua_literal/fixed_lua"] = "  (the same value from a Lua table constructor, nothing parsed or checked:"
-                .. " the floor of a check returning plain tables)",
+        local RATIOS = {
+            { "check_json", "body", "goal >= 0.90" }, { "check", "body", "goal >= 0.85" },
+            { "check_json", "api7", "goal >= 1.30" }, { "check", "api7", "goal >= 1.30" },
+            { "api7", "body", "the peer, for scale" },
         }
         for _, r in ipairs(RATIOS) do
-            say("  ratio %-24s = %.2f  rounds %s%s", r[1], median(ratios[r[1]]), list(ratios[r[1]], "%.2f"),
-                NOTE[r[1]] or "")
+            if rps[r[1]] and rps[r[2]] then
+                local by_rps, by_cpu = {}, {}
+                for round = 1, ROUNDS do
+                    by_rps[round] = rps[r[1]][round] / rps[r[2]][round]
+                    by_cpu[round] = cpu_us[r[2]][round] / cpu_us[r[1]][round]
+                end
+                say("  %-11s / %-11s req/s %s (rounds %s; by worker CPU %s)  %s", LABEL[r[1]], LABEL[r[2]],
+                    range(by_rps, "%.2f"), list(by_rps, "%.2f"), range(by_cpu, "%.2f"), r[3])
+            end
         end
-        local cpu = {}
-        for _, name in ipairs(names) do cpu[name] = median(cpu_us[name]) end
-        say("  nginx worker CPU per request (median): %s", (function()
-            local out = {}
-            for i, name in ipairs(names) do out[i] = fmt("%s %.1f us", name, cpu[name]) end
-            return table.concat(out, ", ")
-        end)())
-        say("  ratio by worker CPU (the req/s ratio with a core to itself): check/fixed_lua = %.2f, "
-            .. "check_json/fixed_lua = %.2f, check_ticket/fixed_lua = %.2f%s", cpu.fixed_lua / cpu.check,
-            cpu.fixed_lua / cpu.check_json, cpu.fixed_lua / cpu.check_ticket,
-            cpu.cjson_decode and fmt(", cjson_decode/fixed_lua = %.2f", cpu.fixed_lua / cpu.cjson_decode) or "")
-        -- Differences of medians, each with its own noise; decode and validate are not parts
-        -- that add up to check (validate walks a Lua value, check validates the parsed tape).
-        say("  worker CPU over its baseline: check +%.1f us (parse, validate, build the value; over fixed_lua), "
-            .. "check_json +%.1f us (parse, validate; over fixed_reply, the same body), "
-            .. "decode +%.1f us (parse, build), validate +%.1f us (a Lua value to a tape, validate), "
-            .. "lua_literal +%.1f us (the value's tables alone); check >= 0.8 allows +%.1f us",
-            cpu.check - cpu.fixed_lua, cpu.check_json - cpu.fixed_reply, cpu.decode - cpu.fixed_lua,
-            cpu.validate - cpu.fixed_lua, cpu.lua_literal - cpu.fixed_lua, cpu.fixed_lua / 0.8 - cpu.fixed_lua)
     end)
     srv:stop()
     if not ok then error(err, 0) end
