@@ -16,7 +16,8 @@
 -- Not a test: nothing asserts a time. Skipped with a message when nginx, its lua module or
 -- wrk is missing. Environment: BENCH_NGINX_ROUNDS (default 5; 0 skips part 1),
 -- BENCH_NGINX_SECONDS (default 3), BENCH_GATEWAY_SECONDS (default 10),
--- BENCH_GATEWAY_CONNECTIONS (default 1000), BENCH_GATEWAY_ROUNDS (default 3; 0 skips part 2).
+-- BENCH_GATEWAY_CONNECTIONS (default 1000), BENCH_GATEWAY_ROUNDS (default 3; 0 skips part 2),
+-- BENCH_NGINX_PROFILE (0 skips part 1's callgrind profile).
 --   lua5.4 bench/nginx_bench.lua      (after make and make LUA=luajit)
 package.path = "lua/?.lua;lua/?/init.lua;spec/?.lua;bench/?.lua;" .. package.path
 package.cpath = "build/lua5.4/?.so;" .. package.cpath
@@ -29,6 +30,7 @@ local SECONDS = tonumber(os.getenv("BENCH_NGINX_SECONDS")) or 3
 local GW_SECONDS = tonumber(os.getenv("BENCH_GATEWAY_SECONDS")) or 10
 local GW_CONNS = tonumber(os.getenv("BENCH_GATEWAY_CONNECTIONS")) or 1000
 local GW_ROUNDS = tonumber(os.getenv("BENCH_GATEWAY_ROUNDS")) or 3
+local PROFILE = os.getenv("BENCH_NGINX_PROFILE") ~= "0"
 local fmt = string.format
 
 local function say(...) io.stdout:write(fmt(...), "\n") io.stdout:flush() end
@@ -83,6 +85,106 @@ local function rss_kb(pid, field)
     return tonumber(status:match((field or "VmRSS") .. ":%s+(%d+)")) or 0
 end
 
+-- The profile: user-space instructions per request of each location, counted by callgrind in
+-- a worker (nginx with master_process off) under wrk -c1, split by the object that runs them
+-- (nginx and its lua module, LuaJIT's VM and GC, the JIT-compiled Lua, the core, libc, lua-cjson
+-- and PCRE): what each location adds over the body read, and who runs it. Counts, not times:
+-- the neighbours on the machine do not move them. The kernel's share (the sockets; a good half
+-- of the worker's CPU time by `perf record -e cpu-clock`) is the same for every location and
+-- not counted here. BENCH_NGINX_PROFILE=0 skips it; skipped when valgrind is missing.
+local GROUPS = {
+    { "nginx", "/nginx$" }, { "lua module", "ngx_http_lua_module" }, { "LuaJIT VM+GC", "libluajit" },
+    { "JIT code", "^%?%?%?$" }, { "core", "jsoncontract/core%.so$" }, { "libc", "libc%.so" },
+    { "cjson", "cjson" }, { "pcre", "pcre" },
+}
+
+-- Self cost per object of a callgrind output file (positions: line; events: Ir): a cost line
+-- belongs to the current `ob=`, except the inclusive cost line after `calls=`.
+local function callgrind_by_object(path)
+    local names, by, ob, after_call = {}, {}, "?", false
+    for line in io.lines(path) do
+        local key, id, name = line:match("^(c?ob)=%((%d+)%)%s*(.*)$")
+        if key then
+            if name ~= "" then names[id] = name end
+            if key == "ob" then ob = names[id] or "?" end
+        elseif line:match("^calls=") then
+            after_call = true
+        else
+            local cost = line:match("^[%d+-]%S*%s+(%d+)$")
+            if cost then
+                if not after_call then by[ob] = (by[ob] or 0) + tonumber(cost) end
+                after_call = false
+            end
+        end
+    end
+    local out = {}
+    for obj, ir in pairs(by) do
+        local group = "other"
+        for _, g in ipairs(GROUPS) do
+            if obj:find(g[2]) then group = g[1] break end
+        end
+        out[group] = (out[group] or 0) + ir
+    end
+    return out
+end
+
+-- Instructions per request of one location: { total =, [group] = }, or nil and why.
+local function profile_location(name, http_conf, text)
+    local dir = nginx.run("mktemp -d"):match("^(%S+)")
+    for file, content in pairs { body = text, ["post.lua"] = fmt('wrk.method = "POST"\nwrk.body = %q\n', text) } do
+        local f = assert(io.open(dir .. "/" .. file, "w"))
+        f:write(content)
+        f:close()
+    end
+    local post = "-s " .. dir .. "/post.lua"
+    local port = util.closed_port()
+    local root = nginx.run("pwd"):match("^(%S+)")
+    local conf = table.concat({
+        "pid " .. dir .. "/nginx.pid;", "error_log " .. dir .. "/error.log warn;",
+        "load_module " .. nginx.MODULES .. "/ndk_http_module.so;",
+        "load_module " .. nginx.MODULES .. "/ngx_http_lua_module.so;",
+        "env JC_API7_JSONSCHEMA_PATH;", "events { worker_connections 64; }",
+        "http { access_log off; client_body_temp_path " .. dir .. "/body;",
+        fmt('lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;%s/bench/?.lua;;";',
+            root, root, root, root),
+        fmt('lua_package_cpath "%s/%s;;";', root, nginx.CPATH),
+        http_conf(port), "}", "" }, "\n")
+    local f = assert(io.open(dir .. "/nginx.conf", "w"))
+    f:write(conf)
+    f:close()
+    local url = fmt("http://127.0.0.1:%d/%s", port, name)
+    local pid = tonumber(nginx.run(fmt("valgrind --tool=callgrind --dump-instr=no --callgrind-out-file=%s/cg.out "
+        .. "nginx -p %s -c %s/nginx.conf -g 'daemon off; master_process off;' >%s/valgrind.log 2>&1 & echo $!",
+        dir, dir, dir, dir)):match("%d+"))
+    local ok, r = pcall(function()
+        for _ = 1, 100 do
+            local _, code = nginx.run(fmt("curl -sf -o /dev/null -X POST --data-binary @%s/body %s", dir, url))
+            if code == 0 then break end
+            nginx.run("sleep 0.3")
+        end
+        wrk("-t1 -c1 -d2s " .. post, url) -- warm up: the traces are made
+        nginx.run(fmt("callgrind_control -z %d >/dev/null 2>&1", pid))
+        local run = wrk("-t1 -c1 -d4s " .. post, url)
+        nginx.run(fmt("callgrind_control -d %d >/dev/null 2>&1", pid))
+        if run.requests == 0 or run.non2xx > 0 then return nil end
+        local dump = nginx.run(fmt("ls -t %s/cg.out.* 2>/dev/null | head -1", dir)):match("^(%S+)")
+        if not dump then return nil end
+        local per = callgrind_by_object(dump)
+        local total = 0
+        for g, ir in pairs(per) do
+            per[g] = ir / run.requests
+            total = total + per[g]
+        end
+        per.total = total
+        return per
+    end)
+    nginx.run(fmt("kill -TERM %d; i=0; while kill -0 %d 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
+        pid, pid))
+    nginx.run("rm -rf " .. nginx.q(dir))
+    if not ok then return nil, r end
+    return r
+end
+
 ------------------------------------------------------------------------------
 -- 1. the contract check inside nginx (BENCH_NGINX_ROUNDS=0 skips it)
 ------------------------------------------------------------------------------
@@ -101,26 +203,27 @@ end
 
 if ROUNDS > 0 then
     local API7 = os.getenv("JC_API7_JSONSCHEMA_PATH")
+    -- inside http {}: the app, the four locations and /ffi_status
+    local function http(port)
+        local loc = {}
+        for _, name in ipairs { "body", "check_json", "check", "api7", "ffi_status" } do
+            loc[#loc + 1] = fmt('  location = /%s { content_by_lua_block { require("nginx_bench_app").%s() } }',
+                name, name)
+        end
+        return table.concat({
+            'init_by_lua_block { require("nginx_bench_app") }',
+            -- the 1 KB reply stays in memory (get_body_data), never in a temp file
+            "client_body_buffer_size 16k; client_max_body_size 16k;",
+            "server { listen 127.0.0.1:" .. port .. " backlog=1024;",
+            table.concat(loc, "\n"),
+            "}" }, "\n")
+    end
     local srv = nginx.start {
         ready = "/ffi_status",
         -- the workers read it in init_by_lua (nginx passes no other variable on)
         main = "env JC_API7_JSONSCHEMA_PATH;",
         env = API7 and { JC_API7_JSONSCHEMA_PATH = API7 } or nil,
-        http = function(port)
-            local loc = {}
-            for _, name in ipairs { "body", "check_json", "check", "api7" } do
-                loc[#loc + 1] = fmt('  location = /%s { content_by_lua_block { require("nginx_bench_app").%s() } }',
-                    name, name)
-            end
-            return table.concat({
-                'init_by_lua_block { require("nginx_bench_app") }',
-                -- the 1 KB reply stays in memory (get_body_data), never in a temp file
-                "client_body_buffer_size 16k; client_max_body_size 16k;",
-                "server { listen 127.0.0.1:" .. port .. " backlog=1024;",
-                '  location = /ffi_status { content_by_lua_block { require("nginx_bench_app").ffi_status() } }',
-                table.concat(loc, "\n"),
-                "}" }, "\n")
-        end,
+        http = http,
     }
     local ok, err = pcall(function()
         local TEXT = require("ticket_1k").TEXT
@@ -180,6 +283,35 @@ if ROUNDS > 0 then
                 end
                 say("  %-11s / %-11s req/s %s (rounds %s; by worker CPU %s)  %s", LABEL[r[1]], LABEL[r[2]],
                     range(by_rps, "%.2f"), list(by_rps, "%.2f"), range(by_cpu, "%.2f"), r[3])
+            end
+        end
+        if PROFILE then
+            local why_not = select(2, nginx.run("command -v valgrind callgrind_control")) ~= 0
+                and "valgrind not found on PATH (apt-get install valgrind)"
+            if why_not then
+                say("  profile: skipped: %s", why_not)
+            else
+                say("  profile: user-space instructions per request (callgrind, one worker, wrk -t1 -c1), "
+                    .. "and what each location adds over the body read, by who runs it:")
+                local base
+                for _, name in ipairs(names) do
+                    local per, perr = profile_location(name, http, TEXT)
+                    if not per then
+                        say("  %-11s profile failed: %s", LABEL[name], tostring(perr or "no requests counted"))
+                    else
+                        base = base or per
+                        -- the body read by object; the others by what they add to it
+                        local parts = {}
+                        for _, g in ipairs(GROUPS) do
+                            local d = (per[g[1]] or 0) - (name == "body" and 0 or (base[g[1]] or 0))
+                            if math.abs(d) >= 50 then
+                                parts[#parts + 1] = fmt(name == "body" and "%s %.0f" or "%s %+.0f", g[1], d)
+                            end
+                        end
+                        say("  %-11s %6.0f%s: %s", LABEL[name], per.total, name == "body" and ""
+                            or fmt(" (%+.0f)", per.total - base.total), table.concat(parts, ", "))
+                    end
+                end
             end
         end
     end)
