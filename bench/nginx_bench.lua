@@ -94,6 +94,7 @@ end
 -- not counted here. BENCH_NGINX_PROFILE=0 skips it; skipped when valgrind is missing.
 local GROUPS = {
     { "nginx", "/nginx$" }, { "lua module", "ngx_http_lua_module" }, { "LuaJIT VM+GC", "libluajit" },
+    -- machine code without an object: LuaJIT's traces and PCRE2's JIT-compiled patterns
     { "JIT code", "^%?%?%?$" }, { "core", "jsoncontract/core%.so$" }, { "libc", "libc%.so" },
     { "cjson", "cjson" }, { "pcre", "pcre" },
 }
