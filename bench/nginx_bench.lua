@@ -189,6 +189,14 @@ end
 ------------------------------------------------------------------------------
 -- 1. the contract check inside nginx (BENCH_NGINX_ROUNDS=0 skips it)
 ------------------------------------------------------------------------------
+local function median(t)
+    local s = {}
+    for i, v in ipairs(t) do s[i] = v end
+    table.sort(s)
+    local n = #s
+    return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
+end
+
 -- "lo-hi" of a list of numbers.
 local function range(t, f)
     local lo, hi = math.huge, -math.huge
@@ -282,8 +290,9 @@ if ROUNDS > 0 then
                     by_rps[round] = rps[r[1]][round] / rps[r[2]][round]
                     by_cpu[round] = cpu_us[r[2]][round] / cpu_us[r[1]][round]
                 end
-                say("  %-11s / %-11s req/s %s (rounds %s; by worker CPU %s)  %s", LABEL[r[1]], LABEL[r[2]],
-                    range(by_rps, "%.2f"), list(by_rps, "%.2f"), range(by_cpu, "%.2f"), r[3])
+                say("  %-11s / %-11s req/s %s (median %.2f; rounds %s), by worker CPU %s (median %.2f)  %s",
+                    LABEL[r[1]], LABEL[r[2]], range(by_rps, "%.2f"), median(by_rps), list(by_rps, "%.2f"),
+                    range(by_cpu, "%.2f"), median(by_cpu), r[3])
             end
         end
         if PROFILE then
