@@ -1,21 +1,23 @@
 -- make bench: jsoncontract in nginx, measured with wrk on loopback, in one run:
---   1. requests/s of locations checking a 1 KB model reply (bench/nginx_bench_app.lua) against
---      a location that only says "ok" from Lua (content_by_lua; the goal: >= 0.8 of it) and one
---      that says it with nginx's `return 200`: `contract:check` (the Lua value built, answers
---      "ok") and `contract:check_json` (the same gates, answers with the checked JSON text as
---      the gateway's 200 does, no Lua value built), beside a location that sends the 1 KB reply
---      unchecked (the body's own cost); for scale, contract:check on the 70-byte support-ticket
---      reply; one worker, wrk -t2 -c50, BENCH_NGINX_ROUNDS rounds of BENCH_NGINX_SECONDS each,
---      locations interleaved, ratios per round, the median round; the format gate (decode)
---      and the schema gate (validate) alone show where check's time goes, and the same value
---      built by a Lua table constructor (lua_literal) what the Lua tables alone cost.
+--   1. the contract check inside nginx: requests/s of four locations that each read the same
+--      POSTed 1 KB reply (bench/ticket_1k.lua's TEXT) and answer "ok" after their work
+--      (bench/nginx_bench_app.lua): the body read alone, `contract:check_json`,
+--      `contract:check` (the Lua value built) and lua-cjson's decode + api7/jsonschema v0.9.12
+--      (what APISIX and Kong plugins do; not packaged: JC_API7_JSONSCHEMA_PATH is a
+--      lua_package_path fragment with it and neturl, e.g.
+--      "/x/jsonschema/lib/?.lua;/x/neturl/lib/?.lua", else that location is skipped, saying so).
+--      One worker, wrk -t2 -c50, BENCH_NGINX_ROUNDS rounds of BENCH_NGINX_SECONDS each,
+--      locations interleaved; req/s per round, and the ratios check_json / body, check / body,
+--      check_json / api7, check / api7 as ranges over the rounds (and by the worker's CPU time
+--      per request, which the neighbours on the machine move less).
 --   2. the gateway (jsoncontract.nginx) in front of the stand-in model answering after 200 ms:
 --      wrk with 1,000 connections against one worker; requests/s, latency percentiles, errors,
 --      and the worker's RSS (and its Lua heap) before, after each round and its peak (VmHWM).
 -- Not a test: nothing asserts a time. Skipped with a message when nginx, its lua module or
 -- wrk is missing. Environment: BENCH_NGINX_ROUNDS (default 5; 0 skips part 1),
 -- BENCH_NGINX_SECONDS (default 3), BENCH_GATEWAY_SECONDS (default 10),
--- BENCH_GATEWAY_CONNECTIONS (default 1000), BENCH_GATEWAY_ROUNDS (default 3; 0 skips part 2).
+-- BENCH_GATEWAY_CONNECTIONS (default 1000), BENCH_GATEWAY_ROUNDS (default 3; 0 skips part 2),
+-- BENCH_NGINX_PROFILE (0 skips part 1's callgrind profile).
 --   lua5.4 bench/nginx_bench.lua      (after make and make LUA=luajit)
 package.path = "lua/?.lua;lua/?/init.lua;spec/?.lua;bench/?.lua;" .. package.path
 package.cpath = "build/lua5.4/?.so;" .. package.cpath
@@ -28,6 +30,7 @@ local SECONDS = tonumber(os.getenv("BENCH_NGINX_SECONDS")) or 3
 local GW_SECONDS = tonumber(os.getenv("BENCH_GATEWAY_SECONDS")) or 10
 local GW_CONNS = tonumber(os.getenv("BENCH_GATEWAY_CONNECTIONS")) or 1000
 local GW_ROUNDS = tonumber(os.getenv("BENCH_GATEWAY_ROUNDS")) or 3
+local PROFILE = os.getenv("BENCH_NGINX_PROFILE") ~= "0"
 local fmt = string.format
 
 local function say(...) io.stdout:write(fmt(...), "\n") io.stdout:flush() end
@@ -66,13 +69,6 @@ local function wrk(args, url)
     return r
 end
 
-local function median(t)
-    local s = {}
-    for i, v in ipairs(t) do s[i] = v end
-    table.sort(s)
-    return s[math.floor((#s + 1) / 2)]
-end
-
 -- CPU seconds (user + system) a process has used: fields 14 and 15 of /proc/<pid>/stat, in
 -- clock ticks (100 per second on Linux).
 local function cpu_seconds(pid)
@@ -89,122 +85,245 @@ local function rss_kb(pid, field)
     return tonumber(status:match((field or "VmRSS") .. ":%s+(%d+)")) or 0
 end
 
+-- The profile: user-space instructions per request of each location, counted by callgrind in
+-- a worker (nginx with master_process off) under wrk -c1, split by the object that runs them
+-- (nginx and its lua module, LuaJIT's VM and GC, the JIT-compiled Lua, the core, libc, lua-cjson
+-- and PCRE): what each location adds over the body read, and who runs it. Counts, not times:
+-- the neighbours on the machine do not move them. The kernel's share (the sockets; a good half
+-- of the worker's CPU time by `perf record -e cpu-clock`) is the same for every location and
+-- not counted here. BENCH_NGINX_PROFILE=0 skips it; skipped when valgrind is missing.
+local GROUPS = {
+    { "nginx", "/nginx$" }, { "lua module", "ngx_http_lua_module" }, { "LuaJIT VM+GC", "libluajit" },
+    -- machine code without an object: LuaJIT's traces and PCRE2's JIT-compiled patterns
+    { "JIT code", "^%?%?%?$" }, { "core", "jsoncontract/core%.so$" }, { "libc", "libc%.so" },
+    { "cjson", "cjson" }, { "pcre", "pcre" },
+}
+
+-- Self cost per object of a callgrind output file (positions: line; events: Ir): a cost line
+-- belongs to the current `ob=`, except the inclusive cost line after `calls=`.
+local function callgrind_by_object(path)
+    local names, by, ob, after_call = {}, {}, "?", false
+    for line in io.lines(path) do
+        local key, id, name = line:match("^(c?ob)=%((%d+)%)%s*(.*)$")
+        if key then
+            if name ~= "" then names[id] = name end
+            if key == "ob" then ob = names[id] or "?" end
+        elseif line:match("^calls=") then
+            after_call = true
+        else
+            local cost = line:match("^[%d+-]%S*%s+(%d+)$")
+            if cost then
+                if not after_call then by[ob] = (by[ob] or 0) + tonumber(cost) end
+                after_call = false
+            end
+        end
+    end
+    local out = {}
+    for obj, ir in pairs(by) do
+        local group = "other"
+        for _, g in ipairs(GROUPS) do
+            if obj:find(g[2]) then group = g[1] break end
+        end
+        out[group] = (out[group] or 0) + ir
+    end
+    return out
+end
+
+-- Instructions per request of one location: { total =, [group] = }, or nil and why.
+local function profile_location(name, http_conf, text)
+    local dir = nginx.run("mktemp -d"):match("^(%S+)")
+    for file, content in pairs { body = text, ["post.lua"] = fmt('wrk.method = "POST"\nwrk.body = %q\n', text) } do
+        local f = assert(io.open(dir .. "/" .. file, "w"))
+        f:write(content)
+        f:close()
+    end
+    local post = "-s " .. dir .. "/post.lua"
+    local port = util.closed_port()
+    local root = nginx.run("pwd"):match("^(%S+)")
+    local conf = table.concat({
+        "pid " .. dir .. "/nginx.pid;", "error_log " .. dir .. "/error.log warn;",
+        "load_module " .. nginx.MODULES .. "/ndk_http_module.so;",
+        "load_module " .. nginx.MODULES .. "/ngx_http_lua_module.so;",
+        "env JC_API7_JSONSCHEMA_PATH;", "events { worker_connections 64; }",
+        "http { access_log off; client_body_temp_path " .. dir .. "/body;",
+        fmt('lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;%s/bench/?.lua;;";',
+            root, root, root, root),
+        fmt('lua_package_cpath "%s/%s;;";', root, nginx.CPATH),
+        http_conf(port), "}", "" }, "\n")
+    local f = assert(io.open(dir .. "/nginx.conf", "w"))
+    f:write(conf)
+    f:close()
+    local url = fmt("http://127.0.0.1:%d/%s", port, name)
+    local pid = tonumber(nginx.run(fmt("valgrind --tool=callgrind --dump-instr=no --callgrind-out-file=%s/cg.out "
+        .. "nginx -p %s -c %s/nginx.conf -g 'daemon off; master_process off;' >%s/valgrind.log 2>&1 & echo $!",
+        dir, dir, dir, dir)):match("%d+"))
+    local ok, r = pcall(function()
+        for _ = 1, 100 do
+            local _, code = nginx.run(fmt("curl -sf -o /dev/null -X POST --data-binary @%s/body %s", dir, url))
+            if code == 0 then break end
+            nginx.run("sleep 0.3")
+        end
+        wrk("-t1 -c1 -d2s " .. post, url) -- warm up: the traces are made
+        nginx.run(fmt("callgrind_control -z %d >/dev/null 2>&1", pid))
+        local run = wrk("-t1 -c1 -d4s " .. post, url)
+        nginx.run(fmt("callgrind_control -d %d >/dev/null 2>&1", pid))
+        if run.requests == 0 or run.non2xx > 0 then return nil end
+        local dump = nginx.run(fmt("ls -t %s/cg.out.* 2>/dev/null | head -1", dir)):match("^(%S+)")
+        if not dump then return nil end
+        local per = callgrind_by_object(dump)
+        local total = 0
+        for g, ir in pairs(per) do
+            per[g] = ir / run.requests
+            total = total + per[g]
+        end
+        per.total = total
+        return per
+    end)
+    nginx.run(fmt("kill -TERM %d; i=0; while kill -0 %d 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
+        pid, pid))
+    nginx.run("rm -rf " .. nginx.q(dir))
+    if not ok then return nil, r end
+    return r
+end
+
 ------------------------------------------------------------------------------
--- 1. contract:check and contract:check_json vs fixed strings (BENCH_NGINX_ROUNDS=0 skips it)
+-- 1. the contract check inside nginx (BENCH_NGINX_ROUNDS=0 skips it)
 ------------------------------------------------------------------------------
+local function median(t)
+    local s = {}
+    for i, v in ipairs(t) do s[i] = v end
+    table.sort(s)
+    local n = #s
+    return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
+end
+
+-- "lo-hi" of a list of numbers.
+local function range(t, f)
+    local lo, hi = math.huge, -math.huge
+    for _, v in ipairs(t) do lo, hi = math.min(lo, v), math.max(hi, v) end
+    return fmt(f .. "-" .. f, lo, hi)
+end
+
+local function list(t, f)
+    local out = {}
+    for i, v in ipairs(t) do out[i] = fmt(f, v) end
+    return table.concat(out, " ")
+end
+
 if ROUNDS > 0 then
+    local API7 = os.getenv("JC_API7_JSONSCHEMA_PATH")
+    -- inside http {}: the app, the four locations and /ffi_status
+    local function http(port)
+        local loc = {}
+        for _, name in ipairs { "body", "check_json", "check", "api7", "ffi_status" } do
+            loc[#loc + 1] = fmt('  location = /%s { content_by_lua_block { require("nginx_bench_app").%s() } }',
+                name, name)
+        end
+        return table.concat({
+            'init_by_lua_block { require("nginx_bench_app") }',
+            -- the 1 KB reply stays in memory (get_body_data), never in a temp file
+            "client_body_buffer_size 16k; client_max_body_size 16k;",
+            "server { listen 127.0.0.1:" .. port .. " backlog=1024;",
+            table.concat(loc, "\n"),
+            "}" }, "\n")
+    end
     local srv = nginx.start {
-        ready = "/fixed_return",
-        http = function(port)
-            return table.concat({
-                'init_by_lua_block { require("nginx_bench_app") }',
-                "server { listen 127.0.0.1:" .. port .. " backlog=1024;",
-                '  location = /fixed_return { return 200 "ok\\n"; }',
-                '  location = /fixed_lua { content_by_lua_block { ngx.say("ok") } }',
-                '  location = /fixed_reply { content_by_lua_block { require("nginx_bench_app").fixed_reply() } }',
-                '  location = /check { content_by_lua_block { require("nginx_bench_app").check() } }',
-                '  location = /check_json { content_by_lua_block { require("nginx_bench_app").check_json() } }',
-                '  location = /check_ticket { content_by_lua_block { require("nginx_bench_app").check_ticket() } }',
-                '  location = /decode { content_by_lua_block { require("nginx_bench_app").decode() } }',
-                '  location = /validate { content_by_lua_block { require("nginx_bench_app").validate() } }',
-                '  location = /cjson_decode { content_by_lua_block { require("nginx_bench_app").cjson_decode() } }',
-                '  location = /ffi_status { content_by_lua_block { require("nginx_bench_app").ffi_status() } }',
-                '  location = /lua_literal { content_by_lua_block { require("nginx_bench_app").lua_literal() } }',
-                "}" }, "\n")
-        end,
+        ready = "/ffi_status",
+        -- the workers read it in init_by_lua (nginx passes no other variable on)
+        main = "env JC_API7_JSONSCHEMA_PATH;",
+        env = API7 and { JC_API7_JSONSCHEMA_PATH = API7 } or nil,
+        http = http,
     }
     local ok, err = pcall(function()
-        local reply = #require("nginx_bench_app").REPLY
+        local TEXT = require("ticket_1k").TEXT
+        local script = srv.dir .. "/post.lua"
+        local f = assert(io.open(script, "w"))
+        f:write(fmt('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %q\n',
+            TEXT))
+        f:close()
+        local post = "-s " .. script
         local status = require("jsoncontract.transport.curl").request { url = srv.base .. "/ffi_status",
             timeout_ms = 2000 }
-        say("validator:check_json in the worker: %s", status and status.body and status.body:gsub("%s+$", "") or "?")
-        say("nginx: contract:check and check_json on a %d-byte reply vs fixed strings; 1 worker, "
-            .. "wrk -t2 -c50 -d%ds, %d rounds", reply, SECONDS, ROUNDS)
-        -- Every round measures each location once, back to back, so a ratio compares
-        -- neighbours in time (other processes on the machine come and go); the median round wins.
-        local names = { "fixed_return", "fixed_lua", "fixed_reply", "check", "check_json", "check_ticket",
-            "decode", "validate", "lua_literal" }
-        -- lua-cjson as nginx's LuaJIT finds it: the location answers 500 without it
-        local probe = wrk("-t1 -c1 -d1s", srv.base .. "/cjson_decode")
-        local has_cjson = probe.requests > 0 and probe.non2xx == 0
-        if has_cjson then
-            names[#names + 1] = "cjson_decode"
-        else
-            say("  (lua-cjson not found by nginx's LuaJIT: the cjson_decode location is left out)")
+        say("nginx: the contract check on the POSTed %d-byte reply (bench/ticket_1k.lua); 1 worker, "
+            .. "wrk -t2 -c50 -d%ds, %d rounds, locations interleaved; the core's path in the worker: %s",
+            #TEXT, SECONDS, ROUNDS, status and status.body and status.body:gsub("%s+$", "") or "?")
+        local names = { "body", "check_json", "check", "api7" }
+        local probe = wrk("-t1 -c1 -d1s " .. post, srv.base .. "/api7")
+        if probe.requests == 0 or probe.non2xx > 0 then
+            table.remove(names)
+            say("  cjson+api7: skipped (set JC_API7_JSONSCHEMA_PATH to a lua_package_path fragment with "
+                .. "api7/jsonschema v0.9.12 and neturl, e.g. \"/x/jsonschema/lib/?.lua;/x/neturl/lib/?.lua\"; "
+                .. "the worker says: %s)", (nginx.run(fmt("curl -s -X POST --data-binary @/dev/null %s/api7",
+                    srv.base)):gsub("%s+$", "")))
         end
-        -- ratio name -> { numerator location, denominator location }
-        local RATIOS = {
-            { "check/fixed_lua", "check", "fixed_lua" },
-            { "check_json/fixed_lua", "check_json", "fixed_lua" },
-            { "check/fixed_return", "check", "fixed_return" },
-            { "check_json/fixed_return", "check_json", "fixed_return" },
-            { "check_json/fixed_reply", "check_json", "fixed_reply" },
-            { "check_ticket/fixed_lua", "check_ticket", "fixed_lua" },
-            { "decode/fixed_lua", "decode", "fixed_lua" },
-            { "validate/fixed_lua", "validate", "fixed_lua" },
-            { "lua_literal/fixed_lua", "lua_literal", "fixed_lua" },
-        }
-        if has_cjson then RATIOS[#RATIOS + 1] = { "cjson_decode/fixed_lua", "cjson_decode", "fixed_lua" } end
-        local rps, ratios = {}, {}
-        for _, r in ipairs(RATIOS) do ratios[r[1]] = {} end
-        -- The worker's CPU time per request: what a request costs nginx, whatever else runs on
-        -- the machine (wall-clock req/s on a shared machine move with the neighbours).
-        local cpu_us = {}
+        local rps, cpu_us = {}, {}
         for _, name in ipairs(names) do rps[name], cpu_us[name] = {}, {} end
         local worker = srv:workers()[1]
-        for _, name in ipairs(names) do wrk("-t2 -c50 -d1s", srv.base .. "/" .. name) end -- warm up
+        for _, name in ipairs(names) do wrk("-t2 -c50 -d1s " .. post, srv.base .. "/" .. name) end -- warm up
+        -- Every round measures each location once, back to back, so a ratio compares
+        -- neighbours in time (other processes on the machine come and go).
         for round = 1, ROUNDS do
             for _, name in ipairs(names) do
                 local c0 = cpu_seconds(worker)
-                local r = wrk(fmt("-t2 -c50 -d%ds", SECONDS), srv.base .. "/" .. name)
+                local r = wrk(fmt("-t2 -c50 -d%ds %s", SECONDS, post), srv.base .. "/" .. name)
                 rps[name][round] = r.rps
+                -- the worker's CPU time per request: what a request costs nginx, whatever else
+                -- runs on the machine
                 cpu_us[name][round] = (cpu_seconds(worker) - c0) * 1e6 / math.max(r.requests, 1)
                 if r.non2xx > 0 or r.errors > 0 then say("  %s: %d non-2xx, %d socket errors", name, r.non2xx, r.errors) end
             end
-            for _, r in ipairs(RATIOS) do ratios[r[1]][round] = rps[r[2]][round] / rps[r[3]][round] end
         end
-        local function list(t, f)
-            local out = {}
-            for i, v in ipairs(t) do out[i] = fmt(f, v) end
-            return table.concat(out, " ")
-        end
+        local LABEL = { body = "body only", check_json = "check_json", check = "check", api7 = "cjson+api7" }
         for _, name in ipairs(names) do
-            say("  %-13s %9.0f req/s (median; rounds %s)", name, median(rps[name]), list(rps[name], "%.0f"))
+            say("  %-11s req/s per round %s; worker CPU %s us/request", LABEL[name], list(rps[name], "%.0f"),
+                range(cpu_us[name], "%.1f"))
         end
-        local NOTE = {
-            ["check/fixed_lua"] = "  (goal >= 0.80; contract:check, the Lua value built, answers \"ok\")",
-            ["check_json/fixed_lua"] = "  (goal >= 0.80; contract:check_json, answers the 1 KB checked JSON)",
-            ["check_json/fixed_reply"] = "  (both send the same 1 KB body: the checking alone)",
-            ["check_ticket/fixed_lua"] = "  (contract:check on the 70-byte support-ticket reply)",
-            ["decode/fixed_lua"] = "  (the format gate alone, building the value)",
-            ["validate/fixed_lua"] = "  (the schema gate alone, on the decoded value)",
-            ["cjson_decode/fixed_lua"] = "  (lua-cjson's lax decode alone, no schema: the peer, for scale)",
-            ["lua_literal/fixed_lua"] = "  (the same value from a Lua table constructor, nothing parsed or checked:"
-                .. " the floor of a check returning plain tables)",
+        local RATIOS = {
+            { "check_json", "body", "goal >= 0.90" }, { "check", "body", "goal >= 0.85" },
+            { "check_json", "api7", "goal >= 1.30" }, { "check", "api7", "goal >= 1.30" },
+            { "api7", "body", "the peer, for scale" },
         }
         for _, r in ipairs(RATIOS) do
-            say("  ratio %-24s = %.2f  rounds %s%s", r[1], median(ratios[r[1]]), list(ratios[r[1]], "%.2f"),
-                NOTE[r[1]] or "")
+            if rps[r[1]] and rps[r[2]] then
+                local by_rps, by_cpu = {}, {}
+                for round = 1, ROUNDS do
+                    by_rps[round] = rps[r[1]][round] / rps[r[2]][round]
+                    by_cpu[round] = cpu_us[r[2]][round] / cpu_us[r[1]][round]
+                end
+                say("  %-11s / %-11s req/s %s (median %.2f; rounds %s), by worker CPU %s (median %.2f)  %s",
+                    LABEL[r[1]], LABEL[r[2]], range(by_rps, "%.2f"), median(by_rps), list(by_rps, "%.2f"),
+                    range(by_cpu, "%.2f"), median(by_cpu), r[3])
+            end
         end
-        local cpu = {}
-        for _, name in ipairs(names) do cpu[name] = median(cpu_us[name]) end
-        say("  nginx worker CPU per request (median): %s", (function()
-            local out = {}
-            for i, name in ipairs(names) do out[i] = fmt("%s %.1f us", name, cpu[name]) end
-            return table.concat(out, ", ")
-        end)())
-        say("  ratio by worker CPU (the req/s ratio with a core to itself): check/fixed_lua = %.2f, "
-            .. "check_json/fixed_lua = %.2f, check_ticket/fixed_lua = %.2f%s", cpu.fixed_lua / cpu.check,
-            cpu.fixed_lua / cpu.check_json, cpu.fixed_lua / cpu.check_ticket,
-            cpu.cjson_decode and fmt(", cjson_decode/fixed_lua = %.2f", cpu.fixed_lua / cpu.cjson_decode) or "")
-        -- Differences of medians, each with its own noise; decode and validate are not parts
-        -- that add up to check (validate walks a Lua value, check validates the parsed tape).
-        say("  worker CPU over its baseline: check +%.1f us (parse, validate, build the value; over fixed_lua), "
-            .. "check_json +%.1f us (parse, validate; over fixed_reply, the same body), "
-            .. "decode +%.1f us (parse, build), validate +%.1f us (a Lua value to a tape, validate), "
-            .. "lua_literal +%.1f us (the value's tables alone); check >= 0.8 allows +%.1f us",
-            cpu.check - cpu.fixed_lua, cpu.check_json - cpu.fixed_reply, cpu.decode - cpu.fixed_lua,
-            cpu.validate - cpu.fixed_lua, cpu.lua_literal - cpu.fixed_lua, cpu.fixed_lua / 0.8 - cpu.fixed_lua)
+        if PROFILE then
+            local why_not = select(2, nginx.run("command -v valgrind callgrind_control")) ~= 0
+                and "valgrind not found on PATH (apt-get install valgrind)"
+            if why_not then
+                say("  profile: skipped: %s", why_not)
+            else
+                say("  profile: user-space instructions per request (callgrind, one worker, wrk -t1 -c1), "
+                    .. "and what each location adds over the body read, by who runs it:")
+                local base
+                for _, name in ipairs(names) do
+                    local per, perr = profile_location(name, http, TEXT)
+                    if not per then
+                        say("  %-11s profile failed: %s", LABEL[name], tostring(perr or "no requests counted"))
+                    else
+                        base = base or per
+                        -- the body read by object; the others by what they add to it
+                        local parts = {}
+                        for _, g in ipairs(GROUPS) do
+                            local d = (per[g[1]] or 0) - (name == "body" and 0 or (base[g[1]] or 0))
+                            if math.abs(d) >= 50 then
+                                parts[#parts + 1] = fmt(name == "body" and "%s %.0f" or "%s %+.0f", g[1], d)
+                            end
+                        end
+                        say("  %-11s %6.0f%s: %s", LABEL[name], per.total, name == "body" and ""
+                            or fmt(" (%+.0f)", per.total - base.total), table.concat(parts, ", "))
+                    end
+                end
+            end
+        end
     end)
     srv:stop()
     if not ok then error(err, 0) end
