@@ -234,7 +234,14 @@ int jc_ffi_validate_tape(jc_ffi_ctx *c, void *validator, const void *tape,
                          char *errbuf, size_t errlen) {
   jc_validator *v = (jc_validator *)validator;
   jc_ffi_job j;
+  int r;
   if (v == NULL || v->root == NULL || v->closing || tape == NULL) return 1;
+  /* a walk of 'v' running (a finalizer called us inside it): its
+  ** scratch is in use; the C API says so */
+  if (v->busy) return 1;
+  /* most verdicts need no state: no pcall, nothing can raise */
+  r = jc_verdict_nolua(v, (const jc_tape *)tape);
+  if (r != 2) return r;
   memset(&j, 0, sizeof j);
   j.v = v;
   j.given = (const jc_tape *)tape;

@@ -379,7 +379,9 @@ typedef struct jc_vctx {
   int quiet;           /* > 0 inside anyOf/oneOf/not: record nothing */
   int qbase;           /* 1 in the verdict pass (jc_run), whose quiet
                           level is not an applicator's: no memo there */
-  int abort;           /* 1 too deep, 2 work budget: unwind */
+  int abort;           /* 1 too deep, 2 work budget, JC_ABORT_STATE: the
+                          walk needs a state it has not (L == NULL,
+                          jc_verdict_nolua): unwind */
   int depth;           /* instance depth */
   int max_depth;       /* v->max_depth */
   int edepth;          /* nested subschema evaluations */
@@ -399,6 +401,8 @@ typedef struct jc_vctx {
   unsigned long loc_line, loc_col;
   size_t stk_local[JC_STK_LOCAL];   /* last: not cleared on entry */
 } jc_vctx;
+
+#define JC_ABORT_STATE 3
 
 #define JC_STOP(c) ((c)->quiet || (c)->abort || (c)->truncated || \
                    ((c)->first && (c)->nerr > 0))
@@ -608,6 +612,13 @@ void jc_vslots(jc_vctx *c);
 int jc_eval(jc_vctx *c, const jc_node *n, size_t i);
 int jc_run(lua_State *L, jc_validator *v, const jc_tape *t, const jc_vopts *o,
     int deep);
+/* jc_run's verdict pass alone with no lua_State: nothing raised, nothing
+** allocated (jc_run with o->verdict_only, minus what needs a state).
+** Returns 0 valid, 1 not valid (or past a bound: jc_run reports it), 2
+** when the walk needed a state (scratch or memo past their first size,
+** uniqueItems past JC_UNIQUE_SMALL items, a 'regex' format): then ask
+** jc_run. The caller makes sure no other walk uses 'v' (v->busy). */
+int jc_verdict_nolua(jc_validator *v, const jc_tape *t);
 
 /* schema_report.c */
 const char *jc_err_begin(jc_vctx *c, const jc_node *n, const char *kw);
