@@ -197,6 +197,13 @@ struct jc_node {
   jc_prop *props;              /* evaluation order: required order, then bytes */
   jc_prop *props_sorted;       /* byte order, for lookup */
   size_t nprops;
+  size_t *order;               /* the member order last seen, a guess the
+                                  walk tries before the lookup: order[0]
+                                  the 'props' index of the first declared
+                                  member, order[e + 1] of the one after
+                                  props[e]; any value is safe (>= nprops:
+                                  none). Written by the walk ('n' stays
+                                  const to it); nprops + 1 entries */
   int props_set;               /* keep index: { name = index + 1 in sorted } */
   unsigned *props_hash;        /* sorted index + 1, 0 empty: a perfect
                                   hash table (one name per slot) */
@@ -555,21 +562,29 @@ static JC_HOT_INLINE const jc_prop *jc_find_prop(const jc_node *n,
   return jc_find_prop_words(n, s, len, wa, wb);
 }
 
-/* jc_find_prop for members in turn: 'props[*next]' first, the property
-** after the last one found in evaluation order (members mostly come in
-** the order of 'required'); the entry found may be that of 'props' or of
-** 'props_sorted' (the same fields but 'sidx'/'eidx'). */
+/* jc_find_prop for members in turn: first the guess of n->order[*prev]
+** ('*prev' 0 before the first declared member, e + 1 after props[e]):
+** replies of one contract mostly come with their members in one order, so
+** the order met last is learned, and a guess that holds saves the hash
+** and its table's cache line. The entry found may be that of 'props' or
+** of 'props_sorted' (the same fields but 'sidx'/'eidx'). */
 static JC_HOT_INLINE const jc_prop *jc_find_prop_next(const jc_node *n,
                                                       const char *s,
                                                       size_t len,
-                                                      size_t *next) {
+                                                      size_t *prev) {
   jc_u64 wa, wb;
   const jc_prop *p;
+  size_t *guess = &n->order[*prev], e = *guess;
   jc_name_words(s, len, &wa, &wb);
-  if (*next < n->nprops && jc_prop_is(&n->props[*next], s, len, wa, wb))
-    return &n->props[(*next)++];
+  if (e < n->nprops && jc_prop_is(&n->props[e], s, len, wa, wb)) {
+    *prev = e + 1;
+    return &n->props[e];
+  }
   p = jc_find_prop_words(n, s, len, wa, wb);
-  if (p != NULL) *next = (size_t)p->eidx + 1;
+  if (p != NULL) {
+    *guess = (size_t)p->eidx;      /* learned for the next object */
+    *prev = (size_t)p->eidx + 1;
+  }
   return p;
 }
 jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path, const char

@@ -584,6 +584,9 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
       n->props_sorted[j].eidx = (long)k;
       n->props[k++] = n->props_sorted[j];
     }
+    /* first guess of the member order: the evaluation order */
+    n->order = (size_t *)jc_keep_block(c, n->nprops + 1, sizeof(size_t));
+    for (j = 0; j <= n->nprops; j++) n->order[j] = j;
   }
   lua_pop(L, 1);
   for (i = 0; i < n->nrequired; i++) {

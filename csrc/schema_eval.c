@@ -780,11 +780,11 @@ static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
   ** would make the compiler load c->t->v again after each */
   jc_tv *tv = t->v;
   int text = t->text != NULL;
-  size_t j, k, end = tv[i].u.end, req = 0, next = 0;
+  size_t j, k, end = tv[i].u.end, req = 0, prev = 0;
   for (j = i + 1; j < end; j = jc_tv_after(tv, j + 1)) {
     jc_tv *key = &tv[j];
     const jc_prop *p = n->nprops > 0
-                           ? jc_find_prop_next(n, key->s, key->u.len, &next)
+                           ? jc_find_prop_next(n, key->s, key->u.len, &prev)
                            : NULL;
     if (p != NULL) {
       jc_mark_name(text, key, p);

@@ -363,6 +363,52 @@ describe("jsoncontract.core", function()
         end)
     end)
 
+    describe("validate(): members in any order", function()
+        -- the walk learns the member order it met last and tries it first: a guess, never a
+        -- verdict, whatever order the objects before came in
+        it("gives each object its own verdict, whatever order the objects before came in", function()
+            local names = { "alpha", "beta", "gamma", "delta", "epsilon", "zeta_with_a_long_name_here" }
+            local props = {}
+            for _, k in ipairs(names) do props[k] = { type = "integer" } end
+            local v = core.compile { type = "object", properties = props, required = A { "beta", "zeta_with_a_long_name_here" },
+                                     additionalProperties = false }
+            -- permutations by rotation and reversal, some members left out, some undeclared or wrong
+            local seen = 0
+            for round = 1, 3 do
+                for shift = 0, #names - 1 do
+                    for _, rev in ipairs { false, true } do
+                        local order = {}
+                        for k = 1, #names do order[k] = names[(k + shift - 1) % #names + 1] end
+                        if rev then
+                            for a = 1, math.floor(#order / 2) do order[a], order[#order - a + 1] = order[#order - a + 1], order[a] end
+                        end
+                        local members, want = {}, true
+                        for k, name in ipairs(order) do
+                            local drop = (k + round + shift) % 5 == 0
+                            if drop then
+                                if name == "beta" or name == "zeta_with_a_long_name_here" then want = false end
+                            else
+                                local bad = (k * round + shift) % 7 == 0
+                                members[#members + 1] = string.format('"%s":%s', name, bad and '"x"' or tostring(k))
+                                if bad then want = false end
+                            end
+                        end
+                        if (round + shift) % 4 == 0 then
+                            table.insert(members, 1 + shift % (#members + 1), '"omega":1')
+                            want = false
+                        end
+                        local text = "{" .. table.concat(members, ",") .. "}"
+                        assert.equal(want, v:validate(core.parse(text)) == true, text)
+                        assert.equal(want, v:check_json(text) ~= nil, text)
+                        assert.equal(want, v:validate(core.decode(text)) == true, text)
+                        seen = seen + (want and 1 or 0)
+                    end
+                end
+            end
+            assert.is_true(seen > 0)
+        end)
+    end)
+
     describe("validate(): misuse", function()
         it("raises on a non-JSON value", function()
             assert.has_error(function() core.compile(true):validate(print) end,
