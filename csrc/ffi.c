@@ -9,7 +9,10 @@
 ** lua_State. A context therefore owns a private state (luaL_newstate):
 ** every raise stays inside a lua_pcall on that state, never unwinding
 ** through the caller's (possibly JIT-compiled) frames, and nothing here
-** touches the caller's state or calls back into Lua. A context is used by
+** touches the caller's state or calls back into Lua. The validator's
+** verdict on a given tape mostly needs no state at all
+** (jc_verdict_nolua): that call is a plain C call, and only a walk that
+** needs the state's scratch runs again under the pcall. A context is used by
 ** one Lua state at a time; the Lua side never reenters it (a finalizer run
 ** while a value is built takes the C API path).
 **
