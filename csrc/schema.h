@@ -209,6 +209,12 @@ struct jc_node {
                                   hash table (one name per slot) */
   size_t props_mask;           /* its size - 1 (more than 4 properties) */
   size_t props_seed;           /* seed of 'jc_name_hash' for this table */
+  size_t scan_from;            /* objects of this many members or more
+                                  are walked by the declared names (only
+                                  'properties' matter: no pattern or
+                                  additional properties), not member by
+                                  member; (size_t)-1: never
+                                  (jc_node_finish) */
   jc_patprop *pprops;          /* byte order of the source */
   size_t npprops;
   jc_node *addl;               /* 'additionalProperties' (NULL if true) */
@@ -357,6 +363,12 @@ typedef struct jc_cctx {
 #endif
 #ifndef JC_HASH_BUDGET
 #define JC_HASH_BUDGET 4096L          /* entries hashed per item, at most */
+#endif
+
+#ifndef JC_SCAN_RATIO
+#define JC_SCAN_RATIO 4               /* members per declared property from
+                                         which a quiet object walk looks
+                                         for the declared names instead */
 #endif
 
 #define JC_STK_LOCAL 64   /* scratch entries before a userdata is made */

@@ -1013,6 +1013,10 @@ void jc_node_finish(const jc_validator *v, jc_node *n) {
       n->addl != NULL || n->min_props != ABSENT || n->max_props != ABSENT)
     kw |= KW_OBJ;
   if (n->ndeps > 0 || n->pnames != NULL) kw |= KW_OBJ_MORE;
+  n->scan_from = n->npprops == 0 && n->addl == NULL && n->nprops > 0 &&
+                 n->nprops <= ((size_t)-1) / JC_SCAN_RATIO
+                     ? n->nprops * JC_SCAN_RATIO
+                     : (size_t)-1;
   if (n->nprefix > 0 || n->items != NULL || n->min_items != ABSENT ||
       n->max_items != ABSENT || n->unique)
     kw |= KW_ARR;

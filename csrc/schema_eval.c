@@ -781,6 +781,35 @@ static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
   jc_tv *tv = t->v;
   int text = t->text != NULL;
   size_t j, k, end = tv[i].u.end, req = 0, prev = 0;
+  if (tv[i].n >= n->scan_from) {
+    /* a few declared names and many members (an 'if' or an anyOf branch
+    ** that tests one member, as real schemas do): the members other than
+    ** the declared ones need nothing, so each declared name is looked for
+    ** among the member names (by length first) instead of every member
+    ** being hashed; the same evaluations, in declaration order */
+    for (k = 0; k < n->nprops; k++) {
+      const jc_prop *p = &n->props[k];
+      jc_tv *key = NULL;
+      for (j = i + 1; j < end; j = jc_tv_after(tv, j + 1)) {
+        jc_u64 wa, wb;
+        if (tv[j].u.len != p->len) continue;
+        jc_name_words(tv[j].s, p->len, &wa, &wb);
+        if (jc_prop_is(p, tv[j].s, p->len, wa, wb)) {
+          key = &tv[j];
+          break;
+        }
+      }
+      if (key == NULL) {
+        if (p->req) return 0;   /* a required name is missing */
+        continue;
+      }
+      jc_mark_name(text, key, p);
+      req += (size_t)p->req;
+      if (!jc_sibling(c, room, p->pass, p->node, j + 1, &tv[j + 1], p->name,
+                      p->len, 0))
+        return 0;
+    }
+  } else
   for (j = i + 1; j < end; j = jc_tv_after(tv, j + 1)) {
     jc_tv *key = &tv[j];
     const jc_prop *p = n->nprops > 0

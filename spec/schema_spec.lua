@@ -407,6 +407,39 @@ describe("jsoncontract.core", function()
             end
             assert.is_true(seen > 0)
         end)
+
+        it("finds a few declared names among many members (an if, a discriminating branch)", function()
+            -- one or two declared properties under objects of many members: the walk looks for
+            -- the declared names; names of one length but other bytes, long names, escaped names
+            local long = "artifacthub.io/containsSecurityUpdates"
+            local v = core.compile {
+                ["if"] = { properties = { kind = { const = "a" } }, required = A { "kind" } },
+                ["then"] = { properties = { [long] = { enum = A { "true", "false" } } } },
+                ["else"] = { properties = { kinx = { type = "integer" }, [long] = { type = "string" } },
+                             required = A { "kinx" } },
+            }
+            local filler = {}
+            for k = 1, 12 do filler[k] = string.format('"f%02d":%d', k, k) end
+            local function doc(extra) return "{" .. table.concat(filler, ",") .. "," .. extra .. "}" end
+            local CASES = {
+                { doc('"kind":"a","' .. long .. '":"true"'), true },
+                { doc('"kind":"a","' .. long .. '":"maybe"'), false },
+                { doc('"kind":"b","kinx":1'), true },
+                { doc('"kind":"b","kinx":"1"'), false },
+                { doc('"kind":"b","kinz":1'), false },                 -- kinx missing
+                { doc('"ki\\u006ed":"a"'), true },                      -- an escaped name is the name
+                { doc('"kinx":2,"' .. long:sub(1, -2) .. 'X":7'), true },   -- same length, other bytes
+                { doc('"kinx":2,"' .. long .. '":7'), false },
+            }
+            for _, case in ipairs(CASES) do
+                local text, want = case[1], case[2]
+                assert.equal(want, v:validate(core.parse(text)) == true, text)
+                assert.equal(want, v:check_json(text) ~= nil, text)
+                assert.equal(want, v:validate(core.decode(text)) == true, text)
+                local out = v:validate(core.decode(text), { output = "basic" })
+                assert.equal(want, out.valid, text)
+            end
+        end)
     end)
 
     describe("validate(): misuse", function()
