@@ -209,7 +209,9 @@ int jc_ffi_check(jc_ffi_ctx *c, void *validator, const char *text,
   jc_validator *v = (jc_validator *)validator;
   size_t lo = 0, hi = len;
   int r;
-  if (v == NULL || v->root == NULL || v->closing) return 1;
+  /* v->busy: a finalizer called us inside a walk of 'v', whose scratch
+  ** (dynamic scope, locations) is in use: the C API answers that call */
+  if (v == NULL || v->root == NULL || v->closing || v->busy) return 1;
   r = jc_ffi_run_text(c, v, text, len, max_depth, max_bytes, errbuf, errlen);
   if (r != 0) return r;
   while (lo < hi && (text[lo] == ' ' || text[lo] == '\t' || text[lo] == '\n'
@@ -238,10 +240,8 @@ int jc_ffi_validate_tape(jc_ffi_ctx *c, void *validator, const void *tape,
   jc_validator *v = (jc_validator *)validator;
   jc_ffi_job j;
   int r;
-  if (v == NULL || v->root == NULL || v->closing || tape == NULL) return 1;
-  /* a walk of 'v' running (a finalizer called us inside it): its
-  ** scratch is in use; the C API says so */
-  if (v->busy) return 1;
+  if (v == NULL || v->root == NULL || v->closing || v->busy || tape == NULL)
+    return 1;                  /* v->busy: as in jc_ffi_check */
   /* most verdicts need no state: no pcall, nothing can raise */
   r = jc_verdict_nolua(v, (const jc_tape *)tape);
   if (r != 2) return r;

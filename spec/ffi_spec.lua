@@ -220,6 +220,40 @@ describe("jsoncontract.ffi", function()
         assert.has_error(function() v:validate(core.parse("[1]")) end)
     end)
 
+    it("a finalizer that validates inside a walk of the same validator leaves that walk whole", function()
+        -- a walk's scratch (dynamic scope, locations) is its validator's: a call made from a
+        -- finalizer inside it is answered by the C API, which gives the nested call its own
+        local ffi = require "ffi"
+        local v = core.compile {
+            ["$id"] = "https://example.com/tree", ["$dynamicAnchor"] = "node",
+            type = "object", required = { "kids" },
+            properties = { kids = { type = "array", items = { ["$dynamicRef"] = "#node" } },
+                           n = { type = "integer" } },
+        }
+        local parts = {}
+        for k = 1, 200 do parts[k] = string.format('{"kids":[{"kids":[],"n":"x%d"}]}', k) end
+        local bad = core.parse('{"kids":[' .. table.concat(parts, ",") .. ']}')
+        local want_ok, want = v:validate(bad)
+        assert.is_nil(want_ok)
+        local good, fine = core.parse('{"kids":[{"kids":[]}]}'), '{"kids":[{"kids":[],"n":1}]}'
+        local inner, ran = true, 0
+        for _ = 1, 10 do
+            for _ = 1, 40 do
+                ffi.gc(ffi.new("char[1]"), function()
+                    ran = ran + 1
+                    inner = inner and v:validate(good) == true and v:check_json(fine) == fine
+                        and v:validate(core.parse('{"kids":1}')) == nil
+                end)
+            end
+            local ok, err = v:validate(bad)
+            assert.is_nil(ok)
+            assert.equal(tostring(want), tostring(err))
+        end
+        collectgarbage("collect")
+        assert.is_true(ran > 0)
+        assert.is_true(inner)
+    end)
+
     it("a finalizer that decodes while a value is built gets its own value, and leaves it whole", function()
         local inner = {}
         local big = "[" .. string.rep('{"k":"v","n":[1,2,3]},', 2000) .. '{"k":"v"}]'
