@@ -30,7 +30,7 @@
 #include <string.h>
 
 typedef struct jc_ffi_ctx {
-  lua_State *L;     /* private: holds the tape at stack index 1 */
+  lua_State *L;     /* private: the tape at stack index 1, jc_ffi_run at 2 */
   jc_tape *t;
 } jc_ffi_ctx;
 
@@ -58,12 +58,17 @@ JC_EXPORT int jc_ffi_parse(jc_ffi_ctx *c, const char *text, size_t len,
                            const jc_tv **entries, size_t *n, char *errbuf,
                            size_t errlen);
 
-/* Make the tape in the private state. [-0, +1, m] */
+static int jc_ffi_run(lua_State *L);
+
+/* Make the tape in the private state, and the function every job runs
+** (made once: a C function pushed per call is an allocation per call on
+** LuaJIT). [-0, +2, m] */
 static int jc_ffi_init(lua_State *L) {
   jc_ffi_ctx *c = (jc_ffi_ctx *)lua_touserdata(L, 1);
   lua_settop(L, 0);
   c->t = jc_tape_new(L);
-  return 1;
+  lua_pushcfunction(L, jc_ffi_run);
+  return 2;
 }
 
 /*
@@ -76,12 +81,13 @@ jc_ffi_ctx *jc_ffi_new(void) {
   if (c->L == NULL) { free(c); return NULL; }
   lua_pushcfunction(c->L, jc_ffi_init);
   lua_pushlightuserdata(c->L, c);
-  if (lua_pcall(c->L, 1, 1, 0) != 0 || c->t == NULL) {
+  if (lua_pcall(c->L, 1, 2, 0) != 0 || c->t == NULL) {
     lua_close(c->L);
     free(c);
     return NULL;
   }
-  /* stack index 1: the tape userdata, kept until jc_ffi_free */
+  /* stack index 1: the tape userdata, 2: jc_ffi_run, kept until
+  ** jc_ffi_free */
   return c;
 }
 
@@ -123,12 +129,17 @@ static int jc_ffi_run(lua_State *L) {
   j->r = jc_parse_tape_quiet(L, j->t, j->text, j->len, j->max_depth,
                              j->max_bytes);
   if (j->r == 0 && j->v != NULL) {
-    jc_vopts o;
-    memset(&o, 0, sizeof o);
-    o.max_errors = 1;
-    o.verdict_only = 1;
-    lua_settop(L, 0);
-    j->r = jc_run(L, j->v, j->t, &o, 0) == 0 ? 0 : 1;
+    /* the verdict with no state first, as jc_ffi_validate_tape */
+    int r = jc_verdict_nolua(j->v, j->t);
+    if (r == 2) {
+      jc_vopts o;
+      memset(&o, 0, sizeof o);
+      o.max_errors = 1;
+      o.verdict_only = 1;
+      lua_settop(L, 0);
+      r = jc_run(L, j->v, j->t, &o, 0) == 0 ? 0 : 1;
+    }
+    j->r = r;
   }
   return 0;
 }
@@ -142,18 +153,16 @@ static int jc_ffi_job_run(jc_ffi_ctx *c, jc_ffi_job *j, char *errbuf,
   if (j->given == NULL) jc_tape_reset(c->t);
   j->t = c->t;
   j->r = -1;
-  lua_settop(L, 1);
-  lua_pushcfunction(L, jc_ffi_run);
+  lua_pushvalue(L, 2);
   lua_pushlightuserdata(L, j);
-  status = lua_pcall(L, 1, 0, 0);
+  status = lua_pcall(L, 1, 0, 0);   /* leaves the stack at 2 when it ends */
   if (status != 0) {
     const char *msg = lua_tostring(L, -1);
     if (errlen > 0)
       snprintf(errbuf, errlen, "%s", msg != NULL ? msg : "not enough memory");
-    lua_settop(L, 1);
+    lua_settop(L, 2);
     return -1;
   }
-  lua_settop(L, 1);
   return j->r != 0;
 }
 
