@@ -10,7 +10,8 @@
 ** The FFI entry points (csrc/ffi.c, LuaJIT's path) must agree with the C
 ** API: jc_ffi_check accepts exactly what check accepts, and the bytes it
 ** reports are check_json's accepted text; jc_ffi_validate_tape accepts a
-** tape from core.parse exactly when validate(tape) does.
+** tape from core.parse exactly when validate(tape) does, and that one
+** agrees with validate(value).
 */
 #include "fuzz_common.h"
 
@@ -108,6 +109,8 @@ static const char jc_diff_lua[] =
   "  if text:find('%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d') then return nil end\n"
   "  local b, eb = v:validate(d)\n"
   "  if (a == nil) ~= (b == nil) then return 'verdicts differ' end\n"
+  "  if tape and (v:validate(tape) == true) ~= (b == true) then\n"
+  "    return 'validate(tape) and validate(value) differ' end\n"
   "  if a == nil then\n"
   "    if ea.kind ~= eb.kind then return 'kinds differ' end\n"
   "    if ea.kind == 'schema_mismatch' and shape(ea) ~= shape(eb) then\n"

@@ -442,6 +442,60 @@ describe("jsoncontract.core", function()
         end)
     end)
 
+    describe("validate(tape): the verdict without the state, and the walk with it", function()
+        -- a tape's verdict is first taken with no Lua state; a walk that needs scratch (uniqueItems
+        -- past 16 items, a regex format asserted, scratch past its first size, the memo, the depth
+        -- and work bounds) or an invalid value is walked again with it: the same answers as for
+        -- the Lua value
+        it("agrees with validate(value) and check_json", function()
+            local members = {}
+            for k = 1, 100 do members[#members + 1] = string.format('"k%d":%d', k, k) end
+            local many = "{" .. table.concat(members, ",") .. "}"
+            local items = {}
+            for k = 1, 40 do items[k] = tostring(k) end
+            local uniq, dup = "[" .. table.concat(items, ",") .. "]", "[" .. table.concat(items, ",") .. ",7]"
+            local CASES = {
+                { { type = "array", uniqueItems = true }, { uniq, dup, "[1,2]", "[1,1]" } },
+                { { type = "string", format = "regex" }, { '"^a+$"', '"(a"' }, { format_assertion = true } },
+                { { unevaluatedProperties = false, properties = { k1 = true } }, { many, '{"k1":1}' } },
+                { { unevaluatedProperties = { type = "integer" } }, { many, '{"k1":"x"}' } },
+                { { type = "array", items = { anyOf = { { type = "string" }, { type = "integer" } } } },
+                  { uniq, "[" .. string.rep('"a",', 200) .. '"b"]', "[" .. string.rep("1,", 200) .. "null]" } },
+                { { ["$defs"] = { t = { anyOf = { { type = "integer" }, { items = { ["$ref"] = "#/$defs/t" } } } } },
+                    ["$ref"] = "#/$defs/t" },
+                  { string.rep("[", 300) .. string.rep("]", 300), string.rep("[", 300) .. "null" .. string.rep("]", 300) } },
+                { { items = { type = "integer" } }, { uniq }, { work_budget = 5 } },
+                { { type = "array", items = { ["$ref"] = "#" } }, { string.rep("[", 20) .. string.rep("]", 20) },
+                  { max_depth = 10 } },
+            }
+            for i, case in ipairs(CASES) do
+                local v = core.compile(case[1], case[3])
+                for j, text in ipairs(case[2]) do
+                    local what = "case " .. i .. "." .. j
+                    local a, ea = v:validate(core.parse(text))
+                    local b, eb = v:validate(core.decode(text))
+                    assert.equal(b, a, what)
+                    if a == nil then
+                        -- a Lua value's members have no order: the same errors, maybe listed
+                        -- in another order
+                        assert.equal(eb.kind, ea.kind, what)
+                        local function where(err)
+                            local list = {}
+                            for k, e in ipairs(err.errors) do list[k] = e.pointer .. " " .. e.keyword end
+                            table.sort(list)
+                            return table.concat(list, ", ")
+                        end
+                        -- (past the work budget, writing a Lua value to a tape is charged too:
+                        -- it stops elsewhere)
+                        if ea.kind ~= "budget_exceeded" then assert.equal(where(eb), where(ea), what) end
+                    end
+                    assert.equal(a == true, v:check_json(text) ~= nil, what)
+                    assert.equal(a == true, v:validate(core.parse(text), { output = "basic" }).valid, what)
+                end
+            end
+        end)
+    end)
+
     describe("validate(): misuse", function()
         it("raises on a non-JSON value", function()
             assert.has_error(function() core.compile(true):validate(print) end,
