@@ -9,9 +9,11 @@
 -- few SchemaStore schemas with their own valid instances (../shared/corpora).
 -- "validation alone" is validator:validate(value): the Lua value written to a tape in one
 -- walk, then validated on the tape; "decode + validation" is validator:check(text), bytes
--- to a validated Lua value, as contract:check runs it (ajv: JSON.parse + validate).
--- Prints ns per instance (best of BENCH_ROUNDS rounds) for validation alone and
--- for decode + validation, and the ratios jc/ajv and jc/lua (below 1.0: jc is
+-- to a validated Lua value, as contract:check runs it (ajv: JSON.parse + validate); "bytes ->
+-- verdict" is validator:check_json(text), the verdict and the accepted text with no Lua value
+-- built, as the gateway runs it, beside the same ajv figure (JSON.parse + validate).
+-- Prints ns per instance (best of BENCH_ROUNDS rounds) for validation alone, for
+-- decode + validation and for bytes -> verdict, and the ratios jc/ajv and jc/lua (below 1.0: jc is
 -- faster). Formats are not asserted on any side. Not a test: nothing asserts a time.
 -- Then the call floor: validate(tape) against the schema true, nothing to check, beside each
 -- ajv time (a ratio of 0.5 or more: 0.5x ajv is out of reach for any call of that shape).
@@ -351,13 +353,16 @@ if not ajv then print("ajv skipped: " .. why) end
 -- ----------------------------------------------------------------------
 -- LuaJIT: validator:validate(tape) goes through the FFI (jsoncontract.ffi) as in a contract
 local ok_ffi, jffi = pcall(require, "jsoncontract.ffi")
-print(fmt("%s, %d rounds; ns per instance (validation alone | decode + validation); validate(tape) "
-    .. "through %s", is_jit and jit.version or _VERSION, ROUNDS,
+print(fmt("%s, %d rounds; ns per instance (validation alone | decode + validation | bytes -> verdict);"
+    .. " validate(tape) and check_json through %s", is_jit and jit.version or _VERSION, ROUNDS,
     ok_ffi and jffi.available and "the FFI" or "the C API"))
 print("  validation alone: jc = validator:validate(tape) (a tape from core.parse), jc(lua) ="
     .. " validator:validate(Lua value) (written to a tape, then validated)")
-print(fmt("%-24s %6s | %8s %8s %8s %8s %7s %7s %7s | %8s %8s %8s %7s %7s", "case", "bytes",
-    "jc", "jc(lua)", "ajv", "lua", "jc/ajv", "(lua)/a", "jc/lua", "jc", "ajv", "lua", "jc/ajv", "jc/lua"))
+print("  decode + validation: jc = validator:check(text) (a Lua value), ajv = JSON.parse + validate;"
+    .. " bytes -> verdict: jc = validator:check_json(text) (no Lua value), beside the same ajv figure")
+print(fmt("%-24s %6s | %8s %8s %8s %8s %7s %7s %7s | %8s %8s %8s %7s %7s | %8s %7s", "case", "bytes",
+    "jc", "jc(lua)", "ajv", "lua", "jc/ajv", "(lua)/a", "jc/lua", "jc", "ajv", "lua", "jc/ajv", "jc/lua",
+    "jc", "jc/ajv"))
 local sink = 0
 -- The floor of "validation alone" in this loop: one validate call on a tape against the schema
 -- 'true' (nothing to check). No validator called from Lua this way costs less per instance.
@@ -374,6 +379,7 @@ for _, c in ipairs(cases) do
     local validator = core.compile(schema)
     local value = core.decode(c.instance)
     assert(validator:validate(value), "jc rejects " .. c.name)
+    assert(validator:check_json(c.instance), "jc check_json rejects " .. c.name)
     local lschema = cjson.decode(c.schema_text)
     if c.name == "support-ticket" then lschema = ticket.schema end
     if c.lschema then lschema = c.lschema end
@@ -389,12 +395,13 @@ for _, c in ipairs(cases) do
     -- builds the Lua value only then
     local jdv = best(function() if validator:check(text) then sink = sink + 1 end end)
     local ldv = best(function() if lua_validate(lschema, cjson.decode(text)) then sink = sink + 1 end end)
+    local jcv = best(function() if validator:check_json(text) then sink = sink + 1 end end)
     local a = ajv and ajv[c.name]
     local function r(x, y) return y and fmt("%7.2f", x / y) or fmt("%7s", "-") end
     local function ns(x) return x and fmt("%8.0f", x) or fmt("%8s", "-") end
-    print(fmt("%-24s %6d | %s %s %s %s %s %s %s | %s %s %s %s %s%s", c.name, #c.instance,
+    print(fmt("%-24s %6d | %s %s %s %s %s %s %s | %s %s %s %s %s | %s %s%s", c.name, #c.instance,
         ns(jt), ns(jv), ns(a and a[1]), ns(lv), r(jt, a and a[1]), r(jv, a and a[1]), r(jt, lv),
-        ns(jdv), ns(a and a[2]), ns(ldv), r(jdv, a and a[2]), r(jdv, ldv),
+        ns(jdv), ns(a and a[2]), ns(ldv), r(jdv, a and a[2]), r(jdv, ldv), ns(jcv), r(jcv, a and a[2]),
         lua_ok and "" or "  (lua validator rejects it)"))
     if a then floors[#floors + 1] = { c.name, a[1] } end
 end

@@ -9,7 +9,10 @@
 ** lua_State. A context therefore owns a private state (luaL_newstate):
 ** every raise stays inside a lua_pcall on that state, never unwinding
 ** through the caller's (possibly JIT-compiled) frames, and nothing here
-** touches the caller's state or calls back into Lua. A context is used by
+** touches the caller's state or calls back into Lua. The validator's
+** verdict on a given tape mostly needs no state at all
+** (jc_verdict_nolua): that call is a plain C call, and only a walk that
+** needs the state's scratch runs again under the pcall. A context is used by
 ** one Lua state at a time; the Lua side never reenters it (a finalizer run
 ** while a value is built takes the C API path).
 **
@@ -27,7 +30,7 @@
 #include <string.h>
 
 typedef struct jc_ffi_ctx {
-  lua_State *L;     /* private: holds the tape at stack index 1 */
+  lua_State *L;     /* private: the tape at stack index 1, jc_ffi_run at 2 */
   jc_tape *t;
 } jc_ffi_ctx;
 
@@ -55,12 +58,17 @@ JC_EXPORT int jc_ffi_parse(jc_ffi_ctx *c, const char *text, size_t len,
                            const jc_tv **entries, size_t *n, char *errbuf,
                            size_t errlen);
 
-/* Make the tape in the private state. [-0, +1, m] */
+static int jc_ffi_run(lua_State *L);
+
+/* Make the tape in the private state, and the function every job runs
+** (made once: a C function pushed per call is an allocation per call on
+** LuaJIT). [-0, +2, m] */
 static int jc_ffi_init(lua_State *L) {
   jc_ffi_ctx *c = (jc_ffi_ctx *)lua_touserdata(L, 1);
   lua_settop(L, 0);
   c->t = jc_tape_new(L);
-  return 1;
+  lua_pushcfunction(L, jc_ffi_run);
+  return 2;
 }
 
 /*
@@ -73,12 +81,13 @@ jc_ffi_ctx *jc_ffi_new(void) {
   if (c->L == NULL) { free(c); return NULL; }
   lua_pushcfunction(c->L, jc_ffi_init);
   lua_pushlightuserdata(c->L, c);
-  if (lua_pcall(c->L, 1, 1, 0) != 0 || c->t == NULL) {
+  if (lua_pcall(c->L, 1, 2, 0) != 0 || c->t == NULL) {
     lua_close(c->L);
     free(c);
     return NULL;
   }
-  /* stack index 1: the tape userdata, kept until jc_ffi_free */
+  /* stack index 1: the tape userdata, 2: jc_ffi_run, kept until
+  ** jc_ffi_free */
   return c;
 }
 
@@ -120,12 +129,17 @@ static int jc_ffi_run(lua_State *L) {
   j->r = jc_parse_tape_quiet(L, j->t, j->text, j->len, j->max_depth,
                              j->max_bytes);
   if (j->r == 0 && j->v != NULL) {
-    jc_vopts o;
-    memset(&o, 0, sizeof o);
-    o.max_errors = 1;
-    o.verdict_only = 1;
-    lua_settop(L, 0);
-    j->r = jc_run(L, j->v, j->t, &o, 0) == 0 ? 0 : 1;
+    /* the verdict with no state first, as jc_ffi_validate_tape */
+    int r = jc_verdict_nolua(j->v, j->t);
+    if (r == 2) {
+      jc_vopts o;
+      memset(&o, 0, sizeof o);
+      o.max_errors = 1;
+      o.verdict_only = 1;
+      lua_settop(L, 0);
+      r = jc_run(L, j->v, j->t, &o, 0) == 0 ? 0 : 1;
+    }
+    j->r = r;
   }
   return 0;
 }
@@ -139,18 +153,16 @@ static int jc_ffi_job_run(jc_ffi_ctx *c, jc_ffi_job *j, char *errbuf,
   if (j->given == NULL) jc_tape_reset(c->t);
   j->t = c->t;
   j->r = -1;
-  lua_settop(L, 1);
-  lua_pushcfunction(L, jc_ffi_run);
+  lua_pushvalue(L, 2);
   lua_pushlightuserdata(L, j);
-  status = lua_pcall(L, 1, 0, 0);
+  status = lua_pcall(L, 1, 0, 0);   /* leaves the stack at 2 when it ends */
   if (status != 0) {
     const char *msg = lua_tostring(L, -1);
     if (errlen > 0)
       snprintf(errbuf, errlen, "%s", msg != NULL ? msg : "not enough memory");
-    lua_settop(L, 1);
+    lua_settop(L, 2);
     return -1;
   }
-  lua_settop(L, 1);
   return j->r != 0;
 }
 
@@ -206,7 +218,9 @@ int jc_ffi_check(jc_ffi_ctx *c, void *validator, const char *text,
   jc_validator *v = (jc_validator *)validator;
   size_t lo = 0, hi = len;
   int r;
-  if (v == NULL || v->root == NULL || v->closing) return 1;
+  /* v->busy: a finalizer called us inside a walk of 'v', whose scratch
+  ** (dynamic scope, locations) is in use: the C API answers that call */
+  if (v == NULL || v->root == NULL || v->closing || v->busy) return 1;
   r = jc_ffi_run_text(c, v, text, len, max_depth, max_bytes, errbuf, errlen);
   if (r != 0) return r;
   while (lo < hi && (text[lo] == ' ' || text[lo] == '\t' || text[lo] == '\n'
@@ -234,7 +248,12 @@ int jc_ffi_validate_tape(jc_ffi_ctx *c, void *validator, const void *tape,
                          char *errbuf, size_t errlen) {
   jc_validator *v = (jc_validator *)validator;
   jc_ffi_job j;
-  if (v == NULL || v->root == NULL || v->closing || tape == NULL) return 1;
+  int r;
+  if (v == NULL || v->root == NULL || v->closing || v->busy || tape == NULL)
+    return 1;                  /* v->busy: as in jc_ffi_check */
+  /* most verdicts need no state: no pcall, nothing can raise */
+  r = jc_verdict_nolua(v, (const jc_tape *)tape);
+  if (r != 2) return r;
   memset(&j, 0, sizeof j);
   j.v = v;
   j.given = (const jc_tape *)tape;

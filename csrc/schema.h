@@ -199,11 +199,24 @@ struct jc_node {
   jc_prop *props;              /* evaluation order: required order, then bytes */
   jc_prop *props_sorted;       /* byte order, for lookup */
   size_t nprops;
+  size_t *order;               /* the member order last seen, a guess the
+                                  walk tries before the lookup: order[0]
+                                  the 'props' index of the first declared
+                                  member, order[e + 1] of the one after
+                                  props[e]; any value is safe (>= nprops:
+                                  none). Written by the walk ('n' stays
+                                  const to it); nprops + 1 entries */
   int props_set;               /* keep index: { name = index + 1 in sorted } */
   unsigned *props_hash;        /* sorted index + 1, 0 empty: a perfect
                                   hash table (one name per slot) */
   size_t props_mask;           /* its size - 1 (more than 4 properties) */
   size_t props_seed;           /* seed of 'jc_name_hash' for this table */
+  size_t scan_from;            /* objects of this many members or more
+                                  are walked by the declared names (only
+                                  'properties' matter: no pattern or
+                                  additional properties), not member by
+                                  member; (size_t)-1: never
+                                  (jc_node_finish) */
   jc_patprop *pprops;          /* byte order of the source */
   size_t npprops;
   jc_node *addl;               /* 'additionalProperties' (NULL if true) */
@@ -354,6 +367,12 @@ typedef struct jc_cctx {
 #define JC_HASH_BUDGET 4096L          /* entries hashed per item, at most */
 #endif
 
+#ifndef JC_SCAN_RATIO
+#define JC_SCAN_RATIO 4               /* members per declared property from
+                                         which a quiet object walk looks
+                                         for the declared names instead */
+#endif
+
 #define JC_STK_LOCAL 64   /* scratch entries before a userdata is made */
 
 typedef struct jc_memo {
@@ -381,7 +400,9 @@ typedef struct jc_vctx {
   int quiet;           /* > 0 inside anyOf/oneOf/not: record nothing */
   int qbase;           /* 1 in the verdict pass (jc_run), whose quiet
                           level is not an applicator's: no memo there */
-  int abort;           /* 1 too deep, 2 work budget: unwind */
+  int abort;           /* 1 too deep, 2 work budget, JC_ABORT_STATE: the
+                          walk needs a state it has not (L == NULL,
+                          jc_verdict_nolua): unwind */
   int depth;           /* instance depth */
   int max_depth;       /* v->max_depth */
   int edepth;          /* nested subschema evaluations */
@@ -401,6 +422,8 @@ typedef struct jc_vctx {
   unsigned long loc_line, loc_col;
   size_t stk_local[JC_STK_LOCAL];   /* last: not cleared on entry */
 } jc_vctx;
+
+#define JC_ABORT_STATE 3
 
 #define JC_STOP(c) ((c)->quiet || (c)->abort || (c)->truncated || \
                    ((c)->first && (c)->nerr > 0))
@@ -553,21 +576,29 @@ static JC_HOT_INLINE const jc_prop *jc_find_prop(const jc_node *n,
   return jc_find_prop_words(n, s, len, wa, wb);
 }
 
-/* jc_find_prop for members in turn: 'props[*next]' first, the property
-** after the last one found in evaluation order (members mostly come in
-** the order of 'required'); the entry found may be that of 'props' or of
-** 'props_sorted' (the same fields but 'sidx'/'eidx'). */
+/* jc_find_prop for members in turn: first the guess of n->order[*prev]
+** ('*prev' 0 before the first declared member, e + 1 after props[e]):
+** replies of one contract mostly come with their members in one order, so
+** the order met last is learned, and a guess that holds saves the hash
+** and its table's cache line. The entry found may be that of 'props' or
+** of 'props_sorted' (the same fields but 'sidx'/'eidx'). */
 static JC_HOT_INLINE const jc_prop *jc_find_prop_next(const jc_node *n,
                                                       const char *s,
                                                       size_t len,
-                                                      size_t *next) {
+                                                      size_t *prev) {
   jc_u64 wa, wb;
   const jc_prop *p;
+  size_t *guess = &n->order[*prev], e = *guess;
   jc_name_words(s, len, &wa, &wb);
-  if (*next < n->nprops && jc_prop_is(&n->props[*next], s, len, wa, wb))
-    return &n->props[(*next)++];
+  if (e < n->nprops && jc_prop_is(&n->props[e], s, len, wa, wb)) {
+    *prev = e + 1;
+    return &n->props[e];
+  }
   p = jc_find_prop_words(n, s, len, wa, wb);
-  if (p != NULL) *next = (size_t)p->eidx + 1;
+  if (p != NULL) {
+    *guess = (size_t)p->eidx;      /* learned for the next object */
+    *prev = (size_t)p->eidx + 1;
+  }
   return p;
 }
 jc_node *jc_compile_node(jc_cctx *c, int idx, const char *path, const char
@@ -610,6 +641,13 @@ void jc_vslots(jc_vctx *c);
 int jc_eval(jc_vctx *c, const jc_node *n, size_t i);
 int jc_run(lua_State *L, jc_validator *v, const jc_tape *t, const jc_vopts *o,
     int deep);
+/* jc_run's verdict pass alone with no lua_State: nothing raised, nothing
+** allocated (jc_run with o->verdict_only, minus what needs a state).
+** Returns 0 valid, 1 not valid (or past a bound: jc_run reports it), 2
+** when the walk needed a state (scratch or memo past their first size,
+** uniqueItems past JC_UNIQUE_SMALL items, a 'regex' format): then ask
+** jc_run. The caller makes sure no other walk uses 'v' (v->busy). */
+int jc_verdict_nolua(jc_validator *v, const jc_tape *t);
 
 /* schema_report.c */
 const char *jc_err_begin(jc_vctx *c, const jc_node *n, const char *kw);

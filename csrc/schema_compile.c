@@ -584,6 +584,9 @@ static void jc_compile_object_kws(jc_cctx *c, int sidx, jc_node *n) {
       n->props_sorted[j].eidx = (long)k;
       n->props[k++] = n->props_sorted[j];
     }
+    /* first guess of the member order: the evaluation order */
+    n->order = (size_t *)jc_keep_block(c, n->nprops + 1, sizeof(size_t));
+    for (j = 0; j <= n->nprops; j++) n->order[j] = j;
   }
   lua_pop(L, 1);
   for (i = 0; i < n->nrequired; i++) {
@@ -1018,6 +1021,10 @@ void jc_node_finish(const jc_validator *v, jc_node *n) {
       n->addl != NULL || n->min_props != ABSENT || n->max_props != ABSENT)
     kw |= KW_OBJ;
   if (n->ndeps > 0 || n->pnames != NULL) kw |= KW_OBJ_MORE;
+  n->scan_from = n->npprops == 0 && n->addl == NULL && n->nprops > 0 &&
+                 n->nprops <= ((size_t)-1) / JC_SCAN_RATIO
+                     ? n->nprops * JC_SCAN_RATIO
+                     : (size_t)-1;
   if (n->nprefix > 0 || n->items != NULL || n->min_items != ABSENT ||
       n->max_items != ABSENT || n->unique)
     kw |= KW_ARR;

@@ -33,6 +33,10 @@ void jc_vslots(jc_vctx *c) {
 /* jc_stk_push when the stack must grow. [-0, +0, m] */
 static JC_NOINLINE size_t jc_stk_grow(jc_vctx *c, size_t n) {
   size_t base = c->stk_n;
+  if (c->L == NULL) {         /* jc_verdict_nolua: redone with a state */
+    c->abort = JC_ABORT_STATE;
+    return 0;                 /* no room: the callers check c->abort */
+  }
   JC_SLOTS(c);
   {
     size_t cap = c->stk_cap;
@@ -91,6 +95,10 @@ static void jc_memo_put(jc_vctx *c, const jc_node *n, size_t i, int r) {
   if ((c->memo_n + 1) * 2 > c->memo_cap) {
     size_t cap = c->memo_cap ? c->memo_cap * 2 : 64, k;
     jc_memo *old = c->memo, *nm;
+    if (c->L == NULL) {       /* jc_verdict_nolua: redone with a state */
+      c->abort = JC_ABORT_STATE;
+      return;
+    }
     JC_SLOTS(c);
     nm = (jc_memo *)jc_newuserdata(c->L, cap * sizeof(jc_memo));
     memset(nm, 0, cap * sizeof(jc_memo));
@@ -518,6 +526,10 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i) {
       char msg[8];
       size_t off;
       c->work -= 1.0 + (double)len;
+      if (L == NULL) {        /* jc_verdict_nolua: compiled on a stack */
+        c->abort = JC_ABORT_STATE;
+        return 0;
+      }
       valid = jc_pattern_compile(L, s, len, msg, sizeof msg, &off) != NULL;
       lua_pop(L, 1);
     } else {
@@ -622,8 +634,14 @@ static JC_NOINLINE int jc_eval_unique(jc_vctx *c, const jc_node *n, size_t i,
                                       size_t len) {
   lua_State *L = c->L;
   const jc_tape *t = c->t;
-  size_t items = jc_stk_push(c, len), a, b, j, k, end = t->v[i].u.end;
+  size_t items, a, b, j, k, end = t->v[i].u.end;
   int dup;
+  if (L == NULL && len > JC_UNIQUE_SMALL) {   /* its table is a userdata */
+    c->abort = JC_ABORT_STATE;
+    return 0;
+  }
+  items = jc_stk_push(c, len);
+  if (c->abort == JC_ABORT_STATE) return 0;   /* jc_verdict_nolua */
   for (j = i + 1, k = 0; j < end; j = jc_tv_next(t, j), k++)
     c->stk[items + k] = j;
   dup = jc_find_duplicate(c, items, len, &a, &b);
@@ -762,11 +780,40 @@ static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
   ** would make the compiler load c->t->v again after each */
   jc_tv *tv = t->v;
   int text = t->text != NULL;
-  size_t j, k, end = tv[i].u.end, req = 0, next = 0;
+  size_t j, k, end = tv[i].u.end, req = 0, prev = 0;
+  if (tv[i].n >= n->scan_from) {
+    /* a few declared names and many members (an 'if' or an anyOf branch
+    ** that tests one member, as real schemas do): the members other than
+    ** the declared ones need nothing, so each declared name is looked for
+    ** among the member names (by length first) instead of every member
+    ** being hashed; the same evaluations, in declaration order */
+    for (k = 0; k < n->nprops; k++) {
+      const jc_prop *p = &n->props[k];
+      jc_tv *key = NULL;
+      for (j = i + 1; j < end; j = jc_tv_after(tv, j + 1)) {
+        jc_u64 wa, wb;
+        if (tv[j].u.len != p->len) continue;
+        jc_name_words(tv[j].s, p->len, &wa, &wb);
+        if (jc_prop_is(p, tv[j].s, p->len, wa, wb)) {
+          key = &tv[j];
+          break;
+        }
+      }
+      if (key == NULL) {
+        if (p->req) return 0;   /* a required name is missing */
+        continue;
+      }
+      jc_mark_name(text, key, p);
+      req += (size_t)p->req;
+      if (!jc_sibling(c, room, p->pass, p->node, j + 1, &tv[j + 1], p->name,
+                      p->len, 0))
+        return 0;
+    }
+  } else
   for (j = i + 1; j < end; j = jc_tv_after(tv, j + 1)) {
     jc_tv *key = &tv[j];
     const jc_prop *p = n->nprops > 0
-                           ? jc_find_prop_next(n, key->s, key->u.len, &next)
+                           ? jc_find_prop_next(n, key->s, key->u.len, &prev)
                            : NULL;
     if (p != NULL) {
       jc_mark_name(text, key, p);
@@ -824,6 +871,7 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
     ** lookup per member below) */
     if (n->addl != NULL && n->npprops == 0 && count > 0)
       unk = jc_stk_push(c, count);
+    if (c->abort == JC_ABORT_STATE) return 0;   /* jc_verdict_nolua */
     for (j = i + 1; j < end; j = jc_tv_next(t, j + 1)) {
       const jc_prop *p = jc_find_prop(n, t->v[j].s, t->v[j].u.len);
       if (p != NULL) {
@@ -1085,6 +1133,7 @@ static JC_NOINLINE int jc_eval_unevaluated(jc_vctx *c, const jc_node *n,
   const jc_tv *x = &t->v[i];
   size_t cnt = x->n, base = jc_stk_push(c, cnt + 1), j, m;
   int allp = 0, alli = 0, ok = 1, r;
+  if (c->abort == JC_ABORT_STATE) return 0;   /* jc_verdict_nolua */
   jc_collect(c, n, i, base, base, &allp, &alli, 1);
   if (x->kind == JT_OBJECT && n->uprops != NULL && !allp) {
     for (j = i + 1, m = 0; j < x->u.end; j = jc_tv_next(t, j + 1), m++) {
@@ -1523,6 +1572,63 @@ int jc_verdict(jc_vctx *c, const jc_node *n, size_t i) {
 ** results pushed: nil, err (or the basic output table); with
 ** o->verdict_only, -1 (nothing pushed, no error built) when not valid.
 ** [-0, +0|1|2, m] */
+/* Set up 'c' for a walk of 't' with 'v' ('L' and 'base' as jc_run has
+** them; NULL and 0 for jc_verdict_nolua). Every field set by hand: a
+** memset of the context was a 'rep stos', 40% of the fixed cost of a call
+** on a small document. */
+static JC_INLINE void jc_vctx_init(jc_vctx *c, lua_State *L, int base,
+                                   jc_validator *v, const jc_tape *t,
+                                   const jc_vopts *o) {
+  c->L = L;
+  c->v = v;
+  c->t = t;
+  c->base = base;
+  c->slots = 0;
+  c->keep = base + 1;
+  c->errs = base + 2;
+  c->nerr = 0;
+  c->max_errors = o->max_errors;
+  c->truncated = 0;
+  c->first = o->first;
+  c->quiet = 0;
+  c->qbase = 0;
+  c->abort = 0;
+  c->depth = 0;
+  c->max_depth = v->max_depth;
+  c->edepth = 0;
+  c->stop = 0;
+  c->nvia = o->basic ? 0 : -1;
+  c->cur = 0;
+  c->stk_slot = base + 3;
+  c->stk = c->stk_local;        /* small objects never leave the C stack */
+  c->stk_n = 0;
+  c->stk_cap = JC_STK_LOCAL;
+  c->memo_slot = base + 4;
+  c->memo = NULL;
+  c->memo_n = 0;
+  c->memo_cap = 0;
+  c->memo_skip = 0;
+  c->loc_off = 0;
+  c->loc_line = c->loc_col = 1;
+  c->budget = v->work_budget > 0 ? v->work_budget
+             : JC_WORK_BUDGET + JC_WORK_PER_ENTRY * (double)t->n;
+  c->work = c->budget;
+}
+
+int jc_verdict_nolua(jc_validator *v, const jc_tape *t) {
+  jc_vctx c;
+  jc_vopts o;
+  int valid;
+  o.first = o.basic = 0;
+  o.max_errors = 1;
+  o.verdict_only = 1;
+  jc_vctx_init(&c, NULL, 0, v, t, &o);
+  c.quiet = c.qbase = 1;
+  valid = jc_verdict(&c, v->root, 0) && !c.abort;
+  if (valid) return 0;
+  return c.abort == JC_ABORT_STATE ? 2 : 1;
+}
+
 int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
                   const jc_vopts *o, int deep) {
   jc_vctx c;
@@ -1530,42 +1636,7 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
   /* base + 1: keep, fetched on an error; base + 2: errors, made on the
   ** first; base + 3: scratch stack; base + 4: memo; all four pushed on
   ** first need ('jc_vslots') */
-  /* every field set by hand: a memset of the context was a 'rep stos',
-  ** 40% of the fixed cost of a call on a small document */
-  c.L = L;
-  c.v = v;
-  c.t = t;
-  c.base = base;
-  c.slots = 0;
-  c.keep = base + 1;
-  c.errs = base + 2;
-  c.nerr = 0;
-  c.max_errors = o->max_errors;
-  c.truncated = 0;
-  c.first = o->first;
-  c.quiet = 0;
-  c.qbase = 0;
-  c.abort = 0;
-  c.depth = 0;
-  c.max_depth = v->max_depth;
-  c.edepth = 0;
-  c.stop = 0;
-  c.nvia = o->basic ? 0 : -1;
-  c.cur = 0;
-  c.stk_slot = base + 3;
-  c.stk = c.stk_local;        /* small objects never leave the C stack */
-  c.stk_n = 0;
-  c.stk_cap = JC_STK_LOCAL;
-  c.memo_slot = base + 4;
-  c.memo = NULL;
-  c.memo_n = 0;
-  c.memo_cap = 0;
-  c.memo_skip = 0;
-  c.loc_off = 0;
-  c.loc_line = c.loc_col = 1;
-  c.budget = v->work_budget > 0 ? v->work_budget
-             : JC_WORK_BUDGET + JC_WORK_PER_ENTRY * (double)t->n;
-  c.work = c.budget;
+  jc_vctx_init(&c, L, base, v, t, o);
   if (deep > 0) {
     c.depth = deep;
     jc_too_deep(&c, v->root, "value", v->max_depth);

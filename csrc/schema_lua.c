@@ -492,6 +492,15 @@ static int jc_schema_validate(lua_State *L) {
   }
   /* a tape from core.parse: validated as it is */
   if (c.tape != NULL) luaL_argcheck(L, c.tape->n > 0, 2, "empty tape");
+  /* most tapes are valid, and their verdict needs no state: then no pcall
+  ** and no scratch (a nested call, from a __gc inside a walk of 'v', takes
+  ** the way below, which gives it scratch of its own); anything else is
+  ** walked again below, which reports */
+  if (c.tape != NULL && !c.o.basic && !v->busy &&
+      jc_verdict_nolua(v, c.tape) == 0) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
   return jc_v_call(L, &c, jc_validate_body);
 }
 

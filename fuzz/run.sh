@@ -1,7 +1,8 @@
 #!/bin/sh
 # make fuzz: build the libFuzzer targets of jsoncontract.core (decode;
 # decode->encode->decode; stream_new feed/preview/finish vs decode;
-# validator:check(text) vs validator:validate(decode(text))) under
+# validator:check(text) vs validator:validate(decode(text)), and the FFI
+# entry points jc_ffi_check/jc_ffi_validate_tape vs the C API) under
 # ASan+UBSan (clang, Lua 5.4 from Debian) and run each for FUZZ_SECONDS
 # (default 60), seeded from JSONTestSuite's test_parsing when present.
 # Exits non-zero when a target finds a crash, leak, sanitizer report or

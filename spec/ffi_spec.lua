@@ -154,6 +154,35 @@ describe("jsoncontract.ffi", function()
         assert.is_true(n > 2000)
     end)
 
+    it("gives the C API's verdicts where the walk needs more than its first scratch", function()
+        -- each of these makes the validator's verdict run leave its no-state fast path
+        -- (uniqueItems past 16 items, a 'regex' format asserted, scratch past 64 entries, the
+        -- memo, the depth and work bounds): the FFI then runs it on its state, same answer
+        local members = {}
+        for k = 1, 100 do members[#members + 1] = string.format('"k%d":%d', k, k) end
+        local many = "{" .. table.concat(members, ",") .. "}"
+        local items = {}
+        for k = 1, 40 do items[k] = tostring(k) end
+        local uniq, dup = "[" .. table.concat(items, ",") .. "]", "[" .. table.concat(items, ",") .. ",7]"
+        local CASES = {
+            { { type = "array", uniqueItems = true }, { uniq, dup, "[1,2]", "[1,1]" } },
+            { { type = "string", format = "regex" }, { '"^a+$"', '"(a"' }, { format_assertion = true } },
+            { { unevaluatedProperties = false, properties = { k1 = true } }, { many, '{"k1":1}' } },
+            { { unevaluatedProperties = { type = "integer" } }, { many, '{"k1":"x"}' } },
+            { { type = "array", items = { anyOf = { { type = "string" }, { type = "integer" } } } },
+              { uniq, "[" .. string.rep('"a",', 200) .. '"b"]', "[" .. string.rep("1,", 200) .. "null]" } },
+            { { ["$defs"] = { t = { anyOf = { { type = "integer" }, { items = { ["$ref"] = "#/$defs/t" } } } } },
+                ["$ref"] = "#/$defs/t" },
+              { string.rep("[", 300) .. string.rep("]", 300), string.rep("[", 300) .. "null" .. string.rep("]", 300) } },
+            { { type = "array" }, { string.rep("[", 1001) .. string.rep("]", 1001) } },
+            { { items = { type = "integer" } }, { uniq }, { work_budget = 5 } },
+        }
+        for i, c in ipairs(CASES) do
+            local v = core.compile(c[1], c[3])
+            for j, text in ipairs(c[2]) do check_both(v, text, "case " .. i .. "." .. j) end
+        end
+    end)
+
     it("raises on misuse with the C API's messages", function()
         local v = core.compile(true)
         -- each call's arguments after the validator, by a function (explicit nils count)
@@ -189,6 +218,40 @@ describe("jsoncontract.ffi", function()
         assert.truthy(tostring(msg):find("validator is closed", 1, true))
         assert.has_error(function() v:check_json("[1]") end)
         assert.has_error(function() v:validate(core.parse("[1]")) end)
+    end)
+
+    it("a finalizer that validates inside a walk of the same validator leaves that walk whole", function()
+        -- a walk's scratch (dynamic scope, locations) is its validator's: a call made from a
+        -- finalizer inside it is answered by the C API, which gives the nested call its own
+        local ffi = require "ffi"
+        local v = core.compile {
+            ["$id"] = "https://example.com/tree", ["$dynamicAnchor"] = "node",
+            type = "object", required = { "kids" },
+            properties = { kids = { type = "array", items = { ["$dynamicRef"] = "#node" } },
+                           n = { type = "integer" } },
+        }
+        local parts = {}
+        for k = 1, 200 do parts[k] = string.format('{"kids":[{"kids":[],"n":"x%d"}]}', k) end
+        local bad = core.parse('{"kids":[' .. table.concat(parts, ",") .. ']}')
+        local want_ok, want = v:validate(bad)
+        assert.is_nil(want_ok)
+        local good, fine = core.parse('{"kids":[{"kids":[]}]}'), '{"kids":[{"kids":[],"n":1}]}'
+        local inner, ran = true, 0
+        for _ = 1, 10 do
+            for _ = 1, 40 do
+                ffi.gc(ffi.new("char[1]"), function()
+                    ran = ran + 1
+                    inner = inner and v:validate(good) == true and v:check_json(fine) == fine
+                        and v:validate(core.parse('{"kids":1}')) == nil
+                end)
+            end
+            local ok, err = v:validate(bad)
+            assert.is_nil(ok)
+            assert.equal(tostring(want), tostring(err))
+        end
+        collectgarbage("collect")
+        assert.is_true(ran > 0)
+        assert.is_true(inner)
     end)
 
     it("a finalizer that decodes while a value is built gets its own value, and leaves it whole", function()

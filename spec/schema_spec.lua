@@ -363,6 +363,139 @@ describe("jsoncontract.core", function()
         end)
     end)
 
+    describe("validate(): members in any order", function()
+        -- the walk learns the member order it met last and tries it first: a guess, never a
+        -- verdict, whatever order the objects before came in
+        it("gives each object its own verdict, whatever order the objects before came in", function()
+            local names = { "alpha", "beta", "gamma", "delta", "epsilon", "zeta_with_a_long_name_here" }
+            local props = {}
+            for _, k in ipairs(names) do props[k] = { type = "integer" } end
+            local v = core.compile { type = "object", properties = props, required = A { "beta", "zeta_with_a_long_name_here" },
+                                     additionalProperties = false }
+            -- permutations by rotation and reversal, some members left out, some undeclared or wrong
+            local seen = 0
+            for round = 1, 3 do
+                for shift = 0, #names - 1 do
+                    for _, rev in ipairs { false, true } do
+                        local order = {}
+                        for k = 1, #names do order[k] = names[(k + shift - 1) % #names + 1] end
+                        if rev then
+                            for a = 1, math.floor(#order / 2) do order[a], order[#order - a + 1] = order[#order - a + 1], order[a] end
+                        end
+                        local members, want = {}, true
+                        for k, name in ipairs(order) do
+                            local drop = (k + round + shift) % 5 == 0
+                            if drop then
+                                if name == "beta" or name == "zeta_with_a_long_name_here" then want = false end
+                            else
+                                local bad = (k * round + shift) % 7 == 0
+                                members[#members + 1] = string.format('"%s":%s', name, bad and '"x"' or tostring(k))
+                                if bad then want = false end
+                            end
+                        end
+                        if (round + shift) % 4 == 0 then
+                            table.insert(members, 1 + shift % (#members + 1), '"omega":1')
+                            want = false
+                        end
+                        local text = "{" .. table.concat(members, ",") .. "}"
+                        assert.equal(want, v:validate(core.parse(text)) == true, text)
+                        assert.equal(want, v:check_json(text) ~= nil, text)
+                        assert.equal(want, v:validate(core.decode(text)) == true, text)
+                        seen = seen + (want and 1 or 0)
+                    end
+                end
+            end
+            assert.is_true(seen > 0)
+        end)
+
+        it("finds a few declared names among many members (an if, a discriminating branch)", function()
+            -- one or two declared properties under objects of many members: the walk looks for
+            -- the declared names; names of one length but other bytes, long names, escaped names
+            local long = "artifacthub.io/containsSecurityUpdates"
+            local v = core.compile {
+                ["if"] = { properties = { kind = { const = "a" } }, required = A { "kind" } },
+                ["then"] = { properties = { [long] = { enum = A { "true", "false" } } } },
+                ["else"] = { properties = { kinx = { type = "integer" }, [long] = { type = "string" } },
+                             required = A { "kinx" } },
+            }
+            local filler = {}
+            for k = 1, 12 do filler[k] = string.format('"f%02d":%d', k, k) end
+            local function doc(extra) return "{" .. table.concat(filler, ",") .. "," .. extra .. "}" end
+            local CASES = {
+                { doc('"kind":"a","' .. long .. '":"true"'), true },
+                { doc('"kind":"a","' .. long .. '":"maybe"'), false },
+                { doc('"kind":"b","kinx":1'), true },
+                { doc('"kind":"b","kinx":"1"'), false },
+                { doc('"kind":"b","kinz":1'), false },                 -- kinx missing
+                { doc('"ki\\u006ed":"a"'), true },                      -- an escaped name is the name
+                { doc('"kinx":2,"' .. long:sub(1, -2) .. 'X":7'), true },   -- same length, other bytes
+                { doc('"kinx":2,"' .. long .. '":7'), false },
+            }
+            for _, case in ipairs(CASES) do
+                local text, want = case[1], case[2]
+                assert.equal(want, v:validate(core.parse(text)) == true, text)
+                assert.equal(want, v:check_json(text) ~= nil, text)
+                assert.equal(want, v:validate(core.decode(text)) == true, text)
+                local out = v:validate(core.decode(text), { output = "basic" })
+                assert.equal(want, out.valid, text)
+            end
+        end)
+    end)
+
+    describe("validate(tape): the verdict without the state, and the walk with it", function()
+        -- a tape's verdict is first taken with no Lua state; a walk that needs scratch (uniqueItems
+        -- past 16 items, a regex format asserted, scratch past its first size, the memo, the depth
+        -- and work bounds) or an invalid value is walked again with it: the same answers as for
+        -- the Lua value
+        it("agrees with validate(value) and check_json", function()
+            local members = {}
+            for k = 1, 100 do members[#members + 1] = string.format('"k%d":%d', k, k) end
+            local many = "{" .. table.concat(members, ",") .. "}"
+            local items = {}
+            for k = 1, 40 do items[k] = tostring(k) end
+            local uniq, dup = "[" .. table.concat(items, ",") .. "]", "[" .. table.concat(items, ",") .. ",7]"
+            local CASES = {
+                { { type = "array", uniqueItems = true }, { uniq, dup, "[1,2]", "[1,1]" } },
+                { { type = "string", format = "regex" }, { '"^a+$"', '"(a"' }, { format_assertion = true } },
+                { { unevaluatedProperties = false, properties = { k1 = true } }, { many, '{"k1":1}' } },
+                { { unevaluatedProperties = { type = "integer" } }, { many, '{"k1":"x"}' } },
+                { { type = "array", items = { anyOf = { { type = "string" }, { type = "integer" } } } },
+                  { uniq, "[" .. string.rep('"a",', 200) .. '"b"]', "[" .. string.rep("1,", 200) .. "null]" } },
+                { { ["$defs"] = { t = { anyOf = { { type = "integer" }, { items = { ["$ref"] = "#/$defs/t" } } } } },
+                    ["$ref"] = "#/$defs/t" },
+                  { string.rep("[", 300) .. string.rep("]", 300), string.rep("[", 300) .. "null" .. string.rep("]", 300) } },
+                { { items = { type = "integer" } }, { uniq }, { work_budget = 5 } },
+                { { type = "array", items = { ["$ref"] = "#" } }, { string.rep("[", 20) .. string.rep("]", 20) },
+                  { max_depth = 10 } },
+            }
+            for i, case in ipairs(CASES) do
+                local v = core.compile(case[1], case[3])
+                for j, text in ipairs(case[2]) do
+                    local what = "case " .. i .. "." .. j
+                    local a, ea = v:validate(core.parse(text))
+                    local b, eb = v:validate(core.decode(text))
+                    assert.equal(b, a, what)
+                    if a == nil then
+                        -- a Lua value's members have no order: the same errors, maybe listed
+                        -- in another order
+                        assert.equal(eb.kind, ea.kind, what)
+                        local function where(err)
+                            local list = {}
+                            for k, e in ipairs(err.errors) do list[k] = e.pointer .. " " .. e.keyword end
+                            table.sort(list)
+                            return table.concat(list, ", ")
+                        end
+                        -- (past the work budget, writing a Lua value to a tape is charged too:
+                        -- it stops elsewhere)
+                        if ea.kind ~= "budget_exceeded" then assert.equal(where(eb), where(ea), what) end
+                    end
+                    assert.equal(a == true, v:check_json(text) ~= nil, what)
+                    assert.equal(a == true, v:validate(core.parse(text), { output = "basic" }).valid, what)
+                end
+            end
+        end)
+    end)
+
     describe("validate(): misuse", function()
         it("raises on a non-JSON value", function()
             assert.has_error(function() core.compile(true):validate(print) end,
