@@ -1622,6 +1622,8 @@ int jc_verdict_nolua(jc_validator *v, const jc_tape *t) {
   o.first = o.basic = 0;
   o.max_errors = 1;
   o.verdict_only = 1;
+  /* a text nested deeper than the validator's bound: jc_run reports */
+  if (t->text != NULL && t->depth > (size_t)v->max_depth) return 1;
   jc_vctx_init(&c, NULL, 0, v, t, &o);
   c.quiet = c.qbase = 1;
   valid = jc_verdict(&c, v->root, 0) && !c.abort;
@@ -1632,7 +1634,16 @@ int jc_verdict_nolua(jc_validator *v, const jc_tape *t) {
 int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
                   const jc_vopts *o, int deep) {
   jc_vctx c;
-  int base = lua_gettop(L), i, valid = 0;
+  int base, i, valid = 0;
+  /* a text's tape nested deeper than max_depth fails as a Lua value that
+  ** deep does (jc_tape_write_lua), wherever the schema looks */
+  if (deep == 0 && t->text != NULL && t->depth > (size_t)v->max_depth) {
+    size_t *open = (size_t *)jc_newuserdata(
+        L, ((size_t)v->max_depth + 1) * sizeof(size_t));
+    deep = (int)jc_tape_too_deep(t, (size_t)v->max_depth, v->segs, open);
+    lua_pop(L, 1);
+  }
+  base = lua_gettop(L);
   /* base + 1: keep, fetched on an error; base + 2: errors, made on the
   ** first; base + 3: scratch stack; base + 4: memo; all four pushed on
   ** first need ('jc_vslots') */

@@ -258,6 +258,44 @@ void jc_tape_copy(lua_State *L, jc_tape *t, const jc_tape *s, size_t i) {
   if (s->depth > t->depth) t->depth = s->depth;
 }
 
+size_t jc_tape_too_deep(const jc_tape *t, size_t max_depth, jc_seg *segs,
+                        size_t *open) {
+  const jc_tv *v = t->v;
+  size_t lvl = 1, i = 1;     /* 'lvl': containers open around entry 'i' */
+  if (t->depth <= max_depth || t->n == 0 ||
+      (v[0].kind != JT_OBJECT && v[0].kind != JT_ARRAY))
+    return 0;
+  open[0] = 0;
+  segs[0].index = (size_t)-1;
+  while (lvl > 0) {
+    const jc_tv *c = &v[open[lvl - 1]];
+    jc_seg *s = &segs[lvl - 1];
+    if (i >= c->u.end) {     /* the container at this level is closed */
+      lvl--;
+      continue;
+    }
+    if (c->kind == JT_OBJECT) {
+      s->key = v[i].s;       /* the member name, then its value */
+      s->len = v[i].u.len;
+      i++;
+    } else {
+      s->key = NULL;
+      s->index++;            /* from (size_t)-1 to 0 on the first item */
+    }
+    if (lvl > max_depth) return lvl;
+    if ((v[i].kind == JT_OBJECT || v[i].kind == JT_ARRAY) &&
+        v[i].u.end > i + 1) {
+      open[lvl] = i;
+      segs[lvl].index = (size_t)-1;
+      lvl++;
+      i++;
+    } else {
+      i = jc_tv_after(v, i);
+    }
+  }
+  return 0;
+}
+
 void jc_tape_push_lua(lua_State *L, jc_tape *t, size_t i, int keep_order,
                       int names, int map) {
   jc_bframe *fr;

@@ -166,6 +166,17 @@ void jc_tape_push_lua(lua_State *L, jc_tape *t, size_t i, int keep_order,
                       int names, int map);
 
 /*
+** The first value of parsed tape 't', in document order, nested deeper
+** than 'max_depth' (its JSON Pointer has more than 'max_depth' tokens):
+** returns max_depth + 1 with its location in 'segs[0..max_depth]', or 0
+** when there is none. 'open' is scratch of max_depth + 1 entries. Not
+** recursive; a tape no deeper than 'max_depth' returns 0 at once. The
+** same bound jc_tape_write_lua puts on a Lua value, for a text's tape.
+*/
+size_t jc_tape_too_deep(const jc_tape *t, size_t max_depth, jc_seg *segs,
+                        size_t *open);
+
+/*
 ** Append a copy of the value at entry 'i' of tape 's' (a container with
 ** all its entries) to tape 't'. Strings and lexemes still point into 's''s
 ** text and arena, which the caller keeps alive as long as 't'.

@@ -120,6 +120,37 @@ describe("jsoncontract.core tape", function()
             assert.same({ 7, 2, 2 }, { err.errors[1].offset, err.errors[1].line, err.errors[1].column })
         end)
 
+        it("fails a text nested deeper than the validator's max_depth as the Lua value fails, on every path", function()
+            -- the schema looks at none of the deep part: the bound holds wherever the schema looks
+            for _, case in ipairs {
+                { 1, '{"a":[[[[[1]]]]]}', "/a/0" }, { 1, '{"a\\u002fb":{"c":[]}}', "/a~1b/c" },
+                { 2, '[1,[2,[3,[4]]],5]', "/1/1/0" }, { 3, '{"x":[[[]]],"y":[[[[0]]]]}', "/y/0/0/0" },
+                { 2, '{"a":{"b":{}}}', nil }, { 1, '[[],{},1]', nil },
+            } do
+                local v = core.compile(true, { max_depth = case[1] })
+                local _, want = v:validate(core.decode(case[2]))
+                if case[3] == nil then
+                    assert.is_nil(want, case[2])
+                else
+                    assert.equal("too_deep", want.kind, case[2])
+                    assert.equal(case[3], want.errors[1].pointer, case[2])
+                end
+                for name, got in pairs {
+                    tape = select(2, v:validate(core.parse(case[2]))),
+                    check = select(2, v:check(case[2])),
+                    check_json = select(2, v:check_json(case[2])),
+                } do
+                    if want == nil then
+                        assert.is_nil(got, name .. " " .. case[2])
+                    else
+                        assert.equal(want.kind, got.kind, name .. " " .. case[2])
+                        assert.same({ want.errors[1].pointer, want.errors[1].message },
+                            { got.errors[1].pointer, got.errors[1].message }, name .. " " .. case[2])
+                    end
+                end
+            end
+        end)
+
         it("returns format errors exactly as decode does", function()
             local v = core.compile(true)
             local _, e1 = v:check('{"a":1,"a":2}')
