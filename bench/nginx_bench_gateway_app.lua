@@ -5,11 +5,13 @@ local gateway = require "jsoncontract.nginx"
 
 local M = {}
 
--- What the model "answers": a valid support ticket, in an OpenAI chat completion envelope.
+-- What the model "answers": a valid support ticket for an order the shop has (examples/orders.csv),
+-- so every request passes every gate (the rules included) and is answered 200, in an OpenAI chat
+-- completion envelope.
 M.ENVELOPE = '{"id":"chatcmpl-bench","object":"chat.completion","created":1732950123,'
     .. '"model":"bench-1","choices":[{"index":0,"message":{"role":"assistant","content":'
-    .. '"{\\"intent\\":\\"delivery\\",\\"order_id\\":\\"55310\\",\\"urgent\\":true,\\"summary\\":'
-    .. '\\"The parcel for order 55310 has not arrived after two weeks.\\"}","refusal":null},'
+    .. '"{\\"intent\\":\\"delivery\\",\\"order_id\\":\\"1042\\",\\"urgent\\":true,\\"summary\\":'
+    .. '\\"The parcel for order 1042 has not arrived after two weeks.\\"}","refusal":null},'
     .. '"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":412,'
     .. '"completion_tokens":61,"total_tokens":473}}'
 

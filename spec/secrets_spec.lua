@@ -96,6 +96,26 @@ describe("jsoncontract.secrets", function()
             end
         end)
 
+        it("finds a key in a text whose only escapes are short ones (a model's JSON in an envelope)", function()
+            -- no byte of this key is one a short escape spells: only plain spellings can hold it
+            local key = "sk-SENTINEL-0123-abcdef"
+            local mime = require "mime"
+            for _, text in ipairs {
+                '{"content":"{\\"a\\":\\"' .. key .. '\\"}\\n"}',
+                '{"content":"[\\"' .. key:sub(1, 5) .. '\\", \\"' .. key:sub(6) .. '\\"]\\t"}',
+                '{"content":"\\"' .. key:sub(1, 1) .. '\\" \\"' .. key:sub(2) .. '\\""}',
+                '{"content":"\\"' .. mime.b64("u:" .. key) .. '\\""}',
+            } do
+                local out = secrets.redact(text, key)
+                assert.truthy(out:find("[redacted]", 1, true), text .. " -> " .. out)
+                assert.falsy(out:find(key:sub(4, 12), 1, true), text .. " -> " .. out)
+            end
+            -- and a key with such a byte is still found through it
+            assert.equal('"[redacted]"', secrets.redact('"sk-ab\\/cdef"', "sk-ab/cdef"))
+            local clean = '{"content":"{\\"a\\":\\"sk-SENTINEL\\"}"}'
+            assert.equal(clean, secrets.redact(clean, key))
+        end)
+
         it("does not join strings that are not adjacent literals (a key, a value, two separators)", function()
             local a, b = KEY:sub(1, 5), KEY:sub(6)
             for _, text in ipairs {

@@ -200,10 +200,19 @@ local function match_secret(text, i, secret, n)
     return j
 end
 
--- Could `text` hold an encoded spelling at all? (Saves the slow scan on clean text.)
+-- Could `text` hold an encoded spelling at all? (Saves the slow scan on clean text.) false:
+-- no; "short": its only escapes are JSON short escapes one layer deep (`\"`, `\n`, `\/`: no
+-- `\u`, `\\`, `%`, `~` or `&`, as in a model's JSON inside a JSON envelope), which spell only
+-- the bytes in SHORT_SPELLS; true: any spelling may be there.
 local function has_escapes(text)
-    return find(text, "[\\%%~&]") ~= nil
+    if not find(text, "[\\%%~&]") then return false end
+    if find(text, "[%%~&]") or find(text, "\\[u\\]") then return true end
+    return "short"
 end
+
+-- The bytes a JSON short escape spells (the values of SHORT but the backslash, which `\\`
+-- spells, and that makes an escape "true" above).
+local SHORT_SPELLS = '["/\b\f\n\r\t]'
 
 local B64_CHAR = {}
 for c in ("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_"):gmatch(".") do
@@ -215,6 +224,9 @@ end
 -- does the `=` padding after. `escapes`: `has_escapes(text)`.
 local function redact_one(text, secret, ext, escapes)
     local n = #secret
+    -- short escapes can only be a joiner's quote for a secret without their bytes: the secret's
+    -- own bytes are plain then (what the check below looks for)
+    if escapes == "short" and not find(secret, SHORT_SPELLS) then escapes = false end
     if not escapes and not find(text, secret, 1, true) then
         -- Plain text can still hold the key split in two (not a base64 run: nothing a server does
         -- splits one); one half holds its first or its second half.
