@@ -204,10 +204,13 @@ end
 -- no; "short": its only escapes are JSON short escapes one layer deep (`\"`, `\n`, `\/`: no
 -- `\u`, `\\`, `%`, `~` or `&`, as in a model's JSON inside a JSON envelope), which spell only
 -- the bytes in SHORT_SPELLS; true: any spelling may be there.
+-- (Plain finds: a pattern's character class costs a C loop step per byte of a long body.)
 local function has_escapes(text)
-    if not find(text, "[\\%%~&]") then return false end
-    if find(text, "[%%~&]") or find(text, "\\[u\\]") then return true end
-    return "short"
+    if find(text, "%", 1, true) or find(text, "~", 1, true) or find(text, "&", 1, true)
+        or find(text, "\\u", 1, true) or find(text, "\\\\", 1, true) then
+        return true
+    end
+    return find(text, "\\", 1, true) and "short" or false
 end
 
 -- The bytes a JSON short escape spells (the values of SHORT but the backslash, which `\\`
@@ -230,7 +233,7 @@ local function redact_one(text, secret, ext, escapes)
     if not escapes and not find(text, secret, 1, true) then
         -- Plain text can still hold the key split in two (not a base64 run: nothing a server does
         -- splits one); one half holds its first or its second half.
-        if ext or not find(text, "[\"']") then return text end
+        if ext or not (find(text, '"', 1, true) or find(text, "'", 1, true)) then return text end
         local h = floor(n / 2)
         if not find(text, sub(secret, 1, h), 1, true) and not find(text, sub(secret, h + 1), 1, true) then
             return text
