@@ -110,8 +110,12 @@ describe("jsoncontract.secrets", function()
                 assert.truthy(out:find("[redacted]", 1, true), text .. " -> " .. out)
                 assert.falsy(out:find(key:sub(4, 12), 1, true), text .. " -> " .. out)
             end
-            -- and a key with such a byte is still found through it
+            -- and a key with such a byte is still found through it, as is its base64 with "\/"
             assert.equal('"[redacted]"', secrets.redact('"sk-ab\\/cdef"', "sk-ab/cdef"))
+            local b64 = mime.b64("u:sk-??SENTINEL-0123-abcdef") -- (holds a "/")
+            assert.truthy(b64:find("/", 1, true))
+            local out = secrets.redact('{"c":"\\"Basic ' .. b64:gsub("/", "\\/") .. '\\""}', "sk-??SENTINEL-0123-abcdef")
+            assert.falsy(out:find("NFTlRJTkVMLTAxMjMtYWJjZGVm", 1, true), out)
             local clean = '{"content":"{\\"a\\":\\"sk-SENTINEL\\"}"}'
             assert.equal(clean, secrets.redact(clean, key))
         end)

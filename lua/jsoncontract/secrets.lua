@@ -203,7 +203,7 @@ end
 -- Could `text` hold an encoded spelling at all? (Saves the slow scan on clean text.) false:
 -- no; "short": its only escapes are JSON short escapes one layer deep (`\"`, `\n`, `\/`: no
 -- `\u`, `\\`, `%`, `~` or `&`, as in a model's JSON inside a JSON envelope), which spell only
--- the bytes in SHORT_SPELLS; true: any spelling may be there.
+-- the bytes in SHORT_PAIRS; true: any spelling may be there.
 -- (Plain finds: a pattern's character class costs a C loop step per byte of a long body.)
 local function has_escapes(text)
     if find(text, "%", 1, true) or find(text, "~", 1, true) or find(text, "&", 1, true)
@@ -213,9 +213,19 @@ local function has_escapes(text)
     return find(text, "\\", 1, true) and "short" or false
 end
 
--- The bytes a JSON short escape spells (the values of SHORT but the backslash, which `\\`
--- spells, and that makes an escape "true" above).
-local SHORT_SPELLS = '["/\b\f\n\r\t]'
+-- Each JSON short escape and the byte it spells (SHORT but `\\`, which makes has_escapes true).
+local SHORT_PAIRS = { { '\\"', '"' }, { "\\/", "/" }, { "\\b", "\b" }, { "\\f", "\f" }, { "\\n", "\n" },
+    { "\\r", "\r" }, { "\\t", "\t" } }
+
+-- Does `text` (whose escapes are short ones only) hold a short escape of a byte of `secret`?
+-- (A base64 core may hold "/", a text "\/" or not.)
+local function short_spells(text, secret)
+    for i = 1, #SHORT_PAIRS do
+        local pair = SHORT_PAIRS[i]
+        if find(secret, pair[2], 1, true) and find(text, pair[1], 1, true) then return true end
+    end
+    return false
+end
 
 local B64_CHAR = {}
 for c in ("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_"):gmatch(".") do
@@ -227,9 +237,9 @@ end
 -- does the `=` padding after. `escapes`: `has_escapes(text)`.
 local function redact_one(text, secret, ext, escapes)
     local n = #secret
-    -- short escapes can only be a joiner's quote for a secret without their bytes: the secret's
-    -- own bytes are plain then (what the check below looks for)
-    if escapes == "short" and not find(secret, SHORT_SPELLS) then escapes = false end
+    -- short escapes that spell none of the secret's bytes can only be a joiner's quote: the
+    -- secret's own bytes are plain then (what the check below looks for)
+    if escapes == "short" and not short_spells(text, secret) then escapes = false end
     if not escapes and not find(text, secret, 1, true) then
         -- Plain text can still hold the key split in two (not a base64 run: nothing a server does
         -- splits one); one half holds its first or its second half.
