@@ -59,7 +59,8 @@ local errors = require "jsoncontract.errors"
 local type, tostring, tonumber, pairs, error = type, tostring, tonumber, pairs, error
 local floor, min, max = math.floor, math.min, math.max
 local concat = table.concat
-local format, lower, find, byte, sub = string.format, string.lower, string.find, string.byte, string.sub
+local format, lower, find, byte, sub, match = string.format, string.lower, string.find, string.byte, string.sub,
+    string.match
 
 local _M = { _VERSION = core._VERSION }
 
@@ -288,6 +289,34 @@ local function read_failed(x, rerr, what)
     return failed(x, rerr, what, true)
 end
 
+local function too_large(x, cap)
+    return nil, "too_large", format("response from %s is over %d bytes", x.hp, cap)
+end
+
+-- A response header line: its name (lower-case) and value (without the spaces and tabs around
+-- it), or nil when it is not `name: value` with a name of no spaces or colons and a value of no
+-- CR, LF or NUL. Plain finds and byte looks: no pattern that backtracks over the value.
+local function header_line(line)
+    local colon = find(line, ":", 1, true)
+    if not colon or colon == 1 then return nil end
+    local name = sub(line, 1, colon - 1)
+    if find(name, "%s") then return nil end
+    local i, j = colon + 1, #line
+    local b = byte(line, i)
+    while b == 32 or b == 9 do
+        i = i + 1
+        b = byte(line, i)
+    end
+    b = byte(line, j)
+    while j >= i and (b == 32 or b == 9) do
+        j = j - 1
+        b = byte(line, j)
+    end
+    local value = sub(line, i, j)
+    if find(value, "[\r\n%z]") then return nil end
+    return lower(name), value
+end
+
 -- One exchange on one socket. Returns res, or nil + kind + message + detail. Fills `st`
 -- (the exchange's state, see above): `reused` (times the connection was used before), `stale`
 -- (a reused connection failed before any byte came back: the server closed it while it was
@@ -382,9 +411,10 @@ local function exchange(sock, req, u, t0, st)
             end
             return read_failed(x, rerr, "no status line")
         end
-        local code = line:match("^HTTP/1%.[01] (%d%d%d)$") or line:match("^HTTP/1%.[01] (%d%d%d) ")
-        status = tonumber(code)
-        http11 = line:sub(1, 8) == "HTTP/1.1"
+        -- "HTTP/1.x NNN", then the end of the line or a space and the reason phrase
+        local minor, code, after = match(line, "^HTTP/1%.([01]) (%d%d%d)(.?)")
+        status = (after == "" or after == " ") and tonumber(code) or nil
+        http11 = minor == "1"
         if not status then
             return bad(x, line:match("^HTTP/") and "bad status line" or "not an HTTP response")
         end
@@ -401,9 +431,8 @@ local function exchange(sock, req, u, t0, st)
             end
             if line == "" then break end
             header_bytes = header_bytes + #line + 2
-            local name, value = line:match("^([^:%s]+):[ \t]*(.-)[ \t]*$")
-            if not name or find(value, "[\r\n%z]") then return bad(x, "bad header line") end
-            name = lower(name)
+            local name, value = header_line(line)
+            if not name then return bad(x, "bad header line") end
             if name == "content-length" then
                 if content_length and content_length ~= value then return bad(x, "conflicting Content-Length") end
                 content_length = value
@@ -419,7 +448,6 @@ local function exchange(sock, req, u, t0, st)
     if coding and lower(coding) ~= "identity" then
         return nil, "protocol", format("HTTP exchange with %s failed (unasked content-encoding)", hp)
     end
-    local too_large = format("response from %s is over %d bytes", hp, cap)
     local parts, size = {}, 0
     -- Keep-alive only when HTTP/1.1 says so and the server did not say `close`; the framing
     -- below must then also end exactly where the response does.
@@ -446,30 +474,37 @@ local function exchange(sock, req, u, t0, st)
                 repeat  -- trailers, up to the empty line; they count against max_response_bytes
                     line, rerr = read_line(x, cap - size + 1)
                     if not line then
-                        if rerr == "long" then return nil, "too_large", too_large end
+                        if rerr == "long" then return too_large(x, cap) end
                         return read_failed(x, rerr, "in the trailers")
                     end
                     size = size + #line
-                    if size > cap then return nil, "too_large", too_large end
+                    if size > cap then return too_large(x, cap) end
                 until line == ""
                 st.poolable = persistent and x.buf == ""
                 break
             end
             size = size + n
-            if size > cap then return nil, "too_large", too_large end
+            if size > cap then return too_large(x, cap) end
             ok, err = read_exact(x, n, parts)
             if not ok then return read_failed(x, err, "in a chunk") end
-            local crlf = {}
-            ok, err = read_exact(x, 2, crlf)
-            if not ok then return read_failed(x, err, "after a chunk") end
-            if crlf[1] .. (crlf[2] or "") ~= "\r\n" then
+            local crlf
+            if #x.buf >= 2 then
+                crlf = sub(x.buf, 1, 2)
+                x.buf = sub(x.buf, 3)
+            else
+                local two = {}
+                ok, err = read_exact(x, 2, two)
+                if not ok then return read_failed(x, err, "after a chunk") end
+                crlf = concat(two)
+            end
+            if crlf ~= "\r\n" then
                 return nil, "protocol", format("HTTP exchange with %s failed (bad chunk end)", hp)
             end
         end
     elseif content_length then
         local n = #content_length <= 15 and tonumber(content_length:match("^%d+$"))
         if not n then return bad(x, "bad Content-Length") end
-        if n > cap then return nil, "too_large", too_large end
+        if n > cap then return too_large(x, cap) end
         ok, err = read_exact(x, n, parts)
         if not ok then return read_failed(x, err, "in the body") end
         st.poolable = persistent and x.buf == ""
@@ -479,7 +514,7 @@ local function exchange(sock, req, u, t0, st)
         while true do  -- the body runs until the server closes
             if #data > 0 then
                 size = size + #data
-                if size > cap then return nil, "too_large", too_large end
+                if size > cap then return too_large(x, cap) end
                 parts[#parts + 1] = data
             end
             data, err = read_some(x, CHUNK)
