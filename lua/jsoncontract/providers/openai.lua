@@ -171,17 +171,48 @@ end
 -- `rf`) among the fields: keys in byte order, which `core.encode` keeps (BODY_KEYS).
 local BODY_KEYS = { "max_completion_tokens", "messages", "model", "response_format", "stream", "stream_options",
     "temperature" }
+-- The system message `{"content":<prompt>,"role":"system"}` as JSON, per prompt (a contract's
+-- prompt is the same string every request); at most 64 kept.
+local SYSTEM, n_system = {}, 0
+local function system_json(prompt)
+    local json = SYSTEM[prompt]
+    if not json then
+        json = core.encode { role = "system", content = prompt }
+        if n_system >= 64 then SYSTEM, n_system = {}, 0 end
+        SYSTEM[prompt], n_system = json, n_system + 1
+    end
+    return json
+end
+
+-- `messages` (the system message first, see C.with_system) as core.encode writes it.
+local function messages_json(messages)
+    local out = { "[", system_json(messages[1].content) }
+    for i = 2, #messages do
+        out[#out + 1] = ","
+        out[#out + 1] = core.encode(messages[i])
+    end
+    out[#out + 1] = "]"
+    return table.concat(out)
+end
+
 local function encoded_body(body, rf)
     local out, n = { "{" }, 1
     for _, k in ipairs(BODY_KEYS) do
-        local v = k == "response_format" and rf or body[k]
+        local v = body[k]
+        if k == "response_format" then v = rf end
         if v ~= nil then
             if n > 1 then
                 n = n + 1
                 out[n] = ","
             end
             out[n + 1] = '"' .. k .. '":'
-            out[n + 2] = k == "response_format" and rf or core.encode(v)
+            if k == "response_format" then
+                out[n + 2] = rf
+            elseif k == "messages" then
+                out[n + 2] = messages_json(v)
+            else
+                out[n + 2] = core.encode(v)
+            end
             n = n + 2
         end
     end
