@@ -138,6 +138,27 @@ local function parse_url(s, level)
         pool = scheme .. "://" .. hostport }
 end
 
+-- Does `s` hold a CR, LF or NUL? (Plain finds: a pattern's character class costs a step per
+-- byte, and a header value may be a long key.)
+local function breaks_line(s)
+    return find(s, "\r", 1, true) or find(s, "\n", 1, true) or find(s, "\0", 1, true)
+end
+
+-- Request methods and header names seen, and whether each matched its pattern (a gateway sends
+-- the same few every time); at most MAX_NAMES of each kept. RESPONSE_NAMES: a response header
+-- name -> its lower case, or false when it holds a space.
+local METHODS, HEADER_NAMES, RESPONSE_NAMES = { map = {}, n = 0 }, { map = {}, n = 0 }, {}
+local n_response_names, MAX_NAMES = 0, 256
+local function known(seen, s, pattern)
+    local ok = seen.map[s]
+    if ok == nil then
+        ok = match(s, pattern) ~= nil
+        if seen.n >= MAX_NAMES then seen.map, seen.n = {}, 0 end
+        seen.map[s], seen.n = ok, seen.n + 1
+    end
+    return ok
+end
+
 -- Check a request; returns the parsed URL parts. Raises on misuse (blaming `level`).
 local function check(req, level)
     if type(req) ~= "table" then
@@ -169,13 +190,15 @@ local function check(req, level)
     end
     local scheme, host, port, path, hostport = url.scheme, url.host, url.port, url.path, url.hostport
     local method = req.method or (req.body and "POST" or "GET")
-    if not method:match("^%u+$") then error("openresty transport: method must be upper-case letters", level) end
+    if not known(METHODS, method, "^%u+$") then
+        error("openresty transport: method must be upper-case letters", level)
+    end
     if req.headers then
         for name, value in pairs(req.headers) do
             if type(name) ~= "string" or type(value) ~= "string" then
                 error("openresty transport: headers must map strings to strings", level)
             end
-            if not name:match("^[%w!#$%%&'*+%-.^_`|~]+$") or find(value, "[\r\n%z]") then
+            if not known(HEADER_NAMES, name, "^[%w!#$%%&'*+%-.^_`|~]+$") or breaks_line(value) then
                 error("openresty transport: bad header " .. (name:match("^[%w%-]+$") or "name"), level)
             end
             if OWN_HEADERS[lower(name)] then
@@ -300,7 +323,13 @@ local function header_line(line)
     local colon = find(line, ":", 1, true)
     if not colon or colon == 1 then return nil end
     local name = sub(line, 1, colon - 1)
-    if find(name, "%s") then return nil end
+    local lname = RESPONSE_NAMES[name]
+    if lname == nil then
+        lname = not find(name, "%s") and lower(name)
+        if n_response_names >= MAX_NAMES then RESPONSE_NAMES, n_response_names = {}, 0 end
+        RESPONSE_NAMES[name], n_response_names = lname, n_response_names + 1
+    end
+    if not lname then return nil end
     local i, j = colon + 1, #line
     local b = byte(line, i)
     while b == 32 or b == 9 do
@@ -313,8 +342,8 @@ local function header_line(line)
         b = byte(line, j)
     end
     local value = sub(line, i, j)
-    if find(value, "[\r\n%z]") then return nil end
-    return lower(name), value
+    if breaks_line(value) then return nil end
+    return lname, value
 end
 
 -- One exchange on one socket. Returns res, or nil + kind + message + detail. Fills `st`
