@@ -118,6 +118,10 @@ describe("jsoncontract.secrets", function()
             assert.falsy(out:find("NFTlRJTkVMLTAxMjMtYWJjZGVm", 1, true), out)
             local clean = '{"content":"{\\"a\\":\\"sk-SENTINEL\\"}"}'
             assert.equal(clean, secrets.redact(clean, key))
+            -- a text shorter than the key cannot spell it; one as long can
+            assert.equal(key:sub(2), secrets.redact(key:sub(2), key))
+            assert.equal("[redacted]", secrets.redact(key, key))
+            assert.equal("[redacted]", secrets.redact("abcd", "abcd"))
         end)
 
         it("does not join strings that are not adjacent literals (a key, a value, two separators)", function()

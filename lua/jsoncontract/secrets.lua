@@ -308,6 +308,10 @@ function _M.redact(text, secret)
         return text
     end
     if type(secret) ~= "string" or #secret < MIN_SECRET then return text end
+    -- Every spelling takes at least one byte per byte of the key (or of a base64 core): a
+    -- shorter text (a header value, a model name) holds none.
+    local n = #text
+    if n < #secret and (#secret < MIN_BASE64_SECRET or n < base64_cores(secret).shortest) then return text end
     -- (a redaction adds no escape, so one look serves every scan)
     local escapes = has_escapes(text)
     text = redact_one(text, secret, nil, escapes)
@@ -360,6 +364,10 @@ function base64_cores(secret)
             end
         end
     end
+    -- the shortest core: no base64 spelling of the key is shorter
+    local shortest = math.huge
+    for _, c in ipairs(list) do shortest = math.min(shortest, #c.core) end
+    list.shortest = shortest
     if cores_count >= 64 then cores_cache, cores_count = {}, 0 end
     cores_cache[secret], cores_count = list, cores_count + 1
     return list
