@@ -5,11 +5,13 @@ local gateway = require "jsoncontract.nginx"
 
 local M = {}
 
--- What the model "answers": a valid support ticket, in an OpenAI chat completion envelope.
+-- What the model "answers": a valid support ticket for an order the shop has (examples/orders.csv),
+-- so every request passes every gate (the rules included) and is answered 200, in an OpenAI chat
+-- completion envelope.
 M.ENVELOPE = '{"id":"chatcmpl-bench","object":"chat.completion","created":1732950123,'
     .. '"model":"bench-1","choices":[{"index":0,"message":{"role":"assistant","content":'
-    .. '"{\\"intent\\":\\"delivery\\",\\"order_id\\":\\"55310\\",\\"urgent\\":true,\\"summary\\":'
-    .. '\\"The parcel for order 55310 has not arrived after two weeks.\\"}","refusal":null},'
+    .. '"{\\"intent\\":\\"delivery\\",\\"order_id\\":\\"1042\\",\\"urgent\\":true,\\"summary\\":'
+    .. '\\"The parcel for order 1042 has not arrived after two weeks.\\"}","refusal":null},'
     .. '"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":412,'
     .. '"completion_tokens":61,"total_tokens":473}}'
 
@@ -20,7 +22,13 @@ function M.init(c)
     M.gw = gateway.new {
         provider = "openai", model = "bench-1", api_key_env = c.key_env,
         base_url = "http://127.0.0.1:" .. c.port .. "/up",
-        contracts = { support_ticket = ticket },
+        -- support_ticket: the example's contract, whose rules look the order up in SQLite;
+        -- ticket_schema_only: its schema and prompt without rules (what the gateway costs
+        -- without the contract's business rules)
+        contracts = { support_ticket = ticket, ticket_schema_only = {
+            name = "ticket_schema_only", version = "1.0.0", schema = dofile(ticket).schema,
+            instructions = "You sort customer support mail into queues. Read the mail and fill in the ticket.",
+        } },
         context = function()
             orders = orders or assert(dofile(ticket).context {})
             return orders
@@ -38,13 +46,41 @@ function M.upstream()
     ngx.print(M.ENVELOPE)
 end
 
+-- Folded stacks (flame graph input: "state;caller;...;callee count" lines) from LuaJIT's
+-- profiler (jit.profile), the VM state first: N compiled, I interpreted, C in a C function
+-- (or in nginx between two resumes of a request: the profiler's timer runs on CPU time and
+-- its sample lands on the next Lua frame, so C samples say little about their stack), G
+-- garbage collector, J the JIT compiler.
+local folded
+local function fold_start(path, interval)
+    local profile = require "jit.profile"
+    local count = {}
+    folded = { path = path, count = count }
+    profile.start("i" .. (interval or 1), function(th, samples, vmmode)
+        local stack = profile.dumpstack(th, "FZ;", -100)
+        local key = vmmode .. ";" .. stack
+        count[key] = (count[key] or 0) + samples
+    end)
+end
+
+local function fold_stop()
+    require("jit.profile").stop()
+    local f = assert(io.open(folded.path, "w"))
+    for k, n in pairs(folded.count) do f:write(k, " ", n, "\n") end
+    f:close()
+    folded = nil
+end
+
 --- Start LuaJIT's sampling profiler in this worker (jit.p, mode e.g. "Fi1": functions with
 -- their files, 1 ms samples; "vi1": VM states), writing to 'path' at profile_stop.
 -- Mode "jitv": the JIT compiler's trace log (jit.v) instead: which traces abort, and why.
+-- Mode "fold": folded stacks with the VM state (see fold_start).
 function M.profile_start()
     local args = ngx.req.get_uri_args()
     if args.mode == "jitv" then
         require("jit.v").on(args.path)
+    elseif args.mode == "fold" then
+        fold_start(args.path)
     else
         require("jit.p").start(args.mode or "Fi1", args.path)
     end
@@ -53,7 +89,13 @@ end
 
 function M.profile_stop()
     local args = ngx.req.get_uri_args()
-    if args.mode == "jitv" then require("jit.v").off() else require("jit.p").stop() end
+    if args.mode == "jitv" then
+        require("jit.v").off()
+    elseif args.mode == "fold" then
+        fold_stop()
+    else
+        require("jit.p").stop()
+    end
     ngx.say("ok")
 end
 

@@ -195,6 +195,8 @@ describe("jsoncontract.transport.openresty in nginx", function()
             { "status099", "protocol", "a status under 100 (099)" },
             { "status600", "protocol", "a status over 599 (600)" },
             { "barecr", "protocol", "a bare CR inside a header value" },
+            { "nocolon", "protocol", "a header line without a colon" },
+            { "spacename", "protocol", "a header name with a space" },
         } do
             it("reports " .. c[3] .. " as transport/" .. c[2], function()
                 local out = call("/raw?url=" .. esc(base .. "/sock?mode=" .. c[1]))
@@ -208,6 +210,11 @@ describe("jsoncontract.transport.openresty in nginx", function()
             assert.equal("HTTP exchange with 127.0.0.1:" .. port .. " failed (not an HTTP response)", out.err.message)
             out = call("/raw?url=" .. esc(base .. "/sock?mode=bigheader"))
             assert.equal("response headers from 127.0.0.1:" .. port .. " are over 65536 bytes", out.err.message)
+        end)
+
+        it("reads a status line without a reason phrase and trims header values", function()
+            local out = call("/raw?url=" .. esc(base .. "/sock?mode=padded"))
+            assert.same({ 200, "ok", "v  w", "" }, { out.status, out.body, out.headers["x-pad"], out.headers["x-empty"] })
         end)
 
         it("accepts a repeated equal Content-Length and a chunk extension", function()

@@ -117,6 +117,24 @@ describe("build_request() of every provider", function()
         end
     end)
 
+    it("openai: a native body (its schema part encoded once per contract) is what core.encode writes", function()
+        local openai = providers.get("openai")
+        local named = { name = "ticket v1", version = "1", prompt = "Return JSON.", schema = SCHEMA }
+        for _, o in ipairs { {}, { temperature = 0.25 }, { stream = true }, { stream = true, temperature = 1,
+            max_tokens = 77 }, { base_url = "http://127.0.0.1:9/v1" } } do
+            o.model, o.api_key = "m", SENTINEL
+            for _ = 1, 2 do -- the first request encodes the schema part, the second reuses it
+                local req = openai.build_request(named, { { role = "user", content = 'h\195\169 "x"\n' } }, o)
+                local body = assert(core.decode(req.body))
+                assert.equal(core.encode(body), req.body)
+                assert.equal("ticket_v1", body.response_format.json_schema.name)
+                assert.same(SCHEMA, body.response_format.json_schema.schema)
+                assert.equal(o.temperature, body.temperature)
+                assert.equal(o.stream, body.stream)
+            end
+        end
+    end)
+
     describe("OpenAI strict mode and optional properties", function()
         local OPTIONAL = { type = "object", properties = { a = { type = "string" }, b = { type = "string" } },
             required = { "a" }, additionalProperties = false }

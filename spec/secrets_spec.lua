@@ -96,6 +96,34 @@ describe("jsoncontract.secrets", function()
             end
         end)
 
+        it("finds a key in a text whose only escapes are short ones (a model's JSON in an envelope)", function()
+            -- no byte of this key is one a short escape spells: only plain spellings can hold it
+            local key = "sk-SENTINEL-0123-abcdef"
+            local mime = require "mime"
+            for _, text in ipairs {
+                '{"content":"{\\"a\\":\\"' .. key .. '\\"}\\n"}',
+                '{"content":"[\\"' .. key:sub(1, 5) .. '\\", \\"' .. key:sub(6) .. '\\"]\\t"}',
+                '{"content":"\\"' .. key:sub(1, 1) .. '\\" \\"' .. key:sub(2) .. '\\""}',
+                '{"content":"\\"' .. mime.b64("u:" .. key) .. '\\""}',
+            } do
+                local out = secrets.redact(text, key)
+                assert.truthy(out:find("[redacted]", 1, true), text .. " -> " .. out)
+                assert.falsy(out:find(key:sub(4, 12), 1, true), text .. " -> " .. out)
+            end
+            -- and a key with such a byte is still found through it, as is its base64 with "\/"
+            assert.equal('"[redacted]"', secrets.redact('"sk-ab\\/cdef"', "sk-ab/cdef"))
+            local b64 = mime.b64("u:sk-??SENTINEL-0123-abcdef") -- (holds a "/")
+            assert.truthy(b64:find("/", 1, true))
+            local out = secrets.redact('{"c":"\\"Basic ' .. b64:gsub("/", "\\/") .. '\\""}', "sk-??SENTINEL-0123-abcdef")
+            assert.falsy(out:find("NFTlRJTkVMLTAxMjMtYWJjZGVm", 1, true), out)
+            local clean = '{"content":"{\\"a\\":\\"sk-SENTINEL\\"}"}'
+            assert.equal(clean, secrets.redact(clean, key))
+            -- a text shorter than the key cannot spell it; one as long can
+            assert.equal(key:sub(2), secrets.redact(key:sub(2), key))
+            assert.equal("[redacted]", secrets.redact(key, key))
+            assert.equal("[redacted]", secrets.redact("abcd", "abcd"))
+        end)
+
         it("does not join strings that are not adjacent literals (a key, a value, two separators)", function()
             local a, b = KEY:sub(1, 5), KEY:sub(6)
             for _, text in ipairs {

@@ -200,9 +200,31 @@ local function match_secret(text, i, secret, n)
     return j
 end
 
--- Could `text` hold an encoded spelling at all? (Saves the slow scan on clean text.)
+-- Could `text` hold an encoded spelling at all? (Saves the slow scan on clean text.) false:
+-- no; "short": its only escapes are JSON short escapes one layer deep (`\"`, `\n`, `\/`: no
+-- `\u`, `\\`, `%`, `~` or `&`, as in a model's JSON inside a JSON envelope), which spell only
+-- the bytes in SHORT_PAIRS; true: any spelling may be there.
+-- (Plain finds: a pattern's character class costs a C loop step per byte of a long body.)
 local function has_escapes(text)
-    return find(text, "[\\%%~&]") ~= nil
+    if find(text, "%", 1, true) or find(text, "~", 1, true) or find(text, "&", 1, true)
+        or find(text, "\\u", 1, true) or find(text, "\\\\", 1, true) then
+        return true
+    end
+    return find(text, "\\", 1, true) and "short" or false
+end
+
+-- Each JSON short escape and the byte it spells (SHORT but `\\`, which makes has_escapes true).
+local SHORT_PAIRS = { { '\\"', '"' }, { "\\/", "/" }, { "\\b", "\b" }, { "\\f", "\f" }, { "\\n", "\n" },
+    { "\\r", "\r" }, { "\\t", "\t" } }
+
+-- Does `text` (whose escapes are short ones only) hold a short escape of a byte of `secret`?
+-- (A base64 core may hold "/", a text "\/" or not.)
+local function short_spells(text, secret)
+    for i = 1, #SHORT_PAIRS do
+        local pair = SHORT_PAIRS[i]
+        if find(secret, pair[2], 1, true) and find(text, pair[1], 1, true) then return true end
+    end
+    return false
 end
 
 local B64_CHAR = {}
@@ -215,10 +237,13 @@ end
 -- does the `=` padding after. `escapes`: `has_escapes(text)`.
 local function redact_one(text, secret, ext, escapes)
     local n = #secret
+    -- short escapes that spell none of the secret's bytes can only be a joiner's quote: the
+    -- secret's own bytes are plain then (what the check below looks for)
+    if escapes == "short" and not short_spells(text, secret) then escapes = false end
     if not escapes and not find(text, secret, 1, true) then
         -- Plain text can still hold the key split in two (not a base64 run: nothing a server does
         -- splits one); one half holds its first or its second half.
-        if ext or not find(text, "[\"']") then return text end
+        if ext or not (find(text, '"', 1, true) or find(text, "'", 1, true)) then return text end
         local h = floor(n / 2)
         if not find(text, sub(secret, 1, h), 1, true) and not find(text, sub(secret, h + 1), 1, true) then
             return text
@@ -283,6 +308,10 @@ function _M.redact(text, secret)
         return text
     end
     if type(secret) ~= "string" or #secret < MIN_SECRET then return text end
+    -- Every spelling takes at least one byte per byte of the key (or of a base64 core): a
+    -- shorter text (a header value, a model name) holds none.
+    local n = #text
+    if n < #secret and (#secret < MIN_BASE64_SECRET or n < base64_cores(secret).shortest) then return text end
     -- (a redaction adds no escape, so one look serves every scan)
     local escapes = has_escapes(text)
     text = redact_one(text, secret, nil, escapes)
@@ -335,6 +364,10 @@ function base64_cores(secret)
             end
         end
     end
+    -- the shortest core: no base64 spelling of the key is shorter
+    local shortest = math.huge
+    for _, c in ipairs(list) do shortest = math.min(shortest, #c.core) end
+    list.shortest = shortest
     if cores_count >= 64 then cores_cache, cores_count = {}, 0 end
     cores_cache[secret], cores_count = list, cores_count + 1
     return list

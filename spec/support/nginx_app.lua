@@ -64,13 +64,14 @@ function M.ask()
         reason = out.reason and show_err(out.reason) })
 end
 
---- GET /raw?url=<url>[&max=<bytes>&read=<ms>&total=<ms>]: one openresty.request; answers {status, body} or the err.
+--- GET /raw?url=<url>[&max=<bytes>&read=<ms>&total=<ms>]: one openresty.request; answers {status, body, te,
+-- headers} or the err.
 function M.raw()
     local args = ngx.req.get_uri_args()
     local res, err = openresty.request { url = args.url, max_response_bytes = tonumber(args.max),
         read_timeout_ms = tonumber(args.read), timeout_ms = tonumber(args.total) or 5000 }
     if res then return reply(200, { status = res.status, body = res.body,
-        te = res.headers["transfer-encoding"] }) end
+        te = res.headers["transfer-encoding"], headers = res.headers }) end
     return reply(200, { err = show_err(err) })
 end
 
@@ -133,6 +134,10 @@ local RAW = {
     status099 = "HTTP/1.1 099 OK\r\nContent-Length: 0\r\n\r\n",
     status600 = "HTTP/1.1 600 OK\r\nContent-Length: 0\r\n\r\n",
     barecr = "HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 2\r\n\r\nok",
+    nocolon = "HTTP/1.1 200 OK\r\nX-A a\r\nContent-Length: 2\r\n\r\nok",
+    spacename = "HTTP/1.1 200 OK\r\nX A: a\r\nContent-Length: 2\r\n\r\nok",
+    -- no reason phrase, a value padded with spaces and tabs, a header without a space after ':'
+    padded = "HTTP/1.1 200\r\nX-Pad: \t v  w \t\r\nX-Empty:\r\nContent-Length:2\r\n\r\nok",
     -- Framed completely, but not to be kept: the server says close, or speaks HTTP/1.0.
     connclose = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
     http10 = "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",

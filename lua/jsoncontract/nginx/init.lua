@@ -108,6 +108,8 @@ local function failure_code(outcome)
 end
 _M.failure_code = failure_code
 
+local sender -- (below)
+
 local OPTS = {
     provider = true, model = "string", api_key = "string", api_key_env = "string", base_url = "string",
     max_tokens = "number", temperature = "number", mode = "string", policy = "table", timeout_ms = "number",
@@ -192,6 +194,7 @@ function _M.new(opts)
         handover = opts.store and handover.new(opts.store) or nil,
     }
     if self.sink then self.sink.meter = self.meter end
+    self.transport = sender(self)
     setmetatable(self, mt)
     GATEWAYS[self] = true
     return self
@@ -267,10 +270,13 @@ local function api_key(self)
     return v
 end
 
-local function request_id()
+-- The request id: the client's `X-Request-Id` when usable, else `nginx_id` (nginx's
+-- `$request_id`, read once per request by the caller: unless the configuration names the
+-- variable, each read makes a new one, from OpenSSL's RAND_bytes).
+local function request_id(nginx_id)
     local h = ngx.var.http_x_request_id
     if h and #h <= 200 and match(h, "^[%w%-%._:]+$") then return h end
-    return ngx.var.request_id
+    return nginx_id or ngx.var.request_id
 end
 
 local function send_json(status, text)
@@ -317,11 +323,13 @@ local function fail(self, name, code, rid, item_id, t0, detail, level, extra_hea
     observe_request(self, name, status, OUTCOME_OF[code] or "failed", t0)
 end
 
--- The transport for one request: the cosocket transport with the gateway's pool, the request
--- id sent along, every exchange counted.
-local function sender(self, rid)
+-- The transport of a gateway: the cosocket transport with the gateway's pool, the request's id
+-- (`ngx.ctx.jsoncontract_rid`, set by serve) sent along, every exchange counted. Made once per
+-- gateway (see `new`): a request makes no closure for it.
+function sender(self)
     local pool, m = self.pool, self.meter
     return function(req)
+        local rid = ngx.ctx.jsoncontract_rid
         for k, v in pairs(pool) do req[k] = v end
         if self.propagate_request_id then
             local h = {}
@@ -434,6 +442,12 @@ local function client_closed(self, name, c, rid, item_id, t0)
     return ngx.exit(499)
 end
 
+-- ngx.on_abort's handler: the request's own arguments are in ngx.ctx (serve makes no closure).
+local function on_abort()
+    local a = ngx.ctx.jsoncontract_abort
+    return client_closed(a[1], a[2], a[3], a[4], a[5], a[6])
+end
+
 --- Serve one request with the contract `name` (a `content_by_lua` handler).
 -- With `lua_check_client_abort on`, a client that closes the connection first ends the request
 -- (and its model call) as status 499, outcome `client_closed`; with it off, nginx notices only
@@ -445,8 +459,8 @@ function _M.serve(self, name)
     if type(self) == "string" and name == nil then self, name = the_default("serve"), self end
     if type(name) ~= "string" then error("nginx gateway: serve needs a contract name", 2) end
     local t0 = ngx.now()
-    local rid = request_id()
     local item_id = ngx.var.request_id
+    local rid = request_id(item_id)
     ngx.header["X-Request-Id"] = rid
 
     local c, key = self.cache:get(name)
@@ -459,7 +473,10 @@ function _M.serve(self, name)
     ngx.header["X-Contract-Version"] = c.version
     -- Without lua_check_client_abort on_abort refuses (nil, err, or raises on some versions):
     -- then nginx goes on to the end of the request, which is counted as usual.
-    pcall(ngx.on_abort, function() return client_closed(self, name, c, rid, item_id, t0) end)
+    local nctx = ngx.ctx
+    nctx.jsoncontract_rid = rid
+    nctx.jsoncontract_abort = { self, name, c, rid, item_id, t0 }
+    pcall(ngx.on_abort, on_abort)
     if ngx.req.get_method() ~= "POST" then
         return fail(self, name, "method_not_allowed", rid, nil, t0, ngx.req.get_method(), nil, { Allow = "POST" },
             ev)
@@ -498,7 +515,7 @@ function _M.serve(self, name)
         writer = tallying_writer(writer)
         ngx.ctx.jsoncontract_tally = writer.tally
     end
-    local opts = { transport = sender(self, rid), sleep = ngx.sleep, request_id = rid, item_id = item_id,
+    local opts = { transport = self.transport, sleep = ngx.sleep, request_id = rid, item_id = item_id,
         api_key = key_value, evidence = writer, as_json = true }
     for k, v in pairs(self.ask) do opts[k] = v end
     if self.context then

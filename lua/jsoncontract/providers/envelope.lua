@@ -223,7 +223,7 @@ end
 -- never sees it and nobody copies the request to drop it.
 -- @tparam table r `opts` (the checked options; `opts.api_key` when given goes in header
 --   `auth`: "authorization" sends "Bearer <key>", any other name the key as it is), `url`,
---   `auth` (header name), `body` (table, encoded here), `mode` (the mode sent), `plan` (nil, or
+--   `auth` (header name), `body` (table, encoded here, or its JSON text), `mode` (the mode sent), `plan` (nil, or
 --   the native plan: its `schema`, `dropped`, `findings`, `fallback`, see
 --   jsoncontract.providers.schema_subset.plan), `headers` (table of further headers, optional)
 -- @treturn table `{url, method = "POST", headers, body}` with `mode`, `schema_sent`, `dropped`,
@@ -237,9 +237,13 @@ function C.post(r)
     end
     local plan = r.plan or NO_PLAN
     if r.opts.full_prompt and r.mode ~= "native" and r.mode ~= "native-nonstrict" then
+        -- (a body given as JSON text is a native one's)
+        if type(r.body) ~= "table" then error("envelope.post: a " .. r.mode .. " request needs its body as a table") end
         full_prompt_back(r.body, r.opts.prompt, r.opts.full_prompt)
     end
-    return setmetatable({ url = r.url, method = "POST", headers = headers, body = core.encode(r.body) },
+    local body = r.body
+    if type(body) ~= "string" then body = core.encode(body) end
+    return setmetatable({ url = r.url, method = "POST", headers = headers, body = body },
         { __index = { mode = r.mode, schema_sent = plan.schema, dropped = plan.dropped, findings = plan.findings,
             fallback = plan.fallback } })
 end

@@ -147,6 +147,79 @@ function _M.native_schema(schema, contract)
     return p.schema, p.dropped, p.strict, p.mode, p
 end
 
+-- The encoded `response_format` of a native request, per plan (cached per contract and server,
+-- see `contract_plan`) and contract name: `{"json_schema":{"name":..,"schema":..,"strict":..},
+-- "type":"json_schema"}`. Weak: a reloaded contract's plan goes with it.
+local FORMATS = setmetatable({}, { __mode = "k" })
+
+local function response_format_json(p, name)
+    local by_name = FORMATS[p]
+    if not by_name then
+        by_name = {}
+        FORMATS[p] = by_name
+    end
+    local json = by_name[name]
+    if not json then
+        json = core.encode { type = "json_schema",
+            json_schema = { name = _M.schema_name(name), strict = p.strict, schema = p.schema } }
+        by_name[name] = json
+    end
+    return json
+end
+
+-- The request body as `core.encode(body)` writes it with `response_format` (its JSON text
+-- `rf`) among the fields: keys in byte order, which `core.encode` keeps (BODY_KEYS).
+local BODY_KEYS = { "max_completion_tokens", "messages", "model", "response_format", "stream", "stream_options",
+    "temperature" }
+-- The system message `{"content":<prompt>,"role":"system"}` as JSON, per prompt (a contract's
+-- prompt is the same string every request); at most 64 kept.
+local SYSTEM, n_system = {}, 0
+local function system_json(prompt)
+    local json = SYSTEM[prompt]
+    if not json then
+        json = core.encode { role = "system", content = prompt }
+        if n_system >= 64 then SYSTEM, n_system = {}, 0 end
+        SYSTEM[prompt], n_system = json, n_system + 1
+    end
+    return json
+end
+
+-- `messages` (the system message first, see C.with_system) as core.encode writes it.
+local function messages_json(messages)
+    local out = { "[", system_json(messages[1].content) }
+    for i = 2, #messages do
+        out[#out + 1] = ","
+        out[#out + 1] = core.encode(messages[i])
+    end
+    out[#out + 1] = "]"
+    return table.concat(out)
+end
+
+local function encoded_body(body, rf)
+    local out, n = { "{" }, 1
+    for _, k in ipairs(BODY_KEYS) do
+        local v = body[k]
+        if k == "response_format" then v = rf end
+        if v ~= nil then
+            if n > 1 then
+                n = n + 1
+                out[n] = ","
+            end
+            out[n + 1] = '"' .. k .. '":'
+            if k == "response_format" then
+                out[n + 2] = rf
+            elseif k == "messages" then
+                out[n + 2] = messages_json(v)
+            else
+                out[n + 2] = core.encode(v)
+            end
+            n = n + 2
+        end
+    end
+    out[n + 1] = "}"
+    return table.concat(out)
+end
+
 --- Build the HTTP request for a contract and a conversation.
 -- @tparam table contract a contract from `jsoncontract.contract` (its schema is planned once, see
 --   `contract_plan`), or { name = string, version = string, schema = table (the full JSON
@@ -182,16 +255,16 @@ function _M.build_request(contract, messages, opts)
     end
     local p = o.mode == "native" and _M.contract_plan(contract, o.base_url) or nil
     local mode = p and p.mode or o.mode
+    local url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL, "/v1/chat/completions")
     if p and p.schema then
-        body.response_format = {
-            type = "json_schema",
-            json_schema = { name = _M.schema_name(contract.name), strict = p.strict, schema = p.schema },
-        }
+        -- The schema part is the same for every request of the contract: encoded once (see
+        -- response_format_json), the rest around it as `core.encode` writes the whole body.
+        return C.post { opts = o, url = url, auth = "authorization", mode = mode, plan = p,
+            body = encoded_body(body, response_format_json(p, contract.name)) }
     elseif mode == "json" then
         body.response_format = { type = "json_object" }
     end
-    return C.post { opts = o, url = C.join_url(o.base_url or _M.DEFAULT_BASE_URL,
-        "/v1/chat/completions"), auth = "authorization", body = body, mode = mode, plan = p }
+    return C.post { opts = o, url = url, auth = "authorization", body = body, mode = mode, plan = p }
 end
 
 -- The text and name of a Chat Completions tool call (its `function.arguments` string).
@@ -240,12 +313,18 @@ end
 --- read_response for any Chat Completions speaker, naming `pname` in messages (llamacpp uses
 -- it). A 2xx body whose content-type is text/event-stream is read as a stream (see
 -- `stream_reader`).
+-- What C.read_envelope needs per speaker, made once per name (no closures per response).
+local READERS = {}
+
 function _M.read_chat(pname, status, headers, body)
-    return C.read_envelope({
-        name = pname, stream = "text/event-stream",
-        reader = function(st) return _M.chat_stream_reader(pname, st) end,
-        doc = function(st, h, b, doc) return _M.read_doc(pname, st, h, b, doc) end,
-    }, status, headers, body)
+    local p = READERS[pname]
+    if not p then
+        p = { name = pname, stream = "text/event-stream",
+            reader = function(st) return _M.chat_stream_reader(pname, st) end,
+            doc = function(st, h, b, doc) return _M.read_doc(pname, st, h, b, doc) end }
+        READERS[pname] = p
+    end
+    return C.read_envelope(p, status, headers, body)
 end
 
 --- The protocol gate over a decoded Chat Completions envelope (also a rebuilt stream).

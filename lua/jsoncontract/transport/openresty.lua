@@ -59,7 +59,8 @@ local errors = require "jsoncontract.errors"
 local type, tostring, tonumber, pairs, error = type, tostring, tonumber, pairs, error
 local floor, min, max = math.floor, math.min, math.max
 local concat = table.concat
-local format, lower, find = string.format, string.lower, string.find
+local format, lower, find, byte, sub, match = string.format, string.lower, string.find, string.byte, string.sub,
+    string.match
 
 local _M = { _VERSION = core._VERSION }
 
@@ -114,6 +115,50 @@ local function check_int(req, name, lo, level)
     end
 end
 
+-- A URL's parts `{scheme, host, port, path, hostport}`; raises on a URL this transport cannot
+-- take (blaming `level`). Parsed once per URL string (URLS): a gateway asks the same one each time.
+local URLS, n_urls, MAX_URLS = {}, 0, 64
+local function parse_url(s, level)
+    local scheme, authority, path = s:match("^(%a+)://([^/?#]+)(.*)$")
+    scheme = scheme and lower(scheme)
+    if scheme ~= "http" and scheme ~= "https" then
+        error("openresty transport: url must start with http:// or https://", level)
+    end
+    if find(authority, "@", 1, true) then error("openresty transport: url must not carry user info", level) end
+    local host, port = authority:match("^%[([%x:%.]+)%]:?(%d*)$")
+    if not host then host, port = authority:match("^([^:]+):?(%d*)$") end
+    if not host then error("openresty transport: url has a bad host:port", level) end
+    port = port ~= "" and tonumber(port) or (scheme == "https" and 443 or 80)
+    if port < 1 or port > 65535 then error("openresty transport: url has a bad port", level) end
+    path = path:gsub("#.*$", "")
+    if path == "" then path = "/" elseif path:sub(1, 1) == "?" then path = "/" .. path end
+    if find(path, "[%c ]") then error("openresty transport: url path must not hold spaces or controls", level) end
+    local hostport = (find(host, ":", 1, true) and "[" .. host .. "]" or host) .. ":" .. port
+    return { scheme = scheme, host = host, port = port, path = path, hostport = hostport,
+        pool = scheme .. "://" .. hostport }
+end
+
+-- Does `s` hold a CR, LF or NUL? (Plain finds: a pattern's character class costs a step per
+-- byte, and a header value may be a long key.)
+local function breaks_line(s)
+    return find(s, "\r", 1, true) or find(s, "\n", 1, true) or find(s, "\0", 1, true)
+end
+
+-- Request methods and header names seen, and whether each matched its pattern (a gateway sends
+-- the same few every time); at most MAX_NAMES of each kept. RESPONSE_NAMES: a response header
+-- name -> its lower case, or false when it holds a space.
+local METHODS, HEADER_NAMES, RESPONSE_NAMES = { map = {}, n = 0 }, { map = {}, n = 0 }, {}
+local n_response_names, MAX_NAMES = 0, 256
+local function known(seen, s, pattern)
+    local ok = seen.map[s]
+    if ok == nil then
+        ok = match(s, pattern) ~= nil
+        if seen.n >= MAX_NAMES then seen.map, seen.n = {}, 0 end
+        seen.map[s], seen.n = ok, seen.n + 1
+    end
+    return ok
+end
+
 -- Check a request; returns the parsed URL parts. Raises on misuse (blaming `level`).
 local function check(req, level)
     if type(req) ~= "table" then
@@ -137,28 +182,23 @@ local function check(req, level)
     check_int(req, "keepalive_timeout_ms", 1, level + 1)
     check_int(req, "backlog", 0, level + 1)
     if not req.url then error("openresty transport: url is required", level) end
-    local scheme, authority, path = req.url:match("^(%a+)://([^/?#]+)(.*)$")
-    scheme = scheme and lower(scheme)
-    if scheme ~= "http" and scheme ~= "https" then
-        error("openresty transport: url must start with http:// or https://", level)
+    local url = URLS[req.url]
+    if not url then
+        url = parse_url(req.url, level + 1)
+        if n_urls >= MAX_URLS then URLS, n_urls = {}, 0 end
+        URLS[req.url], n_urls = url, n_urls + 1
     end
-    if find(authority, "@", 1, true) then error("openresty transport: url must not carry user info", level) end
-    local host, port = authority:match("^%[([%x:%.]+)%]:?(%d*)$")
-    if not host then host, port = authority:match("^([^:]+):?(%d*)$") end
-    if not host then error("openresty transport: url has a bad host:port", level) end
-    port = port ~= "" and tonumber(port) or (scheme == "https" and 443 or 80)
-    if port < 1 or port > 65535 then error("openresty transport: url has a bad port", level) end
-    path = path:gsub("#.*$", "")
-    if path == "" then path = "/" elseif path:sub(1, 1) == "?" then path = "/" .. path end
-    if find(path, "[%c ]") then error("openresty transport: url path must not hold spaces or controls", level) end
+    local scheme, host, port, path, hostport = url.scheme, url.host, url.port, url.path, url.hostport
     local method = req.method or (req.body and "POST" or "GET")
-    if not method:match("^%u+$") then error("openresty transport: method must be upper-case letters", level) end
+    if not known(METHODS, method, "^%u+$") then
+        error("openresty transport: method must be upper-case letters", level)
+    end
     if req.headers then
         for name, value in pairs(req.headers) do
             if type(name) ~= "string" or type(value) ~= "string" then
                 error("openresty transport: headers must map strings to strings", level)
             end
-            if not name:match("^[%w!#$%%&'*+%-.^_`|~]+$") or find(value, "[\r\n%z]") then
+            if not known(HEADER_NAMES, name, "^[%w!#$%%&'*+%-.^_`|~]+$") or breaks_line(value) then
                 error("openresty transport: bad header " .. (name:match("^[%w%-]+$") or "name"), level)
             end
             if OWN_HEADERS[lower(name)] then
@@ -166,111 +206,158 @@ local function check(req, level)
             end
         end
     end
-    local hostport = (find(host, ":", 1, true) and "[" .. host .. "]" or host) .. ":" .. port
     return { scheme = scheme, host = host, port = port, path = path, method = method, hostport = hostport,
-        pool = req.pool or (scheme .. "://" .. hostport), keepalive = req.keepalive ~= false }
+        pool = req.pool or url.pool, keepalive = req.keepalive ~= false }
 end
 
--- One exchange on one socket. Returns res, or nil + kind + message + detail. Fills `st`:
--- `reused` (times the connection was used before), `stale` (a reused connection failed before
--- any byte came back: the server closed it while it was idle), `poolable` (the response was
--- framed completely and the connection may carry the next exchange).
+-- The reading and failing steps of one exchange, as functions of its state `x` (the `st` of
+-- `exchange`: `sock`, `req`, `deadline` (ms on now_ms's clock, or nil), `t0`, `hp`
+-- ("host:port" for messages) and `buf`), not closures made anew for every exchange (LuaJIT
+-- cannot compile a function that makes closures).
+
+-- The cosocket timeout for the next step: what is left of the whole exchange, and no more
+-- than read_timeout_ms for a read. Returns nil when the exchange is out of time.
+local function arm(x, step_ms)
+    local deadline = x.deadline
+    local left = deadline and floor(deadline - now_ms()) or NO_TIMEOUT_MS
+    if left < 1 then return nil end
+    x.sock:settimeout(min(left, step_ms or NO_TIMEOUT_MS))
+    return true
+end
+
+-- `reading`: the step was a read, so read_timeout_ms may be what ran out.
+local function timed_out(x, reading)
+    local rt, deadline = x.req.read_timeout_ms, x.deadline
+    if reading and rt and (not deadline or deadline - now_ms() > 1) then
+        return nil, "timeout", format("no data from %s for %d ms", x.hp, rt)
+    end
+    return nil, "timeout", format("timed out talking to %s after %d ms", x.hp, floor(now_ms() - x.t0))
+end
+
+-- A failed send or read: a timeout, or the peer closed or reset the connection.
+local function failed(x, err, what, reading)
+    if err == "timeout" then return timed_out(x, reading) end
+    return nil, "reset", format("connection to %s closed early (%s)", x.hp, what), err
+end
+
+local function bad(x, what)
+    return nil, "protocol", format("HTTP exchange with %s failed (%s)", x.hp, what)
+end
+
+-- `x.buf`: bytes read off the socket that the framing has not consumed yet. Every read is a
+-- `receiveany`, which returns as soon as some bytes arrive: `receive(n)` and the
+-- `receiveuntil` reader wait for all `n` bytes and restart their timer whenever one
+-- arrives, so a peer dripping a byte at a time would hold them past the deadline.
+
+-- Read what arrives next, at most `n` bytes, waiting no longer than the exchange has left
+-- (and read_timeout_ms). Returns the bytes, or nil and the cosocket's error ("timeout",
+-- "closed"...) or "deadline".
+local function read_some(x, n)
+    if not arm(x, x.req.read_timeout_ms) then return nil, "deadline" end
+    local data, rerr = x.sock:receiveany(n)
+    if not data then return nil, rerr end
+    return data
+end
+
+-- One line, never more than `limit` bytes (the "\n" not counted), read `LINE_STEP` bytes
+-- at a time, so a peer that never ends its line cannot grow the worker. Returns the line
+-- without its "\r\n" or "\n"; or nil, "long", what was read; or nil, the cosocket's
+-- error ("timeout", "closed"...) or "deadline", what was read.
+local function read_line(x, limit)
+    local from = 1
+    local buf = x.buf
+    while true do
+        local nl = find(buf, "\n", from, true)
+        if nl then
+            if nl - 1 > limit then return nil, "long", buf end
+            local last = nl - 1
+            if last >= 1 and byte(buf, last) == 13 then last = last - 1 end
+            x.buf = sub(buf, nl + 1)
+            return sub(buf, 1, last)
+        end
+        if #buf > limit then return nil, "long", buf end
+        from = #buf + 1
+        local data, rerr = read_some(x, min(LINE_STEP, max(limit - #buf + 1, 1)))
+        if not data then
+            x.buf = ""
+            return nil, rerr, buf
+        end
+        buf = buf .. data
+        x.buf = buf
+    end
+end
+
+-- Exactly `n` body bytes into `parts`: what `x.buf` holds first, then from the socket, never
+-- reading past them. Returns true, or nil and the cosocket's error or "deadline".
+local function read_exact(x, n, parts)
+    local buf = x.buf
+    if #buf > 0 then
+        local take = min(n, #buf)
+        parts[#parts + 1] = sub(buf, 1, take)
+        x.buf = sub(buf, take + 1)
+        n = n - take
+    end
+    while n > 0 do
+        local data, rerr = read_some(x, min(n, CHUNK))
+        if not data then return nil, rerr end
+        parts[#parts + 1] = data
+        n = n - #data
+    end
+    return true
+end
+
+-- A failed body or line read (not about a line's length): out of time, or the cosocket's error.
+local function read_failed(x, rerr, what)
+    if rerr == "deadline" then return timed_out(x) end
+    return failed(x, rerr, what, true)
+end
+
+local function too_large(x, cap)
+    return nil, "too_large", format("response from %s is over %d bytes", x.hp, cap)
+end
+
+-- A response header line: its name (lower-case) and value (without the spaces and tabs around
+-- it), or nil when it is not `name: value` with a name of no spaces or colons and a value of no
+-- CR, LF or NUL. Plain finds and byte looks: no pattern that backtracks over the value.
+local function header_line(line)
+    local colon = find(line, ":", 1, true)
+    if not colon or colon == 1 then return nil end
+    local name = sub(line, 1, colon - 1)
+    local lname = RESPONSE_NAMES[name]
+    if lname == nil then
+        lname = not find(name, "%s") and lower(name)
+        if n_response_names >= MAX_NAMES then RESPONSE_NAMES, n_response_names = {}, 0 end
+        RESPONSE_NAMES[name], n_response_names = lname, n_response_names + 1
+    end
+    if not lname then return nil end
+    local i, j = colon + 1, #line
+    local b = byte(line, i)
+    while b == 32 or b == 9 do
+        i = i + 1
+        b = byte(line, i)
+    end
+    b = byte(line, j)
+    while j >= i and (b == 32 or b == 9) do
+        j = j - 1
+        b = byte(line, j)
+    end
+    local value = sub(line, i, j)
+    if breaks_line(value) then return nil end
+    return lname, value
+end
+
+-- One exchange on one socket. Returns res, or nil + kind + message + detail. Fills `st`
+-- (the exchange's state, see above): `reused` (times the connection was used before), `stale`
+-- (a reused connection failed before any byte came back: the server closed it while it was
+-- idle), `poolable` (the response was framed completely and the connection may carry the next
+-- exchange).
 local function exchange(sock, req, u, t0, st)
     local total = req.timeout_ms or DEFAULT_TIMEOUT_MS
     local deadline = total > 0 and t0 + total or nil
     local cap = req.max_response_bytes or DEFAULT_MAX_BYTES
     local hp = u.hostport
-
-    -- The cosocket timeout for the next step: what is left of the whole exchange, and no more
-    -- than read_timeout_ms for a read. Returns nil when the exchange is out of time.
-    local function arm(step_ms)
-        local left = deadline and floor(deadline - now_ms()) or NO_TIMEOUT_MS
-        if left < 1 then return nil end
-        sock:settimeout(min(left, step_ms or NO_TIMEOUT_MS))
-        return true
-    end
-    -- `reading`: the step was a read, so read_timeout_ms may be what ran out.
-    local function timed_out(reading)
-        if reading and req.read_timeout_ms and (not deadline or deadline - now_ms() > 1) then
-            return nil, "timeout", format("no data from %s for %d ms", hp, req.read_timeout_ms)
-        end
-        return nil, "timeout", format("timed out talking to %s after %d ms", hp, floor(now_ms() - t0))
-    end
-    -- A failed send or read: a timeout, or the peer closed or reset the connection.
-    local function failed(err, what, reading)
-        if err == "timeout" then return timed_out(reading) end
-        return nil, "reset", format("connection to %s closed early (%s)", hp, what), err
-    end
-    local function bad(what)
-        return nil, "protocol", format("HTTP exchange with %s failed (%s)", hp, what)
-    end
-    -- Bytes read off the socket that the framing has not consumed yet. Every read is a
-    -- `receiveany`, which returns as soon as some bytes arrive: `receive(n)` and the
-    -- `receiveuntil` reader wait for all `n` bytes and restart their timer whenever one
-    -- arrives, so a peer dripping a byte at a time would hold them past the deadline.
-    local buf = ""
-    -- Read what arrives next, at most `n` bytes, waiting no longer than the exchange has left
-    -- (and read_timeout_ms). Returns the bytes, or nil and the cosocket's error ("timeout",
-    -- "closed"...) or "deadline".
-    local function read_some(n)
-        if not arm(req.read_timeout_ms) then return nil, "deadline" end
-        local data, rerr = sock:receiveany(n)
-        if not data then return nil, rerr end
-        return data
-    end
-    -- One line, never more than `limit` bytes (the "\n" not counted), read `LINE_STEP` bytes
-    -- at a time, so a peer that never ends its line cannot grow the worker. Returns the line
-    -- without its "\r\n" or "\n"; or nil, "long", what was read; or nil, the cosocket's
-    -- error ("timeout", "closed"...) or "deadline", what was read.
-    local function read_line(limit)
-        local from = 1
-        while true do
-            local nl = find(buf, "\n", from, true)
-            if nl then
-                if nl - 1 > limit then return nil, "long", buf end
-                local line = buf:sub(1, nl - 1)
-                buf = buf:sub(nl + 1)
-                if line:byte(-1) == 13 then line = line:sub(1, -2) end
-                return line
-            end
-            if #buf > limit then return nil, "long", buf end
-            from = #buf + 1
-            local data, rerr = read_some(min(LINE_STEP, max(limit - #buf + 1, 1)))
-            if not data then
-                local got = buf
-                buf = ""
-                return nil, rerr, got
-            end
-            buf = buf .. data
-        end
-    end
-    -- Exactly `n` body bytes into `parts`: what `buf` holds first, then from the socket, never
-    -- reading past them. Returns true, or nil and the cosocket's error or "deadline".
-    local function read_exact(n, parts)
-        if #buf > 0 then
-            local take = min(n, #buf)
-            parts[#parts + 1] = buf:sub(1, take)
-            buf = buf:sub(take + 1)
-            n = n - take
-        end
-        while n > 0 do
-            local data, rerr = read_some(min(n, CHUNK))
-            if not data then return nil, rerr end
-            parts[#parts + 1] = data
-            n = n - #data
-        end
-        return true
-    end
-    -- A failed body read: out of time, or the cosocket's error.
-    local function read_failed(rerr, what)
-        if rerr == "deadline" then return timed_out() end
-        return failed(rerr, what, true)
-    end
-    -- A read_line failure that is not about the line's length.
-    local function line_failed(rerr, what)
-        if rerr == "deadline" then return timed_out() end
-        return failed(rerr, what, true)
-    end
+    st.sock, st.req, st.deadline, st.t0, st.hp, st.buf = sock, req, deadline, t0, hp, ""
+    local x = st
 
     sock:settimeout(min(req.connect_timeout_ms or DEFAULT_CONNECT_MS,
         deadline and total or NO_TIMEOUT_MS))
@@ -284,7 +371,7 @@ local function exchange(sock, req, u, t0, st)
         ok, err = sock:connect(host, u.port)
     end
     if not ok then
-        if err == "timeout" then return timed_out() end
+        if err == "timeout" then return timed_out(x) end
         if err == "too many waiting connect operations" then
             -- this worker's own pool is saturated (pool_size open, backlog waiting): busy, not
             -- a provider that cannot be reached
@@ -296,11 +383,11 @@ local function exchange(sock, req, u, t0, st)
     st.reused = sock:getreusedtimes() or 0
     -- A pooled connection is already past its handshake (the pool name holds the scheme).
     if u.scheme == "https" and st.reused == 0 then
-        if not arm() then return timed_out() end
+        if not arm(x) then return timed_out(x) end
         local session
         session, err = sock:sslhandshake(SESSIONS[u.pool], u.host, true)
         if not session then
-            if err == "timeout" then return timed_out() end
+            if err == "timeout" then return timed_out(x) end
             return nil, "tls", format("TLS failure with %s", hp), err
         end
         if type(session) ~= "boolean" then SESSIONS[u.pool] = session end
@@ -325,11 +412,11 @@ local function exchange(sock, req, u, t0, st)
     -- its timer whenever the peer takes a few bytes, so a peer reading slowly could hold it.
     local out = concat(lines, "\r\n") .. (req.body or "")
     for i = 1, #out, SEND_STEP do
-        if not arm() then return timed_out() end
+        if not arm(x) then return timed_out(x) end
         ok, err = sock:send(out:sub(i, i + SEND_STEP - 1))
         if not ok then
             st.stale = st.reused > 0 and err ~= "timeout"
-            return failed(err, "send failed")
+            return failed(x, err, "send failed")
         end
     end
 
@@ -338,12 +425,12 @@ local function exchange(sock, req, u, t0, st)
     local status, headers, content_length, te, http11
     local header_bytes = 0
     repeat
-        local line, rerr, got = read_line(MAX_HEADER_BYTES - header_bytes)
+        local line, rerr, got = read_line(x, MAX_HEADER_BYTES - header_bytes)
         if not line then
             st.stale = st.reused > 0 and not status and got == "" and rerr ~= "timeout" and rerr ~= "deadline"
             local head = got:sub(1, 7)
             if got ~= "" and ("HTTP/1."):sub(1, #head) ~= head then
-                return bad("not an HTTP response")
+                return bad(x, "not an HTTP response")
             end
             if rerr == "long" then
                 return nil, "too_large", format("response headers from %s are over %d bytes", hp, MAX_HEADER_BYTES)
@@ -351,32 +438,32 @@ local function exchange(sock, req, u, t0, st)
             if rerr == "closed" and not status and got == "" then
                 return nil, "reset", format("connection to %s closed early (empty reply)", hp), rerr
             end
-            return line_failed(rerr, "no status line")
+            return read_failed(x, rerr, "no status line")
         end
-        local code = line:match("^HTTP/1%.[01] (%d%d%d)$") or line:match("^HTTP/1%.[01] (%d%d%d) ")
-        status = tonumber(code)
-        http11 = line:sub(1, 8) == "HTTP/1.1"
+        -- "HTTP/1.x NNN", then the end of the line or a space and the reason phrase
+        local minor, code, after = match(line, "^HTTP/1%.([01]) (%d%d%d)(.?)")
+        status = (after == "" or after == " ") and tonumber(code) or nil
+        http11 = minor == "1"
         if not status then
-            return bad(line:match("^HTTP/") and "bad status line" or "not an HTTP response")
+            return bad(x, line:match("^HTTP/") and "bad status line" or "not an HTTP response")
         end
-        if status < 100 or status > 599 or find(line, "[\r%z]") then return bad("bad status line") end
+        if status < 100 or status > 599 or find(line, "[\r%z]") then return bad(x, "bad status line") end
         headers, content_length, te = {}, nil, nil
         header_bytes = header_bytes + #line + 2
         while true do
-            line, rerr = read_line(MAX_HEADER_BYTES - header_bytes)
+            line, rerr = read_line(x, MAX_HEADER_BYTES - header_bytes)
             if not line then
                 if rerr == "long" then
                     return nil, "too_large", format("response headers from %s are over %d bytes", hp, MAX_HEADER_BYTES)
                 end
-                return line_failed(rerr, "in the headers")
+                return read_failed(x, rerr, "in the headers")
             end
             if line == "" then break end
             header_bytes = header_bytes + #line + 2
-            local name, value = line:match("^([^:%s]+):[ \t]*(.-)[ \t]*$")
-            if not name or find(value, "[\r\n%z]") then return bad("bad header line") end
-            name = lower(name)
+            local name, value = header_line(line)
+            if not name then return bad(x, "bad header line") end
             if name == "content-length" then
-                if content_length and content_length ~= value then return bad("conflicting Content-Length") end
+                if content_length and content_length ~= value then return bad(x, "conflicting Content-Length") end
                 content_length = value
             elseif name == "transfer-encoding" then
                 te = te and te .. ", " .. value or value
@@ -390,72 +477,78 @@ local function exchange(sock, req, u, t0, st)
     if coding and lower(coding) ~= "identity" then
         return nil, "protocol", format("HTTP exchange with %s failed (unasked content-encoding)", hp)
     end
-    local too_large = format("response from %s is over %d bytes", hp, cap)
     local parts, size = {}, 0
     -- Keep-alive only when HTTP/1.1 says so and the server did not say `close`; the framing
     -- below must then also end exactly where the response does.
     local persistent = u.keepalive and http11 and status ~= 101
         and not find(lower(headers["connection"] or ""), "close", 1, true)
     if u.method == "HEAD" or status == 204 or status == 304 then
-        st.poolable = persistent and buf == ""
+        st.poolable = persistent and x.buf == ""
         return { status = status, headers = headers, body = "", elapsed_ms = now_ms() - t0 }
     end
     -- Exactly "chunked" or nothing: any other transfer coding is one this client cannot undo.
-    if te and lower(te) ~= "chunked" then return bad("unsupported Transfer-Encoding") end
+    if te and lower(te) ~= "chunked" then return bad(x, "unsupported Transfer-Encoding") end
     if te then
         while true do
-            local line, rerr = read_line(MAX_CHUNK_LINE)
+            local line, rerr = read_line(x, MAX_CHUNK_LINE)
             if not line then
-                if rerr == "long" then return bad("bad chunk size") end
-                return line_failed(rerr, "in a chunk header")
+                if rerr == "long" then return bad(x, "bad chunk size") end
+                return read_failed(x, rerr, "in a chunk header")
             end
             -- chunk-size [ ";" chunk-ext ], nothing else
             local hex, rest = line:match("^(%x+)[ \t]*(.*)$")
             local n = hex and #hex <= 12 and (rest == "" or rest:sub(1, 1) == ";") and tonumber(hex, 16)
-            if not n then return bad("bad chunk size") end
+            if not n then return bad(x, "bad chunk size") end
             if n == 0 then
                 repeat  -- trailers, up to the empty line; they count against max_response_bytes
-                    line, rerr = read_line(cap - size + 1)
+                    line, rerr = read_line(x, cap - size + 1)
                     if not line then
-                        if rerr == "long" then return nil, "too_large", too_large end
-                        return line_failed(rerr, "in the trailers")
+                        if rerr == "long" then return too_large(x, cap) end
+                        return read_failed(x, rerr, "in the trailers")
                     end
                     size = size + #line
-                    if size > cap then return nil, "too_large", too_large end
+                    if size > cap then return too_large(x, cap) end
                 until line == ""
-                st.poolable = persistent and buf == ""
+                st.poolable = persistent and x.buf == ""
                 break
             end
             size = size + n
-            if size > cap then return nil, "too_large", too_large end
-            ok, err = read_exact(n, parts)
-            if not ok then return read_failed(err, "in a chunk") end
-            local crlf = {}
-            ok, err = read_exact(2, crlf)
-            if not ok then return read_failed(err, "after a chunk") end
-            if crlf[1] .. (crlf[2] or "") ~= "\r\n" then
+            if size > cap then return too_large(x, cap) end
+            ok, err = read_exact(x, n, parts)
+            if not ok then return read_failed(x, err, "in a chunk") end
+            local crlf
+            if #x.buf >= 2 then
+                crlf = sub(x.buf, 1, 2)
+                x.buf = sub(x.buf, 3)
+            else
+                local two = {}
+                ok, err = read_exact(x, 2, two)
+                if not ok then return read_failed(x, err, "after a chunk") end
+                crlf = concat(two)
+            end
+            if crlf ~= "\r\n" then
                 return nil, "protocol", format("HTTP exchange with %s failed (bad chunk end)", hp)
             end
         end
     elseif content_length then
         local n = #content_length <= 15 and tonumber(content_length:match("^%d+$"))
-        if not n then return bad("bad Content-Length") end
-        if n > cap then return nil, "too_large", too_large end
-        ok, err = read_exact(n, parts)
-        if not ok then return read_failed(err, "in the body") end
-        st.poolable = persistent and buf == ""
+        if not n then return bad(x, "bad Content-Length") end
+        if n > cap then return too_large(x, cap) end
+        ok, err = read_exact(x, n, parts)
+        if not ok then return read_failed(x, err, "in the body") end
+        st.poolable = persistent and x.buf == ""
     else
-        local data = buf
-        buf = ""
+        local data = x.buf
+        x.buf = ""
         while true do  -- the body runs until the server closes
             if #data > 0 then
                 size = size + #data
-                if size > cap then return nil, "too_large", too_large end
+                if size > cap then return too_large(x, cap) end
                 parts[#parts + 1] = data
             end
-            data, err = read_some(CHUNK)
+            data, err = read_some(x, CHUNK)
             if err == "closed" then break end
-            if not data then return read_failed(err, "in the body") end
+            if not data then return read_failed(x, err, "in the body") end
         end
     end
     return { status = status, headers = headers, body = concat(parts), elapsed_ms = now_ms() - t0 }
