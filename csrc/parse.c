@@ -74,7 +74,35 @@ static const unsigned char jc_strclass[256] = {
 
 #define JC_WS(c) ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t')
 #define JC_DIGIT(c) ((c) >= '0' && (c) <= '9')
-#define JC_SKIP_WS(s) while (JC_WS(*(s))) (s)++
+/* Skip JSON whitespace (RFC 8259 §2) from 's', never past 'end' (the
+** text's terminating NUL, which is not whitespace). A pretty-printed
+** reply is mostly indentation: with SSE2 a run longer than one byte is
+** skipped sixteen bytes at a time (each byte compared with the four
+** whitespace bytes), else and for the last bytes one at a time. */
+static JC_HOT_INLINE const unsigned char *jc_skip_ws(const unsigned char *s,
+                                                     const unsigned char *end) {
+#if defined(__SSE2__) && defined(__GNUC__)
+  if (!JC_WS(*s)) return s;
+  s++;
+  if (!JC_WS(*s)) return s;     /* one byte: ": ", ", " */
+  while (end - s >= 16) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
+    const __m128i ws = _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')),
+                     _mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))),
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\r')),
+                     _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))));
+    unsigned other = (unsigned)_mm_movemask_epi8(ws) ^ 0xFFFFu;
+    if (other != 0) return s + __builtin_ctz(other);
+    s += 16;
+  }
+#else
+  (void)end;
+#endif
+  while (JC_WS(*s)) s++;
+  return s;
+}
+#define JC_SKIP_WS(s) ((s) = jc_skip_ws((s), p->end))
 
 /* ===================================================================== */
 /* Errors                                                                */
@@ -193,6 +221,16 @@ static int jc_string_stop(jc_parser *p, const unsigned char *s) {
   return jc_fail(p, "invalid_utf8", s, "");
 }
 
+/* Skip the plain ASCII run at 's' (bytes 0x20..0x7F other than '"' and
+** '\\'), reading at most up to 'end' (then byte by byte: the input is
+** NUL-terminated, and NUL stops the run); returns the first other byte. */
+static const unsigned char *jc_skip_plain(const unsigned char *s,
+                                          const unsigned char *end) {
+  s = jc_scan_plain8(s, end);
+  while (jc_strclass[*s] == 0) s++;
+  return s;
+}
+
 /* The slow path of 'jc_string': the string at 'run' has an escape at 's'.
 ** Decodes into the tape's arena; entry 'e' points there. [-0, +0, m] */
 static int jc_string_escaped(jc_parser *p, const unsigned char **ps,
@@ -202,15 +240,26 @@ static int jc_string_escaped(jc_parser *p, const unsigned char **ps,
   unsigned char *o, *o0;
   long cp, lo;
   size_t n;
-  /* The decoded string is never longer than its raw text. */
-  while (q < end && *q != '"') q += (*q == '\\' && q + 1 < end) ? 2 : 1;
+  /* The decoded string is never longer than its raw text; plain runs are
+  ** skipped a word at a time (jc_scan_plain8) */
+  for (;;) {
+    q = jc_scan_plain8(q, end);
+    if (q >= end || *q == '"') break;
+    q += (*q == '\\' && q + 1 < end) ? 2 : 1;
+  }
   o0 = o = (unsigned char *)jc_tape_bytes(p->L, p->t, (size_t)(q - run) + 1);
   memcpy(o, run, (size_t)(s - run));
   o += s - run;
   for (;;) {
     unsigned char c = *s;
     switch (jc_strclass[c]) {
-      case 0: *o++ = c; s++; continue;
+      case 0: {                 /* a plain run, copied whole */
+        const unsigned char *r = jc_skip_plain(s + 1, end);
+        memcpy(o, s, (size_t)(r - s));
+        o += r - s;
+        s = r;
+        continue;
+      }
       case 1: {
         size_t off = (size_t)(run - 1 - p->start);
         p->t->v[e].s = (const char *)o0;
@@ -289,15 +338,6 @@ badhex:
   return jc_fail(p, "invalid_escape", bad, ": expected 4 hex digits");
 }
 
-/* Skip the plain ASCII run at 's' (bytes 0x20..0x7F other than '"' and
-** '\\'), reading at most up to 'end' (then byte by byte: the input is
-** NUL-terminated, and NUL stops the run); returns the first other byte. */
-static const unsigned char *jc_skip_plain(const unsigned char *s,
-                                          const unsigned char *end) {
-  s = jc_scan_plain8(s, end);
-  while (jc_strclass[*s] == 0) s++;
-  return s;
-}
 
 /* Parse the string whose opening quote is at '*ps' into entry 'e' and
 ** move '*ps' past the closing quote; the bytes before 's' are known plain.

@@ -244,6 +244,35 @@ describe("jsoncontract.core", function()
             assert.equal(body .. "\n", core.decode('"' .. body .. '\\n"'))
         end)
 
+        it("decodes strings mixing plain runs of every length with escapes and UTF-8", function()
+            -- plain runs are copied a word (or sixteen bytes) at a time: runs of 0..40 bytes
+            -- around each kind of escape and multi-byte character, at every alignment
+            local pieces = {
+                { '\\n', "\n" }, { '\\"', '"' }, { '\\\\', "\\" }, { '\\u00e9', "\195\169" },
+                { '\\uD834\\uDD1E', "\240\157\132\158" }, { "\226\130\172", "\226\130\172" }, { "\\/", "/" },
+            }
+            local seed = 7
+            local function rand(n)
+                seed = (seed * 1103515245 + 12345) % 2147483648
+                return seed % n
+            end
+            for _ = 1, 300 do
+                local text, want = {}, {}
+                for _ = 1, 1 + rand(6) do
+                    local run = string.rep("x", rand(41)):gsub("x", function()
+                        return string.char(32 + rand(95)):gsub('["\\]', "a")
+                    end)
+                    local p = pieces[rand(#pieces) + 1]
+                    text[#text + 1], want[#want + 1] = run .. p[1], run .. p[2]
+                end
+                local tail = string.rep("y", rand(20))
+                local json = '{"k":"' .. table.concat(text) .. tail .. '" ,\n    "z":  1}'
+                local value = assert(core.decode(json))
+                assert.equal(table.concat(want) .. tail, value.k)
+                assert.equal(1, value.z)
+            end
+        end)
+
         it("accepts an exponent that underflows, as zero", function()
             assert.equal(0, core.decode("1e-400"))
         end)
