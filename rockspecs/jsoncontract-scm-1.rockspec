@@ -21,9 +21,8 @@ gates and becomes a checked Lua value or a named, listed reason why not.
 dependencies = {
    "lua >= 5.1",
    -- at run time: the clock and the fault/stand-in servers (luasocket), the CLI (argparse,
-   -- luafilesystem), the job folder's lock (luasql-sqlite3), the job store and the examples'
-   -- orders table (luadbi-sqlite3; luadbi-postgresql for a PostgreSQL store), the stand-in's
-   -- JSON (lua-cjson)
+   -- luafilesystem), the examples' orders table (luasql-sqlite3), the job store (luadbi-sqlite3;
+   -- luadbi-postgresql for a PostgreSQL store), the stand-in's JSON (lua-cjson)
    "luasocket",
    "luafilesystem",
    "argparse",
