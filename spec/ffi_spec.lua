@@ -158,25 +158,9 @@ describe("jsoncontract.ffi", function()
         -- each of these makes the validator's verdict run leave its no-state fast path
         -- (uniqueItems past 16 items, a 'regex' format asserted, scratch past 64 entries, the
         -- memo, the depth and work bounds): the FFI then runs it on its state, same answer
-        local members = {}
-        for k = 1, 100 do members[#members + 1] = string.format('"k%d":%d', k, k) end
-        local many = "{" .. table.concat(members, ",") .. "}"
-        local items = {}
-        for k = 1, 40 do items[k] = tostring(k) end
-        local uniq, dup = "[" .. table.concat(items, ",") .. "]", "[" .. table.concat(items, ",") .. ",7]"
-        local CASES = {
-            { { type = "array", uniqueItems = true }, { uniq, dup, "[1,2]", "[1,1]" } },
-            { { type = "string", format = "regex" }, { '"^a+$"', '"(a"' }, { format_assertion = true } },
-            { { unevaluatedProperties = false, properties = { k1 = true } }, { many, '{"k1":1}' } },
-            { { unevaluatedProperties = { type = "integer" } }, { many, '{"k1":"x"}' } },
-            { { type = "array", items = { anyOf = { { type = "string" }, { type = "integer" } } } },
-              { uniq, "[" .. string.rep('"a",', 200) .. '"b"]', "[" .. string.rep("1,", 200) .. "null]" } },
-            { { ["$defs"] = { t = { anyOf = { { type = "integer" }, { items = { ["$ref"] = "#/$defs/t" } } } } },
-                ["$ref"] = "#/$defs/t" },
-              { string.rep("[", 300) .. string.rep("]", 300), string.rep("[", 300) .. "null" .. string.rep("]", 300) } },
-            { { type = "array" }, { string.rep("[", 1001) .. string.rep("]", 1001) } },
-            { { items = { type = "integer" } }, { uniq }, { work_budget = 5 } },
-        }
+        local CASES = require("support.scratch_cases")()
+        -- deeper than the default max_depth of a text: the too_deep path
+        CASES[#CASES + 1] = { { type = "array" }, { string.rep("[", 1001) .. string.rep("]", 1001) } }
         for i, c in ipairs(CASES) do
             local v = core.compile(c[1], c[3])
             for j, text in ipairs(c[2]) do check_both(v, text, "case " .. i .. "." .. j) end

@@ -448,26 +448,9 @@ describe("jsoncontract.core", function()
         -- and work bounds) or an invalid value is walked again with it: the same answers as for
         -- the Lua value
         it("agrees with validate(value) and check_json", function()
-            local members = {}
-            for k = 1, 100 do members[#members + 1] = string.format('"k%d":%d', k, k) end
-            local many = "{" .. table.concat(members, ",") .. "}"
-            local items = {}
-            for k = 1, 40 do items[k] = tostring(k) end
-            local uniq, dup = "[" .. table.concat(items, ",") .. "]", "[" .. table.concat(items, ",") .. ",7]"
-            local CASES = {
-                { { type = "array", uniqueItems = true }, { uniq, dup, "[1,2]", "[1,1]" } },
-                { { type = "string", format = "regex" }, { '"^a+$"', '"(a"' }, { format_assertion = true } },
-                { { unevaluatedProperties = false, properties = { k1 = true } }, { many, '{"k1":1}' } },
-                { { unevaluatedProperties = { type = "integer" } }, { many, '{"k1":"x"}' } },
-                { { type = "array", items = { anyOf = { { type = "string" }, { type = "integer" } } } },
-                  { uniq, "[" .. string.rep('"a",', 200) .. '"b"]', "[" .. string.rep("1,", 200) .. "null]" } },
-                { { ["$defs"] = { t = { anyOf = { { type = "integer" }, { items = { ["$ref"] = "#/$defs/t" } } } } },
-                    ["$ref"] = "#/$defs/t" },
-                  { string.rep("[", 300) .. string.rep("]", 300), string.rep("[", 300) .. "null" .. string.rep("]", 300) } },
-                { { items = { type = "integer" } }, { uniq }, { work_budget = 5 } },
-                { { type = "array", items = { ["$ref"] = "#" } }, { string.rep("[", 20) .. string.rep("]", 20) },
-                  { max_depth = 10 } },
-            }
+            local CASES = require("support.scratch_cases")()
+            CASES[#CASES + 1] = { { type = "array", items = { ["$ref"] = "#" } },
+                { string.rep("[", 20) .. string.rep("]", 20) }, { max_depth = 10 } }
             for i, case in ipairs(CASES) do
                 local v = core.compile(case[1], case[3])
                 for j, text in ipairs(case[2]) do
