@@ -574,15 +574,48 @@ static int jc_check_body(lua_State *L) {
   return r;
 }
 
+/* check_json(text) with no options, the common call, with no protected
+** call and no options work: the strict parse into the validator's kept
+** tape, then the verdict that needs no state (jc_verdict_nolua). Nothing
+** in it runs Lua code or a collector step (the parse allocates through
+** the state's allocator function alone, the verdict not at all), so no
+** finalizer can call or close 'v' meanwhile, and the only raise is the
+** parse's "not enough memory", the same error the protected call would
+** rethrow; it leaves the kept tape marked busy, and the next call through
+** jc_v_call releases it. Returns 1 with the accepted text pushed when the
+** text is valid JSON and valid; 0, nothing pushed, for everything else
+** (a format error, an invalid value, a verdict that needs the state's
+** scratch, the tape in use or not made yet): jc_check_body parses again
+** and reports, exactly as if this had not run. [-0, +0|1, m] */
+static int jc_check_json_quick(lua_State *L, jc_validator *v,
+                               const char *text, size_t len) {
+  jc_tape *t = v->tape;
+  int r;
+  if (v->busy || t == NULL || t->busy) return 0;
+  t->busy = 1;                /* released tapes are reset (jc_tape_release) */
+  r = jc_parse_tape_quiet(L, t, text, len, JC_MAX_DEPTH, JC_MAX_BYTES);
+  if (r == 0) r = jc_verdict_nolua(v, t);
+  jc_tape_release(t);
+  if (r != 0) return 0;
+  jc_push_trimmed(L, text, len);
+  return 1;
+}
+
 /* check and check_json: read the options, then jc_check_body under
 ** jc_v_call ('json' 1: check_json). [-0, +1|2, e] */
 static int jc_check_text(lua_State *L, int json) {
   jc_validator *v = jc_self(L);
   jc_optval ov[6];
   jc_vcall c;
+  int top = lua_gettop(L);
   luaL_argcheck(L, v->root != NULL && !v->closing, 1, "validator is closed");
   luaL_checktype(L, 2, LUA_TSTRING);
-  luaL_argcheck(L, lua_gettop(L) <= 3, 4, "no more than 2 arguments expected");
+  luaL_argcheck(L, top <= 3, 4, "no more than 2 arguments expected");
+  if (json && top == 2) {
+    size_t len;
+    const char *text = lua_tolstring(L, 2, &len);
+    if (jc_check_json_quick(L, v, text, len)) return 1;
+  }
   ov[5].set = 0;
   jc_opts_read(L, 3, json ? jc_check_json_opts : jc_check_opts, ov);
   memset(&c, 0, sizeof c);

@@ -473,6 +473,11 @@ describe("jsoncontract.core", function()
                         if ea.kind ~= "budget_exceeded" then assert.equal(where(eb), where(ea), what) end
                     end
                     assert.equal(a == true, v:check_json(text) ~= nil, what)
+                    -- check_json(text) with no options takes the verdict with no state first
+                    local jv, ej = v:check_json(text)
+                    local cv, ec = v:check(text)
+                    assert.equal(cv ~= nil, jv ~= nil, what)
+                    assert.same(ec, ej, what)
                     assert.equal(a == true, v:validate(core.parse(text), { output = "basic" }).valid, what)
                 end
             end

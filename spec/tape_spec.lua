@@ -59,6 +59,31 @@ describe("jsoncontract.core tape", function()
             assert.same({ 6, 1, 7 }, { err.errors[1].offset, err.errors[1].line, err.errors[1].column })
         end)
 
+        it("answers the same with no options (no protected call) as with them, call after call", function()
+            -- check_json(text) takes the verdict on the validator's kept tape with no protected
+            -- call; whatever it does not accept goes the full way, which reports. Mixed on one
+            -- validator: valid, invalid, not JSON, whitespace, a text whose escapes overflow the
+            -- tape's first arena block, one past the depth bound, and a verdict needing scratch.
+            local v = core.compile({ type = "object", properties = { id = { type = "integer" },
+                tags = { type = "array", uniqueItems = true, items = { type = "string" } } } })
+            local esc = {}
+            for k = 1, 3000 do esc[k] = '"\\u00e9' .. string.rep("\\n", 20) .. k .. '"' end
+            local many = {}
+            for k = 1, 40 do many[k] = '"t' .. k .. '"' end
+            local texts = { '{"id":1}', '{"id":1.5}', '{"id":1', ' {"id":2}\n', '{"tags":[' .. table.concat(esc, ",") .. ']}',
+                '{"id":3}', '{"tags":[' .. table.concat(many, ",") .. ']}', '{"tags":[' .. table.concat(many, ",") .. ',"t1"]}',
+                '{"tags":' .. string.rep("[", 1200) .. string.rep("]", 1200) .. '}', '\239\187\191{}', '{"id":4}', '' }
+            local function pack(...) return { n = select("#", ...), ... } end
+            for round = 1, 2 do
+                for i, text in ipairs(texts) do
+                    local full = pack(v:check_json(text, {}))
+                    local quick = pack(v:check_json(text))
+                    assert.same(full, quick, "round " .. round .. ", text " .. i)
+                    assert.equal(full[1] ~= nil, v:check(text) ~= nil, "round " .. round .. ", text " .. i)
+                end
+            end
+        end)
+
         it("also returns the Lua value as check builds it with opts.value", function()
             local v = core.compile(schema)
             local json, value = v:check_json(' {"id":7,"tags":["x"]}', { value = true })
@@ -382,6 +407,7 @@ describe("jsoncontract.core tape", function()
             local function on_gc()
                 inner = inner + 1
                 assert(v:check(text))
+                assert.equal(text, v:check_json(text))
                 assert(core.decode(text))
                 arm()
             end
@@ -398,6 +424,7 @@ describe("jsoncontract.core tape", function()
             arm()
             for _ = 1, 400 do   -- until finalizers ran inside our calls a few times
                 assert.equal(2000, #assert(v:check(text)))
+                assert.equal(text, v:check_json(text))
                 local d = assert(core.decode(text))
                 assert.equal(2000, #d)
                 assert.is_true(v:validate(d))
