@@ -277,8 +277,10 @@ static int jc_schema_compile(lua_State *L) {
   return 2;
 }
 
-/* The validator's own tape (kept in its keep table), or a fresh one at
-** stack index 3 when that one is in use. [-0, +0, m] */
+/* The validator's own tape (kept in its keep table), or a fresh one left
+** on the stack (its only anchor) when that one is in use. The caller
+** returns its results from the top, so the anchor needs no removing.
+** [-0, +(0|1), m] */
 static jc_tape *jc_v_tape(lua_State *L, jc_validator *v) {
   jc_tape *t = v->tape;
   if (t == NULL) {            /* first use: made and kept (keep.tape) */
@@ -286,18 +288,15 @@ static jc_tape *jc_v_tape(lua_State *L, jc_validator *v) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);
     lua_pushvalue(L, -2);
     lua_setfield(L, -2, "tape");
-    lua_pop(L, 1);
-    lua_replace(L, 3);
+    lua_pop(L, 2);
     v->tape = t;
   } else if (t->busy) {
     /* in use (a reentrant call from a __gc, or a memory error skipped
-    ** its release): a fresh one, anchored at stack index 3 only; the
-    ** kept one is never replaced while a call may be using it */
+    ** its release): a fresh one, anchored on the stack only; the kept
+    ** one is never replaced while a call may be using it */
     t = jc_tape_new(L);
-    lua_replace(L, 3);
   }
-  jc_tape_reset(t);
-  t->busy = 1;
+  t->busy = 1;                /* a new tape is empty, a released one reset */
   return t;
 }
 
@@ -394,7 +393,7 @@ static int jc_v_call(lua_State *L, jc_vcall *c, lua_CFunction body) {
   jc_res **scope = NULL;
   jc_via *via = NULL;
   int nested = v->busy, base, st;
-  lua_settop(L, 2);
+  if (lua_gettop(L) != 2) lua_settop(L, 2);
   if (nested) {
     /* allocating may run another __gc: the blocks are taken before any
     ** pointer of the validator is read (3, 4, 5: anchors) */
@@ -415,10 +414,16 @@ static int jc_v_call(lua_State *L, jc_vcall *c, lua_CFunction body) {
     v->via = nv;
   }
   base = lua_gettop(L);
+  /* jc_pcall_busy's order without its lua_insert: pushing the function
+  ** may allocate (a closure on Lua 5.1 and LuaJIT) and so run a __gc,
+  ** which must see the mark as it was; the arguments allocate nothing */
+  lua_pushcfunction(L, body);
   lua_pushvalue(L, 1);
   lua_pushvalue(L, 2);
   lua_pushlightuserdata(L, c);
-  st = jc_pcall_busy(L, body, 3, &v->busy);
+  v->busy = 1;
+  st = lua_pcall(L, 3, LUA_MULTRET, 0);
+  v->busy = nested;
   if (nested) {
     v->segs = segs;
     v->scope = scope;
@@ -448,15 +453,13 @@ static int jc_validate_body(lua_State *L) {
   if (t != NULL) {            /* a tape from core.parse: validated as it is */
     n = jc_run(L, v, t, &c->o, 0);
   } else {
-    lua_pushnil(L);                                    /* 3 */
-    t = jc_v_tape(L, v);
+    t = jc_v_tape(L, v);                  /* may push its anchor */
     budget = v->work_budget > 0 && v->work_budget < (double)JC_WORK_BUDGET
                  ? (long)v->work_budget : (long)JC_WORK_BUDGET;
     r = jc_tape_write_lua(L, t, 2, (size_t)v->max_depth, v->segs, &depth,
                           &budget);
     n = jc_run(L, v, t, &c->o, r == 1 ? (int)depth : r == 2 ? -1 : 0);
     jc_tape_release(t);
-    lua_remove(L, 3);
   }
   if (n == 0) {
     lua_pushboolean(L, 1);
@@ -547,31 +550,31 @@ static int jc_check_body(lua_State *L) {
   int r;
   /* closed by a __gc run before the mark was set (option reading) */
   if (v->root == NULL) return luaL_error(L, "validator is closed");
-  lua_settop(L, 2);
   text = lua_tolstring(L, 2, &len);
-  lua_pushnil(L);                                      /* 3 */
-  t = jc_v_tape(L, v);
+  t = jc_v_tape(L, v);                    /* may push its anchor */
   r = jc_parse_tape(L, t, text, len, c->max_depth, c->max_bytes);
   if (r == 0) {
     r = jc_run(L, v, t, &c->o, 0);
     if (r == 0) {
+      int keep = 0;
+      if (c->value) {
+        /* member names the walk matched to declared properties come from
+        ** the keep table, already interned; it stays below the results */
+        lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);
+        keep = lua_gettop(L);
+      }
       if (c->json) {
         jc_push_trimmed(L, text, len);
         r++;
       }
       if (c->value) {
-        /* member names the walk matched to declared properties come from
-        ** the keep table, already interned */
-        lua_rawgeti(L, LUA_REGISTRYINDEX, v->keep_ref);
-        jc_tape_push_lua(L, t, 0, c->keep_order, lua_gettop(L), 0);
-        lua_remove(L, -2);
+        jc_tape_push_lua(L, t, 0, c->keep_order, keep, 0);
         r++;
       }
     }
   }
   jc_tape_release(t);
-  lua_remove(L, 3);
-  return r;
+  return r;                   /* from the top: the anchor is left below */
 }
 
 /* check_json(text) with no options, the common call, with no protected
@@ -605,7 +608,6 @@ static int jc_check_json_quick(lua_State *L, jc_validator *v,
 ** jc_v_call ('json' 1: check_json). [-0, +1|2, e] */
 static int jc_check_text(lua_State *L, int json) {
   jc_validator *v = jc_self(L);
-  jc_optval ov[6];
   jc_vcall c;
   int top = lua_gettop(L);
   luaL_argcheck(L, v->root != NULL && !v->closing, 1, "validator is closed");
@@ -616,18 +618,24 @@ static int jc_check_text(lua_State *L, int json) {
     const char *text = lua_tolstring(L, 2, &len);
     if (jc_check_json_quick(L, v, text, len)) return 1;
   }
-  ov[5].set = 0;
-  jc_opts_read(L, 3, json ? jc_check_json_opts : jc_check_opts, ov);
   memset(&c, 0, sizeof c);
   c.v = v;
-  c.o.first = ov[0].set && ov[0].b;
-  c.o.basic = 0;
-  c.o.max_errors = ov[1].set ? (int)ov[1].n : JC_MAX_ERRORS;
   c.json = json;
-  c.value = !json || (ov[5].set && ov[5].b);
-  c.keep_order = ov[4].set && ov[4].b;
-  c.max_depth = ov[2].set ? (size_t)ov[2].n : JC_MAX_DEPTH;
-  c.max_bytes = ov[3].set ? (size_t)ov[3].n : JC_MAX_BYTES;
+  c.value = !json;
+  c.o.max_errors = JC_MAX_ERRORS;
+  c.max_depth = JC_MAX_DEPTH;
+  c.max_bytes = JC_MAX_BYTES;
+  if (top == 3) {             /* no options: nothing to read (per call) */
+    jc_optval ov[6];
+    ov[5].set = 0;
+    jc_opts_read(L, 3, json ? jc_check_json_opts : jc_check_opts, ov);
+    c.o.first = ov[0].set && ov[0].b;
+    if (ov[1].set) c.o.max_errors = (int)ov[1].n;
+    if (ov[2].set) c.max_depth = (size_t)ov[2].n;
+    if (ov[3].set) c.max_bytes = (size_t)ov[3].n;
+    c.keep_order = ov[4].set && ov[4].b;
+    c.value = !json || (ov[5].set && ov[5].b);
+  }
   return jc_v_call(L, &c, jc_check_body);
 }
 
