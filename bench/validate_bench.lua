@@ -16,7 +16,8 @@
 -- decode + validation and for bytes -> verdict, and the ratios jc/ajv and jc/lua (below 1.0: jc is
 -- faster). Formats are not asserted on any side. Not a test: nothing asserts a time.
 -- Then the call floor: validate(tape) against the schema true, nothing to check, beside each
--- ajv time (a ratio of 0.5 or more: 0.5x ajv is out of reach for any call of that shape).
+-- ajv time (a ratio of 0.5 or more: 0.5x ajv is out of reach for any call of that shape), and
+-- the same for bytes -> verdict: check_json("0") against true, beside ajv's JSON.parse + validate.
 --   lua5.4 bench/validate_bench.lua      (after make)
 -- Environment: BUILD, JC_SHARED, BENCH_ROUNDS (default 15), BENCH_NO_AJV=1.
 local is_jit = type(jit) == "table"
@@ -370,10 +371,14 @@ local sink = 0
 -- whatever else the machine does at that moment.
 local floor = math.huge
 local always, tiny = core.compile(true), assert(core.parse("{}"))
+-- The same for "bytes -> verdict": check_json of the shortest text against 'true', the call
+-- and the fixed cost of a parse and a verdict, nothing in them to do.
+local json_floor = math.huge
 local function measure_floor()
     floor = math.min(floor, best(function() if always:validate(tiny) then sink = sink + 1 end end))
+    json_floor = math.min(json_floor, best(function() if always:check_json("0") then sink = sink + 1 end end))
 end
-local floors = {}
+local floors, json_floors = {}, {}
 for _, c in ipairs(cases) do
     local schema = core.decode(c.schema_text)
     local validator = core.compile(schema)
@@ -403,7 +408,10 @@ for _, c in ipairs(cases) do
         ns(jt), ns(jv), ns(a and a[1]), ns(lv), r(jt, a and a[1]), r(jv, a and a[1]), r(jt, lv),
         ns(jdv), ns(a and a[2]), ns(ldv), r(jdv, a and a[2]), r(jdv, ldv), ns(jcv), r(jcv, a and a[2]),
         lua_ok and "" or "  (lua validator rejects it)"))
-    if a then floors[#floors + 1] = { c.name, a[1] } end
+    if a then
+        floors[#floors + 1] = { c.name, a[1] }
+        json_floors[#json_floors + 1] = { c.name, a[2] }
+    end
 end
 for i, f in ipairs(floors) do floors[i] = fmt("%s %.2f", f[1], floor / f[2]) end
 print(fmt("  call floor: validate(tape) against the schema true costs %.0f ns here (one call, nothing"
@@ -411,5 +419,12 @@ print(fmt("  call floor: validate(tape) against the schema true costs %.0f ns he
 if #floors > 0 then
     print("  floor/ajv per case, where it is 0.5 or more no validator called this way reaches 0.5x ajv:")
     print("    " .. table.concat(floors, ", "))
+end
+for i, f in ipairs(json_floors) do json_floors[i] = fmt("%s %.2f", f[1], json_floor / f[2]) end
+print(fmt("  bytes -> verdict floor: check_json(\"0\") against the schema true costs %.0f ns here (one"
+    .. " call, a parse and a verdict with nothing to do)%s", json_floor, #json_floors > 0 and "; per case /"
+    .. " ajv's JSON.parse + validate:" or ""))
+if #json_floors > 0 then
+    print("    " .. table.concat(json_floors, ", "))
 end
 if sink < 0 then print(sink) end
