@@ -446,6 +446,8 @@ typedef struct jc_vopts {
   int verdict_only;    /* jc_run stops after the quiet verdict: an invalid
                           value returns -1, nothing pushed, no error built
                           (the FFI path, whose state has no error tables) */
+  int invalid;         /* the caller's jc_verdict_nolua said 1 (not valid):
+                          jc_run skips its verdict pass and reports */
 } jc_vopts;
 
 extern const char *const jc_jt_names[];   /* by JT_* kind */

@@ -1662,7 +1662,7 @@ int jc_run(lua_State *L, jc_validator *v, const jc_tape *t,
     ** a rejected reply costs at most twice the work budget. */
     c.quiet = c.qbase = 1;
     c.nvia = -1;
-    valid = jc_verdict(&c, v->root, 0) && !c.abort;
+    valid = !o->invalid && jc_verdict(&c, v->root, 0) && !c.abort;
     if (!valid && o->verdict_only) {
       if (c.slots) lua_settop(L, base);
       return -1;

@@ -374,8 +374,16 @@ typedef struct jc_vcall {
   int json;                   /* check_json (1) or check (0) */
   int value;                  /* check: push the Lua value too */
   int keep_order;
+  int parsed;                 /* check: the text is on v->tape already */
   size_t max_depth, max_bytes;
 } jc_vcall;
+
+/* The methods' upvalues: 1 the Validator metatable (jc_self), then the
+** protected bodies as Lua values, made once at registration: pushing a C
+** function allocates a closure on Lua 5.1 and LuaJIT, and an allocation
+** before the busy mark may run a __gc that calls the validator. */
+#define JC_UP_VALIDATE 2
+#define JC_UP_CHECK 3
 
 /* Run 'body' for validator 'c->v' (stack index 1) on the value at index 2,
 ** under jc_pcall_busy. The validator's path segments, dynamic scope, via
@@ -387,7 +395,7 @@ typedef struct jc_vcall {
 ** restored, the outermost call releases the kept tape, and a close that
 ** came meanwhile is done once no call runs; then the results are returned
 ** or the error rethrown. [-0, +n, e] */
-static int jc_v_call(lua_State *L, jc_vcall *c, lua_CFunction body) {
+static int jc_v_call(lua_State *L, jc_vcall *c, int body) {
   jc_validator *v = c->v;
   jc_seg *segs = NULL;
   jc_res **scope = NULL;
@@ -414,10 +422,10 @@ static int jc_v_call(lua_State *L, jc_vcall *c, lua_CFunction body) {
     v->via = nv;
   }
   base = lua_gettop(L);
-  /* jc_pcall_busy's order without its lua_insert: pushing the function
-  ** may allocate (a closure on Lua 5.1 and LuaJIT) and so run a __gc,
-  ** which must see the mark as it was; the arguments allocate nothing */
-  lua_pushcfunction(L, body);
+  /* nothing from here to the mark allocates (the body is an upvalue),
+  ** so no __gc runs in between: a tape jc_check_json_quick handed over
+  ** is still as it left it when the body starts */
+  lua_pushvalue(L, lua_upvalueindex(body));
   lua_pushvalue(L, 1);
   lua_pushvalue(L, 2);
   lua_pushlightuserdata(L, c);
@@ -504,7 +512,7 @@ static int jc_schema_validate(lua_State *L) {
     lua_pushboolean(L, 1);
     return 1;
   }
-  return jc_v_call(L, &c, jc_validate_body);
+  return jc_v_call(L, &c, JC_UP_VALIDATE);
 }
 
 /* check's options; check_json's are the same and then 'value' (index 5) */
@@ -551,8 +559,13 @@ static int jc_check_body(lua_State *L) {
   /* closed by a __gc run before the mark was set (option reading) */
   if (v->root == NULL) return luaL_error(L, "validator is closed");
   text = lua_tolstring(L, 2, &len);
-  t = jc_v_tape(L, v);                    /* may push its anchor */
-  r = jc_parse_tape(L, t, text, len, c->max_depth, c->max_bytes);
+  if (c->parsed) {            /* parsed by jc_check_json_quick, still busy */
+    t = v->tape;
+    r = 0;
+  } else {
+    t = jc_v_tape(L, v);                  /* may push its anchor */
+    r = jc_parse_tape(L, t, text, len, c->max_depth, c->max_bytes);
+  }
   if (r == 0) {
     r = jc_run(L, v, t, &c->o, 0);
     if (r == 0) {
@@ -586,20 +599,26 @@ static int jc_check_body(lua_State *L) {
 ** parse's "not enough memory", the same error the protected call would
 ** rethrow; it leaves the kept tape marked busy, and the next call through
 ** jc_v_call releases it. Returns 1 with the accepted text pushed when the
-** text is valid JSON and valid; 0, nothing pushed, for everything else
-** (a format error, an invalid value, a verdict that needs the state's
-** scratch, the tape in use or not made yet): jc_check_body parses again
-** and reports, exactly as if this had not run. [-0, +0|1, m] */
+** text is valid JSON and valid; 2 (the verdict needs the state's
+** scratch) or 3 (not valid), nothing pushed, when the text parsed but is
+** not known valid: the tape stays busy and jc_check_body walks it under
+** the protected call (which jc_v_call reaches with no allocation, so the
+** tape is as left here), reporting at once for 3;
+** 0, nothing pushed, when the text is not JSON or the tape is in use or
+** not made yet: jc_check_body parses again and reports. [-0, +0|1, m] */
 static int jc_check_json_quick(lua_State *L, jc_validator *v,
                                const char *text, size_t len) {
   jc_tape *t = v->tape;
   int r;
   if (v->busy || t == NULL || t->busy) return 0;
   t->busy = 1;                /* released tapes are reset (jc_tape_release) */
-  r = jc_parse_tape_quiet(L, t, text, len, JC_MAX_DEPTH, JC_MAX_BYTES);
-  if (r == 0) r = jc_verdict_nolua(v, t);
+  if (jc_parse_tape_quiet(L, t, text, len, JC_MAX_DEPTH, JC_MAX_BYTES) != 0) {
+    jc_tape_release(t);
+    return 0;
+  }
+  r = jc_verdict_nolua(v, t);
+  if (r != 0) return r == 1 ? 3 : 2;
   jc_tape_release(t);
-  if (r != 0) return 0;
   jc_push_trimmed(L, text, len);
   return 1;
 }
@@ -613,12 +632,15 @@ static int jc_check_text(lua_State *L, int json) {
   luaL_argcheck(L, v->root != NULL && !v->closing, 1, "validator is closed");
   luaL_checktype(L, 2, LUA_TSTRING);
   luaL_argcheck(L, top <= 3, 4, "no more than 2 arguments expected");
+  memset(&c, 0, sizeof c);
   if (json && top == 2) {
     size_t len;
     const char *text = lua_tolstring(L, 2, &len);
-    if (jc_check_json_quick(L, v, text, len)) return 1;
+    int q = jc_check_json_quick(L, v, text, len);
+    if (q == 1) return 1;
+    c.parsed = q >= 2;
+    c.o.invalid = q == 3;
   }
-  memset(&c, 0, sizeof c);
   c.v = v;
   c.json = json;
   c.value = !json;
@@ -636,7 +658,7 @@ static int jc_check_text(lua_State *L, int json) {
     c.keep_order = ov[4].set && ov[4].b;
     c.value = !json || (ov[5].set && ov[5].b);
   }
-  return jc_v_call(L, &c, jc_check_body);
+  return jc_v_call(L, &c, JC_UP_CHECK);
 }
 
 /*
@@ -742,7 +764,9 @@ void jc_schema_open(lua_State *L) {
     lua_setfield(L, -2, "__name");
     lua_newtable(L);
     lua_pushvalue(L, -2);   /* upvalue 1: the metatable, for jc_self */
-    luaL_setfuncs(L, jc_validator_methods, 1);
+    lua_pushcfunction(L, jc_validate_body);   /* JC_UP_VALIDATE */
+    lua_pushcfunction(L, jc_check_body);      /* JC_UP_CHECK */
+    luaL_setfuncs(L, jc_validator_methods, 3);
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);

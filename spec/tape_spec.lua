@@ -403,11 +403,18 @@ describe("jsoncontract.core tape", function()
             local items = {}
             for i = 1, 2000 do items[i] = '{"a":"' .. string.rep("x", i % 50) .. '","b":[1,2,3]}' end
             local text = "[" .. table.concat(items, ",") .. "]"
+            for i = 2, 2000, 2 do items[i] = tostring(i) end
+            -- rejected: its errors are built (allocations, so finalizers) on the tape that
+            -- check_json parsed before its protected call
+            local bad = "[" .. table.concat(items, ",") .. "]"
+            local bad_err = select(2, v:check_json(bad, {}))
+            assert.is_true(bad_err.truncated)
             local inner, arm = 0, nil
             local function on_gc()
                 inner = inner + 1
                 assert(v:check(text))
                 assert.equal(text, v:check_json(text))
+                assert.same(bad_err, select(2, v:check_json(bad)))
                 assert(core.decode(text))
                 arm()
             end
@@ -425,6 +432,7 @@ describe("jsoncontract.core tape", function()
             for _ = 1, 400 do   -- until finalizers ran inside our calls a few times
                 assert.equal(2000, #assert(v:check(text)))
                 assert.equal(text, v:check_json(text))
+                assert.same(bad_err, select(2, v:check_json(bad)))
                 local d = assert(core.decode(text))
                 assert.equal(2000, #d)
                 assert.is_true(v:validate(d))
