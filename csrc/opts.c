@@ -25,8 +25,13 @@ void jc_opts_read(lua_State *L, int arg, const jc_opt *specs,
     if (lua_type(L, -2) != LUA_TSTRING)
       luaL_argerror(L, arg, "option names must be strings");
     k = lua_tostring(L, -2);
+    /* the first byte first: one strcmp per option given, not per spec
+    ** (this runs on every call that passes options) */
     for (i = 0; i < n; i++)
-      if (strcmp(specs[i].name, k) == 0) { o = &specs[i]; break; }
+      if (specs[i].name[0] == k[0] && strcmp(specs[i].name, k) == 0) {
+        o = &specs[i];
+        break;
+      }
     if (o == NULL) {
       size_t kl = strlen(k), cut = kl > 60 ? 60 : kl;   /* a name, not a 10 MB key */
       while (cut < kl && cut > 0 && (((unsigned char)k[cut]) & 0xC0) == 0x80) cut--;
