@@ -385,8 +385,9 @@ typedef struct jc_vcall {
 #define JC_UP_VALIDATE 2
 #define JC_UP_CHECK 3
 
-/* Run 'body' for validator 'c->v' (stack index 1) on the value at index 2,
-** under jc_pcall_busy. The validator's path segments, dynamic scope, via
+/* Run the body at upvalue 'body' for validator 'c->v' (stack index 1) on
+** the value at index 2, under lua_pcall with v->busy set (as
+** jc_pcall_busy does). The validator's path segments, dynamic scope, via
 ** stack and tape belong to one call at a time, but a finalizer run by an
 ** allocation inside the walk may call it again, or close it. A call made
 ** while another runs gets scratch of its own (fresh blocks here, a fresh
@@ -647,7 +648,7 @@ static int jc_check_text(lua_State *L, int json) {
   c.o.max_errors = JC_MAX_ERRORS;
   c.max_depth = JC_MAX_DEPTH;
   c.max_bytes = JC_MAX_BYTES;
-  if (top == 3) {             /* no options: nothing to read (per call) */
+  if (top == 3) {             /* none given: no options work at all */
     jc_optval ov[6];
     ov[5].set = 0;
     jc_opts_read(L, 3, json ? jc_check_json_opts : jc_check_opts, ov);
