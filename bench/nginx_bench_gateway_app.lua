@@ -17,6 +17,7 @@ M.ENVELOPE = '{"id":"chatcmpl-bench","object":"chat.completion","created":173295
 
 --- Build the gateway (init_by_lua). `c` = { root, port, key_env }.
 function M.init(c)
+    M.port, M.key_env = c.port, c.key_env
     local ticket = c.root .. "/examples/support_ticket.lua"
     local orders -- what its rules read (the job module's context), opened per worker on first use
     M.gw = gateway.new {
@@ -44,6 +45,50 @@ function M.upstream()
     ngx.req.read_body()
     ngx.header["Content-Type"] = "application/json"
     ngx.print(M.ENVELOPE)
+end
+
+-- The exchange alone, three ways, each answering the upstream's body (what the gateway's
+-- transport costs before any gateway work): the smallest cosocket client (connect from the
+-- pool, send, one read, keep-alive; no framing checks) and nginx's own upstream module reached
+-- through a subrequest (ngx.location.capture to an internal location doing proxy_pass).
+local REQUEST_HEAD
+function M.cosocket_min()
+    ngx.req.read_body()
+    local body = ngx.req.get_body_data() or ""
+    REQUEST_HEAD = REQUEST_HEAD or ("POST /up/v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:" .. M.port
+        .. "\r\nContent-Type: application/json\r\nAuthorization: Bearer " .. os.getenv(M.key_env)
+        .. "\r\nConnection: keep-alive\r\nContent-Length: ")
+    local sock = ngx.socket.tcp()
+    sock:settimeout(5000)
+    assert(sock:connect("127.0.0.1", M.port, { pool = "bench_min", pool_size = 64 }))
+    assert(sock:send({ REQUEST_HEAD, #body, "\r\n\r\n", body }))
+    local data = assert(sock:receiveany(65536))
+    sock:setkeepalive(60000, 64)
+    ngx.print(data:match("\r\n\r\n(.*)$"))
+end
+
+local CAPTURE = {}
+function M.capture_min()
+    ngx.req.read_body()
+    local body = ngx.req.get_body_data() or ""
+    CAPTURE.method, CAPTURE.body = ngx.HTTP_POST, body
+    CAPTURE.vars = CAPTURE.vars or { jc_upstream_auth = "Bearer " .. os.getenv(M.key_env) }
+    local res = ngx.location.capture("/_jc_upstream", CAPTURE)
+    if res.status ~= 200 then return ngx.exit(502) end
+    ngx.print(res.body)
+end
+
+-- The project's cosocket transport alone, with the gateway's settings (keep-alive pool, timeouts).
+local TRANSPORT_REQ
+function M.transport_only()
+    ngx.req.read_body()
+    local body = ngx.req.get_body_data() or ""
+    TRANSPORT_REQ = TRANSPORT_REQ or { url = "http://127.0.0.1:" .. M.port .. "/up/v1/chat/completions",
+        headers = { ["Content-Type"] = "application/json", Authorization = "Bearer " .. os.getenv(M.key_env) },
+        timeout_ms = 5000, keepalive = true, pool_size = 32, keepalive_timeout_ms = 60000 }
+    TRANSPORT_REQ.body = body
+    local res = assert(require("jsoncontract.transport.openresty").request(TRANSPORT_REQ))
+    ngx.print(res.body)
 end
 
 -- Folded stacks (flame graph input: "state;caller;...;callee count" lines) from LuaJIT's

@@ -69,6 +69,14 @@ local srv = nginx.start {
             "  location /up/ { content_by_lua_block { " .. app .. ".upstream() } }",
             "  location = /proxy { proxy_http_version 1.1; proxy_set_header Connection \"\";",
             "    proxy_pass http://up_keepalive/up/v1/chat/completions; }",
+            "  location = /cosocket_min { content_by_lua_block { " .. app .. ".cosocket_min() } }",
+            "  location = /transport_only { content_by_lua_block { " .. app .. ".transport_only() } }",
+            "  location = /capture_min { content_by_lua_block { " .. app .. ".capture_min() } }",
+            "  location = /_jc_declare { internal; set $jc_upstream_auth \"\"; return 404; }",
+            "  location = /_jc_upstream { internal; proxy_http_version 1.1; proxy_pass_request_headers off;",
+            "    proxy_set_header Connection \"\"; proxy_set_header Content-Type application/json;",
+            "    proxy_set_header Authorization $jc_upstream_auth;",
+            "    proxy_pass http://up_keepalive/up/v1/chat/completions; }",
             "  location = /profile_start { content_by_lua_block { " .. app .. ".profile_start() } }",
             "  location = /profile_stop { content_by_lua_block { " .. app .. ".profile_stop() } }",
             "  location = /gateway { content_by_lua_block { " .. app .. '.gw:serve("support_ticket") } }',
@@ -82,7 +90,8 @@ local ok, err = pcall(function()
     -- one request each first: all must answer 200 (the gateway's 202, a hand-over, is a
     -- different path, which wrk would count as a success)
     local curl = require "jsoncontract.transport.curl"
-    for _, path in ipairs { "/gateway", "/gateway_schema_only", "/proxy", "/up/v1/chat/completions" } do
+    for _, path in ipairs { "/gateway", "/gateway_schema_only", "/proxy", "/up/v1/chat/completions",
+        "/cosocket_min", "/capture_min", "/transport_only" } do
         local res = curl.request { url = srv.base .. path, body = MAIL, timeout_ms = 5000,
             headers = { ["Content-Type"] = "text/plain" } }
         if not res or res.status ~= 200 then
@@ -112,6 +121,31 @@ local ok, err = pcall(function()
         table.sort(t)
         return t[math.floor((#t + 1) / 2)]
     end
+    local function range(t)
+        local lo, hi = math.huge, -math.huge
+        for _, v in ipairs(t) do lo, hi = math.min(lo, v), math.max(hi, v) end
+        return fmt("%.2f-%.2f (median %.2f)", lo, hi, median(t))
+    end
+    -- The exchange alone, before any gateway work: the smallest cosocket client, and nginx's
+    -- upstream module through ngx.location.capture, each against proxy_pass.
+    say("nginx: the exchange alone (answering the upstream's body) vs proxy_pass; %d rounds", ROUNDS)
+    local r_co, r_cap, r_tr, c_co, c_cap, c_tr = {}, {}, {}, {}, {}, {}
+    for round = 1, ROUNDS do
+        local px = measure("/proxy")
+        local co = measure("/cosocket_min")
+        local cap = measure("/capture_min")
+        local tr = measure("/transport_only")
+        r_co[round], r_cap[round], r_tr[round] = co.rps / px.rps, cap.rps / px.rps, tr.rps / px.rps
+        c_co[round], c_cap[round], c_tr[round] = px.us / co.us, px.us / cap.us, px.us / tr.us
+        say("  round %d: proxy_pass %.0f req/s %.0f us, smallest cosocket client %.0f req/s %.0f us, "
+            .. "capture + proxy_pass %.0f req/s %.0f us, transport.openresty %.0f req/s %.0f us", round, px.rps,
+            px.us, co.rps, co.us, cap.rps, cap.us, tr.rps, tr.us)
+    end
+    say("smallest cosocket client/proxy_pass: req/s %s, by CPU %s", range(r_co), range(c_co))
+    say("capture + proxy_pass/proxy_pass: req/s %s, by CPU %s", range(r_cap), range(c_cap))
+    say("transport.openresty/proxy_pass: req/s %s, by CPU %s", range(r_tr), range(c_tr))
+    if os.getenv("BENCH_GW_ONLY") == "exchange" then return end
+
     say("nginx: serve() to an upstream in the same nginx vs proxy_pass to it; 1 worker, wrk -t2 -c50 "
         .. "-d%ds, POST %d-byte mail, %d rounds; req/s and the worker's CPU us per request", SECONDS, #MAIL, ROUNDS)
     local ratio, cost, ratio_so, cost_so = {}, {}, {}, {}
@@ -125,11 +159,6 @@ local ok, err = pcall(function()
         say("  round %d: gateway %.0f req/s %.0f us, proxy_pass %.0f req/s %.0f us, gateway without rules "
             .. "%.0f req/s %.0f us, upstream alone %.0f req/s %.0f us; gateway/proxy_pass = %.2f req/s, %.2f by CPU",
             round, gw.rps, gw.us, px.rps, px.us, so.rps, so.us, up.rps, up.us, ratio[round], cost[round])
-    end
-    local function range(t)
-        local lo, hi = math.huge, -math.huge
-        for _, v in ipairs(t) do lo, hi = math.min(lo, v), math.max(hi, v) end
-        return fmt("%.2f-%.2f (median %.2f)", lo, hi, median(t))
     end
     say("gateway/proxy_pass: req/s %s, by CPU per request %s; the goal: >= 0.5", range(ratio), range(cost))
     say("gateway without the contract's rules (the same schema)/proxy_pass: req/s %s, by CPU %s", range(ratio_so),
