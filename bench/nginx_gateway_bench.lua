@@ -128,6 +128,10 @@ local ok, err = pcall(function()
     end
     -- The exchange alone, before any gateway work: the smallest cosocket client, and nginx's
     -- upstream module through ngx.location.capture, each against proxy_pass.
+    local only = os.getenv("BENCH_GW_ONLY") -- "exchange": that part alone; "profile": the profile alone
+    -- the location profiled (default /gateway): e.g. /transport_only for the transport alone
+    local profiled = os.getenv("BENCH_GW_PROFILE") or "/gateway"
+    if only ~= "profile" then
     say("nginx: the exchange alone (answering the upstream's body) vs proxy_pass; %d rounds", ROUNDS)
     local r_co, r_cap, r_tr, c_co, c_cap, c_tr = {}, {}, {}, {}, {}, {}
     for round = 1, ROUNDS do
@@ -144,7 +148,9 @@ local ok, err = pcall(function()
     say("smallest cosocket client/proxy_pass: req/s %s, by CPU %s", range(r_co), range(c_co))
     say("capture + proxy_pass/proxy_pass: req/s %s, by CPU %s", range(r_cap), range(c_cap))
     say("transport.openresty/proxy_pass: req/s %s, by CPU %s", range(r_tr), range(c_tr))
-    if os.getenv("BENCH_GW_ONLY") == "exchange" then return end
+    end
+    if only == "exchange" then return end
+    if only ~= "profile" then
 
     say("nginx: serve() to an upstream in the same nginx vs proxy_pass to it; 1 worker, wrk -t2 -c50 "
         .. "-d%ds, POST %d-byte mail, %d rounds; req/s and the worker's CPU us per request", SECONDS, #MAIL, ROUNDS)
@@ -163,6 +169,7 @@ local ok, err = pcall(function()
     say("gateway/proxy_pass: req/s %s, by CPU per request %s; the goal: >= 0.5", range(ratio), range(cost))
     say("gateway without the contract's rules (the same schema)/proxy_pass: req/s %s, by CPU %s", range(ratio_so),
         range(cost_so))
+    end
 
     -- Where the gateway's time goes, during one more /gateway run each:
     -- * folded stacks from LuaJIT's profiler in the worker (bench/nginx_bench_gateway_app.lua,
@@ -173,7 +180,7 @@ local ok, err = pcall(function()
     os.execute("mkdir -p out")
     local folded = util.sh("pwd"):match("^(%S+)") .. "/out/nginx_gateway.folded"
     curl.request { url = srv.base .. "/profile_start?mode=fold&path=" .. folded, timeout_ms = 2000 }
-    wrk(srv.dir, "/gateway", srv.base)
+    wrk(srv.dir, profiled, srv.base)
     curl.request { url = srv.base .. "/profile_stop?mode=fold", timeout_ms = 2000 }
     local states, self_, incl, total = {}, {}, {}, 0
     for line in (util.read(folded) or ""):gmatch("[^\n]+") do
@@ -206,7 +213,8 @@ local ok, err = pcall(function()
         local st = {}
         for k, n in pairs(states) do st[#st + 1] = fmt("%s %.0f%%", names[k] or k, n * 100 / total) end
         table.sort(st)
-        say("profile of the worker under /gateway (LuaJIT's profiler, %d samples, folded stacks in %s):", total, folded)
+        say("profile of the worker under %s (LuaJIT's profiler, %d samples, folded stacks in %s):", profiled, total,
+            folded)
         say("  VM states: %s", table.concat(st, ", "))
         say("  self: %s", top(self_, 10))
         say("  inclusive: %s", top(incl, 12))
