@@ -53,11 +53,8 @@ local KEY_ENV = "JC_BENCH_KEY"
 -- shares a half with the model's name, "bench-key" and "bench-1", would send each response
 -- through the slow scan for its spellings)
 local KEY = "sk-proj-Xb7QeT2vLm9RkA4sWn8ZpC1dHy6FjU3gKo5Ei0VrBt"
-local srv = nginx.start {
-    main = "env " .. KEY_ENV .. "=" .. KEY .. ";",
-    ready = "/ready",
-    worker_connections = 1024,
-    http = function(port)
+-- The lines inside http {} (the bench's locations), for nginx listening on `port`.
+local function http_conf(port)
         local app = 'require("nginx_bench_gateway_app")'
         return table.concat({
             "lua_shared_dict jc_metrics 1m;",
@@ -83,8 +80,69 @@ local srv = nginx.start {
             "  location = /gateway_schema_only { content_by_lua_block { " .. app
                 .. '.gw:serve("ticket_schema_only") } }',
             "}" }, "\n")
-    end,
+end
+local srv = nginx.start {
+    main = "env " .. KEY_ENV .. "=" .. KEY .. ";",
+    ready = "/ready",
+    worker_connections = 1024,
+    http = http_conf,
 }
+
+-- Instructions per request (user space, callgrind) of each of `paths`, in one nginx process
+-- (master_process off) with the same configuration, under wrk -t1 -c1 after a warm-up: counts,
+-- which the other load on the machine does not move, where req/s and CPU time move by 20%.
+-- Both sides of every exchange are in the process, as in the rounds. Returns { [path] = n } or
+-- nil and why.
+local function instructions(paths)
+    if select(2, nginx.run("command -v valgrind callgrind_control")) ~= 0 then return nil, "valgrind not found" end
+    local dir = nginx.run("mktemp -d"):match("^(%S+)")
+    local port = util.closed_port()
+    local root = util.sh("pwd"):match("^(%S+)")
+    local f = assert(io.open(dir .. "/post.lua", "w"))
+    f:write(fmt('wrk.method = "POST"\nwrk.body = %q\nwrk.headers["Content-Type"] = "text/plain"\n', MAIL))
+    f:close()
+    f = assert(io.open(dir .. "/nginx.conf", "w"))
+    f:write(table.concat({
+        "pid " .. dir .. "/nginx.pid;", "error_log " .. dir .. "/error.log warn;",
+        "load_module " .. nginx.MODULES .. "/ndk_http_module.so;",
+        "load_module " .. nginx.MODULES .. "/ngx_http_lua_module.so;",
+        "env " .. KEY_ENV .. "=" .. KEY .. ";", "events { worker_connections 256; }",
+        "http { access_log off; client_body_temp_path " .. dir .. "/body; proxy_temp_path " .. dir .. "/proxy;",
+        fmt('lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;%s/bench/?.lua;;";', root, root, root,
+            root),
+        fmt('lua_package_cpath "%s/%s;;";', root, nginx.CPATH), http_conf(port), "}", "" }, "\n"))
+    f:close()
+    local pid = tonumber(nginx.run(fmt("valgrind --tool=callgrind --dump-instr=no --callgrind-out-file=%s/cg.out "
+        .. "nginx -p %s -c %s/nginx.conf -g 'daemon off; master_process off;' >%s/valgrind.log 2>&1 & echo $!",
+        dir, dir, dir, dir)):match("%d+"))
+    local base = "http://127.0.0.1:" .. port
+    local ok, res = pcall(function()
+        for _ = 1, 100 do
+            if select(2, nginx.run("curl -sf -o /dev/null " .. base .. "/ready")) == 0 then break end
+            nginx.run("sleep 0.3")
+        end
+        local out = {}
+        for _, path in ipairs(paths) do
+            nginx.run(fmt("wrk -t1 -c1 -d2s -s %s/post.lua %s%s", dir, base, path)) -- warm up: the traces are made
+            nginx.run(fmt("callgrind_control -z %d >/dev/null 2>&1", pid))
+            local run = nginx.run(fmt("wrk -t1 -c1 -d4s -s %s/post.lua %s%s", dir, base, path))
+            nginx.run(fmt("callgrind_control -d %d >/dev/null 2>&1", pid))
+            local n = tonumber(run:match("(%d+) requests in")) or 0
+            local non2xx = tonumber(run:match("Non%-2xx or 3xx responses:%s+(%d+)")) or 0
+            local dump = nginx.run(fmt("ls -t %s/cg.out.* 2>/dev/null | head -1", dir)):match("^(%S+)")
+            local total = dump and tonumber((util.read(dump) or ""):match("\nsummary:%s*(%d+)")
+                or (util.read(dump) or ""):match("\ntotals:%s*(%d+)"))
+            if n == 0 or non2xx > 0 or not total then error(path .. ": no count (" .. n .. " requests)") end
+            out[path] = total / n
+        end
+        return out
+    end)
+    nginx.run(fmt("kill -TERM %d; i=0; while kill -0 %d 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
+        pid, pid))
+    if os.getenv("BENCH_GW_KEEP") then say("kept %s", dir) else nginx.run("rm -rf " .. nginx.q(dir)) end
+    if not ok then return nil, res end
+    return res
+end
 
 local ok, err = pcall(function()
     -- one request each first: all must answer 200 (the gateway's 202, a hand-over, is a
@@ -131,7 +189,7 @@ local ok, err = pcall(function()
     local only = os.getenv("BENCH_GW_ONLY") -- "exchange": that part alone; "profile": the profile alone
     -- the location profiled (default /gateway): e.g. /transport_only for the transport alone
     local profiled = os.getenv("BENCH_GW_PROFILE") or "/gateway"
-    if only ~= "profile" then
+    if only ~= "profile" and only ~= "instructions" then
     say("nginx: the exchange alone (answering the upstream's body) vs proxy_pass; %d rounds", ROUNDS)
     local r_co, r_cap, r_tr, c_co, c_cap, c_tr = {}, {}, {}, {}, {}, {}
     for round = 1, ROUNDS do
@@ -149,7 +207,27 @@ local ok, err = pcall(function()
     say("capture + proxy_pass/proxy_pass: req/s %s, by CPU %s", range(r_cap), range(c_cap))
     say("transport.openresty/proxy_pass: req/s %s, by CPU %s", range(r_tr), range(c_tr))
     end
-    if only == "exchange" then return end
+    if only == "exchange" or only == "instructions" then
+        -- (the counts, before the rounds' nginx goes: one process at a time under valgrind)
+        if only == "instructions" or os.getenv("BENCH_GW_INSTRUCTIONS") ~= "0" then
+            local paths = { "/proxy", "/cosocket_min", "/capture_min", "/transport_only", "/gateway",
+                "/gateway_schema_only" }
+            if os.getenv("BENCH_GW_PATHS") then
+                paths = {}
+                for p in os.getenv("BENCH_GW_PATHS"):gmatch("%S+") do paths[#paths + 1] = p end
+            end
+            local count, why = instructions(paths)
+            if count then
+                local row = {}
+                for _, p in ipairs(paths) do row[#row + 1] = fmt("%s %.0f", p, count[p]) end
+                say("instructions per request (callgrind, user space, one process, wrk -c1): %s; gateway/proxy_pass "
+                    .. "%.2f", table.concat(row, ", "), (count["/proxy"] or 0) / (count["/gateway"] or 1))
+            else
+                say("instructions per request: skipped: %s", why)
+            end
+        end
+        return
+    end
     if only ~= "profile" then
 
     say("nginx: serve() to an upstream in the same nginx vs proxy_pass to it; 1 worker, wrk -t2 -c50 "
