@@ -41,6 +41,24 @@ function M.init(c)
         policy = { transport_retries = 0 },
     }
     assert(M.gw.cache:preload())
+    -- The same gateway whose provider call is replaced by its answer (no exchange): what
+    -- serve() and jc.ask cost on their own.
+    M.gw_stub = gateway.new {
+        provider = "openai", model = "bench-1", api_key_env = c.key_env,
+        base_url = "http://127.0.0.1:" .. c.port .. "/up",
+        contracts = { ticket_schema_only = {
+            name = "ticket_schema_only", version = "1.0.0", schema = dofile(ticket).schema,
+            instructions = "You sort customer support mail into queues. Read the mail and fill in the ticket.",
+        } },
+        context = false, contract_check_ms = 0, max_body_bytes = 8192, timeout_ms = 5000,
+        policy = { transport_retries = 0 },
+    }
+    local answer_headers = { ["content-type"] = "application/json", ["content-length"] = tostring(#M.ENVELOPE) }
+    M.gw_stub.transport = function()
+        return { status = 200, headers = answer_headers, body = M.ENVELOPE, elapsed_ms = 0, reused = 1,
+            pooled = true }
+    end
+    assert(M.gw_stub.cache:preload())
 end
 
 --- The upstream: reads the request body (as a provider does) and answers the envelope, with a

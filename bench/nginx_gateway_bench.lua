@@ -79,6 +79,8 @@ local function http_conf(port)
             "  location = /gateway { content_by_lua_block { " .. app .. '.gw:serve("support_ticket") } }',
             "  location = /gateway_schema_only { content_by_lua_block { " .. app
                 .. '.gw:serve("ticket_schema_only") } }',
+            "  location = /gateway_stub { content_by_lua_block { " .. app
+                .. '.gw_stub:serve("ticket_schema_only") } }',
             "}" }, "\n")
 end
 local srv = nginx.start {
@@ -149,7 +151,7 @@ local ok, err = pcall(function()
     -- different path, which wrk would count as a success)
     local curl = require "jsoncontract.transport.curl"
     for _, path in ipairs { "/gateway", "/gateway_schema_only", "/proxy", "/up/v1/chat/completions",
-        "/cosocket_min", "/capture_min", "/transport_only" } do
+        "/cosocket_min", "/capture_min", "/transport_only", "/gateway_stub" } do
         local res = curl.request { url = srv.base .. path, body = MAIL, timeout_ms = 5000,
             headers = { ["Content-Type"] = "text/plain" } }
         if not res or res.status ~= 200 then
@@ -211,7 +213,7 @@ local ok, err = pcall(function()
         -- (the counts, before the rounds' nginx goes: one process at a time under valgrind)
         if only == "instructions" or os.getenv("BENCH_GW_INSTRUCTIONS") ~= "0" then
             local paths = { "/proxy", "/cosocket_min", "/capture_min", "/transport_only", "/gateway",
-                "/gateway_schema_only" }
+                "/gateway_schema_only", "/gateway_stub", "/up/v1/chat/completions" }
             if os.getenv("BENCH_GW_PATHS") then
                 paths = {}
                 for p in os.getenv("BENCH_GW_PATHS"):gmatch("%S+") do paths[#paths + 1] = p end
