@@ -1,18 +1,28 @@
 -- The gateway's own cost: requests/s of a round trip through jsoncontract.nginx serve() to an
--- upstream that answers at once (an OpenAI-shaped envelope from a location in the same nginx,
--- bench/nginx_bench_gateway_app.lua; every request passes every gate and is answered 200),
--- against proxy_pass of the same request to the same upstream (keep-alive both ways), the
--- same gateway with a contract of the same schema and no rules (the support ticket's rules
--- look the order up in SQLite), and the upstream alone. One worker, wrk -t2 -c50, POST of a
--- 170-byte mail, BENCH_NGINX_ROUNDS rounds (default 3) of BENCH_NGINX_SECONDS each (default
--- 3), locations interleaved; per location req/s and the worker's CPU time per request (which
--- other load on the machine changes less), the ratios' range over the rounds. Both paths make
--- two HTTP exchanges per request in the one worker (client -> nginx, nginx -> upstream
--- location), so the ratio is the gateway's Lua work (prompt and request building, cosocket
--- client, envelope, check, rules) against nginx's C proxy. Then a profile of the worker under
--- /gateway: folded stacks (out/nginx_gateway.folded), perf's split by library, the JIT's
--- trace aborts. Not a test: nothing asserts a time. Skipped when nginx, its lua module or wrk
--- is missing.
+-- upstream that answers at once (an OpenAI-shaped envelope with a Content-Length from a
+-- location in the same nginx, bench/nginx_bench_gateway_app.lua; every request passes every
+-- gate and is answered 200), against proxy_pass of the same request to the same upstream
+-- (keep-alive both ways, 64 idle connections each), the same gateway with a contract of the
+-- same schema and no rules (the support ticket's rules look the order up in SQLite), and the
+-- upstream alone. One worker, wrk -t2 -c50, POST of a 170-byte mail, BENCH_NGINX_ROUNDS rounds
+-- (default 3) of BENCH_NGINX_SECONDS each (default 3), locations interleaved; per location
+-- req/s and the worker's CPU time per request (which other load on the machine changes less),
+-- the ratios' range over the rounds. Both paths make two HTTP exchanges per request in the one
+-- worker (client -> nginx, nginx -> upstream location), so the ratio is the gateway's Lua work
+-- (prompt and request building, cosocket client, envelope, check, rules) against nginx's C
+-- proxy. In order:
+--   1. the exchange alone, four ways: proxy_pass, the smallest cosocket client, nginx's
+--      upstream module through ngx.location.capture, jsoncontract.transport.openresty;
+--   2. instructions per request of every location under callgrind (counts: the neighbours on
+--      the machine do not move them), with a gateway whose provider call is replaced by its
+--      answer (serve and jc.ask alone);
+--   3. the gateway's rounds;
+--   4. a profile of the worker under /gateway (BENCH_GW_PROFILE names another location):
+--      folded stacks (out/nginx_gateway.folded), perf's split by library, the JIT's trace
+--      aborts.
+-- BENCH_GW_ONLY=exchange|instructions|profile runs that part alone; BENCH_GW_INSTRUCTIONS=0
+-- skips part 2. Not a test: nothing asserts a time. Skipped when nginx, its lua module or wrk
+-- is missing (part 2 when valgrind is).
 --   lua5.4 bench/nginx_gateway_bench.lua      (after make and make LUA=luajit)
 package.path = "lua/?.lua;lua/?/init.lua;spec/?.lua;bench/?.lua;" .. package.path
 package.cpath = "build/lua5.4/?.so;" .. package.cpath
@@ -209,27 +219,29 @@ local ok, err = pcall(function()
     say("capture + proxy_pass/proxy_pass: req/s %s, by CPU %s", range(r_cap), range(c_cap))
     say("transport.openresty/proxy_pass: req/s %s, by CPU %s", range(r_tr), range(c_tr))
     end
-    if only == "exchange" or only == "instructions" then
-        -- (the counts, before the rounds' nginx goes: one process at a time under valgrind)
-        if only == "instructions" or os.getenv("BENCH_GW_INSTRUCTIONS") ~= "0" then
-            local paths = { "/proxy", "/cosocket_min", "/capture_min", "/transport_only", "/gateway",
-                "/gateway_schema_only", "/gateway_stub", "/up/v1/chat/completions" }
-            if os.getenv("BENCH_GW_PATHS") then
-                paths = {}
-                for p in os.getenv("BENCH_GW_PATHS"):gmatch("%S+") do paths[#paths + 1] = p end
-            end
-            local count, why = instructions(paths)
-            if count then
-                local row = {}
-                for _, p in ipairs(paths) do row[#row + 1] = fmt("%s %.0f", p, count[p]) end
-                say("instructions per request (callgrind, user space, one process, wrk -c1): %s; gateway/proxy_pass "
-                    .. "%.2f", table.concat(row, ", "), (count["/proxy"] or 0) / (count["/gateway"] or 1))
-            else
-                say("instructions per request: skipped: %s", why)
-            end
+    -- Instructions per location (BENCH_GW_INSTRUCTIONS=0 skips them; BENCH_GW_PATHS names
+    -- the locations counted, default all)
+    if only == "instructions" or (only ~= "exchange" and only ~= "profile"
+            and os.getenv("BENCH_GW_INSTRUCTIONS") ~= "0") then
+        local paths = { "/proxy", "/cosocket_min", "/capture_min", "/transport_only", "/gateway",
+            "/gateway_schema_only", "/gateway_stub", "/up/v1/chat/completions" }
+        if os.getenv("BENCH_GW_PATHS") then
+            paths = {}
+            for p in os.getenv("BENCH_GW_PATHS"):gmatch("%S+") do paths[#paths + 1] = p end
         end
-        return
+        local count, why = instructions(paths)
+        if count then
+            local row = {}
+            for _, p in ipairs(paths) do row[#row + 1] = fmt("%s %.0f", p, count[p]) end
+            say("instructions per request (callgrind, user space, one process, wrk -c1): %s", table.concat(row, ", "))
+            if count["/proxy"] and count["/gateway"] then
+                say("  proxy_pass/gateway by instructions: %.2f", count["/proxy"] / count["/gateway"])
+            end
+        else
+            say("instructions per request: skipped: %s", why)
+        end
     end
+    if only == "exchange" or only == "instructions" then return end
     if only ~= "profile" then
 
     say("nginx: serve() to an upstream in the same nginx vs proxy_pass to it; 1 worker, wrk -t2 -c50 "
