@@ -29,6 +29,12 @@ function M.init(c)
         contracts = { support_ticket = ticket, ticket_schema_only = {
             name = "ticket_schema_only", version = "1.0.0", schema = dofile(ticket).schema,
             instructions = "You sort customer support mail into queues. Read the mail and fill in the ticket.",
+        },
+        -- one rule that looks at nothing: what the rules' machinery costs without the lookup
+        ticket_rule_nothing = {
+            name = "ticket_rule_nothing", version = "1.0.0", schema = dofile(ticket).schema,
+            instructions = "You sort customer support mail into queues. Read the mail and fill in the ticket.",
+            rules = { { name = "nothing", check = function() return nil end } },
         } },
         context = function()
             orders = orders or assert(dofile(ticket).context {})

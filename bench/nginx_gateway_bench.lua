@@ -89,6 +89,8 @@ local function http_conf(port)
             "  location = /gateway { content_by_lua_block { " .. app .. '.gw:serve("support_ticket") } }',
             "  location = /gateway_schema_only { content_by_lua_block { " .. app
                 .. '.gw:serve("ticket_schema_only") } }',
+            "  location = /gateway_rule_nothing { content_by_lua_block { " .. app
+                .. '.gw:serve("ticket_rule_nothing") } }',
             "  location = /gateway_stub { content_by_lua_block { " .. app
                 .. '.gw_stub:serve("ticket_schema_only") } }',
             "}" }, "\n")
@@ -161,7 +163,7 @@ local ok, err = pcall(function()
     -- different path, which wrk would count as a success)
     local curl = require "jsoncontract.transport.curl"
     for _, path in ipairs { "/gateway", "/gateway_schema_only", "/proxy", "/up/v1/chat/completions",
-        "/cosocket_min", "/capture_min", "/transport_only", "/gateway_stub" } do
+        "/cosocket_min", "/capture_min", "/transport_only", "/gateway_stub", "/gateway_rule_nothing" } do
         local res = curl.request { url = srv.base .. path, body = MAIL, timeout_ms = 5000,
             headers = { ["Content-Type"] = "text/plain" } }
         if not res or res.status ~= 200 then
@@ -224,7 +226,7 @@ local ok, err = pcall(function()
     if only == "instructions" or (only ~= "exchange" and only ~= "profile"
             and os.getenv("BENCH_GW_INSTRUCTIONS") ~= "0") then
         local paths = { "/proxy", "/cosocket_min", "/capture_min", "/transport_only", "/gateway",
-            "/gateway_schema_only", "/gateway_stub", "/up/v1/chat/completions" }
+            "/gateway_schema_only", "/gateway_rule_nothing", "/gateway_stub", "/up/v1/chat/completions" }
         if os.getenv("BENCH_GW_PATHS") then
             paths = {}
             for p in os.getenv("BENCH_GW_PATHS"):gmatch("%S+") do paths[#paths + 1] = p end
