@@ -17,6 +17,7 @@ M.ENVELOPE = '{"id":"chatcmpl-bench","object":"chat.completion","created":173295
 
 --- Build the gateway (init_by_lua). `c` = { root, port, key_env }.
 function M.init(c)
+    M.port, M.key_env = c.port, c.key_env
     local ticket = c.root .. "/examples/support_ticket.lua"
     local orders -- what its rules read (the job module's context), opened per worker on first use
     M.gw = gateway.new {
@@ -28,22 +29,96 @@ function M.init(c)
         contracts = { support_ticket = ticket, ticket_schema_only = {
             name = "ticket_schema_only", version = "1.0.0", schema = dofile(ticket).schema,
             instructions = "You sort customer support mail into queues. Read the mail and fill in the ticket.",
+        },
+        -- one rule that looks at nothing: what the rules' machinery costs without the lookup
+        ticket_rule_nothing = {
+            name = "ticket_rule_nothing", version = "1.0.0", schema = dofile(ticket).schema,
+            instructions = "You sort customer support mail into queues. Read the mail and fill in the ticket.",
+            rules = { { name = "nothing", check = function() return nil end } },
         } },
         context = function()
             orders = orders or assert(dofile(ticket).context {})
             return orders
         end,
         contract_check_ms = 0, max_body_bytes = 8192, timeout_ms = 5000,
+        -- as many idle connections kept as proxy_pass keeps (keepalive 64): with the default 32,
+        -- wrk's 50 connections made the gateway open a new upstream connection for 7% of requests
+        pool_size = 64,
         policy = { transport_retries = 0 },
     }
     assert(M.gw.cache:preload())
+    -- The same gateway whose provider call is replaced by its answer (no exchange): what
+    -- serve() and jc.ask cost on their own.
+    M.gw_stub = gateway.new {
+        provider = "openai", model = "bench-1", api_key_env = c.key_env,
+        base_url = "http://127.0.0.1:" .. c.port .. "/up",
+        contracts = { ticket_schema_only = {
+            name = "ticket_schema_only", version = "1.0.0", schema = dofile(ticket).schema,
+            instructions = "You sort customer support mail into queues. Read the mail and fill in the ticket.",
+        } },
+        context = false, contract_check_ms = 0, max_body_bytes = 8192, timeout_ms = 5000,
+        policy = { transport_retries = 0 },
+    }
+    local answer_headers = { ["content-type"] = "application/json", ["content-length"] = tostring(#M.ENVELOPE) }
+    M.gw_stub.transport = function()
+        return { status = 200, headers = answer_headers, body = M.ENVELOPE, elapsed_ms = 0, reused = 1,
+            pooled = true }
+    end
+    assert(M.gw_stub.cache:preload())
 end
 
---- The upstream: reads the request body (as a provider does) and answers the envelope.
+--- The upstream: reads the request body (as a provider does) and answers the envelope, with a
+-- Content-Length (nginx otherwise chunks Lua output and sends the last chunk in a write of its
+-- own: every client, proxy_pass included, would wait for a second packet per response).
 function M.upstream()
     ngx.req.read_body()
     ngx.header["Content-Type"] = "application/json"
+    ngx.header["Content-Length"] = #M.ENVELOPE
     ngx.print(M.ENVELOPE)
+end
+
+-- The exchange alone, three ways, each answering the upstream's body (what the gateway's
+-- transport costs before any gateway work): the smallest cosocket client (connect from the
+-- pool, send, one read, keep-alive; no framing checks) and nginx's own upstream module reached
+-- through a subrequest (ngx.location.capture to an internal location doing proxy_pass).
+local REQUEST_HEAD
+function M.cosocket_min()
+    ngx.req.read_body()
+    local body = ngx.req.get_body_data() or ""
+    REQUEST_HEAD = REQUEST_HEAD or ("POST /up/v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:" .. M.port
+        .. "\r\nContent-Type: application/json\r\nAuthorization: Bearer " .. os.getenv(M.key_env)
+        .. "\r\nConnection: keep-alive\r\nContent-Length: ")
+    local sock = ngx.socket.tcp()
+    sock:settimeout(5000)
+    assert(sock:connect("127.0.0.1", M.port, { pool = "bench_min", pool_size = 64 }))
+    assert(sock:send({ REQUEST_HEAD, #body, "\r\n\r\n", body }))
+    local data = assert(sock:receiveany(65536))
+    sock:setkeepalive(60000, 64)
+    ngx.print(data:match("\r\n\r\n(.*)$"))
+end
+
+local CAPTURE = {}
+function M.capture_min()
+    ngx.req.read_body()
+    local body = ngx.req.get_body_data() or ""
+    CAPTURE.method, CAPTURE.body = ngx.HTTP_POST, body
+    CAPTURE.vars = CAPTURE.vars or { jc_upstream_auth = "Bearer " .. os.getenv(M.key_env) }
+    local res = ngx.location.capture("/_jc_upstream", CAPTURE)
+    if res.status ~= 200 then return ngx.exit(502) end
+    ngx.print(res.body)
+end
+
+-- The project's cosocket transport alone, with the gateway's settings (keep-alive pool, timeouts).
+local TRANSPORT_REQ
+function M.transport_only()
+    ngx.req.read_body()
+    local body = ngx.req.get_body_data() or ""
+    TRANSPORT_REQ = TRANSPORT_REQ or { url = "http://127.0.0.1:" .. M.port .. "/up/v1/chat/completions",
+        headers = { ["Content-Type"] = "application/json", Authorization = "Bearer " .. os.getenv(M.key_env) },
+        timeout_ms = 5000, keepalive = true, pool_size = 64, keepalive_timeout_ms = 60000 }
+    TRANSPORT_REQ.body = body
+    local res = assert(require("jsoncontract.transport.openresty").request(TRANSPORT_REQ))
+    ngx.print(res.body)
 end
 
 -- Folded stacks (flame graph input: "state;caller;...;callee count" lines) from LuaJIT's

@@ -1,18 +1,28 @@
 -- The gateway's own cost: requests/s of a round trip through jsoncontract.nginx serve() to an
--- upstream that answers at once (an OpenAI-shaped envelope from a location in the same nginx,
--- bench/nginx_bench_gateway_app.lua; every request passes every gate and is answered 200),
--- against proxy_pass of the same request to the same upstream (keep-alive both ways), the
--- same gateway with a contract of the same schema and no rules (the support ticket's rules
--- look the order up in SQLite), and the upstream alone. One worker, wrk -t2 -c50, POST of a
--- 170-byte mail, BENCH_NGINX_ROUNDS rounds (default 3) of BENCH_NGINX_SECONDS each (default
--- 3), locations interleaved; per location req/s and the worker's CPU time per request (which
--- other load on the machine changes less), the ratios' range over the rounds. Both paths make
--- two HTTP exchanges per request in the one worker (client -> nginx, nginx -> upstream
--- location), so the ratio is the gateway's Lua work (prompt and request building, cosocket
--- client, envelope, check, rules) against nginx's C proxy. Then a profile of the worker under
--- /gateway: folded stacks (out/nginx_gateway.folded), perf's split by library, the JIT's
--- trace aborts. Not a test: nothing asserts a time. Skipped when nginx, its lua module or wrk
--- is missing.
+-- upstream that answers at once (an OpenAI-shaped envelope with a Content-Length from a
+-- location in the same nginx, bench/nginx_bench_gateway_app.lua; every request passes every
+-- gate and is answered 200), against proxy_pass of the same request to the same upstream
+-- (keep-alive both ways, 64 idle connections each), the same gateway with a contract of the
+-- same schema and no rules (the support ticket's rules look the order up in SQLite), and the
+-- upstream alone. One worker, wrk -t2 -c50, POST of a 170-byte mail, BENCH_NGINX_ROUNDS rounds
+-- (default 3) of BENCH_NGINX_SECONDS each (default 3), locations interleaved; per location
+-- req/s and the worker's CPU time per request (which other load on the machine changes less),
+-- the ratios' range over the rounds. Both paths make two HTTP exchanges per request in the one
+-- worker (client -> nginx, nginx -> upstream location), so the ratio is the gateway's Lua work
+-- (prompt and request building, cosocket client, envelope, check, rules) against nginx's C
+-- proxy. In order:
+--   1. the exchange alone, four ways: proxy_pass, the smallest cosocket client, nginx's
+--      upstream module through ngx.location.capture, jsoncontract.transport.openresty;
+--   2. instructions per request of every location under callgrind (counts: the neighbours on
+--      the machine do not move them), with a gateway whose provider call is replaced by its
+--      answer (serve and jc.ask alone);
+--   3. the gateway's rounds;
+--   4. a profile of the worker under /gateway (BENCH_GW_PROFILE names another location):
+--      folded stacks (out/nginx_gateway.folded), perf's split by library, the JIT's trace
+--      aborts.
+-- BENCH_GW_ONLY=exchange|instructions|profile runs that part alone; BENCH_GW_INSTRUCTIONS=0
+-- skips part 2. Not a test: nothing asserts a time. Skipped when nginx, its lua module or wrk
+-- is missing (part 2 when valgrind is).
 --   lua5.4 bench/nginx_gateway_bench.lua      (after make and make LUA=luajit)
 package.path = "lua/?.lua;lua/?/init.lua;spec/?.lua;bench/?.lua;" .. package.path
 package.cpath = "build/lua5.4/?.so;" .. package.cpath
@@ -53,11 +63,8 @@ local KEY_ENV = "JC_BENCH_KEY"
 -- shares a half with the model's name, "bench-key" and "bench-1", would send each response
 -- through the slow scan for its spellings)
 local KEY = "sk-proj-Xb7QeT2vLm9RkA4sWn8ZpC1dHy6FjU3gKo5Ei0VrBt"
-local srv = nginx.start {
-    main = "env " .. KEY_ENV .. "=" .. KEY .. ";",
-    ready = "/ready",
-    worker_connections = 1024,
-    http = function(port)
+-- The lines inside http {} (the bench's locations), for nginx listening on `port`.
+local function http_conf(port)
         local app = 'require("nginx_bench_gateway_app")'
         return table.concat({
             "lua_shared_dict jc_metrics 1m;",
@@ -69,20 +76,94 @@ local srv = nginx.start {
             "  location /up/ { content_by_lua_block { " .. app .. ".upstream() } }",
             "  location = /proxy { proxy_http_version 1.1; proxy_set_header Connection \"\";",
             "    proxy_pass http://up_keepalive/up/v1/chat/completions; }",
+            "  location = /cosocket_min { content_by_lua_block { " .. app .. ".cosocket_min() } }",
+            "  location = /transport_only { content_by_lua_block { " .. app .. ".transport_only() } }",
+            "  location = /capture_min { content_by_lua_block { " .. app .. ".capture_min() } }",
+            "  location = /_jc_declare { internal; set $jc_upstream_auth \"\"; return 404; }",
+            "  location = /_jc_upstream { internal; proxy_http_version 1.1; proxy_pass_request_headers off;",
+            "    proxy_set_header Connection \"\"; proxy_set_header Content-Type application/json;",
+            "    proxy_set_header Authorization $jc_upstream_auth;",
+            "    proxy_pass http://up_keepalive/up/v1/chat/completions; }",
             "  location = /profile_start { content_by_lua_block { " .. app .. ".profile_start() } }",
             "  location = /profile_stop { content_by_lua_block { " .. app .. ".profile_stop() } }",
             "  location = /gateway { content_by_lua_block { " .. app .. '.gw:serve("support_ticket") } }',
             "  location = /gateway_schema_only { content_by_lua_block { " .. app
                 .. '.gw:serve("ticket_schema_only") } }',
+            "  location = /gateway_rule_nothing { content_by_lua_block { " .. app
+                .. '.gw:serve("ticket_rule_nothing") } }',
+            "  location = /gateway_stub { content_by_lua_block { " .. app
+                .. '.gw_stub:serve("ticket_schema_only") } }',
             "}" }, "\n")
-    end,
+end
+local srv = nginx.start {
+    main = "env " .. KEY_ENV .. "=" .. KEY .. ";",
+    ready = "/ready",
+    worker_connections = 1024,
+    http = http_conf,
 }
+
+-- Instructions per request (user space, callgrind) of each of `paths`, in one nginx process
+-- (master_process off) with the same configuration, under wrk -t1 -c1 after a warm-up: counts,
+-- which the other load on the machine does not move, where req/s and CPU time move by 20%.
+-- Both sides of every exchange are in the process, as in the rounds. Returns { [path] = n } or
+-- nil and why.
+local function instructions(paths)
+    if select(2, nginx.run("command -v valgrind callgrind_control")) ~= 0 then return nil, "valgrind not found" end
+    local dir = nginx.run("mktemp -d"):match("^(%S+)")
+    local port = util.closed_port()
+    local root = util.sh("pwd"):match("^(%S+)")
+    local f = assert(io.open(dir .. "/post.lua", "w"))
+    f:write(fmt('wrk.method = "POST"\nwrk.body = %q\nwrk.headers["Content-Type"] = "text/plain"\n', MAIL))
+    f:close()
+    f = assert(io.open(dir .. "/nginx.conf", "w"))
+    f:write(table.concat({
+        "pid " .. dir .. "/nginx.pid;", "error_log " .. dir .. "/error.log warn;",
+        "load_module " .. nginx.MODULES .. "/ndk_http_module.so;",
+        "load_module " .. nginx.MODULES .. "/ngx_http_lua_module.so;",
+        "env " .. KEY_ENV .. "=" .. KEY .. ";", "events { worker_connections 256; }",
+        "http { access_log off; client_body_temp_path " .. dir .. "/body; proxy_temp_path " .. dir .. "/proxy;",
+        fmt('lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;%s/bench/?.lua;;";', root, root, root,
+            root),
+        fmt('lua_package_cpath "%s/%s;;";', root, nginx.CPATH), http_conf(port), "}", "" }, "\n"))
+    f:close()
+    local pid = tonumber(nginx.run(fmt("valgrind --tool=callgrind --dump-instr=no --callgrind-out-file=%s/cg.out "
+        .. "nginx -p %s -c %s/nginx.conf -g 'daemon off; master_process off;' >%s/valgrind.log 2>&1 & echo $!",
+        dir, dir, dir, dir)):match("%d+"))
+    local base = "http://127.0.0.1:" .. port
+    local ok, res = pcall(function()
+        for _ = 1, 100 do
+            if select(2, nginx.run("curl -sf -o /dev/null " .. base .. "/ready")) == 0 then break end
+            nginx.run("sleep 0.3")
+        end
+        local out = {}
+        for _, path in ipairs(paths) do
+            nginx.run(fmt("wrk -t1 -c1 -d2s -s %s/post.lua %s%s", dir, base, path)) -- warm up: the traces are made
+            nginx.run(fmt("callgrind_control -z %d >/dev/null 2>&1", pid))
+            local run = nginx.run(fmt("wrk -t1 -c1 -d4s -s %s/post.lua %s%s", dir, base, path))
+            nginx.run(fmt("callgrind_control -d %d >/dev/null 2>&1", pid))
+            local n = tonumber(run:match("(%d+) requests in")) or 0
+            local non2xx = tonumber(run:match("Non%-2xx or 3xx responses:%s+(%d+)")) or 0
+            local dump = nginx.run(fmt("ls -t %s/cg.out.* 2>/dev/null | head -1", dir)):match("^(%S+)")
+            local total = dump and tonumber((util.read(dump) or ""):match("\nsummary:%s*(%d+)")
+                or (util.read(dump) or ""):match("\ntotals:%s*(%d+)"))
+            if n == 0 or non2xx > 0 or not total then error(path .. ": no count (" .. n .. " requests)") end
+            out[path] = total / n
+        end
+        return out
+    end)
+    nginx.run(fmt("kill -TERM %d; i=0; while kill -0 %d 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
+        pid, pid))
+    if os.getenv("BENCH_GW_KEEP") then say("kept %s", dir) else nginx.run("rm -rf " .. nginx.q(dir)) end
+    if not ok then return nil, res end
+    return res
+end
 
 local ok, err = pcall(function()
     -- one request each first: all must answer 200 (the gateway's 202, a hand-over, is a
     -- different path, which wrk would count as a success)
     local curl = require "jsoncontract.transport.curl"
-    for _, path in ipairs { "/gateway", "/gateway_schema_only", "/proxy", "/up/v1/chat/completions" } do
+    for _, path in ipairs { "/gateway", "/gateway_schema_only", "/proxy", "/up/v1/chat/completions",
+        "/cosocket_min", "/capture_min", "/transport_only", "/gateway_stub", "/gateway_rule_nothing" } do
         local res = curl.request { url = srv.base .. path, body = MAIL, timeout_ms = 5000,
             headers = { ["Content-Type"] = "text/plain" } }
         if not res or res.status ~= 200 then
@@ -112,6 +193,59 @@ local ok, err = pcall(function()
         table.sort(t)
         return t[math.floor((#t + 1) / 2)]
     end
+    local function range(t)
+        local lo, hi = math.huge, -math.huge
+        for _, v in ipairs(t) do lo, hi = math.min(lo, v), math.max(hi, v) end
+        return fmt("%.2f-%.2f (median %.2f)", lo, hi, median(t))
+    end
+    -- The exchange alone, before any gateway work: the smallest cosocket client, and nginx's
+    -- upstream module through ngx.location.capture, each against proxy_pass.
+    local only = os.getenv("BENCH_GW_ONLY") -- "exchange": that part alone; "profile": the profile alone
+    -- the location profiled (default /gateway): e.g. /transport_only for the transport alone
+    local profiled = os.getenv("BENCH_GW_PROFILE") or "/gateway"
+    if only ~= "profile" and only ~= "instructions" then
+    say("nginx: the exchange alone (answering the upstream's body) vs proxy_pass; %d rounds", ROUNDS)
+    local r_co, r_cap, r_tr, c_co, c_cap, c_tr = {}, {}, {}, {}, {}, {}
+    for round = 1, ROUNDS do
+        local px = measure("/proxy")
+        local co = measure("/cosocket_min")
+        local cap = measure("/capture_min")
+        local tr = measure("/transport_only")
+        r_co[round], r_cap[round], r_tr[round] = co.rps / px.rps, cap.rps / px.rps, tr.rps / px.rps
+        c_co[round], c_cap[round], c_tr[round] = px.us / co.us, px.us / cap.us, px.us / tr.us
+        say("  round %d: proxy_pass %.0f req/s %.0f us, smallest cosocket client %.0f req/s %.0f us, "
+            .. "capture + proxy_pass %.0f req/s %.0f us, transport.openresty %.0f req/s %.0f us", round, px.rps,
+            px.us, co.rps, co.us, cap.rps, cap.us, tr.rps, tr.us)
+    end
+    say("smallest cosocket client/proxy_pass: req/s %s, by CPU %s", range(r_co), range(c_co))
+    say("capture + proxy_pass/proxy_pass: req/s %s, by CPU %s", range(r_cap), range(c_cap))
+    say("transport.openresty/proxy_pass: req/s %s, by CPU %s", range(r_tr), range(c_tr))
+    end
+    -- Instructions per location (BENCH_GW_INSTRUCTIONS=0 skips them; BENCH_GW_PATHS names
+    -- the locations counted, default all)
+    if only == "instructions" or (only ~= "exchange" and only ~= "profile"
+            and os.getenv("BENCH_GW_INSTRUCTIONS") ~= "0") then
+        local paths = { "/proxy", "/cosocket_min", "/capture_min", "/transport_only", "/gateway",
+            "/gateway_schema_only", "/gateway_rule_nothing", "/gateway_stub", "/up/v1/chat/completions" }
+        if os.getenv("BENCH_GW_PATHS") then
+            paths = {}
+            for p in os.getenv("BENCH_GW_PATHS"):gmatch("%S+") do paths[#paths + 1] = p end
+        end
+        local count, why = instructions(paths)
+        if count then
+            local row = {}
+            for _, p in ipairs(paths) do row[#row + 1] = fmt("%s %.0f", p, count[p]) end
+            say("instructions per request (callgrind, user space, one process, wrk -c1): %s", table.concat(row, ", "))
+            if count["/proxy"] and count["/gateway"] then
+                say("  proxy_pass/gateway by instructions: %.2f", count["/proxy"] / count["/gateway"])
+            end
+        else
+            say("instructions per request: skipped: %s", why)
+        end
+    end
+    if only == "exchange" or only == "instructions" then return end
+    if only ~= "profile" then
+
     say("nginx: serve() to an upstream in the same nginx vs proxy_pass to it; 1 worker, wrk -t2 -c50 "
         .. "-d%ds, POST %d-byte mail, %d rounds; req/s and the worker's CPU us per request", SECONDS, #MAIL, ROUNDS)
     local ratio, cost, ratio_so, cost_so = {}, {}, {}, {}
@@ -126,14 +260,10 @@ local ok, err = pcall(function()
             .. "%.0f req/s %.0f us, upstream alone %.0f req/s %.0f us; gateway/proxy_pass = %.2f req/s, %.2f by CPU",
             round, gw.rps, gw.us, px.rps, px.us, so.rps, so.us, up.rps, up.us, ratio[round], cost[round])
     end
-    local function range(t)
-        local lo, hi = math.huge, -math.huge
-        for _, v in ipairs(t) do lo, hi = math.min(lo, v), math.max(hi, v) end
-        return fmt("%.2f-%.2f (median %.2f)", lo, hi, median(t))
-    end
     say("gateway/proxy_pass: req/s %s, by CPU per request %s; the goal: >= 0.5", range(ratio), range(cost))
     say("gateway without the contract's rules (the same schema)/proxy_pass: req/s %s, by CPU %s", range(ratio_so),
         range(cost_so))
+    end
 
     -- Where the gateway's time goes, during one more /gateway run each:
     -- * folded stacks from LuaJIT's profiler in the worker (bench/nginx_bench_gateway_app.lua,
@@ -144,7 +274,7 @@ local ok, err = pcall(function()
     os.execute("mkdir -p out")
     local folded = util.sh("pwd"):match("^(%S+)") .. "/out/nginx_gateway.folded"
     curl.request { url = srv.base .. "/profile_start?mode=fold&path=" .. folded, timeout_ms = 2000 }
-    wrk(srv.dir, "/gateway", srv.base)
+    wrk(srv.dir, profiled, srv.base)
     curl.request { url = srv.base .. "/profile_stop?mode=fold", timeout_ms = 2000 }
     local states, self_, incl, total = {}, {}, {}, 0
     for line in (util.read(folded) or ""):gmatch("[^\n]+") do
@@ -177,7 +307,8 @@ local ok, err = pcall(function()
         local st = {}
         for k, n in pairs(states) do st[#st + 1] = fmt("%s %.0f%%", names[k] or k, n * 100 / total) end
         table.sort(st)
-        say("profile of the worker under /gateway (LuaJIT's profiler, %d samples, folded stacks in %s):", total, folded)
+        say("profile of the worker under %s (LuaJIT's profiler, %d samples, folded stacks in %s):", profiled, total,
+            folded)
         say("  VM states: %s", table.concat(st, ", "))
         say("  self: %s", top(self_, 10))
         say("  inclusive: %s", top(incl, 12))

@@ -184,39 +184,48 @@ local function system_json(prompt)
     return json
 end
 
--- `messages` (the system message first, see C.with_system) as core.encode writes it.
-local function messages_json(messages)
-    local out = { "[", system_json(messages[1].content) }
+-- The body's text around `messages`, as `core.encode` writes those fields (BODY_KEYS order):
+-- what comes before (`{"max_completion_tokens":N,"messages":`) and after (`,"model":..,
+-- "response_format":<rf>,...}`). A gateway sends the same model, limits and format every
+-- request, so the last pair made is kept and reused while they stay the same.
+local last = {}
+local function around_messages(body, rf)
+    local l = last
+    if l.rf == rf and l.model == body.model and l.max == body.max_completion_tokens
+        and l.temperature == body.temperature and l.stream == body.stream then
+        return l.before, l.after
+    end
+    local parts, n, before = {}, 0, nil
+    for _, k in ipairs(BODY_KEYS) do
+        local v = body[k]
+        if k == "response_format" then v = rf end
+        if k == "messages" then
+            before = "{" .. table.concat(parts) .. (n > 0 and "," or "") .. '"messages":'
+            parts, n = {}, 0
+        elseif v ~= nil then
+            parts[n + 1] = ',"' .. k .. '":' .. (k == "response_format" and rf or core.encode(v))
+            n = n + 1
+        end
+    end
+    if before:sub(2, 2) == "," then before = "{" .. before:sub(3) end
+    local after = table.concat(parts) .. "}"
+    last = { rf = rf, model = body.model, max = body.max_completion_tokens, temperature = body.temperature,
+        stream = body.stream, before = before, after = after }
+    return before, after
+end
+
+-- The request body as `core.encode(body)` writes it, with `response_format` (its JSON text
+-- `rf`) among the fields and the system message's JSON kept per prompt (system_json).
+local function encoded_body(body, rf)
+    local before, after = around_messages(body, rf)
+    local messages = body.messages
+    local out = { before, "[", system_json(messages[1].content) }
     for i = 2, #messages do
         out[#out + 1] = ","
         out[#out + 1] = core.encode(messages[i])
     end
     out[#out + 1] = "]"
-    return table.concat(out)
-end
-
-local function encoded_body(body, rf)
-    local out, n = { "{" }, 1
-    for _, k in ipairs(BODY_KEYS) do
-        local v = body[k]
-        if k == "response_format" then v = rf end
-        if v ~= nil then
-            if n > 1 then
-                n = n + 1
-                out[n] = ","
-            end
-            out[n + 1] = '"' .. k .. '":'
-            if k == "response_format" then
-                out[n + 2] = rf
-            elseif k == "messages" then
-                out[n + 2] = messages_json(v)
-            else
-                out[n + 2] = core.encode(v)
-            end
-            n = n + 2
-        end
-    end
-    out[n + 1] = "}"
+    out[#out + 1] = after
     return table.concat(out)
 end
 
