@@ -82,7 +82,7 @@ static const unsigned char jc_strclass[256] = {
 static JC_HOT_INLINE const unsigned char *jc_skip_ws(const unsigned char *s,
                                                      const unsigned char *end) {
 #if defined(__SSE2__) && defined(__GNUC__)
-  if (!JC_WS(*s)) return s;
+  if (*s > ' ' || !JC_WS(*s)) return s;   /* most bytes: one compare */
   s++;
   if (!JC_WS(*s)) return s;     /* one byte: ": ", ", " */
   while (end - s >= 16) {
