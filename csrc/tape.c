@@ -910,18 +910,50 @@ int jc_tv_multiple(const jc_tv *a, const jc_tv *b) {
 /* Equality and hashing                                                  */
 /* ===================================================================== */
 
-static int jc_key_eq(const jc_tv *a, const jc_tv *b) {
-  return a->u.len == b->u.len && memcmp(a->s, b->s, a->u.len) == 0;
+/* Equal bytes: the short strings of enums and uniqueItems (tags, codes)
+** eight bytes at a time in line, without the call to memcmp. */
+static JC_INLINE int jc_key_eq(const jc_tv *a, const jc_tv *b) {
+  size_t len = a->u.len, i;
+  const char *p = a->s, *q = b->s;
+  if (len != b->u.len) return 0;
+  if (len > 32) return memcmp(p, q, len) == 0;
+  if (len >= 8) {               /* whole words, the last one overlapping */
+    jc_u64 wa, wb;
+    for (i = 0; i + 8 < len; i += 8) {
+      memcpy(&wa, p + i, 8);
+      memcpy(&wb, q + i, 8);
+      if (wa != wb) return 0;
+    }
+    memcpy(&wa, p + len - 8, 8);
+    memcpy(&wb, q + len - 8, 8);
+    return wa == wb;
+  }
+  if (len >= 4) {               /* the first and the last four bytes */
+    jc_u64 fa = 0, fb = 0, la = 0, lb = 0;
+    memcpy(&fa, p, 4);
+    memcpy(&fb, q, 4);
+    memcpy(&la, p + len - 4, 4);
+    memcpy(&lb, q + len - 4, 4);
+    return fa == fb && la == lb;
+  }
+  for (i = 0; i < len; i++)
+    if (p[i] != q[i]) return 0;
+  return 1;
 }
+
+static JC_NOINLINE int jc_tv_equal_walk(const jc_tape *ta, size_t a,
+                                        const jc_tape *tb, size_t b,
+                                        long *budget);
 
 /* See tape.h. Each entry visited costs one unit of '*budget'; a value met
 ** twice through the same shared table (JT_REF on both sides to one entry)
 ** is equal without a walk: a value equals itself, and a DAG of shared
-** tables would otherwise be walked once per path, exponentially many. */
+** tables would otherwise be walked once per path, exponentially many.
+** Scalars (most enum members and uniqueItems items) are decided here;
+** containers by the recursive walk. */
 int jc_tv_equal_b(const jc_tape *ta, size_t a, const jc_tape *tb, size_t b,
                   long *budget) {
   const jc_tv *x, *y;
-  size_t i, j;
   a = jc_tv_deref(ta, a);
   b = jc_tv_deref(tb, b);
   if (ta == tb && a == b) return 1;
@@ -934,6 +966,20 @@ int jc_tv_equal_b(const jc_tape *ta, size_t a, const jc_tape *tb, size_t b,
     case JT_BOOLEAN: return x->flags == y->flags;
     case JT_STRING: return jc_key_eq(x, y);
     case JT_NUMBER: return jc_tv_numcmp(x, y) == 0;
+    case JT_ARRAY: case JT_OBJECT:
+      return jc_tv_equal_walk(ta, a, tb, b, budget);
+    default: return 0;
+  }
+}
+
+/* jc_tv_equal_b of two containers of one kind, 'a' and 'b' dereferenced,
+** their unit of '*budget' charged. */
+static JC_NOINLINE int jc_tv_equal_walk(const jc_tape *ta, size_t a,
+                                        const jc_tape *tb, size_t b,
+                                        long *budget) {
+  const jc_tv *x = &ta->v[a], *y = &tb->v[b];
+  size_t i, j;
+  switch (x->kind) {
     case JT_ARRAY:
       if (x->n != y->n) return 0;
       for (i = a + 1, j = b + 1; i < x->u.end;
