@@ -929,18 +929,28 @@ describe("jsoncontract.core", function()
             end
             assert.equal(9000, compared)
         end)
-        it("tells strings apart by every byte in enum (hashed: 9 members), const and uniqueItems (0 to 40 bytes)", function()
+        it("tells strings apart by every byte in enum (in line and hashed), const and uniqueItems (0 to 40 bytes)",
+            function()
             local unique = core.compile({ type = "array", uniqueItems = true })
+            -- 17 members: past the in-line comparison, the enum is looked up by hash
+            local function hashed(s)
+                local list = { s }
+                for k = 1, 16 do list[#list + 1] = k end
+                return core.compile({ enum = list })
+            end
             local compared = 0
             for len = 0, 40 do
                 local a = string.rep("a", len)
                 assert.is_nil(unique:validate({ a, a }), "uniqueItems, two of " .. len .. " bytes")
                 assert.is_true(core.compile({ enum = { 1, 2, 3, 4, 5, 6, 7, 8, a } }):validate(a))
+                assert.is_true(hashed(a):validate(a))
                 assert.is_true(core.compile({ const = a }):validate(a))
                 for pos = 1, len do
                     local b = a:sub(1, pos - 1) .. "b" .. a:sub(pos + 1)
                     assert.is_true(unique:validate({ a, b }), "uniqueItems, byte " .. pos .. " of " .. len)
-                    assert.is_nil(core.compile({ enum = { 1, 2, 3, 4, 5, 6, 7, 8, b } }):validate(a), "enum, byte " .. pos .. " of " .. len)
+                    assert.is_nil(core.compile({ enum = { 1, 2, 3, 4, 5, 6, 7, 8, b } }):validate(a),
+                        "enum, byte " .. pos .. " of " .. len)
+                    assert.is_nil(hashed(b):validate(a), "hashed enum, byte " .. pos .. " of " .. len)
                     assert.is_nil(core.compile({ const = b }):validate(a), "const, byte " .. pos .. " of " .. len)
                     compared = compared + 1
                 end
