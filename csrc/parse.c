@@ -706,6 +706,12 @@ static int jc_parse_run(jc_parser *p) {
 
 value:
   JC_SKIP_WS(s);
+  if (*s == '"') {      /* most values: a string, without the switch's jump */
+    e = jc_tape_add(p->L, t);
+    t->v[e].kind = JT_STRING;
+    if (jc_string_plain(p, &s, e)) return jc_in_value(p);
+    goto done;
+  }
   switch (*s) {
     case '{':
       if (jc_open(p, s, 1)) return -1;
