@@ -592,10 +592,9 @@ static size_t jc_dset_put(jc_parser *p, size_t obj, size_t k) {
     jc_dslot *old = t->dset;
     size_t ocap = t->dcap, i, ncap = ocap ? ocap * 2 : 256;
     jc_dslot *ns;
-    if (ncap > ((size_t)-1) / 2 / sizeof(jc_dslot))
-      luaL_error(p->L, "not enough memory");
+    if (ncap > ((size_t)-1) / 2 / sizeof(jc_dslot)) jc_tape_nomem(p->L, t);
     ns = (jc_dslot *)t->alloc(t->ud, NULL, 0, ncap * sizeof(jc_dslot));
-    if (ns == NULL) luaL_error(p->L, "not enough memory");
+    if (ns == NULL) jc_tape_nomem(p->L, t);
     memset(ns, 0, ncap * sizeof(jc_dslot));
     t->dset = ns;
     t->dcap = ncap;

@@ -8,6 +8,7 @@
 #include "utf8.h"
 
 #include <limits.h>
+#include <setjmp.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -28,10 +29,15 @@ struct jc_chunk {
 /* Memory                                                                */
 /* ===================================================================== */
 
+void jc_tape_nomem(lua_State *L, jc_tape *t) {
+  if (t->soft != NULL) longjmp(*(jmp_buf *)t->soft, 1);
+  luaL_error(L, "not enough memory");
+}
+
 static void *jc_tape_realloc(lua_State *L, jc_tape *t, void *p, size_t osz,
                              size_t nsz) {
   void *q = t->alloc(t->ud, p, osz, nsz);
-  if (q == NULL && nsz > 0) luaL_error(L, "not enough memory");
+  if (q == NULL && nsz > 0) jc_tape_nomem(L, t);
   return q;
 }
 
@@ -43,10 +49,10 @@ void jc_tape_grow(lua_State *L, jc_tape *t, void **p, size_t *cap,
                   size_t need, size_t elem) {
   size_t nc = *cap ? *cap : 64;
   while (nc < need) {   /* doubling; by half past 1M elements (less slack) */
-    if (nc > ((size_t)-1) / 4 / elem) luaL_error(L, "not enough memory");
+    if (nc > ((size_t)-1) / 4 / elem) jc_tape_nomem(L, t);
     nc = nc < ((size_t)1 << 20) ? nc * 2 : nc + nc / 2;
   }
-  if (nc > ((size_t)-1) / 2 / elem) luaL_error(L, "not enough memory");
+  if (nc > ((size_t)-1) / 2 / elem) jc_tape_nomem(L, t);
   *p = jc_tape_realloc(L, t, *p, *cap * elem, nc * elem);
   *cap = nc;
 }
@@ -179,7 +185,7 @@ char *jc_tape_bytes(lua_State *L, jc_tape *t, size_t n) {
   if (n > t->left) {
     size_t size = n + sizeof(jc_chunk);
     jc_chunk *c;
-    if (n > ((size_t)-1) / 2) luaL_error(L, "not enough memory");
+    if (n > ((size_t)-1) / 2) jc_tape_nomem(L, t);
     if (size < JC_CHUNK_MIN) size = JC_CHUNK_MIN;
     c = (jc_chunk *)jc_tape_realloc(L, t, NULL, 0, size);
     c->size = size;
@@ -198,7 +204,7 @@ void *jc_tape_aux(lua_State *L, jc_tape *t, size_t n) {
   if (n > t->auxcap) {
     size_t nc = t->auxcap ? t->auxcap : 1024;
     while (nc < n) {
-      if (nc > ((size_t)-1) / 4) luaL_error(L, "not enough memory");
+      if (nc > ((size_t)-1) / 4) jc_tape_nomem(L, t);
       nc *= 2;
     }
     t->aux = jc_tape_realloc(L, t, t->aux, t->auxcap, nc);
