@@ -5,14 +5,14 @@
 ** tape; JIT-compiled Lua reads its entries (tape.h's 'jc_tv', mirrored in
 ** an ffi.cdef) and builds the Lua value with table.new and ffi.string.
 **
-** The parser raises memory errors and writes its temporaries through a
-** lua_State. A context therefore owns a private state (luaL_newstate):
-** every raise stays inside a lua_pcall on that state, never unwinding
-** through the caller's (possibly JIT-compiled) frames, and nothing here
-** touches the caller's state or calls back into Lua. The validator's
-** verdict on a given tape mostly needs no state at all
-** (jc_verdict_nolua): that call is a plain C call, and only a walk that
-** needs the state's scratch runs again under the pcall. A context is used by
+** The parser writes its temporaries through a lua_State and raises only
+** when memory runs out. A context therefore owns a private state
+** (luaL_newstate), and nothing here touches the caller's state or calls
+** back into Lua. The parse runs as a plain C call whose memory errors
+** jump back to it (the tape's 'soft' jmp_buf, never unwinding through the
+** caller's, possibly JIT-compiled, frames); the validator's verdict on a
+** tape mostly needs no state at all (jc_verdict_nolua), and only a walk
+** that needs the state's scratch runs under a lua_pcall on that state. A context is used by
 ** one Lua state at a time; the Lua side never reenters it (a finalizer run
 ** while a value is built takes the C API path).
 **
@@ -24,6 +24,7 @@
 #include "schema.h"
 #include "tape.h"
 
+#include <setjmp.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,33 +116,43 @@ size_t jc_ffi_layout(int what) {
   }
 }
 
+/* Under the pcall: the validator's quiet verdict on j->given with the
+** state (a walk that needs its scratch: dynamic scope, locations). */
 static int jc_ffi_run(lua_State *L) {
   jc_ffi_job *j = (jc_ffi_job *)lua_touserdata(L, -1);
-  if (j->given != NULL) {
-    jc_vopts o;
-    memset(&o, 0, sizeof o);
-    o.max_errors = 1;
-    o.verdict_only = 1;
-    lua_settop(L, 0);
-    j->r = jc_run(L, j->v, j->given, &o, 0) == 0 ? 0 : 1;
-    return 0;
-  }
-  j->r = jc_parse_tape_quiet(L, j->t, j->text, j->len, j->max_depth,
-                             j->max_bytes);
-  if (j->r == 0 && j->v != NULL) {
-    /* the verdict with no state first, as jc_ffi_validate_tape */
-    int r = jc_verdict_nolua(j->v, j->t);
-    if (r == 2) {
-      jc_vopts o;
-      memset(&o, 0, sizeof o);
-      o.max_errors = 1;
-      o.verdict_only = 1;
-      lua_settop(L, 0);
-      r = jc_run(L, j->v, j->t, &o, 0) == 0 ? 0 : 1;
-    }
-    j->r = r;
-  }
+  jc_vopts o;
+  memset(&o, 0, sizeof o);
+  o.max_errors = 1;
+  o.verdict_only = 1;
+  lua_settop(L, 0);
+  j->r = jc_run(L, j->v, j->given, &o, 0) == 0 ? 0 : 1;
   return 0;
+}
+
+/* The parse of j's text into the context's tape and, with j->v, the
+** verdict that needs no state: a plain C call, no lua_pcall (inside nginx
+** the protected call cost about as much as the parse of a small reply's
+** members). The parser raises only when memory runs out; here that jumps
+** back (the tape's 'soft') and is reported as the pcall would report it.
+** Returns 0, 1, 2 (the verdict needs the state: the tape is parsed) or -1
+** (message in errbuf). */
+static int jc_ffi_soft(jc_ffi_ctx *c, const jc_ffi_job *j, char *errbuf,
+                       size_t errlen) {
+  jc_tape *t = c->t;
+  jmp_buf out;
+  int r;
+  jc_tape_reset(t);
+  t->soft = &out;
+  if (setjmp(out) != 0) {   /* from jc_tape_nomem: nothing else is held */
+    t->soft = NULL;
+    if (errlen > 0) snprintf(errbuf, errlen, "not enough memory");
+    return -1;
+  }
+  r = jc_parse_tape_quiet(c->L, t, j->text, j->len, j->max_depth,
+                          j->max_bytes);
+  t->soft = NULL;
+  if (r != 0 || j->v == NULL) return r;
+  return jc_verdict_nolua(j->v, t);
 }
 
 /* Run 'j' on the private state. Returns 0, 1 (j->r) or -1 (message in
@@ -150,7 +161,11 @@ static int jc_ffi_job_run(jc_ffi_ctx *c, jc_ffi_job *j, char *errbuf,
                           size_t errlen) {
   lua_State *L = c->L;
   int status;
-  if (j->given == NULL) jc_tape_reset(c->t);
+  if (j->given == NULL) {
+    int r = jc_ffi_soft(c, j, errbuf, errlen);
+    if (r != 2) return r;
+    j->given = c->t;   /* the walk with the state, on the parsed tape */
+  }
   j->t = c->t;
   j->r = -1;
   lua_pushvalue(L, 2);

@@ -94,16 +94,17 @@ static inline const unsigned char *jc_scan_plain8(const unsigned char *s,
   unsigned long long w, m;
 #if defined(__SSE2__)
   /* sixteen at a time first (SSE2 is baseline on x86-64): a byte stops the
-  ** run when it equals '"' or '\\', is at most 0x1F (min(w, 0x1F) == w),
-  ** or has its high bit set (movemask of w itself) */
+  ** run when it equals '"' or '\\', or is below 0x20 as a signed byte:
+  ** one compare for the controls (0x00-0x1F) and the bytes with the high
+  ** bit set (0x80-0xFF, negative) */
   const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
-                ctl = _mm_set1_epi8(0x1F);
+                space = _mm_set1_epi8(0x20);
   while (end - s >= 16) {
     __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
     __m128i stop = _mm_or_si128(
         _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
-        _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));
-    int bits = _mm_movemask_epi8(stop) | _mm_movemask_epi8(v);
+        _mm_cmplt_epi8(v, space));
+    int bits = _mm_movemask_epi8(stop);
     if (bits) return s + __builtin_ctz((unsigned)bits);
     s += 16;
   }

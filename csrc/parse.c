@@ -82,7 +82,7 @@ static const unsigned char jc_strclass[256] = {
 static JC_HOT_INLINE const unsigned char *jc_skip_ws(const unsigned char *s,
                                                      const unsigned char *end) {
 #if defined(__SSE2__) && defined(__GNUC__)
-  if (!JC_WS(*s)) return s;
+  if (*s > ' ' || !JC_WS(*s)) return s;   /* most bytes: one compare */
   s++;
   if (!JC_WS(*s)) return s;     /* one byte: ": ", ", " */
   while (end - s >= 16) {
@@ -592,10 +592,9 @@ static size_t jc_dset_put(jc_parser *p, size_t obj, size_t k) {
     jc_dslot *old = t->dset;
     size_t ocap = t->dcap, i, ncap = ocap ? ocap * 2 : 256;
     jc_dslot *ns;
-    if (ncap > ((size_t)-1) / 2 / sizeof(jc_dslot))
-      luaL_error(p->L, "not enough memory");
+    if (ncap > ((size_t)-1) / 2 / sizeof(jc_dslot)) jc_tape_nomem(p->L, t);
     ns = (jc_dslot *)t->alloc(t->ud, NULL, 0, ncap * sizeof(jc_dslot));
-    if (ns == NULL) luaL_error(p->L, "not enough memory");
+    if (ns == NULL) jc_tape_nomem(p->L, t);
     memset(ns, 0, ncap * sizeof(jc_dslot));
     t->dset = ns;
     t->dcap = ncap;
@@ -706,6 +705,12 @@ static int jc_parse_run(jc_parser *p) {
 
 value:
   JC_SKIP_WS(s);
+  if (*s == '"') {      /* most values: a string, without the switch's jump */
+    e = jc_tape_add(p->L, t);
+    t->v[e].kind = JT_STRING;
+    if (jc_string_plain(p, &s, e)) return jc_in_value(p);
+    goto done;
+  }
   switch (*s) {
     case '{':
       if (jc_open(p, s, 1)) return -1;

@@ -24,21 +24,28 @@
 typedef struct jc_patom {      /* atom k of a simple pattern; its set of
                                   characters is bit k of jc_pattern.sets */
   size_t min, max;             /* repetitions; max JC_NOMAX: no bound */
+  int wide;                    /* a negated class: every non-ASCII
+                                  character is in it (its bytes from 0x80
+                                  are in 'sets'), but ... */
+  int nospace;                 /* ... with \s in it: ECMA-262's non-ASCII
+                                  white space ('jc_ecma_space') */
 } jc_patom;
 
 struct jc_pattern {
   pcre2_code *code;   /* owned; NULL once freed or when compile failed */
   int jit;            /* JIT-compiled: matched with pcre2_jit_match */
   int simple;         /* 'atoms' decide every subject ('jc_simple_parse') */
+  int search;         /* simple, unanchored: one atom, found anywhere */
   int natoms;
   size_t flen;        /* subject length when every atom has one count and
                          they add up to JC_SIMPLE_FIXED at most, else
                          JC_NOMAX */
   unsigned short fbit[JC_SIMPLE_FIXED];   /* then the atom bit by byte */
   jc_patom atoms[JC_SIMPLE_ATOMS];
-  unsigned short sets[256];   /* bit k: the byte is in atom k's set (none
-                                 from 0x80: such a subject byte is part of
-                                 a multi-byte character) */
+  unsigned short sets[256];   /* bit k: the byte is in atom k's set (from
+                                 0x80 only for a 'wide' atom: such a
+                                 subject byte is part of a multi-byte
+                                 character) */
 };
 
 struct jc_matcher {
@@ -216,17 +223,39 @@ static const char *jc_pattern_translate(lua_State *L, const char *src,
 }
 
 /*
-** Most schema patterns are a fixed shape: "^[A-Z]{3}-[0-9]{4}$". Such a
-** pattern is matched here without PCRE2, whose call costs more than the
-** match: '^', then atoms (an ASCII literal, an escaped ASCII punctuation
-** character, \d, \w, or a class of those and ASCII ranges, with ?, *, +,
-** {n}, {n,} or {n,m}), then '$'. Anything else (groups, alternation, '.',
-** negated classes, non-ASCII, lazy quantifiers) is left to PCRE2. ASCII
-** sets never match a byte of a multi-byte UTF-8 character, so bytes are
-** characters here. Only when every atom with a choice of length shares
-** no character with what may follow it: then taking as many as it
-** allows is the only way to match, and one greedy scan decides.
+** Most schema patterns are a fixed shape: "^[A-Z]{3}-[0-9]{4}$" or
+** "^[^@\s]+@[^@\s]+$". Such a pattern is matched here without PCRE2,
+** whose call costs more than the match: '^', then atoms (an ASCII
+** literal, an escaped ASCII punctuation character, \d, \w, a class of
+** those and ASCII ranges, or such a class negated, which may hold \s too),
+** with ?, *, +, {n}, {n,} or {n,m}, then '$'. Anything else (groups,
+** alternation, '.', non-ASCII in the pattern, lazy quantifiers) is left to
+** PCRE2. ASCII sets never match a byte of a multi-byte UTF-8 character,
+** so bytes are characters there; a negated class holds every non-ASCII
+** character but ECMA-262's white space when it names \s, and is matched
+** a character at a time. Only when every atom with a choice of length
+** shares no character with what may follow it: then taking as many as
+** it allows is the only way to match, and one greedy scan decides.
+** The source read is the schema's own (ECMA-262), before the rewrite for
+** PCRE2 ('jc_pattern_translate'), which spells \s out as a class.
 */
+
+/* ECMA-262 WhiteSpace and LineTerminator beyond ASCII (JC_ECMA_SPACE's
+** non-ASCII members): is the character of 'n' bytes at 's' one? */
+static int jc_ecma_space(const unsigned char *s, size_t n) {
+  if (n == 2) return s[0] == 0xC2 && s[1] == 0xA0;               /* U+00A0 */
+  if (n != 3) return 0;
+  switch (s[0]) {
+    case 0xE1: return s[1] == 0x9A && s[2] == 0x80;              /* U+1680 */
+    case 0xE2:
+      if (s[1] == 0x80)      /* U+2000-200A, U+2028, U+2029, U+202F */
+        return s[2] <= 0x8A || s[2] == 0xA8 || s[2] == 0xA9 || s[2] == 0xAF;
+      return s[1] == 0x81 && s[2] == 0x9F;                       /* U+205F */
+    case 0xE3: return s[1] == 0x80 && s[2] == 0x80;              /* U+3000 */
+    case 0xEF: return s[1] == 0xBB && s[2] == 0xBF;              /* U+FEFF */
+    default: return 0;
+  }
+}
 
 /* The set of one atom being parsed: bit 'bit' of 'sets'. */
 typedef struct jc_pset {
@@ -260,15 +289,30 @@ static int jc_set_escape(jc_pset *set, unsigned char e) {
   return 0;
 }
 
-/* Parse a class at s[i] == '[' (before 'end') into the set; returns the
-** index past ']', or 0 when it is not one this matcher takes. */
+/* Parse a class at s[i] == '[' (before 'end') into the set of atom 'a';
+** returns the index past ']', or 0 when it is not one this matcher takes.
+** A negated class makes 'a' wide (its set: the ASCII bytes not named,
+** and every byte from 0x80). */
 static size_t jc_set_class(const unsigned char *s, size_t i, size_t end,
-                           jc_pset *set) {
-  size_t start = ++i;
+                           jc_pset *set, jc_patom *a) {
+  size_t start;
+  unsigned c;
+  int neg = 0;
+  if (i + 1 < end && s[i + 1] == '^') { neg = 1; i++; }
+  start = ++i;
   if (i < end && (s[i] == '^' || s[i] == ']')) return 0;
   while (i < end && s[i] != ']') {
     unsigned char ch = s[i];
-    if (ch == '\\') {
+    if (ch == '\\' && neg && i + 1 < end && s[i + 1] == 's') {
+      /* ECMA-262 \s: its ASCII members here, the others by the scan */
+      static const char ascii_space[] = "\t\n\v\f\r ";
+      const char *w;
+      for (w = ascii_space; *w; w++) jc_set_add(set, (unsigned char)*w);
+      a->nospace = 1;
+      if (i + 2 < end && s[i + 2] == '-' && i + 3 < end && s[i + 3] != ']')
+        return 0;                   /* a range from an escape */
+      i += 2;
+    } else if (ch == '\\') {
       if (i + 1 >= end || !jc_set_escape(set, s[i + 1])) return 0;
       if (i + 2 < end && s[i + 2] == '-' && i + 3 < end && s[i + 3] != ']')
         return 0;                   /* a range from an escape */
@@ -289,6 +333,11 @@ static size_t jc_set_class(const unsigned char *s, size_t i, size_t end,
     }
   }
   if (i >= end || i == start) return 0;
+  if (neg) {
+    for (c = 0; c < 0x80; c++) set->sets[c] ^= set->bit;
+    for (c = 0x80; c < 0x100; c++) set->sets[c] |= set->bit;
+    a->wide = 1;
+  }
   return i + 1;
 }
 
@@ -315,7 +364,16 @@ static void jc_simple_parse(jc_pattern *p, const char *src, size_t len) {
   int n = 0, k, j;
   unsigned b;
   p->simple = 0;
-  if (len < 2 || s[0] != '^' || s[end] != '$') return;
+  p->search = 0;
+  if (len == 0) return;
+  if (len < 2 || s[0] != '^' || s[end] != '$') {
+    /* unanchored: "\\S" or "[a-z]" (one atom, once or '+') is the search
+    ** for one character of the set; the '^' or '$' of any other shape
+    ** stops the parse below */
+    p->search = 1;
+    i = 0;
+    end = len;
+  }
   memset(p->sets, 0, sizeof p->sets);
   while (i < end) {
     jc_patom *a;
@@ -326,11 +384,20 @@ static void jc_simple_parse(jc_pattern *p, const char *src, size_t len) {
     set.bit = (unsigned short)(1u << n);
     a = &p->atoms[n++];
     a->min = a->max = 1;
-    if (ch == '\\') {
+    a->wide = a->nospace = 0;
+    if (ch == '\\' && i + 1 < end && s[i + 1] == 'S') {
+      /* ECMA-262 \S: all but white space (the negated class of \s) */
+      static const char ascii_space[] = "\t\n\v\f\r ";
+      const char *w;
+      for (b = 0; b < 0x100; b++) p->sets[b] |= set.bit;
+      for (w = ascii_space; *w; w++) p->sets[(unsigned char)*w] &= (unsigned short)~set.bit;
+      a->wide = a->nospace = 1;
+      i += 2;
+    } else if (ch == '\\') {
       if (i + 1 >= end || !jc_set_escape(&set, s[i + 1])) return;
       i += 2;
     } else if (ch == '[') {
-      if ((i = jc_set_class(s, i, end, &set)) == 0) return;
+      if ((i = jc_set_class(s, i, end, &set, a)) == 0) return;
     } else if (ch < 0x20 || ch >= 0x7f || strchr(".^$|()[]{}*+?", ch)) {
       return;
     } else {
@@ -358,10 +425,13 @@ static void jc_simple_parse(jc_pattern *p, const char *src, size_t len) {
       return;                       /* lazy, possessive, or repeated */
   }
   if (i != end) return;             /* an escape ate the final '$' */
+  if (p->search && (n != 1 || p->atoms[0].min != 1 ||
+                    (p->atoms[0].max != 1 && p->atoms[0].max != JC_NOMAX)))
+    return;                         /* "a{2}", "a*": not one character */
   for (k = 0; k < n; k++) {         /* greedy is exact: see above */
     if (p->atoms[k].min == p->atoms[k].max) continue;
     for (j = k + 1; j < n; j++) {
-      for (b = 0; b < 0x80; b++)
+      for (b = 0; b < 0x100; b++)   /* from 0x80: two wide atoms */
         if ((p->sets[b] >> k & 1) && (p->sets[b] >> j & 1)) return;
       if (p->atoms[j].min > 0) break;
     }
@@ -369,11 +439,12 @@ static void jc_simple_parse(jc_pattern *p, const char *src, size_t len) {
   p->natoms = n;
   p->simple = 1;
   /* "^[A-Z]{3}-[0-9]{4}$": one length, each byte in the set of the atom
-  ** at its position (what the greedy scan decides, without its loops) */
+  ** at its position (what the greedy scan decides, without its loops);
+  ** not with a wide atom, whose characters are not bytes */
   p->flen = 0;
   for (k = 0; k < n; k++) {
     size_t r;
-    if (p->atoms[k].min != p->atoms[k].max ||
+    if (p->atoms[k].min != p->atoms[k].max || p->atoms[k].wide ||
         p->atoms[k].min > JC_SIMPLE_FIXED - p->flen) {
       p->flen = JC_NOMAX;
       break;
@@ -388,6 +459,23 @@ static int jc_simple_match(const jc_pattern *p, const unsigned char *s,
                            size_t len) {
   const unsigned char *q = s, *end = s + len;
   int k;
+  if (p->search) {              /* any character of atom 0's set */
+    const jc_patom *a = &p->atoms[0];
+    size_t n;
+    while (q < end) {
+      if (*q < 0x80) {
+        if (p->sets[*q] & 1u) return JC_PATTERN_MATCH;
+        q++;
+      } else {                  /* well-formed UTF-8: the lead byte's length */
+        n = *q < 0xE0 ? 2 : *q < 0xF0 ? 3 : 4;
+        if ((size_t)(end - q) < n) return JC_PATTERN_NOMATCH;
+        if (a->wide && !(a->nospace && jc_ecma_space(q, n)))
+          return JC_PATTERN_MATCH;
+        q += n;
+      }
+    }
+    return JC_PATTERN_NOMATCH;
+  }
   if (p->flen != JC_NOMAX) {
     size_t r;
     if (len != p->flen) return JC_PATTERN_NOMATCH;
@@ -399,6 +487,37 @@ static int jc_simple_match(const jc_pattern *p, const unsigned char *s,
     const jc_patom *a = &p->atoms[k];
     const unsigned char *from = q, *stop;
     unsigned bit = 1u << k;
+    if (a->wide && a->max == JC_NOMAX && a->min <= 1) {
+      /* '*' or '+' (most): the ASCII run byte by byte, nothing counted */
+      size_t n;
+      for (;;) {
+        while (q < end && *q < 0x80 && (p->sets[*q] & bit) != 0) q++;
+        if (q >= end || *q < 0x80) break;
+        n = *q < 0xE0 ? 2 : *q < 0xF0 ? 3 : 4;
+        if ((size_t)(end - q) < n || (a->nospace && jc_ecma_space(q, n)))
+          break;
+        q += n;
+      }
+      if (q == from && a->min == 1) return JC_PATTERN_NOMATCH;
+      continue;
+    }
+    if (a->wide) {              /* a character at a time, counted */
+      size_t count = 0, n;
+      while (q < end && count < a->max) {
+        if (*q < 0x80) {
+          if ((p->sets[*q] & bit) == 0) break;
+          q++;
+        } else {                /* well-formed UTF-8: the lead byte's length */
+          n = *q < 0xE0 ? 2 : *q < 0xF0 ? 3 : 4;
+          if ((size_t)(end - q) < n || (a->nospace && jc_ecma_space(q, n)))
+            break;
+          q += n;
+        }
+        count++;
+      }
+      if (count < a->min) return JC_PATTERN_NOMATCH;
+      continue;
+    }
     stop = (size_t)(end - q) > a->max ? q + a->max : end;
     while (q < stop && (p->sets[*q] & bit) != 0) q++;
     if ((size_t)(q - from) < a->min) return JC_PATTERN_NOMATCH;
@@ -413,11 +532,14 @@ jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
   PCRE2_SIZE erroff = 0;
   size_t ecma_off = 0;
   const char *ecma = jc_pattern_translate(L, src, len, &ecma_off);
+  const char *schema_src = src;   /* the caller keeps it */
+  size_t schema_len = len;
   src = lua_tolstring(L, -1, &len);
   p = (jc_pattern *)jc_newuserdata(L, sizeof(jc_pattern));
   p->code = NULL;
   p->jit = 0;
   p->simple = 0;
+  p->search = 0;
   p->natoms = 0;
   p->flen = JC_NOMAX;
   jc_pattern_setmeta(L, JC_PATTERN_MT, jc_pattern_gc);
@@ -431,7 +553,7 @@ jc_pattern *jc_pattern_compile(lua_State *L, const char *src, size_t len,
     return NULL;
   }
   /* From here to the store below no Lua API call runs. */
-  jc_simple_parse(p, src, len);   /* the translated source: the same here */
+  jc_simple_parse(p, schema_src, schema_len);
   p->code = pcre2_compile((PCRE2_SPTR)src, (PCRE2_SIZE)len,
                           PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX,
                           &errcode, &erroff, NULL);

@@ -8,6 +8,7 @@
 #include "utf8.h"
 
 #include <limits.h>
+#include <setjmp.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -28,10 +29,15 @@ struct jc_chunk {
 /* Memory                                                                */
 /* ===================================================================== */
 
+void jc_tape_nomem(lua_State *L, jc_tape *t) {
+  if (t->soft != NULL) longjmp(*(jmp_buf *)t->soft, 1);
+  luaL_error(L, "not enough memory");
+}
+
 static void *jc_tape_realloc(lua_State *L, jc_tape *t, void *p, size_t osz,
                              size_t nsz) {
   void *q = t->alloc(t->ud, p, osz, nsz);
-  if (q == NULL && nsz > 0) luaL_error(L, "not enough memory");
+  if (q == NULL && nsz > 0) jc_tape_nomem(L, t);
   return q;
 }
 
@@ -43,10 +49,10 @@ void jc_tape_grow(lua_State *L, jc_tape *t, void **p, size_t *cap,
                   size_t need, size_t elem) {
   size_t nc = *cap ? *cap : 64;
   while (nc < need) {   /* doubling; by half past 1M elements (less slack) */
-    if (nc > ((size_t)-1) / 4 / elem) luaL_error(L, "not enough memory");
+    if (nc > ((size_t)-1) / 4 / elem) jc_tape_nomem(L, t);
     nc = nc < ((size_t)1 << 20) ? nc * 2 : nc + nc / 2;
   }
-  if (nc > ((size_t)-1) / 2 / elem) luaL_error(L, "not enough memory");
+  if (nc > ((size_t)-1) / 2 / elem) jc_tape_nomem(L, t);
   *p = jc_tape_realloc(L, t, *p, *cap * elem, nc * elem);
   *cap = nc;
 }
@@ -179,7 +185,7 @@ char *jc_tape_bytes(lua_State *L, jc_tape *t, size_t n) {
   if (n > t->left) {
     size_t size = n + sizeof(jc_chunk);
     jc_chunk *c;
-    if (n > ((size_t)-1) / 2) luaL_error(L, "not enough memory");
+    if (n > ((size_t)-1) / 2) jc_tape_nomem(L, t);
     if (size < JC_CHUNK_MIN) size = JC_CHUNK_MIN;
     c = (jc_chunk *)jc_tape_realloc(L, t, NULL, 0, size);
     c->size = size;
@@ -198,7 +204,7 @@ void *jc_tape_aux(lua_State *L, jc_tape *t, size_t n) {
   if (n > t->auxcap) {
     size_t nc = t->auxcap ? t->auxcap : 1024;
     while (nc < n) {
-      if (nc > ((size_t)-1) / 4) luaL_error(L, "not enough memory");
+      if (nc > ((size_t)-1) / 4) jc_tape_nomem(L, t);
       nc *= 2;
     }
     t->aux = jc_tape_realloc(L, t, t->aux, t->auxcap, nc);
@@ -910,18 +916,50 @@ int jc_tv_multiple(const jc_tv *a, const jc_tv *b) {
 /* Equality and hashing                                                  */
 /* ===================================================================== */
 
-static int jc_key_eq(const jc_tv *a, const jc_tv *b) {
-  return a->u.len == b->u.len && memcmp(a->s, b->s, a->u.len) == 0;
+/* Equal bytes: the short strings of enums and uniqueItems (tags, codes)
+** eight bytes at a time in line, without the call to memcmp. */
+static JC_INLINE int jc_key_eq(const jc_tv *a, const jc_tv *b) {
+  size_t len = a->u.len, i;
+  const char *p = a->s, *q = b->s;
+  if (len != b->u.len) return 0;
+  if (len > 32) return memcmp(p, q, len) == 0;
+  if (len >= 8) {               /* whole words, the last one overlapping */
+    jc_u64 wa, wb;
+    for (i = 0; i + 8 < len; i += 8) {
+      memcpy(&wa, p + i, 8);
+      memcpy(&wb, q + i, 8);
+      if (wa != wb) return 0;
+    }
+    memcpy(&wa, p + len - 8, 8);
+    memcpy(&wb, q + len - 8, 8);
+    return wa == wb;
+  }
+  if (len >= 4) {               /* the first and the last four bytes */
+    jc_u64 fa = 0, fb = 0, la = 0, lb = 0;
+    memcpy(&fa, p, 4);
+    memcpy(&fb, q, 4);
+    memcpy(&la, p + len - 4, 4);
+    memcpy(&lb, q + len - 4, 4);
+    return fa == fb && la == lb;
+  }
+  for (i = 0; i < len; i++)
+    if (p[i] != q[i]) return 0;
+  return 1;
 }
+
+static JC_NOINLINE int jc_tv_equal_walk(const jc_tape *ta, size_t a,
+                                        const jc_tape *tb, size_t b,
+                                        long *budget);
 
 /* See tape.h. Each entry visited costs one unit of '*budget'; a value met
 ** twice through the same shared table (JT_REF on both sides to one entry)
 ** is equal without a walk: a value equals itself, and a DAG of shared
-** tables would otherwise be walked once per path, exponentially many. */
+** tables would otherwise be walked once per path, exponentially many.
+** Scalars (most enum members and uniqueItems items) are decided here;
+** containers by the recursive walk. */
 int jc_tv_equal_b(const jc_tape *ta, size_t a, const jc_tape *tb, size_t b,
                   long *budget) {
   const jc_tv *x, *y;
-  size_t i, j;
   a = jc_tv_deref(ta, a);
   b = jc_tv_deref(tb, b);
   if (ta == tb && a == b) return 1;
@@ -934,6 +972,20 @@ int jc_tv_equal_b(const jc_tape *ta, size_t a, const jc_tape *tb, size_t b,
     case JT_BOOLEAN: return x->flags == y->flags;
     case JT_STRING: return jc_key_eq(x, y);
     case JT_NUMBER: return jc_tv_numcmp(x, y) == 0;
+    case JT_ARRAY: case JT_OBJECT:
+      return jc_tv_equal_walk(ta, a, tb, b, budget);
+    default: return 0;
+  }
+}
+
+/* jc_tv_equal_b of two containers of one kind, 'a' and 'b' dereferenced,
+** their unit of '*budget' charged. */
+static JC_NOINLINE int jc_tv_equal_walk(const jc_tape *ta, size_t a,
+                                        const jc_tape *tb, size_t b,
+                                        long *budget) {
+  const jc_tv *x = &ta->v[a], *y = &tb->v[b];
+  size_t i, j;
+  switch (x->kind) {
     case JT_ARRAY:
       if (x->n != y->n) return 0;
       for (i = a + 1, j = b + 1; i < x->u.end;

@@ -83,6 +83,8 @@ typedef struct jc_tape {
                                writer looked it up (NULL: not yet) */
   lua_Alloc alloc;
   void *ud;
+  void *soft;               /* NULL, or a jmp_buf: a memory error jumps
+                               there instead of raising ('jc_tape_nomem') */
 } jc_tape;
 
 /* One step of an instance location (JSON Pointer token). */
@@ -134,6 +136,11 @@ static JC_INLINE size_t jc_tape_add(lua_State *L, jc_tape *t) {
   memset(&t->v[t->n], 0, sizeof(jc_tv));
   return t->n++;
 }
+
+/* Out of memory while writing 't': raises "not enough memory" on 'L', or,
+** while t->soft is set (a caller that runs the parser outside a protected
+** call, ffi.c), longjmp()s to it. Never returns. */
+void jc_tape_nomem(lua_State *L, jc_tape *t);
 
 /* 'n' bytes in the tape's arena, valid until reset. [-0, +0, m] */
 char *jc_tape_bytes(lua_State *L, jc_tape *t, size_t n);

@@ -899,7 +899,8 @@ describe("jsoncontract.core", function()
             end, "invalid schema at /$defs/a: reference cycle that never consumes input "
                 .. "(validation would not end)")
         end)
-        it("decides simple anchored patterns as PCRE2 does (matched without it: ^atoms$ of ASCII sets)", function()
+        it("decides simple anchored patterns as PCRE2 does (matched without it: ^atoms$ of ASCII sets, "
+            .. "negated ones with \\s)", function()
             -- Park-Miller: the same sequence on every Lua (integers below 2^53 in doubles too)
             local seed = 20261202
             local function pick(list)
@@ -907,9 +908,13 @@ describe("jsoncontract.core", function()
                 return list[seed % #list + 1]
             end
             local ATOMS = { "a", "b", "-", "\\.", "\\d", "\\w", "[a-c]", "[0-9]", "[A-Z]", "[a-z0-9_]", "[.-]",
-                "x", "[b]" }
+                "x", "[b]", "[^a-c]", "[^@\\s]", "[^\\d.]", "[^x\\s-]", "@" }
             local QUANT = { "", "", "?", "*", "+", "{2}", "{1,3}", "{2,}", "{0,1}" }
-            local CHARS = { "a", "b", "c", "-", ".", "1", "9", "Z", "_", "x", "\195\169", " " }
+            -- beyond ASCII: U+00A0, U+2028, U+3000 and U+FEFF are ECMA-262 white space (\s),
+            -- U+200B and U+1F600 are not
+            local CHARS = { "a", "b", "c", "-", ".", "1", "9", "Z", "_", "x", "\195\169", " ", "@", "\t",
+                "\194\160", "\226\128\168", "\227\128\128", "\239\187\191", "\226\128\139",
+                "\240\159\152\128" }
             local compared = 0
             for _ = 1, 300 do
                 local parts = { "^" }
@@ -928,6 +933,81 @@ describe("jsoncontract.core", function()
                 end
             end
             assert.equal(9000, compared)
+        end)
+        it("tells strings apart by every byte in enum (in line and hashed), const and uniqueItems (0 to 40 bytes)",
+            function()
+            local unique = core.compile({ type = "array", uniqueItems = true })
+            -- 17 members: past the in-line comparison, the enum is looked up by hash
+            local function hashed(s)
+                local list = { s }
+                for k = 1, 16 do list[#list + 1] = k end
+                return core.compile({ enum = list })
+            end
+            local compared = 0
+            for len = 0, 40 do
+                local a = string.rep("a", len)
+                assert.is_nil(unique:validate({ a, a }), "uniqueItems, two of " .. len .. " bytes")
+                assert.is_true(core.compile({ enum = { 1, 2, 3, 4, 5, 6, 7, 8, a } }):validate(a))
+                assert.is_true(hashed(a):validate(a))
+                assert.is_true(core.compile({ const = a }):validate(a))
+                for pos = 1, len do
+                    local b = a:sub(1, pos - 1) .. "b" .. a:sub(pos + 1)
+                    assert.is_true(unique:validate({ a, b }), "uniqueItems, byte " .. pos .. " of " .. len)
+                    assert.is_nil(core.compile({ enum = { 1, 2, 3, 4, 5, 6, 7, 8, b } }):validate(a),
+                        "enum, byte " .. pos .. " of " .. len)
+                    assert.is_nil(hashed(b):validate(a), "hashed enum, byte " .. pos .. " of " .. len)
+                    assert.is_nil(core.compile({ const = b }):validate(a), "const, byte " .. pos .. " of " .. len)
+                    compared = compared + 1
+                end
+            end
+            assert.equal(820, compared)
+        end)
+        it("decides unanchored one-character searches (\\S, [a-c]+) as PCRE2 does", function()
+            local seed = 20261204
+            local function pick(list)
+                seed = seed * 16807 % 2147483647
+                return list[seed % #list + 1]
+            end
+            local PATTERNS = { "\\S", "\\S+", "[a-c]", "\\d", "x", "[^@\\s]", "[^@\\s]+", "\\w+", "[.-]", "@",
+                "\\S{2}", "\\S*", "a?", "^\\S", "\\S$", "ab" }
+            local CHARS = { "a", "c", "-", ".", "1", "Z", "_", "x", "\195\169", " ", "@", "\t", "\n", "\194\160",
+                "\226\128\168", "\227\128\128", "\239\187\191", "\226\128\139", "\240\159\152\128" }
+            local compared = 0
+            for _, p in ipairs(PATTERNS) do
+                local fast, pcre = core.compile({ pattern = p }), core.compile({ pattern = "(?:" .. p .. ")" })
+                for _ = 1, 200 do
+                    local chars = {}
+                    for i = 1, seed % 5 do chars[i] = pick(CHARS) end
+                    local subject = table.concat(chars)
+                    assert.equal(pcre:validate(subject) == true, fast:validate(subject) == true,
+                        "pattern " .. p .. " on " .. subject)
+                    compared = compared + 1
+                end
+            end
+            assert.equal(#PATTERNS * 200, compared)
+        end)
+        it("matches ^[^@\\s]+@[^@\\s]+$ as PCRE2 does on every ECMA-262 white space and its neighbours", function()
+            local p = "^[^@\\s]+@[^@\\s]+$"
+            local fast, pcre = core.compile({ pattern = p }), core.compile({ pattern = "(?:" .. p .. ")" })
+            local function utf8char(cp)
+                if cp < 0x80 then return string.char(cp) end
+                if cp < 0x800 then return string.char(0xC0 + math.floor(cp / 64), 0x80 + cp % 64) end
+                return string.char(0xE0 + math.floor(cp / 4096), 0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+            end
+            local cps = { 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0x85, 0x9F, 0xA0, 0xA1, 0x167F, 0x1680, 0x1681,
+                0x1FFF, 0x2000, 0x2005, 0x200A, 0x200B, 0x2027, 0x2028, 0x2029, 0x202A, 0x202F, 0x205E, 0x205F, 0x2060, 0x2FFF,
+                0x3000, 0x3001, 0xFEFE, 0xFEFF, 0xFF00 }
+            local rejected = 0
+            for _, cp in ipairs(cps) do
+                for _, subject in ipairs({ "a" .. utf8char(cp) .. "@b", "a@" .. utf8char(cp), utf8char(cp) .. "@b" }) do
+                    local want = pcre:validate(subject) == true
+                    assert.equal(want, fast:validate(subject) == true, string.format("U+%04X in %q", cp, subject))
+                    if not want then rejected = rejected + 1 end
+                end
+            end
+            assert.equal(3 * 17, rejected)   -- the 17 white space code points above, in each place
+            assert.is_true(fast:validate("erika.mustermann@example.com"))
+            assert.is_nil(fast:validate("erika@example@com"))
         end)
         it("refuses a string or key that is not UTF-8 (it is no JSON, as for encode and decode)", function()
             local v = core.compile({ pattern = "a" })
