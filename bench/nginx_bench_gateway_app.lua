@@ -81,10 +81,14 @@ end
 -- transport costs before any gateway work): the smallest cosocket client (connect from the
 -- pool, send, one read, keep-alive; no framing checks) and nginx's own upstream module reached
 -- through a subrequest (ngx.location.capture to an internal location doing proxy_pass).
+local function posted_body()
+    ngx.req.read_body()
+    return ngx.req.get_body_data() or ""
+end
+
 local REQUEST_HEAD
 function M.cosocket_min()
-    ngx.req.read_body()
-    local body = ngx.req.get_body_data() or ""
+    local body = posted_body()
     REQUEST_HEAD = REQUEST_HEAD or ("POST /up/v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:" .. M.port
         .. "\r\nContent-Type: application/json\r\nAuthorization: Bearer " .. os.getenv(M.key_env)
         .. "\r\nConnection: keep-alive\r\nContent-Length: ")
@@ -99,8 +103,7 @@ end
 
 local CAPTURE = {}
 function M.capture_min()
-    ngx.req.read_body()
-    local body = ngx.req.get_body_data() or ""
+    local body = posted_body()
     CAPTURE.method, CAPTURE.body = ngx.HTTP_POST, body
     CAPTURE.vars = CAPTURE.vars or { jc_upstream_auth = "Bearer " .. os.getenv(M.key_env) }
     local res = ngx.location.capture("/_jc_upstream", CAPTURE)
@@ -111,8 +114,7 @@ end
 -- The project's cosocket transport alone, with the gateway's settings (keep-alive pool, timeouts).
 local TRANSPORT_REQ
 function M.transport_only()
-    ngx.req.read_body()
-    local body = ngx.req.get_body_data() or ""
+    local body = posted_body()
     TRANSPORT_REQ = TRANSPORT_REQ or { url = "http://127.0.0.1:" .. M.port .. "/up/v1/chat/completions",
         headers = { ["Content-Type"] = "application/json", Authorization = "Bearer " .. os.getenv(M.key_env) },
         timeout_ms = 5000, keepalive = true, pool_size = 64, keepalive_timeout_ms = 60000 }

@@ -287,12 +287,16 @@ void jc_error_open(lua_State *L) {
 
 /* See jc.h. */
 int jc_pcall_busy(lua_State *L, lua_CFunction fn, int nargs, int *busy) {
-  int st, was;
   /* may allocate (a closure on Lua 5.1 and LuaJIT) and so run a __gc:
   ** before the mark, while the caller holds no pointer into its object */
   lua_pushcfunction(L, fn);
   lua_insert(L, -(nargs + 1));
-  was = *busy;
+  return jc_pcall_marked(L, nargs, busy);
+}
+
+/* See jc.h. */
+int jc_pcall_marked(lua_State *L, int nargs, int *busy) {
+  int st, was = *busy;
   *busy = 1;
   st = lua_pcall(L, nargs, LUA_MULTRET, 0);
   *busy = was;

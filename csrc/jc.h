@@ -137,6 +137,10 @@ static inline const unsigned char *jc_scan_plain8(const unsigned char *s,
 ** rethrows it with lua_error). [-nargs, +(results | 1), m]
 */
 int jc_pcall_busy(lua_State *L, lua_CFunction fn, int nargs, int *busy);
+/* jc_pcall_busy for a function already on the stack below its 'nargs'
+** arguments (an upvalue, say: nothing to allocate before the mark).
+** [-(nargs + 1), +(results | 1), -] */
+int jc_pcall_marked(lua_State *L, int nargs, int *busy);
 
 /* Area entry points: each adds its functions to the table at the top of the
 ** stack. Stack: [-0, +0, m] */

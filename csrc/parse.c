@@ -705,7 +705,7 @@ static int jc_parse_run(jc_parser *p) {
 
 value:
   JC_SKIP_WS(s);
-  if (*s == '"') {      /* most values: a string, without the switch's jump */
+  if (*s == '"') {      /* most values: a string, before the switch's jump */
     e = jc_tape_add(p->L, t);
     t->v[e].kind = JT_STRING;
     if (jc_string_plain(p, &s, e)) return jc_in_value(p);
@@ -726,11 +726,6 @@ value:
       if (*s == ']') { s++; jc_close(p, s); goto done; }
       after_comma = 0;
       goto value;
-    case '"':
-      e = jc_tape_add(p->L, t);
-      t->v[e].kind = JT_STRING;
-      if (jc_string_plain(p, &s, e)) return jc_in_value(p);
-      goto done;
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
       e = jc_tape_add(p->L, t);

@@ -462,37 +462,6 @@ const char *jc_keep_string(jc_cctx *c, size_t *len);
 void *jc_keep_block(jc_cctx *c, size_t n, size_t elem);
 int jc_getkw(lua_State *L, int sidx, const char *kw);
 int jc_cmp_bytes(const char *a, size_t al, const char *b, size_t bl);
-/* Equal bytes, 8 at a time (enum strings are short: no libc call); the
-** last word overlaps the one before it, as do the two halves of 4 to 7
-** bytes, so only 0 to 3 bytes go one by one. */
-static JC_INLINE int jc_bytes_eq(const char *a, const char *b, size_t len) {
-  if (len >= 8) {
-    jc_u64 x, y;
-    size_t o;
-    for (o = 0; o + 8 < len; o += 8) {
-      memcpy(&x, a + o, 8);
-      memcpy(&y, b + o, 8);
-      if (x != y) return 0;
-    }
-    memcpy(&x, a + len - 8, 8);
-    memcpy(&y, b + len - 8, 8);
-    return x == y;
-  }
-  if (len >= 4) {
-    unsigned x0, y0, x1, y1;
-    memcpy(&x0, a, 4);
-    memcpy(&y0, b, 4);
-    memcpy(&x1, a + len - 4, 4);
-    memcpy(&y1, b + len - 4, 4);
-    return x0 == y0 && x1 == y1;
-  }
-  while (len > 0) {
-    if (*a++ != *b++) return 0;
-    len--;
-  }
-  return 1;
-}
-
 /* The two words a member name is known by: its first and last 8 bytes
 ** (4 when shorter than 8; first, middle and last byte when shorter than
 ** 4). The loads overlap, as wyhash reads short keys: two names of the

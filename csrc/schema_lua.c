@@ -386,9 +386,9 @@ typedef struct jc_vcall {
 #define JC_UP_CHECK 3
 
 /* Run the body at upvalue 'body' for validator 'c->v' (stack index 1) on
-** the value at index 2, under lua_pcall with v->busy set (as
-** jc_pcall_busy does). The validator's path segments, dynamic scope, via
-** stack and tape belong to one call at a time, but a finalizer run by an
+** the value at index 2, under jc_pcall_marked. The validator's path
+** segments, dynamic scope, via stack and tape belong to one call at a
+** time, but a finalizer run by an
 ** allocation inside the walk may call it again, or close it. A call made
 ** while another runs gets scratch of its own (fresh blocks here, a fresh
 ** tape from jc_v_tape) and puts the running call's back when it ends, so
@@ -430,9 +430,7 @@ static int jc_v_call(lua_State *L, jc_vcall *c, int body) {
   lua_pushvalue(L, 1);
   lua_pushvalue(L, 2);
   lua_pushlightuserdata(L, c);
-  v->busy = 1;
-  st = lua_pcall(L, 3, LUA_MULTRET, 0);
-  v->busy = nested;
+  st = jc_pcall_marked(L, 3, &v->busy);
   if (nested) {
     v->segs = segs;
     v->scope = scope;

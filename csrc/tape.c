@@ -916,35 +916,9 @@ int jc_tv_multiple(const jc_tv *a, const jc_tv *b) {
 /* Equality and hashing                                                  */
 /* ===================================================================== */
 
-/* Equal bytes: the short strings of enums and uniqueItems (tags, codes)
-** eight bytes at a time in line, without the call to memcmp. */
+/* Equal strings: the lengths, then the bytes (jc_bytes_eq). */
 static JC_INLINE int jc_key_eq(const jc_tv *a, const jc_tv *b) {
-  size_t len = a->u.len, i;
-  const char *p = a->s, *q = b->s;
-  if (len != b->u.len) return 0;
-  if (len > 32) return memcmp(p, q, len) == 0;
-  if (len >= 8) {               /* whole words, the last one overlapping */
-    jc_u64 wa, wb;
-    for (i = 0; i + 8 < len; i += 8) {
-      memcpy(&wa, p + i, 8);
-      memcpy(&wb, q + i, 8);
-      if (wa != wb) return 0;
-    }
-    memcpy(&wa, p + len - 8, 8);
-    memcpy(&wb, q + len - 8, 8);
-    return wa == wb;
-  }
-  if (len >= 4) {               /* the first and the last four bytes */
-    jc_u64 fa = 0, fb = 0, la = 0, lb = 0;
-    memcpy(&fa, p, 4);
-    memcpy(&fb, q, 4);
-    memcpy(&la, p + len - 4, 4);
-    memcpy(&lb, q + len - 4, 4);
-    return fa == fb && la == lb;
-  }
-  for (i = 0; i < len; i++)
-    if (p[i] != q[i]) return 0;
-  return 1;
+  return a->u.len == b->u.len && jc_bytes_eq(a->s, b->s, a->u.len);
 }
 
 static JC_NOINLINE int jc_tv_equal_walk(const jc_tape *ta, size_t a,

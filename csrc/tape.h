@@ -224,6 +224,39 @@ int jc_tv_integral(const jc_tv *a);
 int jc_tv_multiple(const jc_tv *a, const jc_tv *b);
 
 typedef unsigned long long jc_u64;
+
+/* Equal bytes, 8 at a time (the strings of enums, const and uniqueItems
+** are short: no libc call; past 32 bytes memcmp); the last word overlaps
+** the one before it, as do the two halves of 4 to 7 bytes, so only 0 to 3
+** bytes go one by one. */
+static JC_INLINE int jc_bytes_eq(const char *a, const char *b, size_t len) {
+  if (len > 32) return memcmp(a, b, len) == 0;
+  if (len >= 8) {
+    jc_u64 x, y;
+    size_t o;
+    for (o = 0; o + 8 < len; o += 8) {
+      memcpy(&x, a + o, 8);
+      memcpy(&y, b + o, 8);
+      if (x != y) return 0;
+    }
+    memcpy(&x, a + len - 8, 8);
+    memcpy(&y, b + len - 8, 8);
+    return x == y;
+  }
+  if (len >= 4) {
+    unsigned x0, y0, x1, y1;
+    memcpy(&x0, a, 4);
+    memcpy(&y0, b, 4);
+    memcpy(&x1, a + len - 4, 4);
+    memcpy(&y1, b + len - 4, 4);
+    return x0 == y0 && x1 == y1;
+  }
+  while (len > 0) {
+    if (*a++ != *b++) return 0;
+    len--;
+  }
+  return 1;
+}
 /* Hash such that equal values ('jc_tv_equal') hash equal; '*budget'
 ** counts entries visited: when it runs out the hash is meaningless. */
 jc_u64 jc_tv_hash(const jc_tape *t, size_t i, long *budget);

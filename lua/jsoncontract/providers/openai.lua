@@ -187,31 +187,45 @@ end
 -- The body's text around `messages`, as `core.encode` writes those fields (BODY_KEYS order):
 -- what comes before (`{"max_completion_tokens":N,"messages":`) and after (`,"model":..,
 -- "response_format":<rf>,...}`). A gateway sends the same model, limits and format every
--- request, so the last pair made is kept and reused while they stay the same.
+-- request, so the last pair made is kept and reused while every other field is the same (a
+-- table-valued one, `stream_options`, compared by its JSON).
 local last = {}
+local function field_key(body, k, rf)
+    if k == "response_format" then return rf end
+    local v = body[k]
+    if type(v) == "table" then return core.encode(v) end
+    return v
+end
 local function around_messages(body, rf)
-    local l = last
-    if l.rf == rf and l.model == body.model and l.max == body.max_completion_tokens
-        and l.temperature == body.temperature and l.stream == body.stream then
-        return l.before, l.after
-    end
-    local parts, n, before = {}, 0, nil
+    local l, same = last, true
     for _, k in ipairs(BODY_KEYS) do
-        local v = body[k]
-        if k == "response_format" then v = rf end
-        if k == "messages" then
-            before = "{" .. table.concat(parts) .. (n > 0 and "," or "") .. '"messages":'
-            parts, n = {}, 0
-        elseif v ~= nil then
-            parts[n + 1] = ',"' .. k .. '":' .. (k == "response_format" and rf or core.encode(v))
-            n = n + 1
+        if k ~= "messages" and l[k] ~= field_key(body, k, rf) then
+            same = false
+            break
         end
     end
-    if before:sub(2, 2) == "," then before = "{" .. before:sub(3) end
-    local after = table.concat(parts) .. "}"
-    last = { rf = rf, model = body.model, max = body.max_completion_tokens, temperature = body.temperature,
-        stream = body.stream, before = before, after = after }
-    return before, after
+    if same and l.before then return l.before, l.after end
+    local fields, before = {}, nil
+    l = {}
+    for _, k in ipairs(BODY_KEYS) do
+        if k == "messages" then
+            fields[#fields + 1] = '"messages":'
+            before = "{" .. table.concat(fields, ",")
+            fields = {}
+        else
+            l[k] = field_key(body, k, rf)
+            local v = body[k]
+            if k == "response_format" then
+                v = rf
+            elseif v ~= nil then
+                v = core.encode(v)
+            end
+            if v ~= nil then fields[#fields + 1] = '"' .. k .. '":' .. v end
+        end
+    end
+    l.before, l.after = before, (#fields > 0 and "," .. table.concat(fields, ",") or "") .. "}"
+    last = l
+    return l.before, l.after
 end
 
 -- The request body as `core.encode(body)` writes it, with `response_format` (its JSON text

@@ -440,22 +440,14 @@ local function exchange(sock, req, u, t0, st)
     local whole = concat(out)
     -- Sent in pieces of SEND_STEP, each armed with the time left: one send of a long request
     -- restarts its timer whenever the peer takes a few bytes, so a peer reading slowly could
-    -- hold it. A request within one piece goes as it is.
-    if #whole <= SEND_STEP then
+    -- hold it. A request within one piece goes as it is (no copy cut from it).
+    local one = #whole <= SEND_STEP
+    for i = 1, #whole, SEND_STEP do
         if not arm(x) then return timed_out(x) end
-        ok, err = sock:send(whole)
+        ok, err = sock:send(one and whole or sub(whole, i, i + SEND_STEP - 1))
         if not ok then
             st.stale = st.reused > 0 and err ~= "timeout"
             return failed(x, err, "send failed")
-        end
-    else
-        for i = 1, #whole, SEND_STEP do
-            if not arm(x) then return timed_out(x) end
-            ok, err = sock:send(sub(whole, i, i + SEND_STEP - 1))
-            if not ok then
-                st.stale = st.reused > 0 and err ~= "timeout"
-                return failed(x, err, "send failed")
-            end
         end
     end
 
