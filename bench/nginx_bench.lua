@@ -2,13 +2,14 @@
 --   1. the contract check inside nginx: requests/s of four locations that each read the same
 --      POSTed 1 KB reply (bench/ticket_1k.lua's TEXT) and answer "ok" after their work
 --      (bench/nginx_bench_app.lua): the body read alone, `contract:check_json`,
---      `contract:check` (the Lua value built) and lua-cjson's decode + api7/jsonschema v0.9.12
+--      `contract:check` (the Lua value built), lua-cjson's decode alone (nothing validated: the
+--      floor of any location that builds the Lua value) and lua-cjson's decode + api7/jsonschema v0.9.12
 --      (what APISIX and Kong plugins do; not packaged: JC_API7_JSONSCHEMA_PATH is a
 --      lua_package_path fragment with it and neturl, e.g.
 --      "/x/jsonschema/lib/?.lua;/x/neturl/lib/?.lua", else that location is skipped, saying so).
 --      One worker, wrk -t2 -c50, BENCH_NGINX_ROUNDS rounds of BENCH_NGINX_SECONDS each,
 --      locations interleaved; req/s per round, and the ratios check_json / body, check / body,
---      check_json / api7, check / api7 as ranges over the rounds (and by the worker's CPU time
+--      check_json / api7, check / api7, cjson / body, check / cjson as ranges over the rounds (and by the worker's CPU time
 --      per request, which the neighbours on the machine move less).
 --   2. the gateway (jsoncontract.nginx) in front of the stand-in model answering after 200 ms:
 --      wrk with 1,000 connections against one worker; requests/s, latency percentiles, errors,
@@ -215,7 +216,7 @@ if ROUNDS > 0 then
     -- inside http {}: the app, the four locations and /ffi_status
     local function http(port)
         local loc = {}
-        for _, name in ipairs { "body", "check_json", "check", "api7", "ffi_status" } do
+        for _, name in ipairs { "body", "check_json", "check", "cjson", "api7", "ffi_status" } do
             loc[#loc + 1] = fmt('  location = /%s { content_by_lua_block { require("nginx_bench_app").%s() } }',
                 name, name)
         end
@@ -247,7 +248,12 @@ if ROUNDS > 0 then
         say("nginx: the contract check on the POSTed %d-byte reply (bench/ticket_1k.lua); 1 worker, "
             .. "wrk -t2 -c50 -d%ds, %d rounds, locations interleaved; the core's path in the worker: %s",
             #TEXT, SECONDS, ROUNDS, status and status.body and status.body:gsub("%s+$", "") or "?")
-        local names = { "body", "check_json", "check", "api7" }
+        local names = { "body", "check_json", "check", "cjson", "api7" }
+        local cjson_probe = wrk("-t1 -c1 -d1s " .. post, srv.base .. "/cjson")
+        if cjson_probe.requests == 0 or cjson_probe.non2xx > 0 then
+            table.remove(names, 4)
+            say("  cjson: skipped (lua-cjson not found in the worker: apt-get install lua-cjson)")
+        end
         local probe = wrk("-t1 -c1 -d1s " .. post, srv.base .. "/api7")
         if probe.requests == 0 or probe.non2xx > 0 then
             table.remove(names)
@@ -273,7 +279,8 @@ if ROUNDS > 0 then
                 if r.non2xx > 0 or r.errors > 0 then say("  %s: %d non-2xx, %d socket errors", name, r.non2xx, r.errors) end
             end
         end
-        local LABEL = { body = "body only", check_json = "check_json", check = "check", api7 = "cjson+api7" }
+        local LABEL = { body = "body only", check_json = "check_json", check = "check", cjson = "cjson alone",
+            api7 = "cjson+api7" }
         for _, name in ipairs(names) do
             say("  %-11s req/s per round %s; worker CPU %s us/request", LABEL[name], list(rps[name], "%.0f"),
                 range(cpu_us[name], "%.1f"))
@@ -282,6 +289,8 @@ if ROUNDS > 0 then
             { "check_json", "body", "goal >= 0.90" }, { "check", "body", "goal >= 0.85" },
             { "check_json", "api7", "goal >= 1.30" }, { "check", "api7", "goal >= 1.30" },
             { "api7", "body", "the peer, for scale" },
+            { "cjson", "body", "the floor of building the value (nothing validated)" },
+            { "check", "cjson", "the checked value against the unchecked one" },
         }
         for _, r in ipairs(RATIOS) do
             if rps[r[1]] and rps[r[2]] then

@@ -5,6 +5,8 @@
 --   body        reads the body, nothing else (the baseline)
 --   check_json  contract:check_json (the gateway's path: format and schema gates, no Lua value)
 --   check       contract:check (the Lua value built, as a handler wants it)
+--   cjson       lua-cjson's decode alone, nothing validated: the floor of any location that
+--               builds the Lua value (what `check ≥ 0.85×` asks for is measured against it)
 --   api7        cjson.decode, then api7/jsonschema's validator (what APISIX and Kong plugins do);
 --               api7/jsonschema is not packaged: its folder comes from JC_API7_JSONSCHEMA_PATH
 --               (a lua_package_path fragment, with neturl's), else the location answers 501
@@ -45,6 +47,16 @@ do
 end
 M.api7_missing = api7_missing
 
+-- lua-cjson alone (a Debian package; the location answers 501 without it).
+local cjson_decode
+do
+    local ok, cjson = pcall(require, "cjson")
+    if ok then
+        cjson_decode = cjson.decode
+        assert(type(cjson_decode(M.TEXT)) == "table", "lua-cjson must decode the bench reply")
+    end
+end
+
 local contract = M.contract
 local read_body, get_body_data, say, exit
 
@@ -82,6 +94,20 @@ function M.check()
     if not text then return fail("no body in memory") end
     local value, err = contract:check(text)
     if not value then return fail(tostring(err)) end
+    say("ok")
+end
+
+--- POST /cjson: lua-cjson's decode of the reply (the Lua value, nothing validated), answer
+-- "ok"; 501 when lua-cjson is not installed.
+function M.cjson()
+    if not cjson_decode then
+        ngx.status = 501
+        say("lua-cjson not found")
+        return exit(501)
+    end
+    local text = body()
+    if not text then return fail("no body in memory") end
+    if type(cjson_decode(text)) ~= "table" then return fail("not an object") end
     say("ok")
 end
 
