@@ -117,6 +117,13 @@ typedef struct jc_prop {       /* one member of 'properties' */
                                   props_sorted; set by jc_node_link) */
 } jc_prop;
 
+typedef struct jc_estr {       /* a string member of 'enum' */
+  jc_u64 wa, wb;               /* 'jc_name_words' of its bytes */
+  size_t len;
+  const char *s;
+  size_t k;                    /* its index among the enum's members */
+} jc_estr;
+
 typedef struct jc_patprop {    /* one member of 'patternProperties' */
   const char *src;
   size_t len;
@@ -186,6 +193,14 @@ struct jc_node {
   int *enum_names;             /* keep index of each string member's Lua
                                   string (check reuses it), 0 for others */
   jc_u64 *enum_hash;           /* (hash, member) pairs sorted by hash */
+  jc_estr *enum_strs;          /* the string members, in enum order: a
+                                  string is compared by length and words
+                                  ('jc_enum_has'), not through the tape */
+  size_t nenum_strs;
+  unsigned *enum_shash;        /* past 16 members: index + 1 in enum_strs
+                                  by jc_name_hash (seed 0), open
+                                  addressing, 0 empty; NULL otherwise */
+  size_t enum_smask;           /* its size - 1 */
   jc_tape *const_tape;         /* 'const' at entry 0 */
   const char *base;            /* base URI */
   jc_node *ref;                /* '$ref' target */
