@@ -268,6 +268,7 @@ static int jc_number_ok(const jc_node *n, const jc_tv *x);
 static int jc_string_ok(jc_vctx *c, const jc_node *n, size_t i,
                         const jc_tv *x);
 static int jc_vfast(jc_vctx *c, const jc_node *n, size_t i, int room);
+static int jc_vfast_out(jc_vctx *c, const jc_node *n, size_t i);
 
 /* Does the child value 'x' pass 'n' on sight (jc_node.pass)? Then it
 ** costs the work unit jc_eval would charge, and nothing else: no
@@ -1153,6 +1154,19 @@ static JC_INLINE int jc_inplace(jc_vctx *c, const jc_node *n, size_t i) {
       return jc_type_ok(n, x);
     }
   }
+  /* a plain subschema (jc_node.vfast) by jc_vfast, as jc_verdict takes
+  ** it: jc_eval would keep no memo for it here either (a scalar, the
+  ** applicator's own level, or a container among the first JC_MEMO_LAZY
+  ** quiet evaluations, counted the same) */
+  if (n->vfast && !c->abort) {
+    int box = x->kind == JT_OBJECT || x->kind == JT_ARRAY;
+    if (c->quiet == c->qbase || (x->kind != JT_REF && !box))
+      return jc_vfast_out(c, n, i);
+    if (box && c->memo_skip < JC_MEMO_LAZY) {
+      c->memo_skip++;
+      return jc_vfast_out(c, n, i);
+    }
+  }
   return jc_eval(c, n, i);
 }
 
@@ -1656,6 +1670,11 @@ static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i,
   }
   c->edepth--;
   return ok && !c->abort;
+}
+
+/* jc_vfast out of line, for a caller that is itself in line. */
+static JC_NOINLINE int jc_vfast_out(jc_vctx *c, const jc_node *n, size_t i) {
+  return jc_vfast(c, n, i, 0);
 }
 
 int jc_verdict(jc_vctx *c, const jc_node *n, size_t i) {
