@@ -94,6 +94,9 @@ enum { LIM_MIN, LIM_MAX, LIM_XMIN, LIM_XMAX, LIM_MULT, LIM_N };
 #define JC_LEAF_ENUM 0x04u
 #define JC_LEAF_STR 0x08u     /* a string with string keywords */
 #define JC_LEAF_NUM 0x10u     /* a number with numeric keywords */
+#define JC_LEAF_LEN 0x20u     /* a string whose only string keywords to
+                                 check are minLength/maxLength (not set
+                                 with JC_LEAF_STR) */
 
 /* in-place applicators: what makes a quiet result worth remembering */
 #define KW_INPLACE (KW_REF | KW_ALLOF | KW_ANYOF | KW_ONEOF | KW_NOT | KW_IF)

@@ -1090,7 +1090,10 @@ void jc_node_finish(const jc_validator *v, jc_node *n) {
     if (n->types == 0 || (n->types & bit[k]) != 0) op |= JC_LEAF_TYPE;
     else if (k == JT_NUMBER && (n->types & TB_INTEGER)) op |= JC_LEAF_INT;
     if (kw & KW_ENUM) op |= JC_LEAF_ENUM;
-    if (k == JT_STRING && (kw & KW_STR)) op |= JC_LEAF_STR;
+    if (k == JT_STRING && (kw & KW_STR))
+      op |= n->pattern == NULL && (n->format == JC_FMT_NONE ||
+                                   !v->format_assertion)
+                ? JC_LEAF_LEN : JC_LEAF_STR;
     if (k == JT_NUMBER && (kw & KW_NUM)) op |= JC_LEAF_NUM;
     n->leaf[k] = (unsigned char)op;
   }

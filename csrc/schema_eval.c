@@ -129,8 +129,9 @@ static void jc_memo_put(jc_vctx *c, const jc_node *n, size_t i, int r) {
 }
 
 /* A regex search charged to the work budget. */
-static int jc_match(jc_vctx *c, const jc_node *n, const jc_pattern *re,
-                    const char *s, size_t len) {
+static JC_INLINE int jc_match(jc_vctx *c, const jc_node *n,
+                              const jc_pattern *re, const char *s,
+                              size_t len) {
   int rc;
   c->work -= 1.0 + (double)(len >> 4);
   rc = c->t->text != NULL   /* parsed text: UTF-8 checked by the parser */
@@ -265,6 +266,14 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
   (((n)->min_len != ABSENT && ((len) + 3) / 4 < (n)->min_len) || \
    ((n)->max_len != ABSENT && (len) > (n)->max_len))
 static int jc_number_ok(const jc_node *n, const jc_tv *x);
+
+/* minLength/maxLength of 'n' on string 'x' by its characters, when
+** jc_len_needs_count says its bytes do not settle them. */
+static JC_NOINLINE int jc_chars_ok(const jc_node *n, const jc_tv *x) {
+  size_t chars = jc_utf8_chars(x->s, x->u.len);
+  return !((n->min_len != ABSENT && chars < n->min_len) ||
+           (n->max_len != ABSENT && chars > n->max_len));
+}
 static int jc_string_ok(jc_vctx *c, const jc_node *n, size_t i,
                         const jc_tv *x);
 static int jc_vfast(jc_vctx *c, const jc_node *n, size_t i, int room);
@@ -299,6 +308,8 @@ static JC_INLINE int jc_scalar_ok(jc_vctx *c, const jc_node *n, size_t i,
   unsigned op = n->leaf[x->kind & 7];   /* type, enum, then the kind's */
   if (!jc_type_ok(n, x)) return 0;
   if ((op & JC_LEAF_ENUM) && !jc_enum_has(c, n, i)) return 0;
+  if (op & JC_LEAF_LEN)
+    return !jc_len_needs_count(n, x->u.len) || jc_chars_ok(n, x);
   if (op & JC_LEAF_STR) return jc_string_ok(c, n, i, x);
   if (op & JC_LEAF_NUM) return jc_number_ok(n, x);
   return 1;

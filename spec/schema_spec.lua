@@ -705,6 +705,20 @@ describe("jsoncontract.core", function()
             assert.is_nil(v:check_json('{"tags":["a","b","c","\\u0061"]}'))
         end)
 
+        it("counts characters, not bytes, for minLength/maxLength of a member", function()
+            local v = core.compile({ properties = { s = { type = "string", minLength = 2, maxLength = 3,
+                                                          format = "email" } } })
+            for _, ok in ipairs({ "ab", "\195\169\195\169", "\240\159\152\128xy" }) do
+                check(v, { s = ok }, true)
+                assert.truthy(v:check_json(core.encode({ s = ok })))
+            end
+            check(v, { s = "\195\169" }, { errors = { { "/s", "minLength", "/properties/s/minLength",
+                "/s has 1 characters, minimum 2" } } })
+            check(v, { s = "\195\169\195\169\195\169\195\169" }, { errors = { { "/s", "maxLength",
+                "/properties/s/maxLength", "/s has 4 characters, maximum 3" } } })
+            assert.is_nil(v:check_json('{"s":"\\u00e9"}'))
+        end)
+
         it("stops a pairwise scan of strings at the work budget as before", function()
             local t = {}
             for i = 1, 16 do t[i] = "t" .. i end
