@@ -981,6 +981,39 @@ static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
                       p->len, 0))
         return 0;
     }
+  } else if (n->npprops == 0 && n->nprops > 0) {
+    /* the common shape (properties, additionalProperties or not, no
+    ** patternProperties): jc_find_prop_next with what it reads from 'n'
+    ** in locals, which the stores of the name marks would otherwise make
+    ** the compiler load again for each member */
+    const jc_prop *props = n->props;
+    size_t *order = n->order, np = n->nprops;
+    int addl = n->addl != NULL;
+    for (j = i + 1; j < end; j = jc_tv_after(tv, j + 1)) {
+      jc_tv *key = &tv[j];
+      const char *s = key->s;
+      size_t len = key->u.len, e = order[prev];
+      const jc_prop *p;
+      jc_u64 wa, wb;
+      jc_name_words(s, len, &wa, &wb);
+      if (e < np && jc_prop_is(&props[e], s, len, wa, wb)) {
+        p = &props[e];
+        prev = e + 1;
+      } else {
+        p = jc_find_prop_words(n, s, len, wa, wb);
+        if (p == NULL) {
+          if (addl && !jc_eval_member(c, n, j, 0)) return 0;
+          continue;
+        }
+        order[prev] = (size_t)p->eidx;      /* learned for the next object */
+        prev = (size_t)p->eidx + 1;
+      }
+      jc_mark_name(text, key, p);
+      req += (size_t)p->req;
+      if (!jc_sibling(c, room, p->pass, p->node, j + 1, &tv[j + 1], p->name,
+                      p->len, 0))
+        return 0;
+    }
   } else
   for (j = i + 1; j < end; j = jc_tv_after(tv, j + 1)) {
     jc_tv *key = &tv[j];
