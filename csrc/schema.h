@@ -94,6 +94,9 @@ enum { LIM_MIN, LIM_MAX, LIM_XMIN, LIM_XMAX, LIM_MULT, LIM_N };
 #define JC_LEAF_ENUM 0x04u
 #define JC_LEAF_STR 0x08u     /* a string with string keywords */
 #define JC_LEAF_NUM 0x10u     /* a number with numeric keywords */
+#define JC_LEAF_LEN 0x20u     /* a string whose only string keywords to
+                                 check are minLength/maxLength (not set
+                                 with JC_LEAF_STR) */
 
 /* in-place applicators: what makes a quiet result worth remembering */
 #define KW_INPLACE (KW_REF | KW_ALLOF | KW_ANYOF | KW_ONEOF | KW_NOT | KW_IF)
@@ -116,6 +119,13 @@ typedef struct jc_prop {       /* one member of 'properties' */
   unsigned pass;               /* node->pass, next to the name (props and
                                   props_sorted; set by jc_node_link) */
 } jc_prop;
+
+typedef struct jc_estr {       /* a string member of 'enum' */
+  jc_u64 wa, wb;               /* 'jc_name_words' of its bytes */
+  size_t len;
+  const char *s;
+  size_t k;                    /* its index among the enum's members */
+} jc_estr;
 
 typedef struct jc_patprop {    /* one member of 'patternProperties' */
   const char *src;
@@ -186,6 +196,14 @@ struct jc_node {
   int *enum_names;             /* keep index of each string member's Lua
                                   string (check reuses it), 0 for others */
   jc_u64 *enum_hash;           /* (hash, member) pairs sorted by hash */
+  jc_estr *enum_strs;          /* the string members, in enum order: a
+                                  string is compared by length and words
+                                  ('jc_enum_has'), not through the tape */
+  size_t nenum_strs;
+  unsigned *enum_shash;        /* past 16 members: index + 1 in enum_strs
+                                  by jc_name_hash (seed 0), open
+                                  addressing, 0 empty; NULL otherwise */
+  size_t enum_smask;           /* its size - 1 */
   jc_tape *const_tape;         /* 'const' at entry 0 */
   const char *base;            /* base URI */
   jc_node *ref;                /* '$ref' target */

@@ -105,6 +105,37 @@ void *jc_keep_block(jc_cctx *c, size_t n, size_t elem) {
   return p;
 }
 
+/* The hash table of the string members of a large enum (n->enum_shash):
+** a string is looked up by one hash of its length and words, not by the
+** hash of its bytes and a search of the sorted hashes. A member equal to
+** an earlier one is not entered (the earlier one is found, as before).
+** [-0, +0, m] */
+static void jc_enum_table(jc_cctx *c, jc_node *n) {
+  size_t cap = 32, k;
+  if (n->nenum <= 16 || n->nenum_strs == 0) return;
+  while (cap < n->nenum_strs * 2) {
+    if (cap > ((size_t)-1) / 4 / sizeof(unsigned))
+      luaL_error(c->L, "schema too large");
+    cap *= 2;
+  }
+  n->enum_shash = (unsigned *)jc_keep_block(c, cap, sizeof(unsigned));
+  n->enum_smask = cap - 1;
+  for (k = 0; k < n->nenum_strs; k++) {
+    const jc_estr *m = &n->enum_strs[k];
+    size_t pos = jc_name_hash(m->wa, m->wb, m->len, 0) & n->enum_smask;
+    int dup = 0;
+    while (n->enum_shash[pos] != 0) {
+      const jc_estr *o = &n->enum_strs[n->enum_shash[pos] - 1];
+      if (o->len == m->len && jc_bytes_eq(o->s, m->s, m->len)) {
+        dup = 1;
+        break;
+      }
+      pos = (pos + 1) & n->enum_smask;
+    }
+    if (!dup) n->enum_shash[pos] = (unsigned)(k + 1);
+  }
+}
+
 /* Keep and return "<base>/<kw>[/<token>]"; 'token' NULL with 'index' >= 0
 ** adds the index, both absent adds nothing. [-0, +0, m] */
 static const char *jc_child_path(jc_cctx *c, const char *base, const char *kw,
@@ -935,11 +966,21 @@ static jc_node *jc_compile_node_in(jc_cctx *c, int idx, const char *path,
     /* each string member's Lua string kept on its own: a value that
     ** matched it is built from it instead of being interned again */
     n->enum_names = (int *)jc_keep_block(c, cnt, sizeof(int));
+    n->enum_strs = (jc_estr *)jc_keep_block(c, cnt, sizeof(jc_estr));
+    n->nenum_strs = 0;
     for (k = 0; k < cnt; k++) {
-      if (n->enum_tape->v[n->enum_roots[k]].kind != JT_STRING) continue;
+      const jc_tv *m = &n->enum_tape->v[n->enum_roots[k]];
+      jc_estr *es;
+      if (m->kind != JT_STRING) continue;
+      es = &n->enum_strs[n->nenum_strs++];
+      es->s = m->s;
+      es->len = m->u.len;
+      es->k = k;
+      jc_name_words(m->s, m->u.len, &es->wa, &es->wb);
       lua_rawgeti(L, -1, (lua_Integer)(k + 1));
       n->enum_names[k] = jc_keep(c);
     }
+    jc_enum_table(c, n);
     n->enum_ref = jc_keep(c);
   } else {
     lua_pop(L, 1);
@@ -1049,7 +1090,10 @@ void jc_node_finish(const jc_validator *v, jc_node *n) {
     if (n->types == 0 || (n->types & bit[k]) != 0) op |= JC_LEAF_TYPE;
     else if (k == JT_NUMBER && (n->types & TB_INTEGER)) op |= JC_LEAF_INT;
     if (kw & KW_ENUM) op |= JC_LEAF_ENUM;
-    if (k == JT_STRING && (kw & KW_STR)) op |= JC_LEAF_STR;
+    if (k == JT_STRING && (kw & KW_STR))
+      op |= n->pattern == NULL && (n->format == JC_FMT_NONE ||
+                                   !v->format_assertion)
+                ? JC_LEAF_LEN : JC_LEAF_STR;
     if (k == JT_NUMBER && (kw & KW_NUM)) op |= JC_LEAF_NUM;
     n->leaf[k] = (unsigned char)op;
   }

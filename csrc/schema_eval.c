@@ -129,8 +129,9 @@ static void jc_memo_put(jc_vctx *c, const jc_node *n, size_t i, int r) {
 }
 
 /* A regex search charged to the work budget. */
-static int jc_match(jc_vctx *c, const jc_node *n, const jc_pattern *re,
-                    const char *s, size_t len) {
+static JC_INLINE int jc_match(jc_vctx *c, const jc_node *n,
+                              const jc_pattern *re, const char *s,
+                              size_t len) {
   int rc;
   c->work -= 1.0 + (double)(len >> 4);
   rc = c->t->text != NULL   /* parsed text: UTF-8 checked by the parser */
@@ -149,7 +150,110 @@ static JC_INLINE int jc_type_ok(const jc_node *n, const jc_tv *x) {
          ((op & JC_LEAF_INT) != 0 &&
           ((x->flags & JC_TF_INT) != 0 || jc_tv_integral(x)));
 }
-static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i);
+/* jc_enum_has by hash, every member when the value is too big to hash
+** whole. Returns the member's index + 1, 0 when none is equal. */
+static JC_NOINLINE size_t jc_enum_hashed(jc_vctx *c, const jc_node *n,
+                                         size_t i) {
+  long budget = JC_HASH_BUDGET;
+  jc_u64 h;
+  size_t lo = 0, hi = n->nenum, k;
+  h = jc_tv_hash(c->t, i, &budget);
+  if (budget < 0) {
+    for (k = 0; k < n->nenum; k++)
+      if (jc_tv_equal(c->t, i, n->enum_tape, n->enum_roots[k])) return k + 1;
+    return 0;
+  }
+  while (lo < hi) {               /* first pair with hash >= h */
+    size_t mid = lo + (hi - lo) / 2;
+    if (n->enum_hash[2 * mid] < h) lo = mid + 1;
+    else hi = mid;
+  }
+  for (k = lo; k < n->nenum && n->enum_hash[2 * k] == h; k++)
+    if (jc_tv_equal(c->t, i, n->enum_tape,
+                    n->enum_roots[n->enum_hash[2 * k + 1]]))
+      return (size_t)n->enum_hash[2 * k + 1] + 1;
+  return 0;
+}
+
+/* A string of a parsed text (not escaped) equal to member 'k' of the enum
+** of 'n' is marked as jc_mark_name marks names: check builds its Lua value
+** from the kept string instead of interning it again. */
+static JC_INLINE void jc_mark_member(jc_vctx *c, const jc_node *n,
+                                     size_t i, size_t k) {
+  jc_tv *x = (jc_tv *)&c->t->v[i];
+  if (x->kind == JT_STRING && !(x->flags & JC_TF_ESC) && c->t->text != NULL
+      && n->enum_names[k] != 0) {
+    x->n = (unsigned)n->enum_names[k];
+    x->flags |= JC_TF_NAME;
+  }
+}
+
+/* jc_enum_has of what its in-line scan does not take: a string in an
+** enum of more than 16 members by the table of its string members
+** (jc_node.enum_shash), any other value of such an enum, and anything but
+** a string, by hash (jc_enum_hashed); a string past 16 bytes compared
+** with each string member. Out of line: the common case keeps no frame
+** for it. */
+static JC_NOINLINE int jc_enum_has_slow(jc_vctx *c, const jc_node *n,
+                                        size_t i) {
+  const jc_tv *x = &c->t->v[i];
+  size_t k;
+  if (x->kind == JT_STRING && n->enum_shash != NULL) {
+    jc_u64 wa, wb;
+    size_t len = x->u.len, pos;
+    jc_name_words(x->s, len, &wa, &wb);
+    pos = jc_name_hash(wa, wb, len, 0) & n->enum_smask;
+    while (n->enum_shash[pos] != 0) {
+      const jc_estr *m = &n->enum_strs[n->enum_shash[pos] - 1];
+      if (m->len == len && m->wa == wa && m->wb == wb &&
+          (len <= 16 || jc_bytes_eq(m->s, x->s, len))) {
+        jc_mark_member(c, n, i, m->k);
+        return 1;
+      }
+      pos = (pos + 1) & n->enum_smask;
+    }
+    return 0;
+  }
+  if (x->kind != JT_STRING || n->nenum > 16) {
+    k = jc_enum_hashed(c, n, i);
+    if (k == 0) return 0;
+    jc_mark_member(c, n, i, k - 1);
+    return 1;
+  }
+  for (k = 0; k < n->nenum_strs; k++) {
+    const jc_estr *m = &n->enum_strs[k];
+    if (m->len == x->u.len && jc_bytes_eq(m->s, x->s, x->u.len)) {
+      jc_mark_member(c, n, i, m->k);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Is 'i' in the enum of 'n'? A string of up to 16 bytes among up to 16
+** members is compared with each string member, in line, by length and
+** the words of jc_name_words (equal words are equal bytes at that
+** length): below the cost of hashing it (measured on the 1 KB ticket's
+** enums of 4 to 9 members: 180 instructions a lookup by hash, 100
+** through the tape, 60 by words); the rest in jc_enum_has_slow. */
+static JC_INLINE int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i) {
+  const jc_tv *x = &c->t->v[i];
+  const jc_estr *m, *end;
+  size_t len;
+  jc_u64 wa, wb;
+  if (x->kind != JT_STRING || n->nenum > 16 || x->u.len > 16)
+    return jc_enum_has_slow(c, n, i);
+  len = x->u.len;
+  jc_name_words(x->s, len, &wa, &wb);
+  for (m = n->enum_strs, end = m + n->nenum_strs; m < end; m++) {
+    if (m->len == len && m->wa == wa && m->wb == wb) {
+      jc_mark_member(c, n, i, m->k);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int jc_eval_array(jc_vctx *c, const jc_node *n, size_t i, int room);
 static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
 
@@ -160,9 +264,18 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i);
   (((n)->min_len != ABSENT && ((len) + 3) / 4 < (n)->min_len) || \
    ((n)->max_len != ABSENT && (len) > (n)->max_len))
 static int jc_number_ok(const jc_node *n, const jc_tv *x);
+
+/* minLength/maxLength of 'n' on string 'x' by its characters, when
+** jc_len_needs_count says its bytes do not settle them. */
+static JC_NOINLINE int jc_chars_ok(const jc_node *n, const jc_tv *x) {
+  size_t chars = jc_utf8_chars(x->s, x->u.len);
+  return !((n->min_len != ABSENT && chars < n->min_len) ||
+           (n->max_len != ABSENT && chars > n->max_len));
+}
 static int jc_string_ok(jc_vctx *c, const jc_node *n, size_t i,
                         const jc_tv *x);
 static int jc_vfast(jc_vctx *c, const jc_node *n, size_t i, int room);
+static int jc_vfast_out(jc_vctx *c, const jc_node *n, size_t i);
 
 /* Does the child value 'x' pass 'n' on sight (jc_node.pass)? Then it
 ** costs the work unit jc_eval would charge, and nothing else: no
@@ -193,6 +306,8 @@ static JC_INLINE int jc_scalar_ok(jc_vctx *c, const jc_node *n, size_t i,
   unsigned op = n->leaf[x->kind & 7];   /* type, enum, then the kind's */
   if (!jc_type_ok(n, x)) return 0;
   if ((op & JC_LEAF_ENUM) && !jc_enum_has(c, n, i)) return 0;
+  if (op & JC_LEAF_LEN)
+    return !jc_len_needs_count(n, x->u.len) || jc_chars_ok(n, x);
   if (op & JC_LEAF_STR) return jc_string_ok(c, n, i, x);
   if (op & JC_LEAF_NUM) return jc_number_ok(n, x);
   return 1;
@@ -551,6 +666,23 @@ static int jc_eval_string(jc_vctx *c, const jc_node *n, size_t i) {
   return ok;
 }
 
+/* jc_tv_equal_b of items 'a' and 'b' of tape 't', charged the same: two
+** strings (most arrays under uniqueItems: tags, names) are compared here
+** by length and bytes, without the call and its switch. */
+static JC_INLINE int jc_item_equal(const jc_tape *t, size_t a, size_t b,
+                                   long *budget) {
+  const jc_tv *x, *y;
+  a = jc_tv_deref(t, a);
+  b = jc_tv_deref(t, b);
+  x = &t->v[a];
+  y = &t->v[b];
+  if (a != b && x->kind == JT_STRING && y->kind == JT_STRING) {
+    if (--*budget < 0) return 0;
+    return x->u.len == y->u.len && jc_bytes_eq(x->s, y->s, x->u.len);
+  }
+  return jc_tv_equal_b(t, a, t, b, budget);
+}
+
 /* Find the first duplicate pair of the items of the array at entry 'a'
 ** (offset 'items' on the scratch stack holds their entries), as a
 ** pairwise scan would: the smallest 'i' whose value occurs again, then
@@ -572,7 +704,7 @@ static int jc_find_duplicate(jc_vctx *c, size_t items, size_t len,
     int r = 0;
     for (i = 0; i + 1 < len && r == 0 && wb >= 0; i++)
       for (j = i + 1; j < len; j++)
-        if (jc_tv_equal_b(t, c->stk[items + i], t, c->stk[items + j], &wb)) {
+        if (jc_item_equal(t, c->stk[items + i], c->stk[items + j], &wb)) {
           *di = i;
           *dj = j;
           r = 1;
@@ -627,6 +759,42 @@ static int jc_find_duplicate(jc_vctx *c, size_t items, size_t len,
   return 1;
 }
 
+/* jc_find_duplicate of an array of up to JC_UNIQUE_SMALL strings of up to
+** 16 bytes each (tags, codes: most arrays under uniqueItems), without the
+** scratch stack: each string's length and words (jc_name_words: equal
+** exactly when the bytes are) taken once, then the same pairwise scan,
+** charged the same (one unit a pair). Returns as jc_find_duplicate, or -2
+** when an item is anything else. */
+static int jc_unique_strings(jc_vctx *c, size_t i, size_t len, size_t *di,
+                             size_t *dj) {
+  struct { jc_u64 wa, wb; size_t len; } w[JC_UNIQUE_SMALL];
+  const jc_tv *tv = c->t->v;
+  size_t j, k, end = tv[i].u.end;
+  long wb, w0;
+  int r = 0;
+  if (len > JC_UNIQUE_SMALL) return -2;
+  for (j = i + 1, k = 0; j < end; j++, k++) {   /* strings: one entry each */
+    const jc_tv *y = &tv[j];
+    if (y->kind != JT_STRING || y->u.len > 16) return -2;
+    w[k].len = y->u.len;
+    jc_name_words(y->s, y->u.len, &w[k].wa, &w[k].wb);
+  }
+  wb = w0 = c->work <= 0 ? 0 : c->work >= (double)LONG_MAX ? LONG_MAX
+                                                            : (long)c->work;
+  for (j = 0; j + 1 < len && r == 0 && wb >= 0; j++)
+    for (k = j + 1; k < len; k++) {
+      if (--wb < 0) break;
+      if (w[j].len == w[k].len && w[j].wa == w[k].wa && w[j].wb == w[k].wb) {
+        *di = j;
+        *dj = k;
+        r = 1;
+        break;
+      }
+    }
+  c->work -= (double)(w0 - (wb < 0 ? 0 : wb));
+  return wb < 0 ? -1 : r;
+}
+
 /* uniqueItems of 'n' on the array at entry 'i' ('len' > 1 items).
 ** Returns 1 valid, 0 invalid (reported). Out of line: it keeps the frame
 ** of 'jc_eval_array' small. */
@@ -635,17 +803,19 @@ static JC_NOINLINE int jc_eval_unique(jc_vctx *c, const jc_node *n, size_t i,
   lua_State *L = c->L;
   const jc_tape *t = c->t;
   size_t items, a, b, j, k, end = t->v[i].u.end;
-  int dup;
-  if (L == NULL && len > JC_UNIQUE_SMALL) {   /* its table is a userdata */
-    c->abort = JC_ABORT_STATE;
-    return 0;
+  int dup = jc_unique_strings(c, i, len, &a, &b);
+  if (dup == -2) {
+    if (L == NULL && len > JC_UNIQUE_SMALL) {   /* its table is a userdata */
+      c->abort = JC_ABORT_STATE;
+      return 0;
+    }
+    items = jc_stk_push(c, len);
+    if (c->abort == JC_ABORT_STATE) return 0;   /* jc_verdict_nolua */
+    for (j = i + 1, k = 0; j < end; j = jc_tv_next(t, j), k++)
+      c->stk[items + k] = j;
+    dup = jc_find_duplicate(c, items, len, &a, &b);
+    jc_stk_pop(c, items);
   }
-  items = jc_stk_push(c, len);
-  if (c->abort == JC_ABORT_STATE) return 0;   /* jc_verdict_nolua */
-  for (j = i + 1, k = 0; j < end; j = jc_tv_next(t, j), k++)
-    c->stk[items + k] = j;
-  dup = jc_find_duplicate(c, items, len, &a, &b);
-  jc_stk_pop(c, items);
   if (dup < 0) {                /* hostile: out of work budget */
     c->work = -1.0;
     jc_over(c, n);
@@ -802,6 +972,39 @@ static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
       if (key == NULL) {
         if (p->req) return 0;   /* a required name is missing */
         continue;
+      }
+      jc_mark_name(text, key, p);
+      req += (size_t)p->req;
+      if (!jc_sibling(c, room, p->pass, p->node, j + 1, &tv[j + 1], p->name,
+                      p->len, 0))
+        return 0;
+    }
+  } else if (n->npprops == 0 && n->nprops > 0) {
+    /* the common shape (properties, additionalProperties or not, no
+    ** patternProperties): jc_find_prop_next with what it reads from 'n'
+    ** in locals, which the stores of the name marks would otherwise make
+    ** the compiler load again for each member */
+    const jc_prop *props = n->props;
+    size_t *order = n->order, np = n->nprops;
+    int addl = n->addl != NULL;
+    for (j = i + 1; j < end; j = jc_tv_after(tv, j + 1)) {
+      jc_tv *key = &tv[j];
+      const char *s = key->s;
+      size_t len = key->u.len, e = order[prev];
+      const jc_prop *p;
+      jc_u64 wa, wb;
+      jc_name_words(s, len, &wa, &wb);
+      if (e < np && jc_prop_is(&props[e], s, len, wa, wb)) {
+        p = &props[e];
+        prev = e + 1;
+      } else {
+        p = jc_find_prop_words(n, s, len, wa, wb);
+        if (p == NULL) {
+          if (addl && !jc_eval_member(c, n, j, 0)) return 0;
+          continue;
+        }
+        order[prev] = (size_t)p->eidx;      /* learned for the next object */
+        prev = (size_t)p->eidx + 1;
       }
       jc_mark_name(text, key, p);
       req += (size_t)p->req;
@@ -991,6 +1194,19 @@ static JC_INLINE int jc_inplace(jc_vctx *c, const jc_node *n, size_t i) {
       if (c->quiet > c->qbase) c->memo_skip++;
       c->work -= 1.0;
       return jc_type_ok(n, x);
+    }
+  }
+  /* a plain subschema (jc_node.vfast) by jc_vfast, as jc_verdict takes
+  ** it: jc_eval would keep no memo for it here either (a scalar, the
+  ** applicator's own level, or a container among the first JC_MEMO_LAZY
+  ** quiet evaluations, counted the same) */
+  if (n->vfast && !c->abort) {
+    int box = x->kind == JT_OBJECT || x->kind == JT_ARRAY;
+    if (c->quiet == c->qbase || (x->kind != JT_REF && !box))
+      return jc_vfast_out(c, n, i);
+    if (box && c->memo_skip < JC_MEMO_LAZY) {
+      c->memo_skip++;
+      return jc_vfast_out(c, n, i);
     }
   }
   return jc_eval(c, n, i);
@@ -1248,69 +1464,6 @@ static JC_NOINLINE int jc_eval_contains(jc_vctx *c, const jc_node *n,
   return 1;
 }
 
-/* jc_enum_has by hash, every member when the value is too big to hash
-** whole. Returns the member's index + 1, 0 when none is equal. */
-static JC_NOINLINE size_t jc_enum_hashed(jc_vctx *c, const jc_node *n,
-                                         size_t i) {
-  long budget = JC_HASH_BUDGET;
-  jc_u64 h;
-  size_t lo = 0, hi = n->nenum, k;
-  h = jc_tv_hash(c->t, i, &budget);
-  if (budget < 0) {
-    for (k = 0; k < n->nenum; k++)
-      if (jc_tv_equal(c->t, i, n->enum_tape, n->enum_roots[k])) return k + 1;
-    return 0;
-  }
-  while (lo < hi) {               /* first pair with hash >= h */
-    size_t mid = lo + (hi - lo) / 2;
-    if (n->enum_hash[2 * mid] < h) lo = mid + 1;
-    else hi = mid;
-  }
-  for (k = lo; k < n->nenum && n->enum_hash[2 * k] == h; k++)
-    if (jc_tv_equal(c->t, i, n->enum_tape,
-                    n->enum_roots[n->enum_hash[2 * k + 1]]))
-      return (size_t)n->enum_hash[2 * k + 1] + 1;
-  return 0;
-}
-
-/* A string of a parsed text (not escaped) equal to member 'k' of the enum
-** of 'n' is marked as jc_mark_name marks names: check builds its Lua value
-** from the kept string instead of interning it again. */
-static JC_INLINE void jc_mark_member(jc_vctx *c, const jc_node *n,
-                                     size_t i, size_t k) {
-  jc_tv *x = (jc_tv *)&c->t->v[i];
-  if (x->kind == JT_STRING && !(x->flags & JC_TF_ESC) && c->t->text != NULL
-      && n->enum_names[k] != 0) {
-    x->n = (unsigned)n->enum_names[k];
-    x->flags |= JC_TF_NAME;
-  }
-}
-
-/* Is 'i' in the enum of 'n'? A string among up to 16 members is
-** compared with each, in line (a string equals only a string of the same
-** bytes; most members differ in length): below the cost of hashing it
-** (measured: a 9-member list of tags, 180 instructions a lookup by hash);
-** the rest by hash (jc_enum_hashed). */
-static int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i) {
-  const jc_tv *x = &c->t->v[i];
-  size_t k;
-  if (x->kind != JT_STRING || n->nenum > 16) {
-    k = jc_enum_hashed(c, n, i);
-    if (k == 0) return 0;
-    jc_mark_member(c, n, i, k - 1);
-    return 1;
-  }
-  for (k = 0; k < n->nenum; k++) {
-    const jc_tv *m = &n->enum_tape->v[n->enum_roots[k]];
-    if (m->kind == JT_STRING && m->u.len == x->u.len &&
-        jc_bytes_eq(m->s, x->s, x->u.len)) {
-      jc_mark_member(c, n, i, k);
-      return 1;
-    }
-  }
-  return 0;
-}
-
 /*
 ** Evaluate node 'n' on tape entry 'i'. Keyword order is fixed: $ref,
 ** type (a type failure ends the subschema), enum, const, the keywords of
@@ -1559,6 +1712,11 @@ static JC_HOT_INLINE int jc_vfast(jc_vctx *c, const jc_node *n, size_t i,
   }
   c->edepth--;
   return ok && !c->abort;
+}
+
+/* jc_vfast out of line, for a caller that is itself in line. */
+static JC_NOINLINE int jc_vfast_out(jc_vctx *c, const jc_node *n, size_t i) {
+  return jc_vfast(c, n, i, 0);
 }
 
 int jc_verdict(jc_vctx *c, const jc_node *n, size_t i) {

@@ -655,6 +655,79 @@ describe("jsoncontract.core", function()
         end)
     end)
 
+    describe("validate(): string enums and short string arrays by length and words", function()
+        -- names of one length that share their first and last 8 bytes (the words of a name
+        -- past 16 bytes) and differ in the middle, short ones that differ in one middle byte
+        local long_a, long_b = "abcdefgh-middle-A-stuvwxyz", "abcdefgh-middle-B-stuvwxyz"
+        local function members(n)
+            local t = {}
+            for i = 1, n do t[i] = "member-" .. i end
+            return t
+        end
+
+        it("tells apart members that differ only between their words, in small and large enums", function()
+            for _, n in ipairs({ 3, 30 }) do
+                local e = members(n)
+                e[#e + 1] = long_a
+                e[#e + 1] = "abc"
+                e[#e + 1] = 7
+                e[#e + 1] = "a"
+                local v = core.compile({ enum = A(e) })
+                for _, ok in ipairs({ long_a, "abc", 7, "a", "member-1", "member-" .. n }) do
+                    check(v, ok, true)
+                end
+                for _, bad in ipairs({ long_b, "acc", "abd", "member-0", "b", 8, "" }) do
+                    local ok = v:validate(bad)
+                    assert.is_nil(ok, tostring(bad))
+                    assert.is_nil(v:check_json(core.encode(bad)), tostring(bad))
+                end
+                assert.truthy(v:check_json('"abcdefgh-middle-\\u0041-stuvwxyz"'))
+            end
+        end)
+
+        it("accepts a large enum that lists a member twice, and finds it", function()
+            local e = members(20)
+            e[21] = "member-3"
+            local v = core.compile({ type = "string", enum = A(e) })
+            check(v, "member-3", true)
+            assert.truthy(v:check_json('"member-20"'))
+            assert.is_nil(v:check_json('"member-21"'))
+        end)
+
+        it("finds the first duplicate pair of short strings, and of long ones", function()
+            local v = core.compile({ properties = { tags = { uniqueItems = true } } })
+            check(v, { tags = A { "abc", "abd", "x", "abd", "abc" } }, { errors = { { "/tags", "uniqueItems",
+                "/properties/tags/uniqueItems", "/tags has duplicate items at 0 and 4" } } })
+            check(v, { tags = A { long_a, long_b, "x" } }, true)
+            check(v, { tags = A { long_a, long_b, long_b } }, { errors = { { "/tags", "uniqueItems",
+                "/properties/tags/uniqueItems", "/tags has duplicate items at 1 and 2" } } })
+            assert.truthy(v:check_json('{"tags":["a","b","c","\\u0061b"]}'))
+            assert.is_nil(v:check_json('{"tags":["a","b","c","\\u0061"]}'))
+        end)
+
+        it("counts characters, not bytes, for minLength/maxLength of a member", function()
+            local v = core.compile({ properties = { s = { type = "string", minLength = 2, maxLength = 3,
+                                                          format = "email" } } })
+            for _, ok in ipairs({ "ab", "\195\169\195\169", "\240\159\152\128xy" }) do
+                check(v, { s = ok }, true)
+                assert.truthy(v:check_json(core.encode({ s = ok })))
+            end
+            check(v, { s = "\195\169" }, { errors = { { "/s", "minLength", "/properties/s/minLength",
+                "/s has 1 characters, minimum 2" } } })
+            check(v, { s = "\195\169\195\169\195\169\195\169" }, { errors = { { "/s", "maxLength",
+                "/properties/s/maxLength", "/s has 4 characters, maximum 3" } } })
+            assert.is_nil(v:check_json('{"s":"\\u00e9"}'))
+        end)
+
+        it("stops a pairwise scan of strings at the work budget as before", function()
+            local t = {}
+            for i = 1, 16 do t[i] = "t" .. i end
+            local v = core.compile({ uniqueItems = true }, { work_budget = 20 })
+            check(v, A(t), { kind = "budget_exceeded", errors = { { "", "budget", "",
+                "validation stopped at (root): the work budget of 20 units ran out" } } })
+        end)
+    end)
+
     describe("validate(): the decoded option", function()
         it("is accepted and ignored: the one walk that writes the tape checks every value", function()
             local v = core.compile({})
