@@ -31,7 +31,7 @@ typedef struct jc_frame {
   size_t at;              /* tape index of the container */
   size_t count;           /* elements / members stored so far */
   size_t key;             /* tape index of the current member name, 0 */
-  jc_u64 names;           /* object: one bit per name read ('jc_name_bit') */
+  jc_u64 names;           /* object: one bit per name read (JC_NAME_BIT) */
   int is_object;
 } jc_frame;
 
@@ -223,28 +223,6 @@ static int jc_string_stop(jc_parser *p, const unsigned char *s) {
   return jc_fail(p, "invalid_utf8", s, "");
 }
 
-/* Append the entry of a value whose first byte is at 'at' (a string: the
-** byte after its quote), 'len' its string length or 0, every field
-** written once (no zeroing first); returns it. The stores go after the
-** count's, so nothing the parser reads next is loaded again after them.
-** Raises a memory error. [-0, +0, m] */
-static JC_HOT_INLINE jc_tv *jc_put(jc_parser *p, unsigned kind,
-                                   unsigned flags,
-                                   const unsigned char *at, size_t len) {
-  jc_tape *t = p->t;
-  size_t e = t->n;
-  jc_tv *v;
-  if (e == t->cap) jc_tape_grow_entries(p->L, t);
-  t->n = e + 1;
-  v = &t->v[e];
-  v->kind = (unsigned char)kind;
-  v->flags = (unsigned char)flags;
-  v->n = 0;
-  v->s = (const char *)at;
-  v->u.len = len;
-  return v;
-}
-
 /* The plain ASCII run at 's' (bytes 0x20..0x7F other than '"' and '\\'),
 ** as jc_scan_plain8 finds it, in fewer instructions for the strings of a
 ** document: sixteen bytes at a time while 'lim' (the address sixteen bytes
@@ -421,24 +399,6 @@ static int jc_string(jc_parser *p, const unsigned char **ps,
   }
 }
 
-/* 'jc_string' for the common string, plain ASCII up to its closing quote
-** (most member names and values a model writes): decided in the parser's
-** loop, without the call; any other stops the scan and goes the whole
-** way. Appends the string's entry. The text is NUL-terminated, so
-** reading '*q' at the end is safe. */
-static JC_HOT_INLINE int jc_string_plain(jc_parser *p,
-                                         const unsigned char **ps) {
-  const unsigned char *run = *ps + 1, *q = jc_scan_str(run, p->end, p->lim);
-  if (*q == '"') {
-    jc_put(p, JT_STRING, 0, run, (size_t)(q - run));
-    *ps = q + 1;
-    return 0;
-  }
-  jc_put(p, JT_STRING, 0, NULL, 0);
-  /* on from the byte that stopped the scan */
-  return jc_string(p, ps, q, p->t->n - 1);
-}
-
 static int jc_bad_number(jc_parser *p, const unsigned char *at,
                          const char *why) {
   snprintf(p->head, sizeof p->head, "invalid number at ");
@@ -596,12 +556,12 @@ static void jc_more_frames(jc_parser *p) {
   p->nframes = cap;
 }
 
-/* Open a container at 'at': add its entry and a frame; returns the frame,
-** or NULL past max_depth (the error recorded). [-0, +0, m] */
+/* Open a frame for the container at 'at' whose entry will be 'e' (the
+** caller appends it); returns the frame, or NULL past max_depth (the
+** error recorded). [-0, +0, m] */
 static JC_HOT_INLINE jc_frame *jc_open(jc_parser *p, const unsigned char *at,
-                                       int is_object) {
+                                       int is_object, size_t e) {
   jc_frame *f;
-  size_t e = p->t->n;
   if (p->depth >= p->max_depth) {
     snprintf(p->head, sizeof p->head,
              "nesting deeper than %lu levels at ", (unsigned long)p->max_depth);
@@ -609,7 +569,6 @@ static JC_HOT_INLINE jc_frame *jc_open(jc_parser *p, const unsigned char *at,
     return NULL;
   }
   if (p->depth == p->nframes) jc_more_frames(p);
-  jc_put(p, is_object ? JT_OBJECT : JT_ARRAY, 0, at, 0);
   f = &p->frames[p->depth++];
   if (p->depth > p->t->depth) p->t->depth = p->depth;
   f->at = e;
@@ -620,19 +579,22 @@ static JC_HOT_INLINE jc_frame *jc_open(jc_parser *p, const unsigned char *at,
   return f;
 }
 
-/* Close the innermost container 'f'; returns the frame around it (NULL
-** at the top), or sets '*bad' (the error recorded). */
-static JC_HOT_INLINE jc_frame *jc_close(jc_parser *p, jc_frame *f,
-                                        const unsigned char *at, int *bad) {
-  jc_tv *v = &p->t->v[f->at];
-  if (f->count > 0xffffffffu) {
-    snprintf(p->head, sizeof p->head, "container too large at ");
-    *bad = jc_fail(p, "too_big", at, "");
-    return f;
-  }
+/* Close the innermost container 'f' (its entry in 'tv', the tape's
+** entries, 'n' of them written); returns the frame around it, NULL at the
+** top. The caller has checked the count ('jc_too_many'). */
+static JC_HOT_INLINE jc_frame *jc_close(jc_parser *p, jc_frame *f, jc_tv *tv,
+                                        size_t n) {
+  jc_tv *v = &tv[f->at];
   v->n = (unsigned)f->count;
-  v->u.end = p->t->n;
+  v->u.end = n;
   return --p->depth > 0 ? f - 1 : NULL;
+}
+
+/* A container closed at 'at' with more members or elements than an entry
+** counts. Returns -1. */
+static int jc_too_many(jc_parser *p, const unsigned char *at) {
+  snprintf(p->head, sizeof p->head, "container too large at ");
+  return jc_fail(p, "too_big", at, "");
 }
 
 static jc_u64 jc_key_hash(const jc_tv *k, size_t obj) {
@@ -694,29 +656,29 @@ static void jc_raw_key(jc_parser *p, size_t e, char *out) {
 
 #define JC_DUP_LINEAR 16   /* members compared pairwise before the set */
 
-/* One of 64 bits for a member name, from its length and first and last
-** bytes: equal names set the same bit. */
-static JC_INLINE jc_u64 jc_name_bit(const jc_tv *k) {
+/* One of 64 bits for a member name of 'len' bytes, 'first' and 'last'
+** its first and last (0 when empty): equal names set the same bit. */
+#define JC_NAME_BIT(len, first, last) \
+  ((jc_u64)1 << (((unsigned)(len) * 7u + (first) * 5u + (last)) & 63u))
+
+/* The name bit of the member name at entry 'k'. */
+static jc_u64 jc_name_bit(const jc_tv *k) {
   size_t len = k->u.len;
-  unsigned h = (unsigned)len;
-  if (len > 0)
-    h = h * 7u + (unsigned char)k->s[0] * 5u + (unsigned char)k->s[len - 1];
-  return (jc_u64)1 << (h & 63u);
+  return len > 0 ? JC_NAME_BIT(len, (unsigned char)k->s[0],
+                               (unsigned char)k->s[len - 1])
+                 : JC_NAME_BIT(0, 0u, 0u);
 }
 
-/* Is the member name at entry 'k' a repeat in the innermost object? */
+/* Is the member name at entry 'k' a repeat in the innermost object? The
+** parser's loop has already decided the common case of a small object
+** (fewer than JC_DUP_LINEAR members) and a name whose bit ('names') no
+** earlier name set: new. Here the rest: a small object's names compared
+** one by one, a larger one's through the set. */
 static int jc_is_dup(jc_parser *p, jc_frame *f, size_t k) {
   jc_tape *t = p->t;
   const jc_tv *b = &t->v[k];
   size_t j, m;
   if (f->count < JC_DUP_LINEAR) {
-    /* a name whose bit no earlier name set is new: most names of a small
-    ** object are decided so, without a comparison */
-    jc_u64 bit = jc_name_bit(b);
-    if ((f->names & bit) == 0) {
-      f->names |= bit;
-      return 0;
-    }
     /* most names differ in length or first byte: no memcmp call then */
     for (j = f->at + 1, m = 0; m < f->count; m++, j = jc_tv_next(t, j + 1)) {
       const jc_tv *a = &t->v[j];
@@ -744,14 +706,42 @@ static int jc_in_value(jc_parser *p) {
   return -1;
 }
 
+/* Append the entry of a value whose first byte is at 'at_' (a string: the
+** byte after its quote) to the tape: 'len_' its string length or 0. The
+** loop keeps the entries ('tv'), their count ('n') and capacity ('cap')
+** in locals, which only the growth of the array changes; t->n is stored
+** when the text has been read (nothing the loop calls reads it; after a
+** failed parse the tape is reset). Every field is written once (no
+** zeroing first). Raises a memory error. */
+#define JC_PUT(kind_, flags_, at_, len_) do {                        \
+    jc_tv *x_;                                                       \
+    if (n == cap) {                                                  \
+      p->t->n = n;                                                   \
+      jc_tape_grow_entries(p->L, p->t);                              \
+      tv = p->t->v;                                                  \
+      cap = p->t->cap;                                               \
+    }                                                                \
+    x_ = &tv[n++];                                                   \
+    x_->kind = (unsigned char)(kind_);                               \
+    x_->flags = (unsigned char)(flags_);                             \
+    x_->n = 0;                                                       \
+    x_->s = (const char *)(at_);                                     \
+    x_->u.len = (len_);                                              \
+  } while (0)
+
 /* Parse the whole text into the tape. */
 static int jc_parse_run(jc_parser *p) {
-  jc_tape *t = p->t;
-  const unsigned char *s = p->start, *end = p->end;
+  const unsigned char *s = p->start, *end = p->end, *q;
+  const unsigned char *at;      /* 's' for the calls that move it ('s'
+                                   itself stays in a register) */
+  const uintptr_t lim = p->lim;
+  jc_tv *tv = p->t->v;
+  size_t n = p->t->n, cap = p->t->cap;
   jc_frame *f = NULL;           /* the innermost open container, NULL at
                                    the top (p->frames[p->depth - 1]) */
-  int after_comma = 0, bad = 0;
+  int after_comma = 0;
   size_t e;
+  jc_u64 bit;
   char key[80];
 
   JC_SKIP_WS(s);
@@ -769,45 +759,62 @@ static int jc_parse_run(jc_parser *p) {
 value:
   JC_SKIP_WS(s);
   if (*s == '"') {      /* most values: a string, before the switch's jump */
-    if (jc_string_plain(p, &s)) return jc_in_value(p);
+    /* plain ASCII up to its closing quote (most strings a model writes):
+    ** decided here; any other byte stops the scan and jc_string goes on
+    ** from it. The text is NUL-terminated: reading '*q' at the end is
+    ** safe. */
+    q = jc_scan_str(s + 1, end, lim);
+    if (*q == '"') {
+      JC_PUT(JT_STRING, 0, s + 1, (size_t)(q - s - 1));
+      s = q + 1;
+      goto done;
+    }
+    JC_PUT(JT_STRING, 0, NULL, 0);
+    at = s;
+    if (jc_string(p, &at, q, n - 1)) return jc_in_value(p);
+    s = at;
     goto done;
   }
   switch (*s) {
     case '{':
-      if ((f = jc_open(p, s, 1)) == NULL) return -1;
+      if ((f = jc_open(p, s, 1, n)) == NULL) return -1;
+      JC_PUT(JT_OBJECT, 0, s, 0);
       s++;
       JC_SKIP_WS(s);
-      if (*s == '}') { s++; f = jc_close(p, f, s, &bad); goto done; }
+      if (*s == '}') { s++; f = jc_close(p, f, tv, n); goto done; }
       after_comma = 0;
       goto key;
     case '[':
-      if ((f = jc_open(p, s, 0)) == NULL) return -1;
+      if ((f = jc_open(p, s, 0, n)) == NULL) return -1;
+      JC_PUT(JT_ARRAY, 0, s, 0);
       s++;
       JC_SKIP_WS(s);
-      if (*s == ']') { s++; f = jc_close(p, f, s, &bad); goto done; }
+      if (*s == ']') { s++; f = jc_close(p, f, tv, n); goto done; }
       after_comma = 0;
       goto value;
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
-      jc_put(p, JT_NUMBER, 0, s, 0);
-      if (jc_number(p, &s, t->n - 1)) return jc_in_value(p);
+      JC_PUT(JT_NUMBER, 0, s, 0);
+      at = s;
+      if (jc_number(p, &at, n - 1)) return jc_in_value(p);
+      s = at;
       goto done;
     case 't':
       if (s[1] != 'r' || s[2] != 'u' || s[3] != 'e')
         { jc_in_value(p); return jc_bad_literal(p, s, "true"); }
-      jc_put(p, JT_BOOLEAN, JC_TF_TRUE, s, 0);
+      JC_PUT(JT_BOOLEAN, JC_TF_TRUE, s, 0);
       s += 4;
       goto done;
     case 'f':
       if (s[1] != 'a' || s[2] != 'l' || s[3] != 's' || s[4] != 'e')
         { jc_in_value(p); return jc_bad_literal(p, s, "false"); }
-      jc_put(p, JT_BOOLEAN, 0, s, 0);
+      JC_PUT(JT_BOOLEAN, 0, s, 0);
       s += 5;
       goto done;
     case 'n':
       if (s[1] != 'u' || s[2] != 'l' || s[3] != 'l')
         { jc_in_value(p); return jc_bad_literal(p, s, "null"); }
-      jc_put(p, JT_NULL, 0, s, 0);
+      JC_PUT(JT_NULL, 0, s, 0);
       s += 4;
       goto done;
     case '+':
@@ -843,14 +850,30 @@ key:
     }
     return jc_fail_unexpected(p, s, ": expected a member name in double quotes");
   }
-  if (jc_string_plain(p, &s)) return -1;
-  e = t->n - 1;
+  q = jc_scan_str(s + 1, end, lim);
+  if (*q == '"') {      /* plain, as a string value above */
+    size_t len = (size_t)(q - s - 1);
+    bit = len > 0 ? JC_NAME_BIT(len, s[1], q[-1]) : JC_NAME_BIT(0, 0u, 0u);
+    JC_PUT(JT_STRING, 0, s + 1, len);
+    s = q + 1;
+  } else {
+    JC_PUT(JT_STRING, 0, NULL, 0);
+    at = s;
+    if (jc_string(p, &at, q, n - 1)) return -1;
+    s = at;
+    bit = jc_name_bit(&tv[n - 1]);
+  }
+  e = n - 1;
   f->key = e;
-  if (jc_is_dup(p, f, e)) {
+  /* a small object's name whose bit no earlier name set is new: most
+  ** names are decided so, without a comparison */
+  if (f->count < JC_DUP_LINEAR && (f->names & bit) == 0)
+    f->names |= bit;
+  else if (jc_is_dup(p, f, e)) {
     jc_raw_key(p, e, key);
     p->duplicate = 1;
     snprintf(p->head, sizeof p->head, "duplicate key \"%s\" at ", key);
-    return jc_fail(p, "duplicate_key", p->start + jc_tv_off(t, e), ")");
+    return jc_fail(p, "duplicate_key", p->start + jc_tv_off(p->t, e), ")");
   }
   JC_SKIP_WS(s);
   if (*s != ':') {
@@ -871,7 +894,6 @@ key:
   goto value;
 
 done:
-  if (bad) return -1;
   if (f == NULL) goto finish;
   f->count++;
   if (f->is_object) {
@@ -882,14 +904,24 @@ done:
       after_comma = 1;
       goto key;
     }
-    if (*s == '}') { s++; f = jc_close(p, f, s, &bad); goto done; }
+    if (*s == '}') {
+      s++;
+      if (f->count > 0xffffffffu) return jc_too_many(p, s);
+      f = jc_close(p, f, tv, n);
+      goto done;
+    }
     jc_raw_key(p, f->key, key);
     snprintf(p->head, sizeof p->head,
              "expected ',' or '}' after member \"%s\" at ", key);
   } else {
     JC_SKIP_WS(s);
     if (*s == ',') { s++; after_comma = 1; goto value; }
-    if (*s == ']') { s++; f = jc_close(p, f, s, &bad); goto done; }
+    if (*s == ']') {
+      s++;
+      if (f->count > 0xffffffffu) return jc_too_many(p, s);
+      f = jc_close(p, f, tv, n);
+      goto done;
+    }
     snprintf(p->head, sizeof p->head,
              "expected ',' or ']' after array element %lu at ",
              (unsigned long)f->count);
@@ -898,6 +930,7 @@ done:
                  "");
 
 finish:
+  p->t->n = n;
   JC_SKIP_WS(s);
   if (s < end) {
     snprintf(p->head, sizeof p->head,
