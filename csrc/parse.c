@@ -245,7 +245,7 @@ static JC_HOT_INLINE const unsigned char *jc_scan_str(const unsigned char *s,
         _mm_cmplt_epi8(_mm_xor_si128(v, two), below),
         _mm_cmpeq_epi8(v, bslash));
     unsigned bits = (unsigned)_mm_movemask_epi8(stop);
-    if (bits != 0) return s + __builtin_ctz(bits);
+    if (bits != 0) return s + (unsigned)__builtin_ctz(bits);
     s += 16;
   }
 #else
@@ -720,6 +720,22 @@ static int jc_in_value(jc_parser *p) {
 ** when the text has been read (nothing the loop calls reads it; after a
 ** failed parse the tape is reset). Every field is written once (no
 ** zeroing first). Raises a memory error. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* kind, flags, the two bytes after them and 'n' (0) in one 8-byte store */
+#define JC_PUT_HEAD(x_, kind_, flags_) do {                          \
+    jc_u64 h_ = (jc_u64)(kind_) | (jc_u64)(flags_) << 8;             \
+    memcpy((x_), &h_, 8);                                            \
+  } while (0)
+typedef char jc_tv_head_check[offsetof(jc_tv, flags) == 1
+                              && offsetof(jc_tv, n) == 4
+                              && offsetof(jc_tv, s) == 8 ? 1 : -1];
+#else
+#define JC_PUT_HEAD(x_, kind_, flags_) do {                          \
+    (x_)->kind = (unsigned char)(kind_);                             \
+    (x_)->flags = (unsigned char)(flags_);                           \
+    (x_)->n = 0;                                                     \
+  } while (0)
+#endif
 #define JC_PUT(kind_, flags_, at_, len_) do {                        \
     jc_tv *x_;                                                       \
     if (n == cap) {                                                  \
@@ -729,12 +745,18 @@ static int jc_in_value(jc_parser *p) {
       cap = p->t->cap;                                               \
     }                                                                \
     x_ = &tv[n++];                                                   \
-    x_->kind = (unsigned char)(kind_);                               \
-    x_->flags = (unsigned char)(flags_);                             \
-    x_->n = 0;                                                       \
+    JC_PUT_HEAD(x_, kind_, flags_);                                  \
     x_->s = (const char *)(at_);                                     \
     x_->u.len = (len_);                                              \
   } while (0)
+
+/* Is the byte before 's', whitespace skipped, a comma? The loop reads a
+** value or a member name after '[', '{', ':' or ',': this tells a
+** trailing comma for its message. */
+static int jc_after_comma(const jc_parser *p, const unsigned char *s) {
+  while (s > p->start && JC_WS(s[-1])) s--;
+  return s > p->start && s[-1] == ',';
+}
 
 /* Parse the whole text into the tape. */
 static int jc_parse_run(jc_parser *p) {
@@ -746,7 +768,6 @@ static int jc_parse_run(jc_parser *p) {
   size_t n = p->t->n, cap = p->t->cap;
   jc_frame *f = NULL;           /* the innermost open container, NULL at
                                    the top (p->frames[p->depth - 1]) */
-  int after_comma = 0;
   size_t e;
   jc_u64 bit;
   char key[80];
@@ -789,7 +810,6 @@ value:
       s++;
       JC_SKIP_WS(s);
       if (*s == '}') { s++; f = jc_close(p, f, tv, n); goto done; }
-      after_comma = 0;
       goto key;
     case '[':
       if ((f = jc_open(p, s, 0, n)) == NULL) return -1;
@@ -797,7 +817,6 @@ value:
       s++;
       JC_SKIP_WS(s);
       if (*s == ']') { s++; f = jc_close(p, f, tv, n); goto done; }
-      after_comma = 0;
       goto value;
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
@@ -837,7 +856,7 @@ value:
         return jc_bad_number(p, s, ": NaN and Infinity are not JSON numbers");
       return jc_fail_unexpected(p, s, ": expected a JSON value");
     case ']': case '}':
-      if (after_comma && p->depth > 0) {
+      if (p->depth > 0 && jc_after_comma(p, s)) {
         snprintf(p->head, sizeof p->head, "trailing comma before '%c' at ",
                  *s);
         return jc_fail(p, "unexpected_character", s, "");
@@ -848,10 +867,10 @@ value:
       return jc_fail_unexpected(p, s, ": expected a JSON value");
   }
 
-key:
-  f->key = 0;
+key:   /* f->key still names the member before (0: none); a pointer reads it
+          only for an error in or after a member's value, by then its own */
   if (*s != '"') {
-    if (after_comma && *s == '}') {
+    if (*s == '}' && jc_after_comma(p, s)) {
       snprintf(p->head, sizeof p->head, "trailing comma before '}' at ");
       return jc_fail(p, "unexpected_character", s, "");
     }
@@ -897,7 +916,6 @@ key:
     return jc_fail(p, "unexpected_character", s, "");
   }
   s++;
-  after_comma = 0;
   goto value;
 
 done:
@@ -908,7 +926,6 @@ done:
     if (*s == ',') {
       s++;
       JC_SKIP_WS(s);
-      after_comma = 1;
       goto key;
     }
     if (*s == '}') {
@@ -922,7 +939,7 @@ done:
              "expected ',' or '}' after member \"%s\" at ", key);
   } else {
     JC_SKIP_WS(s);
-    if (*s == ',') { s++; after_comma = 1; goto value; }
+    if (*s == ',') { s++; goto value; }
     if (*s == ']') {
       s++;
       if (f->count > 0xffffffffu) return jc_too_many(p, s);
