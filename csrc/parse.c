@@ -668,12 +668,13 @@ static void jc_raw_key(jc_parser *p, size_t e, char *out) {
   ((jc_u64)1 << (((unsigned)(len) ^ (unsigned)(first) << 5 \
                   ^ (unsigned)(last) << 10) * 0x9E3779B1u >> 26 & 63u))
 
-/* The name bit of the member name at entry 'k'. */
+/* The name bit of the member name at entry 'k' (an empty name: that of
+** its quotes, as the loop finds it). */
 static jc_u64 jc_name_bit(const jc_tv *k) {
   size_t len = k->u.len;
   return len > 0 ? JC_NAME_BIT(len, (unsigned char)k->s[0],
                                (unsigned char)k->s[len - 1])
-                 : JC_NAME_BIT(0, 0u, 0u);
+                 : JC_NAME_BIT(0, (unsigned)'"', (unsigned)'"');
 }
 
 /* Is the member name at entry 'k' a repeat in the innermost object? The
@@ -818,27 +819,43 @@ value:
       JC_SKIP_WS(s);
       if (*s == ']') { s++; f = jc_close(p, f, tv, n); goto done; }
       goto value;
-    case '-': case '0': case '1': case '2': case '3': case '4':
-    case '5': case '6': case '7': case '8': case '9':
+    case '1': case '2': case '3': case '4': case '5': case '6': case '7':
+    case '8': case '9': {
+      /* the common number, an integer of 1 to 18 digits (exact in an
+      ** int64) followed by a delimiter: read here; any other goes the
+      ** whole way through jc_number, from its first byte */
+      jc_u64 m = (unsigned)(*s - '0');
+      for (q = s + 1; JC_DIGIT(*q) && q - s < 18; q++)
+        m = m * 10 + (unsigned)(*q - '0');
+      if (*q == ',' || *q == '}' || *q == ']' || JC_WS(*q) || q >= end) {
+        JC_PUT(JT_NUMBER, JC_TF_INT, s, 0);
+        tv[n - 1].u.i = (long long)m;
+        s = q;
+        goto done;
+      }
+    }
+      /* fall through */
+    case '-': case '0':
       JC_PUT(JT_NUMBER, 0, s, 0);
       at = s;
       if (jc_number(p, &at, n - 1)) return jc_in_value(p);
       s = at;
       goto done;
     case 't':
-      if (s[1] != 'r' || s[2] != 'u' || s[3] != 'e')
+      /* each literal by one compare (the text's bytes are there) */
+      if (end - s < 4 || memcmp(s, "true", 4) != 0)
         { jc_in_value(p); return jc_bad_literal(p, s, "true"); }
       JC_PUT(JT_BOOLEAN, JC_TF_TRUE, s, 0);
       s += 4;
       goto done;
     case 'f':
-      if (s[1] != 'a' || s[2] != 'l' || s[3] != 's' || s[4] != 'e')
+      if (end - s < 5 || memcmp(s, "false", 5) != 0)
         { jc_in_value(p); return jc_bad_literal(p, s, "false"); }
       JC_PUT(JT_BOOLEAN, 0, s, 0);
       s += 5;
       goto done;
     case 'n':
-      if (s[1] != 'u' || s[2] != 'l' || s[3] != 'l')
+      if (end - s < 4 || memcmp(s, "null", 4) != 0)
         { jc_in_value(p); return jc_bad_literal(p, s, "null"); }
       JC_PUT(JT_NULL, 0, s, 0);
       s += 4;
@@ -879,7 +896,9 @@ key:   /* f->key still names the member before (0: none); a pointer reads it
   q = jc_scan_str(s + 1, end, lim);
   if (*q == '"') {      /* plain, as a string value above */
     size_t len = (size_t)(q - s - 1);
-    bit = len > 0 ? JC_NAME_BIT(len, s[1], q[-1]) : JC_NAME_BIT(0, 0u, 0u);
+    /* an empty name's "first" and "last" bytes are its quotes, as in
+    ** jc_name_bit (read in the text, no test for the length) */
+    bit = JC_NAME_BIT(len, s[1], q[-1]);
     JC_PUT(JT_STRING, 0, s + 1, len);
     s = q + 1;
   } else {
