@@ -104,7 +104,6 @@ static JC_HOT_INLINE const unsigned char *jc_skip_ws(const unsigned char *s,
   while (JC_WS(*s)) s++;
   return s;
 }
-#define JC_SKIP_WS(s) ((s) = jc_skip_ws((s), p->end))
 
 /* ===================================================================== */
 /* Errors                                                                */
@@ -773,7 +772,7 @@ static int jc_parse_run(jc_parser *p) {
   jc_u64 bit;
   char key[80];
 
-  JC_SKIP_WS(s);
+  s = jc_skip_ws(s, end);
   if (s >= end) {
     snprintf(p->head, sizeof p->head, "empty text at ");
     return jc_fail(p, "empty", s, ": expected a JSON value");
@@ -786,7 +785,7 @@ static int jc_parse_run(jc_parser *p) {
   }
 
 value:
-  JC_SKIP_WS(s);
+  s = jc_skip_ws(s, end);
   if (*s == '"') {      /* most values: a string, before the switch's jump */
     /* plain ASCII up to its closing quote (most strings a model writes):
     ** decided here; any other byte stops the scan and jc_string goes on
@@ -809,14 +808,14 @@ value:
       if ((f = jc_open(p, s, 1, n)) == NULL) return -1;
       JC_PUT(JT_OBJECT, 0, s, 0);
       s++;
-      JC_SKIP_WS(s);
+      s = jc_skip_ws(s, end);
       if (*s == '}') { s++; f = jc_close(p, f, tv, n); goto done; }
       goto key;
     case '[':
       if ((f = jc_open(p, s, 0, n)) == NULL) return -1;
       JC_PUT(JT_ARRAY, 0, s, 0);
       s++;
-      JC_SKIP_WS(s);
+      s = jc_skip_ws(s, end);
       if (*s == ']') { s++; f = jc_close(p, f, tv, n); goto done; }
       goto value;
     case '1': case '2': case '3': case '4': case '5': case '6': case '7':
@@ -920,7 +919,7 @@ key:   /* f->key still names the member before (0: none); a pointer reads it
     snprintf(p->head, sizeof p->head, "duplicate key \"%s\" at ", key);
     return jc_fail(p, "duplicate_key", p->start + jc_tv_off(p->t, e), ")");
   }
-  JC_SKIP_WS(s);
+  s = jc_skip_ws(s, end);
   if (*s != ':') {
     char what[48];
     jc_raw_key(p, e, key);
@@ -941,10 +940,10 @@ done:
   if (f == NULL) goto finish;
   f->count++;
   if (f->is_object) {
-    JC_SKIP_WS(s);
+    s = jc_skip_ws(s, end);
     if (*s == ',') {
       s++;
-      JC_SKIP_WS(s);
+      s = jc_skip_ws(s, end);
       goto key;
     }
     if (*s == '}') {
@@ -957,7 +956,7 @@ done:
     snprintf(p->head, sizeof p->head,
              "expected ',' or '}' after member \"%s\" at ", key);
   } else {
-    JC_SKIP_WS(s);
+    s = jc_skip_ws(s, end);
     if (*s == ',') { s++; goto value; }
     if (*s == ']') {
       s++;
@@ -974,7 +973,7 @@ done:
 
 finish:
   p->t->n = n;
-  JC_SKIP_WS(s);
+  s = jc_skip_ws(s, end);
   if (s < end) {
     snprintf(p->head, sizeof p->head,
              "trailing content after the JSON value at ");
