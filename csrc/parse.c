@@ -232,25 +232,52 @@ static int jc_string_stop(jc_parser *p, const unsigned char *s) {
 ** keeps 0x20, 0x21 and 0x24-0x7F at or above 0x21, and takes 0x23 to
 ** 0x21); a compare for '\\' makes the fourth. The last bytes go through
 ** jc_scan_plain8. */
-static JC_HOT_INLINE const unsigned char *jc_scan_str(const unsigned char *s,
-                                                      const unsigned char *end,
-                                                      uintptr_t lim) {
 #if defined(__SSE2__) && defined(__GNUC__)
-  const __m128i two = _mm_set1_epi8(0x02), below = _mm_set1_epi8(0x21),
-                bslash = _mm_set1_epi8('\\');
+typedef struct jc_scank {
+  __m128i two, below, bslash;
+} jc_scank;
+/* The scan's constants, set once by the parse loop; the empty asm hides
+** their values, so the compiler keeps them in registers instead of
+** loading them again before every string. */
+#define JC_SCANK_INIT(k) do {                                          \
+    (k).two = _mm_set1_epi8(0x02);                                     \
+    (k).below = _mm_set1_epi8(0x21);                                   \
+    (k).bslash = _mm_set1_epi8('\\');                                 \
+    __asm__("" : "+x"((k).two), "+x"((k).below), "+x"((k).bslash));   \
+  } while (0)
+#else
+typedef int jc_scank;
+#define JC_SCANK_INIT(k) ((k) = 0)
+#endif
+
+static JC_HOT_INLINE const unsigned char *jc_scan_k(const unsigned char *s,
+                                                    const unsigned char *end,
+                                                    uintptr_t lim,
+                                                    const jc_scank *k) {
+#if defined(__SSE2__) && defined(__GNUC__)
   while ((uintptr_t)s <= lim) {
     const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
     const __m128i stop = _mm_or_si128(
-        _mm_cmplt_epi8(_mm_xor_si128(v, two), below),
-        _mm_cmpeq_epi8(v, bslash));
+        _mm_cmplt_epi8(_mm_xor_si128(v, k->two), k->below),
+        _mm_cmpeq_epi8(v, k->bslash));
     unsigned bits = (unsigned)_mm_movemask_epi8(stop);
     if (bits != 0) return s + (unsigned)__builtin_ctz(bits);
     s += 16;
   }
 #else
   (void)lim;
+  (void)k;
 #endif
   return jc_scan_plain8(s, end);
+}
+
+/* 'jc_scan_k' with its constants made here, for the slow paths. */
+static JC_HOT_INLINE const unsigned char *jc_scan_str(const unsigned char *s,
+                                                      const unsigned char *end,
+                                                      uintptr_t lim) {
+  jc_scank k;
+  JC_SCANK_INIT(k);
+  return jc_scan_k(s, end, lim, &k);
 }
 
 /* Skip the plain ASCII run at 's' (bytes 0x20..0x7F other than '"' and
@@ -770,8 +797,10 @@ static int jc_parse_run(jc_parser *p) {
                                    the top (p->frames[p->depth - 1]) */
   size_t e;
   jc_u64 bit;
+  jc_scank sk;
   char key[80];
 
+  JC_SCANK_INIT(sk);
   s = jc_skip_ws(s, end);
   if (s >= end) {
     snprintf(p->head, sizeof p->head, "empty text at ");
@@ -791,7 +820,7 @@ value:
     ** decided here; any other byte stops the scan and jc_string goes on
     ** from it. The text is NUL-terminated: reading '*q' at the end is
     ** safe. */
-    q = jc_scan_str(s + 1, end, lim);
+    q = jc_scan_k(s + 1, end, lim, &sk);
     if (*q == '"') {
       JC_PUT(JT_STRING, 0, s + 1, (size_t)(q - s - 1));
       s = q + 1;
@@ -892,7 +921,7 @@ key:   /* f->key still names the member before (0: none); a pointer reads it
     }
     return jc_fail_unexpected(p, s, ": expected a member name in double quotes");
   }
-  q = jc_scan_str(s + 1, end, lim);
+  q = jc_scan_k(s + 1, end, lim, &sk);
   if (*q == '"') {      /* plain, as a string value above */
     size_t len = (size_t)(q - s - 1);
     /* an empty name's "first" and "last" bytes are its quotes, as in
