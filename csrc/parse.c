@@ -814,7 +814,9 @@ static int jc_parse_run(jc_parser *p) {
   }
 
 value:
-  s = jc_skip_ws(s, end);
+  /* each skip of whitespace is tried only when the byte the text has
+  ** most often there is not next (compact JSON has no whitespace) */
+  if (*s != '"') s = jc_skip_ws(s, end);
   if (*s == '"') {      /* most values: a string, before the switch's jump */
     /* plain ASCII up to its closing quote (most strings a model writes):
     ** decided here; any other byte stops the scan and jc_string goes on
@@ -948,7 +950,7 @@ key:   /* f->key still names the member before (0: none); a pointer reads it
     snprintf(p->head, sizeof p->head, "duplicate key \"%s\" at ", key);
     return jc_fail(p, "duplicate_key", p->start + jc_tv_off(p->t, e), ")");
   }
-  s = jc_skip_ws(s, end);
+  if (*s != ':') s = jc_skip_ws(s, end);
   if (*s != ':') {
     char what[48];
     jc_raw_key(p, e, key);
@@ -969,10 +971,10 @@ done:
   if (f == NULL) goto finish;
   f->count++;
   if (f->is_object) {
-    s = jc_skip_ws(s, end);
+    if (*s != ',') s = jc_skip_ws(s, end);
     if (*s == ',') {
       s++;
-      s = jc_skip_ws(s, end);
+      if (*s != '"') s = jc_skip_ws(s, end);
       goto key;
     }
     if (*s == '}') {
@@ -985,7 +987,7 @@ done:
     snprintf(p->head, sizeof p->head,
              "expected ',' or '}' after member \"%s\" at ", key);
   } else {
-    s = jc_skip_ws(s, end);
+    if (*s != ',') s = jc_skip_ws(s, end);
     if (*s == ',') { s++; goto value; }
     if (*s == ']') {
       s++;
