@@ -19,6 +19,7 @@
 #include <float.h>
 #include <locale.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ typedef struct jc_frame {
   size_t at;              /* tape index of the container */
   size_t count;           /* elements / members stored so far */
   size_t key;             /* tape index of the current member name, 0 */
-  jc_u64 names;           /* object: one bit per name read ('jc_name_bit') */
+  jc_u64 names;           /* object: one bit per name read (JC_NAME_BIT) */
   int is_object;
 } jc_frame;
 
@@ -39,6 +40,7 @@ typedef struct jc_parser {
   jc_tape *t;
   const unsigned char *start;
   const unsigned char *end;     /* start + len; *end == '\0' (Lua string) */
+  uintptr_t lim;                /* end - 16, 0 when shorter ('jc_scan_str') */
   jc_frame *frames;
   size_t nframes;               /* capacity of 'frames' */
   size_t depth;
@@ -102,7 +104,6 @@ static JC_HOT_INLINE const unsigned char *jc_skip_ws(const unsigned char *s,
   while (JC_WS(*s)) s++;
   return s;
 }
-#define JC_SKIP_WS(s) ((s) = jc_skip_ws((s), p->end))
 
 /* ===================================================================== */
 /* Errors                                                                */
@@ -221,12 +222,71 @@ static int jc_string_stop(jc_parser *p, const unsigned char *s) {
   return jc_fail(p, "invalid_utf8", s, "");
 }
 
+/* The plain ASCII run at 's' (bytes 0x20..0x7F other than '"' and '\\'),
+** as jc_scan_plain8 finds it, in fewer instructions for the strings of a
+** document: sixteen bytes at a time while 'lim' (the address sixteen bytes
+** before the end, 0 for a shorter text) is not passed, with one signed
+** compare for three of the four stops: x = byte ^ 0x02 is below 0x21 for
+** a control (0x00-0x1F stays there), for '"' (0x22 -> 0x20) and for a
+** byte with the high bit set (negative), and for no other byte (xor 0x02
+** keeps 0x20, 0x21 and 0x24-0x7F at or above 0x21, and takes 0x23 to
+** 0x21); a compare for '\\' makes the fourth. The last bytes go through
+** jc_scan_plain8. */
+#if defined(__SSE2__) && defined(__GNUC__)
+typedef struct jc_scank {
+  __m128i two, below, bslash;
+} jc_scank;
+/* The scan's constants, set once by the parse loop; the empty asm hides
+** their values, so the compiler keeps them in registers instead of
+** loading them again before every string. */
+#define JC_SCANK_INIT(k) do {                                          \
+    (k).two = _mm_set1_epi8(0x02);                                     \
+    (k).below = _mm_set1_epi8(0x21);                                   \
+    (k).bslash = _mm_set1_epi8('\\');                                 \
+    __asm__("" : "+x"((k).two), "+x"((k).below), "+x"((k).bslash));   \
+  } while (0)
+#else
+typedef int jc_scank;
+#define JC_SCANK_INIT(k) ((k) = 0)
+#endif
+
+static JC_HOT_INLINE const unsigned char *jc_scan_k(const unsigned char *s,
+                                                    const unsigned char *end,
+                                                    uintptr_t lim,
+                                                    const jc_scank *k) {
+#if defined(__SSE2__) && defined(__GNUC__)
+  while ((uintptr_t)s <= lim) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
+    const __m128i stop = _mm_or_si128(
+        _mm_cmplt_epi8(_mm_xor_si128(v, k->two), k->below),
+        _mm_cmpeq_epi8(v, k->bslash));
+    unsigned bits = (unsigned)_mm_movemask_epi8(stop);
+    if (bits != 0) return s + (unsigned)__builtin_ctz(bits);
+    s += 16;
+  }
+#else
+  (void)lim;
+  (void)k;
+#endif
+  return jc_scan_plain8(s, end);
+}
+
+/* 'jc_scan_k' with its constants made here, for the slow paths. */
+static JC_HOT_INLINE const unsigned char *jc_scan_str(const unsigned char *s,
+                                                      const unsigned char *end,
+                                                      uintptr_t lim) {
+  jc_scank k;
+  JC_SCANK_INIT(k);
+  return jc_scan_k(s, end, lim, &k);
+}
+
 /* Skip the plain ASCII run at 's' (bytes 0x20..0x7F other than '"' and
 ** '\\'), reading at most up to 'end' (then byte by byte: the input is
 ** NUL-terminated, and NUL stops the run); returns the first other byte. */
 static const unsigned char *jc_skip_plain(const unsigned char *s,
-                                          const unsigned char *end) {
-  s = jc_scan_plain8(s, end);
+                                          const unsigned char *end,
+                                          uintptr_t lim) {
+  s = jc_scan_str(s, end, lim);
   while (jc_strclass[*s] == 0) s++;
   return s;
 }
@@ -241,9 +301,9 @@ static int jc_string_escaped(jc_parser *p, const unsigned char **ps,
   long cp, lo;
   size_t n;
   /* The decoded string is never longer than its raw text; plain runs are
-  ** skipped a word at a time (jc_scan_plain8) */
+  ** skipped a block at a time (jc_scan_str) */
   for (;;) {
-    q = jc_scan_plain8(q, end);
+    q = jc_scan_str(q, end, p->lim);
     if (q >= end || *q == '"') break;
     q += (*q == '\\' && q + 1 < end) ? 2 : 1;
   }
@@ -254,7 +314,7 @@ static int jc_string_escaped(jc_parser *p, const unsigned char **ps,
     unsigned char c = *s;
     switch (jc_strclass[c]) {
       case 0: {                 /* a plain run, copied whole */
-        const unsigned char *r = jc_skip_plain(s + 1, end);
+        const unsigned char *r = jc_skip_plain(s + 1, end, p->lim);
         memcpy(o, s, (size_t)(r - s));
         o += r - s;
         s = r;
@@ -347,7 +407,7 @@ static int jc_string(jc_parser *p, const unsigned char **ps,
   const unsigned char *run = *ps + 1, *end = p->end;
   size_t n;
   for (;;) {
-    s = jc_skip_plain(s, end);
+    s = jc_skip_plain(s, end, p->lim);
     switch (jc_strclass[*s]) {
       case 0: s++; continue;
       case 1:
@@ -364,23 +424,6 @@ static int jc_string(jc_parser *p, const unsigned char **ps,
       default: return jc_string_stop(p, s);
     }
   }
-}
-
-/* 'jc_string' for the common string, plain ASCII up to its closing quote
-** (most member names and values a model writes): decided in the parser's
-** loop, without the call; any other stops the scan and goes the whole
-** way. The text is NUL-terminated, so reading '*q' at the end is safe. */
-static JC_HOT_INLINE int jc_string_plain(jc_parser *p, const unsigned char **ps,
-                                         size_t e) {
-  const unsigned char *run = *ps + 1, *q = jc_scan_plain8(run, p->end);
-  if (*q == '"') {
-    jc_tv *v = &p->t->v[e];
-    v->s = (const char *)run;
-    v->u.len = (size_t)(q - run);
-    *ps = q + 1;
-    return 0;
-  }
-  return jc_string(p, ps, q, e);   /* on from the byte that stopped the scan */
 }
 
 static int jc_bad_number(jc_parser *p, const unsigned char *at,
@@ -525,30 +568,34 @@ static int jc_bad_literal(jc_parser *p, const unsigned char *s,
 /* Containers and the main loop                                          */
 /* ===================================================================== */
 
-/* Open a container at 'at': add its entry and a frame. [-0, +0, m] */
-static int jc_open(jc_parser *p, const unsigned char *at, int is_object) {
+/* 'jc_open' past the frames it has: twice as many, in the tape's aux
+** scratch. [-0, +0, m] */
+static void jc_more_frames(jc_parser *p) {
+  size_t cap = p->nframes * 2;
+  jc_frame *nf;
+  if (p->frames == p->t->aux) {
+    nf = (jc_frame *)jc_tape_aux(p->L, p->t, cap * sizeof(jc_frame));
+  } else {
+    nf = (jc_frame *)jc_tape_aux(p->L, p->t, cap * sizeof(jc_frame));
+    memcpy(nf, p->frames, p->nframes * sizeof(jc_frame));
+  }
+  p->frames = nf;
+  p->nframes = cap;
+}
+
+/* Open a frame for the container at 'at' whose entry will be 'e' (the
+** caller appends it); returns the frame, or NULL past max_depth (the
+** error recorded). [-0, +0, m] */
+static JC_HOT_INLINE jc_frame *jc_open(jc_parser *p, const unsigned char *at,
+                                       int is_object, size_t e) {
   jc_frame *f;
-  size_t e;
   if (p->depth >= p->max_depth) {
     snprintf(p->head, sizeof p->head,
              "nesting deeper than %lu levels at ", (unsigned long)p->max_depth);
-    return jc_fail(p, "too_deep", at, "");
+    jc_fail(p, "too_deep", at, "");
+    return NULL;
   }
-  if (p->depth == p->nframes) {
-    size_t cap = p->nframes * 2;
-    jc_frame *nf;
-    if (p->frames == p->t->aux) {
-      nf = (jc_frame *)jc_tape_aux(p->L, p->t, cap * sizeof(jc_frame));
-    } else {
-      nf = (jc_frame *)jc_tape_aux(p->L, p->t, cap * sizeof(jc_frame));
-      memcpy(nf, p->frames, p->nframes * sizeof(jc_frame));
-    }
-    p->frames = nf;
-    p->nframes = cap;
-  }
-  e = jc_tape_add(p->L, p->t);
-  p->t->v[e].kind = (unsigned char)(is_object ? JT_OBJECT : JT_ARRAY);
-  p->t->v[e].s = (const char *)at;
+  if (p->depth == p->nframes) jc_more_frames(p);
   f = &p->frames[p->depth++];
   if (p->depth > p->t->depth) p->t->depth = p->depth;
   f->at = e;
@@ -556,21 +603,25 @@ static int jc_open(jc_parser *p, const unsigned char *at, int is_object) {
   f->count = 0;
   f->key = 0;
   f->names = 0;
-  return 0;
+  return f;
 }
 
-/* Close the innermost container. */
-static int jc_close(jc_parser *p, const unsigned char *at) {
-  jc_frame *f = &p->frames[p->depth - 1];
-  jc_tv *v = &p->t->v[f->at];
-  if (f->count > 0xffffffffu) {
-    snprintf(p->head, sizeof p->head, "container too large at ");
-    return jc_fail(p, "too_big", at, "");
-  }
+/* Close the innermost container 'f' (its entry in 'tv', the tape's
+** entries, 'n' of them written); returns the frame around it, NULL at the
+** top. The caller has checked the count ('jc_too_many'). */
+static JC_HOT_INLINE jc_frame *jc_close(jc_parser *p, jc_frame *f, jc_tv *tv,
+                                        size_t n) {
+  jc_tv *v = &tv[f->at];
   v->n = (unsigned)f->count;
-  v->u.end = p->t->n;
-  p->depth--;
-  return 0;
+  v->u.end = n;
+  return --p->depth > 0 ? f - 1 : NULL;
+}
+
+/* A container closed at 'at' with more members or elements than an entry
+** counts. Returns -1. */
+static int jc_too_many(jc_parser *p, const unsigned char *at) {
+  snprintf(p->head, sizeof p->head, "container too large at ");
+  return jc_fail(p, "too_big", at, "");
 }
 
 static jc_u64 jc_key_hash(const jc_tv *k, size_t obj) {
@@ -632,29 +683,36 @@ static void jc_raw_key(jc_parser *p, size_t e, char *out) {
 
 #define JC_DUP_LINEAR 16   /* members compared pairwise before the set */
 
-/* One of 64 bits for a member name, from its length and first and last
-** bytes: equal names set the same bit. */
-static JC_INLINE jc_u64 jc_name_bit(const jc_tv *k) {
+/* One of 64 bits for a member name of 'len' bytes, 'first' and 'last' its
+** first and last (0 when empty): equal names set the same bit. The three
+** are mixed by shifts and one multiply (Fibonacci hashing: the top six
+** bits of the 32-bit product). Names of one object that share a bit are
+** compared one by one, so that had better be rare: on the member names
+** of the corpora's objects (SchemaStore, JSON Schema Bench, support
+** e-mails) a quarter as often as with a weighted sum taken modulo 64. */
+#define JC_NAME_BIT(len, first, last) \
+  ((jc_u64)1 << (((unsigned)(len) ^ (unsigned)(first) << 5 \
+                  ^ (unsigned)(last) << 10) * 0x9E3779B1u >> 26 & 63u))
+
+/* The name bit of the member name at entry 'k' (an empty name: that of
+** its quotes, as the loop finds it). */
+static jc_u64 jc_name_bit(const jc_tv *k) {
   size_t len = k->u.len;
-  unsigned h = (unsigned)len;
-  if (len > 0)
-    h = h * 7u + (unsigned char)k->s[0] * 5u + (unsigned char)k->s[len - 1];
-  return (jc_u64)1 << (h & 63u);
+  return len > 0 ? JC_NAME_BIT(len, (unsigned char)k->s[0],
+                               (unsigned char)k->s[len - 1])
+                 : JC_NAME_BIT(0, (unsigned)'"', (unsigned)'"');
 }
 
-/* Is the member name at entry 'k' a repeat in the innermost object? */
+/* Is the member name at entry 'k' a repeat in the innermost object? The
+** parser's loop has already decided the common case of a small object
+** (fewer than JC_DUP_LINEAR members) and a name whose bit ('names') no
+** earlier name set: new. Here the rest: a small object's names compared
+** one by one, a larger one's through the set. */
 static int jc_is_dup(jc_parser *p, jc_frame *f, size_t k) {
   jc_tape *t = p->t;
   const jc_tv *b = &t->v[k];
   size_t j, m;
   if (f->count < JC_DUP_LINEAR) {
-    /* a name whose bit no earlier name set is new: most names of a small
-    ** object are decided so, without a comparison */
-    jc_u64 bit = jc_name_bit(b);
-    if ((f->names & bit) == 0) {
-      f->names |= bit;
-      return 0;
-    }
     /* most names differ in length or first byte: no memcmp call then */
     for (j = f->at + 1, m = 0; m < f->count; m++, j = jc_tv_next(t, j + 1)) {
       const jc_tv *a = &t->v[j];
@@ -682,16 +740,68 @@ static int jc_in_value(jc_parser *p) {
   return -1;
 }
 
+/* Append the entry of a value whose first byte is at 'at_' (a string: the
+** byte after its quote) to the tape: 'len_' its string length or 0. The
+** loop keeps the entries ('tv'), their count ('n') and capacity ('cap')
+** in locals, which only the growth of the array changes; t->n is stored
+** when the text has been read (nothing the loop calls reads it; after a
+** failed parse the tape is reset). Every field is written once (no
+** zeroing first). Raises a memory error. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* kind, flags, the two bytes after them and 'n' (0) in one 8-byte store */
+#define JC_PUT_HEAD(x_, kind_, flags_) do {                          \
+    jc_u64 h_ = (jc_u64)(kind_) | (jc_u64)(flags_) << 8;             \
+    memcpy((x_), &h_, 8);                                            \
+  } while (0)
+typedef char jc_tv_head_check[offsetof(jc_tv, flags) == 1
+                              && offsetof(jc_tv, n) == 4
+                              && offsetof(jc_tv, s) == 8 ? 1 : -1];
+#else
+#define JC_PUT_HEAD(x_, kind_, flags_) do {                          \
+    (x_)->kind = (unsigned char)(kind_);                             \
+    (x_)->flags = (unsigned char)(flags_);                           \
+    (x_)->n = 0;                                                     \
+  } while (0)
+#endif
+#define JC_PUT(kind_, flags_, at_, len_) do {                        \
+    jc_tv *x_;                                                       \
+    if (n == cap) {                                                  \
+      p->t->n = n;                                                   \
+      jc_tape_grow_entries(p->L, p->t);                              \
+      tv = p->t->v;                                                  \
+      cap = p->t->cap;                                               \
+    }                                                                \
+    x_ = &tv[n++];                                                   \
+    JC_PUT_HEAD(x_, kind_, flags_);                                  \
+    x_->s = (const char *)(at_);                                     \
+    x_->u.len = (len_);                                              \
+  } while (0)
+
+/* Is the byte before 's', whitespace skipped, a comma? The loop reads a
+** value or a member name after '[', '{', ':' or ',': this tells a
+** trailing comma for its message. */
+static int jc_after_comma(const jc_parser *p, const unsigned char *s) {
+  while (s > p->start && JC_WS(s[-1])) s--;
+  return s > p->start && s[-1] == ',';
+}
+
 /* Parse the whole text into the tape. */
 static int jc_parse_run(jc_parser *p) {
-  jc_tape *t = p->t;
-  const unsigned char *s = p->start, *end = p->end;
-  jc_frame *f;
-  int after_comma = 0;
+  const unsigned char *s = p->start, *end = p->end, *q;
+  const unsigned char *at;      /* 's' for the calls that move it ('s'
+                                   itself stays in a register) */
+  const uintptr_t lim = p->lim;
+  jc_tv *tv = p->t->v;
+  size_t n = p->t->n, cap = p->t->cap;
+  jc_frame *f = NULL;           /* the innermost open container, NULL at
+                                   the top (p->frames[p->depth - 1]) */
   size_t e;
+  jc_u64 bit;
+  jc_scank sk;
   char key[80];
 
-  JC_SKIP_WS(s);
+  JC_SCANK_INIT(sk);
+  s = jc_skip_ws(s, end);
   if (s >= end) {
     snprintf(p->head, sizeof p->head, "empty text at ");
     return jc_fail(p, "empty", s, ": expected a JSON value");
@@ -704,58 +814,80 @@ static int jc_parse_run(jc_parser *p) {
   }
 
 value:
-  JC_SKIP_WS(s);
+  /* each skip of whitespace is tried only when the byte the text has
+  ** most often there is not next (compact JSON has no whitespace) */
+  if (*s != '"') s = jc_skip_ws(s, end);
   if (*s == '"') {      /* most values: a string, before the switch's jump */
-    e = jc_tape_add(p->L, t);
-    t->v[e].kind = JT_STRING;
-    if (jc_string_plain(p, &s, e)) return jc_in_value(p);
+    /* plain ASCII up to its closing quote (most strings a model writes):
+    ** decided here; any other byte stops the scan and jc_string goes on
+    ** from it. The text is NUL-terminated: reading '*q' at the end is
+    ** safe. */
+    q = jc_scan_k(s + 1, end, lim, &sk);
+    if (*q == '"') {
+      JC_PUT(JT_STRING, 0, s + 1, (size_t)(q - s - 1));
+      s = q + 1;
+      goto done;
+    }
+    JC_PUT(JT_STRING, 0, NULL, 0);
+    at = s;
+    if (jc_string(p, &at, q, n - 1)) return jc_in_value(p);
+    s = at;
     goto done;
   }
   switch (*s) {
     case '{':
-      if (jc_open(p, s, 1)) return -1;
+      if ((f = jc_open(p, s, 1, n)) == NULL) return -1;
+      JC_PUT(JT_OBJECT, 0, s, 0);
       s++;
-      JC_SKIP_WS(s);
-      if (*s == '}') { s++; jc_close(p, s); goto done; }
-      after_comma = 0;
+      s = jc_skip_ws(s, end);
+      if (*s == '}') { s++; f = jc_close(p, f, tv, n); goto done; }
       goto key;
     case '[':
-      if (jc_open(p, s, 0)) return -1;
+      if ((f = jc_open(p, s, 0, n)) == NULL) return -1;
+      JC_PUT(JT_ARRAY, 0, s, 0);
       s++;
-      JC_SKIP_WS(s);
-      if (*s == ']') { s++; jc_close(p, s); goto done; }
-      after_comma = 0;
+      s = jc_skip_ws(s, end);
+      if (*s == ']') { s++; f = jc_close(p, f, tv, n); goto done; }
       goto value;
-    case '-': case '0': case '1': case '2': case '3': case '4':
-    case '5': case '6': case '7': case '8': case '9':
-      e = jc_tape_add(p->L, t);
-      t->v[e].kind = JT_NUMBER;
-      t->v[e].s = (const char *)s;
-      if (jc_number(p, &s, e)) return jc_in_value(p);
+    case '1': case '2': case '3': case '4': case '5': case '6': case '7':
+    case '8': case '9': {
+      /* the common number, an integer of 1 to 18 digits (exact in an
+      ** int64) followed by a delimiter: read here; any other goes the
+      ** whole way through jc_number, from its first byte */
+      jc_u64 m = (unsigned)(*s - '0');
+      for (q = s + 1; JC_DIGIT(*q) && q - s < 18; q++)
+        m = m * 10 + (unsigned)(*q - '0');
+      if (*q == ',' || *q == '}' || *q == ']' || JC_WS(*q) || q >= end) {
+        JC_PUT(JT_NUMBER, JC_TF_INT, s, 0);
+        tv[n - 1].u.i = (long long)m;
+        s = q;
+        goto done;
+      }
+    }
+      /* fall through */
+    case '-': case '0':
+      JC_PUT(JT_NUMBER, 0, s, 0);
+      at = s;
+      if (jc_number(p, &at, n - 1)) return jc_in_value(p);
+      s = at;
       goto done;
     case 't':
-      if (s[1] != 'r' || s[2] != 'u' || s[3] != 'e')
+      /* each literal by one compare (the text's bytes are there) */
+      if (end - s < 4 || memcmp(s, "true", 4) != 0)
         { jc_in_value(p); return jc_bad_literal(p, s, "true"); }
-      e = jc_tape_add(p->L, t);
-      t->v[e].kind = JT_BOOLEAN;
-      t->v[e].flags = JC_TF_TRUE;
-      t->v[e].s = (const char *)s;
+      JC_PUT(JT_BOOLEAN, JC_TF_TRUE, s, 0);
       s += 4;
       goto done;
     case 'f':
-      if (s[1] != 'a' || s[2] != 'l' || s[3] != 's' || s[4] != 'e')
+      if (end - s < 5 || memcmp(s, "false", 5) != 0)
         { jc_in_value(p); return jc_bad_literal(p, s, "false"); }
-      e = jc_tape_add(p->L, t);
-      t->v[e].kind = JT_BOOLEAN;
-      t->v[e].s = (const char *)s;
+      JC_PUT(JT_BOOLEAN, 0, s, 0);
       s += 5;
       goto done;
     case 'n':
-      if (s[1] != 'u' || s[2] != 'l' || s[3] != 'l')
+      if (end - s < 4 || memcmp(s, "null", 4) != 0)
         { jc_in_value(p); return jc_bad_literal(p, s, "null"); }
-      e = jc_tape_add(p->L, t);
-      t->v[e].kind = JT_NULL;
-      t->v[e].s = (const char *)s;
+      JC_PUT(JT_NULL, 0, s, 0);
       s += 4;
       goto done;
     case '+':
@@ -771,7 +903,7 @@ value:
         return jc_bad_number(p, s, ": NaN and Infinity are not JSON numbers");
       return jc_fail_unexpected(p, s, ": expected a JSON value");
     case ']': case '}':
-      if (after_comma && p->depth > 0) {
+      if (p->depth > 0 && jc_after_comma(p, s)) {
         snprintf(p->head, sizeof p->head, "trailing comma before '%c' at ",
                  *s);
         return jc_fail(p, "unexpected_character", s, "");
@@ -782,28 +914,43 @@ value:
       return jc_fail_unexpected(p, s, ": expected a JSON value");
   }
 
-key:
-  f = &p->frames[p->depth - 1];
-  f->key = 0;
+key:   /* f->key still names the member before (0: none); a pointer reads it
+          only for an error in or after a member's value, by then its own */
   if (*s != '"') {
-    if (after_comma && *s == '}') {
+    if (*s == '}' && jc_after_comma(p, s)) {
       snprintf(p->head, sizeof p->head, "trailing comma before '}' at ");
       return jc_fail(p, "unexpected_character", s, "");
     }
     return jc_fail_unexpected(p, s, ": expected a member name in double quotes");
   }
-  e = jc_tape_add(p->L, t);
-  t->v[e].kind = JT_STRING;
-  if (jc_string_plain(p, &s, e)) return -1;
-  f = &p->frames[p->depth - 1];
+  q = jc_scan_k(s + 1, end, lim, &sk);
+  if (*q == '"') {      /* plain, as a string value above */
+    size_t len = (size_t)(q - s - 1);
+    /* an empty name's "first" and "last" bytes are its quotes, as in
+    ** jc_name_bit (read in the text, no test for the length) */
+    bit = JC_NAME_BIT(len, s[1], q[-1]);
+    JC_PUT(JT_STRING, 0, s + 1, len);
+    s = q + 1;
+  } else {
+    JC_PUT(JT_STRING, 0, NULL, 0);
+    at = s;
+    if (jc_string(p, &at, q, n - 1)) return -1;
+    s = at;
+    bit = jc_name_bit(&tv[n - 1]);
+  }
+  e = n - 1;
   f->key = e;
-  if (jc_is_dup(p, f, e)) {
+  /* a small object's name whose bit no earlier name set is new: most
+  ** names are decided so, without a comparison */
+  if (f->count < JC_DUP_LINEAR && (f->names & bit) == 0)
+    f->names |= bit;
+  else if (jc_is_dup(p, f, e)) {
     jc_raw_key(p, e, key);
     p->duplicate = 1;
     snprintf(p->head, sizeof p->head, "duplicate key \"%s\" at ", key);
-    return jc_fail(p, "duplicate_key", p->start + jc_tv_off(t, e), ")");
+    return jc_fail(p, "duplicate_key", p->start + jc_tv_off(p->t, e), ")");
   }
-  JC_SKIP_WS(s);
+  if (*s != ':') s = jc_skip_ws(s, end);
   if (*s != ':') {
     char what[48];
     jc_raw_key(p, e, key);
@@ -818,29 +965,36 @@ key:
     return jc_fail(p, "unexpected_character", s, "");
   }
   s++;
-  after_comma = 0;
   goto value;
 
 done:
-  if (p->depth == 0) goto finish;
-  f = &p->frames[p->depth - 1];
+  if (f == NULL) goto finish;
   f->count++;
   if (f->is_object) {
-    JC_SKIP_WS(s);
+    if (*s != ',') s = jc_skip_ws(s, end);
     if (*s == ',') {
       s++;
-      JC_SKIP_WS(s);
-      after_comma = 1;
+      if (*s != '"') s = jc_skip_ws(s, end);
       goto key;
     }
-    if (*s == '}') { s++; if (jc_close(p, s)) return -1; goto done; }
+    if (*s == '}') {
+      s++;
+      if (f->count > 0xffffffffu) return jc_too_many(p, s);
+      f = jc_close(p, f, tv, n);
+      goto done;
+    }
     jc_raw_key(p, f->key, key);
     snprintf(p->head, sizeof p->head,
              "expected ',' or '}' after member \"%s\" at ", key);
   } else {
-    JC_SKIP_WS(s);
-    if (*s == ',') { s++; after_comma = 1; goto value; }
-    if (*s == ']') { s++; if (jc_close(p, s)) return -1; goto done; }
+    if (*s != ',') s = jc_skip_ws(s, end);
+    if (*s == ',') { s++; goto value; }
+    if (*s == ']') {
+      s++;
+      if (f->count > 0xffffffffu) return jc_too_many(p, s);
+      f = jc_close(p, f, tv, n);
+      goto done;
+    }
     snprintf(p->head, sizeof p->head,
              "expected ',' or ']' after array element %lu at ",
              (unsigned long)f->count);
@@ -849,7 +1003,8 @@ done:
                  "");
 
 finish:
-  JC_SKIP_WS(s);
+  p->t->n = n;
+  s = jc_skip_ws(s, end);
   if (s < end) {
     snprintf(p->head, sizeof p->head,
              "trailing content after the JSON value at ");
@@ -929,6 +1084,7 @@ static int jc_parse_into(lua_State *L, jc_tape *t, const char *text,
   p.t = t;
   p.start = (const unsigned char *)text;
   p.end = p.start + len;
+  p.lim = len >= 16 ? (uintptr_t)(p.end - 16) : 0;
   t->text = text;
   t->len = len;
   p.frames = local;
