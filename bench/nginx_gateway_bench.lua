@@ -126,7 +126,7 @@ local function instructions(paths)
             root),
         fmt('lua_package_cpath "%s/%s;;";', root, nginx.CPATH), http_conf(port), "}", "" }, "\n"))
     f:close()
-    local pid = tonumber(nginx.run(fmt("valgrind --tool=callgrind --dump-instr=no --callgrind-out-file=%s/cg.out "
+    local pid = tonumber(nginx.run(fmt("valgrind --tool=callgrind --dump-instr=no --compress-strings=no --compress-pos=no --callgrind-out-file=%s/cg.out "
         .. "nginx -p %s -c %s/nginx.conf -g 'daemon off; master_process off;' >%s/valgrind.log 2>&1 & echo $!",
         dir, dir, dir, dir)):match("%d+"))
     local base = "http://127.0.0.1:" .. port
