@@ -18,9 +18,10 @@
 --      answer (serve and jc.ask alone);
 --   3. the gateway's rounds;
 --   4. a profile of the worker under /gateway (BENCH_GW_PROFILE names another location):
---      folded stacks (out/nginx_gateway.folded), perf's split by library, the JIT's trace
---      aborts.
--- BENCH_GW_ONLY=exchange|instructions|profile runs that part alone; BENCH_GW_INSTRUCTIONS=0
+--      folded stacks (out/nginx_gateway.folded), perf's split by library (under /gateway), the
+--      JIT's trace aborts.
+-- BENCH_GW_ONLY=exchange|instructions|profile runs that part alone; BENCH_GW_PROFILE_MODE=Fli1
+-- adds jit.p's report of that mode (out/nginx_gateway.prof); BENCH_GW_INSTRUCTIONS=0
 -- skips part 2. Not a test: nothing asserts a time. Skipped when nginx, its lua module or wrk
 -- is missing (part 2 when valgrind is).
 --   lua5.4 bench/nginx_gateway_bench.lua      (after make and make LUA=luajit)
@@ -273,6 +274,16 @@ local ok, err = pcall(function()
     -- * the JIT's trace aborts (jit.v).
     os.execute("mkdir -p out")
     local folded = util.sh("pwd"):match("^(%S+)") .. "/out/nginx_gateway.folded"
+    -- BENCH_GW_PROFILE_MODE (a jit.p mode, e.g. "Fli1": functions and their lines): that
+    -- report in out/nginx_gateway.prof as well, from one more run
+    local pmode = os.getenv("BENCH_GW_PROFILE_MODE")
+    if pmode then
+        local report = util.sh("pwd"):match("^(%S+)") .. "/out/nginx_gateway.prof"
+        curl.request { url = srv.base .. "/profile_start?mode=" .. pmode .. "&path=" .. report, timeout_ms = 2000 }
+        wrk(srv.dir, profiled, srv.base)
+        curl.request { url = srv.base .. "/profile_stop?mode=" .. pmode, timeout_ms = 2000 }
+        say("jit.p %s report of the worker under %s in %s", pmode, profiled, report)
+    end
     curl.request { url = srv.base .. "/profile_start?mode=fold&path=" .. folded, timeout_ms = 2000 }
     wrk(srv.dir, profiled, srv.base)
     curl.request { url = srv.base .. "/profile_stop?mode=fold", timeout_ms = 2000 }
@@ -327,7 +338,7 @@ local ok, err = pcall(function()
     end
     local log = srv.dir .. "/jitv.txt"
     curl.request { url = srv.base .. "/profile_start?mode=jitv&path=" .. log, timeout_ms = 2000 }
-    wrk(srv.dir, "/gateway", srv.base)
+    wrk(srv.dir, profiled, srv.base)
     curl.request { url = srv.base .. "/profile_stop?mode=jitv", timeout_ms = 2000 }
     -- the JIT's trace aborts by reason, most frequent first: code left to the interpreter
     local count = {}
@@ -342,7 +353,7 @@ local ok, err = pcall(function()
     local rows = {}
     for k, c in pairs(count) do rows[#rows + 1] = { k, c } end
     table.sort(rows, function(x, y) return x[2] > y[2] end)
-    say("trace aborts in the worker under /gateway (jit.v), most frequent first:")
+    say("trace aborts in the worker under %s (jit.v), most frequent first:", profiled)
     for i = 1, math.min(10, #rows) do say("  %4d  %s", rows[i][2], rows[i][1]) end
 end)
 srv:stop()

@@ -420,17 +420,29 @@ function _M.redact_credentials(text, secret)
 end
 
 -- Does any string in `v` (keys too, at any depth, an err's fields included) spell the secret?
-local function holds(v, secret, seen)
-    if type(v) == "string" then return _M.redact(v, secret) ~= v end
+-- `least`: the shortest text that can (see `least_text`): shorter keys and values, most of
+-- them, are passed without a call.
+local function holds(v, secret, seen, least)
+    if type(v) == "string" then return #v >= least and _M.redact(v, secret) ~= v end
     if type(v) ~= "table" or seen[v] then return false end
     seen[v] = true
     -- (an err has a metatable: a plain table is not asked, which costs a C call)
     local fields = getmetatable(v) ~= nil and error_fields(v)
-    if fields then return holds(fields, secret, seen) end
+    if fields then return holds(fields, secret, seen, least) end
     for k, x in next, v do
-        if holds(k, secret, seen) or holds(x, secret, seen) then return true end
+        if (type(k) ~= "string" or #k >= least) and holds(k, secret, seen, least) then return true end
+        if (type(x) ~= "string" or #x >= least) and holds(x, secret, seen, least) then return true end
     end
     return false
+end
+
+-- The shortest text that may hold a spelling of `secret` (as `redact` decides it: every
+-- spelling takes at least one byte per byte of the key or of a base64 core); 0 for a list.
+local function least_text(secret)
+    if type(secret) ~= "string" then return 0 end
+    if #secret < MIN_SECRET then return math.huge end
+    if #secret < MIN_BASE64_SECRET then return #secret end
+    return math.min(#secret, base64_cores(secret).shortest)
 end
 
 local function copy_redacted(v, secret, seen)
@@ -471,7 +483,7 @@ end
 -- @return `v`, or its redacted copy
 function _M.redact_value(v, secret)
     if type(v) == "string" then return _M.redact(v, secret) end
-    if type(v) ~= "table" or secret == nil or not holds(v, secret, {}) then return v end
+    if type(v) ~= "table" or secret == nil or not holds(v, secret, {}, least_text(secret)) then return v end
     return copy_redacted(v, secret, {})
 end
 

@@ -9,6 +9,7 @@ local RULES = require "jsoncontract.providers.rules.openai"
 
 local ipairs, type, error = ipairs, type, error
 local format = string.format
+local concat = table.concat
 
 local _M = { _VERSION = core._VERSION, name = "openai" }
 
@@ -241,8 +242,16 @@ end
 local function encoded_body(body, rf)
     local before, after = around_messages(body, rf)
     local messages = body.messages
+    local n = #messages
+    if n == 2 then
+        -- the first ask (the system message and the input): no loop, which LuaJIT would leave
+        -- to the interpreter for the C call in it
+        local m = messages[2]
+        return concat { before, "[", system_json(messages[1].content), ',{"content":', core.encode(m.content),
+            m.role == "user" and ',"role":"user"}]' or ',"role":"assistant"}]', after }
+    end
     local out = { before, "[", system_json(messages[1].content) }
-    for i = 2, #messages do
+    for i = 2, n do
         -- `core.encode{content = .., role = ..}` (keys in byte order), with only the content
         -- encoded: the role is "user" or "assistant" (build_request's check)
         local m = messages[i]
