@@ -15,7 +15,8 @@
 --      upstream module through ngx.location.capture, jsoncontract.transport.openresty;
 --   2. instructions per request of every location under callgrind (counts: the neighbours on
 --      the machine do not move them), with a gateway whose provider call is replaced by its
---      answer (serve and jc.ask alone);
+--      answer (serve and jc.ask alone), and the same two with metrics (a shared dict) and
+--      evidence (a file) on, as a deployment runs them (/gateway_full, /gateway_full_stub);
 --   3. the gateway's rounds;
 --   4. a profile of the worker under /gateway (BENCH_GW_PROFILE names another location):
 --      folded stacks (out/nginx_gateway.folded), perf's split by library (under /gateway), the
@@ -65,12 +66,12 @@ local KEY_ENV = "JC_BENCH_KEY"
 -- through the slow scan for its spellings)
 local KEY = "sk-proj-Xb7QeT2vLm9RkA4sWn8ZpC1dHy6FjU3gKo5Ei0VrBt"
 -- The lines inside http {} (the bench's locations), for nginx listening on `port`.
-local function http_conf(port)
+local function http_conf(port, dir)
         local app = 'require("nginx_bench_gateway_app")'
         return table.concat({
             "lua_shared_dict jc_metrics 1m;",
-            fmt("init_by_lua_block { %s.init{ root = %q, port = %d, key_env = %q } }", app,
-                util.sh("pwd"):match("^(%S+)"), port, KEY_ENV),
+            fmt("init_by_lua_block { %s.init{ root = %q, port = %d, key_env = %q, evidence = %q } }", app,
+                util.sh("pwd"):match("^(%S+)"), port, KEY_ENV, dir .. "/evidence.jsonl"),
             "upstream up_keepalive { server 127.0.0.1:" .. port .. "; keepalive 64; }",
             "server { listen 127.0.0.1:" .. port .. " backlog=1024;",
             '  location = /ready { return 200 "ok\\n"; }',
@@ -94,6 +95,11 @@ local function http_conf(port)
                 .. '.gw:serve("ticket_rule_nothing") } }',
             "  location = /gateway_stub { content_by_lua_block { " .. app
                 .. '.gw_stub:serve("ticket_schema_only") } }',
+            "  location = /gateway_full { content_by_lua_block { " .. app
+                .. '.gw_full:serve("ticket_schema_only") } }',
+            "  location = /gateway_full_stub { content_by_lua_block { " .. app
+                .. '.gw_full_stub:serve("ticket_schema_only") } }',
+            '  location = /metrics { content_by_lua_block { ' .. app .. '.gw_full:metrics() } }',
             "}" }, "\n")
 end
 local srv = nginx.start {
@@ -125,7 +131,7 @@ local function instructions(paths)
         "http { access_log off; client_body_temp_path " .. dir .. "/body; proxy_temp_path " .. dir .. "/proxy;",
         fmt('lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;%s/bench/?.lua;;";', root, root, root,
             root),
-        fmt('lua_package_cpath "%s/%s;;";', root, nginx.CPATH), http_conf(port), "}", "" }, "\n"))
+        fmt('lua_package_cpath "%s/%s;;";', root, nginx.CPATH), http_conf(port, dir), "}", "" }, "\n"))
     f:close()
     local pid = tonumber(nginx.run(fmt("valgrind --tool=callgrind --dump-instr=no --compress-strings=no --compress-pos=no --callgrind-out-file=%s/cg.out "
         .. "nginx -p %s -c %s/nginx.conf -g 'daemon off; master_process off;' >%s/valgrind.log 2>&1 & echo $!",
@@ -164,7 +170,8 @@ local ok, err = pcall(function()
     -- different path, which wrk would count as a success)
     local curl = require "jsoncontract.transport.curl"
     for _, path in ipairs { "/gateway", "/gateway_schema_only", "/proxy", "/up/v1/chat/completions",
-        "/cosocket_min", "/capture_min", "/transport_only", "/gateway_stub", "/gateway_rule_nothing" } do
+        "/cosocket_min", "/capture_min", "/transport_only", "/gateway_stub", "/gateway_rule_nothing", "/gateway_full",
+        "/gateway_full_stub" } do
         local res = curl.request { url = srv.base .. path, body = MAIL, timeout_ms = 5000,
             headers = { ["Content-Type"] = "text/plain" } }
         if not res or res.status ~= 200 then
@@ -227,7 +234,8 @@ local ok, err = pcall(function()
     if only == "instructions" or (only ~= "exchange" and only ~= "profile"
             and os.getenv("BENCH_GW_INSTRUCTIONS") ~= "0") then
         local paths = { "/proxy", "/cosocket_min", "/capture_min", "/transport_only", "/gateway",
-            "/gateway_schema_only", "/gateway_rule_nothing", "/gateway_stub", "/up/v1/chat/completions" }
+            "/gateway_schema_only", "/gateway_rule_nothing", "/gateway_stub", "/gateway_full", "/gateway_full_stub",
+            "/up/v1/chat/completions" }
         if os.getenv("BENCH_GW_PATHS") then
             paths = {}
             for p in os.getenv("BENCH_GW_PATHS"):gmatch("%S+") do paths[#paths + 1] = p end

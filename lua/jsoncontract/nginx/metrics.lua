@@ -100,12 +100,60 @@ local function incr(self, key, v)
     if not ok then self.errors = self.errors + 1 end
 end
 
+-- The dict key of a series, per prefix, name and label list, found again by walking nested
+-- tables down the list's entries (a request updates the same few series every time: no string
+-- is built for them, only looked up). At most MAX_KEYS keys kept; then the memo starts afresh.
+local KEYS, n_keys, MAX_KEYS = {}, 0, 4096
+local NIL = {} -- a nil label value's place in the memo
+local KEY = {} -- where a node keeps its series' key (no label value is this table)
+
+local function series_key(prefix, name, lbl, suffix)
+    local node = KEYS[prefix]
+    if not node then
+        node = {}
+        KEYS[prefix] = node
+    end
+    local next_node = node[name]
+    if not next_node then
+        next_node = {}
+        node[name] = next_node
+    end
+    node = next_node
+    local n = lbl and #lbl or 0
+    for i = 1, n do
+        local v = lbl[i]
+        if v == nil then v = NIL elseif v ~= v then v = "nan" end -- (NaN is no table key)
+        next_node = node[v]
+        if not next_node then
+            next_node = {}
+            node[v] = next_node
+        end
+        node = next_node
+    end
+    if suffix then
+        next_node = node[suffix]
+        if not next_node then
+            next_node = {}
+            node[suffix] = next_node
+        end
+        node = next_node
+    end
+    local key = node[KEY]
+    if key == nil then
+        key = prefix .. name .. labels(lbl) .. (suffix or "")
+        if n_keys >= MAX_KEYS then KEYS, n_keys = {}, 0 end
+        n_keys = n_keys + 1
+        node[KEY] = key
+    end
+    return key
+end
+
 --- Add `v` (default 1) to a counter or gauge.
 -- @tparam string name metric name
 -- @tparam[opt] table lbl alternating label names and values, e.g. `{"contract", "t", "gate", "schema"}`
 -- @tparam[opt=1] number v
 function _M.inc(self, name, lbl, v)
-    incr(self, "v|" .. name .. labels(lbl), v or 1)
+    incr(self, series_key("v|", name, lbl), v or 1)
 end
 
 -- Is process `pid` alive? A worker killed with -9 never takes its gauge slot down, so the
@@ -126,8 +174,11 @@ _M.alive = alive
 -- This worker's gauge slot: its pid. Not `ngx.worker.id()` alone: during a reload the old
 -- workers still drain under the same ids as the new ones, so a new worker resetting "its" id
 -- would wipe a slot an old worker later takes down again (a negative gauge).
+local slot_pid, slot_name, slot_prefix
 local function slot()
-    return tostring(ngx.worker and ngx.worker.pid and ngx.worker.pid() or 0)
+    local pid = ngx.worker and ngx.worker.pid and ngx.worker.pid() or 0
+    if pid ~= slot_pid then slot_pid, slot_name, slot_prefix = pid, tostring(pid), "g|" .. pid .. "|" end
+    return slot_name, slot_prefix
 end
 
 --- Add `v` (default 1) to a gauge, in this worker's own slot (`g|<pid>|series`): `render`
@@ -136,7 +187,8 @@ end
 -- @tparam[opt] table lbl as for `inc`
 -- @tparam[opt=1] number v
 function _M.gauge(self, name, lbl, v)
-    incr(self, "g|" .. slot() .. "|" .. name .. labels(lbl), v or 1)
+    local _, prefix = slot()
+    incr(self, series_key(prefix, name, lbl), v or 1)
 end
 
 --- Delete this worker's gauge slot and those of workers that no longer run (for
@@ -158,6 +210,10 @@ function _M.sweep(self)
     return n
 end
 
+-- "|<bucket index>", the end of a bucket's key (more than any histogram has)
+local BUCKET_SUFFIX = {}
+for i = 1, 64 do BUCKET_SUFFIX[i] = "|" .. i end
+
 --- Observe one value in a histogram (buckets from `BUCKETS[name]`).
 -- @tparam string name metric name
 -- @tparam table|nil lbl as for `inc`
@@ -171,9 +227,8 @@ function _M.observe(self, name, lbl, v)
             break
         end
     end
-    local series = name .. labels(lbl)
-    incr(self, "b|" .. series .. "|" .. idx, 1)
-    incr(self, "s|" .. series, v)
+    incr(self, series_key("b|", name, lbl, BUCKET_SUFFIX[idx]), 1)
+    incr(self, series_key("s|", name, lbl), v)
 end
 
 -- `le` as Prometheus writes it.

@@ -138,10 +138,18 @@ end
 -- feedback), the input (on the item's first line) and the gate's words (`error_message`,
 -- `error_items`) are kept by the writer only on opt-in (`jsoncontract.evidence.TEXT_FIELDS`).
 -- Nothing is built when the ask has no evidence writer.
+-- The record's `ts`, UTC to the second, formatted once per second.
+local ts_second, ts_text
+local function timestamp()
+    local t = os.time()
+    if t ~= ts_second then ts_second, ts_text = t, os.date("!%Y-%m-%dT%H:%M:%SZ", t) end
+    return ts_text
+end
+
 local function record(s, a, text, feedback_text, response_headers)
     local evidence = s.evidence
     if not evidence then return end
-    local rec = { ts = os.date("!%Y-%m-%dT%H:%M:%SZ"), try = a.tries }
+    local rec = { ts = timestamp(), try = a.tries }
     for k, v in pairs(s.item) do rec[k] = v end
     for k, v in pairs(a) do rec[k] = v end
     rec.text, rec.feedback, rec.response_headers = text, feedback_text, response_headers
