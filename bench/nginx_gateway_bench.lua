@@ -144,7 +144,13 @@ local function instructions(paths)
         end
         local out = {}
         for _, path in ipairs(paths) do
-            nginx.run(fmt("wrk -t1 -c1 -d2s -s %s/post.lua %s%s", dir, base, path)) -- warm up: the traces are made
+            -- warm up until the JIT has settled: while LuaJIT compiles traces, valgrind translates
+            -- each new one and a run of 2 s serves a few dozen requests, whose counts then carry
+            -- the compiler's work; settled, it serves hundreds
+            for _ = 1, 8 do
+                local w = nginx.run(fmt("wrk -t1 -c1 -d2s -s %s/post.lua %s%s", dir, base, path))
+                if (tonumber(w:match("(%d+) requests in")) or 0) >= 400 then break end
+            end
             nginx.run(fmt("callgrind_control -z %d >/dev/null 2>&1", pid))
             local run = nginx.run(fmt("wrk -t1 -c1 -d4s -s %s/post.lua %s%s", dir, base, path))
             nginx.run(fmt("callgrind_control -d %d >/dev/null 2>&1", pid))
@@ -349,8 +355,10 @@ local ok, err = pcall(function()
     wrk(srv.dir, profiled, srv.base)
     curl.request { url = srv.base .. "/profile_stop?mode=jitv", timeout_ms = 2000 }
     -- the JIT's trace aborts by reason, most frequent first: code left to the interpreter
-    local count = {}
+    local count, flushes, traces = {}, 0, 0
     for line in (util.read(log) or ""):gmatch("[^\n]+") do
+        if line:find("flush", 1, true) then flushes = flushes + 1 end
+        if line:match("^%[TRACE +%d") then traces = traces + 1 end
         local where, why = line:match("^%[TRACE %-%-%- (.-) %-%- (.-)%]$")
         if why then
             where = where:gsub("^%(%d+/%d+%) ", "")
@@ -361,7 +369,8 @@ local ok, err = pcall(function()
     local rows = {}
     for k, c in pairs(count) do rows[#rows + 1] = { k, c } end
     table.sort(rows, function(x, y) return x[2] > y[2] end)
-    say("trace aborts in the worker under %s (jit.v), most frequent first:", profiled)
+    say("traces compiled in the worker under %s during one run: %d, trace flushes: %d (jit.v); aborts, most "
+        .. "frequent first:", profiled, traces, flushes)
     for i = 1, math.min(10, #rows) do say("  %4d  %s", rows[i][2], rows[i][1]) end
 end)
 srv:stop()
