@@ -442,6 +442,9 @@ local function client_closed(self, name, c, rid, item_id, t0)
         observe_spent(self.meter, name, tally.attempts, tally.input, tally.output)
     end
     observe_request(self, name, 499, "client_closed", t0)
+    -- written at once, not with the worker's batch: the gauge just went down, and a scrape that
+    -- sees it down sees why
+    if self.meter then self.meter:flush() end
     ngx.log(ngx.INFO, "jsoncontract: request_id=", rid, " item_id=", item_id, " contract=", name,
         " status=499 code=client_closed: the client closed the connection before the answer")
     if self.sink then
@@ -620,12 +623,15 @@ function _M.too_large(self, name)
     send_json(413, encode({ error = { code = "body_too_large", message = _M.TEXT.body_too_large }, request_id = rid }))
 end
 
---- Write the evidence every gateway of this worker still holds (an `exit_worker_by_lua`
--- handler; blocking file I/O, fine at exit). Needed for `nginx -s stop` (TERM): a worker then
--- exits without firing its timers, so buffered lines would be lost; a graceful `-s quit` flushes
--- from the timers as well.
+--- Write the evidence and the batched metrics updates every gateway of this worker still holds
+-- (an `exit_worker_by_lua` handler; blocking file I/O, fine at exit). Needed for `nginx -s stop`
+-- (TERM): a worker then exits without firing its timers, so buffered lines and counts would be
+-- lost; a graceful `-s quit` flushes from the timers as well.
 -- @usage exit_worker_by_lua_block { require("jsoncontract.nginx").exit_worker() }
 function _M.exit_worker()
+    for gw in pairs(GATEWAYS) do
+        if gw.meter then gw.meter:flush() end
+    end
     evidence.flush_all()
 end
 
