@@ -21,7 +21,7 @@
 --   4. a profile of the worker under /gateway (BENCH_GW_PROFILE names another location):
 --      folded stacks (out/nginx_gateway.folded), perf's split by library (under /gateway), the
 --      JIT's trace aborts.
--- BENCH_GW_ONLY=exchange|instructions|profile runs that part alone; BENCH_GW_PROFILE_MODE=Fli1
+-- BENCH_GW_ONLY=exchange|instructions|rounds|profile runs that part alone; BENCH_GW_PROFILE_MODE=Fli1
 -- adds jit.p's report of that mode (out/nginx_gateway.prof); BENCH_GW_INSTRUCTIONS=0
 -- skips part 2. Not a test: nothing asserts a time. Skipped when nginx, its lua module or wrk
 -- is missing (part 2 when valgrind is).
@@ -217,7 +217,7 @@ local ok, err = pcall(function()
     local only = os.getenv("BENCH_GW_ONLY") -- "exchange": that part alone; "profile": the profile alone
     -- the location profiled (default /gateway): e.g. /transport_only for the transport alone
     local profiled = os.getenv("BENCH_GW_PROFILE") or "/gateway"
-    if only ~= "profile" and only ~= "instructions" then
+    if only ~= "profile" and only ~= "instructions" and only ~= "rounds" then
     say("nginx: the exchange alone (answering the upstream's body) vs proxy_pass; %d rounds", ROUNDS)
     local r_co, r_cap, r_tr, c_co, c_cap, c_tr = {}, {}, {}, {}, {}, {}
     for round = 1, ROUNDS do
@@ -237,7 +237,7 @@ local ok, err = pcall(function()
     end
     -- Instructions per location (BENCH_GW_INSTRUCTIONS=0 skips them; BENCH_GW_PATHS names
     -- the locations counted, default all)
-    if only == "instructions" or (only ~= "exchange" and only ~= "profile"
+    if only == "instructions" or (only ~= "exchange" and only ~= "profile" and only ~= "rounds"
             and os.getenv("BENCH_GW_INSTRUCTIONS") ~= "0") then
         local paths = { "/proxy", "/cosocket_min", "/capture_min", "/transport_only", "/gateway",
             "/gateway_schema_only", "/gateway_rule_nothing", "/gateway_stub", "/gateway_full", "/gateway_full_stub",
@@ -279,6 +279,7 @@ local ok, err = pcall(function()
     say("gateway without the contract's rules (the same schema)/proxy_pass: req/s %s, by CPU %s", range(ratio_so),
         range(cost_so))
     end
+    if only == "rounds" then return end
 
     -- Where the gateway's time goes, during one more /gateway run each:
     -- * folded stacks from LuaJIT's profiler in the worker (bench/nginx_bench_gateway_app.lua,
