@@ -15,7 +15,7 @@ M.ENVELOPE = '{"id":"chatcmpl-bench","object":"chat.completion","created":173295
     .. '"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":412,'
     .. '"completion_tokens":61,"total_tokens":473}}'
 
---- Build the gateway (init_by_lua). `c` = { root, port, key_env }.
+--- Build the gateway (init_by_lua). `c` = { root, port, key_env, evidence (a file path) }.
 function M.init(c)
     M.port, M.key_env = c.port, c.key_env
     local ticket = c.root .. "/examples/support_ticket.lua"
@@ -65,6 +65,24 @@ function M.init(c)
             pooled = true }
     end
     assert(M.gw_stub.cache:preload())
+    -- The contract without rules as a deployment runs it: metrics in the shared dict, evidence
+    -- to a file; with the exchange and with the provider call replaced by its answer.
+    local function full()
+        return gateway.new {
+            provider = "openai", model = "bench-1", api_key_env = c.key_env,
+            base_url = "http://127.0.0.1:" .. c.port .. "/up",
+            contracts = { ticket_schema_only = {
+                name = "ticket_schema_only", version = "1.0.0", schema = dofile(ticket).schema,
+                instructions = "You sort customer support mail into queues. Read the mail and fill in the ticket.",
+            } },
+            context = false, contract_check_ms = 0, max_body_bytes = 8192, timeout_ms = 5000, pool_size = 64,
+            policy = { transport_retries = 0 }, metrics_dict = "jc_metrics", evidence = { path = c.evidence },
+        }
+    end
+    M.gw_full, M.gw_full_stub = full(), full()
+    M.gw_full_stub.transport = M.gw_stub.transport
+    assert(M.gw_full.cache:preload())
+    assert(M.gw_full_stub.cache:preload())
 end
 
 --- The upstream: reads the request body (as a provider does) and answers the envelope, with a

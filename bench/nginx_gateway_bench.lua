@@ -15,12 +15,14 @@
 --      upstream module through ngx.location.capture, jsoncontract.transport.openresty;
 --   2. instructions per request of every location under callgrind (counts: the neighbours on
 --      the machine do not move them), with a gateway whose provider call is replaced by its
---      answer (serve and jc.ask alone);
+--      answer (serve and jc.ask alone), and the same two with metrics (a shared dict) and
+--      evidence (a file) on, as a deployment runs them (/gateway_full, /gateway_full_stub);
 --   3. the gateway's rounds;
 --   4. a profile of the worker under /gateway (BENCH_GW_PROFILE names another location):
---      folded stacks (out/nginx_gateway.folded), perf's split by library, the JIT's trace
---      aborts.
--- BENCH_GW_ONLY=exchange|instructions|profile runs that part alone; BENCH_GW_INSTRUCTIONS=0
+--      folded stacks (out/nginx_gateway.folded), perf's split by library (under /gateway), the
+--      JIT's trace aborts.
+-- BENCH_GW_ONLY=exchange|instructions|rounds|profile runs that part alone; BENCH_GW_PROFILE_MODE=Fli1
+-- adds jit.p's report of that mode (out/nginx_gateway.prof); BENCH_GW_INSTRUCTIONS=0
 -- skips part 2. Not a test: nothing asserts a time. Skipped when nginx, its lua module or wrk
 -- is missing (part 2 when valgrind is).
 --   lua5.4 bench/nginx_gateway_bench.lua      (after make and make LUA=luajit)
@@ -64,12 +66,12 @@ local KEY_ENV = "JC_BENCH_KEY"
 -- through the slow scan for its spellings)
 local KEY = "sk-proj-Xb7QeT2vLm9RkA4sWn8ZpC1dHy6FjU3gKo5Ei0VrBt"
 -- The lines inside http {} (the bench's locations), for nginx listening on `port`.
-local function http_conf(port)
+local function http_conf(port, dir)
         local app = 'require("nginx_bench_gateway_app")'
         return table.concat({
             "lua_shared_dict jc_metrics 1m;",
-            fmt("init_by_lua_block { %s.init{ root = %q, port = %d, key_env = %q } }", app,
-                util.sh("pwd"):match("^(%S+)"), port, KEY_ENV),
+            fmt("init_by_lua_block { %s.init{ root = %q, port = %d, key_env = %q, evidence = %q } }", app,
+                util.sh("pwd"):match("^(%S+)"), port, KEY_ENV, dir .. "/evidence.jsonl"),
             "upstream up_keepalive { server 127.0.0.1:" .. port .. "; keepalive 64; }",
             "server { listen 127.0.0.1:" .. port .. " backlog=1024;",
             '  location = /ready { return 200 "ok\\n"; }',
@@ -93,6 +95,11 @@ local function http_conf(port)
                 .. '.gw:serve("ticket_rule_nothing") } }',
             "  location = /gateway_stub { content_by_lua_block { " .. app
                 .. '.gw_stub:serve("ticket_schema_only") } }',
+            "  location = /gateway_full { content_by_lua_block { " .. app
+                .. '.gw_full:serve("ticket_schema_only") } }',
+            "  location = /gateway_full_stub { content_by_lua_block { " .. app
+                .. '.gw_full_stub:serve("ticket_schema_only") } }',
+            '  location = /metrics { content_by_lua_block { ' .. app .. '.gw_full:metrics() } }',
             "}" }, "\n")
 end
 local srv = nginx.start {
@@ -124,9 +131,9 @@ local function instructions(paths)
         "http { access_log off; client_body_temp_path " .. dir .. "/body; proxy_temp_path " .. dir .. "/proxy;",
         fmt('lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;%s/bench/?.lua;;";', root, root, root,
             root),
-        fmt('lua_package_cpath "%s/%s;;";', root, nginx.CPATH), http_conf(port), "}", "" }, "\n"))
+        fmt('lua_package_cpath "%s/%s;;";', root, nginx.CPATH), http_conf(port, dir), "}", "" }, "\n"))
     f:close()
-    local pid = tonumber(nginx.run(fmt("valgrind --tool=callgrind --dump-instr=no --callgrind-out-file=%s/cg.out "
+    local pid = tonumber(nginx.run(fmt("valgrind --tool=callgrind --dump-instr=no --compress-strings=no --compress-pos=no --callgrind-out-file=%s/cg.out "
         .. "nginx -p %s -c %s/nginx.conf -g 'daemon off; master_process off;' >%s/valgrind.log 2>&1 & echo $!",
         dir, dir, dir, dir)):match("%d+"))
     local base = "http://127.0.0.1:" .. port
@@ -137,7 +144,13 @@ local function instructions(paths)
         end
         local out = {}
         for _, path in ipairs(paths) do
-            nginx.run(fmt("wrk -t1 -c1 -d2s -s %s/post.lua %s%s", dir, base, path)) -- warm up: the traces are made
+            -- warm up until the JIT has settled: while LuaJIT compiles traces, valgrind translates
+            -- each new one and a run of 2 s serves a few dozen requests, whose counts then carry
+            -- the compiler's work; settled, it serves hundreds
+            for _ = 1, 8 do
+                local w = nginx.run(fmt("wrk -t1 -c1 -d2s -s %s/post.lua %s%s", dir, base, path))
+                if (tonumber(w:match("(%d+) requests in")) or 0) >= 400 then break end
+            end
             nginx.run(fmt("callgrind_control -z %d >/dev/null 2>&1", pid))
             local run = nginx.run(fmt("wrk -t1 -c1 -d4s -s %s/post.lua %s%s", dir, base, path))
             nginx.run(fmt("callgrind_control -d %d >/dev/null 2>&1", pid))
@@ -163,7 +176,8 @@ local ok, err = pcall(function()
     -- different path, which wrk would count as a success)
     local curl = require "jsoncontract.transport.curl"
     for _, path in ipairs { "/gateway", "/gateway_schema_only", "/proxy", "/up/v1/chat/completions",
-        "/cosocket_min", "/capture_min", "/transport_only", "/gateway_stub", "/gateway_rule_nothing" } do
+        "/cosocket_min", "/capture_min", "/transport_only", "/gateway_stub", "/gateway_rule_nothing", "/gateway_full",
+        "/gateway_full_stub" } do
         local res = curl.request { url = srv.base .. path, body = MAIL, timeout_ms = 5000,
             headers = { ["Content-Type"] = "text/plain" } }
         if not res or res.status ~= 200 then
@@ -203,7 +217,7 @@ local ok, err = pcall(function()
     local only = os.getenv("BENCH_GW_ONLY") -- "exchange": that part alone; "profile": the profile alone
     -- the location profiled (default /gateway): e.g. /transport_only for the transport alone
     local profiled = os.getenv("BENCH_GW_PROFILE") or "/gateway"
-    if only ~= "profile" and only ~= "instructions" then
+    if only ~= "profile" and only ~= "instructions" and only ~= "rounds" then
     say("nginx: the exchange alone (answering the upstream's body) vs proxy_pass; %d rounds", ROUNDS)
     local r_co, r_cap, r_tr, c_co, c_cap, c_tr = {}, {}, {}, {}, {}, {}
     for round = 1, ROUNDS do
@@ -223,10 +237,11 @@ local ok, err = pcall(function()
     end
     -- Instructions per location (BENCH_GW_INSTRUCTIONS=0 skips them; BENCH_GW_PATHS names
     -- the locations counted, default all)
-    if only == "instructions" or (only ~= "exchange" and only ~= "profile"
+    if only == "instructions" or (only ~= "exchange" and only ~= "profile" and only ~= "rounds"
             and os.getenv("BENCH_GW_INSTRUCTIONS") ~= "0") then
         local paths = { "/proxy", "/cosocket_min", "/capture_min", "/transport_only", "/gateway",
-            "/gateway_schema_only", "/gateway_rule_nothing", "/gateway_stub", "/up/v1/chat/completions" }
+            "/gateway_schema_only", "/gateway_rule_nothing", "/gateway_stub", "/gateway_full", "/gateway_full_stub",
+            "/up/v1/chat/completions" }
         if os.getenv("BENCH_GW_PATHS") then
             paths = {}
             for p in os.getenv("BENCH_GW_PATHS"):gmatch("%S+") do paths[#paths + 1] = p end
@@ -264,6 +279,7 @@ local ok, err = pcall(function()
     say("gateway without the contract's rules (the same schema)/proxy_pass: req/s %s, by CPU %s", range(ratio_so),
         range(cost_so))
     end
+    if only == "rounds" then return end
 
     -- Where the gateway's time goes, during one more /gateway run each:
     -- * folded stacks from LuaJIT's profiler in the worker (bench/nginx_bench_gateway_app.lua,
@@ -273,6 +289,16 @@ local ok, err = pcall(function()
     -- * the JIT's trace aborts (jit.v).
     os.execute("mkdir -p out")
     local folded = util.sh("pwd"):match("^(%S+)") .. "/out/nginx_gateway.folded"
+    -- BENCH_GW_PROFILE_MODE (a jit.p mode, e.g. "Fli1": functions and their lines): that
+    -- report in out/nginx_gateway.prof as well, from one more run
+    local pmode = os.getenv("BENCH_GW_PROFILE_MODE")
+    if pmode then
+        local report = util.sh("pwd"):match("^(%S+)") .. "/out/nginx_gateway.prof"
+        curl.request { url = srv.base .. "/profile_start?mode=" .. pmode .. "&path=" .. report, timeout_ms = 2000 }
+        wrk(srv.dir, profiled, srv.base)
+        curl.request { url = srv.base .. "/profile_stop?mode=" .. pmode, timeout_ms = 2000 }
+        say("jit.p %s report of the worker under %s in %s", pmode, profiled, report)
+    end
     curl.request { url = srv.base .. "/profile_start?mode=fold&path=" .. folded, timeout_ms = 2000 }
     wrk(srv.dir, profiled, srv.base)
     curl.request { url = srv.base .. "/profile_stop?mode=fold", timeout_ms = 2000 }
@@ -327,11 +353,13 @@ local ok, err = pcall(function()
     end
     local log = srv.dir .. "/jitv.txt"
     curl.request { url = srv.base .. "/profile_start?mode=jitv&path=" .. log, timeout_ms = 2000 }
-    wrk(srv.dir, "/gateway", srv.base)
+    wrk(srv.dir, profiled, srv.base)
     curl.request { url = srv.base .. "/profile_stop?mode=jitv", timeout_ms = 2000 }
     -- the JIT's trace aborts by reason, most frequent first: code left to the interpreter
-    local count = {}
+    local count, flushes, traces = {}, 0, 0
     for line in (util.read(log) or ""):gmatch("[^\n]+") do
+        if line:find("flush", 1, true) then flushes = flushes + 1 end
+        if line:match("^%[TRACE +%d") then traces = traces + 1 end
         local where, why = line:match("^%[TRACE %-%-%- (.-) %-%- (.-)%]$")
         if why then
             where = where:gsub("^%(%d+/%d+%) ", "")
@@ -342,7 +370,8 @@ local ok, err = pcall(function()
     local rows = {}
     for k, c in pairs(count) do rows[#rows + 1] = { k, c } end
     table.sort(rows, function(x, y) return x[2] > y[2] end)
-    say("trace aborts in the worker under /gateway (jit.v), most frequent first:")
+    say("traces compiled in the worker under %s during one run: %d, trace flushes: %d (jit.v); aborts, most "
+        .. "frequent first:", profiled, traces, flushes)
     for i = 1, math.min(10, #rows) do say("  %4d  %s", rows[i][2], rows[i][1]) end
 end)
 srv:stop()

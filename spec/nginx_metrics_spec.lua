@@ -58,4 +58,51 @@ describe("jsoncontract.nginx.metrics", function()
         assert.equal(3, dict.data['g|1|jsoncontract_in_flight{contract="t"}'])
         assert.is_nil(dict.data['g|999999999|jsoncontract_in_flight{contract="t"}'])
     end)
+
+    it("batches counter and histogram updates in the worker: one dict update per series when its timer "
+        .. "fires, the worker's own render sees them at once, gauges are written at once", function()
+        local timers, incrs = {}, 0
+        _G.ngx.timer = { at = function(delay, fn, arg)
+            timers[#timers + 1] = { delay = delay, fn = fn, arg = arg }
+            return true
+        end }
+        local real_incr = dict.incr
+        function dict:incr(k, v, init)
+            incrs = incrs + 1
+            return real_incr(self, k, v, init)
+        end
+        local m = metrics.new("m")
+        for _ = 1, 3 do m:inc("jsoncontract_requests_total", { "contract", "t", "code", 200, "outcome", "accepted" }) end
+        m:observe("jsoncontract_request_attempts", { "contract", "t" }, 1)
+        m:observe("jsoncontract_request_attempts", { "contract", "t" }, 1)
+        assert.equal(0, incrs)
+        assert.equal(1, #timers)
+        assert.equal(metrics.FLUSH_MS / 1000, timers[1].delay)
+        timers[1].fn(false, timers[1].arg)
+        -- the counter, the bucket and the sum: one update each
+        assert.equal(3, incrs)
+        assert.equal(3, dict.data['v|jsoncontract_requests_total{contract="t",code="200",outcome="accepted"}'])
+        assert.equal(2, dict.data['b|jsoncontract_request_attempts{contract="t"}|1'])
+        assert.equal(2, dict.data['s|jsoncontract_request_attempts{contract="t"}'])
+        -- a new batch, a new timer; render writes this worker's batch first
+        m:inc("jsoncontract_requests_total", { "contract", "t", "code", 200, "outcome", "accepted" })
+        assert.equal(2, #timers)
+        assert.truthy(m:render():find('jsoncontract_requests_total{contract="t",code="200",outcome="accepted"} 4\n',
+            1, true))
+        m:gauge("jsoncontract_in_flight", { "contract", "t" }, 1)
+        assert.equal(1, dict.data['g|0|jsoncontract_in_flight{contract="t"}'])
+        -- a full dict: every update of the refused batch counts as an error
+        function dict.incr() return nil, "no memory" end
+        m:inc("jsoncontract_tokens_total", { "contract", "t", "direction", "input" }, 5)
+        m:inc("jsoncontract_tokens_total", { "contract", "t", "direction", "input" }, 5)
+        m:flush()
+        assert.truthy(m:render():find("\njsoncontract_metrics_errors_total 2\n", 1, true))
+    end)
+
+    it("writes at once where no timer can be set", function()
+        _G.ngx.timer = { at = function() error("API disabled in the context of init_by_lua*") end }
+        local m = metrics.new("m")
+        m:inc("jsoncontract_requests_total", { "contract", "t" })
+        assert.equal(1, dict.data['v|jsoncontract_requests_total{contract="t"}'])
+    end)
 end)

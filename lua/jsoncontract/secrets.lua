@@ -217,12 +217,34 @@ end
 local SHORT_PAIRS = { { '\\"', '"' }, { "\\/", "/" }, { "\\b", "\b" }, { "\\f", "\f" }, { "\\n", "\n" },
     { "\\r", "\r" }, { "\\t", "\t" } }
 
--- Does `text` (whose escapes are short ones only) hold a short escape of a byte of `secret`?
--- (A base64 core may hold "/", a text "\/" or not.)
-local function short_spells(text, secret)
+-- What the scans need to know of one secret (or base64 core), worked out once per secret:
+-- `shorts`, the JSON short escapes spelling one of its bytes (a base64 core may hold "/");
+-- `head`/`tail`, its halves (what a split spelling keeps whole on one side); `starts`, the
+-- pattern of a spelling's first byte. Kept per secret (a run has one or two, and their cores).
+local prep_cache, prep_count = {}, 0
+local function prepared(secret)
+    local p = prep_cache[secret]
+    if p then return p end
+    local shorts = {}
     for i = 1, #SHORT_PAIRS do
         local pair = SHORT_PAIRS[i]
-        if find(secret, pair[2], 1, true) and find(text, pair[1], 1, true) then return true end
+        if find(secret, pair[2], 1, true) then shorts[#shorts + 1] = pair[1] end
+    end
+    local h = floor(#secret / 2)
+    local starts = "[%" .. sub(secret, 1, 1) .. "\\%%~&]"
+    if sub(secret, 1, 1):match("%w") then starts = "[" .. sub(secret, 1, 1) .. "\\%%~&]" end
+    p = { shorts = shorts, head = sub(secret, 1, h), tail = sub(secret, h + 1), starts = starts }
+    if prep_count >= 256 then prep_cache, prep_count = {}, 0 end
+    prep_cache[secret], prep_count = p, prep_count + 1
+    return p
+end
+
+-- Does `text` (whose escapes are short ones only) hold a short escape of a byte of the
+-- secret whose `prepared` facts are `p`?
+local function short_spells(text, p)
+    local shorts = p.shorts
+    for i = 1, #shorts do
+        if find(text, shorts[i], 1, true) then return true end
     end
     return false
 end
@@ -237,22 +259,21 @@ end
 -- does the `=` padding after. `escapes`: `has_escapes(text)`.
 local function redact_one(text, secret, ext, escapes)
     local n = #secret
+    local p = prepared(secret)
     -- short escapes that spell none of the secret's bytes can only be a joiner's quote: the
     -- secret's own bytes are plain then (what the check below looks for)
-    if escapes == "short" and not short_spells(text, secret) then escapes = false end
+    if escapes == "short" and not short_spells(text, p) then escapes = false end
     if not escapes and not find(text, secret, 1, true) then
         -- Plain text can still hold the key split in two (not a base64 run: nothing a server does
         -- splits one); one half holds its first or its second half.
         if ext or not (find(text, '"', 1, true) or find(text, "'", 1, true)) then return text end
-        local h = floor(n / 2)
-        if not find(text, sub(secret, 1, h), 1, true) and not find(text, sub(secret, h + 1), 1, true) then
+        if not find(text, p.head, 1, true) and not find(text, p.tail, 1, true) then
             return text
         end
     end
     -- A spelling starts with the first byte or with an introducer of an encoding: jump
     -- from one such byte to the next (string.find runs in C).
-    local starts = "[%" .. sub(secret, 1, 1) .. "\\%%~&]"
-    if sub(secret, 1, 1):match("%w") then starts = "[" .. sub(secret, 1, 1) .. "\\%%~&]" end
+    local starts = p.starts
     local first = byte(secret, 1)
     local parts, from = {}, 1
     local i = find(text, starts)
@@ -399,16 +420,29 @@ function _M.redact_credentials(text, secret)
 end
 
 -- Does any string in `v` (keys too, at any depth, an err's fields included) spell the secret?
-local function holds(v, secret, seen)
-    if type(v) == "string" then return _M.redact(v, secret) ~= v end
+-- `least`: the shortest text that can (see `least_text`): shorter keys and values, most of
+-- them, are passed without a call.
+local function holds(v, secret, seen, least)
+    if type(v) == "string" then return #v >= least and _M.redact(v, secret) ~= v end
     if type(v) ~= "table" or seen[v] then return false end
     seen[v] = true
-    local fields = error_fields(v)
-    if fields then return holds(fields, secret, seen) end
+    -- (an err has a metatable: a plain table is not asked, which costs a C call)
+    local fields = getmetatable(v) ~= nil and error_fields(v)
+    if fields then return holds(fields, secret, seen, least) end
     for k, x in next, v do
-        if holds(k, secret, seen) or holds(x, secret, seen) then return true end
+        if (type(k) ~= "string" or #k >= least) and holds(k, secret, seen, least) then return true end
+        if (type(x) ~= "string" or #x >= least) and holds(x, secret, seen, least) then return true end
     end
     return false
+end
+
+-- The shortest text that may hold a spelling of `secret` (as `redact` decides it: every
+-- spelling takes at least one byte per byte of the key or of a base64 core); 0 for a list.
+local function least_text(secret)
+    if type(secret) ~= "string" then return 0 end
+    if #secret < MIN_SECRET then return math.huge end
+    if #secret < MIN_BASE64_SECRET then return #secret end
+    return math.min(#secret, base64_cores(secret).shortest)
 end
 
 local function copy_redacted(v, secret, seen)
@@ -449,7 +483,7 @@ end
 -- @return `v`, or its redacted copy
 function _M.redact_value(v, secret)
     if type(v) == "string" then return _M.redact(v, secret) end
-    if type(v) ~= "table" or secret == nil or not holds(v, secret, {}) then return v end
+    if type(v) ~= "table" or secret == nil or not holds(v, secret, {}, least_text(secret)) then return v end
     return copy_redacted(v, secret, {})
 end
 

@@ -286,9 +286,10 @@ local function send_json(status, text)
     ngx.print(text, "\n")
 end
 
-local function observe_request(self, name, status, outcome_name, t0)
+local function observe_request(self, name, status, outcome_name, t0, ctx)
     -- counted: a client abort from here on (on_handover may wait) must not count it again
-    ngx.ctx.jsoncontract_counted = true
+    ctx = ctx or ngx.ctx
+    ctx.jsoncontract_counted = true
     local m = self.meter
     if not m then return end
     m:inc("jsoncontract_requests_total", { "contract", name, "code", status, "outcome", outcome_name })
@@ -332,8 +333,12 @@ function sender(self)
         local rid = ngx.ctx.jsoncontract_rid
         for k, v in pairs(pool) do req[k] = v end
         if self.propagate_request_id then
+            -- a copy: a provider module may hand every request the same headers table, and
+            -- the connect below yields to other requests
             local h = {}
-            for k, v in pairs(req.headers or {}) do h[k] = v end
+            if req.headers then
+                for k, v in pairs(req.headers) do h[k] = v end
+            end
             h["X-Request-Id"] = rid
             req.headers = h
         end
@@ -364,10 +369,10 @@ local function observe_spent(m, name, attempts, tin, tout)
     m:observe("jsoncontract_request_tokens", { "contract", name }, tin + tout)
 end
 
-local function observe_outcome(self, name, out)
+local function observe_outcome(self, name, out, ctx)
     local m = self.meter
     if not m then return end
-    ngx.ctx.jsoncontract_spent_counted = true
+    ctx.jsoncontract_spent_counted = true
     local reason = out.reason or {}
     m:inc("jsoncontract_outcomes_total", { "contract", name, "status", out.status,
         "category", reason.category or "none", "kind", reason.kind or "none" })
@@ -379,39 +384,45 @@ end
 -- attempt's last record) and tokens its records show: a client abort kills the run's thread, so
 -- its outcome (with the attempts) never comes back, and this is what is known of the spend then.
 -- An attempt still waiting for the model has no record yet, so it is not counted.
+local tally_mt = { __index = {} }
+local TW = tally_mt.__index
+
+function TW.add_secret(w, secret)
+    if w.inner then w.inner:add_secret(secret) end
+end
+
+function TW.write(w, rec)
+    local tally = w.tally
+    local n = rec.attempt
+    if n then
+        local a = tally.by_number[n]
+        if not a then
+            a = {}
+            tally.by_number[n] = a
+            tally.attempts[#tally.attempts + 1] = a
+        end
+        a.gate = rec.gate or "unknown"
+    end
+    local u = rec.usage
+    if type(u) == "table" then
+        tally.input = tally.input + (tonumber(u.input_tokens) or 0)
+        tally.output = tally.output + (tonumber(u.output_tokens) or 0)
+    end
+    if w.inner then return w.inner:write(rec) end
+    return true
+end
+
+-- (a table with methods, not closures: serve stays compiled)
 local function tallying_writer(inner)
-    local tally = { attempts = {}, by_number = {}, input = 0, output = 0 }
-    local w = { tally = tally }
-    function w.add_secret(_, secret)
-        if inner then inner:add_secret(secret) end
-    end
-    function w.write(_, rec)
-        local n = rec.attempt
-        if n then
-            local a = tally.by_number[n]
-            if not a then
-                a = {}
-                tally.by_number[n] = a
-                tally.attempts[#tally.attempts + 1] = a
-            end
-            a.gate = rec.gate or "unknown"
-        end
-        local u = rec.usage
-        if type(u) == "table" then
-            tally.input = tally.input + (tonumber(u.input_tokens) or 0)
-            tally.output = tally.output + (tonumber(u.output_tokens) or 0)
-        end
-        if inner then return inner:write(rec) end
-        return true
-    end
-    return w
+    return setmetatable({ inner = inner, tally = { attempts = {}, by_number = {}, input = 0, output = 0 } },
+        tally_mt)
 end
 
 -- The in_flight gauge of a request, up or down once: the main thread and a client abort
 -- (ngx.on_abort) may both try to take it down. Kept in this worker's slot of the dict (see
 -- metrics.gauge), so a worker killed mid-request leaves nothing counted behind.
-local function in_flight(self, name, up)
-    local ctx = ngx.ctx
+local function in_flight(self, name, up, ctx)
+    ctx = ctx or ngx.ctx
     if (ctx.jsoncontract_in_flight == true) == up then return end
     ctx.jsoncontract_in_flight = up
     if self.meter then self.meter:gauge("jsoncontract_in_flight", { "contract", name }, up and 1 or -1) end
@@ -431,6 +442,9 @@ local function client_closed(self, name, c, rid, item_id, t0)
         observe_spent(self.meter, name, tally.attempts, tally.input, tally.output)
     end
     observe_request(self, name, 499, "client_closed", t0)
+    -- written at once, not with the worker's batch: the gauge just went down, and a scrape that
+    -- sees it down sees why
+    if self.meter then self.meter:flush() end
     ngx.log(ngx.INFO, "jsoncontract: request_id=", rid, " item_id=", item_id, " contract=", name,
         " status=499 code=client_closed: the client closed the connection before the answer")
     if self.sink then
@@ -440,6 +454,20 @@ local function client_closed(self, name, c, rid, item_id, t0)
             elapsed_ms = floor((ngx.now() - t0) * 1000) })
     end
     return ngx.exit(499)
+end
+
+-- A writer that writes every record to `kept` (the hand-over's memory writer) first, then to
+-- `inner` (the gateway's evidence, or nil). Made here, apart from serve: a function that makes
+-- closures is not compiled by LuaJIT.
+local function keeping_writer(kept, inner)
+    return { add_secret = function(_, s)
+        kept:add_secret(s)
+        if inner then inner:add_secret(s) end
+    end, write = function(_, rec)
+        kept:write(rec)
+        if inner then return inner:write(rec) end
+        return true
+    end }
 end
 
 -- ngx.on_abort's handler: the request's own arguments are in ngx.ctx (serve makes no closure).
@@ -501,19 +529,11 @@ function _M.serve(self, name)
         -- a writer without record_text drops the text from the record it is given.
         kept = evidence_mod.memory({ record_text = true })
         kept:add_secret(key_value)
-        local inner = writer
-        writer = { add_secret = function(_, s)
-            kept:add_secret(s)
-            if inner then inner:add_secret(s) end
-        end, write = function(_, rec)
-            kept:write(rec)
-            if inner then return inner:write(rec) end
-            return true
-        end }
+        writer = keeping_writer(kept, writer)
     end
     if self.meter then
         writer = tallying_writer(writer)
-        ngx.ctx.jsoncontract_tally = writer.tally
+        nctx.jsoncontract_tally = writer.tally
     end
     local opts = { transport = self.transport, sleep = ngx.sleep, request_id = rid, item_id = item_id,
         api_key = key_value, evidence = writer, as_json = true }
@@ -527,20 +547,20 @@ function _M.serve(self, name)
         opts.context = ctx
     end
 
-    in_flight(self, name, true)
+    in_flight(self, name, true, nctx)
     local ok, out = xpcall(run.ask, traceback, c, text, opts)
-    in_flight(self, name, false)
+    in_flight(self, name, false, nctx)
     if not ok then
         -- the run raised: its records (if any) do not say so
         return fail(self, name, "internal_error", rid, item_id, t0, secrets.redact(tostring(out), key_value), nil,
             nil, ev)
     end
-    observe_outcome(self, name, out)
+    observe_outcome(self, name, out, nctx)
     ngx.header["X-Attempts"] = #out.attempts
 
     if out.status == "accepted" then
         send_json(200, out.json)
-        observe_request(self, name, 200, "accepted", t0)
+        observe_request(self, name, 200, "accepted", t0, nctx)
         return
     end
     local reason = out.reason or {}
@@ -603,12 +623,15 @@ function _M.too_large(self, name)
     send_json(413, encode({ error = { code = "body_too_large", message = _M.TEXT.body_too_large }, request_id = rid }))
 end
 
---- Write the evidence every gateway of this worker still holds (an `exit_worker_by_lua`
--- handler; blocking file I/O, fine at exit). Needed for `nginx -s stop` (TERM): a worker then
--- exits without firing its timers, so buffered lines would be lost; a graceful `-s quit` flushes
--- from the timers as well.
+--- Write the evidence and the batched metrics updates every gateway of this worker still holds
+-- (an `exit_worker_by_lua` handler; blocking file I/O, fine at exit). Needed for `nginx -s stop`
+-- (TERM): a worker then exits without firing its timers, so buffered lines and counts would be
+-- lost; a graceful `-s quit` flushes from the timers as well.
 -- @usage exit_worker_by_lua_block { require("jsoncontract.nginx").exit_worker() }
 function _M.exit_worker()
+    for gw in pairs(GATEWAYS) do
+        if gw.meter then gw.meter:flush() end
+    end
     evidence.flush_all()
 end
 

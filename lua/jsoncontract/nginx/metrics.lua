@@ -28,12 +28,18 @@
 --     dict refused (full)
 --
 -- Histograms are stored per bucket (not cumulative) and summed when rendered, so one
--- observation costs two dict operations (its bucket, the sum); `_count` is the `+Inf` bucket, so the
+-- observation costs two dict updates (its bucket, the sum); `_count` is the `+Inf` bucket, so the
 -- two always agree in a scrape (the sum may lag a concurrent observation by one).
+--
+-- Counter and histogram updates are batched per worker: added up in the worker and written to
+-- the dict by a timer at most `FLUSH_MS` later (one dict operation per series, not one per
+-- update: a request makes a dozen), by `render` in the worker that renders, and by `flush`
+-- (`exit_worker`). A scrape may so miss up to `FLUSH_MS` of another worker's updates; the
+-- `in_flight` gauge is written at once.
 -- @module jsoncontract.nginx.metrics
 -- luacheck: read globals ngx
-local type, pairs, ipairs, tostring, tonumber, error, setmetatable = type, pairs, ipairs, tostring, tonumber,
-    error, setmetatable
+local type, pairs, ipairs, tostring, tonumber, error, setmetatable, pcall = type, pairs, ipairs, tostring,
+    tonumber, error, setmetatable, pcall
 local format, gsub, find, sub, match = string.format, string.gsub, string.find, string.sub, string.match
 local concat, sort = table.concat, table.sort
 
@@ -100,12 +106,125 @@ local function incr(self, key, v)
     if not ok then self.errors = self.errors + 1 end
 end
 
+--- Longest time, in milliseconds, a counter or histogram update waits in the worker before it
+-- is added to the dict.
+_M.FLUSH_MS = 1000
+
+-- This worker's batch per dict (every gateway of the worker writing to one dict shares it, so
+-- any of them rendering writes all): `pending` (key -> sum), `updates` (key -> updates summed),
+-- `n`, `scheduled` (a flush timer is set), `errors` (updates the dict refused).
+local BATCHES = {}
+
+local function batch_of(dict)
+    local b = BATCHES[dict]
+    if not b then
+        b = { pending = {}, updates = {}, n = 0, scheduled = false, errors = 0 }
+        BATCHES[dict] = b
+    end
+    return b
+end
+
+local function flush_batch(dict, b)
+    if b.n == 0 then return end
+    local pending, updates = b.pending, b.updates
+    b.pending, b.updates, b.n = {}, {}, 0
+    for key, v in pairs(pending) do
+        if not dict:incr(key, v, 0) then b.errors = b.errors + updates[key] end
+    end
+end
+
+--- Add this worker's batched updates of this dict to it now (see the module description). A
+-- refused update (dict full) counts in `jsoncontract_metrics_errors_total` once per update it
+-- held.
+function _M.flush(self)
+    flush_batch(self.dict, batch_of(self.dict))
+end
+
+local function flush_timer(_, dict)
+    local b = batch_of(dict)
+    b.scheduled = false
+    flush_batch(dict, b)
+end
+
+-- Add `v` to `key` in this worker's batch; the first update of a batch sets the timer that
+-- writes it (no timer, as outside a request or in a stand-in: written at once).
+local function add(self, key, v)
+    local dict = self.dict
+    local b = BATCHES[dict] or batch_of(dict)
+    local pending = b.pending
+    local cur = pending[key]
+    if cur == nil then
+        pending[key], b.updates[key], b.n = v, 1, b.n + 1
+    else
+        pending[key], b.updates[key] = cur + v, b.updates[key] + 1
+    end
+    if not b.scheduled then
+        -- (a phase without timers, init or exit_worker, raises or says no: written at once)
+        local timer = ngx.timer
+        local called, made = false, nil
+        if timer then called, made = pcall(timer.at, _M.FLUSH_MS / 1000, flush_timer, dict) end
+        if called and made then
+            b.scheduled = true
+        else
+            flush_batch(dict, b)
+        end
+    end
+end
+
+-- The dict key of a series, per prefix, name and label list, found again by walking nested
+-- tables down the list's entries (a request updates the same few series every time: no string
+-- is built for them, only looked up). At most MAX_KEYS keys kept; then the memo starts afresh.
+local KEYS, n_keys, MAX_KEYS = {}, 0, 4096
+local NIL = {} -- a nil label value's place in the memo
+local KEY = {} -- where a node keeps its series' key (no label value is this table)
+
+local function series_key(prefix, name, lbl, suffix)
+    local node = KEYS[prefix]
+    if not node then
+        node = {}
+        KEYS[prefix] = node
+    end
+    local next_node = node[name]
+    if not next_node then
+        next_node = {}
+        node[name] = next_node
+    end
+    node = next_node
+    local n = lbl and #lbl or 0
+    for i = 1, n do
+        local v = lbl[i]
+        if v == nil then v = NIL elseif v ~= v then v = "nan" end -- (NaN is no table key)
+        next_node = node[v]
+        if not next_node then
+            next_node = {}
+            node[v] = next_node
+        end
+        node = next_node
+    end
+    if suffix then
+        next_node = node[suffix]
+        if not next_node then
+            next_node = {}
+            node[suffix] = next_node
+        end
+        node = next_node
+    end
+    local key = node[KEY]
+    if key == nil then
+        key = prefix .. name .. labels(lbl) .. (suffix or "")
+        if n_keys >= MAX_KEYS then KEYS, n_keys = {}, 0 end
+        n_keys = n_keys + 1
+        node[KEY] = key
+    end
+    return key
+end
+
 --- Add `v` (default 1) to a counter or gauge.
 -- @tparam string name metric name
 -- @tparam[opt] table lbl alternating label names and values, e.g. `{"contract", "t", "gate", "schema"}`
 -- @tparam[opt=1] number v
 function _M.inc(self, name, lbl, v)
-    incr(self, "v|" .. name .. labels(lbl), v or 1)
+    add(self, series_key("v|", name, lbl), v or 1)
 end
 
 -- Is process `pid` alive? A worker killed with -9 never takes its gauge slot down, so the
@@ -126,8 +245,11 @@ _M.alive = alive
 -- This worker's gauge slot: its pid. Not `ngx.worker.id()` alone: during a reload the old
 -- workers still drain under the same ids as the new ones, so a new worker resetting "its" id
 -- would wipe a slot an old worker later takes down again (a negative gauge).
+local slot_pid, slot_name, slot_prefix
 local function slot()
-    return tostring(ngx.worker and ngx.worker.pid and ngx.worker.pid() or 0)
+    local pid = ngx.worker and ngx.worker.pid and ngx.worker.pid() or 0
+    if pid ~= slot_pid then slot_pid, slot_name, slot_prefix = pid, tostring(pid), "g|" .. pid .. "|" end
+    return slot_name, slot_prefix
 end
 
 --- Add `v` (default 1) to a gauge, in this worker's own slot (`g|<pid>|series`): `render`
@@ -136,7 +258,8 @@ end
 -- @tparam[opt] table lbl as for `inc`
 -- @tparam[opt=1] number v
 function _M.gauge(self, name, lbl, v)
-    incr(self, "g|" .. slot() .. "|" .. name .. labels(lbl), v or 1)
+    local _, prefix = slot()
+    incr(self, series_key(prefix, name, lbl), v or 1)
 end
 
 --- Delete this worker's gauge slot and those of workers that no longer run (for
@@ -158,6 +281,10 @@ function _M.sweep(self)
     return n
 end
 
+-- "|<bucket index>", the end of a bucket's key (more than any histogram has)
+local BUCKET_SUFFIX = {}
+for i = 1, 64 do BUCKET_SUFFIX[i] = "|" .. i end
+
 --- Observe one value in a histogram (buckets from `BUCKETS[name]`).
 -- @tparam string name metric name
 -- @tparam table|nil lbl as for `inc`
@@ -171,9 +298,8 @@ function _M.observe(self, name, lbl, v)
             break
         end
     end
-    local series = name .. labels(lbl)
-    incr(self, "b|" .. series .. "|" .. idx, 1)
-    incr(self, "s|" .. series, v)
+    add(self, series_key("b|", name, lbl, BUCKET_SUFFIX[idx]), 1)
+    add(self, series_key("s|", name, lbl), v)
 end
 
 -- `le` as Prometheus writes it.
@@ -205,6 +331,7 @@ end
 -- families sorted by name, histogram buckets cumulative with a `+Inf` bucket).
 -- @treturn string text, each line ending in "\n"
 function _M.render(self)
+    _M.flush(self) -- this worker's own updates are in the scrape
     local families = {}  -- name -> { lines }
     local hist = {}      -- series -> { buckets = {idx = n}, sum, count }
     local gauges, live = {}, {}  -- series -> sum over the slots of live workers; pid -> alive
@@ -262,8 +389,9 @@ function _M.render(self)
             f[#f + 1] = concat(lines, "\n")
         end
     end
-    if self.errors > 0 then
-        families.jsoncontract_metrics_errors_total = { "jsoncontract_metrics_errors_total " .. num(self.errors) }
+    local errors = self.errors + batch_of(self.dict).errors
+    if errors > 0 then
+        families.jsoncontract_metrics_errors_total = { "jsoncontract_metrics_errors_total " .. num(errors) }
     end
     local names = {}
     for name in pairs(families) do names[#names + 1] = name end

@@ -74,12 +74,26 @@ end
 
 --- Join a base URL (with or without a trailing /v1 and slash) and an API path that
 -- starts with "/v1/".
+-- Joined URLs per base and path (a gateway asks with the same pair every request); at most
+-- 64 bases kept.
+local JOINED, n_joined = {}, 0
 function C.join_url(base, path)
-    base = base:gsub("/+$", "")
-    if base:sub(-3) == "/v1" then
-        return base .. path:sub(4)
+    local by_path = JOINED[base]
+    local url = by_path and by_path[path]
+    if url then return url end
+    local b = base:gsub("/+$", "")
+    if b:sub(-3) == "/v1" then
+        url = b .. path:sub(4)
+    else
+        url = b .. path
     end
-    return base .. path
+    if not by_path then
+        if n_joined >= 64 then JOINED, n_joined = {}, 0 end
+        by_path, n_joined = {}, n_joined + 1
+        JOINED[base] = by_path
+    end
+    by_path[path] = url
+    return url
 end
 
 --- Check the arguments of read_response (raises at the caller's caller).
@@ -105,6 +119,9 @@ function C.check_response_args(status, headers, body)
     end
     return h
 end
+
+-- Base URLs already found to be http(s) ones (a gateway sends to one every request); at most 64.
+local HTTP_BASE, n_http_base = {}, 0
 
 --- Check the arguments of build_request; returns the checked options with defaults, the
 -- messages as the wire takes them (`{role, content}` only) and the system prompt.
@@ -157,8 +174,13 @@ function C.check_request_args(contract, messages, opts, modes, provider)
     if opts.api_key ~= nil and type(opts.api_key) ~= "string" then
         error("opts.api_key must be a string or nil", 3)
     end
-    if opts.base_url ~= nil and (type(opts.base_url) ~= "string" or not opts.base_url:match("^https?://")) then
-        error("opts.base_url must be an http(s) URL", 3)
+    local base_url = opts.base_url
+    if base_url ~= nil and not HTTP_BASE[base_url] then
+        if type(base_url) ~= "string" or not base_url:match("^https?://") then
+            error("opts.base_url must be an http(s) URL", 3)
+        end
+        if n_http_base >= 64 then HTTP_BASE, n_http_base = {}, 0 end
+        HTTP_BASE[base_url], n_http_base = true, n_http_base + 1
     end
     local max_tokens = opts.max_tokens
     if max_tokens == nil then
@@ -228,12 +250,45 @@ end
 --   jsoncontract.providers.schema_subset.plan), `headers` (table of further headers, optional)
 -- @treturn table `{url, method = "POST", headers, body}` with `mode`, `schema_sent`, `dropped`,
 --   `findings`, `fallback`
+-- The metatable of a request (what it means, read through `__index`), per plan and mode sent:
+-- the same for every request of a contract. Weak: a reloaded contract's plan goes with it.
+local MEANING = setmetatable({}, { __mode = "k" })
+
+local function meaning(plan, mode)
+    local by_mode = MEANING[plan]
+    if not by_mode then
+        by_mode = {}
+        MEANING[plan] = by_mode
+    end
+    local mt = by_mode[mode]
+    if not mt then
+        mt = { __index = { mode = mode, schema_sent = plan.schema, dropped = plan.dropped, findings = plan.findings,
+            fallback = plan.fallback } }
+        by_mode[mode] = mt
+    end
+    return mt
+end
+
+-- "Bearer <key>" per key (the same key every request); at most 16 kept.
+local BEARER, n_bearer = {}, 0
+local function bearer(key)
+    local v = BEARER[key]
+    if not v then
+        if n_bearer >= 16 then BEARER, n_bearer = {}, 0 end
+        v, n_bearer = "Bearer " .. key, n_bearer + 1
+        BEARER[key] = v
+    end
+    return v
+end
+
 function C.post(r)
     local headers = { ["content-type"] = "application/json" }
-    for k, v in pairs(r.headers or {}) do headers[k] = v end
+    if r.headers then
+        for k, v in pairs(r.headers) do headers[k] = v end
+    end
     local key = r.opts.api_key
     if key then
-        headers[r.auth] = r.auth == "authorization" and "Bearer " .. key or key
+        headers[r.auth] = r.auth == "authorization" and bearer(key) or key
     end
     local plan = r.plan or NO_PLAN
     if r.opts.full_prompt and r.mode ~= "native" and r.mode ~= "native-nonstrict" then
@@ -243,9 +298,7 @@ function C.post(r)
     end
     local body = r.body
     if type(body) ~= "string" then body = core.encode(body) end
-    return setmetatable({ url = r.url, method = "POST", headers = headers, body = body },
-        { __index = { mode = r.mode, schema_sent = plan.schema, dropped = plan.dropped, findings = plan.findings,
-            fallback = plan.fallback } })
+    return setmetatable({ url = r.url, method = "POST", headers = headers, body = body }, meaning(plan, r.mode))
 end
 
 --- The sum of the token counts given (each a non-negative integer, or counted as 0).

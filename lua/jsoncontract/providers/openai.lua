@@ -9,6 +9,7 @@ local RULES = require "jsoncontract.providers.rules.openai"
 
 local ipairs, type, error = ipairs, type, error
 local format = string.format
+local concat = table.concat
 
 local _M = { _VERSION = core._VERSION, name = "openai" }
 
@@ -107,8 +108,16 @@ local function compatible_plan(schema, contract) return plan_with(RULES.compatib
 -- which get strict mode without string lengths (`rules.compatible`).
 -- @tparam string|nil base_url
 -- @treturn boolean
+local IS_OPENAI, n_is_openai = {}, 0 -- per base URL (the same every request); at most 64
 function _M.is_openai(base_url)
-    return base_url == nil or base_url:match("^https://api%.openai%.com[:/]?") ~= nil
+    if base_url == nil then return true end
+    local yes = IS_OPENAI[base_url]
+    if yes == nil then
+        yes = base_url:match("^https://api%.openai%.com[:/]?") ~= nil
+        if n_is_openai >= 64 then IS_OPENAI, n_is_openai = {}, 0 end
+        IS_OPENAI[base_url], n_is_openai = yes, n_is_openai + 1
+    end
+    return yes
 end
 
 --- The plan of a native request for a contract, computed once per contract (see
@@ -197,14 +206,14 @@ local function field_key(body, k, rf)
     return v
 end
 local function around_messages(body, rf)
-    local l, same = last, true
-    for _, k in ipairs(BODY_KEYS) do
-        if k ~= "messages" and l[k] ~= field_key(body, k, rf) then
-            same = false
-            break
-        end
+    local l = last
+    -- (BODY_KEYS but messages, written out: compared every request)
+    if l.before and l.max_completion_tokens == body.max_completion_tokens and l.model == body.model
+        and l.response_format == rf and l.stream == body.stream and l.temperature == body.temperature
+        and (body.stream_options == nil and l.stream_options == nil
+            or l.stream_options == field_key(body, "stream_options", rf)) then
+        return l.before, l.after
     end
-    if same and l.before then return l.before, l.after end
     local fields, before = {}, nil
     l = {}
     for _, k in ipairs(BODY_KEYS) do
@@ -233,10 +242,22 @@ end
 local function encoded_body(body, rf)
     local before, after = around_messages(body, rf)
     local messages = body.messages
+    local n = #messages
+    if n == 2 then
+        -- the first ask (the system message and the input): no loop, which LuaJIT would leave
+        -- to the interpreter for the C call in it
+        local m = messages[2]
+        return concat { before, "[", system_json(messages[1].content), ',{"content":', core.encode(m.content),
+            m.role == "user" and ',"role":"user"}]' or ',"role":"assistant"}]', after }
+    end
     local out = { before, "[", system_json(messages[1].content) }
-    for i = 2, #messages do
-        out[#out + 1] = ","
-        out[#out + 1] = core.encode(messages[i])
+    for i = 2, n do
+        -- `core.encode{content = .., role = ..}` (keys in byte order), with only the content
+        -- encoded: the role is "user" or "assistant" (build_request's check)
+        local m = messages[i]
+        out[#out + 1] = ',{"content":'
+        out[#out + 1] = core.encode(m.content)
+        out[#out + 1] = m.role == "user" and ',"role":"user"}' or ',"role":"assistant"}'
     end
     out[#out + 1] = "]"
     out[#out + 1] = after
@@ -339,15 +360,34 @@ end
 -- What C.read_envelope needs per speaker, made once per name (no closures per response).
 local READERS = {}
 
+-- (made apart from read_chat: a function that makes closures is not compiled by LuaJIT)
+local function readers_for(pname)
+    local p = { name = pname, stream = "text/event-stream",
+        reader = function(st) return _M.chat_stream_reader(pname, st) end,
+        doc = function(st, h, b, doc) return _M.read_doc(pname, st, h, b, doc) end }
+    READERS[pname] = p
+    return p
+end
+
 function _M.read_chat(pname, status, headers, body)
-    local p = READERS[pname]
-    if not p then
-        p = { name = pname, stream = "text/event-stream",
-            reader = function(st) return _M.chat_stream_reader(pname, st) end,
-            doc = function(st, h, b, doc) return _M.read_doc(pname, st, h, b, doc) end }
-        READERS[pname] = p
-    end
-    return C.read_envelope(p, status, headers, body)
+    return C.read_envelope(READERS[pname] or readers_for(pname), status, headers, body)
+end
+
+local NO_CALLS = {} -- read only: a message without tool calls
+
+-- The gate's wording per speaker (`C.tool_or_text`'s `w`), made once per name.
+local WORDS = {}
+local function words_for(pname)
+    local w = {
+        many = pname .. " message has %d tool calls; exactly one was expected",
+        both = pname .. " message has text content and a tool call; exactly one answer was expected",
+        no_args = pname .. " tool call has no arguments",
+        no_text = pname .. " message has no text content",
+        -- finish_reason tool_calls without a tool call: the text is whatever else came
+        no_call = pname .. " finish_reason tool_calls but the message has no tool call",
+    }
+    WORDS[pname] = w
+    return w
 end
 
 --- The protocol gate over a decoded Chat Completions envelope (also a rebuilt stream).
@@ -408,14 +448,8 @@ function _M.read_doc(pname, status, h, body, doc)
             "one of stop, length, content_filter, tool_calls")
     end
     local calls = message.tool_calls
-    return C.tool_or_text(status, reply, C.is_array(calls) and calls or {}, tool_args, {
-        many = pname .. " message has %d tool calls; exactly one was expected",
-        both = pname .. " message has text content and a tool call; exactly one answer was expected",
-        no_args = pname .. " tool call has no arguments",
-        no_text = pname .. " message has no text content",
-        -- finish_reason tool_calls without a tool call: the text is whatever else came
-        no_call = pname .. " finish_reason tool_calls but the message has no tool call",
-    })
+    return C.tool_or_text(status, reply, C.is_array(calls) and calls or NO_CALLS, tool_args,
+        WORDS[pname] or words_for(pname))
 end
 
 --- A stream accumulator for a Chat Completions stream (`stream: true`): SSE `data:` chunks

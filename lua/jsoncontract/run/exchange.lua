@@ -71,9 +71,10 @@ end
 --   `provider` (the provider module: its `read_response` is the protocol gate),
 --   `policy` (from `jsoncontract.run.policy.merge`), `sleep` (function(seconds)),
 --   `secret` (string|nil: the API key, redacted from everything the server sent),
---   `time_left_ms` (function() -> number|nil: what the time budget leaves, nil when none),
---   `on_transport_failure` (function(result, retry): called for every try that failed at the
---   transport gate, with that try's result (as returned, below) and whether it is retried)
+--   `time_left_ms` (function(x) -> number|nil: what the time budget leaves, nil when none),
+--   `on_transport_failure` (function(result, retry, x): called for every try that failed at the
+--   transport gate, with that try's result (as returned, below) and whether it is retried);
+--   both get `x` itself, so a caller keeps its state in `x` and makes no closure per exchange
 -- @treturn table result `{tries = integer, status = integer|nil (HTTP: the err's, else the
 --   response's), reply = table|nil (the reply read: whole, or as far as a failed gate read it,
 --   beside `err`), err = table|nil, elapsed_ms = integer (the last try), usage =
@@ -88,7 +89,7 @@ function _M.exchange(x)
     local try = 0
     while true do
         try = try + 1
-        local capped = arm_timeout(x.request, x.timeout_ms, x.time_left_ms())
+        local capped = arm_timeout(x.request, x.timeout_ms, x.time_left_ms(x))
         local t0 = now()
         local res, terr = x.send(x.request)
         local reply, err, partial, headers
@@ -133,10 +134,10 @@ function _M.exchange(x)
                 err.retry_after, policy.retry_after_max_ms / 1000)
             err.retry_after_over_cap = true
         end
-        local left = x.time_left_ms()
+        local left = x.time_left_ms(x)
         -- the wait and at least a millisecond of the next try must fit in the budget
         if retry and left and wait * 1000 >= left then retry = false end
-        x.on_transport_failure(result, retry)
+        x.on_transport_failure(result, retry, x)
         if not retry then return result end
         x.sleep(wait)
     end

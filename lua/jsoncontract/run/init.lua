@@ -108,6 +108,91 @@ local function check_args(contract, input, opts)
     return provider
 end
 
+-- The state of one `ask` is a table `s` (contract, input, opts, policy, evidence, started,
+-- item, usage, attempts, as_json) handed to the functions below: no closure is made per ask
+-- (LuaJIT does not compile a function that makes one, FNEW, nor one that closes upvalues).
+
+local function elapsed_ms(s) return floor((now() - s.started) * 1000 + 0.5) end
+
+-- The attempt record: what one HTTP exchange of an attempt did (`x` from run.exchange: its
+-- tries, status, the reply read so far and the gate's err). It goes into the outcome's
+-- `attempts` and, through `record`, into the evidence log: one shape for both.
+local function attempt_record(att, x, req)
+    local reply = x.reply or NO_REPLY
+    local a = { attempt = att, tries = x.tries, mode = req.mode, http_status = x.status,
+        finish = reply.finish, finish_reason = reply.finish_reason, usage = reply.usage,
+        elapsed_ms = x.elapsed_ms,
+        -- A native request the provider would have rejected went out weaker: say why.
+        mode_fallback = req.fallback }
+    local err = x.err
+    if err then
+        -- transport, protocol, refused, filtered or truncated
+        a.gate = (err.category == "transport") and "transport" or "protocol"
+        a.category, a.kind, a.message = err.category, err.kind, err.message
+    end
+    return a
+end
+
+-- One evidence line per HTTP exchange: the item's identity and the attempt record, less what
+-- may quote the model (`message`; kinds and pointers say what failed). `private` (model text,
+-- feedback), the input (on the item's first line) and the gate's words (`error_message`,
+-- `error_items`) are kept by the writer only on opt-in (`jsoncontract.evidence.TEXT_FIELDS`).
+-- Nothing is built when the ask has no evidence writer.
+-- The record's `ts`, UTC to the second, formatted once per second.
+local ts_second, ts_text
+local function timestamp()
+    local t = os.time()
+    if t ~= ts_second then ts_second, ts_text = t, os.date("!%Y-%m-%dT%H:%M:%SZ", t) end
+    return ts_text
+end
+
+local function record(s, a, text, feedback_text, response_headers)
+    local evidence = s.evidence
+    if not evidence then return end
+    local rec = { ts = timestamp(), try = a.tries }
+    for k, v in pairs(s.item) do rec[k] = v end
+    for k, v in pairs(a) do rec[k] = v end
+    rec.text, rec.feedback, rec.response_headers = text, feedback_text, response_headers
+    rec.message, rec.tries = nil, nil
+    rec.errors = error_summary(a.errors)
+    rec.error_message, rec.error_items = a.message, error_items(a.errors)
+    if a.attempt == 1 and a.tries == 1 then rec.input = s.input end
+    evidence:write(rec)
+end
+
+local function finish(s, status, value, reason, applied)
+    local as_json = s.as_json
+    return {
+        status = status, value = not as_json and value or nil, json = as_json and value or nil,
+        reason = reason, attempts = s.attempts, usage = s.usage,
+        elapsed_ms = elapsed_ms(s), request_id = s.item.request_id, contract = s.item.contract,
+        adapters = applied, item_id = s.opts.item_id,
+    }
+end
+
+-- The item's time budget, spent: what the outcome's reason says then.
+local function out_of_time(s, last)
+    return errors.new("budget", "time_budget", format("%d ms spent, budget %d ms", elapsed_ms(s),
+        s.policy.time_budget_ms) .. (last and "; last: " .. last.message or ""))
+end
+
+-- The exchange's callbacks (see run.exchange): `x.ask` is the ask's state, `x.attempt` the
+-- attempt number.
+local function time_left_ms(x)
+    local s = x.ask
+    local budget = s.policy.time_budget_ms
+    return budget and budget - elapsed_ms(s) or nil
+end
+
+-- every try that failed at the transport gate is one evidence line
+local function on_transport_failure(try_result, retry, x)
+    local a = attempt_record(x.attempt, try_result, x.request)
+    a.retry = retry
+    record(x.ask, a, nil, nil, try_result.headers)
+end
+
+local default_transport -- jsoncontract.transport.default, loaded on the first ask
+
 --- Ask a model for a value by `contract`, check it, and retry with feedback within the policy.
 -- @tparam table contract from `jsoncontract.contract.new`
 -- @tparam string input the user input (e.g. the mail text), sent as the first user message
@@ -144,84 +229,34 @@ function _M.ask(contract, input, opts)
     local provider = check_args(contract, input, opts)
     local policy = policy_mod.merge(opts.policy, 2)
     -- Under nginx: cosockets and ngx.sleep where they work, never a silent blocking default.
-    local send, sleep = require("jsoncontract.transport.default").choose(opts.transport, opts.sleep,
-        opts.allow_blocking, 2)
+    default_transport = default_transport or require("jsoncontract.transport.default")
+    local send, sleep = default_transport.choose(opts.transport, opts.sleep, opts.allow_blocking, 2)
     local evidence = opts.evidence
     if evidence and opts.api_key then evidence:add_secret(opts.api_key) end
-
-    local started = now()
-    local function elapsed_ms() return floor((now() - started) * 1000 + 0.5) end
 
     local item = {
         request_id = opts.request_id or new_request_id(), item_id = opts.item_id,
         contract = contract:identity(), provider = provider.name or tostring(opts.provider), model = opts.model,
     }
-    local usage = { input_tokens = 0, output_tokens = 0 }
-    local attempts = {}
+    local as_json = opts.as_json
+    local s = { contract = contract, input = input, opts = opts, policy = policy, evidence = evidence,
+        started = now(), item = item, usage = { input_tokens = 0, output_tokens = 0 },
+        attempts = {}, as_json = as_json }
+    local usage, attempts = s.usage, s.attempts
     local messages = { { role = "user", content = input } }
     local reasked = false
     -- The provider takes the contract and the caller's options as they are (the prompt was
     -- rendered when the contract was made, the schema copy is planned once per contract and
     -- provider); only a re-ask after a truncated reply asks with more room, over the caller's opts.
     local popts = opts
-
-    -- The attempt record: what one HTTP exchange of an attempt did (`x` from run.exchange: its
-    -- tries, status, the reply read so far and the gate's err). It goes into the outcome's
-    -- `attempts` and, through `record`, into the evidence log: one shape for both.
-    local function attempt_record(att, x, req)
-        local reply = x.reply or NO_REPLY
-        local a = { attempt = att, tries = x.tries, mode = req.mode, http_status = x.status,
-            finish = reply.finish, finish_reason = reply.finish_reason, usage = reply.usage,
-            elapsed_ms = x.elapsed_ms,
-            -- A native request the provider would have rejected went out weaker: say why.
-            mode_fallback = req.fallback }
-        local err = x.err
-        if err then
-            -- transport, protocol, refused, filtered or truncated
-            a.gate = (err.category == "transport") and "transport" or "protocol"
-            a.category, a.kind, a.message = err.category, err.kind, err.message
-        end
-        return a
-    end
-
-    -- One evidence line per HTTP exchange: the item's identity and the attempt record, less what
-    -- may quote the model (`message`; kinds and pointers say what failed). `private` (model text,
-    -- feedback), the input (on the item's first line) and the gate's words (`error_message`,
-    -- `error_items`) are kept by the writer only on opt-in (`jsoncontract.evidence.TEXT_FIELDS`).
-    local function record(a, private)
-        if not evidence then return end
-        local rec = { ts = os.date("!%Y-%m-%dT%H:%M:%SZ"), try = a.tries }
-        for k, v in pairs(item) do rec[k] = v end
-        for k, v in pairs(a) do rec[k] = v end
-        for k, v in pairs(private or NO_REPLY) do rec[k] = v end
-        rec.message, rec.tries = nil, nil
-        rec.errors = error_summary(a.errors)
-        rec.error_message, rec.error_items = a.message, error_items(a.errors)
-        if a.attempt == 1 and a.tries == 1 then rec.input = input end
-        evidence:write(rec)
-    end
-
-    local as_json = opts.as_json
     local check = as_json and contract.check_json or contract.check
-    local function finish(status, value, reason, applied)
-        return {
-            status = status, value = not as_json and value or nil, json = as_json and value or nil,
-            reason = reason, attempts = attempts, usage = usage,
-            elapsed_ms = elapsed_ms(), request_id = item.request_id, contract = item.contract,
-            adapters = applied, item_id = opts.item_id,
-        }
-    end
-
-    -- The item's time budget, spent: what the outcome's reason says then.
-    local function out_of_time(last)
-        return errors.new("budget", "time_budget", format("%d ms spent, budget %d ms", elapsed_ms(),
-            policy.time_budget_ms) .. (last and "; last: " .. last.message or ""))
-    end
+    -- what the contract's gates get (the same every attempt)
+    local check_opts = { adapters = opts.adapters, context = opts.context, transport = send }
 
     for att = 1, policy.max_attempts do
         -- no attempt starts on a spent budget (a re-ask after a truncated reply comes here unchecked)
-        if policy.time_budget_ms and elapsed_ms() >= policy.time_budget_ms then
-            return finish("human_review", nil, out_of_time())
+        if policy.time_budget_ms and elapsed_ms(s) >= policy.time_budget_ms then
+            return finish(s, "human_review", nil, out_of_time(s))
         end
         -- build (the request's own fields are the transport's; `req.mode` and `req.fallback` are
         -- read through its metatable)
@@ -238,14 +273,8 @@ function _M.ask(contract, input, opts)
             secret = opts.api_key,
             -- every try's timeout is the smaller of this and what the time budget leaves
             timeout_ms = opts.timeout_ms,
-            time_left_ms = function()
-                return policy.time_budget_ms and policy.time_budget_ms - elapsed_ms() or nil
-            end,
-            on_transport_failure = function(try_result, retry)
-                local a = attempt_record(att, try_result, req)
-                a.retry = retry
-                record(a, { response_headers = try_result.headers })
-            end,
+            time_left_ms = time_left_ms, on_transport_failure = on_transport_failure,
+            ask = s, attempt = att,
         }
         usage.input_tokens = usage.input_tokens + x.usage.input_tokens
         usage.output_tokens = usage.output_tokens + x.usage.output_tokens
@@ -257,39 +286,38 @@ function _M.ask(contract, input, opts)
 
         local err = x.err
         -- the try in flight was cut at the end of the time budget: the budget is the reason
-        if x.out_of_time then return finish("human_review", nil, out_of_time(err)) end
+        if x.out_of_time then return finish(s, "human_review", nil, out_of_time(s, err)) end
         if err then
             -- transport, protocol, refused, filtered or truncated: never repaired.
             -- (a transport failure was recorded try by try by the exchange)
-            if err.category ~= "transport" then record(a, { text = reply.text, response_headers = x.headers }) end
+            if err.category ~= "transport" then record(s, a, reply.text, nil, x.headers) end
             if err.category ~= "truncated" or not policy.reask_on_truncation or reasked
                 or att == policy.max_attempts then
-                return finish("human_review", nil, err)
+                return finish(s, "human_review", nil, err)
             end
             reasked = true
             popts = setmetatable({ max_tokens = (opts.max_tokens or providers.DEFAULT_MAX_TOKENS) * 2 },
                 { __index = opts })
         else
             -- the contract's gates: format, schema, rules
-            local value, cerr = check(contract, reply.text, { adapters = opts.adapters, context = opts.context,
-                transport = send })
+            local value, cerr = check(contract, reply.text, check_opts)
             if value ~= nil then
                 a.gate, a.adapters = "accepted", cerr.adapters
-                record(a, { text = reply.text, response_headers = x.headers })
-                return finish("accepted", value, nil, cerr.adapters)
+                record(s, a, reply.text, nil, x.headers)
+                return finish(s, "accepted", value, nil, cerr.adapters)
             end
             a.gate, a.category, a.kind, a.message = cerr.category, cerr.category, cerr.kind, cerr.message
             a.errors, a.offset, a.adapters = cerr.errors, cerr.offset, cerr.adapters
             local fb = feedback.for_model(cerr)
-            record(a, { text = reply.text, feedback = fb, response_headers = x.headers })
+            record(s, a, reply.text, fb, x.headers)
 
             -- not the model's to mend: a rule that says so, a rule that failed to run, and a
             -- validation that ran out of its work budget (a hostile pair, for a person)
             if cerr.retry == false or (cerr.category == "schema" and cerr.kind == "budget_exceeded") then
-                return finish("human_review", nil, cerr)
+                return finish(s, "human_review", nil, cerr)
             end
             if att == policy.max_attempts then
-                return finish("human_review", nil, errors.new(cerr.category, cerr.kind,
+                return finish(s, "human_review", nil, errors.new(cerr.category, cerr.kind,
                     format("no valid answer after %d attempts; last: %s", att, cerr.message),
                     { errors = cerr.errors, attempts_exhausted = true, offset = cerr.offset }))
             end
@@ -301,8 +329,8 @@ function _M.ask(contract, input, opts)
             messages[#messages + 1] = { role = "assistant", content = reply.text }
             messages[#messages + 1] = { role = "user", content = fb }
             local over = policy_mod.over_budget(policy,
-                { messages = messages, usage = usage, elapsed_ms = elapsed_ms() }, cerr)
-            if over then return finish("human_review", nil, over) end
+                { messages = messages, usage = usage, elapsed_ms = elapsed_ms(s) }, cerr)
+            if over then return finish(s, "human_review", nil, over) end
         end
     end
     -- not reached: the last attempt always returns
