@@ -242,7 +242,12 @@ local function copy(v, depth, seen)
     if depth > COPY_MAX_DEPTH then error("the value is nested too deep to copy for the rules", 0) end
     local out = {}
     seen[v] = out
-    for k, x in next, v do out[copy(k, depth + 1, seen)] = copy(x, depth + 1, seen) end -- raw: no __pairs
+    -- raw (no __pairs); scalars inline: a call per key and per value was half the copy's cost
+    for k, x in next, v do
+        if type(k) == "table" then k = copy(k, depth + 1, seen) end
+        if type(x) == "table" then x = copy(x, depth + 1, seen) end
+        out[k] = x
+    end
     local mt = getmetatable(v)
     if mt == core.array_mt then
         setmetatable(out, mt)
@@ -381,10 +386,9 @@ local saved_hook, saved_mask, saved_count, saved_stepmul
 -- step size, 10 units per point, stays within a signed 32-bit step limit.)
 local JIT_STEPMUL = 100000000
 
--- LuaJIT: the hook goes on (nothing held it): keep what was there, collect in whole cycles.
+-- LuaJIT: the hook goes on (nothing held it): keep what was there.
 local function take_hook()
     saved_hook, saved_mask, saved_count = gethook()
-    saved_stepmul = collectgarbage("setstepmul", JIT_STEPMUL)
 end
 -- LuaJIT: items whose rules run one after another, nothing else running between them: the
 -- hook stays installed from one of their rules to the next (taking it off and putting it
@@ -395,15 +399,28 @@ local function hook_idle()
     return next(active) == nil and next(holders) == nil
 end
 
+-- LuaJIT: whole collection cycles while a rule runs or waits (see JIT_STEPMUL), from its first
+-- instruction; the host's pace back as soon as none does (an item's copies, its light thread
+-- and the bookkeeping between its rules collect at the host's pace).
+local function whole_cycles_on()
+    if saved_stepmul == nil then saved_stepmul = collectgarbage("setstepmul", JIT_STEPMUL) end
+end
+local function whole_cycles_off()
+    if saved_stepmul ~= nil and next(active) == nil then
+        collectgarbage("setstepmul", saved_stepmul)
+        saved_stepmul = nil
+    end
+end
+
 local function restore_if_idle()
+    whole_cycles_off()
     if not hook_idle() then return end
     if saved_hook then
         sethook(saved_hook, saved_mask, saved_count)
     else
         sethook()
     end
-    if saved_stepmul then collectgarbage("setstepmul", saved_stepmul) end
-    saved_hook, saved_mask, saved_count, saved_stepmul = nil, nil, nil, nil
+    saved_hook, saved_mask, saved_count = nil, nil, nil
 end
 
 local function hold(item)
@@ -540,6 +557,7 @@ end
 local function hook_on(state, co)
     if IS_JIT then
         if hook_idle() then take_hook() end
+        whole_cycles_on()
         active[co] = state
     end
     rule_cos[co] = state
@@ -978,6 +996,8 @@ local function guarded(state, rule, value, ctx)
     local done, ret, ret2 = pcall_rule(state, rule.check, value, ctx)
     -- Over budget, nothing of the rule's is read (and code outside this module would raise).
     if state.over then return "over" end
+    -- (a pass, the common answer: nothing to read, no metamethod can run)
+    if done and (ret == true or (ret == nil and ret2 == nil)) then return "ok", nil end
     if not done then
         return "raised", secrets.describe(ret), is_stack_overflow(ret)
     end
@@ -1106,9 +1126,10 @@ local function begin_rule(rule, budget, item)
     local now = clock()
     local steps = min(rule.budget.steps or budget.steps, item.steps_left)
     local ms = max(0, min(rule.budget.ms or budget.ms, (item.deadline - now) * 1000))
-    local state = { steps = 0, max_steps = steps, ms = ms, start = now, deadline = now + ms / 1000,
-        mb = rule.budget.mb or budget.mb or _M.DEFAULT_BUDGET.mb }
-    state.mem_limit = gc_count() + state.mb * 1024
+    local mb = rule.budget.mb or budget.mb or _M.DEFAULT_BUDGET.mb
+    -- (every field the run sets, in the constructor: no table grown per rule)
+    local state = { steps = 0, max_steps = steps, ms = ms, start = now, deadline = now + ms / 1000, mb = mb,
+        mem_limit = gc_count() + mb * 1024, hook = false, co = false, finished = false }
     state.hook = make_hook(state)
     return state
 end
@@ -1208,7 +1229,8 @@ end
 -- after that rule, so a timer only ever stands for one rule's deadline.
 local function item_thread_body(list, value, ctx, budget, item)
     local co = co_running()
-    for i = item.next, #list do
+    local n = #list
+    for i = item.next, n do
         local rule = list[i]
         local state = begin_rule(rule, budget, item)
         local view = copy(value, 0, {})
@@ -1217,6 +1239,8 @@ local function item_thread_body(list, value, ctx, budget, item)
         hook_on(state, co)
         local tag, a, b = guarded(state, rule, view, ctx)
         hook_off(co)
+        -- (after the item's last rule the hook comes off now: what follows runs at full speed)
+        if i == n then release(item) end
         item.rule, item.state = nil, nil
         if not settle(item, i, rule, state, tag, a, b) or item.raced then break end
     end
@@ -1258,9 +1282,10 @@ local function run_rules_light_thread(list, value, ctx, budget, item)
         end
         -- spawn runs the thread until it first waits: rules that never wait are all done
         -- here, each within its budget's hook, and need no timer
-        local wok, e
+        local wok, e = true, nil
         if item.done then
-            wok, e = wait(th)
+            -- (nothing to wait for: the thread ended, without an error, inside spawn; a dead
+            -- light thread nobody waits on is let go with its request)
         else
             item.raced = true
             local rule, state = item.rule, item.state
@@ -1329,7 +1354,7 @@ function _M.run(list, value, ctx, budget, send)
     if #list == 0 then return true end -- no rules: no copy, no clock, no coroutine (per request in nginx)
     budget = budget or _M.DEFAULT_BUDGET
     local item = { steps_left = budget.item_steps, deadline = clock() + budget.item_ms / 1000, next = 1,
-        retry = true, send = send }
+        retry = true, send = send, done = false, raced = false, rule = false, state = false }
     if not (NGX and NGX.thread and NGX_THREAD_PHASES[NGX.get_phase and NGX.get_phase() or ""]
             and run_rules_light_thread(list, value, ctx, budget, item)) then
         run_rules_coroutine(list, value, ctx, budget, item)
