@@ -1097,9 +1097,6 @@ local function run_coroutine(rule, value, ctx, state)
     return r3, r4, r5
 end
 
-local NGX_THREAD_PHASES = { rewrite = true, server_rewrite = true, access = true, content = true, timer = true,
-    ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true, preread = true }
-
 -- 10000000 -> "10,000,000"
 local function thousands(n)
     local s = format("%d", floor(n + 0.5))
@@ -1269,12 +1266,17 @@ end
 -- raced against a timer thread while a rule waits. Returns false when light threads are not
 -- allowed here (nothing ran).
 local function run_rules_light_thread(list, value, ctx, budget, item)
+    -- (light threads are allowed where a request may yield: rewrite, access, content, timer,
+    -- ssl_cert, ssl_session_fetch, ssl_client_hello, preread; elsewhere `spawn` refuses)
     local spawn, wait, kill = NGX.thread.spawn, NGX.thread.wait, NGX.thread.kill
     while item.next <= #list and not item.err do
         item.done, item.raced = false, false
-        hold(item) -- (only while spawn runs the thread: other requests run while it waits)
+        -- (the hook kept from one rule to the next, only while spawn runs the thread: other
+        -- requests run while it waits; one rule needs no holding)
+        local several = item.next < #list
+        if several then hold(item) end
         local ok, th = pcall(spawn, item_thread_body, list, value, ctx, budget, item)
-        release(item)
+        if several then release(item) end
         if not ok then
             if item.next == 1 then return false end -- the caller runs them in plain coroutines
             run_rules_coroutine(list, value, ctx, budget, item)
@@ -1355,8 +1357,9 @@ function _M.run(list, value, ctx, budget, send)
     budget = budget or _M.DEFAULT_BUDGET
     local item = { steps_left = budget.item_steps, deadline = clock() + budget.item_ms / 1000, next = 1,
         retry = true, send = send, done = false, raced = false, rule = false, state = false }
-    if not (NGX and NGX.thread and NGX_THREAD_PHASES[NGX.get_phase and NGX.get_phase() or ""]
-            and run_rules_light_thread(list, value, ctx, budget, item)) then
+    -- (under nginx where light threads are not allowed `spawn` refuses and nothing ran: one
+    -- failed call there, instead of asking every request for its phase)
+    if not (NGX and NGX.thread and run_rules_light_thread(list, value, ctx, budget, item)) then
         run_rules_coroutine(list, value, ctx, budget, item)
     end
     if item.err then
