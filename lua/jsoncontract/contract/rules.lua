@@ -1284,11 +1284,10 @@ local function run_rules_light_thread(list, value, ctx, budget, item)
         end
         -- spawn runs the thread until it first waits: rules that never wait are all done
         -- here, each within its budget's hook, and need no timer
+        -- (a thread that ended inside spawn, without an error, is not waited on: a dead light
+        -- thread nobody waits on is let go with its request)
         local wok, e = true, nil
-        if item.done then
-            -- (nothing to wait for: the thread ended, without an error, inside spawn; a dead
-            -- light thread nobody waits on is let go with its request)
-        else
+        if not item.done then
             item.raced = true
             local rule, state = item.rule, item.state
             local tag
