@@ -570,6 +570,9 @@ local function make_hook(state)
     end
 end
 
+-- LuaJIT: what every rule's state reads as its hook.
+local JIT_STATE_MT = { __index = { hook = jit_hook } }
+
 local function hook_on(state, co)
     if IS_JIT then
         if hook_idle() then take_hook() end
@@ -1140,9 +1143,12 @@ local function begin_rule(rule, budget, item)
     local steps = min(rule.budget.steps or budget.steps, item.steps_left)
     local ms = max(0, min(rule.budget.ms or budget.ms, (item.deadline - now) * 1000))
     local mb = rule.budget.mb or budget.mb or _M.DEFAULT_BUDGET.mb
-    -- (every field the run sets, in the constructor: no table grown per rule)
-    local state = { steps = 0, max_steps = steps, ms = ms, start = now, deadline = now + ms / 1000, mb = mb,
-        mem_limit = gc_count() + mb * 1024, hook = false, co = false, finished = false }
+    -- (the fields a passing rule's run sets, in the constructor, and no more than 8: a table
+    -- neither grown nor bigger than it needs per rule; the start is its deadline less its ms.
+    -- LuaJIT: the hook, the same for every rule, comes from the metatable)
+    local state = { steps = 0, max_steps = steps, ms = ms, deadline = now + ms / 1000, mb = mb,
+        mem_limit = gc_count() + mb * 1024, co = false, finished = false }
+    if IS_JIT then return setmetatable(state, JIT_STATE_MT) end
     state.hook = make_hook(state)
     return state
 end
@@ -1165,7 +1171,7 @@ local OVER_KIND = { memory = "rule_memory", interrupt = "rule_interrupted" }
 local function end_rule(rule, item, state, tag, a, b)
     state.finished = true -- (coroutines the rule left behind are no longer counted)
     item.steps_left = item.steps_left - state.steps
-    local elapsed = clock() - state.start
+    local elapsed = clock() - (state.deadline - state.ms / 1000)
     if tag == "raised" and b and not state.over then state.over = "stack" end
     -- (the allocator refused: the rule's doing, whatever its budget said)
     if tag == "raised" and not state.over and type(a) == "string" and a:find("not enough memory", 1, true) then
@@ -1200,7 +1206,7 @@ local function end_rule(rule, item, state, tag, a, b)
 end
 
 -- Settle rule `i` of `item` from what running it returned (`end_rule`): a failure's errors
--- go to `item.all` (made on the first: passing costs no table) and `item.retry`; a
+-- go to `item.all` (made on the first: passing costs no table) and `item.no_retry`; a
 -- rule_error / rule_timeout to `item.err`. True when the next rule may run.
 local function settle(item, i, rule, state, tag, a, b)
     local ok, list = end_rule(rule, item, state, tag, a, b)
@@ -1212,7 +1218,7 @@ local function settle(item, i, rule, state, tag, a, b)
         local all = item.all or {}
         item.all = all
         for _, e in ipairs(list) do all[#all + 1] = e end
-        if not rule.retry then item.retry = false end
+        if not rule.retry then item.no_retry = true end
     end
     item.next = i + 1
     return true
@@ -1370,8 +1376,9 @@ end
 function _M.run(list, value, ctx, budget, send)
     if #list == 0 then return true end -- no rules: no copy, no clock, no coroutine (per request in nginx)
     budget = budget or _M.DEFAULT_BUDGET
+    -- (at most 8 fields while its rules pass, as `begin_rule`'s state)
     local item = { steps_left = budget.item_steps, deadline = clock() + budget.item_ms / 1000, next = 1,
-        retry = true, send = send, done = false, raced = false, rule = false, state = false }
+        send = send, done = false, raced = false, rule = false, state = false }
     -- (under nginx where light threads are not allowed `spawn` refuses and nothing ran: one
     -- failed call there, instead of asking every request for its phase)
     if not (NGX and NGX.thread and run_rules_light_thread(list, value, ctx, budget, item)) then
@@ -1392,7 +1399,7 @@ function _M.run(list, value, ctx, budget, send)
         msgs[i] = (e.pointer ~= "" and (secrets.elide(e.pointer, 120) .. ": ") or "") .. e.message
     end
     return nil, errors.new("rules", "rule_failed", secrets.elide(concat(msgs, "; "), MAX_JOINED),
-        { errors = all, retry = item.retry })
+        { errors = all, retry = not item.no_retry })
 end
 
 return _M
