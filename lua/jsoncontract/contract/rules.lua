@@ -251,12 +251,27 @@ local own_mts = setmetatable({}, { __mode = "k" })
 
 local COPY_MAX_DEPTH = core.MAX_DEPTH -- the deepest the parser may be asked to read (max_depth)
 
+-- LuaJIT: a copy made at its size (`table.new`), not grown and rehashed key by key.
+local new_table = IS_JIT and select(2, pcall(require, "table.new"))
+if type(new_table) ~= "function" then new_table = nil end
+
 local function copy(v, depth, seen)
     if type(v) ~= "table" then return v end
     local done = seen[v]
     if done then return done end
     if depth > COPY_MAX_DEPTH then error("the value is nested too deep to copy for the rules", 0) end
-    local out = {}
+    local out
+    if new_table then
+        -- (sized by a count of its keys, not `#`: no metamethod runs, __len included)
+        local n, len = 0, 0
+        for k in next, v do
+            n = n + 1
+            if type(k) == "number" then len = len + 1 end
+        end
+        out = new_table(len, n - len)
+    else
+        out = {}
+    end
     seen[v] = out
     -- raw (no __pairs); scalars inline: a call per key and per value was half the copy's cost
     for k, x in next, v do
