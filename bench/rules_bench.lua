@@ -12,8 +12,8 @@
 -- at nothing, of one that looks an order up in a table, and after allocating 40 KB (a
 -- gateway request's garbage) with and without the rule: the rule's cost is the difference,
 -- and the last pair shows what the collector's whole cycles while a rule runs cost across
--- requests (the worker holds LIVE_MB, default 4, MiB of live tables). Not a test: nothing here
--- asserts a time.
+-- requests (the worker holds LIVE_MB, default 4, MiB of live tables); and the bytes the gate
+-- allocates per passing rule. Not a test: nothing here asserts a time.
 --   lua5.4 bench/rules_bench.lua   (after make and make LUA=luajit);   make bench LUA=luajit
 local is_jit = type(jit) == "table"
 local build = os.getenv("BUILD") or (is_jit and "build/luajit" or "build/lua5.4")
@@ -119,6 +119,15 @@ package.loaded.rules_bench_app = {
     lookup = function() assert(rules.run(LOOKUP, VALUE, nil, BUDGET)) ngx.say("ok") end,
     garbage = function() garbage() ngx.say("ok") end,
     garbage_nothing = function() garbage() assert(rules.run(NOTHING, VALUE, nil, BUDGET)) ngx.say("ok") end,
+    -- bytes the gate allocates per passing rule (the collector stopped over 100 runs)
+    alloc = function()
+        collectgarbage("stop")
+        local before = collectgarbage("count")
+        for _ = 1, 100 do assert(rules.run(NOTHING, VALUE, nil, BUDGET)) end
+        local bytes = (collectgarbage("count") - before) * 1024 / 100
+        collectgarbage("restart")
+        ngx.say(string.format("%.0f", bytes))
+    end,
     live = LIVE,
 }]]
     local f = assert(io.open(dir .. "/app.lua", "w"))
@@ -148,7 +157,7 @@ package.loaded.rules_bench_app = {
             if select(2, nginx.run("curl -sf -o /dev/null " .. base .. "/none")) == 0 then break end
             nginx.run("sleep 0.3")
         end
-        local out = {}
+        local out = { alloc = tonumber((nginx.run("curl -sf " .. base .. "/alloc"))) or 0 }
         for _, path in ipairs { "none", "nothing", "lookup", "garbage", "garbage_nothing" } do
             nginx.run(fmt("wrk -t1 -c1 -d2s %s/%s", base, path)) -- warm up: the traces are made
             nginx.run(fmt("callgrind_control -z %d >/dev/null 2>&1", pid))
@@ -170,7 +179,8 @@ package.loaded.rules_bench_app = {
     if not ok then return print("rules gate in nginx: no count: " .. tostring(res)) end
     print(fmt("rules gate in nginx, instructions per request (callgrind, one process, wrk -c1): "
         .. "a location answering ok %.0f; with one rule that looks at nothing +%.0f; one that looks the order "
-        .. "up +%.0f; 40 KB of garbage %.0f, with the rule that looks at nothing +%.0f", res.none,
-        res.nothing - res.none, res.lookup - res.none, res.garbage, res.garbage_nothing - res.garbage))
+        .. "up +%.0f; 40 KB of garbage %.0f, with the rule that looks at nothing +%.0f; %.0f bytes allocated "
+        .. "per passing rule", res.none, res.nothing - res.none, res.lookup - res.none, res.garbage,
+        res.garbage_nothing - res.garbage, res.alloc))
 end
 if not is_jit and os.getenv("BENCH_RULES_NGINX") ~= "0" then nginx_part() end
