@@ -5,8 +5,16 @@
 --   redact: secrets.redact (every spelling of the key) against a plain string.find
 --           replacement (raw bytes only), on a 1 KB envelope and a 1 MB body
 -- Prints microseconds per call (best of ROUNDS alternating rounds of CPU time, os.clock) and
--- the ratio gate/plain. Not a test: nothing here asserts a time.
---   lua5.4 bench/rules_bench.lua   (after make);   make bench LUA=luajit
+-- the ratio gate/plain. Then, under PUC Lua with nginx, its lua module, wrk and valgrind here
+-- (BENCH_RULES_NGINX=0 skips it): what the gate costs inside nginx, in user-space instructions
+-- per request (callgrind, one process, wrk -c1: counts, which the load on the machine does not
+-- move) of locations that answer "ok" after nothing, after `rules.run` of one rule that looks
+-- at nothing, of one that looks an order up in a table, and after allocating 40 KB (a
+-- gateway request's garbage) with and without the rule: the rule's cost is the difference,
+-- and the last pair shows what the collector's whole cycles while a rule runs cost across
+-- requests (the worker holds LIVE_MB, default 4, MiB of live tables); and the bytes the gate
+-- allocates per passing rule. Not a test: nothing here asserts a time.
+--   lua5.4 bench/rules_bench.lua   (after make and make LUA=luajit);   make bench LUA=luajit
 local is_jit = type(jit) == "table"
 local build = os.getenv("BUILD") or (is_jit and "build/luajit" or "build/lua5.4")
 package.cpath = build .. "/?.so;" .. package.cpath
@@ -77,3 +85,102 @@ row("redact, 1 KB envelope", 2000, function() sink = sink + #secrets.redact(ENVE
 row("redact, 1 MB body", 3, function() sink = sink + #secrets.redact(BIG, KEY) end,
     function() sink = sink + #plain_redact(BIG) end)
 assert(sink > 0)
+
+-- Inside nginx (see the top): instructions per request of each location.
+local function nginx_part()
+    package.path = "spec/?.lua;" .. package.path
+    local nginx = require "support.nginx_server"
+    local util = require "support.util"
+    local missing = nginx.missing()
+    if not missing and select(2, nginx.run("command -v wrk valgrind callgrind_control")) ~= 0 then
+        missing = "wrk or valgrind not found on PATH"
+    end
+    if missing then return print("rules gate in nginx: skipped: " .. missing) end
+    local dir = nginx.run("mktemp -d"):match("^(%S+)")
+    local root = util.sh("pwd"):match("^(%S+)")
+    local port = util.closed_port()
+    local app = [[
+local rules = require "jsoncontract.contract.rules"
+local VALUE = require("jsoncontract").decode(']] .. TICKET:gsub("'", "\\'") .. [[')
+local KNOWN = { ["55310"] = true }
+local NOTHING, BUDGET = rules.normalize({ { name = "nothing", check = function() return nil end } })
+local LOOKUP = rules.normalize({ { name = "order_exists",
+    check = function(v) if not KNOWN[v.order_id] then return "unknown order" end end } })
+local LIVE = {}
+for i = 1, ]] .. (tonumber(os.getenv("LIVE_MB")) or 4) .. [[ * 1024 * 1024 / 200 do LIVE[i] = { i, tostring(i) .. "-live-live-live" } end
+local function garbage()
+    local t = {}
+    for i = 1, 640 do t[i] = { i, i + 1 } end
+    return t
+end
+package.loaded.rules_bench_app = {
+    none = function() ngx.say("ok") end,
+    nothing = function() assert(rules.run(NOTHING, VALUE, nil, BUDGET)) ngx.say("ok") end,
+    lookup = function() assert(rules.run(LOOKUP, VALUE, nil, BUDGET)) ngx.say("ok") end,
+    garbage = function() garbage() ngx.say("ok") end,
+    garbage_nothing = function() garbage() assert(rules.run(NOTHING, VALUE, nil, BUDGET)) ngx.say("ok") end,
+    -- bytes the gate allocates per passing rule (the collector stopped over 100 runs)
+    alloc = function()
+        collectgarbage("stop")
+        local before = collectgarbage("count")
+        for _ = 1, 100 do assert(rules.run(NOTHING, VALUE, nil, BUDGET)) end
+        local bytes = (collectgarbage("count") - before) * 1024 / 100
+        collectgarbage("restart")
+        ngx.say(string.format("%.0f", bytes))
+    end,
+    live = LIVE,
+}]]
+    local f = assert(io.open(dir .. "/app.lua", "w"))
+    f:write(app)
+    f:close()
+    f = assert(io.open(dir .. "/nginx.conf", "w"))
+    f:write(table.concat({
+        "pid " .. dir .. "/nginx.pid;", "error_log " .. dir .. "/error.log warn;",
+        "load_module " .. nginx.MODULES .. "/ndk_http_module.so;",
+        "load_module " .. nginx.MODULES .. "/ngx_http_lua_module.so;",
+        "events { worker_connections 64; }",
+        "http { access_log off; client_body_temp_path " .. dir .. "/body;",
+        fmt('lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;;";', root, root),
+        fmt('lua_package_cpath "%s/%s;;";', root, nginx.CPATH),
+        fmt("init_by_lua_block { dofile(%q) }", dir .. "/app.lua"),
+        "server { listen 127.0.0.1:" .. port .. ";",
+        "  location / { content_by_lua_block { package.loaded.rules_bench_app[ngx.var.uri:sub(2)]() } } }",
+        "}", "" }, "\n"))
+    f:close()
+    local pid = tonumber(nginx.run(fmt("valgrind --tool=callgrind --dump-instr=no --callgrind-out-file=%s/cg.out "
+        .. "nginx -p %s -c %s/nginx.conf -g 'daemon off; master_process off;' >%s/valgrind.log 2>&1 & echo $!",
+        dir, dir, dir, dir)):match("%d+"))
+    local base = "http://127.0.0.1:" .. port
+    local seconds = tonumber(os.getenv("BENCH_RULES_NGINX_SECONDS")) or 4
+    local ok, res = pcall(function()
+        for _ = 1, 100 do
+            if select(2, nginx.run("curl -sf -o /dev/null " .. base .. "/none")) == 0 then break end
+            nginx.run("sleep 0.3")
+        end
+        local out = { alloc = tonumber((nginx.run("curl -sf " .. base .. "/alloc"))) or 0 }
+        for _, path in ipairs { "none", "nothing", "lookup", "garbage", "garbage_nothing" } do
+            nginx.run(fmt("wrk -t1 -c1 -d2s %s/%s", base, path)) -- warm up: the traces are made
+            nginx.run(fmt("callgrind_control -z %d >/dev/null 2>&1", pid))
+            local run = nginx.run(fmt("wrk -t1 -c1 -d%ds %s/%s", seconds, base, path))
+            nginx.run(fmt("callgrind_control -d %d >/dev/null 2>&1", pid))
+            local n = tonumber(run:match("(%d+) requests in")) or 0
+            local non2xx = tonumber(run:match("Non%-2xx or 3xx responses:%s+(%d+)")) or 0
+            local dump = nginx.run(fmt("ls -t %s/cg.out.* 2>/dev/null | head -1", dir)):match("^(%S+)")
+            local text = dump and util.read(dump) or ""
+            local total = tonumber(text:match("\nsummary:%s*(%d+)") or text:match("\ntotals:%s*(%d+)"))
+            if n == 0 or non2xx > 0 or not total then error(path .. ": no count (" .. n .. " requests)") end
+            out[path] = total / n
+        end
+        return out
+    end)
+    nginx.run(fmt("kill -TERM %d; i=0; while kill -0 %d 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
+        pid, pid))
+    nginx.run("rm -rf " .. nginx.q(dir))
+    if not ok then return print("rules gate in nginx: no count: " .. tostring(res)) end
+    print(fmt("rules gate in nginx, instructions per request (callgrind, one process, wrk -c1): "
+        .. "a location answering ok %.0f; with one rule that looks at nothing +%.0f; one that looks the order "
+        .. "up +%.0f; 40 KB of garbage %.0f, with the rule that looks at nothing +%.0f; %.0f bytes allocated "
+        .. "per passing rule", res.none, res.nothing - res.none, res.lookup - res.none, res.garbage,
+        res.garbage_nothing - res.garbage, res.alloc))
+end
+if not is_jit and os.getenv("BENCH_RULES_NGINX") ~= "0" then nginx_part() end

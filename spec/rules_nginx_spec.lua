@@ -43,6 +43,9 @@ describe("the rules gate in nginx", function()
                     '    location = /rule { content_by_lua_block { require("support.rules_nginx_app").rule() } }',
                     '    location = /ping { content_by_lua_block { require("support.rules_nginx_app").ping() } }',
                     '    location = /escape { content_by_lua_block { require("support.rules_nginx_app").escape() } }',
+                    '    location = /in_header_filter { content_by_lua_block { ngx.say("body") }',
+                    '      header_filter_by_lua_block {',
+                    '        ngx.header["X-Verdict"] = require("support.rules_nginx_app").in_phase(ngx.var.arg_kind) } }',
                     "  }",
                 }, "\n")
             end,
@@ -73,6 +76,17 @@ describe("the rules gate in nginx", function()
         assert.same({ false, "rule_failed", "last rule ran", 3 },
             { out.ok, out.kind, out.message:match("last rule ran$"), out.spawns })
         assert.falsy(out.message:find("saw", 1, true), out.message)
+    end)
+
+    -- (nginx allows no light thread in header_filter: `spawn` refuses, and the rules run in plain
+    -- coroutines under the same budgets)
+    it("runs the rules where nginx allows no light thread, under their budgets", function()
+        for kind, want in pairs { several = "ok 1", ok = "ok 1", loop = "rule_timeout steps" } do
+            local res, err = curl.request { url = base .. "/in_header_filter?kind=" .. kind, timeout_ms = 30000 }
+            assert(res, tostring(err))
+            assert.same({ 200, want }, { res.status, res.headers["x-verdict"] }, kind)
+        end
+        assert.is_true(get("/ping").pong)
     end)
 
     it("stops an endless loop by its step budget, and the worker answers after", function()
@@ -147,6 +161,7 @@ describe("the rules gate in nginx", function()
             { "memory", "rule_memory", "64 MiB" },
             { "big", "rule_memory", "64 MiB" },
             { "double", "rule_memory", "64 MiB" },
+            { "double_second", "rule_memory", "64 MiB" },
             { "string_table", "rule_error", "string is read-only for rules" },
             { "null_mt", "rule_error", "setmetatable" },
             { "array_mt", "rule_error", "this table is shared" },
@@ -169,7 +184,7 @@ describe("the rules gate in nginx", function()
 
         -- (big: a 300 MB string.rep; double: a string doubled past the budget faster than the
         -- count hook looks, stopped at the end of a collection cycle)
-        for _, case in ipairs { "big", "double" } do
+        for _, case in ipairs { "big", "double", "double_second" } do
             it("gives the worker's memory back after a rule that made a huge string (" .. case .. ")", function()
                 local before = get("/escape?case=string_table")
                 local out = get("/escape?case=" .. case)

@@ -155,6 +155,39 @@ describe("the rules' sandbox", function()
             if peak then assert.truthy(peak < peak_before + 512 * 1024, peak - peak_before .. " KiB more at the peak") end
         end)
 
+        -- (LuaJIT: from one rule of an item to the next the collector runs at the host's pace;
+        -- whole cycles must be back from the second rule's first instruction)
+        it("fails a string doubled at once by an item's second rule", function()
+            local c = jc.contract { name = "t", version = "1", instructions = "x", schema = SCHEMA, rules = {
+                { name = "first", check = "local t = {} for i = 1, 1000 do t[i] = {} end" },
+                { name = "double", check = "local s = 'x' while true do s = s .. s end", budget = { mb = 16, ms = 60000 } },
+            } }
+            local peak_before = peak_kb()
+            local v, err = c:check(TEXT)
+            fails("rule_memory", "rule double ran over its budget of 16 MiB", v, err)
+            local peak = peak_kb()
+            if peak then assert.truthy(peak < peak_before + 512 * 1024, peak - peak_before .. " KiB more at the peak") end
+        end)
+
+        -- (LuaJIT: the hook is global and the collector's pace the whole VM's: both are the
+        -- host's again once the rules are done, whatever they came to)
+        it("gives the host back its hook and its collector's pace after every kind of outcome", function()
+            local function host_hook() end
+            debug.sethook(host_hook, "", 1e6)
+            local pace = collectgarbage("setstepmul", 300)
+            for _, rule in ipairs { "return true", "return 'no'", "error('x')", "while true do end",
+                    "local s = 'x' while true do s = s .. s end", "return {message = 1}" } do
+                local v, err = check({ name = "r", check = rule, budget = { mb = 16, steps = 1e5 } })
+                assert.is_true(v ~= nil or err ~= nil)
+                local f, mask, count = debug.gethook()
+                assert.same({ host_hook, "", 1e6 }, { f, mask, count }, rule)
+                -- (setstepmul answers the multiplier it replaces)
+                assert.equal(300, collectgarbage("setstepmul", 300), rule)
+            end
+            debug.sethook()
+            if type(pace) == "number" and pace > 0 then collectgarbage("setstepmul", pace) end
+        end)
+
         it("takes mb per rule and per contract, and refuses a bad one", function()
             assert.has_error(function() check(function() end, { mb = 0 }) end,
                 "contract field 'rules_budget'.mb must be a positive number")

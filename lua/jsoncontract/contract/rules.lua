@@ -4,7 +4,9 @@
 -- * A rule sees a deep copy of the schema-valid value: whatever it changes (at any depth,
 --   metatables included) is thrown away, so the value accepted is the value that passed
 --   the schema gate, byte for byte. Each rule gets its own copy, so one rule's changes
---   never reach the next.
+--   never reach the next. (A copy, not a read-only proxy: LuaJIT without its 5.2 extensions
+--   has no `__pairs` or `__len` for tables, so `pairs`, `#` and `next` on a proxy would see an
+--   empty table.)
 -- * What a rule returns is checked: only a verdict (see `normalize`) is understood; any
 --   other value (a NaN, a function, a table of the wrong shape, an empty message, a pointer
 --   that is not a JSON Pointer) is `rules/rule_error`. `false, "why"` fails with "why".
@@ -33,9 +35,14 @@
 --     full collection, the rule fails as `rule_memory` and its garbage is collected at once.
 --     Under nginx another request's allocations while the rule waits count too. LuaJIT: its
 --     incremental collector ends no cycle while a string doubles a few dozen times, so while
---     the hook is installed (a rule runs or waits) the collector runs each cycle whole, once
---     each time the heap doubles (`setstepmul`; the host's multiplier is put back after): a
---     pause per cycle instead of many small steps, for other code running meanwhile too.
+--     a rule runs or waits (from its first instruction to its end) the collector runs each
+--     cycle whole, once each time the heap doubles (`setstepmul`; the host's multiplier is put
+--     back as soon as no rule runs or waits): a pause per cycle instead of many small steps,
+--     for other code running meanwhile too. The copy a rule gets, its light thread and the
+--     bookkeeping between an item's rules collect at the host's pace, so a rule that allocates
+--     nothing never lands a whole cycle in its request. (Across requests the whole cycles cost
+--     what the incremental steps cost, the same work done at once: measured the same in
+--     instructions per request.)
 --   - The sandbox (`sandbox`, `load`, `load_file`): source-text rules and contract files
 --     loaded by `load_file` run with an environment of pure libraries, so a rule cannot reach
 --     `debug` to remove its hook, nor the host.
@@ -46,13 +53,22 @@
 --     in other ways (a library's loop) may run compiled, and is bounded only when it
 --     returns. LuaJIT's hook is global: it is installed while a rule runs (or waits), and
 --     from one rule of an item to the next when nothing else runs between them; it does
---     nothing outside rule coroutines.
+--     nothing outside rule coroutines. It is not left installed across requests: with a count
+--     hook LuaJIT's interpreter sends every instruction through the hook's dispatch, which
+--     cost the gateway's own interpreted Lua more (about 6,700 instructions per request) than
+--     putting the hook on and taking it off per item costs (about 4,400).
 --   - Under nginx (OpenResty) the rules of an item run one after another in a light thread
 --     (`ngx.thread.spawn`): a rule waiting on a cosocket or `ngx.sleep` yields the worker to
 --     other requests and is raced by a timer thread; when its wall budget runs out it is
 --     killed (`ngx.thread.kill`), so a slow database call never blocks the worker past its
 --     budget. Rules that answer without waiting are all done inside `spawn` and need no
---     timer; after a rule that waited, the rest run in a new light thread.
+--     timer (nor a wait on the thread: one that ended inside `spawn` is let go with its
+--     request); after a rule that waited, the rest run in a new light thread. A rule that never
+--     waits still gets its light thread (about 5,500 of a no-op rule's instructions per
+--     request): OpenResty binds a wait to the coroutine it runs in, so a rule started as a plain
+--     coroutine could not be handed to a light thread once it waits, and a raw coroutine's wait
+--     would resume the request's own thread. Where nginx allows no light thread (header_filter,
+--     body_filter, log: `spawn` refuses) the rules run in plain coroutines, and cannot wait.
 --     Not killed: a rule whose wait is inside a coroutine it created (`ngx.thread.kill`
 --     cancels only the thread's own wait, and the one left pending crashed the worker later
 --     with signal 11; lua-nginx-module 0.10.23). It is marked over budget and waited for: it
@@ -235,14 +251,34 @@ local own_mts = setmetatable({}, { __mode = "k" })
 
 local COPY_MAX_DEPTH = core.MAX_DEPTH -- the deepest the parser may be asked to read (max_depth)
 
+-- LuaJIT: a copy made at its size (`table.new`), not grown and rehashed key by key.
+local new_table = IS_JIT and select(2, pcall(require, "table.new"))
+if type(new_table) ~= "function" then new_table = nil end
+
 local function copy(v, depth, seen)
     if type(v) ~= "table" then return v end
     local done = seen[v]
     if done then return done end
     if depth > COPY_MAX_DEPTH then error("the value is nested too deep to copy for the rules", 0) end
-    local out = {}
+    local out
+    if new_table then
+        -- (sized by a count of its keys, not `#`: no metamethod runs, __len included)
+        local n, len = 0, 0
+        for k in next, v do
+            n = n + 1
+            if type(k) == "number" then len = len + 1 end
+        end
+        out = new_table(len, n - len)
+    else
+        out = {}
+    end
     seen[v] = out
-    for k, x in next, v do out[copy(k, depth + 1, seen)] = copy(x, depth + 1, seen) end -- raw: no __pairs
+    -- raw (no __pairs); scalars inline: a call per key and per value was half the copy's cost
+    for k, x in next, v do
+        if type(k) == "table" then k = copy(k, depth + 1, seen) end
+        if type(x) == "table" then x = copy(x, depth + 1, seen) end
+        out[k] = x
+    end
     local mt = getmetatable(v)
     if mt == core.array_mt then
         setmetatable(out, mt)
@@ -381,10 +417,9 @@ local saved_hook, saved_mask, saved_count, saved_stepmul
 -- step size, 10 units per point, stays within a signed 32-bit step limit.)
 local JIT_STEPMUL = 100000000
 
--- LuaJIT: the hook goes on (nothing held it): keep what was there, collect in whole cycles.
+-- LuaJIT: the hook goes on (nothing held it): keep what was there.
 local function take_hook()
     saved_hook, saved_mask, saved_count = gethook()
-    saved_stepmul = collectgarbage("setstepmul", JIT_STEPMUL)
 end
 -- LuaJIT: items whose rules run one after another, nothing else running between them: the
 -- hook stays installed from one of their rules to the next (taking it off and putting it
@@ -395,15 +430,28 @@ local function hook_idle()
     return next(active) == nil and next(holders) == nil
 end
 
+-- LuaJIT: whole collection cycles while a rule runs or waits (see JIT_STEPMUL), from its first
+-- instruction; the host's pace back as soon as none does (an item's copies, its light thread
+-- and the bookkeeping between its rules collect at the host's pace).
+local function whole_cycles_on()
+    if saved_stepmul == nil then saved_stepmul = collectgarbage("setstepmul", JIT_STEPMUL) end
+end
+local function whole_cycles_off()
+    if saved_stepmul ~= nil and next(active) == nil then
+        collectgarbage("setstepmul", saved_stepmul)
+        saved_stepmul = nil
+    end
+end
+
 local function restore_if_idle()
+    whole_cycles_off()
     if not hook_idle() then return end
     if saved_hook then
         sethook(saved_hook, saved_mask, saved_count)
     else
         sethook()
     end
-    if saved_stepmul then collectgarbage("setstepmul", saved_stepmul) end
-    saved_hook, saved_mask, saved_count, saved_stepmul = nil, nil, nil, nil
+    saved_hook, saved_mask, saved_count = nil, nil, nil
 end
 
 local function hold(item)
@@ -537,9 +585,13 @@ local function make_hook(state)
     end
 end
 
+-- LuaJIT: what every rule's state reads as its hook.
+local JIT_STATE_MT = { __index = { hook = jit_hook } }
+
 local function hook_on(state, co)
     if IS_JIT then
         if hook_idle() then take_hook() end
+        whole_cycles_on()
         active[co] = state
     end
     rule_cos[co] = state
@@ -978,6 +1030,8 @@ local function guarded(state, rule, value, ctx)
     local done, ret, ret2 = pcall_rule(state, rule.check, value, ctx)
     -- Over budget, nothing of the rule's is read (and code outside this module would raise).
     if state.over then return "over" end
+    -- (a pass, the common answer: nothing to read, no metamethod can run)
+    if done and (ret == true or (ret == nil and ret2 == nil)) then return "ok", nil end
     if not done then
         return "raised", secrets.describe(ret), is_stack_overflow(ret)
     end
@@ -1077,9 +1131,6 @@ local function run_coroutine(rule, value, ctx, state)
     return r3, r4, r5
 end
 
-local NGX_THREAD_PHASES = { rewrite = true, server_rewrite = true, access = true, content = true, timer = true,
-    ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true, preread = true }
-
 -- 10000000 -> "10,000,000"
 local function thousands(n)
     local s = format("%d", floor(n + 0.5))
@@ -1106,9 +1157,13 @@ local function begin_rule(rule, budget, item)
     local now = clock()
     local steps = min(rule.budget.steps or budget.steps, item.steps_left)
     local ms = max(0, min(rule.budget.ms or budget.ms, (item.deadline - now) * 1000))
-    local state = { steps = 0, max_steps = steps, ms = ms, start = now, deadline = now + ms / 1000,
-        mb = rule.budget.mb or budget.mb or _M.DEFAULT_BUDGET.mb }
-    state.mem_limit = gc_count() + state.mb * 1024
+    local mb = rule.budget.mb or budget.mb or _M.DEFAULT_BUDGET.mb
+    -- (the fields a passing rule's run sets, in the constructor, and no more than 8: a table
+    -- neither grown nor bigger than it needs per rule; the start is its deadline less its ms.
+    -- LuaJIT: the hook, the same for every rule, comes from the metatable)
+    local state = { steps = 0, max_steps = steps, ms = ms, deadline = now + ms / 1000, mb = mb,
+        mem_limit = gc_count() + mb * 1024, co = false, finished = false }
+    if IS_JIT then return setmetatable(state, JIT_STATE_MT) end
     state.hook = make_hook(state)
     return state
 end
@@ -1131,7 +1186,7 @@ local OVER_KIND = { memory = "rule_memory", interrupt = "rule_interrupted" }
 local function end_rule(rule, item, state, tag, a, b)
     state.finished = true -- (coroutines the rule left behind are no longer counted)
     item.steps_left = item.steps_left - state.steps
-    local elapsed = clock() - state.start
+    local elapsed = clock() - (state.deadline - state.ms / 1000)
     if tag == "raised" and b and not state.over then state.over = "stack" end
     -- (the allocator refused: the rule's doing, whatever its budget said)
     if tag == "raised" and not state.over and type(a) == "string" and a:find("not enough memory", 1, true) then
@@ -1166,7 +1221,7 @@ local function end_rule(rule, item, state, tag, a, b)
 end
 
 -- Settle rule `i` of `item` from what running it returned (`end_rule`): a failure's errors
--- go to `item.all` (made on the first: passing costs no table) and `item.retry`; a
+-- go to `item.all` (made on the first: passing costs no table) and `item.no_retry`; a
 -- rule_error / rule_timeout to `item.err`. True when the next rule may run.
 local function settle(item, i, rule, state, tag, a, b)
     local ok, list = end_rule(rule, item, state, tag, a, b)
@@ -1178,7 +1233,7 @@ local function settle(item, i, rule, state, tag, a, b)
         local all = item.all or {}
         item.all = all
         for _, e in ipairs(list) do all[#all + 1] = e end
-        if not rule.retry then item.retry = false end
+        if not rule.retry then item.no_retry = true end
     end
     item.next = i + 1
     return true
@@ -1208,7 +1263,8 @@ end
 -- after that rule, so a timer only ever stands for one rule's deadline.
 local function item_thread_body(list, value, ctx, budget, item)
     local co = co_running()
-    for i = item.next, #list do
+    local n = #list
+    for i = item.next, n do
         local rule = list[i]
         local state = begin_rule(rule, budget, item)
         local view = copy(value, 0, {})
@@ -1217,6 +1273,8 @@ local function item_thread_body(list, value, ctx, budget, item)
         hook_on(state, co)
         local tag, a, b = guarded(state, rule, view, ctx)
         hook_off(co)
+        -- (after the item's last rule the hook comes off now: what follows runs at full speed)
+        if i == n then release(item) end
         item.rule, item.state = nil, nil
         if not settle(item, i, rule, state, tag, a, b) or item.raced then break end
     end
@@ -1245,12 +1303,17 @@ end
 -- raced against a timer thread while a rule waits. Returns false when light threads are not
 -- allowed here (nothing ran).
 local function run_rules_light_thread(list, value, ctx, budget, item)
+    -- (light threads are allowed where a request may yield: rewrite, access, content, timer,
+    -- ssl_cert, ssl_session_fetch, ssl_client_hello, preread; elsewhere `spawn` refuses)
     local spawn, wait, kill = NGX.thread.spawn, NGX.thread.wait, NGX.thread.kill
     while item.next <= #list and not item.err do
         item.done, item.raced = false, false
-        hold(item) -- (only while spawn runs the thread: other requests run while it waits)
+        -- (the hook kept from one rule to the next, only while spawn runs the thread: other
+        -- requests run while it waits; one rule needs no holding)
+        local several = item.next < #list
+        if several then hold(item) end
         local ok, th = pcall(spawn, item_thread_body, list, value, ctx, budget, item)
-        release(item)
+        if several then release(item) end
         if not ok then
             if item.next == 1 then return false end -- the caller runs them in plain coroutines
             run_rules_coroutine(list, value, ctx, budget, item)
@@ -1258,10 +1321,10 @@ local function run_rules_light_thread(list, value, ctx, budget, item)
         end
         -- spawn runs the thread until it first waits: rules that never wait are all done
         -- here, each within its budget's hook, and need no timer
-        local wok, e
-        if item.done then
-            wok, e = wait(th)
-        else
+        -- (a thread that ended inside spawn, without an error, is not waited on: a dead light
+        -- thread nobody waits on is let go with its request)
+        local wok, e = true, nil
+        if not item.done then
             item.raced = true
             local rule, state = item.rule, item.state
             local tag
@@ -1328,10 +1391,12 @@ end
 function _M.run(list, value, ctx, budget, send)
     if #list == 0 then return true end -- no rules: no copy, no clock, no coroutine (per request in nginx)
     budget = budget or _M.DEFAULT_BUDGET
+    -- (at most 8 fields while its rules pass, as `begin_rule`'s state)
     local item = { steps_left = budget.item_steps, deadline = clock() + budget.item_ms / 1000, next = 1,
-        retry = true, send = send }
-    if not (NGX and NGX.thread and NGX_THREAD_PHASES[NGX.get_phase and NGX.get_phase() or ""]
-            and run_rules_light_thread(list, value, ctx, budget, item)) then
+        send = send, done = false, raced = false, rule = false, state = false }
+    -- (under nginx where light threads are not allowed `spawn` refuses and nothing ran: one
+    -- failed call there, instead of asking every request for its phase)
+    if not (NGX and NGX.thread and run_rules_light_thread(list, value, ctx, budget, item)) then
         run_rules_coroutine(list, value, ctx, budget, item)
     end
     if item.err then
@@ -1349,7 +1414,7 @@ function _M.run(list, value, ctx, budget, send)
         msgs[i] = (e.pointer ~= "" and (secrets.elide(e.pointer, 120) .. ": ") or "") .. e.message
     end
     return nil, errors.new("rules", "rule_failed", secrets.elide(concat(msgs, "; "), MAX_JOINED),
-        { errors = all, retry = item.retry })
+        { errors = all, retry = not item.no_retry })
 end
 
 return _M
