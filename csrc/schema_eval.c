@@ -243,6 +243,9 @@ static JC_INLINE int jc_enum_has(jc_vctx *c, const jc_node *n, size_t i) {
   jc_u64 wa, wb;
   if (x->kind != JT_STRING || n->nenum > 16 || x->u.len > 16)
     return jc_enum_has_slow(c, n, i);
+  /* no string member (enum_strs is NULL for "enum": []): none equal, and
+  ** no arithmetic on a null pointer, which is undefined even adding 0 */
+  if (n->nenum_strs == 0) return 0;
   len = x->u.len;
   jc_name_words(x->s, len, &wa, &wb);
   for (m = n->enum_strs, end = m + n->nenum_strs; m < end; m++) {

@@ -726,6 +726,17 @@ describe("jsoncontract.core", function()
             check(v, A(t), { kind = "budget_exceeded", errors = { { "", "budget", "",
                 "validation stopped at (root): the work budget of 20 units ran out" } } })
         end)
+
+        -- (no string member: the in-line scan has no list to walk, "enum": [] none at all)
+        it("finds no string in an enum without string members, nor in an empty one", function()
+            for _, e in ipairs({ {}, { 1, true } }) do
+                local v = core.compile({ enum = A(e) })
+                for _, s in ipairs({ "", "a", "abcd", "abcdefgh", "a-string-past-16-bytes" }) do
+                    assert.is_nil(v:validate(s), s)
+                    assert.is_nil(v:check_json(core.encode(s)), s)
+                end
+            end
+        end)
     end)
 
     describe("validate(): the decoded option", function()

@@ -50,20 +50,29 @@ _M.pcall = _M.lua51 and yieldable_pcall or pcall
 -- On LuaJIT under Linux, clock_gettime through the FFI: a call the JIT compiles, where
 -- luasocket's gettime is a C function every compiled trace must leave for (an ask reads the
 -- clock four times). Nil when the FFI or the declaration is not there.
+-- The function goes by a name of our own, redirected to the symbol: LuaJIT keeps the first
+-- declaration of a name, so another library's earlier clock_gettime (with its own struct
+-- timespec) would refuse our struct, and the clock fell back to luasocket's, or without it to
+-- os.time()'s whole seconds. Declared once per VM (a second load of this module finds them).
 local ffi_now
 do
     local has_ffi, ffi = pcall(require, "ffi")
-    if has_ffi and ffi.os == "Linux" and pcall(ffi.cdef, [[
-        typedef struct { long tv_sec; long tv_nsec; } jc_compat_timespec;
-        int clock_gettime(int clock_id, jc_compat_timespec *tp);
-    ]]) then
-        local ts = ffi.new("jc_compat_timespec")
-        local C, tonumber = ffi.C, tonumber
-        local function now()
-            C.clock_gettime(0, ts) -- CLOCK_REALTIME
-            return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+    if has_ffi and ffi.os == "Linux" then
+        if not pcall(ffi.typeof, "jc_compat_timespec") then
+            pcall(ffi.cdef, [[
+                typedef struct { long tv_sec; long tv_nsec; } jc_compat_timespec;
+                int jc_compat_clock_gettime(int clock_id, jc_compat_timespec *tp) __asm__("clock_gettime");
+            ]])
         end
-        if pcall(now) then ffi_now = now end
+        local made, ts = pcall(ffi.new, "jc_compat_timespec")
+        if made then
+            local C, tonumber = ffi.C, tonumber
+            local function now()
+                C.jc_compat_clock_gettime(0, ts) -- CLOCK_REALTIME
+                return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+            end
+            if pcall(now) then ffi_now = now end
+        end
     end
 end
 

@@ -72,11 +72,12 @@ function C.int(v)
     return nil
 end
 
---- Join a base URL (with or without a trailing /v1 and slash) and an API path that
--- starts with "/v1/".
 -- Joined URLs per base and path (a gateway asks with the same pair every request); at most
 -- 64 bases kept.
 local JOINED, n_joined = {}, 0
+
+--- Join a base URL (with or without a trailing /v1 and slash) and an API path that
+-- starts with "/v1/".
 function C.join_url(base, path)
     local by_path = JOINED[base]
     local url = by_path and by_path[path]
@@ -238,18 +239,6 @@ local function full_prompt_back(body, short, full)
     if type(si) == "table" and si.text == short then si.text = full end
 end
 
---- The request table build_request returns: a JSON POST of `r.body` to `r.url`, ready for a
--- transport as it is. Its own fields are the transport's (`url`, `method`, `headers`, `body`;
--- the caller may add timeouts); what the request means (`mode`, `schema_sent`, `dropped`,
--- `findings`, `fallback`) is readable as `req.mode` ... through its metatable, so a transport
--- never sees it and nobody copies the request to drop it.
--- @tparam table r `opts` (the checked options; `opts.api_key` when given goes in header
---   `auth`: "authorization" sends "Bearer <key>", any other name the key as it is), `url`,
---   `auth` (header name), `body` (table, encoded here, or its JSON text), `mode` (the mode sent), `plan` (nil, or
---   the native plan: its `schema`, `dropped`, `findings`, `fallback`, see
---   jsoncontract.providers.schema_subset.plan), `headers` (table of further headers, optional)
--- @treturn table `{url, method = "POST", headers, body}` with `mode`, `schema_sent`, `dropped`,
---   `findings`, `fallback`
 -- The metatable of a request (what it means, read through `__index`), per plan and mode sent:
 -- the same for every request of a contract. Weak: a reloaded contract's plan goes with it.
 local MEANING = setmetatable({}, { __mode = "k" })
@@ -281,6 +270,18 @@ local function bearer(key)
     return v
 end
 
+--- The request table build_request returns: a JSON POST of `r.body` to `r.url`, ready for a
+-- transport as it is. Its own fields are the transport's (`url`, `method`, `headers`, `body`;
+-- the caller may add timeouts); what the request means (`mode`, `schema_sent`, `dropped`,
+-- `findings`, `fallback`) is readable as `req.mode` ... through its metatable, so a transport
+-- never sees it and nobody copies the request to drop it.
+-- @tparam table r `opts` (the checked options; `opts.api_key` when given goes in header
+--   `auth`: "authorization" sends "Bearer <key>", any other name the key as it is), `url`,
+--   `auth` (header name), `body` (table, encoded here, or its JSON text), `mode` (the mode sent), `plan` (nil, or
+--   the native plan: its `schema`, `dropped`, `findings`, `fallback`, see
+--   jsoncontract.providers.schema_subset.plan), `headers` (table of further headers, optional)
+-- @treturn table `{url, method = "POST", headers, body}` with `mode`, `schema_sent`, `dropped`,
+--   `findings`, `fallback`
 function C.post(r)
     local headers = { ["content-type"] = "application/json" }
     if r.headers then

@@ -104,11 +104,12 @@ end
 local function native_plan(schema, contract) return plan_with(RULES.native, schema, contract) end
 local function compatible_plan(schema, contract) return plan_with(RULES.compatible, schema, contract) end
 
+local IS_OPENAI, n_is_openai = {}, 0 -- per base URL (the same every request); at most 64
+
 --- Is `base_url` OpenAI's own API (nil: the default)? Other hosts are OpenAI-compatible servers,
 -- which get strict mode without string lengths (`rules.compatible`).
 -- @tparam string|nil base_url
 -- @treturn boolean
-local IS_OPENAI, n_is_openai = {}, 0 -- per base URL (the same every request); at most 64
 function _M.is_openai(base_url)
     if base_url == nil then return true end
     local yes = IS_OPENAI[base_url]
@@ -354,9 +355,6 @@ function _M.read_response(status, headers, body)
     return _M.read_chat(_M.name, status, headers, body)
 end
 
---- read_response for any Chat Completions speaker, naming `pname` in messages (llamacpp uses
--- it). A 2xx body whose content-type is text/event-stream is read as a stream (see
--- `stream_reader`).
 -- What C.read_envelope needs per speaker, made once per name (no closures per response).
 local READERS = {}
 
@@ -369,6 +367,9 @@ local function readers_for(pname)
     return p
 end
 
+--- read_response for any Chat Completions speaker, naming `pname` in messages (llamacpp uses
+-- it). A 2xx body whose content-type is text/event-stream is read as a stream (see
+-- `stream_reader`).
 function _M.read_chat(pname, status, headers, body)
     return C.read_envelope(READERS[pname] or readers_for(pname), status, headers, body)
 end
