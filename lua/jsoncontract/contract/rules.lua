@@ -576,8 +576,8 @@ on_cycle = function()
 end
 arm_sentinel()
 
+-- PUC Lua: the hook of one rule's state (LuaJIT's states share jit_hook, below).
 local function make_hook(state)
-    if IS_JIT then return jit_hook end
     return function()
         -- a coroutine the rule created, resumed after the rule ended: no longer counted
         if state.finished then return sethook() end

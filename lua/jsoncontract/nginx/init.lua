@@ -435,16 +435,16 @@ end
 local function client_closed(self, name, c, rid, item_id, t0)
     local ctx = ngx.ctx
     if ctx.jsoncontract_counted then return ngx.exit(499) end
-    in_flight(self, name, false)
     local tally = ctx.jsoncontract_tally
     if self.meter and tally and not ctx.jsoncontract_spent_counted then
         ctx.jsoncontract_spent_counted = true
         observe_spent(self.meter, name, tally.attempts, tally.input, tally.output)
     end
     observe_request(self, name, 499, "client_closed", t0)
-    -- written at once, not with the worker's batch: the gauge just went down, and a scrape that
-    -- sees it down sees why
+    -- written at once, not with the worker's batch, and before the gauge goes down: a scrape
+    -- that sees it down sees why
     if self.meter then self.meter:flush() end
+    in_flight(self, name, false)
     ngx.log(ngx.INFO, "jsoncontract: request_id=", rid, " item_id=", item_id, " contract=", name,
         " status=499 code=client_closed: the client closed the connection before the answer")
     if self.sink then
