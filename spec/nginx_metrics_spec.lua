@@ -99,6 +99,21 @@ describe("jsoncontract.nginx.metrics", function()
         assert.truthy(m:render():find("\njsoncontract_metrics_errors_total 2\n", 1, true))
     end)
 
+    it("flush_all writes every dict's batch, whoever made the metrics (exit_worker, where timers no "
+        .. "longer fire)", function()
+        local other = fake_dict()
+        _G.ngx.shared.other = other
+        _G.ngx.timer = { at = function() return true end } -- set, never fired
+        local a, b = metrics.new("m"), metrics.new("other")
+        a:inc("jsoncontract_requests_total", { "contract", "t" })
+        b:inc("app_jobs_total", { "queue", "q" }, 2)
+        assert.is_nil(dict.data['v|jsoncontract_requests_total{contract="t"}'])
+        assert.is_nil(other.data['v|app_jobs_total{queue="q"}'])
+        metrics.flush_all()
+        assert.equal(1, dict.data['v|jsoncontract_requests_total{contract="t"}'])
+        assert.equal(2, other.data['v|app_jobs_total{queue="q"}'])
+    end)
+
     it("writes at once where no timer can be set", function()
         _G.ngx.timer = { at = function() error("API disabled in the context of init_by_lua*") end }
         local m = metrics.new("m")

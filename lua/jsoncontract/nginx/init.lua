@@ -629,9 +629,7 @@ end
 -- lost; a graceful `-s quit` flushes from the timers as well.
 -- @usage exit_worker_by_lua_block { require("jsoncontract.nginx").exit_worker() }
 function _M.exit_worker()
-    for gw in pairs(GATEWAYS) do
-        if gw.meter then gw.meter:flush() end
-    end
+    metrics.flush_all()
     evidence.flush_all()
 end
 

@@ -140,6 +140,12 @@ function _M.flush(self)
     flush_batch(self.dict, batch_of(self.dict))
 end
 
+--- Add this worker's batched updates of every dict to it now: whatever made the metrics (a
+-- gateway, or `new` called by the application), for `exit_worker`, where timers no longer fire.
+function _M.flush_all()
+    for dict, b in pairs(BATCHES) do flush_batch(dict, b) end
+end
+
 local function flush_timer(_, dict)
     local b = batch_of(dict)
     b.scheduled = false
