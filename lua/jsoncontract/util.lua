@@ -26,4 +26,25 @@ function _M.constant_time_equal(a, b)
     return diff == 0
 end
 
+--- `fn` remembered: a function of one argument that answers `fn(k)`, computed once per `k` while
+-- at most `limit` answers are kept; past that the memory starts afresh (a process asks with a few
+-- keys, the same every request: a base URL, a prompt, a key; bounded so that varying keys cannot
+-- grow it). `fn` must answer the same for the same `k`; a nil answer is not kept.
+-- @tparam number limit answers kept at most
+-- @tparam function fn `function(k) -> v`
+-- @treturn function `function(k) -> v`
+function _M.memo(limit, fn)
+    local kept, n = {}, 0
+    return function(k)
+        local v = kept[k]
+        if v == nil then
+            v = fn(k)
+            if v == nil then return nil end
+            if n >= limit then kept, n = {}, 0 end
+            kept[k], n = v, n + 1
+        end
+        return v
+    end
+end
+
 return _M

@@ -17,6 +17,7 @@ local errors = require "jsoncontract.errors"
 local json = require "jsoncontract.json"
 local http_status = require "jsoncontract.transport.http_status"
 local secrets = require "jsoncontract.secrets"
+local util = require "jsoncontract.util"
 
 local type, pairs, ipairs, tostring, error, setmetatable = type, pairs, ipairs, tostring, error, setmetatable
 local concat, sort = table.concat, table.sort
@@ -121,8 +122,8 @@ function C.check_response_args(status, headers, body)
     return h
 end
 
--- Base URLs already found to be http(s) ones (a gateway sends to one every request); at most 64.
-local HTTP_BASE, n_http_base = {}, 0
+-- Is a base URL an http(s) one? Per URL (a gateway sends to one every request); at most 64 kept.
+local is_http_base = util.memo(64, function(u) return type(u) == "string" and u:match("^https?://") ~= nil end)
 
 --- Check the arguments of build_request; returns the checked options with defaults, the
 -- messages as the wire takes them (`{role, content}` only) and the system prompt.
@@ -176,12 +177,8 @@ function C.check_request_args(contract, messages, opts, modes, provider)
         error("opts.api_key must be a string or nil", 3)
     end
     local base_url = opts.base_url
-    if base_url ~= nil and not HTTP_BASE[base_url] then
-        if type(base_url) ~= "string" or not base_url:match("^https?://") then
-            error("opts.base_url must be an http(s) URL", 3)
-        end
-        if n_http_base >= 64 then HTTP_BASE, n_http_base = {}, 0 end
-        HTTP_BASE[base_url], n_http_base = true, n_http_base + 1
+    if base_url ~= nil and not is_http_base(base_url) then
+        error("opts.base_url must be an http(s) URL", 3)
     end
     local max_tokens = opts.max_tokens
     if max_tokens == nil then
@@ -259,16 +256,7 @@ local function meaning(plan, mode)
 end
 
 -- "Bearer <key>" per key (the same key every request); at most 16 kept.
-local BEARER, n_bearer = {}, 0
-local function bearer(key)
-    local v = BEARER[key]
-    if not v then
-        if n_bearer >= 16 then BEARER, n_bearer = {}, 0 end
-        v, n_bearer = "Bearer " .. key, n_bearer + 1
-        BEARER[key] = v
-    end
-    return v
-end
+local bearer = util.memo(16, function(key) return "Bearer " .. key end)
 
 --- The request table build_request returns: a JSON POST of `r.body` to `r.url`, ready for a
 -- transport as it is. Its own fields are the transport's (`url`, `method`, `headers`, `body`;

@@ -2,6 +2,7 @@
 -- build the request for a contract, read the response envelope through the protocol gate.
 -- @module jsoncontract.providers.openai
 local core = require "jsoncontract.core"
+local util = require "jsoncontract.util"
 local C = require "jsoncontract.providers.envelope"
 local streaming = require "jsoncontract.providers.streaming"
 local subset = require "jsoncontract.providers.schema_subset"
@@ -104,7 +105,8 @@ end
 local function native_plan(schema, contract) return plan_with(RULES.native, schema, contract) end
 local function compatible_plan(schema, contract) return plan_with(RULES.compatible, schema, contract) end
 
-local IS_OPENAI, n_is_openai = {}, 0 -- per base URL (the same every request); at most 64
+-- per base URL (the same every request); at most 64 kept
+local openai_host = util.memo(64, function(base_url) return base_url:match("^https://api%.openai%.com[:/]?") ~= nil end)
 
 --- Is `base_url` OpenAI's own API (nil: the default)? Other hosts are OpenAI-compatible servers,
 -- which get strict mode without string lengths (`rules.compatible`).
@@ -112,13 +114,7 @@ local IS_OPENAI, n_is_openai = {}, 0 -- per base URL (the same every request); a
 -- @treturn boolean
 function _M.is_openai(base_url)
     if base_url == nil then return true end
-    local yes = IS_OPENAI[base_url]
-    if yes == nil then
-        yes = base_url:match("^https://api%.openai%.com[:/]?") ~= nil
-        if n_is_openai >= 64 then IS_OPENAI, n_is_openai = {}, 0 end
-        IS_OPENAI[base_url], n_is_openai = yes, n_is_openai + 1
-    end
-    return yes
+    return openai_host(base_url)
 end
 
 --- The plan of a native request for a contract, computed once per contract (see
@@ -183,16 +179,7 @@ local BODY_KEYS = { "max_completion_tokens", "messages", "model", "response_form
     "temperature" }
 -- The system message `{"content":<prompt>,"role":"system"}` as JSON, per prompt (a contract's
 -- prompt is the same string every request); at most 64 kept.
-local SYSTEM, n_system = {}, 0
-local function system_json(prompt)
-    local json = SYSTEM[prompt]
-    if not json then
-        json = core.encode { role = "system", content = prompt }
-        if n_system >= 64 then SYSTEM, n_system = {}, 0 end
-        SYSTEM[prompt], n_system = json, n_system + 1
-    end
-    return json
-end
+local system_json = util.memo(64, function(prompt) return core.encode { role = "system", content = prompt } end)
 
 -- The body's text around `messages`, as `core.encode` writes those fields (BODY_KEYS order):
 -- what comes before (`{"max_completion_tokens":N,"messages":`) and after (`,"model":..,

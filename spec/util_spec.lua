@@ -1,0 +1,40 @@
+-- jsoncontract.util: the small helpers every room may use.
+local util = require "jsoncontract.util"
+
+describe("jsoncontract.util", function()
+    it("memo computes once per key, keeps false, does not keep nil, and starts afresh past its limit", function()
+        local calls = {}
+        local f = util.memo(2, function(k)
+            calls[k] = (calls[k] or 0) + 1
+            if k == "none" then return nil end
+            return k ~= "no" and k .. "!" or false
+        end)
+        assert.equal("a!", f("a"))
+        assert.equal("a!", f("a"))
+        assert.equal(1, calls.a)
+        assert.is_false(f("no"))
+        assert.is_false(f("no"))
+        assert.equal(1, calls.no)
+        assert.is_nil(f("none"))
+        assert.is_nil(f("none"))
+        assert.equal(2, calls.none)
+        -- two kept ("a", "no") and nil answers not counted: the next new key starts afresh
+        assert.equal("b!", f("b"))
+        assert.equal("a!", f("a"))
+        assert.equal(2, calls.a)
+    end)
+
+    it("shell_quote makes one POSIX shell word of any string", function()
+        assert.equal("'it'\\''s'", util.shell_quote("it's"))
+        local p = assert(io.popen("printf %s " .. util.shell_quote("a b'c$HOME\"")))
+        assert.equal("a b'c$HOME\"", p:read("*a"))
+        p:close()
+    end)
+
+    it("constant_time_equal compares strings only", function()
+        assert.is_true(util.constant_time_equal("abc", "abc"))
+        assert.is_false(util.constant_time_equal("abc", "abd"))
+        assert.is_false(util.constant_time_equal("abc", "ab"))
+        assert.is_false(util.constant_time_equal(1, 1))
+    end)
+end)
