@@ -24,6 +24,16 @@ describe("jsoncontract.util", function()
         assert.equal(2, calls.a)
     end)
 
+    it("child gives t[k], made an empty table the first time", function()
+        local t = {}
+        local c = util.child(t, "a")
+        assert.same({}, c)
+        assert.equal(c, t.a)
+        assert.equal(c, util.child(t, "a"))
+        t.b = false
+        assert.is_false(util.child(t, "b")) -- (only an absent key makes a table)
+    end)
+
     it("shell_quote makes one POSIX shell word of any string", function()
         assert.equal("'it'\\''s'", util.shell_quote("it's"))
         local p = assert(io.popen("printf %s " .. util.shell_quote("a b'c$HOME\"")))

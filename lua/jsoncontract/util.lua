@@ -26,6 +26,20 @@ function _M.constant_time_equal(a, b)
     return diff == 0
 end
 
+--- `t[k]`, made an empty table first when absent: the next level of a memo keyed by several
+-- values (per plan and mode, per contract and caller, down a label list).
+-- @tparam table t
+-- @param k any key but nil and NaN
+-- @treturn table
+function _M.child(t, k)
+    local c = t[k]
+    if c == nil then
+        c = {}
+        t[k] = c
+    end
+    return c
+end
+
 --- `fn` remembered: a function of one argument that answers `fn(k)`, computed once per `k` while
 -- at most `limit` answers are kept; past that the memory starts afresh (a process asks with a few
 -- keys, the same every request: a base URL, a prompt, a key; bounded so that varying keys cannot

@@ -46,6 +46,7 @@ local evidence = require "jsoncontract.nginx.evidence"
 local body = require "jsoncontract.nginx.body"
 local handover = require "jsoncontract.nginx.handover"
 local evidence_mod = require "jsoncontract.evidence"
+local util = require "jsoncontract.util"
 
 local type, pairs, ipairs, tostring, tonumber, error, pcall, xpcall, setmetatable, floor =
     type, pairs, ipairs, tostring, tonumber, error, pcall, xpcall, setmetatable, math.floor
@@ -206,11 +207,7 @@ end
 local NO_CONTEXT = setmetatable({}, { __mode = "k" })
 
 local function missing_context(c, where)
-    local seen = NO_CONTEXT[c]
-    if not seen then
-        seen = {}
-        NO_CONTEXT[c] = seen
-    end
+    local seen = util.child(NO_CONTEXT, c)
     local why = seen[where]
     if why == nil then
         why = require("jsoncontract.jobs.definition").missing_context(c, where, "function(contract_name, input)")

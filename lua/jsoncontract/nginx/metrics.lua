@@ -44,6 +44,7 @@ local format, gsub, find, sub, match = string.format, string.gsub, string.find, 
 local concat, sort = table.concat, table.sort
 
 local _M = { _VERSION = require("jsoncontract.core")._VERSION }
+local child = require("jsoncontract.util").child
 local mt = { __index = _M }
 
 --- Bucket upper bounds per histogram (the `+Inf` bucket is implied).
@@ -185,36 +186,14 @@ local NIL = {} -- a nil label value's place in the memo
 local KEY = {} -- where a node keeps its series' key (no label value is this table)
 
 local function series_key(prefix, name, lbl, suffix)
-    local node = KEYS[prefix]
-    if not node then
-        node = {}
-        KEYS[prefix] = node
-    end
-    local next_node = node[name]
-    if not next_node then
-        next_node = {}
-        node[name] = next_node
-    end
-    node = next_node
+    local node = child(child(KEYS, prefix), name)
     local n = lbl and #lbl or 0
     for i = 1, n do
         local v = lbl[i]
         if v == nil then v = NIL elseif v ~= v then v = "nan" end -- (NaN is no table key)
-        next_node = node[v]
-        if not next_node then
-            next_node = {}
-            node[v] = next_node
-        end
-        node = next_node
+        node = child(node, v)
     end
-    if suffix then
-        next_node = node[suffix]
-        if not next_node then
-            next_node = {}
-            node[suffix] = next_node
-        end
-        node = next_node
-    end
+    if suffix then node = child(node, suffix) end
     local key = node[KEY]
     if key == nil then
         key = prefix .. name .. labels(lbl) .. (suffix or "")

@@ -241,11 +241,7 @@ end
 local MEANING = setmetatable({}, { __mode = "k" })
 
 local function meaning(plan, mode)
-    local by_mode = MEANING[plan]
-    if not by_mode then
-        by_mode = {}
-        MEANING[plan] = by_mode
-    end
+    local by_mode = util.child(MEANING, plan)
     local mt = by_mode[mode]
     if not mt then
         mt = { __index = { mode = mode, schema_sent = plan.schema, dropped = plan.dropped, findings = plan.findings,

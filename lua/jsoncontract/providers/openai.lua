@@ -159,11 +159,7 @@ end
 local FORMATS = setmetatable({}, { __mode = "k" })
 
 local function response_format_json(p, name)
-    local by_name = FORMATS[p]
-    if not by_name then
-        by_name = {}
-        FORMATS[p] = by_name
-    end
+    local by_name = util.child(FORMATS, p)
     local json = by_name[name]
     if not json then
         json = core.encode { type = "json_schema",
