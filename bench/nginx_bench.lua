@@ -100,12 +100,17 @@ local GROUPS = {
     { "cjson", "cjson" }, { "pcre", "pcre" },
 }
 
--- Self cost per object of a callgrind output file (positions: line; events: Ir): a cost line
+-- Self cost per object of a callgrind output file (positions: line; events: Ir; names compressed
+-- or not): a cost line
 -- belongs to the current `ob=`, except the inclusive cost line after `calls=`.
 local function callgrind_by_object(path)
     local names, by, ob, after_call = {}, {}, "?", false
     for line in io.lines(path) do
         local key, id, name = line:match("^(c?ob)=%((%d+)%)%s*(.*)$")
+        if not key then -- (names not compressed: the name itself, its own id)
+            key, name = line:match("^(c?ob)=(.+)$")
+            id = name
+        end
         if key then
             if name ~= "" then names[id] = name end
             if key == "ob" then ob = names[id] or "?" end
@@ -132,57 +137,33 @@ end
 
 -- Instructions per request of one location: { total =, [group] = }, or nil and why.
 local function profile_location(name, http_conf, text)
-    local dir = nginx.run("mktemp -d"):match("^(%S+)")
-    for file, content in pairs { body = text, ["post.lua"] = fmt('wrk.method = "POST"\nwrk.body = %q\n', text) } do
-        local f = assert(io.open(dir .. "/" .. file, "w"))
-        f:write(content)
-        f:close()
-    end
-    local post = "-s " .. dir .. "/post.lua"
-    local port = util.closed_port()
-    local root = nginx.run("pwd"):match("^(%S+)")
-    local conf = table.concat({
-        "pid " .. dir .. "/nginx.pid;", "error_log " .. dir .. "/error.log warn;",
-        "load_module " .. nginx.MODULES .. "/ndk_http_module.so;",
-        "load_module " .. nginx.MODULES .. "/ngx_http_lua_module.so;",
-        "env JC_API7_JSONSCHEMA_PATH;", "events { worker_connections 64; }",
-        "http { access_log off; client_body_temp_path " .. dir .. "/body;",
-        fmt('lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;%s/bench/?.lua;;";',
-            root, root, root, root),
-        fmt('lua_package_cpath "%s/%s;;";', root, nginx.CPATH),
-        http_conf(port), "}", "" }, "\n")
-    local f = assert(io.open(dir .. "/nginx.conf", "w"))
-    f:write(conf)
-    f:close()
-    local url = fmt("http://127.0.0.1:%d/%s", port, name)
-    local pid = tonumber(nginx.run(fmt("valgrind --tool=callgrind --dump-instr=no --callgrind-out-file=%s/cg.out "
-        .. "nginx -p %s -c %s/nginx.conf -g 'daemon off; master_process off;' >%s/valgrind.log 2>&1 & echo $!",
-        dir, dir, dir, dir)):match("%d+"))
     local ok, r = pcall(function()
-        for _ = 1, 100 do
-            local _, code = nginx.run(fmt("curl -sf -o /dev/null -X POST --data-binary @%s/body %s", dir, url))
-            if code == 0 then break end
-            nginx.run("sleep 0.3")
-        end
-        wrk("-t1 -c1 -d2s " .. post, url) -- warm up: the traces are made
-        nginx.run(fmt("callgrind_control -z %d >/dev/null 2>&1", pid))
-        local run = wrk("-t1 -c1 -d4s " .. post, url)
-        nginx.run(fmt("callgrind_control -d %d >/dev/null 2>&1", pid))
-        if run.requests == 0 or run.non2xx > 0 then return nil end
-        local dump = nginx.run(fmt("ls -t %s/cg.out.* 2>/dev/null | head -1", dir)):match("^(%S+)")
-        if not dump then return nil end
-        local per = callgrind_by_object(dump)
-        local total = 0
-        for g, ir in pairs(per) do
-            per[g] = ir / run.requests
-            total = total + per[g]
-        end
-        per.total = total
+        local url = "/" .. name
+        local srv = nginx.callgrind { main = "env JC_API7_JSONSCHEMA_PATH;", worker_connections = 64,
+            http = http_conf, ready_cmd = function(base)
+                return fmt("curl -sf -o /dev/null -X POST --data-binary %s %s%s", nginx.q(text), base, url)
+            end }
+        local post = "-s " .. srv.dir .. "/post.lua"
+        local f = assert(io.open(srv.dir .. "/post.lua", "w"))
+        f:write(fmt('wrk.method = "POST"\nwrk.body = %q\n', text))
+        f:close()
+        local counted, per = pcall(function()
+            wrk("-t1 -c1 -d2s " .. post, srv.base .. url) -- warm up: the traces are made
+            local dump, n, non2xx = srv:count(url, "-d4s " .. post)
+            if n == 0 or non2xx > 0 or not dump then return nil end
+            local per = callgrind_by_object(dump)
+            local total = 0
+            for g, ir in pairs(per) do
+                per[g] = ir / n
+                total = total + per[g]
+            end
+            per.total = total
+            return per
+        end)
+        srv:stop()
+        if not counted then error(per, 0) end
         return per
     end)
-    nginx.run(fmt("kill -TERM %d; i=0; while kill -0 %d 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
-        pid, pid))
-    nginx.run("rm -rf " .. nginx.q(dir))
     if not ok then return nil, r end
     return r
 end

@@ -116,61 +116,40 @@ local srv = nginx.start {
 -- nil and why.
 local function instructions(paths)
     if select(2, nginx.run("command -v valgrind callgrind_control")) ~= 0 then return nil, "valgrind not found" end
-    local dir = nginx.run("mktemp -d"):match("^(%S+)")
-    local port = util.closed_port()
-    local root = util.sh("pwd"):match("^(%S+)")
-    local f = assert(io.open(dir .. "/post.lua", "w"))
-    f:write(fmt('wrk.method = "POST"\nwrk.body = %q\nwrk.headers["Content-Type"] = "text/plain"\n', MAIL))
-    f:close()
-    f = assert(io.open(dir .. "/nginx.conf", "w"))
-    f:write(table.concat({
-        "pid " .. dir .. "/nginx.pid;", "error_log " .. dir .. "/error.log warn;",
-        "load_module " .. nginx.MODULES .. "/ndk_http_module.so;",
-        "load_module " .. nginx.MODULES .. "/ngx_http_lua_module.so;",
-        "env " .. KEY_ENV .. "=" .. KEY .. ";", "events { worker_connections 256; }",
-        "http { access_log off; client_body_temp_path " .. dir .. "/body; proxy_temp_path " .. dir .. "/proxy;",
-        fmt('lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;%s/bench/?.lua;;";', root, root, root,
-            root),
-        fmt('lua_package_cpath "%s/%s;;";', root, nginx.CPATH), http_conf(port, dir), "}", "" }, "\n"))
-    f:close()
-    local pid = tonumber(nginx.run(fmt("valgrind --tool=callgrind --dump-instr=no --compress-strings=no --compress-pos=no --callgrind-out-file=%s/cg.out "
-        .. "nginx -p %s -c %s/nginx.conf -g 'daemon off; master_process off;' >%s/valgrind.log 2>&1 & echo $!",
-        dir, dir, dir, dir)):match("%d+"))
-    local base = "http://127.0.0.1:" .. port
     local ok, res = pcall(function()
-        for _ = 1, 100 do
-            if select(2, nginx.run("curl -sf -o /dev/null " .. base .. "/ready")) == 0 then break end
-            nginx.run("sleep 0.3")
-        end
-        local out = {}
-        -- every location warmed up before any is counted: the first gateway location counted
-        -- otherwise carried the process's one-time costs (the contracts' first use, the rules'
-        -- context opened, traces still being made), 400,000-600,000 instructions per request
-        for _, path in ipairs(paths) do nginx.run(fmt("wrk -t1 -c1 -d2s -s %s/post.lua %s%s", dir, base, path)) end
-        for _, path in ipairs(paths) do
-            -- warm up until the JIT has settled: while LuaJIT compiles traces, valgrind translates
-            -- each new one and a run of 2 s serves a few dozen requests, whose counts then carry
-            -- the compiler's work; settled, it serves hundreds
-            for _ = 1, 8 do
-                local w = nginx.run(fmt("wrk -t1 -c1 -d2s -s %s/post.lua %s%s", dir, base, path))
-                if (tonumber(w:match("(%d+) requests in")) or 0) >= 400 then break end
+        local counting = nginx.callgrind { main = "env " .. KEY_ENV .. "=" .. KEY .. ";", ready = "/ready",
+            http = http_conf }
+        local post = fmt("-s %s/post.lua", counting.dir)
+        local f = assert(io.open(counting.dir .. "/post.lua", "w"))
+        f:write(fmt('wrk.method = "POST"\nwrk.body = %q\nwrk.headers["Content-Type"] = "text/plain"\n', MAIL))
+        f:close()
+        local counted, out = pcall(function()
+            local out = {}
+            -- every location warmed up before any is counted: the first gateway location counted
+            -- otherwise carried the process's one-time costs (the contracts' first use, the rules'
+            -- context opened, traces still being made), 400,000-600,000 instructions per request
+            for _, path in ipairs(paths) do nginx.run(fmt("wrk -t1 -c1 -d2s %s %s%s", post, counting.base, path)) end
+            for _, path in ipairs(paths) do
+                -- warm up until the JIT has settled: while LuaJIT compiles traces, valgrind translates
+                -- each new one and a run of 2 s serves a few dozen requests, whose counts then carry
+                -- the compiler's work; settled, it serves hundreds
+                for _ = 1, 8 do
+                    local w = nginx.run(fmt("wrk -t1 -c1 -d2s %s %s%s", post, counting.base, path))
+                    if (tonumber(w:match("(%d+) requests in")) or 0) >= 400 then break end
+                end
+                local dump, n, non2xx = counting:count(path, "-d4s " .. post)
+                local total = nginx.dump_total(dump)
+                if n == 0 or non2xx > 0 or not total then error(path .. ": no count (" .. n .. " requests)") end
+                out[path] = total / n
             end
-            nginx.run(fmt("callgrind_control -z %d >/dev/null 2>&1", pid))
-            local run = nginx.run(fmt("wrk -t1 -c1 -d4s -s %s/post.lua %s%s", dir, base, path))
-            nginx.run(fmt("callgrind_control -d %d >/dev/null 2>&1", pid))
-            local n = tonumber(run:match("(%d+) requests in")) or 0
-            local non2xx = tonumber(run:match("Non%-2xx or 3xx responses:%s+(%d+)")) or 0
-            local dump = nginx.run(fmt("ls -t %s/cg.out.* 2>/dev/null | head -1", dir)):match("^(%S+)")
-            local total = dump and tonumber((util.read(dump) or ""):match("\nsummary:%s*(%d+)")
-                or (util.read(dump) or ""):match("\ntotals:%s*(%d+)"))
-            if n == 0 or non2xx > 0 or not total then error(path .. ": no count (" .. n .. " requests)") end
-            out[path] = total / n
-        end
+            return out
+        end)
+        local keep = os.getenv("BENCH_GW_KEEP")
+        if keep then say("kept %s", counting.dir) end
+        counting:stop(keep)
+        if not counted then error(out, 0) end
         return out
     end)
-    nginx.run(fmt("kill -TERM %d; i=0; while kill -0 %d 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
-        pid, pid))
-    if os.getenv("BENCH_GW_KEEP") then say("kept %s", dir) else nginx.run("rm -rf " .. nginx.q(dir)) end
     if not ok then return nil, res end
     return res
 end

@@ -90,15 +90,12 @@ assert(sink > 0)
 local function nginx_part()
     package.path = "spec/?.lua;" .. package.path
     local nginx = require "support.nginx_server"
-    local util = require "support.util"
     local missing = nginx.missing()
     if not missing and select(2, nginx.run("command -v wrk valgrind callgrind_control")) ~= 0 then
         missing = "wrk or valgrind not found on PATH"
     end
     if missing then return print("rules gate in nginx: skipped: " .. missing) end
     local dir = nginx.run("mktemp -d"):match("^(%S+)")
-    local root = util.sh("pwd"):match("^(%S+)")
-    local port = util.closed_port()
     local app = [[
 local rules = require "jsoncontract.contract.rules"
 local VALUE = require("jsoncontract").decode(']] .. TICKET:gsub("'", "\\'") .. [[')
@@ -133,48 +130,29 @@ package.loaded.rules_bench_app = {
     local f = assert(io.open(dir .. "/app.lua", "w"))
     f:write(app)
     f:close()
-    f = assert(io.open(dir .. "/nginx.conf", "w"))
-    f:write(table.concat({
-        "pid " .. dir .. "/nginx.pid;", "error_log " .. dir .. "/error.log warn;",
-        "load_module " .. nginx.MODULES .. "/ndk_http_module.so;",
-        "load_module " .. nginx.MODULES .. "/ngx_http_lua_module.so;",
-        "events { worker_connections 64; }",
-        "http { access_log off; client_body_temp_path " .. dir .. "/body;",
-        fmt('lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;;";', root, root),
-        fmt('lua_package_cpath "%s/%s;;";', root, nginx.CPATH),
-        fmt("init_by_lua_block { dofile(%q) }", dir .. "/app.lua"),
-        "server { listen 127.0.0.1:" .. port .. ";",
-        "  location / { content_by_lua_block { package.loaded.rules_bench_app[ngx.var.uri:sub(2)]() } } }",
-        "}", "" }, "\n"))
-    f:close()
-    local pid = tonumber(nginx.run(fmt("valgrind --tool=callgrind --dump-instr=no --callgrind-out-file=%s/cg.out "
-        .. "nginx -p %s -c %s/nginx.conf -g 'daemon off; master_process off;' >%s/valgrind.log 2>&1 & echo $!",
-        dir, dir, dir, dir)):match("%d+"))
-    local base = "http://127.0.0.1:" .. port
-    local seconds = tonumber(os.getenv("BENCH_RULES_NGINX_SECONDS")) or 4
     local ok, res = pcall(function()
-        for _ = 1, 100 do
-            if select(2, nginx.run("curl -sf -o /dev/null " .. base .. "/none")) == 0 then break end
-            nginx.run("sleep 0.3")
-        end
-        local out = { alloc = tonumber((nginx.run("curl -sf " .. base .. "/alloc"))) or 0 }
-        for _, path in ipairs { "none", "nothing", "lookup", "garbage", "garbage_nothing" } do
-            nginx.run(fmt("wrk -t1 -c1 -d2s %s/%s", base, path)) -- warm up: the traces are made
-            nginx.run(fmt("callgrind_control -z %d >/dev/null 2>&1", pid))
-            local run = nginx.run(fmt("wrk -t1 -c1 -d%ds %s/%s", seconds, base, path))
-            nginx.run(fmt("callgrind_control -d %d >/dev/null 2>&1", pid))
-            local n = tonumber(run:match("(%d+) requests in")) or 0
-            local non2xx = tonumber(run:match("Non%-2xx or 3xx responses:%s+(%d+)")) or 0
-            local dump = nginx.run(fmt("ls -t %s/cg.out.* 2>/dev/null | head -1", dir)):match("^(%S+)")
-            local text = dump and util.read(dump) or ""
-            local total = tonumber(text:match("\nsummary:%s*(%d+)") or text:match("\ntotals:%s*(%d+)"))
-            if n == 0 or non2xx > 0 or not total then error(path .. ": no count (" .. n .. " requests)") end
-            out[path] = total / n
-        end
+        local srv = nginx.callgrind { worker_connections = 64, ready = "/none", http = function(port)
+            return table.concat({ fmt("init_by_lua_block { dofile(%q) }", dir .. "/app.lua"),
+                "server { listen 127.0.0.1:" .. port .. ";",
+                "  location / { content_by_lua_block { package.loaded.rules_bench_app[ngx.var.uri:sub(2)]() } } }" },
+                "\n")
+        end }
+        local seconds = tonumber(os.getenv("BENCH_RULES_NGINX_SECONDS")) or 4
+        local counted, out = pcall(function()
+            local out = { alloc = tonumber((nginx.run("curl -sf " .. srv.base .. "/alloc"))) or 0 }
+            for _, path in ipairs { "none", "nothing", "lookup", "garbage", "garbage_nothing" } do
+                nginx.run(fmt("wrk -t1 -c1 -d2s %s/%s", srv.base, path)) -- warm up: the traces are made
+                local dump, n, non2xx = srv:count("/" .. path, fmt("-d%ds", seconds))
+                local total = nginx.dump_total(dump)
+                if n == 0 or non2xx > 0 or not total then error(path .. ": no count (" .. n .. " requests)") end
+                out[path] = total / n
+            end
+            return out
+        end)
+        srv:stop()
+        if not counted then error(out, 0) end
         return out
     end)
-    nginx.run(fmt("kill -TERM %d; i=0; while kill -0 %d 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
-        pid, pid))
     nginx.run("rm -rf " .. nginx.q(dir))
     if not ok then return print("rules gate in nginx: no count: " .. tostring(res)) end
     print(fmt("rules gate in nginx, instructions per request (callgrind, one process, wrk -c1): "

@@ -81,12 +81,10 @@ end
 -- @treturn table server `{dir, port, base}` with `stop`, `pid`, `workers`, `error_log`
 -- @raise when nginx or the helper does not start (nginx is stopped again; the error log is in
 --   the message)
-function M.start(opts)
-    local root = run("pwd"):match("^(%S+)")
-    local dir = run("mktemp -d"):match("^(%S+)")
-    local port = util.closed_port()
+-- The nginx.conf text of `M.start` and `M.callgrind` for `opts` (see `M.start`).
+local function conf_text(opts, port, dir, root)
     local user = run("id -u"):match("^0%s") ~= nil and "user root;\n" or ""
-    local conf = opts.whole and table.concat({ user .. "pid " .. dir .. "/nginx.pid;",
+    return opts.whole and table.concat({ user .. "pid " .. dir .. "/nginx.pid;",
         "error_log " .. dir .. "/error.log " .. (opts.error_level or "warn") .. ";",
         opts.whole(port, dir), "" }, "\n") or table.concat({
         "worker_processes " .. (opts.workers or 1) .. ";", user .. "pid " .. dir .. "/nginx.pid;",
@@ -101,11 +99,18 @@ function M.start(opts)
         "  client_body_temp_path " .. dir .. "/body; proxy_temp_path " .. dir .. "/proxy;",
         "  fastcgi_temp_path " .. dir .. "/fcgi; uwsgi_temp_path " .. dir .. "/uwsgi;",
         "  scgi_temp_path " .. dir .. "/scgi;",
-              string.format('  lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;%s/bench/?.lua;;";',
+        string.format('  lua_package_path "%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/?.lua;%s/bench/?.lua;;";',
             root, root, root, root),
         string.format('  lua_package_cpath "%s/%s;;";', root, M.CPATH),
         opts.http(port, dir),
         "}", "" }, "\n")
+end
+
+function M.start(opts)
+    local root = run("pwd"):match("^(%S+)")
+    local dir = run("mktemp -d"):match("^(%S+)")
+    local port = util.closed_port()
+    local conf = conf_text(opts, port, dir, root)
     local f = assert(io.open(dir .. "/nginx.conf", "w"))
     f:write(conf)
     f:close()
@@ -138,6 +143,71 @@ function M.start(opts)
     local log = self:error_log()
     self:stop()
     error("nginx did not answer on " .. self.base .. ": " .. log, 0)
+end
+
+local counted_mt = { __index = {} }
+
+--- Requests to `path` under `wrk -t1 -c1 <args>` (warm it up first: traces still being made
+-- count the compiler's work), counted: the
+-- callgrind dump written right after the run (instructions since the counters were zeroed
+-- before it) and the requests and non-2xx answers wrk saw.
+-- @tparam string path e.g. "/check"
+-- @tparam string args wrk's options besides -t1 -c1 (e.g. "-d4s -s post.lua")
+-- @treturn string|nil the dump's file (nil: callgrind wrote none)
+-- @treturn number requests
+-- @treturn number non-2xx answers
+function counted_mt.__index:count(path, args)
+    local url = self.base .. path
+    run(string.format("callgrind_control -z %d >/dev/null 2>&1", self.pid))
+    local out = run(string.format("wrk -t1 -c1 %s %s", args, url))
+    run(string.format("callgrind_control -d %d >/dev/null 2>&1", self.pid))
+    local dump = run(string.format("ls -t %s/cg.out.* 2>/dev/null | head -1", self.dir)):match("^(%S+)")
+    return dump, tonumber(out:match("(%d+) requests in")) or 0,
+        tonumber(out:match("Non%-2xx or 3xx responses:%s+(%d+)")) or 0
+end
+
+--- The total instructions of a callgrind dump (its `summary:` or `totals:` line), or nil.
+-- @tparam string|nil dump a file `count` returned
+-- @treturn number|nil
+function M.dump_total(dump)
+    local text = dump and util.read(dump) or ""
+    return tonumber(text:match("\nsummary:%s*(%d+)") or text:match("\ntotals:%s*(%d+)"))
+end
+
+--- Stop the process (TERM, then wait up to 10 s) and remove its prefix unless `keep`.
+function counted_mt.__index:stop(keep)
+    run(string.format("kill -TERM %d; i=0; while kill -0 %d 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; "
+        .. "i=$((i+1)); done", self.pid, self.pid))
+    if not keep then run("rm -rf " .. q(self.dir)) end
+end
+
+--- One nginx process (no master, no daemon) under callgrind, to count the user-space
+-- instructions of its requests (benches): the configuration `M.start` writes from `opts`
+-- (`main`, `http`, `whole`), ready when `opts.ready` (a path; `opts.ready_cmd(base)`, a shell
+-- command, instead when a GET cannot tell) answers. Needs valgrind and wrk.
+-- @tparam table opts as `M.start`, plus `ready_cmd`
+-- @treturn table the handle: `dir`, `base`, `pid`, `:count(path, args)`, `:stop(keep)`
+-- @raise when it does not answer within 30 s (the handle stopped first)
+function M.callgrind(opts)
+    local root = run("pwd"):match("^(%S+)")
+    local dir = run("mktemp -d"):match("^(%S+)")
+    local port = util.closed_port()
+    local f = assert(io.open(dir .. "/nginx.conf", "w"))
+    f:write(conf_text(opts, port, dir, root))
+    f:close()
+    local self = setmetatable({ dir = dir, base = "http://127.0.0.1:" .. port }, counted_mt)
+    self.pid = tonumber(run(string.format("valgrind --tool=callgrind --dump-instr=no --compress-strings=no "
+        .. "--compress-pos=no --callgrind-out-file=%s/cg.out nginx -p %s -c %s/nginx.conf "
+        .. "-g 'daemon off; master_process off;' >%s/valgrind.log 2>&1 & echo $!", dir, dir, dir, dir)):match("%d+"))
+    local probe = opts.ready_cmd and opts.ready_cmd(self.base)
+        or ("curl -sf -o /dev/null " .. self.base .. (opts.ready or "/"))
+    for _ = 1, 100 do
+        if select(2, run(probe)) == 0 then return self end
+        run("sleep 0.3")
+    end
+    local log = util.read(dir .. "/valgrind.log") or ""
+    self:stop()
+    error("nginx under callgrind did not answer: " .. log, 0)
 end
 
 --- Start the stand-in model for five minutes; returns the handle and the port.
