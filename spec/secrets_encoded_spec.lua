@@ -180,6 +180,9 @@ describe("the API key in base64 and split spellings, against a hostile provider"
                     "    contracts = { echo = { name = 'echo', version = '1.0.0', schema = t.schema,",
                     "      instructions = 'Sort the mail.' } },",
                     "    evidence = { path = '" .. d .. "/evidence.jsonl', record_text = true, flush_ms = 50 } } }",
+                    -- stop() sends TERM: without this the lines of requests served within the last
+                    -- flush_ms are lost (all of them when the requests take less than 50 ms in all)
+                    "exit_worker_by_lua_block { require('jsoncontract.nginx').exit_worker() }",
                     "server { listen 127.0.0.1:" .. p .. ";",
                     "  location = /t { content_by_lua_block { require('jsoncontract.nginx').serve('echo') } }",
                     "  location = / { return 200 'ok'; } }",
