@@ -427,6 +427,10 @@ typedef struct jc_vctx {
   int stop;            /* entries in the dynamic scope (v->scope) */
   int nvia;            /* entries in v->via; -1: not tracked */
   size_t cur;          /* tape entry being evaluated (error positions) */
+  int names;           /* mark member names and enum strings JC_TF_NAME
+                          (a tape of parsed text whose Lua value may be
+                          built from it; not in jc_verdict_nolua, whose
+                          callers build none) */
   double work;         /* work units left */
   double budget;       /* the budget, for the message */
   int stk_slot;        /* stack slot of the scratch userdata */

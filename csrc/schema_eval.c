@@ -181,7 +181,7 @@ static JC_NOINLINE size_t jc_enum_hashed(jc_vctx *c, const jc_node *n,
 static JC_INLINE void jc_mark_member(jc_vctx *c, const jc_node *n,
                                      size_t i, size_t k) {
   jc_tv *x = (jc_tv *)&c->t->v[i];
-  if (x->kind == JT_STRING && !(x->flags & JC_TF_ESC) && c->t->text != NULL
+  if (c->names && x->kind == JT_STRING && !(x->flags & JC_TF_ESC)
       && n->enum_names[k] != 0) {
     x->n = (unsigned)n->enum_names[k];
     x->flags |= JC_TF_NAME;
@@ -934,10 +934,11 @@ static int jc_eval_member(jc_vctx *c, const jc_node *n, size_t k,
   return ok;
 }
 
-/* Mark member name entry 'key' (declared as 'p') of a tape of parsed
-** text ('text'): its Lua string is kept, the builder reuses it (check). */
-static JC_INLINE void jc_mark_name(int text, jc_tv *key, const jc_prop *p) {
-  if (!(key->flags & JC_TF_ESC) && text) {
+/* Mark member name entry 'key' (declared as 'p') when the walk marks
+** ('names', jc_vctx): its Lua string is kept, the builder reuses it
+** (check). */
+static JC_INLINE void jc_mark_name(int names, jc_tv *key, const jc_prop *p) {
+  if (names && !(key->flags & JC_TF_ESC)) {
     key->n = (unsigned)p->name_ref;
     key->flags |= JC_TF_NAME;
   }
@@ -952,7 +953,7 @@ static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
   /* the entries in a local: the name marks below store into them, which
   ** would make the compiler load c->t->v again after each */
   jc_tv *tv = t->v;
-  int text = t->text != NULL;
+  int names = c->names;
   size_t j, k, end = tv[i].u.end, req = 0, prev = 0;
   if (tv[i].n >= n->scan_from) {
     /* a few declared names and many members (an 'if' or an anyOf branch
@@ -976,7 +977,7 @@ static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
         if (p->req) return 0;   /* a required name is missing */
         continue;
       }
-      jc_mark_name(text, key, p);
+      jc_mark_name(names, key, p);
       req += (size_t)p->req;
       if (!jc_sibling(c, room, p->pass, p->node, j + 1, &tv[j + 1], p->name,
                       p->len, 0))
@@ -1009,7 +1010,7 @@ static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
         order[prev] = (size_t)p->eidx;      /* learned for the next object */
         prev = (size_t)p->eidx + 1;
       }
-      jc_mark_name(text, key, p);
+      jc_mark_name(names, key, p);
       req += (size_t)p->req;
       if (!jc_sibling(c, room, p->pass, p->node, j + 1, &tv[j + 1], p->name,
                       p->len, 0))
@@ -1022,7 +1023,7 @@ static JC_HOT_INLINE int jc_object_members(jc_vctx *c, const jc_node *n,
                            ? jc_find_prop_next(n, key->s, key->u.len, &prev)
                            : NULL;
     if (p != NULL) {
-      jc_mark_name(text, key, p);
+      jc_mark_name(names, key, p);
       req += (size_t)p->req;
       if (!jc_sibling(c, room, p->pass, p->node, j + 1, &tv[j + 1], p->name,
                       p->len, 0))
@@ -1083,7 +1084,7 @@ static int jc_eval_object(jc_vctx *c, const jc_node *n, size_t i) {
       if (p != NULL) {
         c->stk[slots + (size_t)p->sidx] = j + 1;
         known++;
-        jc_mark_name(t->text != NULL, &t->v[j], p);
+        jc_mark_name(c->names, &t->v[j], p);
       } else if (unk != (size_t)-1) {
         c->stk[unk + nunk++] = j;
       }
@@ -1762,6 +1763,7 @@ static JC_INLINE void jc_vctx_init(jc_vctx *c, lua_State *L, int base,
   c->stop = 0;
   c->nvia = o->basic ? 0 : -1;
   c->cur = 0;
+  c->names = t->text != NULL;
   c->stk_slot = base + 3;
   c->stk = c->stk_local;        /* small objects never leave the C stack */
   c->stk_n = 0;
@@ -1789,6 +1791,7 @@ int jc_verdict_nolua(jc_validator *v, const jc_tape *t) {
   if (t->text != NULL && t->depth > (size_t)v->max_depth) return 1;
   jc_vctx_init(&c, NULL, 0, v, t, &o);
   c.quiet = c.qbase = 1;
+  c.names = 0;
   valid = jc_verdict(&c, v->root, 0) && !c.abort;
   if (valid) return 0;
   return c.abort == JC_ABORT_STATE ? 2 : 1;
