@@ -137,35 +137,27 @@ end
 
 -- Instructions per request of one location: { total =, [group] = }, or nil and why.
 local function profile_location(name, http_conf, text)
-    local ok, r = pcall(function()
-        local url = "/" .. name
-        local srv = nginx.callgrind { main = "env JC_API7_JSONSCHEMA_PATH;", worker_connections = 64,
-            http = http_conf, ready_cmd = function(base)
-                return fmt("curl -sf -o /dev/null -X POST --data-binary %s %s%s", nginx.q(text), base, url)
-            end }
+    local url = "/" .. name
+    return nginx.with_callgrind({ main = "env JC_API7_JSONSCHEMA_PATH;", worker_connections = 64,
+        http = http_conf, ready_cmd = function(base)
+            return fmt("curl -sf -o /dev/null -X POST --data-binary %s %s%s", nginx.q(text), base, url)
+        end }, function(srv)
         local post = "-s " .. srv.dir .. "/post.lua"
         local f = assert(io.open(srv.dir .. "/post.lua", "w"))
         f:write(fmt('wrk.method = "POST"\nwrk.body = %q\n', text))
         f:close()
-        local counted, per = pcall(function()
-            wrk("-t1 -c1 -d2s " .. post, srv.base .. url) -- warm up: the traces are made
-            local dump, n, non2xx = srv:count(url, "-d4s " .. post)
-            if n == 0 or non2xx > 0 or not dump then return nil end
-            local per = callgrind_by_object(dump)
-            local total = 0
-            for g, ir in pairs(per) do
-                per[g] = ir / n
-                total = total + per[g]
-            end
-            per.total = total
-            return per
-        end)
-        srv:stop()
-        if not counted then error(per, 0) end
+        wrk("-t1 -c1 -d2s " .. post, srv.base .. url) -- warm up: the traces are made
+        local dump, n, non2xx = srv:count(url, "-d4s " .. post)
+        if n == 0 or non2xx > 0 or not dump then error("no count (" .. n .. " requests)", 0) end
+        local per = callgrind_by_object(dump)
+        local total = 0
+        for g, ir in pairs(per) do
+            per[g] = ir / n
+            total = total + per[g]
+        end
+        per.total = total
         return per
     end)
-    if not ok then return nil, r end
-    return r
 end
 
 ------------------------------------------------------------------------------

@@ -116,42 +116,34 @@ local srv = nginx.start {
 -- nil and why.
 local function instructions(paths)
     if select(2, nginx.run("command -v valgrind callgrind_control")) ~= 0 then return nil, "valgrind not found" end
-    local ok, res = pcall(function()
-        local counting = nginx.callgrind { main = "env " .. KEY_ENV .. "=" .. KEY .. ";", ready = "/ready",
-            http = http_conf }
+    local keep = os.getenv("BENCH_GW_KEEP")
+    return nginx.with_callgrind({ main = "env " .. KEY_ENV .. "=" .. KEY .. ";", ready = "/ready",
+        http = http_conf, keep = keep }, function(counting)
+        if keep then say("keeping %s", counting.dir) end
         local post = fmt("-s %s/post.lua", counting.dir)
         local f = assert(io.open(counting.dir .. "/post.lua", "w"))
         f:write(fmt('wrk.method = "POST"\nwrk.body = %q\nwrk.headers["Content-Type"] = "text/plain"\n', MAIL))
         f:close()
-        local counted, out = pcall(function()
-            local out = {}
-            -- every location warmed up before any is counted: the first gateway location counted
-            -- otherwise carried the process's one-time costs (the contracts' first use, the rules'
-            -- context opened, traces still being made), 400,000-600,000 instructions per request
-            for _, path in ipairs(paths) do nginx.run(fmt("wrk -t1 -c1 -d2s %s %s%s", post, counting.base, path)) end
-            for _, path in ipairs(paths) do
-                -- warm up until the JIT has settled: while LuaJIT compiles traces, valgrind translates
-                -- each new one and a run of 2 s serves a few dozen requests, whose counts then carry
-                -- the compiler's work; settled, it serves hundreds
-                for _ = 1, 8 do
-                    local w = nginx.run(fmt("wrk -t1 -c1 -d2s %s %s%s", post, counting.base, path))
-                    if (tonumber(w:match("(%d+) requests in")) or 0) >= 400 then break end
-                end
-                local dump, n, non2xx = counting:count(path, "-d4s " .. post)
-                local total = nginx.dump_total(dump)
-                if n == 0 or non2xx > 0 or not total then error(path .. ": no count (" .. n .. " requests)") end
-                out[path] = total / n
+        local out = {}
+        -- every location warmed up before any is counted: the first gateway location counted
+        -- otherwise carried the process's one-time costs (the contracts' first use, the rules'
+        -- context opened, traces still being made), 400,000-600,000 instructions per request
+        for _, path in ipairs(paths) do nginx.run(fmt("wrk -t1 -c1 -d2s %s %s%s", post, counting.base, path)) end
+        for _, path in ipairs(paths) do
+            -- warm up until the JIT has settled: while LuaJIT compiles traces, valgrind translates
+            -- each new one and a run of 2 s serves a few dozen requests, whose counts then carry
+            -- the compiler's work; settled, it serves hundreds
+            for _ = 1, 8 do
+                local w = nginx.run(fmt("wrk -t1 -c1 -d2s %s %s%s", post, counting.base, path))
+                if (tonumber(w:match("(%d+) requests in")) or 0) >= 400 then break end
             end
-            return out
-        end)
-        local keep = os.getenv("BENCH_GW_KEEP")
-        if keep then say("kept %s", counting.dir) end
-        counting:stop(keep)
-        if not counted then error(out, 0) end
+            local dump, n, non2xx = counting:count(path, "-d4s " .. post)
+            local total = nginx.dump_total(dump)
+            if n == 0 or non2xx > 0 or not total then error(path .. ": no count (" .. n .. " requests)") end
+            out[path] = total / n
+        end
         return out
     end)
-    if not ok then return nil, res end
-    return res
 end
 
 local ok, err = pcall(function()

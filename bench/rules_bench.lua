@@ -130,31 +130,25 @@ package.loaded.rules_bench_app = {
     local f = assert(io.open(dir .. "/app.lua", "w"))
     f:write(app)
     f:close()
-    local ok, res = pcall(function()
-        local srv = nginx.callgrind { worker_connections = 64, ready = "/none", http = function(port)
-            return table.concat({ fmt("init_by_lua_block { dofile(%q) }", dir .. "/app.lua"),
-                "server { listen 127.0.0.1:" .. port .. ";",
-                "  location / { content_by_lua_block { package.loaded.rules_bench_app[ngx.var.uri:sub(2)]() } } }" },
-                "\n")
-        end }
-        local seconds = tonumber(os.getenv("BENCH_RULES_NGINX_SECONDS")) or 4
-        local counted, out = pcall(function()
-            local out = { alloc = tonumber((nginx.run("curl -sf " .. srv.base .. "/alloc"))) or 0 }
-            for _, path in ipairs { "none", "nothing", "lookup", "garbage", "garbage_nothing" } do
-                nginx.run(fmt("wrk -t1 -c1 -d2s %s/%s", srv.base, path)) -- warm up: the traces are made
-                local dump, n, non2xx = srv:count("/" .. path, fmt("-d%ds", seconds))
-                local total = nginx.dump_total(dump)
-                if n == 0 or non2xx > 0 or not total then error(path .. ": no count (" .. n .. " requests)") end
-                out[path] = total / n
-            end
-            return out
-        end)
-        srv:stop()
-        if not counted then error(out, 0) end
+    local seconds = tonumber(os.getenv("BENCH_RULES_NGINX_SECONDS")) or 4
+    local res, err = nginx.with_callgrind({ worker_connections = 64, ready = "/none", http = function(port)
+        return table.concat({ fmt("init_by_lua_block { dofile(%q) }", dir .. "/app.lua"),
+            "server { listen 127.0.0.1:" .. port .. ";",
+            "  location / { content_by_lua_block { package.loaded.rules_bench_app[ngx.var.uri:sub(2)]() } } }" },
+            "\n")
+    end }, function(srv)
+        local out = { alloc = tonumber((nginx.run("curl -sf " .. srv.base .. "/alloc"))) or 0 }
+        for _, path in ipairs { "none", "nothing", "lookup", "garbage", "garbage_nothing" } do
+            nginx.run(fmt("wrk -t1 -c1 -d2s %s/%s", srv.base, path)) -- warm up: the traces are made
+            local dump, n, non2xx = srv:count("/" .. path, fmt("-d%ds", seconds))
+            local total = nginx.dump_total(dump)
+            if n == 0 or non2xx > 0 or not total then error(path .. ": no count (" .. n .. " requests)") end
+            out[path] = total / n
+        end
         return out
     end)
     nginx.run("rm -rf " .. nginx.q(dir))
-    if not ok then return print("rules gate in nginx: no count: " .. tostring(res)) end
+    if not res then return print("rules gate in nginx: no count: " .. err) end
     print(fmt("rules gate in nginx, instructions per request (callgrind, one process, wrk -c1): "
         .. "a location answering ok %.0f; with one rule that looks at nothing +%.0f; one that looks the order "
         .. "up +%.0f; 40 KB of garbage %.0f, with the rule that looks at nothing +%.0f; %.0f bytes allocated "

@@ -30,7 +30,8 @@ end
 -- values (per plan and mode, per contract and caller, down a label list).
 -- @tparam table t
 -- @param k any key but nil and NaN
--- @treturn table
+-- @return `t[k]` as it is when present (whatever the caller stored there: the last level of a
+--   memo holds its values), else the new empty table
 function _M.child(t, k)
     local c = t[k]
     if c == nil then

@@ -210,6 +210,22 @@ function M.callgrind(opts)
     error("nginx under callgrind did not answer: " .. log, 0)
 end
 
+--- Run `fn(handle)` on one nginx under callgrind (`M.callgrind(opts)`), then stop it whatever
+-- `fn` did; its prefix (the dumps, the logs) is kept when `opts.keep` is set.
+-- @tparam table opts as `M.callgrind`, plus `keep`
+-- @tparam function fn function(handle) -> the result
+-- @return[1] what `fn` returned (its first value)
+-- @return[2] nil
+-- @treturn[2] string why not: nginx did not answer under callgrind, or what `fn` raised
+function M.with_callgrind(opts, fn)
+    local started, srv = pcall(M.callgrind, opts)
+    if not started then return nil, tostring(srv) end
+    local ok, res = pcall(fn, srv)
+    srv:stop(opts.keep)
+    if not ok then return nil, tostring(res) end
+    return res
+end
+
 --- Start the stand-in model for five minutes; returns the handle and the port.
 -- @tparam[opt] table opts e.g. `{delay_ms = 200}` (see `jsoncontract.standin.process.start`)
 function M.start_standin(opts)
