@@ -325,13 +325,33 @@ describe("failing closed", function()
 
     it("rules without a context: the gateway's configure refuses, unless context = false", function()
         local gw = require "jsoncontract.nginx"
-        local ok, err = pcall(gw.configure, { provider = "openai", model = "m", contracts = { sku = dir .. "/none.lua" } })
+        local ok, err = pcall(gw.configure, { provider = "openai", model = "m", api_key_env = "OPENAI_API_KEY",
+            contracts = { sku = dir .. "/none.lua" } })
         assert.is_false(ok)
         assert.truthy(tostring(err):find("contract 'sku': the contract sku 1.0.0 has rules (sku_known) and the "
             .. "gateway", 1, true), tostring(err))
-        assert(gw.configure { provider = "openai", model = "m", contracts = { sku = dir .. "/none.lua" }, context = false })
-        assert(gw.configure { provider = "openai", model = "m", contracts = { sku = dir .. "/none.lua" },
-            context = function() return { catalog = {} } end })
+        assert(gw.configure { provider = "openai", model = "m", api_key_env = "OPENAI_API_KEY",
+            contracts = { sku = dir .. "/none.lua" }, context = false })
+        assert(gw.configure { provider = "openai", model = "m", api_key_env = "OPENAI_API_KEY",
+            contracts = { sku = dir .. "/none.lua" }, context = function() return { catalog = {} } end })
+    end)
+
+    it("no key for a provider's own API: the gateway's configure refuses, before any request", function()
+        local gw = require "jsoncontract.nginx"
+        local opts = { provider = "anthropic", model = "m", contracts = { sku = dir .. "/none.lua" }, context = false }
+        local ok, err = pcall(gw.configure, opts)
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("nginx gateway: anthropic's API (api.anthropic.com) refuses every request "
+            .. "without an API key: give api_key (it is usually in ANTHROPIC_API_KEY), or a base_url for a server "
+            .. "that needs none (or api_key_env)", 1, true), tostring(err))
+        -- a key, a variable read in the worker, or another server: configured
+        for _, extra in ipairs { { api_key = "k" }, { api_key_env = "ANTHROPIC_API_KEY" },
+            { base_url = "http://127.0.0.1:9" } } do
+            local o = {}
+            for k, v in pairs(opts) do o[k] = v end
+            for k, v in pairs(extra) do o[k] = v end
+            assert(gw.configure(o))
+        end
     end)
 
     it("rules without a context: the review desk refuses to start, naming the rule", function()

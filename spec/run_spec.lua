@@ -455,5 +455,50 @@ describe("jsoncontract.run", function()
             end, "ask: opts.adapters must be a list of adapter names, got string")
             assert.is_false(sent)
         end)
+        it("raises, sending nothing, when a provider's own API would refuse the request for want of a key", function()
+            for _, case in ipairs {
+                { "openai", "api.openai.com", "OPENAI_API_KEY" },
+                { "openai_responses", "api.openai.com", "OPENAI_API_KEY" },
+                { "anthropic", "api.anthropic.com", "ANTHROPIC_API_KEY" },
+                { "gemini", "generativelanguage.googleapis.com", "GEMINI_API_KEY" },
+            } do
+                local want = "ask: " .. case[1] .. "'s API (" .. case[2] .. ") refuses every request without an API "
+                    .. "key: give api_key (it is usually in " .. case[3] .. "), or a base_url for a server that needs none"
+                local log = evidence.memory()
+                for _, opts in ipairs {
+                    { provider = case[1], model = "m" },
+                    { provider = case[1], model = "m", api_key = "" },
+                    -- its own host named, in another spelling
+                    { provider = case[1], model = "m", base_url = "https://" .. case[2]:upper() .. "/v1" },
+                    -- the provider as a module
+                    { provider = require("jsoncontract.providers").get(case[1]), model = "m" },
+                } do
+                    opts.evidence = log
+                    assert.has_error(function() jc.ask(ticket.contract, "x", opts) end, want)
+                end
+                assert.same({}, log.lines) -- no exchange began
+            end
+        end)
+        it("sends without a key where the server decides: another host, a local model, a key given, a "
+            .. "transport of the caller's own", function()
+            for _, opts in ipairs {
+                { provider = "openai" }, -- (the transport below: a proxy that adds the key, say)
+                { provider = "openai", base_url = "http://127.0.0.1:9/v1" },
+                { provider = "anthropic", base_url = "https://llm-proxy.example.com" },
+                { provider = "ollama" },
+                { provider = "llamacpp" },
+                { provider = "openai", api_key = KEY },
+            } do
+                local sent = 0
+                opts.model, opts.policy = "m", { max_attempts = 1, transport_retries = 0 }
+                opts.transport = function()
+                    sent = sent + 1
+                    return nil, { category = "transport", kind = "connect", message = "not here" }
+                end
+                local out = jc.ask(ticket.contract, "x", opts)
+                assert.equal(1, sent, opts.provider)
+                assert.equal("transport", out.reason.category)
+            end
+        end)
     end)
 end)

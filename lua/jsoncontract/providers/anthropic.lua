@@ -20,13 +20,14 @@ _M.DEFAULT_BASE_URL = "https://api.anthropic.com"
 -- (github.com/anthropics/anthropic-sdk-python, README); `model_env` is this project's;
 -- `default_model` this project's choice (docs.anthropic.com/en/docs/about-claude/models);
 -- `rate_limit` usage tier 1 (50 requests, 40,000 input tokens per minute for Claude Sonnet,
--- docs.anthropic.com/en/api/rate-limits), on `base_url` only.
+-- docs.anthropic.com/en/api/rate-limits), on `base_url` only; `key_required`: every request
+-- carries `x-api-key` (docs.anthropic.com/en/api/overview, "Authentication").
 _M.FACTS = {
     key_env = "ANTHROPIC_API_KEY", base_url_env = "ANTHROPIC_BASE_URL", model_env = "ANTHROPIC_MODEL",
     default_model = "claude-sonnet-4-5", base_url = _M.DEFAULT_BASE_URL,
     rate_limit = { rpm = 50, tpm = 40000, source = "Anthropic usage tier 1, Claude Sonnet "
         .. "(docs.anthropic.com/en/api/rate-limits)" },
-    detect = 2, standin = true,
+    detect = 2, standin = true, key_required = true,
 }
 
 --- Value of the `anthropic-version` header.

@@ -22,13 +22,14 @@ _M.DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 -- source: `key_env` is the variable Google's Gemini libraries read (ai.google.dev/gemini-api/
 -- docs/api-key, "Setting the API key as an environment variable"); `model_env` is this project's;
 -- `default_model` this project's choice (ai.google.dev/gemini-api/docs/models); `rate_limit`
--- tier 1 of gemini-2.5-flash (ai.google.dev/gemini-api/docs/rate-limits), on `base_url` only.
+-- tier 1 of gemini-2.5-flash (ai.google.dev/gemini-api/docs/rate-limits), on `base_url` only;
+-- `key_required`: every request carries `x-goog-api-key` (ai.google.dev/api, "Authentication").
 _M.FACTS = {
     key_env = "GEMINI_API_KEY", model_env = "GEMINI_MODEL",
     default_model = "gemini-2.5-flash", base_url = _M.DEFAULT_BASE_URL,
     rate_limit = { rpm = 1000, tpm = 1000000, source = "Gemini API tier 1, gemini-2.5-flash "
         .. "(ai.google.dev/gemini-api/docs/rate-limits)" },
-    detect = 3,
+    detect = 3, key_required = true,
 }
 
 local MODES = { native = true, json = true, prompt = true }

@@ -26,13 +26,15 @@ _M.DEFAULT_BASE_URL = "https://api.openai.com"
 -- requests and estimated tokens per minute assumed on that host only (usage tier 1 of
 -- gpt-4o-mini, platform.openai.com/docs/guides/rate-limits; `--rpm`/`--tpm` override);
 -- `detect`: the rank in which a set key chooses the provider when none is named (lowest first,
--- nil: only by name); `standin`: the stand-in model speaks its wire format.
+-- nil: only by name); `standin`: the stand-in model speaks its wire format; `key_required`: the
+-- service's own host answers every request without a key with 401 (platform.openai.com/docs/
+-- api-reference/authentication), so none is sent there without one.
 _M.FACTS = {
     key_env = "OPENAI_API_KEY", base_url_env = "OPENAI_BASE_URL", model_env = "OPENAI_MODEL",
     default_model = "gpt-4o-mini", base_url = _M.DEFAULT_BASE_URL,
     rate_limit = { rpm = 500, tpm = 200000, source = "OpenAI usage tier 1, gpt-4o-mini "
         .. "(platform.openai.com/docs/guides/rate-limits)" },
-    detect = 1, standin = true,
+    detect = 1, standin = true, key_required = true,
 }
 
 local MODES = { native = true, json = true, prompt = true }

@@ -223,11 +223,17 @@ local default_transport -- jsoncontract.transport.default, loaded on the first a
 --   `elapsed_ms`, `request_id`, `contract` (`{name, version, schema_hash}`), `adapters` (applied to the
 --   accepted reply)
 -- @raise on misuse: a missing contract, input that is not a string, unknown options, an
---   evidence that is not a writer, adapters that are not a list; under nginx in a phase without
+--   evidence that is not a writer, adapters that are not a list, no `api_key` for a provider
+--   whose own API refuses every request without one, sent by the default transport
+--   (`jsoncontract.providers.missing_key`: OpenAI, Anthropic, Gemini at their own hosts; nothing
+--   is sent); under nginx in a phase without
 --   cosockets when no transport is given, or the curl transport without `allow_blocking`
 function _M.ask(contract, input, opts)
     local provider = check_args(contract, input, opts)
     local policy = policy_mod.merge(opts.policy, 2)
+    -- (a transport of the caller's own, a proxy that adds the key or a replay, decides for itself)
+    local no_key = opts.transport == nil and providers.missing_key(provider, opts.base_url, opts.api_key)
+    if no_key then error("ask: " .. no_key, 2) end
     -- Under nginx: cosockets and ngx.sleep where they work, never a silent blocking default.
     default_transport = default_transport or require("jsoncontract.transport.default")
     local send, sleep = default_transport.choose(opts.transport, opts.sleep, opts.allow_blocking, 2)
