@@ -210,8 +210,8 @@ end
 --   `signal` ("SIGINT"|"SIGTERM"|nil),
 --   `store_error` (err table when recording failed: the run stopped there), `released` (leases
 --   given back), `owner`, `started_at`, `held_back` (outcomes no item could fix, not recorded: the
---   items went back to waiting), `breaker` (nil, or `{cause, count, message}` when a run of
---   `fail_after` such failures stopped the run: `jsoncontract.jobs.breaker`; the items not
+--   items went back to waiting with their attempts' evidence rows, `store:hold_back`), `breaker`
+--   (nil, or `{cause, count, message}` when a run of `fail_after` such failures stopped the run: `jsoncontract.jobs.breaker`; the items not
 --   settled stay waiting, none goes to review for it), `rule_faults` (nil, or `{count, message}`
 --   when the rules could not run on some items and the breaker did not trip: those items wait,
 --   none went to review)
@@ -307,13 +307,19 @@ function _M.run(store, job_id, ctx)
                 evidence = {} }
         end
         -- A failure no item can fix settles nothing: the item waits again (this run takes it
-        -- again, unless a run of them trips the breaker), and never goes to review for it.
+        -- again, unless a run of them trips the breaker), and never goes to review for it. Its
+        -- attempts were made all the same (exchanges, tokens, the rule's fault): their evidence
+        -- rows go in with the give-back, in one transaction.
         local cause = ok and breaker:observe(result.outcome)
         if cause then
             res.held_back = res.held_back + 1
             if cause == "rule" then parked[#parked + 1] = w.item_id end
-            local _, rerr = store:release(job_id, owner, { w.item_id })
-            if rerr then take_error = take_error or rerr end
+            local given, rerr = store:hold_back(job_id, owner, w.item_id, w.pass, result.evidence or {})
+            if given == nil then
+                -- nothing was written: the lease is still ours, and goes back with the others
+                held[w.item_id] = true
+                take_error = take_error or rerr
+            end
             return
         end
         local row = outcome_row(contract, result.item, result.outcome, w.pass, owner)
