@@ -211,8 +211,9 @@ end
 --   `store_error` (err table when recording failed: the run stopped there), `released` (leases
 --   given back), `owner`, `started_at`, `held_back` (outcomes no item could fix, not recorded: the
 --   items went back to waiting with their attempts' evidence rows, `store:hold_back`), `breaker`
---   (nil, or `{cause, count, message}` when a run of `fail_after` such failures stopped the run: `jsoncontract.jobs.breaker`; the items not
---   settled stay waiting, none goes to review for it), `rule_faults` (nil, or `{count, message}`
+--   (nil, or `{cause, count, message}` when a run of `fail_after` such failures stopped the run:
+--   `jsoncontract.jobs.breaker`; the items not settled stay waiting, none goes to review for
+--   it), `rule_faults` (nil, or `{count, message}`
 --   when the rules could not run on some items and the breaker did not trip: those items wait,
 --   none went to review)
 function _M.run(store, job_id, ctx)
