@@ -785,9 +785,9 @@ end
 
 --- Give an item back to waiting WITH the evidence rows of the attempt that settled nothing (a
 -- failure no item can fix, `jsoncontract.jobs.breaker`: the model unreachable, a 401, a rule
--- that could not run), in ONE transaction: the rows and the state change commit together or not
--- at all. The rows continue the item's pass after its existing ones (`next_evidence_seq`), so
--- the outcome recorded later comes after them.
+-- that could not run; or a rule the run's signal stopped), in ONE transaction: the rows and the
+-- state change commit together or not at all. The rows continue the item's pass after its
+-- existing ones (`next_evidence_seq`), so the outcome recorded later comes after them.
 -- Only an item still leased to `owner` under `pass` is given back. When the lease is no longer
 -- ours (it ran out and another worker took the item, or the pass was decided meanwhile) the
 -- item is left as it is, and the rows are recorded all the same, under `pass`: they are
