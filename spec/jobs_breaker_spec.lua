@@ -29,6 +29,48 @@ local function counts(url)
     return c, #review
 end
 
+-- The job's evidence rows from its store, by item (`{pass, seq, rec, json}` in the order
+-- written), how many there are, and each item's outcomes and its records as the desk reads them.
+local function evidence_rows(url)
+    local st = assert(store.open(url, { create = false }))
+    finally(function() st:close() end)
+    local job = assert(st:latest_job())
+    local rows = assert(st:query("SELECT item_id, pass, seq, record_json FROM evidence WHERE job_id = ? "
+        .. "ORDER BY item_id, pass, seq", { job.id }))
+    local by_item = {}
+    for _, r in ipairs(rows) do
+        local list = by_item[r.item_id] or {}
+        by_item[r.item_id] = list
+        list[#list + 1] = { pass = tonumber(r.pass), seq = tonumber(r.seq), json = r.record_json,
+            rec = assert(require("jsoncontract.core").decode(r.record_json)) }
+    end
+    local items = {}
+    for id in pairs(by_item) do
+        items[id] = { outcomes = assert(st:item(job.id, id)).outcomes, desk = assert(st:evidence_for(job.id, id)) }
+    end
+    return by_item, #rows, items
+end
+
+-- The items held back in a first run (`before`), after a resume settled them (`after`, `items`):
+-- their held-back rows first, unchanged, then the new ones, numbered 1, 2, ... in one pass; the
+-- desk's list the same; the outcome recorded once. Returns how many items it checked.
+local function held_back_then_settled(before, after, items)
+    local n = 0
+    for id, old in pairs(before) do
+        n = n + 1
+        local new = after[id]
+        assert.truthy(#new > #old, id .. ": no attempt after the held-back ones")
+        for i, row in ipairs(new) do
+            assert.same({ 1, i }, { row.pass, row.seq }, id)
+            if old[i] then assert.equal(old[i].json, row.json, id .. " row " .. i) end
+        end
+        assert.equal(#new, #items[id].desk, id)
+        assert.equal(new[#new].rec.request_id, items[id].desk[#new].request_id, id)
+        assert.equal(1, #items[id].outcomes, id)
+    end
+    return n
+end
+
 local function lines(path)
     local n = 0
     for line in (util.read(path) or ""):gmatch("[^\n]+") do if line:match("%S") then n = n + 1 end end
@@ -129,6 +171,14 @@ describe("failures no item can fix", function()
         assert.equal(0, lines(dir .. "/review.jsonl"))
         local summary = require("jsoncontract.core").decode(util.read(dir .. "/summary.json"))
         assert.same({ "breaker", 10, 0 }, { summary.stopped_by, summary.pending, summary.human_review })
+        -- every attempt made left its evidence: in the store, the desk's list, evidence.jsonl,
+        -- and the exchanges counted
+        local held, n = evidence_rows(dir .. "/job.sqlite")
+        assert.truthy(n >= 5, n)
+        for id, list in pairs(held) do
+            for _, row in ipairs(list) do assert.same({ "transport", "connect" }, { row.rec.gate, row.rec.kind }, id) end
+        end
+        assert.same({ n, n, n }, { c.exchanges, summary.exchanges, lines(dir .. "/evidence.jsonl") })
 
         local sport
         standin, sport = util.start_standin { examples_dir = "examples", delay_ms = 0 }
@@ -138,6 +188,9 @@ describe("failures no item can fix", function()
         assert.equal(10, c.done)
         assert.equal(0, c.pending)
         assert.equal(10, lines(dir .. "/accepted.jsonl") + lines(dir .. "/review.jsonl"))
+        local after, m, items = evidence_rows(dir .. "/job.sqlite")
+        assert.truthy(held_back_then_settled(held, after, items) >= 1)
+        assert.same({ m, m }, { c.exchanges, lines(dir .. "/evidence.jsonl") })
     end)
 
     it("stop triage on a wrong key (401) at the first items, without showing the key; --resume with the "
@@ -156,6 +209,19 @@ describe("failures no item can fix", function()
         assert.equal(0, review)
         assert.equal(12, c.pending)
         assert.equal(0, lines(dir .. "/review.jsonl"))
+        -- the refused exchanges are recorded, each with its 401, and never the key
+        local held, n = evidence_rows(dir .. "/job.sqlite")
+        assert.truthy(n >= 3, n)
+        for id, list in pairs(held) do
+            for _, row in ipairs(list) do
+                assert.same({ "transport", 401 }, { row.rec.gate, row.rec.http_status }, id)
+                assert.is_nil(row.json:find("sk-wrong-key-0002", 1, true), row.json)
+            end
+        end
+        local exported = util.read(dir .. "/evidence.jsonl")
+        assert.equal(n, lines(dir .. "/evidence.jsonl"))
+        assert.is_nil(exported:find("sk-wrong-key-0002", 1, true))
+        assert.truthy(exported:find('"http_status":401', 1, true), exported)
 
         out, code = cli(("triage --resume %s"):format(q(dir)), "OPENAI_API_KEY=sk-right-key-0001")
         assert.equal(0, code, out)
@@ -163,6 +229,10 @@ describe("failures no item can fix", function()
         assert.equal(12, c.done)
         -- the key server's "{}" is no ticket: these are the model's to settle, and it could not
         assert.equal(12, review)
+        local after, m, items = evidence_rows(dir .. "/job.sqlite")
+        assert.truthy(held_back_then_settled(held, after, items) >= 1)
+        for id in pairs(held) do assert.equal(200, after[id][#after[id]].rec.http_status, id) end
+        assert.same({ m, m }, { c.exchanges, lines(dir .. "/evidence.jsonl") })
     end)
 
     it("stop triage on a TLS failure and on a 404 for the path, each naming what to check", function()
@@ -431,5 +501,28 @@ describe("a rule that cannot run on a few items", function()
         local review = util.read(dir .. "/out/review.jsonl") or ""
         assert.is_nil(review:find("rule_error", 1, true), review)
         assert.equal(in_review, lines(dir .. "/out/review.jsonl"))
+        -- the two attempts whose rule raised are recorded with the rule's fault, and exported
+        local held = {}
+        local by_item, n = evidence_rows(dir .. "/out/job.sqlite")
+        local st = assert(store.open(dir .. "/out/job.sqlite", { create = false }))
+        for _, row in ipairs(assert(st:items(assert(st:latest_job()).id, { state = "pending" }))) do
+            local list = assert(by_item[row.item_id], row.item_id)
+            assert.same({ "rules", "rule_error" }, { list[#list].rec.gate, list[#list].rec.kind }, row.item_id)
+            held[row.item_id] = list
+        end
+        st:close()
+        assert.same({ n, n }, { c.exchanges, lines(dir .. "/out/evidence.jsonl") })
+        local _, faults = (util.read(dir .. "/out/evidence.jsonl") or ""):gsub('"kind":"rule_error"', "")
+        assert.equal(2, faults)
+
+        -- the rule runs now (a new process counts its calls from 0): the two are settled after
+        -- their recorded faults
+        out, code = cli(("run --resume %s --delay-ms 0"):format(q(dir .. "/out")))
+        assert.equal(0, code, out)
+        c = counts(dir .. "/out/job.sqlite")
+        assert.same({ 10, 0 }, { c.done, c.pending })
+        local after, m, items = evidence_rows(dir .. "/out/job.sqlite")
+        assert.equal(2, held_back_then_settled(held, after, items))
+        assert.same({ m, m }, { c.exchanges, lines(dir .. "/out/evidence.jsonl") })
     end)
 end)

@@ -177,6 +177,103 @@ local function behaves_like_a_job_store(engine, get_url)
             assert.equal(2, #st:items(job, { offset = 1, limit = 2 }))
         end)
 
+        it("gives a held-back item back with its evidence rows, and its outcome's rows come after them", function()
+            if not st then return end
+            local function seqs(item_id, pass)
+                local out = {}
+                for _, r in ipairs(assert(st:query("SELECT seq FROM evidence WHERE job_id = ? AND item_id = ? "
+                    .. "AND pass = ? ORDER BY seq", { job, item_id, pass }))) do out[#out + 1] = tonumber(r.seq) end
+                return out
+            end
+            assert.equal(5, #assert(st:lease(job, "w1", 5, 30)))
+            -- the model unreachable: two exchanges, nothing settled
+            assert.is_true(st:hold_back(job, "w1", "m1", 1, { '{"attempt":1,"gate":"transport","kind":"connect"}',
+                '{"attempt":2,"gate":"transport","kind":"connect"}' }))
+            local m1 = st:item(job, "m1")
+            assert.same({ "pending", nil, nil }, { m1.state, m1.lease_owner, m1.status })
+            assert.same({ 1, 2 }, seqs("m1", 1))
+            assert.equal(2, st:counts(job).exchanges)
+            -- taken again, held back again, then settled: the pass's rows in the order written
+            assert.equal("m1", assert(st:lease(job, "w2", 1, 30))[1].item_id)
+            assert.is_true(st:hold_back(job, "w2", "m1", 1, { '{"attempt":1,"gate":"rules","kind":"rule_error"}' }))
+            assert.equal("m1", assert(st:lease(job, "w3", 1, 30))[1].item_id)
+            assert.is_true(st:record_outcome(job, "m1", { pass = 1, status = "accepted", record_json = '{"id":"m1"}',
+                worker = "w3", evidence = { '{"attempt":1,"gate":"accepted"}' } }))
+            assert.same({ 1, 2, 3, 4 }, seqs("m1", 1))
+            local ev = st:evidence_for(job, "m1")
+            assert.same({ "transport", "transport", "rules", "accepted" }, { ev[1].gate, ev[2].gate, ev[3].gate,
+                ev[4].gate })
+            assert.equal(1, #st:item(job, "m1").outcomes)
+            assert.equal(4, st:counts(job).exchanges)
+            -- an empty attempt list gives the item back all the same
+            assert.is_true(st:hold_back(job, "w1", "m5", 1, {}))
+            assert.equal("pending", st:item(job, "m5").state)
+            assert.same({}, seqs("m5", 1))
+        end)
+
+        it("keeps the rows of a held-back attempt whose lease another worker took, and leaves the item to it", function()
+            if not st then return end
+            assert(st:lease(job, "w1", 1, 30))
+            -- w1's lease runs out and w2 takes the item
+            assert(st:exec("UPDATE items SET lease_expires_at = 0 WHERE job_id = ? AND item_id = 'm1'", { job }))
+            assert.equal("m1", assert(st:lease(job, "w2", 1, 30))[1].item_id)
+            assert.is_false(st:hold_back(job, "w1", "m1", 1, { '{"attempt":1,"gate":"transport"}' }))
+            local m1 = st:item(job, "m1")
+            assert.same({ "leased", "w2" }, { m1.state, m1.lease_owner })
+            assert.equal(1, #st:evidence_for(job, "m1"))
+            -- w2 settles it: its rows follow w1's
+            assert(st:record_outcome(job, "m1", { pass = 1, status = "accepted", record_json = "{}", worker = "w2",
+                evidence = { '{"attempt":1,"gate":"accepted"}' } }))
+            local rows = st:query("SELECT seq, record_json FROM evidence WHERE job_id = ? AND item_id = 'm1' ORDER BY seq",
+                { job })
+            assert.same({ "1", "2" }, { tostring(rows[1].seq), tostring(rows[2].seq) })
+            assert.truthy(rows[2].record_json:find('"accepted"', 1, true))
+            -- no such item: nothing written
+            local ok, err = st:hold_back(job, "w1", "no-such-item", 1, { '{"attempt":1}' })
+            assert.is_nil(ok)
+            assert.same({ "store", "not_found" }, { err.category, err.kind })
+            assert.equal(0, #st:evidence_for(job, "no-such-item"))
+            assert.has_error(function() st:hold_back(job, nil, "m2", 1, {}) end)
+            assert.has_error(function() st:hold_back(job, "w1", "m2", 1, "line") end)
+        end)
+
+        it("gives a held-back item back and writes its rows in one transaction: a row it cannot write leaves the "
+            .. "item leased and no row", function()
+            if not st then return end
+            assert(st:lease(job, "w1", 1, 30))
+            -- the second line holds a NUL, which no text column takes: the first row went in, and goes
+            local ok, err = st:hold_back(job, "w1", "m1", 1, { '{"attempt":1,"gate":"transport"}', '{"attempt":2}\0' })
+            assert.is_nil(ok)
+            assert.same({ "store", "write_failed" }, { err.category, err.kind })
+            local m1 = st:item(job, "m1")
+            assert.same({ "leased", "w1" }, { m1.state, m1.lease_owner })
+            assert.equal(0, #st:evidence_for(job, "m1"))
+            assert.equal(0, st:counts(job).exchanges)
+            -- nothing half-done is left in the way: the give-back goes through after
+            assert.is_true(st:hold_back(job, "w1", "m1", 1, { '{"attempt":1,"gate":"transport"}' }))
+            assert.same({ "pending", 1 }, { st:item(job, "m1").state, #st:evidence_for(job, "m1") })
+        end)
+
+        it("numbers a person's record after the attempts held back in the same pass", function()
+            if not st then return end
+            local review = require "jsoncontract.review.queries"
+            assert(st:lease(job, "w1", 5, 30))
+            assert(st:record_outcome(job, "m2", { pass = 1, status = "human_review", record_json = '{"id":"m2"}',
+                evidence = { '{"attempt":1,"gate":"schema"}' } }))
+            assert(st:new_review_pass(job, "contract fixed"))
+            assert.equal("m2", assert(st:lease(job, "w2", 1, 30))[1].item_id)
+            assert.is_true(st:hold_back(job, "w2", "m2", 2, { '{"attempt":1,"gate":"transport"}',
+                '{"attempt":2,"gate":"transport"}' }))
+            assert.same({ true, 2 }, { review.record_decision(st, job, "m2", { decision = "needs_customer",
+                reviewer = "ana", contract = { name = "support_ticket", version = "1.0.0" } }, 1) })
+            local rows = st:query("SELECT pass, seq, record_json FROM evidence WHERE job_id = ? AND item_id = 'm2' "
+                .. "ORDER BY pass, seq", { job })
+            local got = {}
+            for i, r in ipairs(rows) do got[i] = tonumber(r.pass) .. "/" .. tonumber(r.seq) end
+            assert.same({ "1/1", "2/1", "2/2", "2/3" }, got)
+            assert.truthy(rows[4].record_json:find('"decided_by":"human"', 1, true), rows[4].record_json)
+        end)
+
         it("rolls a failed outcome back whole: no outcome, no evidence, no state change", function()
             if not st then return end
             -- the evidence row breaks NOT NULL after the outcome went in: the whole transaction goes

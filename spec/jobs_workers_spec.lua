@@ -162,6 +162,74 @@ describe("jsoncontract worker over PostgreSQL", function()
             review[1].reason.kind })
     end)
 
+    it("a worker the breaker stops leaves the evidence of its held-back attempts; the next worker's follow", function()
+        if not pg then return pending(why) end
+        local admin = assert(store.open(pg.url))
+        assert(admin:exec("CREATE DATABASE held_back"))
+        admin:close()
+        local url = (pg.url:gsub("/postgres$", "/held_back"))
+        local out = os.tmpname()
+        os.remove(out)
+        local standin
+        finally(function()
+            if standin then util.stop_standin(standin) end
+            os.execute("rm -rf " .. q(out))
+        end)
+        local o, code = util.sh(jc(("enqueue --store %s --job examples/support_ticket.lua --input "
+            .. "examples/mailbox.jsonl --limit 4 --base-url http://127.0.0.1:%d --model m"):format(q(url),
+            util.closed_port())))
+        assert.equal(0, code, o)
+        local job_id = o:match("(job%-%S+)")
+        o, code = util.sh(jc(("worker --store %s --fail-after 2 --parallel 1"):format(q(url))))
+        assert.equal(1, code, o)
+        local st = assert(store.open(url, { create = false }))
+        finally(function() st:close() end)
+        local c = st:counts(job_id)
+        assert.same({ 4, 0 }, { c.pending, c.done })
+        -- the exchanges of the attempts held back, each recorded with its gate and numbered in order
+        local function rows()
+            local by = {}
+            for _, r in ipairs(assert(st:query("SELECT item_id, pass, seq, record_json FROM evidence "
+                .. "WHERE job_id = ? ORDER BY item_id, pass, seq", { job_id }))) do
+                by[r.item_id] = by[r.item_id] or {}
+                local list = by[r.item_id]
+                list[#list + 1] = { seq = tonumber(r.seq), json = r.record_json, rec = core.decode(r.record_json) }
+            end
+            return by
+        end
+        local held = rows()
+        local n = 0
+        for id, list in pairs(held) do
+            for i, row in ipairs(list) do
+                n = n + 1
+                assert.same({ i, "transport", "connect" }, { row.seq, row.rec.gate, row.rec.kind }, id)
+            end
+            assert.equal(#list, #st:evidence_for(job_id, id))
+        end
+        assert.truthy(n >= 2, n)
+        assert.equal(n, c.exchanges)
+        o, code = util.sh(jc(("export --store %s --out %s"):format(q(url), q(out))))
+        assert.equal(0, code, o)
+        assert.equal(n, #jobs.jsonl(out .. "/evidence.jsonl"))
+
+        local port
+        standin, port = util.start_standin { examples_dir = "examples", delay_ms = 0 }
+        o, code = util.sh(jc(("worker --store %s --base-url http://127.0.0.1:%d"):format(q(url), port)))
+        assert.equal(0, code, o)
+        c = st:counts(job_id)
+        assert.same({ 4, 0 }, { c.done, c.pending })
+        local after = rows()
+        for id, old in pairs(held) do
+            local new = after[id]
+            assert.truthy(#new > #old, id)
+            for i, row in ipairs(new) do
+                assert.equal(i, row.seq, id)
+                if old[i] then assert.equal(old[i].json, row.json, id) end
+            end
+            assert.equal(1, #st:item(job_id, id).outcomes, id)
+        end
+    end)
+
     it("a worker whose connection the server ends: its last line and its runs row count what it did", function()
         if not pg then return pending(why) end
         local admin = assert(store.open(pg.url))

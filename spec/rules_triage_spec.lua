@@ -215,5 +215,22 @@ return M
             end
         end
         assert.truthy(log:find("not done yet", 1, true) or decided < 12, log)
+        -- its exchange was made: recorded with the stopped rule, the item waiting, and exported
+        local st = assert(require("jsoncontract.jobs.store").open(dir .. "/out/job.sqlite", { create = false }))
+        finally(function() st:close() end)
+        local job = assert(st:latest_job())
+        local stopped = assert(st:query("SELECT e.record_json, i.state FROM evidence e JOIN items i ON "
+            .. "i.job_id = e.job_id AND i.item_id = e.item_id WHERE e.job_id = ? AND e.record_json LIKE ?",
+            { job.id, '%"kind":"rule_interrupted"%' }))
+        -- (one item in flight: --parallel 1)
+        assert.truthy(#stopped >= 1, log)
+        for _, row in ipairs(stopped) do
+            local rec = core.decode(row.record_json)
+            assert.same({ "pending", "rules", core.decode(stopped[1].record_json).item_id },
+                { row.state, rec.gate, rec.item_id })
+        end
+        local exported = util.read(dir .. "/out/evidence.jsonl") or ""
+        assert.truthy(exported:find('"kind":"rule_interrupted"', 1, true), exported)
+        assert.equal(st:counts(job.id).exchanges, select(2, exported:gsub("\n", "")))
     end)
 end)

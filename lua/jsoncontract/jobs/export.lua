@@ -93,7 +93,8 @@ end
 --   outcome), `pending` (not decided yet: waiting or in flight),
 --   `pass`, `metrics` (per gate, see `jsoncontract.evidence`), `rules_caught` ({[rule name] =
 --   items handed over by it}), `review_reasons` ({["category/kind"] = n}), `exchanges` (HTTP
---   exchanges of the committed outcomes, every pass: the lines of evidence.jsonl),
+--   exchanges recorded, every pass: those of the committed outcomes and those of the attempts
+--   held back, a failure no item can fix; the lines of evidence.jsonl),
 --   `limit_wait_s` (seconds requests waited on rate limits, summed over runs), `workers`
 -- @return[2] nil
 -- @treturn[2] table err

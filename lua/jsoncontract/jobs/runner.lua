@@ -210,9 +210,10 @@ end
 --   `signal` ("SIGINT"|"SIGTERM"|nil),
 --   `store_error` (err table when recording failed: the run stopped there), `released` (leases
 --   given back), `owner`, `started_at`, `held_back` (outcomes no item could fix, not recorded: the
---   items went back to waiting), `breaker` (nil, or `{cause, count, message}` when a run of
---   `fail_after` such failures stopped the run: `jsoncontract.jobs.breaker`; the items not
---   settled stay waiting, none goes to review for it), `rule_faults` (nil, or `{count, message}`
+--   items went back to waiting with their attempts' evidence rows, `store:hold_back`), `breaker`
+--   (nil, or `{cause, count, message}` when a run of `fail_after` such failures stopped the run:
+--   `jsoncontract.jobs.breaker`; the items not settled stay waiting, none goes to review for
+--   it), `rule_faults` (nil, or `{count, message}`
 --   when the rules could not run on some items and the breaker did not trip: those items wait,
 --   none went to review)
 function _M.run(store, job_id, ctx)
@@ -289,13 +290,25 @@ function _M.run(store, job_id, ctx)
     -- line and `runs` row say when a store error ends the scheduler before its own count returns.
     local finished_exchanges = 0
 
+    -- An item whose attempt settled nothing goes back to waiting with that attempt's evidence
+    -- rows, in one transaction (`store:hold_back`). When that write fails nothing was written:
+    -- the lease is still ours and goes back with the others at the end, and the run stops.
+    local function hold_back(w, result)
+        local given, err = store:hold_back(job_id, owner, w.item_id, w.pass, result.evidence or {})
+        if given == nil then
+            held[w.item_id] = true
+            take_error = take_error or err
+        end
+    end
+
     local function on_done(w, result, ok)
         local reason = ok and type(result) == "table" and type(result.outcome) == "table" and result.outcome.reason
-        if type(reason) == "table" and reason.kind == "rule_interrupted" then
-            return -- stopped by the run's signal, not decided: its lease goes back with the others
-        end
         held[w.item_id] = nil
         finished_exchanges = finished_exchanges + (ok and type(result) == "table" and #(result.evidence or {}) or 0)
+        if type(reason) == "table" and reason.kind == "rule_interrupted" then
+            lost[w.item_id] = nil
+            return hold_back(w, result) -- stopped by the run's signal, not decided: it waits for --resume
+        end
         if lost[w.item_id] then
             lost[w.item_id] = nil
             res.taken_over = res.taken_over + 1
@@ -307,14 +320,14 @@ function _M.run(store, job_id, ctx)
                 evidence = {} }
         end
         -- A failure no item can fix settles nothing: the item waits again (this run takes it
-        -- again, unless a run of them trips the breaker), and never goes to review for it.
+        -- again, unless a run of them trips the breaker), and never goes to review for it. Its
+        -- attempts were made all the same (exchanges, tokens, the rule's fault): their evidence
+        -- rows go in with the give-back, in one transaction.
         local cause = ok and breaker:observe(result.outcome)
         if cause then
             res.held_back = res.held_back + 1
             if cause == "rule" then parked[#parked + 1] = w.item_id end
-            local _, rerr = store:release(job_id, owner, { w.item_id })
-            if rerr then take_error = take_error or rerr end
-            return
+            return hold_back(w, result)
         end
         local row = outcome_row(contract, result.item, result.outcome, w.pass, owner)
         row.evidence = result.evidence

@@ -13,7 +13,10 @@
 -- Tables: `jobs`, `items`, `outcomes` (UNIQUE(job_id, item_id, pass): an outcome is recorded
 -- exactly once per pass, by the database, not by luck), `evidence`, `passes`, `runs`.
 -- An item's outcome, its evidence rows and its state change commit in ONE transaction
--- (`record_outcome`); nothing counts as done before that commit.
+-- (`record_outcome`); nothing counts as done before that commit. An attempt that settles
+-- nothing (a failure no item can fix) gives its item back with its evidence rows, also in one
+-- transaction (`hold_back`): every attempt leaves its rows, whether or not it decided the item.
+-- An item's rows of one pass are numbered 1, 2, ... in the order written (`next_evidence_seq`).
 --
 -- Errors: methods return `nil, err` with `err.category = "store"` and `kind` one of
 -- `"open_failed"` (cannot connect or create the schema), `"write_failed"` (a statement or the
@@ -44,6 +47,7 @@ local DIALECTS = {
         begin = "BEGIN IMMEDIATE",  -- take the write lock now: no upgrade deadlock later
         now = "((julianday('now') - 2440587.5) * 86400.0)",
         skip_locked = "",           -- one writer at a time: the write lock is the lease lock
+        lock_row = "",              -- (and the row lock: BEGIN IMMEDIATE took it for the whole file)
         -- julianday('now') has millisecond resolution: two jobs made in one millisecond tie, and
         -- the later insert (the larger rowid, one writer at a time) is the newer
         newest = "created_at DESC, rowid DESC",
@@ -54,6 +58,7 @@ local DIALECTS = {
         newest = "created_at DESC, id DESC", -- clock_timestamp(): microseconds
         now = "extract(epoch from clock_timestamp())::double precision",
         skip_locked = " FOR UPDATE SKIP LOCKED",
+        lock_row = " FOR UPDATE",
         -- bytea travels as hex text: the driver's text parameters stop at a NUL
         bytes = "BYTEA", bytes_in = "decode(?, 'hex')", bytes_out = "encode(%s, 'hex')",
     },
@@ -742,7 +747,89 @@ function _M.release(self, job_id, owner, item_ids)
     end)
 end
 
---- Record an item's outcome, its evidence rows and its new state in ONE transaction.
+--- The evidence `seq` that comes next in an item's pass: one more than the highest recorded
+-- (1 when none), so the attempts given back while the item waited (`hold_back`), the outcome's
+-- (`record_outcome`) and a person's records read in the order they were written. Call it inside
+-- `tx`, before the transaction writes anything else: on PostgreSQL it locks the item's row (FOR
+-- UPDATE) until the commit, so two writers of one item's evidence number one after the other
+-- (on SQLite the write lock `tx` took does that), and every writer takes that lock first.
+-- @tparam string job_id
+-- @tparam string item_id
+-- @tparam integer pass
+-- @treturn[1] integer seq (>= 1)
+-- @treturn[1] table|nil the item's row (`state`, `lease_owner`, `pass`), nil when the job has no such item
+-- @return[2] nil
+-- @treturn[2] string the driver's message (the caller's transaction rolls back on it)
+function _M.next_evidence_seq(self, job_id, item_id, pass)
+    local item, e = self:query("SELECT state, lease_owner, pass FROM items WHERE job_id = ? AND item_id = ?"
+        .. self.d.lock_row, { job_id, item_id })
+    if not item then return nil, e end
+    local rows
+    rows, e = self:query("SELECT max(seq) AS s FROM evidence WHERE job_id = ? AND item_id = ? AND pass = ?",
+        { job_id, item_id, pass })
+    if not rows then return nil, e end
+    item = item[1]
+    if item then item.pass = tonumber(item.pass) end
+    return (tonumber(rows[1] and rows[1].s) or 0) + 1, item
+end
+
+-- Insert an item's evidence lines under `pass` from `seq` on (inside the caller's transaction).
+local function insert_evidence(self, job_id, item_id, pass, seq, lines)
+    for i, line in ipairs(lines) do
+        local r, e = self:exec("INSERT INTO evidence (job_id, item_id, pass, seq, record_json) VALUES (?, ?, ?, ?, ?)",
+            { job_id, item_id, pass, seq + i - 1, line })
+        if not r then return nil, e end
+    end
+    return true
+end
+
+--- Give an item back to waiting WITH the evidence rows of the attempt that settled nothing (a
+-- failure no item can fix, `jsoncontract.jobs.breaker`: the model unreachable, a 401, a rule
+-- that could not run; or a rule the run's signal stopped), in ONE transaction: the rows and the
+-- state change commit together or not at all. The rows continue the item's pass after its
+-- existing ones (`next_evidence_seq`), so the outcome recorded later comes after them.
+-- Only an item still leased to `owner` under `pass` is given back. When the lease is no longer
+-- ours (it ran out and another worker took the item, or the pass was decided meanwhile) the
+-- item is left as it is, and the rows are recorded all the same, under `pass`: they are
+-- exchanges that were made and tokens that were spent.
+-- @tparam string job_id
+-- @tparam string owner the worker that leased the item
+-- @tparam string item_id
+-- @tparam integer pass the pass the item was leased under
+-- @tparam {string,...} evidence the attempt's JSON lines (may be empty: then only the give-back)
+-- @treturn[1] boolean true when the item was given back, false when its lease was no longer
+--   `owner`'s (the rows were recorded, the item left as it was)
+-- @return[2] nil
+-- @treturn[2] table err (`not_found`: the job has no such item; `write_failed`: rolled back, the
+--   item still leased and no row written)
+-- @raise when owner is not a string, pass not a number or evidence not a table
+function _M.hold_back(self, job_id, owner, item_id, pass, evidence)
+    if type(owner) ~= "string" or type(pass) ~= "number" or type(evidence) ~= "table" then
+        error("store:hold_back: owner (string), pass (integer) and evidence (array of lines) expected", 2)
+    end
+    local given_back
+    local ok, err = self:tx(function()
+        local seq, item = self:next_evidence_seq(job_id, item_id, pass)
+        if not seq then return nil, item end
+        if not item then
+            return nil, store_error("not_found", "no item " .. tostring(item_id) .. " in job " .. tostring(job_id))
+        end
+        local r, e = insert_evidence(self, job_id, item_id, pass, seq, evidence)
+        if not r then return nil, e end
+        r, e = self:exec("UPDATE items SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL WHERE "
+            .. "job_id = ? AND item_id = ? AND state = 'leased' AND lease_owner = ? AND pass = ?",
+            { job_id, item_id, owner, pass })
+        if not r then return nil, e end
+        given_back = r == 1
+        return true
+    end)
+    if not ok then return nil, err end
+    return given_back
+end
+
+--- Record an item's outcome, its evidence rows and its new state in ONE transaction. The
+-- evidence rows continue the pass after the item's existing ones (`next_evidence_seq`: the
+-- attempts given back while the item waited come first).
 -- @tparam string job_id
 -- @tparam string item_id
 -- @tparam table outcome `pass` (integer), `status` ("accepted"|"human_review"), `value_json`
@@ -758,7 +845,10 @@ function _M.record_outcome(self, job_id, item_id, outcome)
         error("store:record_outcome: outcome {pass = integer, status = string, ...} expected", 2)
     end
     local ok, err = self:tx(function()
-        local r, e = self:exec("INSERT INTO outcomes (job_id, " .. OUTCOME_COLUMNS .. ") VALUES "
+        local seq, e = self:next_evidence_seq(job_id, item_id, outcome.pass)
+        if not seq then return nil, e end
+        local r
+        r, e = self:exec("INSERT INTO outcomes (job_id, " .. OUTCOME_COLUMNS .. ") VALUES "
             .. "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " .. self.d.now .. ", ?)",
             { job_id, item_id, outcome.pass, outcome.status, outcome.value_json, outcome.reason_json,
               outcome.reason_category, outcome.reason_kind, outcome.record_json, outcome.decided_by or "model",
@@ -770,11 +860,8 @@ function _M.record_outcome(self, job_id, item_id, outcome)
             end
             return nil, e
         end
-        for i, line in ipairs(outcome.evidence or {}) do
-            r, e = self:exec("INSERT INTO evidence (job_id, item_id, pass, seq, record_json) VALUES (?, ?, ?, ?, ?)",
-                { job_id, item_id, outcome.pass, i, line })
-            if not r then return nil, e end
-        end
+        r, e = insert_evidence(self, job_id, item_id, outcome.pass, seq, outcome.evidence or {})
+        if not r then return nil, e end
         r, e = self:exec("UPDATE items SET state = 'done', lease_owner = NULL, lease_expires_at = NULL "
             .. "WHERE job_id = ? AND item_id = ? AND pass = ?", { job_id, item_id, outcome.pass })
         if not r then return nil, e end
@@ -992,8 +1079,9 @@ end
 -- @treturn[1] table `items`, `pending`, `leased`, `done` (integers: item states), `accepted`,
 --   `human_review` (latest outcomes of the items that are done: they add up to `done`),
 --   `by_reason` ({["category/kind"] = integer}), `pass` (the job's current pass),
---   `limit_wait_ms` (summed over runs), `exchanges` (HTTP exchanges of committed outcomes, every
---   pass: one per evidence row), `workers` (distinct workers that ran)
+--   `limit_wait_ms` (summed over runs), `exchanges` (HTTP exchanges recorded, every pass: one per
+--   evidence row, those of committed outcomes and those of attempts held back, `hold_back`),
+--   `workers` (distinct workers that ran)
 -- @return[2] nil
 -- @treturn[2] table err
 function _M.counts(self, job_id)
@@ -1025,8 +1113,9 @@ function _M.counts(self, job_id)
     c.limit_wait_ms = tonumber(rows[1] and rows[1].w) or 0
     c.workers = tonumber(rows[1] and rows[1].n) or 0
     -- The exchanges are counted where they are recorded, one evidence row each, committed with
-    -- their outcome: a run row is written only when a run ends, so a run killed (kill -9) never
-    -- adds its count, and a run stopped by a signal counts exchanges of items it gave back.
+    -- their outcome or with their item's give-back (`hold_back`: the model unreachable, a rule
+    -- that could not run): a run row is written only when a run ends, so a run killed (kill -9)
+    -- never adds its count, and a run stopped by a signal counts exchanges of items it gave back.
     rows, err = self:query("SELECT count(*) AS x FROM evidence WHERE job_id = ?", { job_id })
     if not rows then return nil, store_error("read_failed", err) end
     c.exchanges = tonumber(rows[1] and rows[1].x) or 0

@@ -207,14 +207,6 @@ function _M.item(store, job_id, item_id)
     return it
 end
 
--- The next evidence seq of an item's pass.
-local function next_seq(store, job_id, item_id, pass)
-    local rows, err = store:query("SELECT max(seq) AS s FROM evidence WHERE job_id = ? AND item_id = ? AND pass = ?",
-        { job_id, item_id, pass })
-    if not rows then return nil, err end
-    return (tonumber(rows[1] and rows[1].s) or 0) + 1
-end
-
 local function human_record(job_id, item_id, rec, pass, contract)
     local out = {
         ts = rec.ts, item_id = item_id, job_id = job_id, decided_by = "human", reviewer = rec.reviewer,
@@ -251,7 +243,7 @@ function _M.record_human_attempt(store, job_id, item_id, rec)
         if not rows[1] then return nil, store.error("not_found", "no item " .. tostring(item_id)) end
         local pass = tonumber(rows[1].pass)
         local seq
-        seq, e = next_seq(store, job_id, item_id, pass)
+        seq, e = store:next_evidence_seq(job_id, item_id, pass)
         if not seq then return nil, e end
         local ok, line = pcall(core.encode, human_record(job_id, item_id, rec, pass, rec.contract))
         if not ok then return nil, line end
@@ -338,7 +330,11 @@ function _M.record_decision(store, job_id, item_id, d, seen_pass)
     -- model's, and leaves the item alone. An item waiting or leased in a review pass is done
     -- by this decision: a worker still asking the model for it finds the pass decided.
     local ok, err = store:tx(function()
-        local r, e = store:exec("INSERT INTO outcomes (job_id, item_id, pass, status, value_json, reason_json, "
+        -- after the attempts recorded in this pass while the item waited (first: it locks the item)
+        local seq, e = store:next_evidence_seq(job_id, item_id, pass)
+        if not seq then return nil, e end
+        local r
+        r, e = store:exec("INSERT INTO outcomes (job_id, item_id, pass, status, value_json, reason_json, "
             .. "reason_category, reason_kind, record_json, decided_by, decided_at, worker) VALUES "
             .. "(?, ?, ?, ?, ?, ?, ?, ?, ?, 'human', " .. store.d.now .. ", ?)",
             { job_id, item_id, pass, status, value_json, reason_json, cat, kind, line_json,
@@ -351,8 +347,8 @@ function _M.record_decision(store, job_id, item_id, d, seen_pass)
             end
             return nil, e
         end
-        r, e = store:exec("INSERT INTO evidence (job_id, item_id, pass, seq, record_json) VALUES (?, ?, ?, 1, ?)",
-            { job_id, item_id, pass, core.encode(ev) })
+        r, e = store:exec("INSERT INTO evidence (job_id, item_id, pass, seq, record_json) VALUES (?, ?, ?, ?, ?)",
+            { job_id, item_id, pass, seq, core.encode(ev) })
         if not r then return nil, e end
         r, e = store:exec("UPDATE items SET pass = ?, state = 'done', lease_owner = NULL, lease_expires_at = NULL "
             .. "WHERE job_id = ? AND item_id = ?", { pass, job_id, item_id })
