@@ -235,8 +235,11 @@ function _M.run(store, job_id, ctx)
     -- rule on the same item fails again); they wait for a fixed rule and --resume.
     local parked = {}
 
+    local caught, stop_at -- a signal the rules gate took before `tick` read it; the grace's end
     local function take(n)
-        if breaker:tripped() then return {} end
+        -- (the scheduler takes before it ticks: a signal a stuck rule's interrupt took must stop
+        -- the taking already, or the slot that rule freed asks a new item, or the same one again)
+        if breaker:tripped() or caught then return {} end
         local rows, err = store:lease(job_id, owner, n, lease_s, parked)
         if not rows then
             take_error = err
@@ -349,7 +352,6 @@ function _M.run(store, job_id, ctx)
     -- loop would never give the scheduler a turn to read it); the next tick reads it. A rule
     -- still running when the grace after the first signal is over is stopped too. An item
     -- whose rule was stopped is not decided: it goes back for --resume.
-    local caught, stop_at
     local rules_gate = require "jsoncontract.contract.rules" -- (loaded by the contract already)
     if ctx.signals ~= false then
         rules_gate.set_interrupt(function()
