@@ -85,6 +85,8 @@ _M.rooms = {
             .. "nginx with the desk, exports when it stops)" },
     { name = "nginx", files = { "lua/jsoncontract/nginx/" },
         may = with(BASE, "evidence", "feedback", "transport", "contract", "run", "jobs", "surface"),
+        only = { { "jsoncontract.providers", why = "configure refuses, at start, a provider's own API "
+            .. "without a key (missing_key)" } },
         says = "the contract gateway `jsoncontract.nginx`: init, body, contracts, evidence, handover, metrics" },
     { name = "review", files = { "lua/jsoncontract/review/" }, may = with(BASE, "contract"),
         only = { { "jsoncontract.jobs.store", why = "the queue is the job store's" },

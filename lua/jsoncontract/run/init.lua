@@ -231,12 +231,12 @@ local default_transport -- jsoncontract.transport.default, loaded on the first a
 function _M.ask(contract, input, opts)
     local provider = check_args(contract, input, opts)
     local policy = policy_mod.merge(opts.policy, 2)
-    -- (a transport of the caller's own, a proxy that adds the key or a replay, decides for itself)
-    local no_key = opts.transport == nil and providers.missing_key(provider, opts.base_url, opts.api_key)
-    if no_key then error("ask: " .. no_key, 2) end
     -- Under nginx: cosockets and ngx.sleep where they work, never a silent blocking default.
     default_transport = default_transport or require("jsoncontract.transport.default")
     local send, sleep = default_transport.choose(opts.transport, opts.sleep, opts.allow_blocking, 2)
+    -- (a transport of the caller's own, a proxy that adds the key or a replay, decides for itself)
+    local no_key = opts.transport == nil and providers.missing_key(provider, opts.base_url, opts.api_key)
+    if no_key then error("ask: " .. no_key, 2) end
     local evidence = opts.evidence
     if evidence and opts.api_key then evidence:add_secret(opts.api_key) end
 
