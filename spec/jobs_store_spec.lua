@@ -272,6 +272,11 @@ local function behaves_like_a_job_store(engine, get_url)
             for i, r in ipairs(rows) do got[i] = tonumber(r.pass) .. "/" .. tonumber(r.seq) end
             assert.same({ "1/1", "2/1", "2/2", "2/3" }, got)
             assert.truthy(rows[4].record_json:find('"decided_by":"human"', 1, true), rows[4].record_json)
+            -- a person's records are no HTTP exchanges: three were made (and a refused submission
+            -- recorded on another item counts none either)
+            assert(review.record_human_attempt(st, job, "m3", { reviewer = "ana", ts = "2026-01-01T00:00:00Z",
+                gate = "schema", value = {}, errors = {}, contract = { name = "support_ticket", version = "1.0.0" } }))
+            assert.equal(3, st:counts(job).exchanges)
         end)
 
         it("rolls a failed outcome back whole: no outcome, no evidence, no state change", function()

@@ -1080,7 +1080,8 @@ end
 --   `human_review` (latest outcomes of the items that are done: they add up to `done`),
 --   `by_reason` ({["category/kind"] = integer}), `pass` (the job's current pass),
 --   `limit_wait_ms` (summed over runs), `exchanges` (HTTP exchanges recorded, every pass: one per
---   evidence row, those of committed outcomes and those of attempts held back, `hold_back`),
+--   evidence row but a person's, those of committed outcomes and those of attempts held back,
+--   `hold_back`),
 --   `workers` (distinct workers that ran)
 -- @return[2] nil
 -- @treturn[2] table err
@@ -1116,7 +1117,11 @@ function _M.counts(self, job_id)
     -- their outcome or with their item's give-back (`hold_back`: the model unreachable, a rule
     -- that could not run): a run row is written only when a run ends, so a run killed (kill -9)
     -- never adds its count, and a run stopped by a signal counts exchanges of items it gave back.
-    rows, err = self:query("SELECT count(*) AS x FROM evidence WHERE job_id = ?", { job_id })
+    -- A person's records (the desk's refused submissions and decisions) are evidence rows too, but
+    -- no exchange: only theirs carry "decided_by":"human" (a model's record has no such member,
+    -- and a quote inside a JSON string is escaped).
+    rows, err = self:query("SELECT count(*) AS x FROM evidence WHERE job_id = ? AND record_json NOT LIKE ? "
+        .. "ESCAPE '!'", { job_id, '%"decided!_by":"human"%' })
     if not rows then return nil, store_error("read_failed", err) end
     c.exchanges = tonumber(rows[1] and rows[1].x) or 0
     local job = self:job(job_id)
