@@ -237,6 +237,34 @@ local function behaves_like_a_job_store(engine, get_url)
             assert.has_error(function() st:hold_back(job, "w1", "m2", 1, "line") end)
         end)
 
+        it("records the rows of an attempt that decides nothing here, leaving the item to the worker that holds it",
+            function()
+            if not st then return end
+            assert(st:lease(job, "w1", 1, 30))
+            assert(st:exec("UPDATE items SET lease_expires_at = 0 WHERE job_id = ? AND item_id = 'm1'", { job }))
+            assert.equal("m1", assert(st:lease(job, "w2", 1, 30))[1].item_id)
+            -- w1's exchange, made before it found the item taken
+            assert.is_true(st:record_attempts(job, "m1", 1, { '{"attempt":1,"gate":"schema"}' }))
+            local m1 = st:item(job, "m1")
+            assert.same({ "leased", "w2" }, { m1.state, m1.lease_owner })
+            assert(st:record_outcome(job, "m1", { pass = 1, status = "accepted", record_json = "{}", worker = "w2",
+                evidence = { '{"attempt":1,"gate":"accepted"}' } }))
+            -- and one whose outcome w2 recorded first: after it, the item still done
+            assert.is_true(st:record_attempts(job, "m1", 1, { '{"attempt":1,"gate":"accepted"}' }))
+            assert.is_true(st:record_attempts(job, "m1", 1, {}))
+            local got = {}
+            for i, r in ipairs(assert(st:query("SELECT seq, record_json FROM evidence WHERE job_id = ? AND "
+                .. "item_id = 'm1' ORDER BY seq", { job }))) do got[i] = tonumber(r.seq) .. " " .. r.record_json end
+            assert.same({ '1 {"attempt":1,"gate":"schema"}', '2 {"attempt":1,"gate":"accepted"}',
+                '3 {"attempt":1,"gate":"accepted"}' }, got)
+            assert.same({ "done", 1 }, { st:item(job, "m1").state, #st:item(job, "m1").outcomes })
+            assert.equal(3, st:counts(job).exchanges)
+            local ok, err = st:record_attempts(job, "no-such-item", 1, { '{"attempt":1}' })
+            assert.is_nil(ok)
+            assert.same({ "store", "not_found" }, { err.category, err.kind })
+            assert.has_error(function() st:record_attempts(job, "m2", "1", {}) end)
+        end)
+
         it("gives a held-back item back and writes its rows in one transaction: a row it cannot write leaves the "
             .. "item leased and no row", function()
             if not st then return end

@@ -15,7 +15,8 @@
 -- An item's outcome, its evidence rows and its state change commit in ONE transaction
 -- (`record_outcome`); nothing counts as done before that commit. An attempt that settles
 -- nothing (a failure no item can fix) gives its item back with its evidence rows, also in one
--- transaction (`hold_back`): every attempt leaves its rows, whether or not it decided the item.
+-- transaction (`hold_back`); one whose item is no longer this worker's records its rows alone
+-- (`record_attempts`): every attempt leaves its rows, whether or not it decided the item.
 -- An item's rows of one pass are numbered 1, 2, ... in the order written (`next_evidence_seq`).
 --
 -- Errors: methods return `nil, err` with `err.category = "store"` and `kind` one of
@@ -781,6 +782,33 @@ local function insert_evidence(self, job_id, item_id, pass, seq, lines)
         if not r then return nil, e end
     end
     return true
+end
+
+--- Record the evidence rows of an attempt that decides nothing here, leaving the item as it is:
+-- the attempt of a worker whose lease ran out and another took the item, or whose outcome
+-- another recorded first (`duplicate`). Its exchanges were made and its tokens spent; the rows
+-- continue the item's pass (`next_evidence_seq`), in one transaction.
+-- @tparam string job_id
+-- @tparam string item_id
+-- @tparam integer pass the pass the attempt was made under
+-- @tparam {string,...} evidence the attempt's JSON lines (may be empty: then nothing is written)
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] table err (`not_found`: the job has no such item; `write_failed`: rolled back, no row)
+-- @raise when pass is not a number or evidence not a table
+function _M.record_attempts(self, job_id, item_id, pass, evidence)
+    if type(pass) ~= "number" or type(evidence) ~= "table" then
+        error("store:record_attempts: pass (integer) and evidence (array of lines) expected", 2)
+    end
+    if #evidence == 0 then return true end
+    return self:tx(function()
+        local seq, item = self:next_evidence_seq(job_id, item_id, pass)
+        if not seq then return nil, item end
+        if not item then
+            return nil, store_error("not_found", "no item " .. tostring(item_id) .. " in job " .. tostring(job_id))
+        end
+        return insert_evidence(self, job_id, item_id, pass, seq, evidence)
+    end)
 end
 
 --- Give an item back to waiting WITH the evidence rows of the attempt that settled nothing (a
