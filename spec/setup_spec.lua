@@ -36,6 +36,7 @@ describe("jsoncontract.setup", function()
             local p, err = setup.choose_provider(case[1], env(case[2]))
             assert.is_nil(p, case[1]["base-url"])
             assert.truthy(err:find("'s API %([%w.]+%) refuses every request without an API key"), err)
+            if next(case[2]) then assert.truthy(err:find("^%u+_API_KEY holds only blanks: "), err) end
         end
         -- a server of its own (no key), a blank key there, a real key: chosen
         assert(setup.choose_provider({ ["base-url"] = "http://127.0.0.1:9/v1", model = "m" }, env {}))

@@ -132,7 +132,7 @@ function _M.choose_provider(o, getenv)
             if not model then return nil, "provider " .. name .. " has no default model: give --model" end
             -- (a blank key is none: the provider's own API would refuse every request)
             local no_key = providers.missing_key(name, url or nil, key)
-            if no_key then return nil, no_key end
+            if no_key then return nil, f.key_env .. " holds only blanks: " .. no_key end
             return { provider = name, api_key = key, model = model, base_url = url or nil }
         end
     end
