@@ -2,6 +2,7 @@
 -- server started here: one schema, one code path, the same expectations for both.
 local store = require "jsoncontract.jobs.store"
 local jobs = require "support.jobs"
+local util = require "support.util"
 
 local function items(n)
     local out = {}
@@ -13,12 +14,13 @@ end
 
 local function behaves_like_a_job_store(engine, get_url)
     describe(engine, function()
-        local st, job
+        local st, job, store_url
 
         before_each(function()
-            local url, why = get_url()
-            if not url then return pending(why) end
-            st = assert(store.open(url))
+            local why
+            store_url, why = get_url()
+            if not store_url then return pending(why) end
+            st = assert(store.open(store_url))
             job = assert(st:create_job { contract_name = "support_ticket", contract_version = "1.0.0",
                 schema_hash = "abc", provider = "openai", model = "m", options_json = "{}", input_digest = "x" })
             assert.equal(5, st:add_items(job, items(5)))
@@ -263,6 +265,44 @@ local function behaves_like_a_job_store(engine, get_url)
             assert.is_nil(ok)
             assert.same({ "store", "not_found" }, { err.category, err.kind })
             assert.has_error(function() st:record_attempts(job, "m2", "1", {}) end)
+        end)
+
+        it("numbers one item's rows one after the other when several processes write them at once", function()
+            if not st then return end
+            -- three writers (a held-back attempt, a taken-over one, a person's refused submission)
+            -- on one item, each in its own process and connection
+            local child = util.fresh_path() .. ".lua"
+            local f = assert(io.open(child, "w"))
+            f:write(([[
+package.path, package.cpath = "lua/?.lua;lua/?/init.lua;" .. package.path, %q
+local store = require "jsoncontract.jobs.store"
+local review = require "jsoncontract.review.queries"
+local st = assert(store.open(%q, { create = false }))
+local w = arg[1]
+for i = 1, 40 do
+    local line = '{"attempt":' .. i .. ',"w":"' .. w .. '"}'
+    if w == "a" then assert(st:hold_back(%q, "w" .. w, "m1", 1, { line, line }) ~= nil)
+    elseif w == "b" then assert(st:record_attempts(%q, "m1", 1, { line }))
+    else assert(review.record_human_attempt(st, %q, "m1", { reviewer = "ana", ts = "t", gate = "schema",
+        value = {}, errors = {} })) end
+end
+st:close()
+]]):format(package.cpath, store_url, job, job, job))
+            f:close()
+            finally(function() os.remove(child) end)
+            local procs = {}
+            for _, w in ipairs { "a", "b", "c" } do
+                procs[#procs + 1] = io.popen(("%s %s %s 2>&1; echo rc=$?"):format(util.LUA, child, w))
+            end
+            for _, p in ipairs(procs) do
+                local out = p:read("*a")
+                p:close()
+                assert.truthy(out:find("rc=0", 1, true), out)
+            end
+            local rows = assert(st:query("SELECT seq FROM evidence WHERE job_id = ? AND item_id = 'm1' AND pass = 1 "
+                .. "ORDER BY seq", { job }))
+            assert.equal(160, #rows)
+            for i, r in ipairs(rows) do assert.equal(i, tonumber(r.seq)) end
         end)
 
         it("gives a held-back item back and writes its rows in one transaction: a row it cannot write leaves the "
