@@ -343,6 +343,25 @@ describe("provider facts", function()
         assert.truthy(out:find("whose key is read from OPENAI_API_KEY, which is not set here", 1, true), out)
     end)
 
+    it("refuse to start or resume a job at its provider's own host without a key (--base-url naming it)", function()
+        local pipe, port = key_server("gm-right-key-0009")
+        local dir = util.fresh_path()
+        finally(function() stop_key_server(pipe, port) os.execute("rm -rf " .. q(dir)) end)
+        local out, code = cli(("triage --provider openai --input examples/mailbox.jsonl --limit 2 --model m "
+            .. "--base-url https://API.openai.com./v1 --out %s"):format(q(dir)))
+        assert.equal(2, code, out)
+        assert.truthy(out:find("openai's API (api.openai.com) refuses every request without an API key", 1, true),
+            out)
+        out, code = cli(("triage --provider openai --input examples/mailbox.jsonl --limit 2 --model m "
+            .. "--fail-after 1 --out %s"):format(q(dir)),
+            ("OPENAI_API_KEY=wrong-0010 OPENAI_BASE_URL=http://127.0.0.1:%d"):format(port))
+        assert.equal(1, code, out)
+        out, code = cli(("triage --resume %s --base-url https://api.openai.com"):format(q(dir)))
+        assert.equal(2, code, out)
+        assert.truthy(out:find("openai's API (api.openai.com) refuses every request without an API key", 1, true),
+            out)
+    end)
+
     it("choose the provider by the key set, with its default model", function()
         local setup = require "jsoncontract.setup"
         local function env(t) return function(n) return t[n] end end

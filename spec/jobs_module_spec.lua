@@ -354,6 +354,35 @@ describe("failing closed", function()
         end
     end)
 
+    it("no key for a provider's own API: the gateway's new refuses too, a provider module, a blank key or "
+        .. "an api_key_env that names no variable", function()
+        local gw = require "jsoncontract.nginx"
+        local openai = require("jsoncontract.providers").get("openai")
+        local want = "nginx gateway: openai's API (api.openai.com) refuses every request without an API key"
+        for _, o in ipairs { { provider = openai }, { provider = "openai", base_url = "https://API.openai.com./v1" } } do
+            o.model, o.contracts, o.context = "m", { sku = dir .. "/none.lua" }, false
+            local ok, err = pcall(gw.new, o)
+            assert.is_false(ok)
+            assert.truthy(tostring(err):find(want, 1, true), tostring(err))
+        end
+        -- a blank api_key would be sent as it is (and api_key_env never read)
+        for _, env in ipairs { "OPENAI_API_KEY", false } do
+            local ok, err = pcall(gw.new, { provider = "openai", model = "m", api_key = " ", api_key_env = env or nil,
+                contracts = { sku = dir .. "/none.lua" }, context = false })
+            assert.is_false(ok)
+            assert.truthy(tostring(err):find("nginx gateway: api_key is blank: give the key, or api_key_env alone", 1,
+                true), tostring(err))
+        end
+        -- (every request would answer 500 "is not set in the worker")
+        for _, name in ipairs { "", " ", "A=B" } do
+            local ok, err = pcall(gw.new, { provider = "openai", model = "m", api_key_env = name,
+                contracts = { sku = dir .. "/none.lua" }, context = false })
+            assert.is_false(ok)
+            assert.truthy(tostring(err):find("nginx gateway: api_key_env must name an environment variable, got "
+                .. ("%q"):format(name), 1, true), tostring(err))
+        end
+    end)
+
     it("rules without a context: the review desk refuses to start, naming the rule", function()
         local out, code = sh(("run --job examples/support_ticket.lua --input examples/support_ticket.jsonl --out %s/job "
             .. "--delay-ms 0"):format(q(dir)))

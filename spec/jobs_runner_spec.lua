@@ -1,6 +1,6 @@
 -- One worker's run (jsoncontract.jobs.runner) on a real SQLite store against the stand-in
 -- model: a worker that stalled past its lease, whose item another worker took over, asks the
--- model no more for that item and records nothing for it.
+-- model no more for that item and records no outcome for it, only the rows of the exchanges made.
 local util = require "support.util"
 local jobs = require "support.jobs"
 local store = require "jsoncontract.jobs.store"
@@ -12,7 +12,7 @@ local ticket = dofile("examples/support_ticket.lua")
 local MAIL = "the courier did not come for order 1042, urgent, I leave tomorrow"
 
 describe("jsoncontract.jobs.runner", function()
-    it("stops asking the model for an item another worker took over, and records nothing for it", function()
+    it("stops asking the model for an item another worker took over, and records only the exchanges made", function()
         local dir = util.fresh_path()
         os.execute("mkdir -p " .. jobs.q(dir))
         local log = dir .. "/standin.log"
@@ -48,6 +48,11 @@ describe("jsoncontract.jobs.runner", function()
         -- came back when the other's expired, and the item was asked again from the start
         assert.same({ 1, 1, 1 }, { res.taken_over, res.done, res.accepted })
         assert.equal(3, #jobs.standin_log(log)) -- wrong answer (given up), then wrong and right
+        -- every exchange made leaves its row, the given-up one too (first, under the same pass)
+        assert.equal(3, st:counts(job).exchanges)
+        local kinds = {}
+        for i, rec in ipairs(st:evidence_for(job, "m1")) do kinds[i] = rec.gate end
+        assert.same({ "schema", "schema", "accepted" }, kinds) -- (not the refusal to ask once it was lost)
         local m1 = st:item(job, "m1")
         assert.same({ "done", "accepted", 1 }, { m1.state, m1.status, #m1.outcomes })
         -- the accepted value is the model's text as the gates passed it (not decoded and

@@ -2,6 +2,7 @@
 -- server started here: one schema, one code path, the same expectations for both.
 local store = require "jsoncontract.jobs.store"
 local jobs = require "support.jobs"
+local util = require "support.util"
 
 local function items(n)
     local out = {}
@@ -13,12 +14,13 @@ end
 
 local function behaves_like_a_job_store(engine, get_url)
     describe(engine, function()
-        local st, job
+        local st, job, store_url
 
         before_each(function()
-            local url, why = get_url()
-            if not url then return pending(why) end
-            st = assert(store.open(url))
+            local why
+            store_url, why = get_url()
+            if not store_url then return pending(why) end
+            st = assert(store.open(store_url))
             job = assert(st:create_job { contract_name = "support_ticket", contract_version = "1.0.0",
                 schema_hash = "abc", provider = "openai", model = "m", options_json = "{}", input_digest = "x" })
             assert.equal(5, st:add_items(job, items(5)))
@@ -237,6 +239,72 @@ local function behaves_like_a_job_store(engine, get_url)
             assert.has_error(function() st:hold_back(job, "w1", "m2", 1, "line") end)
         end)
 
+        it("records the rows of an attempt that decides nothing here, leaving the item to the worker that holds it",
+            function()
+            if not st then return end
+            assert(st:lease(job, "w1", 1, 30))
+            assert(st:exec("UPDATE items SET lease_expires_at = 0 WHERE job_id = ? AND item_id = 'm1'", { job }))
+            assert.equal("m1", assert(st:lease(job, "w2", 1, 30))[1].item_id)
+            -- w1's exchange, made before it found the item taken
+            assert.is_true(st:record_attempts(job, "m1", 1, { '{"attempt":1,"gate":"schema"}' }))
+            local m1 = st:item(job, "m1")
+            assert.same({ "leased", "w2" }, { m1.state, m1.lease_owner })
+            assert(st:record_outcome(job, "m1", { pass = 1, status = "accepted", record_json = "{}", worker = "w2",
+                evidence = { '{"attempt":1,"gate":"accepted"}' } }))
+            -- and one whose outcome w2 recorded first: after it, the item still done
+            assert.is_true(st:record_attempts(job, "m1", 1, { '{"attempt":1,"gate":"accepted"}' }))
+            assert.is_true(st:record_attempts(job, "m1", 1, {}))
+            local got = {}
+            for i, r in ipairs(assert(st:query("SELECT seq, record_json FROM evidence WHERE job_id = ? AND "
+                .. "item_id = 'm1' ORDER BY seq", { job }))) do got[i] = tonumber(r.seq) .. " " .. r.record_json end
+            assert.same({ '1 {"attempt":1,"gate":"schema"}', '2 {"attempt":1,"gate":"accepted"}',
+                '3 {"attempt":1,"gate":"accepted"}' }, got)
+            assert.same({ "done", 1 }, { st:item(job, "m1").state, #st:item(job, "m1").outcomes })
+            assert.equal(3, st:counts(job).exchanges)
+            local ok, err = st:record_attempts(job, "no-such-item", 1, { '{"attempt":1}' })
+            assert.is_nil(ok)
+            assert.same({ "store", "not_found" }, { err.category, err.kind })
+            assert.has_error(function() st:record_attempts(job, "m2", "1", {}) end)
+        end)
+
+        it("numbers one item's rows one after the other when several processes write them at once", function()
+            if not st then return end
+            -- three writers (a held-back attempt, a taken-over one, a person's refused submission)
+            -- on one item, each in its own process and connection
+            local child = util.fresh_path() .. ".lua"
+            local f = assert(io.open(child, "w"))
+            f:write(([[
+package.path, package.cpath = "lua/?.lua;lua/?/init.lua;" .. package.path, %q
+local store = require "jsoncontract.jobs.store"
+local review = require "jsoncontract.review.queries"
+local st = assert(store.open(%q, { create = false }))
+local w = arg[1]
+for i = 1, 40 do
+    local line = '{"attempt":' .. i .. ',"w":"' .. w .. '"}'
+    if w == "a" then assert(st:hold_back(%q, "w" .. w, "m1", 1, { line, line }) ~= nil)
+    elseif w == "b" then assert(st:record_attempts(%q, "m1", 1, { line }))
+    else assert(review.record_human_attempt(st, %q, "m1", { reviewer = "ana", ts = "t", gate = "schema",
+        value = {}, errors = {} })) end
+end
+st:close()
+]]):format(package.cpath, store_url, job, job, job))
+            f:close()
+            finally(function() os.remove(child) end)
+            local procs = {}
+            for _, w in ipairs { "a", "b", "c" } do
+                procs[#procs + 1] = io.popen(("%s %s %s 2>&1; echo rc=$?"):format(util.LUA, child, w))
+            end
+            for _, p in ipairs(procs) do
+                local out = p:read("*a")
+                p:close()
+                assert.truthy(out:find("rc=0", 1, true), out)
+            end
+            local rows = assert(st:query("SELECT seq FROM evidence WHERE job_id = ? AND item_id = 'm1' AND pass = 1 "
+                .. "ORDER BY seq", { job }))
+            assert.equal(160, #rows)
+            for i, r in ipairs(rows) do assert.equal(i, tonumber(r.seq)) end
+        end)
+
         it("gives a held-back item back and writes its rows in one transaction: a row it cannot write leaves the "
             .. "item leased and no row", function()
             if not st then return end
@@ -272,6 +340,11 @@ local function behaves_like_a_job_store(engine, get_url)
             for i, r in ipairs(rows) do got[i] = tonumber(r.pass) .. "/" .. tonumber(r.seq) end
             assert.same({ "1/1", "2/1", "2/2", "2/3" }, got)
             assert.truthy(rows[4].record_json:find('"decided_by":"human"', 1, true), rows[4].record_json)
+            -- a person's records are no HTTP exchanges: three were made (and a refused submission
+            -- recorded on another item counts none either)
+            assert(review.record_human_attempt(st, job, "m3", { reviewer = "ana", ts = "2026-01-01T00:00:00Z",
+                gate = "schema", value = {}, errors = {}, contract = { name = "support_ticket", version = "1.0.0" } }))
+            assert.equal(3, st:counts(job).exchanges)
         end)
 
         it("rolls a failed outcome back whole: no outcome, no evidence, no state change", function()

@@ -36,6 +36,45 @@ describe("jsoncontract.providers", function()
         end)
     end)
 
+    describe("missing_key()", function()
+        local REFUSED = "openai's API (api.openai.com) refuses every request without an API key: give api_key "
+            .. "(it is usually in OPENAI_API_KEY), or a base_url for a server that needs none"
+        it("refuses every spelling of the provider's own host that a transport sends there", function()
+            for _, url in ipairs { "https://api.openai.com", "https://API.OPENAI.COM/v1", "HTTPS://api.openai.com",
+                "https://api.openai.com./v1", "https://API.openai.com.:443/v1", "https://api.openai.com:443",
+                "http://api.openai.com/", "https://x@api.openai.com/v1", "https://user:pw@api.openai.com",
+                "https://api.openai.com?x=1", "https://api.openai.com#f" } do
+                assert.equal(REFUSED, providers.missing_key("openai", url, nil), url)
+            end
+        end)
+        it("lets another host decide: a proxy, a local server, a look-alike name", function()
+            for _, url in ipairs { "http://127.0.0.1:9/v1", "https://[::1]:8443/v1", "http://[::1]/",
+                "https://api.openai.com.example.com/v1", "https://example.com/api.openai.com",
+                "https://example.com?h=api.openai.com", "https://api.openai.com@example.com/v1",
+                "https://llm-proxy.example.com" } do
+                assert.is_nil(providers.missing_key("openai", url, nil), url)
+            end
+        end)
+        it("counts an empty or blank key as none", function()
+            for _, key in ipairs { "", " ", "\t\n" } do
+                assert.equal(REFUSED, providers.missing_key("openai", nil, key), ("%q"):format(key))
+            end
+            assert.is_nil(providers.missing_key("openai", nil, "sk-test-7f3a9c"))
+        end)
+        it("never quotes the base_url nor the key it was given", function()
+            local msg = providers.missing_key("openai", "https://sk-user-secret:pw-9f2@API.openai.com./v1", " ")
+            assert.equal(REFUSED, msg)
+            assert.is_nil(msg:find("secret", 1, true))
+            assert.is_nil(msg:find("pw-9f2", 1, true))
+        end)
+        it("takes a provider module, with or without FACTS", function()
+            assert.equal(REFUSED:gsub("^openai", "openai_responses"), providers.missing_key(openai_responses))
+            assert.is_nil(providers.missing_key({ name = "mine", build_request = function() end }))
+            assert.is_nil(providers.missing_key("ollama"))
+            assert.is_nil(providers.missing_key("llamacpp"))
+        end)
+    end)
+
     --------------------------------------------------------------------------
     -- build_request
     --------------------------------------------------------------------------

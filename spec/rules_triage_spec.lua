@@ -233,5 +233,12 @@ return M
         local exported = util.read(dir .. "/out/evidence.jsonl") or ""
         assert.truthy(exported:find('"kind":"rule_interrupted"', 1, true), exported)
         assert.equal(st:counts(job.id).exchanges, select(2, exported:gsub("\n", "")))
+        -- replaying the folder does not run the stopped rule again (it would loop, or differ: a
+        -- signal's verdict is not the text's), and names the record it left out
+        local out = util.sh(("timeout 60 %s bin/jsoncontract replay %s/out --contract %s/stuck.lua 2>&1")
+            :format(LUA, dir, dir))
+        assert.truthy(out:find(": recorded rules/rule_interrupted (a signal stopped the rule, not the text): not "
+            .. "replayed", 1, true), out)
+        assert.falsy(out:find("DIFFERS", 1, true), out)
     end)
 end)

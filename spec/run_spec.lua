@@ -479,6 +479,16 @@ describe("jsoncontract.run", function()
                 assert.same({}, log.lines) -- no exchange began
             end
         end)
+        it("raises on an api_key that is not a string, sending nothing", function()
+            for _, key in ipairs { false, 123, true, {} } do
+                local sent = false
+                assert.has_error(function()
+                    jc.ask(ticket.contract, "x", { provider = "openai", model = "m", api_key = key,
+                        transport = function() sent = true end })
+                end, "opts.api_key must be a string or nil")
+                assert.is_false(sent)
+            end
+        end)
         it("sends without a key where the server decides: another host, a local model, a key given, a "
             .. "transport of the caller's own", function()
             for _, opts in ipairs {

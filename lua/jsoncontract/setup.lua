@@ -94,8 +94,10 @@ end
 --- Which provider, model, key and base URL. A key in the environment wins: the named
 -- provider's key variable, or without `--provider` the first provider (by its facts' `detect`
 -- rank: openai, anthropic, gemini) whose key is set. A base URL without a key talks to that
--- server without one (a local OpenAI-compatible server, say); otherwise the stand-in. The key
--- variable, base URL variable, model variable and default model are the provider's facts.
+-- server without one (a local OpenAI-compatible server, say), unless it is the provider's own
+-- API host, which refuses every request without a key (`jsoncontract.providers.missing_key`,
+-- also for a blank key); otherwise the stand-in. The key variable, base URL variable, model
+-- variable and default model are the provider's facts.
 -- @tparam table o `provider`, `model`, `base_url` (the command's options; `["base-url"]` as
 --   `jsoncontract.cli.job_commands` names it works too)
 -- @tparam[opt] function getenv how to read a variable (default `os.getenv`)
@@ -128,11 +130,16 @@ function _M.choose_provider(o, getenv)
             if url == nil then return nil, uerr end
             local model = o.model or (f.model_env and set(env(f.model_env))) or f.default_model
             if not model then return nil, "provider " .. name .. " has no default model: give --model" end
+            -- (a blank key is none: the provider's own API would refuse every request)
+            local no_key = providers.missing_key(name, url or nil, key)
+            if no_key then return nil, f.key_env .. " holds only blanks: " .. no_key end
             return { provider = name, api_key = key, model = model, base_url = url or nil }
         end
     end
     if base then
         if not o.model then return nil, "option --base-url without an API key needs --model" end
+        local no_key = providers.missing_key(o.provider or "openai", base, nil)
+        if no_key then return nil, "option --base-url: " .. no_key end
         return { provider = o.provider or "openai", model = o.model, base_url = base }
     end
     local name = o.provider or "openai"

@@ -610,6 +610,8 @@ local function job_context(job, env, o)
             return nil, format("job %s asks %s, whose key is read from %s, which is not set here (keys are never "
                 .. "stored); set it, or give --base-url", job.id, job.provider, pe.key_env)
         end
+        local no_key = require("jsoncontract.providers").missing_key(job.provider, p.base_url, p.api_key)
+        if no_key then return nil, format("job %s: %s", job.id, no_key) end
     end
     return { mod = mod, contract = mod.contract, p = p, jo = jo, changed = changed and ident or nil,
         options_changed = options_changed, module_changed = module_changed and not changed }

@@ -141,6 +141,12 @@ local function recorded_module(dir)
     return nil
 end
 
+-- Where a record is, as a line of the report names it: "line 4 (m-1042) attempt 2".
+local function where_of(lineno, rec)
+    return format("line %d%s%s", lineno, type(rec.item_id) == "string" and (" (" .. rec.item_id .. ")") or "",
+        rec.attempt ~= nil and (" attempt " .. tostring(rec.attempt)) or "")
+end
+
 local function run_replay(args, env)
     local out = env.stdout
     local path = args.evidence
@@ -196,6 +202,12 @@ local function run_replay(args, env)
                         core.encode(rec.gate == nil and core.null or rec.gate)))
                 end
                 skipped = skipped + 1
+            elseif rec.kind == "rule_interrupted" then
+                -- The run's signal stopped the rule (a held-back attempt): a verdict on the run, not
+                -- on the text, so no replay can agree with it; and a rule that was stuck would loop here.
+                unknown = unknown + 1
+                out:write(format("%s: recorded rules/rule_interrupted (a signal stopped the rule, not the text): "
+                    .. "not replayed\n", where_of(lineno, rec)))
             else
                 local names = {}
                 if rec.adapters ~= nil and getmetatable(rec.adapters) ~= core.array_mt then
@@ -216,9 +228,7 @@ local function run_replay(args, env)
                 local gate, kind = verdict_of(value, cres)
                 local rgate = rec.gate
                 local rkind = rgate ~= "accepted" and rec.kind or nil
-                local where = format("line %d%s%s", lineno,
-                    type(rec.item_id) == "string" and (" (" .. rec.item_id .. ")") or "",
-                    rec.attempt ~= nil and (" attempt " .. tostring(rec.attempt)) or "")
+                local where = where_of(lineno, rec)
                 n = n + 1
                 local note = ""
                 if type(rec.contract) == "table" and rec.contract.schema_hash

@@ -94,7 +94,7 @@ end
 --   `pass`, `metrics` (per gate, see `jsoncontract.evidence`), `rules_caught` ({[rule name] =
 --   items handed over by it}), `review_reasons` ({["category/kind"] = n}), `exchanges` (HTTP
 --   exchanges recorded, every pass: those of the committed outcomes and those of the attempts
---   held back, a failure no item can fix; the lines of evidence.jsonl),
+--   held back, a failure no item can fix; the lines of evidence.jsonl but a person's records),
 --   `limit_wait_s` (seconds requests waited on rate limits, summed over runs), `workers`
 -- @return[2] nil
 -- @treturn[2] table err

@@ -205,8 +205,9 @@ end
 --   drain the run; default true), `fail_after` (integer >= 1: failures no item can fix in a row
 --   that stop the run, default `jsoncontract.jobs.breaker.DEFAULT_LIMIT`; see below)
 -- @treturn table result `stats` (scheduler stats), `done`, `accepted`, `human_review`, `duplicates`
---   (outcomes another worker had recorded first), `taken_over` (items whose lease ran out while
---   this worker stalled and another worker took: not asked again, not recorded here),
+--   (outcomes another worker had recorded first: the attempt's rows recorded after them), `taken_over`
+--   (items whose lease ran out while this worker stalled and another worker took: not asked again, no
+--   outcome recorded here, only the rows of the exchanges made, `store:record_attempts`),
 --   `signal` ("SIGINT"|"SIGTERM"|nil),
 --   `store_error` (err table when recording failed: the run stopped there), `released` (leases
 --   given back), `owner`, `started_at`, `held_back` (outcomes no item could fix, not recorded: the
@@ -272,8 +273,10 @@ function _M.run(store, job_id, ctx)
         for k, v in pairs(ctx.ask) do opts[k] = v end
         opts.sleep, opts.evidence, opts.item_id = scheduler.sleep, log, item.id
         opts.as_json = true -- the accepted text is stored as it is
+        local made -- records of the exchanges made, when the lease was found lost (then no more are)
         opts.transport = function(req)
             if lost[item.id] then
+                made = made or #log.lines
                 return nil, errors.new("transport", "lease_lost", "this worker's lease on the item ran out and "
                     .. "another worker took it: not asked again here", { retryable = false })
             end
@@ -286,7 +289,7 @@ function _M.run(store, job_id, ctx)
             outcome = no_attempt(item, "internal", "item_error", "this item could not be processed: "
                 .. secrets.clean(secrets.describe(outcome), ctx.ask.api_key, 500))
         end
-        return { item = item, leased = leased, outcome = outcome, evidence = log.lines }
+        return { item = item, leased = leased, outcome = outcome, evidence = log.lines, made = made }
     end
 
     -- HTTP exchanges of the items finished here (one evidence record each): what the run's
@@ -304,18 +307,28 @@ function _M.run(store, job_id, ctx)
         end
     end
 
+    -- The rows of an attempt that decides nothing here (the item another worker's, or decided by
+    -- another): recorded, the item left alone. (Not `hold_back`: this worker may hold the item
+    -- again under a new lease by now, which a give-back would undo.)
+    local function record_attempts(w, result)
+        local lines = result.evidence or {}
+        if result.made then lines = { compat.unpack(lines, 1, result.made) } end -- (not the refusal to send)
+        local ok, err = store:record_attempts(job_id, w.item_id, w.pass, lines)
+        if not ok then take_error = take_error or err end
+    end
+
     local function on_done(w, result, ok)
         local reason = ok and type(result) == "table" and type(result.outcome) == "table" and result.outcome.reason
         held[w.item_id] = nil
         finished_exchanges = finished_exchanges + (ok and type(result) == "table" and #(result.evidence or {}) or 0)
-        if type(reason) == "table" and reason.kind == "rule_interrupted" then
-            lost[w.item_id] = nil
-            return hold_back(w, result) -- stopped by the run's signal, not decided: it waits for --resume
-        end
         if lost[w.item_id] then
             lost[w.item_id] = nil
             res.taken_over = res.taken_over + 1
+            if ok and type(result) == "table" then return record_attempts(w, result) end
             return
+        end
+        if type(reason) == "table" and reason.kind == "rule_interrupted" then
+            return hold_back(w, result) -- stopped by the run's signal, not decided: it waits for --resume
         end
         if not ok then
             result = { item = { id = w.item_id }, outcome = no_attempt({ id = w.item_id }, "internal", "item_error",
@@ -338,7 +351,7 @@ function _M.run(store, job_id, ctx)
         if not recorded then
             if err.kind == "duplicate" then
                 res.duplicates = res.duplicates + 1
-                return
+                return record_attempts(w, result)
             end
             error(err, 0)  -- nothing after this counts: the run stops here
         end

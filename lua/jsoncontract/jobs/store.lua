@@ -15,7 +15,8 @@
 -- An item's outcome, its evidence rows and its state change commit in ONE transaction
 -- (`record_outcome`); nothing counts as done before that commit. An attempt that settles
 -- nothing (a failure no item can fix) gives its item back with its evidence rows, also in one
--- transaction (`hold_back`): every attempt leaves its rows, whether or not it decided the item.
+-- transaction (`hold_back`); one whose item is no longer this worker's records its rows alone
+-- (`record_attempts`): every attempt leaves its rows, whether or not it decided the item.
 -- An item's rows of one pass are numbered 1, 2, ... in the order written (`next_evidence_seq`).
 --
 -- Errors: methods return `nil, err` with `err.category = "store"` and `kind` one of
@@ -783,6 +784,33 @@ local function insert_evidence(self, job_id, item_id, pass, seq, lines)
     return true
 end
 
+--- Record the evidence rows of an attempt that decides nothing here, leaving the item as it is:
+-- the attempt of a worker whose lease ran out and another took the item, or whose outcome
+-- another recorded first (`duplicate`). Its exchanges were made and its tokens spent; the rows
+-- continue the item's pass (`next_evidence_seq`), in one transaction.
+-- @tparam string job_id
+-- @tparam string item_id
+-- @tparam integer pass the pass the attempt was made under
+-- @tparam {string,...} evidence the attempt's JSON lines (may be empty: then nothing is written)
+-- @treturn[1] true
+-- @return[2] nil
+-- @treturn[2] table err (`not_found`: the job has no such item; `write_failed`: rolled back, no row)
+-- @raise when pass is not a number or evidence not a table
+function _M.record_attempts(self, job_id, item_id, pass, evidence)
+    if type(pass) ~= "number" or type(evidence) ~= "table" then
+        error("store:record_attempts: pass (integer) and evidence (array of lines) expected", 2)
+    end
+    if #evidence == 0 then return true end
+    return self:tx(function()
+        local seq, item = self:next_evidence_seq(job_id, item_id, pass)
+        if not seq then return nil, item end
+        if not item then
+            return nil, store_error("not_found", "no item " .. tostring(item_id) .. " in job " .. tostring(job_id))
+        end
+        return insert_evidence(self, job_id, item_id, pass, seq, evidence)
+    end)
+end
+
 --- Give an item back to waiting WITH the evidence rows of the attempt that settled nothing (a
 -- failure no item can fix, `jsoncontract.jobs.breaker`: the model unreachable, a 401, a rule
 -- that could not run; or a rule the run's signal stopped), in ONE transaction: the rows and the
@@ -1080,7 +1108,8 @@ end
 --   `human_review` (latest outcomes of the items that are done: they add up to `done`),
 --   `by_reason` ({["category/kind"] = integer}), `pass` (the job's current pass),
 --   `limit_wait_ms` (summed over runs), `exchanges` (HTTP exchanges recorded, every pass: one per
---   evidence row, those of committed outcomes and those of attempts held back, `hold_back`),
+--   evidence row but a person's, those of committed outcomes and those of attempts held back,
+--   `hold_back`),
 --   `workers` (distinct workers that ran)
 -- @return[2] nil
 -- @treturn[2] table err
@@ -1116,7 +1145,11 @@ function _M.counts(self, job_id)
     -- their outcome or with their item's give-back (`hold_back`: the model unreachable, a rule
     -- that could not run): a run row is written only when a run ends, so a run killed (kill -9)
     -- never adds its count, and a run stopped by a signal counts exchanges of items it gave back.
-    rows, err = self:query("SELECT count(*) AS x FROM evidence WHERE job_id = ?", { job_id })
+    -- A person's records (the desk's refused submissions and decisions) are evidence rows too, but
+    -- no exchange: only theirs carry "decided_by":"human" (a model's record has no such member,
+    -- and a quote inside a JSON string is escaped).
+    rows, err = self:query("SELECT count(*) AS x FROM evidence WHERE job_id = ? AND record_json NOT LIKE ? "
+        .. "ESCAPE '!'", { job_id, '%"decided!_by":"human"%' })
     if not rows then return nil, store_error("read_failed", err) end
     c.exchanges = tonumber(rows[1] and rows[1].x) or 0
     local job = self:job(job_id)

@@ -151,7 +151,8 @@ local OPTS = {
 --   (see `jsoncontract.nginx.handover`); when that fails the answer is 503
 --   `handover_unavailable` instead of the 202. `on_handover` runs after it either way.
 -- @treturn table gateway
--- @raise on a missing or mistyped option, a metrics dict nginx does not have, no `api_key` nor
+-- @raise on a missing or mistyped option, a metrics dict nginx does not have, a blank `api_key`,
+--   an `api_key_env` no variable can be named (empty, blank, holding "="), no `api_key` nor
 --   `api_key_env` for a provider whose own API refuses every request without one
 --   (`jsoncontract.providers.missing_key`)
 -- @usage local gw = require("jsoncontract.nginx").new{ provider = "openai", model = "gpt-4o-mini",
@@ -170,6 +171,14 @@ function _M.new(opts)
     end
     if not opts.model then error("nginx gateway: model is required", 2) end
     if not opts.contracts then error("nginx gateway: contracts is required", 2) end
+    -- (a blank key would be sent as it is, and api_key_env never read)
+    if opts.api_key ~= nil and not opts.api_key:find("%S") then
+        error("nginx gateway: api_key is blank: give the key, or api_key_env alone", 2)
+    end
+    -- (a name no variable can have: every request would answer 500 "is not set in the worker")
+    if opts.api_key_env ~= nil and not opts.api_key_env:find("^[^=%s]+$") then
+        error(format("nginx gateway: api_key_env must name an environment variable, got %q", opts.api_key_env), 2)
+    end
     if not opts.api_key_env then
         local no_key = require("jsoncontract.providers").missing_key(opts.provider, opts.base_url, opts.api_key)
         if no_key then error("nginx gateway: " .. no_key .. " (or api_key_env)", 2) end
