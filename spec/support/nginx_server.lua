@@ -53,8 +53,9 @@ function S.error_log(self)
     return util.read(self.dir .. "/error.log") or ""
 end
 
---- Stop the helper (`opts.helper` of `start`), then the master (TERM, wait up to 5 s), and
--- remove the prefix; idempotent.
+--- Stop the helper (`opts.helper` of `start`), then the master (TERM, wait up to 60 s: its
+-- workers run exit_worker first, and a spec may read what that writes), and remove the
+-- prefix; idempotent.
 function S.stop(self, keep_dir)
     local stop_helper = self.stop_helper
     self.stop_helper = nil
@@ -62,7 +63,7 @@ function S.stop(self, keep_dir)
     local pid = self:pid()
     if pid then
         run("kill -TERM " .. pid .. "; i=0; while kill -0 " .. pid ..
-            " 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done")
+            " 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done")
     end
     if self.dir and not keep_dir then run("rm -rf " .. q(self.dir)) end
     self.dir = nil
@@ -126,19 +127,18 @@ function M.start(opts)
         error("nginx did not start: " .. out .. log, 0)
     end
     local curl = require "jsoncontract.transport.curl"
-    for _ = 1, 50 do
-        if curl.request { url = self.base .. (opts.ready or "/"), timeout_ms = 1000 } then
-            if opts.helper then
-                local ok, stop = pcall(opts.helper)
-                if not ok then
-                    self:stop()
-                    error(stop, 0)
-                end
-                self.stop_helper = stop
+    -- (up to a minute: on a busy machine a worker's init_by_lua may take seconds)
+    if util.wait_until(function() return curl.request { url = self.base .. (opts.ready or "/"), timeout_ms = 5000 } end,
+            60, 0.1) then
+        if opts.helper then
+            local ok, stop = pcall(opts.helper)
+            if not ok then
+                self:stop()
+                error(stop, 0)
             end
-            return self
+            self.stop_helper = stop
         end
-        run("sleep 0.1")
+        return self
     end
     local log = self:error_log()
     self:stop()
