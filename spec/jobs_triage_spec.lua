@@ -106,7 +106,9 @@ describe("triage as a job", function()
             if not mailbox then return pending(why) end
             local dir, out = tmpdir(), os.tmpname()
             finally(function() os.execute("rm -rf " .. q(dir)) os.remove(out) end)
-            local pid = jobs.spawn_status(triage_cmd(("--input %s --out %s --delay-ms 60 --parallel 4")
+            -- (150 ms an answer: the hundred mails take seconds, so the signal comes mid-run even
+            -- when a busy machine sends it late)
+            local pid = jobs.spawn_status(triage_cmd(("--input %s --out %s --delay-ms 150 --parallel 4")
                 :format(q(mailbox), q(dir))), out)
             assert(jobs.wait_for(out, "triage: ", 20))
             jobs.sleep(0.4)
