@@ -110,21 +110,27 @@ end
 function M.start(opts)
     local root = run("pwd"):match("^(%S+)")
     local dir = run("mktemp -d"):match("^(%S+)")
-    local port = util.closed_port()
-    local conf = conf_text(opts, port, dir, root)
-    local f = assert(io.open(dir .. "/nginx.conf", "w"))
-    f:write(conf)
-    f:close()
-    local self = setmetatable({ dir = dir, port = port, base = "http://127.0.0.1:" .. port, root = root }, server_mt)
     local env = {}
     for k, v in pairs(opts.env or {}) do env[#env + 1] = k .. "=" .. q(v) end
     table.sort(env)
-    local out, code = run(string.format("%snginx -p %s -c %s/nginx.conf -e %s/error.log",
-        #env > 0 and "env " .. table.concat(env, " ") .. " " or "", q(dir), q(dir), q(dir)))
-    if code ~= 0 then
+    local self
+    -- The port was free when picked, but anything on the machine (another spec run, an
+    -- outgoing connection) may take it before nginx binds it: then a new one, twice at most.
+    for attempt = 1, 3 do
+        local port = util.closed_port()
+        local f = assert(io.open(dir .. "/nginx.conf", "w"))
+        f:write(conf_text(opts, port, dir, root))
+        f:close()
+        self = setmetatable({ dir = dir, port = port, base = "http://127.0.0.1:" .. port, root = root }, server_mt)
+        local out, code = run(string.format("%snginx -p %s -c %s/nginx.conf -e %s/error.log",
+            #env > 0 and "env " .. table.concat(env, " ") .. " " or "", q(dir), q(dir), q(dir)))
+        if code == 0 then break end
         local log = self:error_log()
-        self:stop()
-        error("nginx did not start: " .. out .. log, 0)
+        if attempt == 3 or not (out .. log):find("127.0.0.1:" .. port .. " failed (98: Address already in use)", 1, true) then
+            self:stop()
+            error("nginx did not start: " .. out .. log, 0)
+        end
+        os.remove(dir .. "/error.log")
     end
     local curl = require "jsoncontract.transport.curl"
     -- (up to a minute: on a busy machine a worker's init_by_lua may take seconds)
