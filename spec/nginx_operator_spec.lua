@@ -71,7 +71,7 @@ describe("jsoncontract.nginx run by an operator", function()
                         "  location = /early { error_page 413 = @early_too_big; content_by_lua_block { "
                             .. app .. '.gw.early:serve("t") } }',
                         "  location = /nokey { content_by_lua_block { " .. app .. '.gw.nokey:serve("t") } }',
-                        "  location = /reask { content_by_lua_block { " .. app .. '.gw.reask:serve("t") } }',
+                        "  location = /reask { content_by_lua_block { " .. app .. '.gw.reask:serve("reask") } }',
                         "  location ^~ /reask_model/ { content_by_lua_block { " .. app .. '.model("reask") } }',
                         "  location = /slots { content_by_lua_block { " .. app .. ".slots() } }",
                         "  location = /t { content_by_lua_block { " .. gw .. '.serve("t") } }',
@@ -263,10 +263,11 @@ describe("jsoncontract.nginx run by an operator", function()
     it("counts the attempts and tokens a client that left had already spent", function()
         if not has_curl then return pending("skipped: curl (the command) not found on PATH") end
         local function sample(s) return metric(s) or 0 end
-        local schema = 'jsoncontract_attempts_total{contract="t",gate="schema"}'
-        local tin = 'jsoncontract_tokens_total{contract="t",direction="input"}'
-        local tout = 'jsoncontract_tokens_total{contract="t",direction="output"}'
-        local closed = 'jsoncontract_requests_total{contract="t",code="499",outcome="client_closed"}'
+        -- (the re-ask gateway serves its contract as "reask": series no other spec adds to)
+        local schema = 'jsoncontract_attempts_total{contract="reask",gate="schema"}'
+        local tin = 'jsoncontract_tokens_total{contract="reask",direction="input"}'
+        local tout = 'jsoncontract_tokens_total{contract="reask",direction="output"}'
+        local closed = 'jsoncontract_requests_total{contract="reask",code="499",outcome="client_closed"}'
         local before = { sample(schema), sample(tin), sample(tout), sample(closed) }
         -- the first attempt fails the schema at once (10 + 5 tokens); the client leaves during the
         -- re-ask, which takes 4 s (after 3 s: the first attempt has that long on a busy machine)
