@@ -341,7 +341,8 @@ describe("jsoncontract.contract.rules", function()
         end
 
         -- (the step cases get a wall budget no machine reaches: on a busy one the default
-        -- second has run out before ten million steps)
+        -- second has run out before ten million steps; the item's, default 5 s, bounds a
+        -- rule's too)
         local STEPS_ONLY = { ms = 60000, item_ms = 60000 }
 
         it("stops an endless loop (steps)", function()
@@ -390,7 +391,8 @@ describe("jsoncontract.contract.rules", function()
         }
         for _, case in ipairs(CHILDREN) do
             it("counts the steps of " .. case[1] .. " the rule creates", function()
-                local v, err = check({ name = "gen", check = LONG .. case[2], budget = { steps = 100000, ms = 60000 } })
+                local v, err = check({ name = "gen", check = LONG .. case[2], budget = { steps = 100000, ms = 60000 } },
+                    STEPS_ONLY)
                 assert_timeout(v, err, "steps")
                 assert.equal("gen", err.rule)
                 assert.is_table(check(function() end)) -- and the next check runs as ever
@@ -466,7 +468,7 @@ print(coroutine.create == create, coroutine.wrap == wrap)
             local _, err = check({ name = "rule1", budget = { ms = 60000 }, check = function()
                 local function down(n) return 1 + down(n + 1) end
                 return down(1)
-            end })
+            end }, STEPS_ONLY)
             assert.equal("rule_timeout", err.kind)
             assert.equal("stack", err.limit)
         end)
