@@ -127,9 +127,10 @@ describe("job modules as batch jobs", function()
             os.execute("mkdir -p " .. q(logs))
             finally(function() os.execute("rm -rf " .. q(logs)) end)
             local pid = jobs.spawn(jc_cmd(("run --job examples/%s.lua --input examples/%s.jsonl --out %s "
-                .. "--delay-ms 150 --parallel 1"):format(name, name, q(dir))), logs .. "/run1.out",
+                .. "--delay-ms 400 --parallel 1"):format(name, name, q(dir))), logs .. "/run1.out",
                 "JC_STANDIN_LOG=" .. q(logs .. "/standin1.log"))
-            -- once at least one outcome is committed, and before all are
+            -- once at least one outcome is committed, and before all are (400 ms an answer: the
+            -- others take seconds, time enough for a busy machine to get round to the kill)
             local deadline = jobs.now() + 30
             while count(committed(dir)) < 1 and jobs.now() < deadline do jobs.sleep(0.02) end
             local standin = jobs.children(pid)

@@ -69,11 +69,10 @@ describe("a finished job on read-only storage", function()
                 if not jobs.wait_gone(pid, 10) then os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
             end)
             local base, page = "http://127.0.0.1:" .. port
-            for _ = 1, 200 do
-                page = curl.request { url = base .. "/", timeout_ms = 1000 }
-                if page and page.status == 200 then break end
-                jobs.sleep(0.05)
-            end
+            util.wait_until(function()
+                page = curl.request { url = base .. "/", timeout_ms = 5000 }
+                return page and page.status == 200
+            end, 60)
             assert.truthy(page and page.status == 200, util.read(log))
             assert.truthy(page.body:find("a decision cannot be recorded", 1, true), page.body)
             local item_path = page.body:match('href="(/item/[^"?]+)')

@@ -2,6 +2,7 @@
 -- evidence with path = "log" (NOTICE) would be filtered out, so init_worker says so, once per
 -- worker, naming the directive. Debian's nginx on 127.0.0.1, two workers (spec/support/nginx_server.lua).
 local nginx = require "support.nginx_server"
+local util = require "support.util"
 
 describe("jsoncontract.nginx with the error log at level error", function()
     local why = nginx.missing()
@@ -33,11 +34,10 @@ describe("jsoncontract.nginx with the error log at level error", function()
         end)
         if not ok then return pending("nginx skipped: " .. tostring(err):gsub("\n.*", "")) end
         local log
-        for _ = 1, 50 do
+        util.wait_until(function()
             log = srv:error_log()
-            if select(2, log:gsub("the error log's level is error", "")) >= 2 then break end
-            nginx.run("sleep 0.05")
-        end
+            return select(2, log:gsub("the error log's level is error", "")) >= 2
+        end)
         local pids = {}
         for pid, line in log:gmatch("%[error%] (%d+)#%d+: ([^\n]*the error log's level is error[^\n]*)") do
             assert.is_nil(pids[pid], "twice in worker " .. pid)

@@ -316,12 +316,11 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
                 out, nginx.q(MAIL_1187), srv.base))
             finally(function() os.remove(out) end)
             local in_flight
-            for _ = 1, 100 do
+            util.wait_until(function()
                 local m = http("GET", "/metrics").body
                 in_flight = tonumber(m:match('jsoncontract_in_flight{contract="slow_ticket"} (%d+)'))
-                if in_flight == 1 then break end
-                nginx.run("sleep 0.02")
-            end
+                return in_flight == 1
+            end, 30, 0.02)
             local code = bg:read("*a")
             bg:close()
             assert.equal(1, in_flight)
@@ -380,17 +379,13 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
             assert.equal("1.0.0", post("/hup", MAIL_1187).headers["x-contract-version"])
             nginx.run("kill -HUP " .. srv:pid())
             local version
-            for _ = 1, 100 do
+            util.wait_until(function()
                 version = post("/hup", MAIL_1187).headers["x-contract-version"]
-                if version == "2.0.0" then break end
-                nginx.run("sleep 0.05")
-            end
+                return version == "2.0.0"
+            end)
             assert.equal("2.0.0", version)
             -- the old worker finishes its graceful exit before the next specs
-            for _ = 1, 100 do
-                if #srv:workers() == 1 then break end
-                nginx.run("sleep 0.05")
-            end
+            util.wait_until(function() return #srv:workers() == 1 end)
             assert.equal(1, #srv:workers())
         end)
     end)
@@ -451,11 +446,10 @@ return { name = %q, version = %q, schema = t.schema, instructions = "Sort the ma
 
         it("writes evidence lines with the request id, without key or headers", function()
             local text
-            for _ = 1, 50 do
+            util.wait_until(function()
                 text = util.read(srv.dir .. "/evidence.jsonl") or ""
-                if text:find('"request_id":"spec-req-1187"', 1, true) then break end
-                nginx.run("sleep 0.05")
-            end
+                return text:find('"request_id":"spec-req-1187"', 1, true)
+            end)
             assert.truthy(text:find('"request_id":"spec-req-1187"', 1, true), text)
             for line in text:gmatch("[^\n]+") do
                 local rec = jc.decode(line)

@@ -45,13 +45,11 @@ describe("jsoncontract review DIR: decisions reach the exports", function()
         run(string.format("(%s bin/jsoncontract review %s --listen 127.0.0.1:%d >%s 2>&1 & echo $! >%s; wait $!; "
             .. "echo $? >%s) >/dev/null 2>&1 &", q(util.LUA), q(dir), port, q(log), q(pidfile), q(rcfile)))
         local base = "http://127.0.0.1:" .. port
-        for _ = 1, 200 do
+        util.wait_until(function()
             pid = (util.read(pidfile) or ""):match("%d+")
-            if pid and (util.read(log) or ""):find("files in", 1, true)
-                and curl.request { url = base .. "/desk.css", timeout_ms = 1000 } then break end
-            if util.read(rcfile) then break end
-            run("sleep 0.05")
-        end
+            return pid and (util.read(log) or ""):find("files in", 1, true)
+                and curl.request { url = base .. "/desk.css", timeout_ms = 5000 } or util.read(rcfile)
+        end, 60)
         assert.truthy(pid, util.read(log))
 
         local page = request("GET", base .. "/")
@@ -72,10 +70,7 @@ describe("jsoncontract review DIR: decisions reach the exports", function()
         for _, r in ipairs(jobs.jsonl(dir .. "/review.jsonl")) do assert.is_nil(r.decided_by, r.id) end
 
         run("kill -INT " .. pid)
-        for _ = 1, 200 do
-            if util.read(rcfile) then break end
-            run("sleep 0.05")
-        end
+        util.wait_until(function() return (util.read(rcfile) or ""):match("%d+") end, 60)
         assert.equal("130", (util.read(rcfile) or ""):match("%d+"), util.read(log))
         local text = util.read(log)
         assert.truthy(text:find("exported job job-spec to " .. dir, 1, true), text)

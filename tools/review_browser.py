@@ -40,7 +40,7 @@ def start(profile):
     return webdriver.Chrome(service=Service(executable_path=DRIVER), options=opts)
 
 
-def wait_for(drv, what, timeout=10):
+def wait_for(drv, what, timeout=60):
     WebDriverWait(drv, timeout).until(lambda d: d.execute_script("return document.readyState") == "complete"
                                       and what(d))
 
@@ -76,7 +76,7 @@ def walk(base):
         except WebDriverException as e:
             print("chromium did not start: %s" % e.msg, file=sys.stderr)
             return 3
-        drv.set_page_load_timeout(20)
+        drv.set_page_load_timeout(60)  # (bounds only: a busy CI machine may take seconds)
         # 1. The queue.
         drv.get(base + "/")
         wait_for(drv, lambda d: d.find_elements(By.CSS_SELECTOR, "tr[data-href]"))

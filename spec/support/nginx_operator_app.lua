@@ -40,9 +40,11 @@ function M.init(c)
     nokey.api_key, nokey.api_key_env = nil, "JC_OPERATOR_NO_SUCH_KEY"
     M.gw.nokey = gateway.new(nokey)
     -- a model that fails the schema at once and is slow on the re-ask: a client that leaves
-    -- during the re-ask has spent one attempt and its tokens
+    -- during the re-ask has spent one attempt and its tokens. It serves the contract by a name
+    -- of its own, so its metrics series count its requests only (another worker may still hold
+    -- an earlier spec's counts of "t" in its batch when the spec reads them first)
     M.gw.reask = gateway.new(opts { base_url = "http://127.0.0.1:" .. c.port .. "/reask_model",
-        evidence = { path = c.dir .. "/reask.jsonl", flush_ms = 50 } })
+        contracts = { reask = CONTRACT }, evidence = { path = c.dir .. "/reask.jsonl", flush_ms = 50 } })
     for _, gw in pairs(M.gw) do assert(gw.cache:preload()) end
 end
 

@@ -53,8 +53,9 @@ function S.error_log(self)
     return util.read(self.dir .. "/error.log") or ""
 end
 
---- Stop the helper (`opts.helper` of `start`), then the master (TERM, wait up to 5 s), and
--- remove the prefix; idempotent.
+--- Stop the helper (`opts.helper` of `start`), then the master (TERM, wait up to 60 s: its
+-- workers run exit_worker first, and a spec may read what that writes), and remove the
+-- prefix; idempotent.
 function S.stop(self, keep_dir)
     local stop_helper = self.stop_helper
     self.stop_helper = nil
@@ -62,7 +63,7 @@ function S.stop(self, keep_dir)
     local pid = self:pid()
     if pid then
         run("kill -TERM " .. pid .. "; i=0; while kill -0 " .. pid ..
-            " 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done")
+            " 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done")
     end
     if self.dir and not keep_dir then run("rm -rf " .. q(self.dir)) end
     self.dir = nil
@@ -109,36 +110,41 @@ end
 function M.start(opts)
     local root = run("pwd"):match("^(%S+)")
     local dir = run("mktemp -d"):match("^(%S+)")
-    local port = util.closed_port()
-    local conf = conf_text(opts, port, dir, root)
-    local f = assert(io.open(dir .. "/nginx.conf", "w"))
-    f:write(conf)
-    f:close()
-    local self = setmetatable({ dir = dir, port = port, base = "http://127.0.0.1:" .. port, root = root }, server_mt)
     local env = {}
     for k, v in pairs(opts.env or {}) do env[#env + 1] = k .. "=" .. q(v) end
     table.sort(env)
-    local out, code = run(string.format("%snginx -p %s -c %s/nginx.conf -e %s/error.log",
-        #env > 0 and "env " .. table.concat(env, " ") .. " " or "", q(dir), q(dir), q(dir)))
-    if code ~= 0 then
+    local self
+    -- The port was free when picked, but anything on the machine (another spec run, an
+    -- outgoing connection) may take it before nginx binds it: then a new one, twice at most.
+    for attempt = 1, 3 do
+        local port = util.closed_port()
+        local f = assert(io.open(dir .. "/nginx.conf", "w"))
+        f:write(conf_text(opts, port, dir, root))
+        f:close()
+        self = setmetatable({ dir = dir, port = port, base = "http://127.0.0.1:" .. port, root = root }, server_mt)
+        local out, code = run(string.format("%snginx -p %s -c %s/nginx.conf -e %s/error.log",
+            #env > 0 and "env " .. table.concat(env, " ") .. " " or "", q(dir), q(dir), q(dir)))
+        if code == 0 then break end
         local log = self:error_log()
-        self:stop()
-        error("nginx did not start: " .. out .. log, 0)
+        if attempt == 3 or not (out .. log):find("127.0.0.1:" .. port .. " failed (98: Address already in use)", 1, true) then
+            self:stop()
+            error("nginx did not start: " .. out .. log, 0)
+        end
+        os.remove(dir .. "/error.log")
     end
     local curl = require "jsoncontract.transport.curl"
-    for _ = 1, 50 do
-        if curl.request { url = self.base .. (opts.ready or "/"), timeout_ms = 1000 } then
-            if opts.helper then
-                local ok, stop = pcall(opts.helper)
-                if not ok then
-                    self:stop()
-                    error(stop, 0)
-                end
-                self.stop_helper = stop
+    -- (up to a minute: on a busy machine a worker's init_by_lua may take seconds)
+    if util.wait_until(function() return curl.request { url = self.base .. (opts.ready or "/"), timeout_ms = 5000 } end,
+            60, 0.1) then
+        if opts.helper then
+            local ok, stop = pcall(opts.helper)
+            if not ok then
+                self:stop()
+                error(stop, 0)
             end
-            return self
+            self.stop_helper = stop
         end
-        run("sleep 0.1")
+        return self
     end
     local log = self:error_log()
     self:stop()

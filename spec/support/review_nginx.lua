@@ -30,32 +30,27 @@ function M.start(dir, extra, target)
     M.run(string.format("(%s bin/jsoncontract review %s --listen 127.0.0.1:%d %s >%s 2>&1 & echo $! >%s; wait $!; "
         .. "echo $? >%s) >/dev/null 2>&1 &", q(util.LUA), q(target or dir), port, extra or "", q(h.log), q(pidfile),
         q(h.rcfile)))
-    for _ = 1, 200 do
+    -- (up to a minute: on a busy machine the desk's nginx may take seconds to answer)
+    local up = util.wait_until(function()
         local log = util.read(h.log) or ""
         h.pid = (util.read(pidfile) or ""):match("%d+")
         h.prefix = log:match("files in (%S+) %(removed")
         h.nginx = log:match("nginx (%d+), files in")
-        if h.prefix and h.pid then
-            local res = curl.request { url = h.base .. "/desk.css", timeout_ms = 1000 }
-            if res then return h end
-        end
-        if util.read(h.rcfile) then break end
-        M.run("sleep 0.05")
-    end
+        if h.prefix and h.pid and curl.request { url = h.base .. "/desk.css", timeout_ms = 5000 } then return "up" end
+        if util.read(h.rcfile) then return "ended" end
+    end, 60)
+    if up == "up" then return h end
     error("the desk did not start: " .. (util.read(h.log) or "(no output)"))
 end
 
---- Stop it with a signal (default TERM); returns its exit status (nil when it did not stop within 10 s).
+--- Stop it with a signal (default TERM); returns its exit status (nil when it did not stop within 60 s).
 function M.stop(h, sig)
     if not h or not h.pid then return nil end
     local done = util.read(h.rcfile)
     if done and done:match("%d+") then return tonumber(done:match("%d+")) end
     M.run("kill -" .. (sig or "TERM") .. " " .. h.pid)
-    for _ = 1, 200 do
-        local rc = util.read(h.rcfile)
-        if rc and rc:match("%d+") then return tonumber(rc:match("%d+")) end
-        M.run("sleep 0.05")
-    end
+    local rc = util.wait_until(function() return (util.read(h.rcfile) or ""):match("%d+") end, 60)
+    if rc then return tonumber(rc) end
     M.run("kill -KILL " .. h.pid)
     if h.nginx then M.run("kill -KILL " .. h.nginx) end
     return nil

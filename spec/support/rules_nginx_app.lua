@@ -27,11 +27,13 @@ local RULES = {
     -- a wait inside a coroutine the rule creates, past the rule's budget (200 ms); ngx.sleep
     -- comes through ctx
     child_sleep = "local _, ctx = ... coroutine.wrap(function() ctx.sleep(1.5) end)()",
-    -- a generator left suspended (it waits on nothing), then a wait of the rule's own
+    -- a generator left suspended (it waits on nothing), then a wait of the rule's own; says so
+    -- when that wait ended (a rule killed on time never gets there)
     gen_sleep = function()
         local gen = coroutine.wrap(function() coroutine.yield(1) end)
         gen()
         ngx.sleep(30)
+        ngx.shared.rules:set("gen_sleep_ended", true)
     end,
     sleep = function()
         ngx.shared.rules:set("waiting", true)
@@ -72,6 +74,8 @@ function M.init()
         local budget, item = { ms = 1000 }, nil
         if kind == "spin" then budget, item = { ms = 300, steps = 1e15 }, { item_steps = 1e15 } end
         if kind == "child_sleep" or kind == "gen_sleep" then budget = { ms = 200 } end
+        -- (the step budget must stop these: their wall time gets room no busy machine uses up)
+        if kind == "loop" or kind == "child" then budget, item = { ms = 30000 }, { item_ms = 30000 } end
         contracts[kind] = jc.contract { name = kind, version = "1", instructions = "x", schema = SCHEMA,
             rules = { { name = kind, check = f, budget = budget } }, rules_budget = item }
     end
@@ -82,7 +86,8 @@ local function reply(value)
     ngx.say(jc.encode(value))
 end
 
---- GET /rule?kind=K[&port=P]: contract:check with that rule; {ok} or {kind, limit, rule}.
+--- GET /rule?kind=K[&port=P]: contract:check with that rule; {ok} or {kind, limit, rule};
+-- `ended`: whether a rule that says when its wait ended (gen_sleep) has said so.
 function M.rule()
     local args = ngx.req.get_uri_args()
     local c = contracts[args.kind]
@@ -95,9 +100,10 @@ function M.rule()
     ngx.thread.spawn = spawn
     if not ok then error(v, 0) end
     ngx.shared.rules:set("waiting", false)
-    if v then return reply({ ok = true, spawns = spawns }) end
+    local ended = ngx.shared.rules:get(args.kind .. "_ended") or false
+    if v then return reply({ ok = true, spawns = spawns, ended = ended }) end
     return reply({ ok = false, category = err.category, kind = err.kind, limit = err.limit or jc.null,
-        rule = err.rule or jc.null, message = err.message, spawns = spawns })
+        rule = err.rule or jc.null, message = err.message, spawns = spawns, ended = ended })
 end
 
 -- Rules given as source text (in the rules' sandbox), each trying one way out of it.
@@ -144,13 +150,15 @@ function M.escape()
         c = assert(jc.load_contract(dir .. "/rules_sandbox_contract.lua")).contract
         text = '{"' .. args.file .. '":true}'
     else
-        -- (the memory cases get time enough that the memory budget, not a slow machine's clock,
-        -- is what stops them)
+        -- (the memory and endless-loop cases get time enough that the memory or step budget, not
+        -- a slow machine's clock, is what stops them)
+        local roomy = args.case == "memory" or args.case == "big" or args.case:match("^double")
+            or args.case:match("loop$")
         local list = { { name = args.case, check = assert(ESCAPES[args.case], "no such case"),
-            budget = (args.case == "memory" or args.case == "big" or args.case:match("^double")) and { ms = 30000 }
-                or nil } }
+            budget = roomy and { ms = 30000 } or nil } }
         if args.case == "double_second" then table.insert(list, 1, { name = "first", check = "return true" }) end
-        c = jc.contract { name = "escape", version = "1", instructions = "x", schema = SCHEMA, rules = list }
+        c = jc.contract { name = "escape", version = "1", instructions = "x", schema = SCHEMA, rules = list,
+            rules_budget = roomy and { item_ms = 30000 } or nil }
         text = TEXT
     end
     local v, err = c:check(text)

@@ -154,6 +154,20 @@ function M.stop_standin(handle)
     handle.stop()
 end
 
+--- Call `fn` until it returns a truthy value or `seconds` (default 30) of wall time pass,
+-- pausing `step` seconds (default 0.05) between calls; returns what its last call returned (one
+-- value). For conditions another process or a timer makes true: the bound is time, not a count
+-- of tries, so a slow or stalled machine gets the whole bound.
+function M.wait_until(fn, seconds, step)
+    local socket = require "socket"
+    local deadline = socket.gettime() + (seconds or 30)
+    while true do
+        local v = fn()
+        if v or socket.gettime() >= deadline then return v end
+        socket.sleep(step or 0.05)
+    end
+end
+
 --- A port on 127.0.0.1 that nobody listens on (bound, read, closed).
 function M.closed_port()
     local s = assert(require("socket").bind("127.0.0.1", 0))
