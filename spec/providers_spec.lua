@@ -36,6 +36,18 @@ describe("jsoncontract.providers", function()
         end)
     end)
 
+    describe("openai.is_openai()", function()
+        it("takes OpenAI's own host in any spelling for strict mode's native rules, and no look-alike", function()
+            for _, url in ipairs { "https://api.openai.com/v1", "https://API.openai.com./v1", "https://x@api.openai.com" } do
+                assert.is_true(openai.is_openai(url), url)
+            end
+            for _, url in ipairs { "https://api.openai.com.example.com/v1", "http://127.0.0.1:8080/v1",
+                "https://api.openai.com:8443" } do
+                assert.is_false(openai.is_openai(url), url)
+            end
+        end)
+    end)
+
     describe("missing_key()", function()
         local REFUSED = "openai's API (api.openai.com) refuses every request without an API key: give api_key "
             .. "(it is usually in OPENAI_API_KEY), or a base_url for a server that needs none"

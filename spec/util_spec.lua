@@ -47,4 +47,26 @@ describe("jsoncontract.util", function()
         assert.is_false(util.constant_time_equal("abc", "ab"))
         assert.is_false(util.constant_time_equal(1, 1))
     end)
+    describe("url_host", function()
+        it("names one server however a URL spells it: case, userinfo, the root's dot, the scheme's own port", function()
+            for _, url in ipairs { "https://api.openai.com", "https://API.OpenAI.com/v1", "https://api.openai.com./v1",
+                "https://x@api.openai.com", "https://user:pw@api.openai.com.:443/v1?x=1#f", "HTTPS://api.openai.com:443" } do
+                assert.equal("api.openai.com", util.url_host(url), url)
+            end
+            assert.equal("127.0.0.1:8080", util.url_host("http://127.0.0.1:8080/v1"))
+            assert.equal("127.0.0.1", util.url_host("http://127.0.0.1:80/"))
+            assert.equal("api.openai.com:8443", util.url_host("https://api.openai.com:8443"))
+            assert.equal("[::1]:8443", util.url_host("https://[::1]:8443/v1"))
+            assert.equal("[::1]", util.url_host("http://[::1]/"))
+            -- look-alikes stay other servers
+            assert.equal("api.openai.com.example.com", util.url_host("https://api.openai.com.example.com/v1"))
+            assert.equal("example.com", util.url_host("https://api.openai.com@example.com/v1"))
+        end)
+        it("gives nil for what is not an http(s) URL with a host", function()
+            for _, v in ipairs { "api.openai.com", "ftp://api.openai.com", "https://", "https:///v1", "/v1", 42 } do
+                assert.is_nil(util.url_host(v), tostring(v))
+            end
+            assert.is_nil(util.url_host(nil))
+        end)
+    end)
 end)

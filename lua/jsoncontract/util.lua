@@ -12,6 +12,29 @@ function _M.shell_quote(s)
     return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end
 
+local DEFAULT_PORT = { http = "80", https = "443" }
+
+--- The server an http(s) URL names, as one string to compare: the host in lower case, without
+-- the userinfo and the root's trailing dot, and with the port only when it is not the scheme's
+-- own (`https://x@API.openai.com.:443/v1` is "api.openai.com", `http://127.0.0.1:8080/` is
+-- "127.0.0.1:8080", an IPv6 host keeps its brackets). RFC 3986 §3.2: authority = [ userinfo "@" ]
+-- host [ ":" port ]; RFC 1034 §3.1: a name ending in "." is the same absolute name.
+-- @param url any value
+-- @treturn string|nil nil when `url` is not an http(s) URL with a host
+function _M.url_host(url)
+    if type(url) ~= "string" then return nil end
+    local scheme, authority = url:lower():match("^(https?)://([^/?#]*)")
+    if not authority then return nil end
+    authority = authority:match("^.*@(.*)$") or authority
+    local host, rest = authority:match("^(%[[^%]]*%])(.*)$")
+    if not host then host, rest = authority:match("^([^:]*)(.*)$") end
+    host = host:gsub("%.$", "")
+    if host == "" then return nil end
+    local port = rest:match("^:(%d+)$")
+    if port and port ~= DEFAULT_PORT[scheme] then return host .. ":" .. port end
+    return host
+end
+
 --- Are `a` and `b` the same string? The time taken depends on their length only, not on
 -- where they first differ, so a token or a session cookie cannot be guessed byte by byte.
 -- @param a any value (false unless a string)

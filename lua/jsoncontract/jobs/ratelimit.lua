@@ -12,17 +12,7 @@ local match, format = string.match, string.format
 local _M = { _VERSION = core._VERSION }
 local mt = { __index = _M }
 
--- The host[:port] of an http(s) URL, lowercased, without user info or the scheme's own port.
-local function host_of(url)
-    if type(url) ~= "string" then return nil end
-    local scheme, auth = url:lower():match("^(https?)://([^/?#]+)")
-    if not auth then return nil end
-    auth = auth:gsub("^.*@", "")
-    if (scheme == "https" and auth:match(":443$")) or (scheme == "http" and auth:match(":80$")) then
-        auth = auth:gsub(":%d+$", "")
-    end
-    return auth
-end
+local url_host = require("jsoncontract.util").url_host
 
 --- The limits a job's lane runs with, and the words that say so. The provider's defaults
 -- (its facts' `rate_limit`, see `jsoncontract.providers.facts`) count against its own API
@@ -39,22 +29,22 @@ end
 function _M.limits(provider, base_url, rpm, tpm, standin)
     local f = require("jsoncontract.providers").facts(provider)
     local d = f.rate_limit
-    local own = d and (base_url == nil or host_of(base_url) == host_of(f.base_url))
+    local own = d and (base_url == nil or url_host(base_url) == url_host(f.base_url))
     local why
     if rpm ~= nil or tpm ~= nil then
         why = "--rpm/--tpm"
         if own and not standin then
             rpm, tpm = rpm or d.rpm, tpm or d.tpm
-            why = why .. format(", else %s's defaults for %s", provider, host_of(f.base_url))
+            why = why .. format(", else %s's defaults for %s", provider, url_host(f.base_url))
         end
     elseif standin then
         return nil, "rate limits: none (the stand-in; --rpm/--tpm set them)"
     elseif own then
         rpm, tpm = d.rpm, d.tpm
-        why = format("%s's defaults for %s, %s; --rpm/--tpm change them", provider, host_of(f.base_url), d.source)
+        why = format("%s's defaults for %s, %s; --rpm/--tpm change them", provider, url_host(f.base_url), d.source)
     else
         return nil, format("rate limits: none (%s is not %s's API host%s; --rpm/--tpm set them)",
-            host_of(base_url) or tostring(base_url), provider, d and "" or ", and it has no default")
+            url_host(base_url) or tostring(base_url), provider, d and "" or ", and it has no default")
     end
     rpm, tpm = (rpm or 0) > 0 and rpm or nil, (tpm or 0) > 0 and tpm or nil
     if not rpm and not tpm then return nil, "rate limits: none (" .. why .. ")" end

@@ -13,6 +13,7 @@
 --    provider.FACTS             its service: key variable, default model, base URL, rate limits
 -- @module jsoncontract.providers
 local envelope = require "jsoncontract.providers.envelope"
+local util = require "jsoncontract.util"
 
 local type, ipairs, error, require = type, ipairs, error, require
 local concat = table.concat
@@ -57,16 +58,6 @@ function _M.facts(name)
     return _M.get(name).FACTS or {}
 end
 
--- The host a transport connects to for `url`, as one name: lower case, without userinfo, port or
--- the root's trailing dot (`https://x@API.openai.com.:443/v1` is api.openai.com); "" when `url`
--- is not `scheme://...`.
-local function url_host(url)
-    local authority = type(url) == "string" and url:match("^%a+://([^/?#]*)") or ""
-    authority = authority:match("^.*@(.*)$") or authority
-    local host = authority:match("^(%[[^%]]*%])") or authority:match("^[^:]*")
-    return (host:gsub("%.$", "")):lower()
-end
-
 --- Why a request to `provider` must not go out: its own API answers every request without a
 -- key with 401 (`FACTS.key_required`) and none is given, while `base_url` is nil or names that
 -- same host (another host, a proxy, a gateway or a local server, decides for itself). Asking
@@ -81,9 +72,9 @@ function _M.missing_key(provider, base_url, api_key)
     local name = type(provider) == "string" and provider or type(provider) == "table" and provider.name
     local f = type(provider) == "table" and (provider.FACTS or {}) or _M.facts(provider)
     if not f.key_required or not f.base_url then return nil end
-    if base_url ~= nil and url_host(base_url) ~= url_host(f.base_url) then return nil end
+    if base_url ~= nil and util.url_host(base_url) ~= util.url_host(f.base_url) then return nil end
     return format("%s's API (%s) refuses every request without an API key: give api_key%s, or a base_url "
-        .. "for a server that needs none", tostring(name or "the provider"), url_host(f.base_url),
+        .. "for a server that needs none", tostring(name or "the provider"), util.url_host(f.base_url),
         f.key_env and " (it is usually in " .. f.key_env .. ")" or "")
 end
 

@@ -108,7 +108,7 @@ local function native_plan(schema, contract) return plan_with(RULES.native, sche
 local function compatible_plan(schema, contract) return plan_with(RULES.compatible, schema, contract) end
 
 -- per base URL (the same every request); at most 64 kept
-local openai_host = util.memo(64, function(base_url) return base_url:match("^https://api%.openai%.com[:/]?") ~= nil end)
+local openai_host = util.memo(64, function(base_url) return util.url_host(base_url) == "api.openai.com" end)
 
 --- Is `base_url` OpenAI's own API (nil: the default)? Other hosts are OpenAI-compatible servers,
 -- which get strict mode without string lengths (`rules.compatible`).
