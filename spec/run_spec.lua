@@ -493,26 +493,32 @@ describe("jsoncontract.run", function()
                 assert.is_false(sent)
             end
         end)
-        it("sends without a key where the server decides: another host, a local model, a key given, a "
-            .. "transport of the caller's own", function()
+        it("sends without a key where the server decides: another host, a local model, a transport of the "
+            .. "caller's own", function()
+            -- (the default transport, to a port where nobody listens: the request is made and refused)
+            local closed = "http://127.0.0.1:" .. util.closed_port()
             for _, opts in ipairs {
-                { provider = "openai" }, -- (the transport below: a proxy that adds the key, say)
-                { provider = "openai", base_url = "http://127.0.0.1:9/v1" },
-                { provider = "anthropic", base_url = "https://llm-proxy.example.com" },
-                { provider = "ollama" },
-                { provider = "llamacpp" },
-                { provider = "openai", api_key = KEY },
+                { provider = "openai", base_url = closed .. "/v1" },
+                { provider = "anthropic", base_url = closed }, -- a proxy that holds the key, say
+                { provider = "ollama", base_url = closed },
+                { provider = "llamacpp", base_url = closed },
             } do
-                local sent = 0
-                opts.model, opts.policy = "m", { max_attempts = 1, transport_retries = 0 }
-                opts.transport = function()
+                local log = evidence.memory()
+                opts.model, opts.evidence = "m", log
+                opts.policy = { max_attempts = 1, transport_retries = 0 }
+                local out = jc.ask(ticket.contract, "x", opts)
+                assert.same({ "transport", "connect" }, { out.reason.category, out.reason.kind }, opts.provider)
+                assert.equal(1, #log.lines, opts.provider) -- one exchange was made
+            end
+            -- the provider's own host with no key, through a transport of the caller's own
+            local sent = 0
+            local out = jc.ask(ticket.contract, "x", { provider = "openai", model = "m",
+                policy = { max_attempts = 1, transport_retries = 0 },
+                transport = function()
                     sent = sent + 1
                     return nil, { category = "transport", kind = "connect", message = "not here" }
-                end
-                local out = jc.ask(ticket.contract, "x", opts)
-                assert.equal(1, sent, opts.provider)
-                assert.equal("transport", out.reason.category)
-            end
+                end })
+            assert.same({ 1, "transport" }, { sent, out.reason.category })
         end)
     end)
 end)
