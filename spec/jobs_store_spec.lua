@@ -270,6 +270,14 @@ local function behaves_like_a_job_store(engine, get_url)
             assert.is_nil(ok)
             assert.same({ "store", "not_found" }, { err.category, err.kind })
             assert.has_error(function() st:record_attempts(job, "m2", "1", {}) end)
+            -- an outcome for an item the job has not: refused, and no outcome or row left behind
+            ok, err = st:record_outcome(job, "no-such-item", { pass = 1, status = "accepted", record_json = "{}",
+                evidence = { '{"attempt":1}' } })
+            assert.is_nil(ok)
+            assert.same({ "store", "not_found" }, { err.category, err.kind })
+            assert.same({ 0, 0 }, { tonumber(st:query("SELECT count(*) AS n FROM outcomes WHERE item_id = "
+                .. "'no-such-item'")[1].n), tonumber(st:query("SELECT count(*) AS n FROM evidence WHERE item_id = "
+                .. "'no-such-item'")[1].n) })
         end)
 
         it("numbers one item's rows one after the other when several processes write them at once", function()

@@ -758,20 +758,21 @@ end
 -- @tparam string item_id
 -- @tparam integer pass
 -- @treturn[1] integer seq (>= 1)
--- @treturn[1] table|nil the item's row (`state`, `lease_owner`, `pass`), nil when the job has no such item
 -- @return[2] nil
--- @treturn[2] string the driver's message (the caller's transaction rolls back on it)
+-- @treturn[2] table|string err `not_found` (the job has no such item: nothing may be recorded
+--   for it), or the driver's message (the caller's transaction rolls back on either)
 function _M.next_evidence_seq(self, job_id, item_id, pass)
-    local item, e = self:query("SELECT state, lease_owner, pass FROM items WHERE job_id = ? AND item_id = ?"
-        .. self.d.lock_row, { job_id, item_id })
+    local item, e = self:query("SELECT 1 AS x FROM items WHERE job_id = ? AND item_id = ?" .. self.d.lock_row,
+        { job_id, item_id })
     if not item then return nil, e end
+    if not item[1] then
+        return nil, store_error("not_found", "no item " .. tostring(item_id) .. " in job " .. tostring(job_id))
+    end
     local rows
     rows, e = self:query("SELECT max(seq) AS s FROM evidence WHERE job_id = ? AND item_id = ? AND pass = ?",
         { job_id, item_id, pass })
     if not rows then return nil, e end
-    item = item[1]
-    if item then item.pass = tonumber(item.pass) end
-    return (tonumber(rows[1] and rows[1].s) or 0) + 1, item
+    return (tonumber(rows[1] and rows[1].s) or 0) + 1
 end
 
 -- Insert an item's evidence lines under `pass` from `seq` on (inside the caller's transaction).
@@ -782,6 +783,14 @@ local function insert_evidence(self, job_id, item_id, pass, seq, lines)
         if not r then return nil, e end
     end
     return true
+end
+
+-- Insert an item's evidence lines under `pass` after its existing rows (`next_evidence_seq`,
+-- which must come first in the caller's transaction).
+local function append_evidence(self, job_id, item_id, pass, lines)
+    local seq, e = self:next_evidence_seq(job_id, item_id, pass)
+    if not seq then return nil, e end
+    return insert_evidence(self, job_id, item_id, pass, seq, lines)
 end
 
 --- Record the evidence rows of an attempt that decides nothing here, leaving the item as it is:
@@ -801,14 +810,7 @@ function _M.record_attempts(self, job_id, item_id, pass, evidence)
         error("store:record_attempts: pass (integer) and evidence (array of lines) expected", 2)
     end
     if #evidence == 0 then return true end
-    return self:tx(function()
-        local seq, item = self:next_evidence_seq(job_id, item_id, pass)
-        if not seq then return nil, item end
-        if not item then
-            return nil, store_error("not_found", "no item " .. tostring(item_id) .. " in job " .. tostring(job_id))
-        end
-        return insert_evidence(self, job_id, item_id, pass, seq, evidence)
-    end)
+    return self:tx(function() return append_evidence(self, job_id, item_id, pass, evidence) end)
 end
 
 --- Give an item back to waiting WITH the evidence rows of the attempt that settled nothing (a
@@ -837,12 +839,7 @@ function _M.hold_back(self, job_id, owner, item_id, pass, evidence)
     end
     local given_back
     local ok, err = self:tx(function()
-        local seq, item = self:next_evidence_seq(job_id, item_id, pass)
-        if not seq then return nil, item end
-        if not item then
-            return nil, store_error("not_found", "no item " .. tostring(item_id) .. " in job " .. tostring(job_id))
-        end
-        local r, e = insert_evidence(self, job_id, item_id, pass, seq, evidence)
+        local r, e = append_evidence(self, job_id, item_id, pass, evidence)
         if not r then return nil, e end
         r, e = self:exec("UPDATE items SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL WHERE "
             .. "job_id = ? AND item_id = ? AND state = 'leased' AND lease_owner = ? AND pass = ?",
@@ -867,7 +864,8 @@ end
 -- @treturn[1] true
 -- @return[2] nil
 -- @treturn[2] table err: `duplicate` (this item and pass already has an outcome: another worker
---   whose lease expired recorded it first; nothing was changed), `write_failed` (rolled back)
+--   whose lease expired recorded it first; nothing was changed), `not_found` (the job has no
+--   such item: nothing recorded), `write_failed` (rolled back)
 function _M.record_outcome(self, job_id, item_id, outcome)
     if type(outcome) ~= "table" or type(outcome.pass) ~= "number" or type(outcome.status) ~= "string" then
         error("store:record_outcome: outcome {pass = integer, status = string, ...} expected", 2)
